@@ -1,0 +1,71 @@
+"""Hardware facts the passes plan against.
+
+Offline compiles read the target table below (values from the vendors' tuning guides and, for sm_90, from
+our H100: 132 SMs, 50 MB L2, 2.95 TB/s measured device-to-device copy). At run time
+`gemmc.runtime.device.hardware()` builds the same record from the device's properties, so a plan made on
+the GPU uses the real SM count, register file and shared memory. No paper constant lives here: the papers'
+thresholds are derived from these numbers in the passes that use them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Hardware:
+    arch: str  # "sm_90", "gfx90a"
+    vendor: str  # "cuda" | "hip"
+    sm_count: int  # streaming multiprocessors (CUDA) or compute units (HIP)
+    warp_size: int  # 32 on NVIDIA, 64 (wavefront) on CDNA
+    max_threads_per_block: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    regs_per_sm: int  # 32-bit registers in one SM's register file
+    max_regs_per_thread: int
+    reg_alloc_unit: int  # registers are allocated per warp in multiples of this many per thread
+    smem_per_sm: int  # bytes usable by resident blocks
+    smem_per_block: int  # bytes one block may use after opting in (cudaFuncSetAttribute)
+    smem_per_block_default: int  # bytes one block may use without opting in
+    l2_bytes: int
+    mem_bandwidth: float  # bytes/s, device-to-device copy (read + write) where measured, else nominal
+    fp32_flops: float  # FLOP/s on CUDA cores / vector ALUs (nominal)
+
+    @property
+    def max_warps_per_sm(self) -> int:
+        return self.max_threads_per_sm // self.warp_size
+
+    @property
+    def has_tensor_cores(self) -> bool:
+        """mma.sync with f16/bf16/tf32 inputs (sm_80 and newer); HIP MFMA is not generated yet."""
+        return self.vendor == "cuda" and int(self.arch.split("_")[1]) >= 80
+
+
+def _cuda(arch: str, sms: int, threads_sm: int, blocks_sm: int, smem_sm: int, smem_block: int, l2: int,
+          bw: float, fp32: float) -> Hardware:
+    return Hardware(arch=arch, vendor="cuda", sm_count=sms, warp_size=32, max_threads_per_block=1024,
+                    max_threads_per_sm=threads_sm, max_blocks_per_sm=blocks_sm, regs_per_sm=65536,
+                    max_regs_per_thread=255, reg_alloc_unit=8, smem_per_sm=smem_sm, smem_per_block=smem_block,
+                    smem_per_block_default=48 * 1024, l2_bytes=l2, mem_bandwidth=bw, fp32_flops=fp32)
+
+
+def _hip(arch: str, cus: int, threads_cu: int, l2: int, bw: float, fp32: float) -> Hardware:
+    # CDNA: 4 SIMDs x 512 VGPRs x 64 lanes per CU; 64 KiB LDS per workgroup and per CU.
+    return Hardware(arch=arch, vendor="hip", sm_count=cus, warp_size=64, max_threads_per_block=1024,
+                    max_threads_per_sm=threads_cu, max_blocks_per_sm=32, regs_per_sm=4 * 512 * 64,
+                    max_regs_per_thread=512, reg_alloc_unit=8, smem_per_sm=64 * 1024, smem_per_block=64 * 1024,
+                    smem_per_block_default=64 * 1024, l2_bytes=l2, mem_bandwidth=bw, fp32_flops=fp32)
+
+
+TARGETS: dict[str, Hardware] = {
+    "sm_80": _cuda("sm_80", 108, 2048, 32, 167936, 166912, 40 << 20, 1.9e12, 19.5e12),  # A100 SXM 80 GB
+    "sm_86": _cuda("sm_86", 84, 1536, 16, 102400, 101376, 6 << 20, 0.9e12, 35.6e12),  # RTX 3090 class
+    "sm_89": _cuda("sm_89", 142, 1536, 24, 102400, 101376, 96 << 20, 0.86e12, 91.6e12),  # L40S
+    "sm_90": _cuda("sm_90", 132, 2048, 32, 233472, 232448, 50 << 20, 2.95e12, 67e12),  # H100 SXM, copy measured
+    "gfx908": _hip("gfx908", 120, 2560, 8 << 20, 1.23e12, 23.1e12),  # MI100
+    "gfx90a": _hip("gfx90a", 104, 2048, 8 << 20, 1.6e12, 22.6e12),  # MI210
+    "gfx942": _hip("gfx942", 304, 2048, 4 << 20, 5.3e12, 81.7e12),  # MI300X
+}
+
+CUDA_ARCHS = tuple(a for a, hw in TARGETS.items() if hw.vendor == "cuda")
+HIP_ARCHS = tuple(a for a, hw in TARGETS.items() if hw.vendor == "hip")

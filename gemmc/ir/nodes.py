@@ -1,0 +1,148 @@
+"""IR nodes: frozen dataclasses. Passes change them with `dataclasses.replace`, never in place.
+
+A `Program` holds the target and the kernels. A `Kernel` starts as what the schedule said (problems, knobs,
+`None` for `auto`) and the passes fill in what they decide: the family, a family plan, the work list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gemmc.ir.hardware import Hardware
+from gemmc.ir.types import NO_SPAN, Algorithm, Batching, DType, Family, Layout, Precision, Span, TileMode, span_field
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One GEMM of a batch: C (m x n) = alpha * A (m x k) @ B (k x n) + beta * C."""
+
+    name: str
+    m: int
+    n: int
+    k: int
+    span: Span = span_field()
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k
+
+
+@dataclass(frozen=True, slots=True)
+class TileShape:
+    m: int
+    n: int
+    k: int
+
+    def __str__(self) -> str:
+        return f"{self.m}x{self.n}x{self.k}"
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyPlan:
+    """Base of each family's decisions (SimtPlan, TensorCorePlan, Tsm2Plan, ...).
+
+    A family plan is frozen and printable: `lines()` gives the `key: value` lines that `gemmc inspect` shows.
+    """
+
+    def lines(self) -> tuple[str, ...]:
+        return ()
+
+
+@dataclass(frozen=True, slots=True)
+class ProblemRow:
+    """One row of the problem table the kernel reads: sizes and leading dimensions (elements)."""
+
+    m: int
+    n: int
+    k: int
+    lda: int
+    ldb: int
+    ldc: int
+
+
+@dataclass(frozen=True, slots=True)
+class WorkTile:
+    """One output tile: problem index, first row, first column, variant index."""
+
+    problem: int
+    m0: int
+    n0: int
+    variant: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class WorkList:
+    """What one launch does, as data the kernel reads.
+
+    Block b computes `tiles[block_offsets[b]:block_offsets[b + 1]]` one after another. `grid` is the launch grid
+    (x, y, z); for the work-list families it is (len(block_offsets) - 1, 1, 1). A family that maps blocks to work
+    by arithmetic (TSM2) leaves `tiles` and `block_offsets` empty and sets `grid` itself.
+    """
+
+    problems: tuple[ProblemRow, ...]
+    tiles: tuple[WorkTile, ...]
+    block_offsets: tuple[int, ...]
+    grid: tuple[int, int, int]
+    block: int  # threads per block
+    smem_bytes: int  # dynamic shared memory per block (0 when the kernel uses static shared memory only)
+
+    @property
+    def blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    name: str
+    problems: tuple[Problem, ...]
+    count: int | None = None  # `gemm M x N x K count B`: one problem, B strided copies
+    dtype: DType = DType.F32
+    layout_a: Layout = Layout.ROW
+    layout_b: Layout = Layout.ROW
+    layout_c: Layout = Layout.ROW
+    alpha: float | None = 1.0  # None: a launch argument (`alpha runtime`)
+    beta: float | None = 0.0
+    tile: TileShape | None = None  # None: `tile auto`
+    tile_mode: TileMode = TileMode.AUTO
+    threads: int | None = None  # None: `threads auto`
+    batching: Batching = Batching.AUTO
+    precision: Precision | None = None  # None: same as dtype (filled by normalize)
+    stages: int = 2
+    algorithm: Algorithm = Algorithm.AUTO
+    tlp_threshold: int | None = None  # `tlp threshold N`; None: derived from the hardware
+    span: Span = span_field()
+    # Where each statement was written, for errors that point at the line that caused them.
+    stmt_spans: tuple[tuple[str, Span], ...] = field(default=(), compare=False, repr=False)
+    # Decided by the passes.
+    family: Family | None = None
+    plan: FamilyPlan | None = None
+    work: WorkList | None = None
+    notes: tuple[str, ...] = ()  # why the passes decided what they did, for `gemmc inspect`
+
+    def where(self, stmt: str) -> Span:
+        """The span of statement `stmt` (e.g. "tile"), else the kernel's own span."""
+        for key, span in self.stmt_spans:
+            if key == stmt:
+                return span
+        return self.span
+
+    @property
+    def batch_size(self) -> int:
+        return self.count if self.count is not None else len(self.problems)
+
+    @property
+    def layouts(self) -> str:
+        """e.g. "rrc": the layouts of A, B, C."""
+        return "".join(lay.value[0] for lay in (self.layout_a, self.layout_b, self.layout_c))
+
+    @property
+    def flops(self) -> int:
+        return sum(p.flops for p in self.problems) * (self.count or 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    target: Hardware
+    kernels: tuple[Kernel, ...]
+    filename: str = field(default="<string>", compare=False)
+    span: Span = NO_SPAN
