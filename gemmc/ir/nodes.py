@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gemmc.errors import InternalError
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.types import NO_SPAN, Algorithm, Batching, DType, Family, Layout, Precision, Span, TileMode, span_field
 
@@ -41,8 +42,21 @@ class TileShape:
 class FamilyPlan:
     """Base of each family's decisions (SimtPlan, TensorCorePlan, Tsm2Plan, ...).
 
-    A family plan is frozen and printable: `lines()` gives the `key: value` lines that `gemmc inspect` shows.
+    A family plan is frozen and printable: `lines()` gives the lines that `gemmc inspect` shows. Subclasses
+    provide `threads`, `smem_bytes` and `regs_estimate` (fields or properties) for the resource check.
     """
+
+    @property
+    def threads(self) -> int:
+        raise InternalError("plan", f"{type(self).__name__} must define threads")
+
+    @property
+    def smem_bytes(self) -> int:
+        raise InternalError("plan", f"{type(self).__name__} must define smem_bytes")
+
+    @property
+    def regs_estimate(self) -> int:
+        raise InternalError("plan", f"{type(self).__name__} must define regs_estimate")
 
     def lines(self) -> tuple[str, ...]:
         return ()

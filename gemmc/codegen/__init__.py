@@ -1,0 +1,118 @@
+"""IR -> source text. Everything here is deterministic: the same plan renders the same bytes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gemmc.codegen.env import render
+from gemmc.codegen.families import TEMPLATES
+from gemmc.errors import InternalError
+from gemmc.ir.hardware import Hardware
+from gemmc.ir.nodes import Kernel
+from gemmc.ir.types import DType
+from gemmc.version import __version__
+
+RUNTIME_API = {
+    "cuda": {"header": "cuda_runtime.h", "error_t": "cudaError_t", "stream_t": "cudaStream_t", "prefix": "cuda"},
+    "hip": {"header": "hip/hip_runtime.h", "error_t": "hipError_t", "stream_t": "hipStream_t", "prefix": "hip"},
+}
+TILES_PER_LINE = 6
+OFFSETS_PER_LINE = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    name: str
+    entry: str  # the __global__ function
+    launcher: str  # the extern "C" host function of the standalone file
+    source: str  # the kernel source the runtime compiles (no tables, no launcher)
+    standalone: str  # source + baked tables + launcher: the .cu / .hip that `gemmc compile` writes
+    header: str  # the .h declaring the launcher
+    extension: str  # "cu" or "hip"
+
+
+def entry_name(kernel: Kernel) -> str:
+    assert kernel.family is not None
+    return f"gemmc_{kernel.name}_{kernel.family.value}_{kernel.dtype.value}_{kernel.layouts}"
+
+
+def scalar_type(kernel: Kernel) -> str:
+    """The type of alpha, beta and the accumulators' combination: double for f64 data, else float."""
+    return "double" if kernel.dtype is DType.F64 else "float"
+
+
+def literal(value: float | None, ctype: str) -> str | None:
+    if value is None:
+        return None
+    text = repr(float(value))
+    return text + "f" if ctype == "float" else text
+
+
+def _chunks(items: list, size: int) -> list[list]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def common_context(kernel: Kernel, hw: Hardware, family_knobs: list[str]) -> dict:
+    S = scalar_type(kernel)
+    lines = [
+        f"kernel {kernel.name}: family {kernel.family.value if kernel.family else '?'}, target {hw.vendor} {hw.arch}",
+        f"dtype {kernel.dtype.value}, layout A {kernel.layout_a.value} B {kernel.layout_b.value} "
+        f"C {kernel.layout_c.value}, alpha {literal(kernel.alpha, 'double') or 'runtime'}, "
+        f"beta {literal(kernel.beta, 'double') or 'runtime'}",
+        f"precision {kernel.precision}, algorithm {kernel.algorithm.value}, batching {kernel.batching.value}",
+        f"batch of {kernel.batch_size} problem(s)",
+        *family_knobs,
+    ]
+    return {
+        "version": __version__,
+        "header_lines": lines,
+        "entry": entry_name(kernel),
+        "name": kernel.name,
+        "vendor": hw.vendor,
+        "arch": hw.arch,
+        "T": kernel.dtype.ctype,
+        "S": S,
+        "alpha_literal": literal(kernel.alpha, S),
+        "beta_literal": literal(kernel.beta, S),
+        "runtime_scalars": kernel.alpha is None or kernel.beta is None,
+        "rt": RUNTIME_API[hw.vendor],
+    }
+
+
+def _table_context(kernel: Kernel) -> dict:
+    work = kernel.work
+    assert work is not None
+    problems = [(r.m, r.n, r.k, r.lda, r.ldb, r.ldc) for r in work.problems]
+    offsets = list(work.block_offsets) or [0, 0]  # arithmetic families: empty tables, one dummy entry each
+    tiles = [(t.problem, t.m0, t.n0, t.variant) for t in work.tiles] or [(0, 0, 0, 0)]
+    return {
+        "problems": problems,
+        "block_offset_rows": _chunks(offsets, OFFSETS_PER_LINE),
+        "block_offsets_len": len(offsets),
+        "tile_rows": _chunks(tiles, TILES_PER_LINE),
+        "tiles_len": len(tiles),
+        "batch": len(work.problems),
+        "grid": work.grid,
+        "block": work.block,
+        "smem_bytes": work.smem_bytes,
+    }
+
+
+def render_kernel(kernel: Kernel, hw: Hardware, source_file: str = "<string>") -> Rendered:
+    if kernel.family not in TEMPLATES or kernel.work is None:
+        raise InternalError("codegen", f"kernel '{kernel.name}' is not planned (family {kernel.family})")
+    family = TEMPLATES[kernel.family]
+    ctx = common_context(kernel, hw, family.knobs(kernel))
+    ctx.update(family.context(kernel, hw))
+    source = render(family.TEMPLATE, ctx)
+    ctx.update(_table_context(kernel))
+    ctx["launcher"] = f"gemmc_{kernel.name}"
+    ctx["source_file"] = source_file
+    ctx["summary"] = ctx["header_lines"][0]
+    shown = ", ".join(f"{p.name} {p.m}x{p.n}x{p.k}" for p in kernel.problems[:6])
+    more = f", ... ({len(kernel.problems)} in all)" if len(kernel.problems) > 6 else ""
+    ctx["problem_summary"] = shown + more + (f", count {kernel.count}" if kernel.count else "")
+    standalone = source + render("launcher.j2", ctx)
+    header = render("header.h.j2", ctx)
+    return Rendered(name=kernel.name, entry=ctx["entry"], launcher=ctx["launcher"], source=source,
+                    standalone=standalone, header=header, extension="hip" if hw.vendor == "hip" else "cu")

@@ -1,0 +1,40 @@
+"""Template context of the SIMT family (templates/simt.cu.j2)."""
+
+from __future__ import annotations
+
+from gemmc.errors import InternalError
+from gemmc.ir.hardware import Hardware
+from gemmc.ir.nodes import Kernel
+from gemmc.ir.plan_simt import SimtPlan
+from gemmc.ir.types import Layout
+
+TEMPLATE = "simt.cu.j2"
+
+
+def cbool(flag: bool) -> str:
+    return "true" if flag else "false"
+
+
+def context(kernel: Kernel, hw: Hardware) -> dict:
+    plan = kernel.plan
+    if not isinstance(plan, SimtPlan):
+        raise InternalError("codegen.simt", f"expected a SimtPlan, got {type(plan).__name__}")
+    variants = [dict(index=i, bm=v.bm, bn=v.bn, bk=v.bk, tm=v.tm, tn=v.tn, threads=v.threads)
+                for i, v in enumerate(plan.variants)]
+    return {
+        "variants": variants,
+        "block_threads": plan.threads,
+        "stages": plan.stages,
+        "pad": plan.pad,
+        # Row-major A (m x k) and column-major B (k x n) are contiguous along k.
+        "a_kcontig": cbool(kernel.layout_a is Layout.ROW),
+        "b_kcontig": cbool(kernel.layout_b is Layout.COL),
+        "c_row": cbool(kernel.layout_c is Layout.ROW),
+        "beta_zero": cbool(kernel.beta == 0.0),
+    }
+
+
+def knobs(kernel: Kernel) -> list[str]:
+    plan = kernel.plan
+    assert isinstance(plan, SimtPlan)
+    return [f"variant {i}: {v}" for i, v in enumerate(plan.variants)] + [f"pipeline stages {plan.stages}"]

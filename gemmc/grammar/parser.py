@@ -1,0 +1,130 @@
+"""Text -> AST. Lark's errors are translated into gemmc diagnostics with human names for tokens."""
+
+from __future__ import annotations
+
+import difflib
+from functools import cache
+from pathlib import Path
+
+import lark
+from lark import Lark, Token, Transformer, v_args
+
+from gemmc.errors import Diagnostic, GemmcError
+from gemmc.grammar.ast import KernelDecl, Module, Stmt, TargetDecl, Word
+from gemmc.ir.types import Span
+
+STATEMENT_KEYWORDS = ("dtype", "layout", "alpha", "beta", "batch", "gemm", "tile", "threads", "batching",
+                      "precision", "pipeline", "algorithm", "tlp")
+TOP_KEYWORDS = ("target", "kernel")
+
+_TOKEN_NAMES = {
+    "NAME": "a name", "NUMBER": "a number", "DIMS3": "a size such as 64x64x16", "FACTOR": "a factor such as x3",
+    "LBRACE": "'{'", "RBRACE": "'}'", "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "X": "'x'",
+    "$END": "the end of the file", "AUTO": "'auto'", "RUNTIME": "'runtime'", "SPLIT": "'split'",
+}
+
+
+def _token_name(name: str) -> str:
+    if name in _TOKEN_NAMES:
+        return _TOKEN_NAMES[name]
+    return f"'{name.lower()}'"  # anonymous keyword terminals are named after their text: DTYPE -> 'dtype'
+
+
+@cache
+def _lark() -> Lark:
+    grammar = (Path(__file__).parent / "gemmc.lark").read_text()
+    return Lark(grammar, parser="lalr", lexer="basic", propagate_positions=True, maybe_placeholders=False)
+
+
+def _word(tok: Token) -> Word:
+    return Word(str(tok), Span(tok.line or 0, tok.column or 0, tok.end_column))
+
+
+def _span(meta: lark.tree.Meta) -> Span:
+    if getattr(meta, "empty", True):
+        return Span(0, 0)
+    return Span(meta.line, meta.column, meta.end_column if meta.end_line == meta.line else None)
+
+
+class _ToAst(Transformer):
+    """Every statement becomes a `Stmt(keyword, words)`; `dims` flattens to three words."""
+
+    @v_args(meta=True)
+    def start(self, meta, items):
+        targets = tuple(i for i in items if isinstance(i, TargetDecl))
+        kernels = tuple(i for i in items if isinstance(i, KernelDecl))
+        return Module(targets, kernels)
+
+    @v_args(meta=True)
+    def target(self, meta, toks):
+        return TargetDecl(_word(toks[0]), _word(toks[1]), _span(meta))
+
+    @v_args(meta=True)
+    def kernel(self, meta, items):
+        return KernelDecl(_word(items[0]), tuple(items[1:]), _span(meta))
+
+    def dims(self, toks):
+        if len(toks) == 1:  # one DIMS3 token such as 64x64x16: split it, keeping each part's column
+            tok = toks[0]
+            words, col = [], tok.column
+            for part in str(tok).split("x"):
+                words.append(Word(part, Span(tok.line, col, col + len(part))))
+                col += len(part) + 1
+            return words
+        return [_word(t) for t in toks]
+
+    def layout_item(self, toks):
+        return [_word(t) for t in toks]
+
+    def entry(self, items):
+        return [_word(items[0]), *items[1]]
+
+    def __default__(self, data, children, meta):
+        words: list[Word] = []
+        for child in children:
+            if isinstance(child, Token):
+                words.append(_word(child))
+            else:
+                words.extend(child)
+        span = _span(meta)
+        return Stmt(str(data), tuple(words), span)
+
+
+def _suggest(word: str, choices: tuple[str, ...]) -> str | None:
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f"did you mean '{close[0]}'?" if close else None
+
+
+def _syntax_error(err: lark.exceptions.UnexpectedInput) -> Diagnostic:
+    line, col = err.line or 1, err.column or 1
+    if isinstance(err, lark.exceptions.UnexpectedCharacters):
+        return Diagnostic("E100", f"unexpected character {err.char!r}", Span(line, col))
+    if isinstance(err, lark.exceptions.UnexpectedToken):
+        tok = err.token
+        expected = set(err.expected)
+        if tok.type == "$END":
+            names = ", ".join(sorted(_token_name(e) for e in expected))
+            return Diagnostic("E100", f"unexpected end of file; expected {names}", Span(line, col),
+                              hint="is a '}' missing?")
+        text = str(tok)
+        span = Span(tok.line or line, tok.column or col, tok.end_column)
+        if tok.type == "NAME" and "DTYPE" in expected:
+            return Diagnostic("E101", f"unknown statement '{text}'", span,
+                              _suggest(text, STATEMENT_KEYWORDS) or "statements: " + ", ".join(STATEMENT_KEYWORDS))
+        if tok.type == "NAME" and expected <= {"TARGET", "KERNEL"}:
+            return Diagnostic("E101", f"unknown keyword '{text}'", span,
+                              _suggest(text, TOP_KEYWORDS) or "a file holds 'target' and 'kernel' declarations")
+        names = " or ".join(sorted(_token_name(e) for e in expected))
+        found = _token_name(tok.type)
+        found = found if found.startswith("'") else f"{found} '{text}'"
+        return Diagnostic("E100", f"expected {names}, found {found}", span)
+    return Diagnostic("E100", str(err).splitlines()[0], Span(line, col))
+
+
+def parse(text: str, filename: str = "<string>") -> Module:
+    """Parse schedule text into an AST; raise GemmcError (E100/E101) on a syntax error."""
+    try:
+        tree = _lark().parse(text)
+    except lark.exceptions.UnexpectedInput as err:
+        raise GemmcError(_syntax_error(err), filename=filename, source=text) from None
+    return _ToAst().transform(tree)

@@ -1,0 +1,59 @@
+"""The IR's stable text form: what `gemmc inspect` prints and golden tests store."""
+
+from __future__ import annotations
+
+from gemmc.ir.nodes import Kernel, Program
+
+MAX_TILES_SHOWN = 8
+
+
+def _num(x: float | None) -> str:
+    if x is None:
+        return "runtime"
+    return f"{x:g}"
+
+
+def kernel_lines(k: Kernel) -> list[str]:
+    out = [f"kernel {k.name}"]
+    out.append(f"  dtype {k.dtype.value}  layout {k.layouts}  alpha {_num(k.alpha)}  beta {_num(k.beta)}")
+    out.append(f"  precision {k.precision if k.precision else 'auto'}  algorithm {k.algorithm.value}  "
+               f"batching {k.batching.value}  stages {k.stages}")
+    tile = str(k.tile) if k.tile else f"auto({k.tile_mode.value})" if k.tile_mode.value != "auto" else "auto"
+    threshold = k.tlp_threshold if k.tlp_threshold is not None else "auto"
+    out.append(f"  tile {tile}  threads {k.threads or 'auto'}  tlp threshold {threshold}")
+    count = f" x count {k.count}" if k.count else ""
+    out.append(f"  problems ({len(k.problems)}{count}, {k.flops / 1e9:.3f} GFLOP):")
+    width = max(len(p.name) for p in k.problems)
+    for i, p in enumerate(k.problems):
+        assigned = ""
+        if k.plan is not None and hasattr(k.plan, "assignment"):
+            assigned = f"  -> variant {k.plan.assignment[i]}"
+        out.append(f"    {p.name:<{width}}  {p.m} x {p.n} x {p.k}{assigned}")
+    if k.family is not None:
+        out.append(f"  family {k.family.value}")
+    if k.plan is not None:
+        out.append("  plan:")
+        out.extend(f"    {line}" for line in k.plan.lines())
+    if k.work is not None:
+        w = k.work
+        out.append(f"  work: grid {w.grid[0]}x{w.grid[1]}x{w.grid[2]}, {w.block} threads/block, "
+                   f"{len(w.tiles)} tiles, dynamic shared memory {w.smem_bytes} B")
+        for t in w.tiles[:MAX_TILES_SHOWN]:
+            out.append(f"    tile problem {t.problem} at ({t.m0}, {t.n0}) variant {t.variant}")
+        if len(w.tiles) > MAX_TILES_SHOWN:
+            out.append(f"    ... {len(w.tiles) - MAX_TILES_SHOWN} more")
+    if k.notes:
+        out.append("  decisions:")
+        out.extend(f"    - {n}" for n in k.notes)
+    return out
+
+
+def format_kernel(k: Kernel) -> str:
+    return "\n".join(kernel_lines(k))
+
+
+def format_program(p: Program) -> str:
+    hw = p.target
+    head = (f"target {hw.vendor} {hw.arch}: {hw.sm_count} SMs, warp {hw.warp_size}, "
+            f"{hw.max_threads_per_sm} threads/SM, {hw.regs_per_sm} regs/SM, {hw.smem_per_sm} B shared/SM")
+    return "\n\n".join([head, *(format_kernel(k) for k in p.kernels)]) + "\n"

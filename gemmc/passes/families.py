@@ -1,0 +1,13 @@
+"""Family registry: each family's planner module has `plan(kernel, hw) -> FamilyPlan`,
+`worklist(kernel, plan, hw) -> WorkList` and `notes(kernel, hw) -> tuple[str, ...]` (why it chose what it did)."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from gemmc.ir.types import Family
+from gemmc.passes import simt
+
+PLANNERS: dict[Family, ModuleType] = {
+    Family.SIMT: simt,
+}
