@@ -1,0 +1,3 @@
+from gemmc.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,83 @@
+"""`gemmc run --check`: random inputs, NaN-poisoned outputs, float64 reference, time per call."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from gemmc.ir.types import Layout
+from gemmc.runtime.args import NUMPY_DTYPES, operands
+from gemmc.runtime.device import cupy, device_name
+from gemmc.runtime.reference import errors, reference
+
+if TYPE_CHECKING:
+    from gemmc.api import CompiledKernel
+
+
+def random_matrix(shape: tuple[int, int], layout: Layout, dtype: str, rng: Any) -> Any:
+    cp = cupy()
+    data = rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
+    return cp.ascontiguousarray(data) if layout is Layout.ROW else cp.asfortranarray(data)
+
+
+def random_batch(kernel: CompiledKernel, seed: int = 0, poison: bool = True) -> tuple[list, list, list]:
+    """Fresh uniform [-1, 1) inputs in the kernel's layouts; C filled with NaN when beta is 0 (a kernel that
+    forgets an element leaves a NaN), else random."""
+    cp = cupy()
+    rng = cp.random.default_rng(seed)
+    dtype = NUMPY_DTYPES[kernel.ir.dtype]
+    As, Bs, Cs = [], [], []
+    for i in range(kernel.ir.batch_size):
+        a, b, c = operands(kernel.ir, i)
+        As.append(random_matrix(a.shape, a.layout, dtype, rng))
+        Bs.append(random_matrix(b.shape, b.layout, dtype, rng))
+        C = random_matrix(c.shape, c.layout, dtype, rng)
+        if poison and kernel.ir.beta == 0.0:
+            C.fill(cp.nan)
+        Cs.append(C)
+    return As, Bs, Cs
+
+
+def time_calls(fn, calls: int = 100, windows: int = 7) -> float:
+    """Median over `windows` of the mean device time (seconds) of `calls` back-to-back calls, after warm-up."""
+    cp = cupy()
+    fn()
+    cp.cuda.Device().synchronize()
+    times = []
+    for _ in range(windows):
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        for _ in range(calls):
+            fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3 / calls)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def check_kernel(kernel: CompiledKernel, *, seed: int = 0, alpha: float = 1.0, beta: float = 0.0,
+                 time_it: bool = True) -> dict[str, Any]:
+    """Run once against float64 and (optionally) time it. Returns the worst errors over the batch."""
+    ir = kernel.ir
+    As, Bs, Cs = random_batch(kernel, seed)
+    C0 = [c.copy() for c in Cs]
+    kw: dict[str, float] = {}
+    if ir.alpha is None:
+        kw["alpha"] = alpha
+    if ir.beta is None:
+        kw["beta"] = beta
+    a_used = ir.alpha if ir.alpha is not None else alpha
+    b_used = ir.beta if ir.beta is not None else beta
+    kernel(As, Bs, Cs, **kw)
+    worst: dict[str, float] = {"rel_fro": 0.0, "max_abs": 0.0, "mred": 0.0, "nonfinite": 0}
+    for a, b, c0, c in zip(As, Bs, C0, Cs, strict=True):
+        e = errors(c, reference(a, b, c0, a_used, b_used))
+        for key in worst:
+            worst[key] = max(worst[key], e[key]) if e[key] == e[key] else float("nan")
+    result: dict[str, Any] = {"kernel": kernel.name, "device": device_name(), "errors": worst,
+                              "gflop": ir.flops / 1e9}
+    if time_it:
+        seconds = time_calls(lambda: kernel(As, Bs, Cs, **kw))
+        result["seconds"] = seconds
+        result["tflops"] = ir.flops / seconds / 1e12
+    return result

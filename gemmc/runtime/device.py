@@ -1,0 +1,49 @@
+"""Hardware facts read off the current device, in the same record offline compiles use."""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cache
+
+from gemmc.errors import GemmcError
+from gemmc.ir.hardware import TARGETS, Hardware
+
+
+def cupy():
+    try:
+        import cupy as cp
+    except ImportError:
+        raise GemmcError("running a kernel needs CuPy and a GPU: pip install 'gemmc[gpu]' "
+                         "(compiling and inspecting schedules does not)") from None
+    return cp
+
+
+@cache
+def hardware(device_id: int | None = None) -> Hardware:
+    """The current device as a `Hardware` record: SMs, registers, shared memory and limits from its properties;
+    bandwidth and FP32 rate from the target table of its architecture (they are not device properties)."""
+    cp = cupy()
+    dev = cp.cuda.Device(device_id) if device_id is not None else cp.cuda.Device()
+    props = cp.cuda.runtime.getDeviceProperties(dev.id)
+    if cp.cuda.runtime.is_hip:
+        arch = props["gcnArchName"].decode().split(":")[0] if isinstance(props["gcnArchName"], bytes) \
+            else str(props["gcnArchName"]).split(":")[0]
+    else:
+        arch = f"sm_{props['major']}{props['minor']}"
+    base = TARGETS.get(arch) or TARGETS["sm_90" if not cp.cuda.runtime.is_hip else "gfx90a"]
+    return dataclasses.replace(
+        base, arch=arch, sm_count=props["multiProcessorCount"], warp_size=props["warpSize"],
+        max_threads_per_block=props["maxThreadsPerBlock"],
+        max_threads_per_sm=props["maxThreadsPerMultiProcessor"],
+        max_blocks_per_sm=props.get("maxBlocksPerMultiProcessor", base.max_blocks_per_sm),
+        regs_per_sm=props["regsPerMultiprocessor"],
+        smem_per_sm=props["sharedMemPerMultiprocessor"],
+        smem_per_block=props.get("sharedMemPerBlockOptin", base.smem_per_block) or base.smem_per_block,
+        smem_per_block_default=props["sharedMemPerBlock"],
+        l2_bytes=props["l2CacheSize"])
+
+
+def device_name() -> str:
+    cp = cupy()
+    name = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)

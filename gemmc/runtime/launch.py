@@ -1,0 +1,92 @@
+"""Launch a planned kernel: upload the plan's tables once, the pointer tables once per set of arrays."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from gemmc.errors import GemmcError
+from gemmc.runtime.args import batch_pointers
+from gemmc.runtime.compile import device_function
+from gemmc.runtime.device import cupy, hardware
+
+if TYPE_CHECKING:
+    from gemmc.api import CompiledKernel
+
+POINTER_CACHE = 16  # pointer tables kept per kernel (a training loop reuses a few sets of buffers)
+
+
+def plan_tables(kernel: CompiledKernel) -> tuple[Any, Any, Any]:
+    """The problem table, block offsets and tiles on the device, uploaded once per plan."""
+    state = kernel._runtime_state
+    if "tables" not in state:
+        cp = cupy()
+        work = kernel.ir.work
+        assert work is not None
+        problems = cp.asarray([[r.m, r.n, r.k, r.lda, r.ldb, r.ldc] for r in work.problems], dtype=cp.int64)
+        offsets = cp.asarray(list(work.block_offsets) or [0, 0], dtype=cp.int32)
+        tiles = cp.asarray([[t.problem, t.m0, t.n0, t.variant] for t in work.tiles] or [[0, 0, 0, 0]],
+                           dtype=cp.int32)
+        state["tables"] = (problems, offsets, tiles)
+    return state["tables"]
+
+
+def pointer_table(kernel: CompiledKernel, a: list[int], b: list[int], c: list[int]) -> Any:
+    cache: OrderedDict = kernel._runtime_state.setdefault("pointers", OrderedDict())
+    key = (tuple(a), tuple(b), tuple(c))
+    table = cache.get(key)
+    if table is None:
+        cp = cupy()
+        table = cp.asarray(a + b + c, dtype=cp.uint64)
+        cache[key] = table
+        if len(cache) > POINTER_CACHE:
+            cache.popitem(last=False)
+    else:
+        cache.move_to_end(key)
+    return table
+
+
+def kernel_function(kernel: CompiledKernel) -> Any:
+    state = kernel._runtime_state
+    if "function" not in state:
+        work = kernel.ir.work
+        assert work is not None
+        fn = device_function(kernel.source, kernel.rendered.entry)
+        if work.smem_bytes > hardware().smem_per_block_default:
+            fn.max_dynamic_shared_size_bytes = work.smem_bytes
+        if fn.max_threads_per_block < work.block:
+            raise GemmcError(f"kernel '{kernel.name}': the compiled kernel uses {fn.num_regs} registers per thread, "
+                             f"so at most {fn.max_threads_per_block} threads fit in a block; the plan needs "
+                             f"{work.block}. Use fewer threads or a smaller tile.", code="E302")
+        state["function"] = fn
+    return state["function"]
+
+
+def scalars(kernel: CompiledKernel, alpha: float | None, beta: float | None) -> tuple[Any, Any]:
+    cp = cupy()
+    ir = kernel.ir
+    for name, given, baked in (("alpha", alpha, ir.alpha), ("beta", beta, ir.beta)):
+        if baked is None and given is None:
+            raise GemmcError(f"{name}: the schedule says `{name} runtime`, so pass {name}=... to the call")
+        if baked is not None and given is not None:
+            raise GemmcError(f"{name}: the schedule bakes {name} = {baked:g}; write `{name} runtime` in the "
+                             f"schedule to pass it at call time")
+    ctype = cp.float64 if ir.dtype.value == "f64" else cp.float32
+    return ctype(alpha if alpha is not None else 0.0), ctype(beta if beta is not None else 0.0)
+
+
+def launch(kernel: CompiledKernel, As: Any, Bs: Any, Cs: Any, *, alpha: float | None, beta: float | None,
+           stream: Any = None) -> None:
+    cp = cupy()
+    alpha_, beta_ = scalars(kernel, alpha, beta)
+    a, b, c, keep = batch_pointers(kernel.ir, As, Bs, Cs)
+    fn = kernel_function(kernel)
+    problems, offsets, tiles = plan_tables(kernel)
+    ptrs = pointer_table(kernel, a, b, c)
+    n = len(a)
+    work = kernel.ir.work
+    assert work is not None
+    stream = stream if stream is not None else cp.cuda.get_current_stream()
+    fn(work.grid, (work.block, 1, 1), (problems, offsets, tiles, ptrs[:n], ptrs[n:2 * n], ptrs[2 * n:], alpha_, beta_),
+       shared_mem=work.smem_bytes, stream=stream)
+    del keep
