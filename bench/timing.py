@@ -1,0 +1,122 @@
+"""The timing protocol of DESIGN.md, shared by every benchmark suite.
+
+Device time per call: CUDA events around `calls` back-to-back calls, the median of `windows` such windows, after
+warm-up. Anything a user would capture in a CUDA graph (cuBLAS loops, torch.bmm, and gemmc's own launches) is
+captured and replayed, so no side pays Python's launch overhead in device time; gemmc's host-inclusive time per
+call (plain Python calls, synchronised) is reported beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from datetime import date
+from pathlib import Path
+from typing import Any, Callable
+
+CALLS = 100
+WINDOWS = 7
+
+
+def device_seconds(fn: Callable[[], Any], *, calls: int = CALLS, windows: int = WINDOWS) -> float:
+    """Median over windows of the mean device time of one call (torch events on the current stream)."""
+    import torch
+
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(windows):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            fn()
+        stop.record()
+        stop.synchronize()
+        samples.append(start.elapsed_time(stop) / 1e3 / calls)
+    return statistics.median(samples)
+
+
+def host_seconds(fn: Callable[[], Any], *, calls: int = CALLS, windows: int = WINDOWS) -> float:
+    """Median over windows of wall time per call, synchronising at the end of each window."""
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(windows):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        samples.append((time.perf_counter() - t0) / calls)
+    return statistics.median(samples)
+
+
+def torch_graph(fn: Callable[[], Any], *, repeat: int = 1) -> Callable[[], Any]:
+    """Capture `repeat` calls of fn (torch work) in a CUDA graph; return its replay."""
+    import torch
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(repeat):
+            fn()
+    return graph.replay
+
+
+def gemmc_graph(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """Capture one gemmc call (CuPy launches on a capturing CuPy stream) and return a replay on torch's stream,
+    so device timing with torch events sees it. gemmc's tables are cached by then, so the capture holds only
+    the kernel launch."""
+    import cupy as cp
+    import torch
+
+    fn()  # compile, upload tables and pointer tables outside the capture
+    cp.cuda.Device().synchronize()
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        fn()
+        graph = stream.end_capture()
+    target = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+
+    def replay() -> None:
+        graph.launch(stream=target)
+
+    return replay
+
+
+def gpu_name() -> str:
+    import torch
+
+    return torch.cuda.get_device_name()
+
+
+def write_results(out_dir: str | Path, suite: str, rows: list[dict], extra: dict | None = None) -> Path:
+    name = gpu_name()
+    short = "h100" if "H100" in name else "h200" if "H200" in name else name.split()[-1].lower()
+    path = Path(out_dir) / f"{date.today().isoformat()}_{short}_{suite}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"suite": suite, "gpu": name, "date": date.today().isoformat(),
+               "protocol": f"CUDA events, {CALLS} back-to-back calls per window, median of {WINDOWS} windows, "
+                           "after warm-up; graph replay for baselines and gemmc device time",
+               **(extra or {}), "rows": rows}
+    path.write_text(json.dumps(payload, indent=2))
+    return path
+
+
+def table(rows: list[dict], columns: list[str]) -> str:
+    def fmt(v: Any) -> str:
+        return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+    widths = [max(len(c), *(len(fmt(r.get(c, ""))) for r in rows)) for c in columns]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths))]
+    lines += ["  ".join(fmt(r.get(c, "")).ljust(w) for c, w in zip(columns, widths)) for r in rows]
+    return "\n".join(lines)
