@@ -111,7 +111,7 @@ def _syntax_error(err: lark.exceptions.UnexpectedInput) -> Diagnostic:
         if tok.type == "NAME" and "DTYPE" in expected:
             return Diagnostic("E101", f"unknown statement '{text}'", span,
                               _suggest(text, STATEMENT_KEYWORDS) or "statements: " + ", ".join(STATEMENT_KEYWORDS))
-        if tok.type == "NAME" and expected <= {"TARGET", "KERNEL"}:
+        if tok.type == "NAME" and expected <= {"TARGET", "KERNEL", "$END"}:
             return Diagnostic("E101", f"unknown keyword '{text}'", span,
                               _suggest(text, TOP_KEYWORDS) or "a file holds 'target' and 'kernel' declarations")
         names = " or ".join(sorted(_token_name(e) for e in expected))

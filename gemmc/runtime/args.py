@@ -14,23 +14,70 @@ from gemmc.runtime.device import cupy
 NUMPY_DTYPES = {DType.F32: "float32", DType.F64: "float64", DType.F16: "float16", DType.BF16: "bfloat16"}
 
 
-def as_device_array(obj: Any, what: str) -> Any:
-    """A CuPy view of `obj` (CuPy array, __cuda_array_interface__, or DLPack), without copying."""
-    cp = cupy()
-    if isinstance(obj, cp.ndarray):
-        return obj
+@dataclass(frozen=True, slots=True)
+class ArrayInfo:
+    """What the checks need of one device array, read without building a CuPy view when possible (the
+    per-call cost of a batch of hundreds of arrays is in these lookups)."""
+
+    ptr: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # bytes
+    dtype: str  # numpy-style name: float32, float64, float16, bfloat16
+    itemsize: int
+    device: int | None  # None: unknown (a bare __cuda_array_interface__), taken to be the current device
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def matrix(self, i: int) -> ArrayInfo:
+        """The i-th matrix of a 3-D array."""
+        return ArrayInfo(self.ptr + i * self.strides[0], self.shape[1:], self.strides[1:], self.dtype, self.itemsize,
+                         self.device)
+
+
+def _from_cupy(arr: Any) -> ArrayInfo:
+    return ArrayInfo(arr.data.ptr, tuple(arr.shape), tuple(arr.strides), arr.dtype.name, arr.itemsize, arr.device.id)
+
+
+def describe(obj: Any, what: str) -> ArrayInfo:
+    """ArrayInfo of a CuPy array, a torch tensor, anything with __cuda_array_interface__, or a DLPack producer."""
+    kind = type(obj)
+    module = kind.__module__.split(".")[0]
+    if module == "cupy":
+        return _from_cupy(obj)
+    if module == "torch" and kind.__name__ in ("Tensor", "Parameter"):
+        if not obj.is_cuda:
+            raise GemmcError(f"{what}: the tensor is on the CPU; move it to the GPU (.cuda()) first")
+        item = obj.element_size()
+        return ArrayInfo(obj.data_ptr(), tuple(obj.shape), tuple(s * item for s in obj.stride()),
+                         str(obj.dtype).removeprefix("torch."), item, obj.device.index)
+    if module == "numpy":
+        raise GemmcError(f"{what}: expected a GPU array, got a host (numpy) array; copy it to the GPU first")
     if hasattr(obj, "__cuda_array_interface__"):
-        return cp.asarray(obj)
+        import numpy as np
+
+        cai = obj.__cuda_array_interface__
+        dt = np.dtype(cai["typestr"])
+        shape = tuple(cai["shape"])
+        strides = cai.get("strides")
+        if strides is None:  # C-contiguous
+            acc, out = dt.itemsize, []
+            for extent in reversed(shape):
+                out.append(acc)
+                acc *= extent
+            strides = tuple(reversed(out))
+        return ArrayInfo(int(cai["data"][0]), shape, tuple(strides), dt.name, dt.itemsize, None)
     if hasattr(obj, "__dlpack__"):
         try:
-            return cp.from_dlpack(obj)
+            return _from_cupy(cupy().from_dlpack(obj))
         except Exception as err:  # noqa: BLE001 - DLPack producers raise anything; report it as the argument's
             raise GemmcError(f"{what}: cannot view it on the GPU through DLPack ({err})") from None
     raise GemmcError(f"{what}: expected a GPU array (CuPy, or an object with __cuda_array_interface__ or DLPack), "
-                     f"got {type(obj).__name__}")
+                     f"got {kind.__name__}")
 
 
-def _dense(arr: Any, layout: Layout) -> bool:
+def _dense(arr: ArrayInfo, layout: Layout) -> bool:
     """True when a 2-D array is densely packed in `layout` (row: C order, col: Fortran order)."""
     rows, cols = arr.shape
     item = arr.itemsize
@@ -52,17 +99,17 @@ def operands(kernel: Kernel, index: int) -> tuple[Operand, Operand, Operand]:
             Operand("C", kernel.layout_c, (p.m, p.n)))
 
 
-def check_matrix(arr: Any, what: str, op: Operand, dtype: DType, device: int, problem: str) -> None:
+def check_matrix(arr: ArrayInfo, what: str, op: Operand, dtype: DType, device: int, problem: str) -> None:
     if arr.ndim != 2:
         raise GemmcError(f"{what}: expected a 2-D array, got {arr.ndim}-D with shape {tuple(arr.shape)}")
-    if str(arr.dtype) != NUMPY_DTYPES[dtype]:
+    if arr.dtype != NUMPY_DTYPES[dtype]:
         raise GemmcError(f"{what}: expected dtype {NUMPY_DTYPES[dtype]} (the schedule's dtype {dtype.value}), "
                          f"got {arr.dtype}")
     if tuple(arr.shape) != op.shape:
         raise GemmcError(f"{what}: expected shape {op.shape} for {op.letter} of problem '{problem}', "
                          f"got {tuple(arr.shape)}")
-    if arr.device.id != device:
-        raise GemmcError(f"{what}: lives on GPU {arr.device.id}, but the current device is GPU {device}")
+    if arr.device is not None and arr.device != device:
+        raise GemmcError(f"{what}: lives on GPU {arr.device}, but the current device is GPU {device}")
     if not _dense(arr, op.layout):
         other = Layout.COL if op.layout is Layout.ROW else Layout.ROW
         if _dense(arr, other):
@@ -73,33 +120,29 @@ def check_matrix(arr: Any, what: str, op: Operand, dtype: DType, device: int, pr
                          f"{tuple(arr.strides)} (a view the kernel cannot read); pass a contiguous copy")
 
 
-def batch_pointers(kernel: Kernel, As: Any, Bs: Any, Cs: Any) -> tuple[list[int], list[int], list[int], list[Any]]:
-    """Check every argument and return the per-problem data pointers of A, B and C (and the arrays, to keep
-    them alive until the launch is queued)."""
-    cp = cupy()
-    device = cp.cuda.Device().id
+def batch_pointers(kernel: Kernel, As: Any, Bs: Any, Cs: Any) -> tuple[list[int], list[int], list[int]]:
+    """Check every argument; return the per-problem data pointers of A, B and C."""
+    device = cupy().cuda.runtime.getDevice()
     batch = kernel.batch_size
     ptrs: tuple[list[int], list[int], list[int]] = ([], [], [])
-    keep: list[Any] = []
     for slot, (name, group) in enumerate((("As", As), ("Bs", Bs), ("Cs", Cs))):
-        if kernel.count is not None and not isinstance(group, Sequence):
-            arr = as_device_array(group, name)
-            if arr.ndim != 3 or arr.shape[0] != batch:
+        if kernel.count is not None and not isinstance(group, (list, tuple)):
+            whole = describe(group, name)
+            if whole.ndim != 3 or whole.shape[0] != batch:
                 raise GemmcError(f"{name}: expected a 3-D array of {batch} matrices (the schedule's count), "
-                                 f"got shape {tuple(arr.shape)}")
-            matrices = [arr[i] for i in range(batch)]
-            keep.append(arr)
+                                 f"got shape {whole.shape}")
+            matrices = [whole.matrix(i) for i in range(batch)]
         else:
             if not isinstance(group, Sequence) or isinstance(group, str):
-                raise GemmcError(f"{name}: expected a list of {batch} arrays in batch order, got {type(group).__name__}")
+                raise GemmcError(f"{name}: expected a list of {batch} arrays in batch order, "
+                                 f"got {type(group).__name__}")
             if len(group) != batch:
                 raise GemmcError(f"{name}: expected {batch} arrays (one per problem), got {len(group)}")
-            matrices = [as_device_array(m, f"{name}[{i}]") for i, m in enumerate(group)]
-            keep.extend(matrices)
+            matrices = [describe(m, f"{name}[{i}]") for i, m in enumerate(group)]
         for i, arr in enumerate(matrices):
             op = operands(kernel, i)[slot]
             check_matrix(arr, f"{name}[{i}]", op, kernel.dtype, device, kernel.problems[i % len(kernel.problems)].name)
-            ptrs[slot].append(arr.data.ptr)
+            ptrs[slot].append(arr.ptr)
     if len(set(ptrs[2])) != len(ptrs[2]):
         raise GemmcError("Cs: two problems write the same output array; each C must be its own memory")
-    return ptrs[0], ptrs[1], ptrs[2], keep
+    return ptrs

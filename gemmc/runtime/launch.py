@@ -79,7 +79,7 @@ def launch(kernel: CompiledKernel, As: Any, Bs: Any, Cs: Any, *, alpha: float | 
            stream: Any = None) -> None:
     cp = cupy()
     alpha_, beta_ = scalars(kernel, alpha, beta)
-    a, b, c, keep = batch_pointers(kernel.ir, As, Bs, Cs)
+    a, b, c = batch_pointers(kernel.ir, As, Bs, Cs)
     fn = kernel_function(kernel)
     problems, offsets, tiles = plan_tables(kernel)
     ptrs = pointer_table(kernel, a, b, c)
@@ -89,4 +89,3 @@ def launch(kernel: CompiledKernel, As: Any, Bs: Any, Cs: Any, *, alpha: float | 
     stream = stream if stream is not None else cp.cuda.get_current_stream()
     fn(work.grid, (work.block, 1, 1), (problems, offsets, tiles, ptrs[:n], ptrs[n:2 * n], ptrs[2 * n:], alpha_, beta_),
        shared_mem=work.smem_bytes, stream=stream)
-    del keep

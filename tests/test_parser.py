@@ -1,0 +1,108 @@
+"""Parsing and lowering: every construct of the language, and the exact text of every kind of error."""
+
+from __future__ import annotations
+
+import pytest
+
+import gemmc
+from gemmc.api import front_end
+from gemmc.ir.nodes import Problem, TileShape
+from gemmc.ir.types import Algorithm, Batching, DType, Layout, Precision, TileMode
+
+FULL = """
+# comments start with '#'
+target cuda sm_80
+
+kernel inception3 {
+  dtype  f32
+  layout A row, B col, C col
+  alpha  2.5
+  beta   runtime
+  batch {
+    b1x1   196 x 192 x 192
+    b3x3r  196 x 16  x 192   # a trailing comment
+  }
+  tile      64x32x16
+  threads   128
+  batching  none
+  precision f32
+  pipeline  stages 1
+  algorithm simt
+  tlp threshold 5000
+}
+
+kernel strided { dtype f64 gemm 512 x 256 x 128 count 64 tile auto(uniform) }
+kernel emulated { precision split f16 x3 method le gemm 8 x 8 x 8 }
+"""
+
+
+def test_every_construct_lowers():
+    prog = front_end(FULL)
+    assert prog.target.arch == "sm_80"
+    k, s, sp = prog.kernels
+    assert (k.dtype, k.layout_a, k.layout_b, k.layout_c) == (DType.F32, Layout.ROW, Layout.COL, Layout.COL)
+    assert (k.alpha, k.beta) == (2.5, None)
+    assert k.problems == (Problem("b1x1", 196, 192, 192), Problem("b3x3r", 196, 16, 192))
+    assert (k.tile, k.threads, k.batching, k.stages) == (TileShape(64, 32, 16), 128, Batching.NONE, 1)
+    assert (k.precision, k.algorithm, k.tlp_threshold) == (Precision(DType.F32), Algorithm.SIMT, 5000)
+    assert (s.count, s.dtype, s.tile, s.tile_mode) == (64, DType.F64, None, TileMode.UNIFORM)
+    assert sp.precision == Precision(DType.F16, 3, "le")
+
+
+def test_spans_point_at_values():
+    prog = front_end(FULL)
+    k = prog.kernels[0]
+    assert (k.problems[1].span.line, k.problems[1].span.column) == (12, 5)
+    assert k.where("tile").line == 14
+
+
+def test_spaced_and_packed_sizes_agree():
+    a = front_end("kernel k { gemm 3 x 4 x 5 tile 16 x 16 x 8 }").kernels[0]
+    b = front_end("kernel k { gemm 3x4x5 tile 16x16x8 }").kernels[0]
+    assert a == b
+
+
+def test_default_target_is_sm90_and_command_line_overrides():
+    assert front_end("kernel k { gemm 1 x 1 x 1 }").target.arch == "sm_90"
+    assert front_end("target cuda sm_80 kernel k { gemm 1 x 1 x 1 }", target="hip").target.arch == "gfx90a"
+
+
+BAD = {
+    "syntax": "kernel k {\n  gemm 4 x 4\n}\n",
+    "unknown_statement": "kernel k {\n  gemm 4 x 4 x 4\n  tiles 64x64x8\n}\n",
+    "unknown_keyword": "kernal k { gemm 4 x 4 x 4 }\n",
+    "eof": "kernel k {\n  gemm 4 x 4 x 4\n",
+    "bad_char": "kernel k { gemm 4 x 4 x 4 ; }\n",
+    "sizes": "kernel k {\n  batch {\n    a 0 x 4 x 4\n    b 4 x -3 x 4\n    c 4 x 4 x 2.5\n  }\n}\n",
+    "duplicates": "kernel k { batch { a 1 x 1 x 1\n a 2 x 2 x 2 } }\nkernel k {\n gemm 1 x 1 x 1 }\n",
+    "twice": "kernel k {\n  gemm 1 x 1 x 1\n  tile auto\n  tile 64x64x8\n}\n",
+    "unknown_values": "kernel k {\n  dtype f8\n  layout A diagonal\n  algorithm fast\n  gemm 1 x 1 x 1\n}\n",
+    "target": "target cuda sm_75\nkernel k { gemm 1 x 1 x 1 }\n",
+    "vendor": "target metal m3\nkernel k { gemm 1 x 1 x 1 }\n",
+    "no_problems": "kernel k {\n  dtype f32\n}\n",
+    "empty_file": "# nothing here\n",
+    "dtype_precision": "kernel k {\n  dtype f64\n  precision f32\n  gemm 1 x 1 x 1\n}\n",
+    "bad_split": "kernel k {\n  precision split f16 x5\n  gemm 1 x 1 x 1\n}\n",
+    "split_method": "kernel k {\n  precision split bf16 x3 method le\n  gemm 1 x 1 x 1\n}\n",
+    "threads": "kernel k {\n  gemm 64 x 64 x 64\n  tile 64x64x8\n  threads 100\n}\n",
+    "threads_limit": "kernel k {\n  gemm 64 x 64 x 64\n  threads 2048\n}\n",
+    "smem": "kernel k {\n  gemm 64 x 64 x 64\n  tile 1024x1024x32\n  threads 1024\n}\n",
+    "registers": "kernel k {\n  gemm 64 x 64 x 64\n  tile 256x256x8\n  threads 64\n}\n",
+    "micro_tile": "kernel k {\n  gemm 64 x 64 x 64\n  tile 30x30x8\n  threads 64\n}\n",
+    "simt_stages": "kernel k {\n  gemm 64 x 64 x 64\n  pipeline stages 3\n}\n",
+    "several_kernels": "kernel a {\n  gemm 1 x 1 x 1\n  threads 33\n}\nkernel b {\n  dtype f64\n  precision f16\n"
+                       "  gemm 1 x 1 x 1\n}\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_error_text(name, golden):
+    with pytest.raises(gemmc.GemmcError) as info:
+        gemmc.compile_string(BAD[name], filename=f"{name}.gs")
+    golden(f"errors/{name}.txt", info.value.render() + "\n")
+
+
+def test_errors_report_every_problem():
+    with pytest.raises(gemmc.GemmcError) as info:
+        gemmc.compile_string(BAD["sizes"], filename="s.gs")
+    assert [d.code for d in info.value.diagnostics] == ["E201", "E201", "E102"]

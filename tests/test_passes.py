@@ -1,0 +1,86 @@
+"""The pass pipeline and the SIMT planner, checked with hand-computed inputs."""
+
+from __future__ import annotations
+
+import pytest
+
+import gemmc
+from gemmc.api import front_end
+from gemmc.ir.hardware import TARGETS
+from gemmc.ir.nodes import ProblemRow
+from gemmc.ir.plan_simt import SimtPlan, SimtVariant
+from gemmc.ir.types import Family, Precision
+from gemmc.passes import PASS_NAMES, run_pipeline
+from gemmc.passes.simt import micro_tile, uniform_variant
+from gemmc.passes.worklist import problem_rows, problem_tiles
+
+H100 = TARGETS["sm_90"]
+
+
+def kernel(text: str):
+    return gemmc.compile_string(text).ir.kernels[0]
+
+
+def test_pipeline_order_is_fixed():
+    assert PASS_NAMES == ("check", "normalize", "select_family", "plan_family", "build_worklist", "check_resources")
+
+
+def test_stop_after_leaves_later_fields_empty():
+    prog = front_end("kernel k { gemm 8 x 8 x 8 }")
+    after = run_pipeline(prog, stop_after="select_family").kernels[0]
+    assert after.family is Family.SIMT and after.plan is None and after.work is None
+    assert after.precision == Precision(after.dtype)
+
+
+def test_passes_do_not_mutate_their_input():
+    prog = front_end("kernel k { gemm 8 x 8 x 8 }")
+    before = prog.kernels[0]
+    run_pipeline(prog)
+    assert prog.kernels[0] is before and before.plan is None
+
+
+@pytest.mark.parametrize("bm, bn, threads, expected", [
+    (128, 128, 256, (8, 8)), (64, 64, 128, (4, 8)), (32, 32, 256, (2, 2)), (48, 40, 64, (6, 5)),
+    (16, 16, 256, (1, 1)), (30, 30, 64, None), (64, 64, 48, None),
+])
+def test_micro_tile(bm, bn, threads, expected):
+    assert micro_tile(bm, bn, threads) == expected
+
+
+def test_uniform_tile_fills_the_machine():
+    big = kernel("kernel k { gemm 4096 x 4096 x 4096 }")
+    assert uniform_variant(big, H100)[0] == SimtVariant(128, 128, 8, 8, 8, 256)
+    # 4 x 196 x 192-ish problems: 128x128 gives 16 blocks, 64x64 gives 48, 32x32 gives 154 >= 132 SMs.
+    inc = kernel("kernel k { batch { a 196 x 192 x 192  b 196 x 16 x 192  c 196 x 96 x 192  d 196 x 64 x 192 } }")
+    assert uniform_variant(inc, H100)[0].bm == 32
+
+
+def test_f64_uses_smaller_micro_tiles():
+    plan = kernel("kernel k { dtype f64 gemm 4096 x 4096 x 4096 }").plan
+    assert isinstance(plan, SimtPlan) and plan.variants[0].tm * plan.variants[0].tn == 32
+
+
+def test_leading_dimensions_follow_layouts():
+    k = kernel("kernel k { layout A col, B row, C col gemm 5 x 7 x 3 }")
+    assert problem_rows(k) == (ProblemRow(5, 7, 3, lda=5, ldb=7, ldc=5),)
+    k = kernel("kernel k { layout A row, B col, C row gemm 5 x 7 x 3 count 2 }")
+    assert problem_rows(k) == (ProblemRow(5, 7, 3, lda=3, ldb=3, ldc=7),) * 2
+
+
+def test_tiles_cover_odd_problem_once():
+    row = ProblemRow(196, 49, 1, 1, 1, 1)
+    tiles = problem_tiles(0, row, 64, 32, 0)
+    assert len(tiles) == 4 * 2
+    covered = {(m, n) for t in tiles for m in range(t.m0, min(t.m0 + 64, 196)) for n in range(t.n0, min(t.n0 + 32, 49))}
+    assert len(covered) == 196 * 49
+
+
+def test_work_list_is_one_tile_per_block():
+    k = kernel("kernel k { tile 32x32x8 threads 64 batch { a 33 x 32 x 1  b 1 x 1 x 1 } }")
+    assert k.work.grid == (3, 1, 1) and k.work.block_offsets == (0, 1, 2, 3)
+    assert [(t.problem, t.m0, t.n0) for t in k.work.tiles] == [(0, 0, 0), (0, 32, 0), (1, 0, 0)]
+
+
+def test_decisions_are_explained():
+    k = kernel("kernel k { gemm 4096 x 4096 x 4096 }")
+    assert any("family simt" in n for n in k.notes) and any("tile:" in n for n in k.notes)
