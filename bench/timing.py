@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 CALLS = 100
 WINDOWS = 7
@@ -117,6 +118,6 @@ def table(rows: list[dict], columns: list[str]) -> str:
         return f"{v:.3g}" if isinstance(v, float) else str(v)
 
     widths = [max(len(c), *(len(fmt(r.get(c, ""))) for r in rows)) for c in columns]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths))]
-    lines += ["  ".join(fmt(r.get(c, "")).ljust(w) for c, w in zip(columns, widths)) for r in rows]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=False))]
+    lines += ["  ".join(fmt(r.get(c, "")).ljust(w) for c, w in zip(columns, widths, strict=False)) for r in rows]
     return "\n".join(lines)

@@ -75,10 +75,10 @@ def case_inception() -> dict:
     Cs = [torch.full((m, n), float("nan"), device="cuda") for m, n, _ in shapes]
     outs = [torch.empty_like(c) for c in Cs]
     k(As, Bs, Cs)
-    err = max(rel_err(c, a.double() @ b.double()) for a, b, c in zip(As, Bs, Cs))
+    err = max(rel_err(c, a.double() @ b.double()) for a, b, c in zip(As, Bs, Cs, strict=False))
 
     def loop():
-        for a, b, o in zip(As, Bs, outs):
+        for a, b, o in zip(As, Bs, outs, strict=False):
             torch.mm(a, b, out=o)
 
     t_loop = timing.device_seconds(timing.torch_graph(loop))

@@ -71,7 +71,7 @@ def _compile(compiler: list[str], text: str, suffix: str, tmp_path: Path) -> Non
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_every_example_compiles_with_nvcc(arch, tmp_path):
-    for stem, k in example_kernels(arch):
+    for _stem, k in example_kernels(arch):
         _compile([NVCC, f"-arch={arch}", "-c", "-std=c++17"], k.standalone, "cu", tmp_path)
 
 
@@ -79,7 +79,7 @@ def test_every_example_compiles_with_nvcc(arch, tmp_path):
 def test_every_example_compiles_with_hipcc(tmp_path, monkeypatch):
     monkeypatch.setenv("HIP_PLATFORM", "amd")
     compiled = 0
-    for stem, k in example_kernels("hip"):
+    for _stem, k in example_kernels("hip"):
         _compile([HIPCC, "--offload-arch=gfx90a", "--genco", "-std=c++17"], k.standalone, "hip", tmp_path)
         compiled += 1
     assert compiled > 0

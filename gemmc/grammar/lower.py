@@ -204,12 +204,12 @@ def lower(module: Module, *, filename: str = "<string>", source: str | None = No
         hw = found
     kernels: list[Kernel] = []
     names: dict[str, Span] = {}
-    for decl in module.kernels:
-        if decl.name.text in names:
-            low.error("E200", f"kernel '{decl.name.text}' is defined twice", decl.name.span,
-                      f"the first is on line {names[decl.name.text].line}")
-        names[decl.name.text] = decl.name.span
-        kernels.append(low.kernel(decl))
+    for kdecl in module.kernels:
+        if kdecl.name.text in names:
+            low.error("E200", f"kernel '{kdecl.name.text}' is defined twice", kdecl.name.span,
+                      f"the first is on line {names[kdecl.name.text].line}")
+        names[kdecl.name.text] = kdecl.name.span
+        kernels.append(low.kernel(kdecl))
     if not module.kernels:
         low.error("E202", "the file defines no kernel", Span(1, 1), "add `kernel NAME { gemm M x N x K }`")
     if low.diags:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from gemmc.errors import GemmcError, InternalError
+from gemmc.errors import Diagnostic, GemmcError, InternalError
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, Program
 from gemmc.passes.check import check
@@ -55,7 +55,8 @@ PASS_NAMES = tuple(name for name, _ in PIPELINE)
 def run_pipeline(program: Program, *, source: str | None = None, stop_after: str | None = None) -> Program:
     """Run every pass (or those up to `stop_after`) on every kernel. User errors from all kernels are
     collected and raised together, rendered against the schedule's file."""
-    kernels, diags = [], []
+    kernels: list[Kernel] = []
+    diags: list[Diagnostic] = []
     for kernel in program.kernels:
         try:
             for name, fn in PIPELINE:

@@ -25,5 +25,6 @@ def errors(out: Any, ref: Any) -> dict[str, float]:
     denom = float(cp.linalg.norm(ref)) or 1.0
     nz = cp.abs(ref) > 0
     mred = float(cp.mean(cp.abs(diff[nz]) / cp.abs(ref[nz]))) if bool(nz.any()) else 0.0
-    return {"rel_fro": float(cp.linalg.norm(diff)) / denom, "max_abs": float(cp.max(cp.abs(diff))) if diff.size else 0.0,
-            "mred": mred, "nonfinite": int((~cp.isfinite(o)).sum())}
+    max_abs = float(cp.max(cp.abs(diff))) if diff.size else 0.0
+    return {"rel_fro": float(cp.linalg.norm(diff)) / denom, "max_abs": max_abs, "mred": mred,
+            "nonfinite": int((~cp.isfinite(o)).sum())}
