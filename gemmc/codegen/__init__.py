@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import PurePath
 
 from gemmc.codegen.env import render
 from gemmc.codegen.families import TEMPLATES
@@ -107,7 +108,7 @@ def render_kernel(kernel: Kernel, hw: Hardware, source_file: str = "<string>") -
     source = render(family.TEMPLATE, ctx)
     ctx.update(_table_context(kernel))
     ctx["launcher"] = f"gemmc_{kernel.name}"
-    ctx["source_file"] = source_file
+    ctx["source_file"] = PurePath(source_file).name  # no absolute paths: output must not depend on the checkout
     ctx["summary"] = ctx["header_lines"][0]
     shown = ", ".join(f"{p.name} {p.m}x{p.n}x{p.k}" for p in kernel.problems[:6])
     more = f", ... ({len(kernel.problems)} in all)" if len(kernel.problems) > 6 else ""
