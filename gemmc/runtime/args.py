@@ -37,15 +37,18 @@ class ArrayInfo:
 
 
 def _from_cupy(arr: Any) -> ArrayInfo:
-    return ArrayInfo(arr.data.ptr, tuple(arr.shape), tuple(arr.strides), arr.dtype.name, arr.itemsize, arr.device.id)
+    data = arr.data
+    return ArrayInfo(data.ptr, arr.shape, arr.strides, arr.dtype.name, arr.itemsize, data.device_id)
 
 
-def describe(obj: Any, what: str) -> ArrayInfo:
-    """ArrayInfo of a CuPy array, a torch tensor, anything with __cuda_array_interface__, or a DLPack producer."""
+def describe(obj: Any, group: str, index: int | None = None) -> ArrayInfo:
+    """ArrayInfo of a CuPy array, a torch tensor, anything with __cuda_array_interface__, or a DLPack producer.
+    `group[index]` names the argument in errors."""
     kind = type(obj)
     module = kind.__module__.split(".")[0]
     if module == "cupy":
         return _from_cupy(obj)
+    what = group if index is None else f"{group}[{index}]"
     if module == "torch" and kind.__name__ in ("Tensor", "Parameter"):
         if not obj.is_cuda:
             raise GemmcError(f"{what}: the tensor is on the CPU; move it to the GPU (.cuda()) first")
@@ -93,13 +96,24 @@ class Operand:
     shape: tuple[int, int]
 
 
+def expected_operands(kernel: Kernel) -> list[tuple[Operand, Operand, Operand, str]]:
+    """Per problem in batch order: what A, B and C must look like, and the problem's name."""
+    return [(*operands(kernel, i), kernel.problems[i % len(kernel.problems)].name) for i in range(kernel.batch_size)]
+
+
 def operands(kernel: Kernel, index: int) -> tuple[Operand, Operand, Operand]:
     p = kernel.problems[index % len(kernel.problems)]
     return (Operand("A", kernel.layout_a, (p.m, p.k)), Operand("B", kernel.layout_b, (p.k, p.n)),
             Operand("C", kernel.layout_c, (p.m, p.n)))
 
 
-def check_matrix(arr: ArrayInfo, what: str, op: Operand, dtype: DType, device: int, problem: str) -> None:
+def check_matrix(arr: ArrayInfo, group: str, index: int, op: Operand, dtype: DType, device: int, problem: str) -> None:
+    """Raise GemmcError naming `group[index]` unless the array is what `op` needs. The common case (all good)
+    is a handful of comparisons: the argument's name is only formatted for an error."""
+    if (arr.shape == op.shape and arr.dtype == NUMPY_DTYPES[dtype] and (arr.device is None or arr.device == device)
+            and _dense(arr, op.layout)):
+        return
+    what = f"{group}[{index}]"
     if arr.ndim != 2:
         raise GemmcError(f"{what}: expected a 2-D array, got {arr.ndim}-D with shape {tuple(arr.shape)}")
     if arr.dtype != NUMPY_DTYPES[dtype]:
@@ -120,8 +134,9 @@ def check_matrix(arr: ArrayInfo, what: str, op: Operand, dtype: DType, device: i
                          f"{tuple(arr.strides)} (a view the kernel cannot read); pass a contiguous copy")
 
 
-def batch_pointers(kernel: Kernel, As: Any, Bs: Any, Cs: Any) -> tuple[list[int], list[int], list[int]]:
-    """Check every argument; return the per-problem data pointers of A, B and C."""
+def batch_pointers(kernel: Kernel, As: Any, Bs: Any, Cs: Any,
+                   expected: list[tuple[Operand, Operand, Operand, str]]) -> tuple[list[int], list[int], list[int]]:
+    """Check every argument against `expected` (from expected_operands); return the data pointers of A, B, C."""
     device = cupy().cuda.runtime.getDevice()
     batch = kernel.batch_size
     ptrs: tuple[list[int], list[int], list[int]] = ([], [], [])
@@ -133,16 +148,17 @@ def batch_pointers(kernel: Kernel, As: Any, Bs: Any, Cs: Any) -> tuple[list[int]
                                  f"got shape {whole.shape}")
             matrices = [whole.matrix(i) for i in range(batch)]
         else:
-            if not isinstance(group, Sequence) or isinstance(group, str):
+            if not isinstance(group, (list, tuple)) and (not isinstance(group, Sequence) or isinstance(group, str)):
                 raise GemmcError(f"{name}: expected a list of {batch} arrays in batch order, "
                                  f"got {type(group).__name__}")
             if len(group) != batch:
                 raise GemmcError(f"{name}: expected {batch} arrays (one per problem), got {len(group)}")
-            matrices = [describe(m, f"{name}[{i}]") for i, m in enumerate(group)]
+            matrices = [describe(m, name, i) for i, m in enumerate(group)]
+        out = ptrs[slot]
         for i, arr in enumerate(matrices):
-            op = operands(kernel, i)[slot]
-            check_matrix(arr, f"{name}[{i}]", op, kernel.dtype, device, kernel.problems[i % len(kernel.problems)].name)
-            ptrs[slot].append(arr.ptr)
+            want = expected[i]
+            check_matrix(arr, name, i, want[slot], kernel.dtype, device, want[3])
+            out.append(arr.ptr)
     if len(set(ptrs[2])) != len(ptrs[2]):
         raise GemmcError("Cs: two problems write the same output array; each C must be its own memory")
     return ptrs

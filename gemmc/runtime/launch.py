@@ -6,7 +6,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from gemmc.errors import GemmcError
-from gemmc.runtime.args import batch_pointers
+from gemmc.runtime.args import batch_pointers, expected_operands
 from gemmc.runtime.compile import device_function
 from gemmc.runtime.device import cupy, hardware
 
@@ -79,7 +79,10 @@ def launch(kernel: CompiledKernel, As: Any, Bs: Any, Cs: Any, *, alpha: float | 
            stream: Any = None) -> None:
     cp = cupy()
     alpha_, beta_ = scalars(kernel, alpha, beta)
-    a, b, c = batch_pointers(kernel.ir, As, Bs, Cs)
+    state = kernel._runtime_state
+    if "expected" not in state:
+        state["expected"] = expected_operands(kernel.ir)
+    a, b, c = batch_pointers(kernel.ir, As, Bs, Cs, state["expected"])
     fn = kernel_function(kernel)
     problems, offsets, tiles = plan_tables(kernel)
     ptrs = pointer_table(kernel, a, b, c)
