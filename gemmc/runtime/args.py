@@ -157,7 +157,8 @@ def batch_pointers(kernel: Kernel, As: Any, Bs: Any, Cs: Any,
         out = ptrs[slot]
         for i, arr in enumerate(matrices):
             want = expected[i]
-            check_matrix(arr, name, i, want[slot], kernel.dtype, device, want[3])
+            op = want[0] if slot == 0 else want[1] if slot == 1 else want[2]
+            check_matrix(arr, name, i, op, kernel.dtype, device, want[3])
             out.append(arr.ptr)
     if len(set(ptrs[2])) != len(ptrs[2]):
         raise GemmcError("Cs: two problems write the same output array; each C must be its own memory")
