@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gemmc.errors import GemmcError
 from gemmc.ir.nodes import Kernel
@@ -14,14 +14,13 @@ from gemmc.runtime.device import cupy
 NUMPY_DTYPES = {DType.F32: "float32", DType.F64: "float64", DType.F16: "float16", DType.BF16: "bfloat16"}
 
 
-@dataclass(frozen=True, slots=True)
-class ArrayInfo:
-    """What the checks need of one device array, read without building a CuPy view when possible (the
-    per-call cost of a batch of hundreds of arrays is in these lookups)."""
+class ArrayInfo(NamedTuple):
+    """What the checks need of one device array, read without building a CuPy view when possible: a call on a
+    batch of hundreds of arrays spends its host time here, so this is a plain tuple and strides are in elements."""
 
     ptr: int
     shape: tuple[int, ...]
-    strides: tuple[int, ...]  # bytes
+    strides: tuple[int, ...]  # elements
     dtype: str  # numpy-style name: float32, float64, float16, bfloat16
     itemsize: int
     device: int | None  # None: unknown (a bare __cuda_array_interface__), taken to be the current device
@@ -32,13 +31,26 @@ class ArrayInfo:
 
     def matrix(self, i: int) -> ArrayInfo:
         """The i-th matrix of a 3-D array."""
-        return ArrayInfo(self.ptr + i * self.strides[0], self.shape[1:], self.strides[1:], self.dtype, self.itemsize,
-                         self.device)
+        return ArrayInfo(self.ptr + i * self.strides[0] * self.itemsize, self.shape[1:], self.strides[1:],
+                         self.dtype, self.itemsize, self.device)
+
+
+# numpy dtype characters and torch dtypes -> names; looked up, never formatted, on the hot path.
+_CHAR_NAMES = {"f": "float32", "d": "float64", "e": "float16"}
+_TORCH_NAMES: dict[Any, str] = {}
+
+
+def _torch_name(dtype: Any) -> str:
+    name = _TORCH_NAMES.get(dtype)
+    if name is None:
+        name = _TORCH_NAMES[dtype] = str(dtype).removeprefix("torch.")
+    return name
 
 
 def _from_cupy(arr: Any) -> ArrayInfo:
-    data = arr.data
-    return ArrayInfo(data.ptr, arr.shape, arr.strides, arr.dtype.name, arr.itemsize, data.device_id)
+    data, item, dt = arr.data, arr.itemsize, arr.dtype
+    name = _CHAR_NAMES.get(dt.char) or dt.name
+    return ArrayInfo(data.ptr, arr.shape, tuple(s // item for s in arr.strides), name, item, data.device_id)
 
 
 def describe(obj: Any, group: str, index: int | None = None) -> ArrayInfo:
@@ -52,9 +64,8 @@ def describe(obj: Any, group: str, index: int | None = None) -> ArrayInfo:
     if module == "torch" and kind.__name__ in ("Tensor", "Parameter"):
         if not obj.is_cuda:
             raise GemmcError(f"{what}: the tensor is on the CPU; move it to the GPU (.cuda()) first")
-        item = obj.element_size()
-        return ArrayInfo(obj.data_ptr(), tuple(obj.shape), tuple(s * item for s in obj.stride()),
-                         str(obj.dtype).removeprefix("torch."), item, obj.device.index)
+        return ArrayInfo(obj.data_ptr(), tuple(obj.shape), obj.stride(), _torch_name(obj.dtype), obj.element_size(),
+                         obj.get_device())
     if module == "numpy":
         raise GemmcError(f"{what}: expected a GPU array, got a host (numpy) array; copy it to the GPU first")
     if hasattr(obj, "__cuda_array_interface__"):
@@ -70,7 +81,8 @@ def describe(obj: Any, group: str, index: int | None = None) -> ArrayInfo:
                 out.append(acc)
                 acc *= extent
             strides = tuple(reversed(out))
-        return ArrayInfo(int(cai["data"][0]), shape, tuple(strides), dt.name, dt.itemsize, None)
+        return ArrayInfo(int(cai["data"][0]), shape, tuple(x // dt.itemsize for x in strides), dt.name, dt.itemsize,
+                         None)
     if hasattr(obj, "__dlpack__"):
         try:
             return _from_cupy(cupy().from_dlpack(obj))
@@ -83,10 +95,9 @@ def describe(obj: Any, group: str, index: int | None = None) -> ArrayInfo:
 def _dense(arr: ArrayInfo, layout: Layout) -> bool:
     """True when a 2-D array is densely packed in `layout` (row: C order, col: Fortran order)."""
     rows, cols = arr.shape
-    item = arr.itemsize
     if layout is Layout.ROW:
-        return (cols <= 1 or arr.strides[1] == item) and (rows <= 1 or arr.strides[0] == cols * item)
-    return (rows <= 1 or arr.strides[0] == item) and (cols <= 1 or arr.strides[1] == rows * item)
+        return (cols <= 1 or arr.strides[1] == 1) and (rows <= 1 or arr.strides[0] == cols)
+    return (rows <= 1 or arr.strides[0] == 1) and (cols <= 1 or arr.strides[1] == rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,17 +118,17 @@ def operands(kernel: Kernel, index: int) -> tuple[Operand, Operand, Operand]:
             Operand("C", kernel.layout_c, (p.m, p.n)))
 
 
-def check_matrix(arr: ArrayInfo, group: str, index: int, op: Operand, dtype: DType, device: int, problem: str) -> None:
+def check_matrix(arr: ArrayInfo, group: str, index: int, op: Operand, dtype: str, device: int, problem: str) -> None:
     """Raise GemmcError naming `group[index]` unless the array is what `op` needs. The common case (all good)
     is a handful of comparisons: the argument's name is only formatted for an error."""
-    if (arr.shape == op.shape and arr.dtype == NUMPY_DTYPES[dtype] and (arr.device is None or arr.device == device)
+    if (arr.shape == op.shape and arr.dtype == dtype and (arr.device is None or arr.device == device)
             and _dense(arr, op.layout)):
         return
     what = f"{group}[{index}]"
     if arr.ndim != 2:
         raise GemmcError(f"{what}: expected a 2-D array, got {arr.ndim}-D with shape {tuple(arr.shape)}")
-    if arr.dtype != NUMPY_DTYPES[dtype]:
-        raise GemmcError(f"{what}: expected dtype {NUMPY_DTYPES[dtype]} (the schedule's dtype {dtype.value}), "
+    if arr.dtype != dtype:
+        raise GemmcError(f"{what}: expected dtype {dtype} (the schedule's dtype), "
                          f"got {arr.dtype}")
     if tuple(arr.shape) != op.shape:
         raise GemmcError(f"{what}: expected shape {op.shape} for {op.letter} of problem '{problem}', "
@@ -130,7 +141,7 @@ def check_matrix(arr: ArrayInfo, group: str, index: int, op: Operand, dtype: DTy
             raise GemmcError(f"{what}: the array is {other.value}-major but the schedule says "
                              f"`layout {op.letter} {op.layout.value}`; write `layout {op.letter} {other.value}` "
                              f"or pass a {op.layout.value}-major copy")
-        raise GemmcError(f"{what}: expected a densely packed {op.layout.value}-major array, got strides "
+        raise GemmcError(f"{what}: expected a densely packed {op.layout.value}-major array, got element strides "
                          f"{tuple(arr.strides)} (a view the kernel cannot read); pass a contiguous copy")
 
 
@@ -138,6 +149,7 @@ def batch_pointers(kernel: Kernel, As: Any, Bs: Any, Cs: Any,
                    expected: list[tuple[Operand, Operand, Operand, str]]) -> tuple[list[int], list[int], list[int]]:
     """Check every argument against `expected` (from expected_operands); return the data pointers of A, B, C."""
     device = cupy().cuda.runtime.getDevice()
+    dtype = NUMPY_DTYPES[kernel.dtype]
     batch = kernel.batch_size
     ptrs: tuple[list[int], list[int], list[int]] = ([], [], [])
     for slot, (name, group) in enumerate((("As", As), ("Bs", Bs), ("Cs", Cs))):
@@ -158,7 +170,7 @@ def batch_pointers(kernel: Kernel, As: Any, Bs: Any, Cs: Any,
         for i, arr in enumerate(matrices):
             want = expected[i]
             op = want[0] if slot == 0 else want[1] if slot == 1 else want[2]
-            check_matrix(arr, name, i, op, kernel.dtype, device, want[3])
+            check_matrix(arr, name, i, op, dtype, device, want[3])
             out.append(arr.ptr)
     if len(set(ptrs[2])) != len(ptrs[2]):
         raise GemmcError("Cs: two problems write the same output array; each C must be its own memory")
