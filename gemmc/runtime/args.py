@@ -145,10 +145,10 @@ def check_matrix(arr: ArrayInfo, group: str, index: int, op: Operand, dtype: str
                          f"{tuple(arr.strides)} (a view the kernel cannot read); pass a contiguous copy")
 
 
-def batch_pointers(kernel: Kernel, As: Any, Bs: Any, Cs: Any,
-                   expected: list[tuple[Operand, Operand, Operand, str]]) -> tuple[list[int], list[int], list[int]]:
-    """Check every argument against `expected` (from expected_operands); return the data pointers of A, B, C."""
-    device = cupy().cuda.runtime.getDevice()
+def batch_pointers(kernel: Kernel, As: Any, Bs: Any, Cs: Any, expected: list[tuple[Operand, Operand, Operand, str]],
+                   device: int) -> tuple[list[int], list[int], list[int]]:
+    """Check every argument against `expected` (from expected_operands) and the current `device`; return the data
+    pointers of A, B and C."""
     dtype = NUMPY_DTYPES[kernel.dtype]
     batch = kernel.batch_size
     ptrs: tuple[list[int], list[int], list[int]] = ([], [], [])

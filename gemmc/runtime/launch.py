@@ -82,7 +82,7 @@ def launch(kernel: CompiledKernel, As: Any, Bs: Any, Cs: Any, *, alpha: float | 
     state = kernel._runtime_state
     if "expected" not in state:
         state["expected"] = expected_operands(kernel.ir)
-    a, b, c = batch_pointers(kernel.ir, As, Bs, Cs, state["expected"])
+    a, b, c = batch_pointers(kernel.ir, As, Bs, Cs, state["expected"], cp.cuda.runtime.getDevice())
     fn = kernel_function(kernel)
     problems, offsets, tiles = plan_tables(kernel)
     ptrs = pointer_table(kernel, a, b, c)
