@@ -39,7 +39,8 @@ def test_good_arguments_give_pointers():
 
 @pytest.mark.parametrize("change, message", [
     (lambda a, b, c: (a, b, c[:1]), "Cs: expected 2 arrays (one per problem), got 1"),
-    (lambda a, b, c: ([a[0], FakeArray((2, 3))], b, c), "As[1]: expected shape (3, 2) for A of problem 'b', got (2, 3)"),
+    (lambda a, b, c: ([a[0], FakeArray((2, 3))], b, c),
+     "As[1]: expected shape (3, 2) for A of problem 'b', got (2, 3)"),
     (lambda a, b, c: (a, [FakeArray((6, 4)), b[1]], c), "Bs[0]: the array is row-major but the schedule says "
                                                          "`layout B col`"),
     (lambda a, b, c: ([FakeArray((8, 6), typestr="<f8"), a[1]], b, c), "As[0]: expected dtype float32"),
