@@ -5,6 +5,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gemmc.ir.nodes import FamilyPlan
+from gemmc.ir.types import Batching
+
+
+def micro_tile(bm: int, bn: int, threads: int) -> tuple[int, int] | None:
+    """The most square tm x tn (tn >= tm) with bm/tm * bn/tn == threads, or None when none exists."""
+    if (bm * bn) % threads:
+        return None
+    per_thread = bm * bn // threads
+    best = None
+    for tm in range(1, per_thread + 1):
+        if per_thread % tm or bm % tm:
+            continue
+        tn = per_thread // tm
+        if bn % tn:
+            continue
+        key = (abs(tm - tn), tm > tn)
+        if best is None or key < best[0]:
+            best = (key, (tm, tn))
+    return best[1] if best else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +41,16 @@ class SimtVariant:
     def name(self) -> str:
         return f"{self.bm}x{self.bn}x{self.bk}_t{self.threads}"
 
+    @property
+    def w_cp(self) -> float:
+        """Paper 000 Eq. 1: outputs computed per thread."""
+        return self.bm * self.bn / self.threads
+
+    @property
+    def w_dl(self) -> float:
+        """Paper 000 Eq. 2: elements loaded per thread (the C tile, one A and one B k-slice)."""
+        return (self.bm * self.bn + self.bm * self.bk + self.bk * self.bn) / self.threads
+
     def __str__(self) -> str:
         return f"{self.bm}x{self.bn}x{self.bk} threads {self.threads} micro {self.tm}x{self.tn}"
 
@@ -32,6 +61,15 @@ class SimtPlan(FamilyPlan):
     assignment: tuple[int, ...]  # variant index per problem, in batch order
     stages: int  # 1: one shared buffer; 2: double-buffered shared memory with register prefetch
     elem_bytes: int
+    method: str = "explicit"  # explicit | uniform | loadbalanced | coordinated
+    batching: Batching = Batching.NONE
+    theta: int = 0  # batching's K budget per block (0: no batching)
+    tlp_threshold: int = 0
+    tlp_old: int = 0  # paper 000 Eq. 3 / paper 003 Eq. 1
+    tlp_new: int = 0  # paper 000 Eq. 4
+    occupancy: str = ""  # e.g. "16 warps/SM (registers)"
+    estimate_us: float = 0.0  # the tiling cost model's estimate
+    candidates: tuple[tuple[str, float], ...] = ()  # (method, estimated us) that `tile auto` weighed
 
     @property
     def threads(self) -> int:
@@ -59,9 +97,22 @@ class SimtPlan(FamilyPlan):
     def regs_estimate(self) -> int:
         return max(self.variant_regs(v) for v in self.variants)
 
+    def problem_detail(self, index: int, m: int, n: int) -> str:
+        v = self.variants[self.assignment[index]]
+        tiles = -(-m // v.bm) * -(-n // v.bn)
+        return f"variant {self.assignment[index]} ({v.bm}x{v.bn}, {v.threads} threads, {tiles} tiles)"
+
     def lines(self) -> tuple[str, ...]:
-        out = [f"stages {self.stages}, block {self.threads} threads, shared memory {self.smem_bytes} B"]
+        out = [f"tiling {self.method}, batching {self.batching.value}"
+               + (f" (theta {self.theta})" if self.theta else "")
+               + f", stages {self.stages}, block {self.threads} threads, shared memory {self.smem_bytes} B"]
+        if self.tlp_threshold:
+            out.append(f"TLP old (Eq. 3) {self.tlp_old}, new (Eq. 4) {self.tlp_new}, threshold {self.tlp_threshold}; "
+                       f"occupancy {self.occupancy}; estimated {self.estimate_us:.1f} us")
+        if self.candidates:
+            out.append("candidates: " + ", ".join(f"{m} {us:.1f} us" for m, us in self.candidates))
         for i, v in enumerate(self.variants):
             users = sum(1 for a in self.assignment if a == i)
-            out.append(f"variant {i}: {v} (~{self.variant_regs(v)} regs) used by {users} problem(s)")
+            out.append(f"variant {i}: {v}, W_CP {v.w_cp:g}, W_DL {v.w_dl:g} (~{self.variant_regs(v)} regs) "
+                       f"used by {users} problem(s)")
         return tuple(out)

@@ -26,8 +26,8 @@ def kernel_lines(k: Kernel) -> list[str]:
     width = max(len(p.name) for p in k.problems)
     for i, p in enumerate(k.problems):
         assigned = ""
-        if k.plan is not None and hasattr(k.plan, "assignment"):
-            assigned = f"  -> variant {k.plan.assignment[i]}"
+        if k.plan is not None and hasattr(k.plan, "problem_detail"):
+            assigned = f"  -> {k.plan.problem_detail(i, p.m, p.n)}"
         out.append(f"    {p.name:<{width}}  {p.m} x {p.n} x {p.k}{assigned}")
     if k.family is not None:
         out.append(f"  family {k.family.value}")

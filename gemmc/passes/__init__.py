@@ -30,7 +30,7 @@ def plan_family(kernel: Kernel, hw: Hardware) -> Kernel:
     """Run the chosen family's planner (tile variants, split terms, TSM2 parameters, ...)."""
     planner = _planner(kernel, "plan_family")
     plan = planner.plan(kernel, hw)
-    return dataclasses.replace(kernel, plan=plan, notes=(*kernel.notes, *planner.notes(kernel, hw)))
+    return dataclasses.replace(kernel, plan=plan, notes=(*kernel.notes, *planner.notes(kernel, plan, hw)))
 
 
 def build_worklist(kernel: Kernel, hw: Hardware) -> Kernel:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from gemmc.errors import Diagnostic, GemmcError
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
-from gemmc.ir.types import Algorithm, Batching, DType, TileMode
+from gemmc.ir.types import Algorithm, DType
 
 # Splits that exist (paper 001 and its successors): (compute type, terms) -> methods, the first the default.
 SPLITS: dict[tuple[DType, int], tuple[str | None, ...]] = {
@@ -31,10 +31,6 @@ NOT_YET: tuple[NotYet, ...] = (
     ("dtype", lambda k, hw: k.dtype in (DType.F16, DType.BF16), "dtype {dtype} storage is not supported yet"),
     ("algorithm", lambda k, hw: k.algorithm in (Algorithm.TENSORCORE, Algorithm.TSM2R, Algorithm.TSM2L),
      "algorithm {algorithm} is not supported yet"),
-    ("batching", lambda k, hw: k.batching in (Batching.THRESHOLD, Batching.BINARY),
-     "batching {batching} is not supported yet"),
-    ("tile", lambda k, hw: k.tile_mode in (TileMode.LOADBALANCED, TileMode.COORDINATED),
-     "tile auto({tile_mode}) is not supported yet"),
 )
 
 

@@ -1,5 +1,6 @@
 """Family registry: each family's planner module has `plan(kernel, hw) -> FamilyPlan`,
-`worklist(kernel, plan, hw) -> WorkList` and `notes(kernel, hw) -> tuple[str, ...]` (why it chose what it did)."""
+`worklist(kernel, plan, hw) -> WorkList` and `notes(kernel, plan, hw) -> tuple[str, ...]` (why it chose what it
+did)."""
 
 from __future__ import annotations
 

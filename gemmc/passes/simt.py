@@ -1,17 +1,26 @@
 """The SIMT family's planner: tile variants on CUDA cores (FP32/FP64 FMA), one launch for the whole batch.
 
-`tile auto` here picks one uniform variant for the batch from a small catalogue (the "uniform tiles"
-baseline). An explicit `tile BMxBNxBK` (with optional `threads`) gives one variant, checked against the target.
+- `tile BMxBNxBK [threads N]`: one variant for every problem, checked against the target.
+- `tile auto(uniform)`: the largest tile of a small catalogue that still gives one wave of blocks (the baseline).
+- `tile auto(loadbalanced)`: paper 000's per-problem tiles with per-variant thread counts (passes/tiling.py).
+- `tile auto(coordinated)`: paper 003's lockstep tiling with one thread count (passes/tiling.py).
+- `tile auto`: all three, each costed by the model of `tiling.estimate`; the cheapest wins.
+Batching (paper 003 §4, passes/batching.py) then packs tiles into blocks.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from statistics import median
+
 from gemmc.errors import Diagnostic, GemmcError
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel, WorkList
-from gemmc.ir.plan_simt import SimtPlan, SimtVariant
-from gemmc.ir.types import DType
-from gemmc.passes.worklist import ceil_div, one_tile_per_block, problem_rows
+from gemmc.ir.nodes import Kernel, WorkList, WorkTile
+from gemmc.ir.plan_simt import SimtPlan, SimtVariant, micro_tile
+from gemmc.ir.types import Batching, DType, TileMode
+from gemmc.passes import batching, tiling
+from gemmc.passes.tlp import ceil_div, coordinated_threshold, default_threshold, occupancy
+from gemmc.passes.worklist import problem_rows, problem_tiles
 
 # Uniform catalogue, largest first. 8x8 micro-tiles give 2 FMAs per shared-memory byte read in f32; f64 halves
 # the micro-tile to stay under the register file's 255 per thread.
@@ -19,24 +28,6 @@ UNIFORM_F32 = (SimtVariant(128, 128, 8, 8, 8, 256), SimtVariant(64, 64, 8, 4, 4,
                SimtVariant(32, 32, 8, 2, 2, 256))
 UNIFORM_F64 = (SimtVariant(128, 64, 8, 8, 4, 256), SimtVariant(64, 64, 8, 4, 4, 256),
                SimtVariant(32, 32, 8, 2, 2, 256))
-
-
-def micro_tile(bm: int, bn: int, threads: int) -> tuple[int, int] | None:
-    """The most square tm x tn (tn >= tm) with bm/tm * bn/tn == threads, or None when none exists."""
-    if (bm * bn) % threads:
-        return None
-    per_thread = bm * bn // threads
-    best = None
-    for tm in range(1, per_thread + 1):
-        if per_thread % tm or bm % tm:
-            continue
-        tn = per_thread // tm
-        if bn % tn:
-            continue
-        key = (abs(tm - tn), tm > tn)
-        if best is None or key < best[0]:
-            best = (key, (tm, tn))
-    return best[1] if best else None
 
 
 def uniform_variant(kernel: Kernel, hw: Hardware) -> tuple[SimtVariant, str]:
@@ -84,26 +75,102 @@ def check_variants(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> None:
         raise GemmcError(diags)
 
 
+def _plan_from(kernel: Kernel, per_problem: tuple[SimtVariant, ...], method: str, **fields) -> SimtPlan:
+    variants = tuple(dict.fromkeys(per_problem))  # distinct, in first-use order
+    index = {v: i for i, v in enumerate(variants)}
+    return SimtPlan(variants=variants, assignment=tuple(index[v] for v in per_problem), stages=kernel.stages,
+                    elem_bytes=kernel.dtype.nbytes, method=method, **fields)
+
+
+def candidate_tilings(kernel: Kernel, hw: Hardware) -> list[tiling.Tiling]:
+    count, problems = kernel.count or 1, kernel.problems
+    uniform = tiling.Tiling("uniform", (uniform_variant(kernel, hw)[0],) * len(problems), 0, 0)
+    mode = kernel.tile_mode
+    out = []
+    if mode in (TileMode.AUTO, TileMode.UNIFORM):
+        out.append(uniform)
+    if mode in (TileMode.AUTO, TileMode.COORDINATED):
+        max_outputs = 32 if kernel.dtype is DType.F64 else 64
+        out.append(tiling.coordinated(problems, count, kernel.tlp_threshold or coordinated_threshold(hw), max_outputs))
+    if mode in (TileMode.AUTO, TileMode.LOADBALANCED) and (hw.vendor == "cuda" or mode is TileMode.LOADBALANCED):
+        out.append(tiling.loadbalanced(problems, count, hw, kernel.tlp_threshold or default_threshold(hw)))
+    return out
+
+
+def auto_plan(kernel: Kernel, hw: Hardware) -> SimtPlan:
+    """Cost every candidate tiling with tiling.estimate and keep the cheapest (ties: the earlier candidate)."""
+    scored = []
+    for t in candidate_tilings(kernel, hw):
+        probe = _plan_from(kernel, t.variants, t.method)
+        est = tiling.estimate(t, kernel.problems, kernel.count or 1, hw, probe.regs_estimate, probe.smem_bytes)
+        scored.append((est.seconds, t, est))
+    seconds, best, est = min(scored, key=lambda s: s[0])
+    occ = est.occupancy
+    return _plan_from(kernel, best.variants, best.method, tlp_threshold=best.threshold or default_threshold(hw),
+                      tlp_old=est.tlp_old, tlp_new=est.tlp_new,
+                      occupancy=f"{occ.warps_per_sm} warps/SM ({occ.limit})", estimate_us=seconds * 1e6,
+                      candidates=tuple((t.method, s * 1e6) for s, t, _ in scored) if len(scored) > 1 else ())
+
+
+def choose_batching(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> tuple[Batching, str]:
+    """`batching auto`: threshold batching when there are at least 4 waves of blocks and the median K is at most
+    theta / 2 (small-K tiles, where a block's prologue is a large share of its work); otherwise none."""
+    if kernel.batching is not Batching.AUTO:
+        return kernel.batching, f"batching {kernel.batching.value} from the schedule"
+    occ = occupancy(hw, plan.threads, plan.regs_estimate, plan.smem_bytes)
+    count = kernel.count or 1
+    blocks = sum(tiling.tiles(p, plan.variants[a]) for p, a in zip(kernel.problems, plan.assignment, strict=True))
+    blocks *= count
+    waves = blocks / max(1, occ.blocks_per_sm * hw.sm_count)
+    k_med = median(p.k for p in kernel.problems)
+    if waves >= 4 and k_med <= batching.THETA / 2:
+        return Batching.THRESHOLD, f"batching threshold: {waves:.1f} waves of blocks, median K {k_med:g} <= theta/2"
+    return Batching.NONE, f"batching none: {waves:.1f} waves of blocks, median K {k_med:g}"
+
+
 def plan(kernel: Kernel, hw: Hardware) -> SimtPlan:
     if kernel.stages not in (1, 2):
         raise GemmcError(Diagnostic("E202", f"the SIMT family has 1 or 2 pipeline stages, not {kernel.stages}",
                                     kernel.where("pipeline"), "deeper pipelines are the tensor-core family's"))
     if kernel.tile is not None:
-        variant = explicit_variant(kernel, hw)
+        result = _plan_from(kernel, (explicit_variant(kernel, hw),) * len(kernel.problems), "explicit")
     else:
-        variant, _ = uniform_variant(kernel, hw)
-    result = SimtPlan(variants=(variant,), assignment=(0,) * len(kernel.problems), stages=kernel.stages,
-                      elem_bytes=kernel.dtype.nbytes)
+        result = auto_plan(kernel, hw)
+    if hw.vendor == "hip" and len({v.threads for v in result.variants}) > 1:
+        raise GemmcError(Diagnostic("E900", "variants with different thread counts in one launch need named "
+                                    "barriers, which HIP lacks", kernel.where("tile"),
+                                    "use tile auto(coordinated) or tile auto(uniform) for HIP"))
     check_variants(kernel, result, hw)
-    return result
+    mode, _ = choose_batching(kernel, result, hw)
+    theta = batching.THETA if mode in (Batching.THRESHOLD, Batching.BINARY) else 0
+    return dataclasses.replace(result, batching=mode, theta=theta,
+                               tlp_threshold=result.tlp_threshold or (kernel.tlp_threshold or 0))
 
 
-def notes(kernel: Kernel, hw: Hardware) -> tuple[str, ...]:
+def notes(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> tuple[str, ...]:
     if kernel.tile is not None:
-        return (f"tile {kernel.tile} from the schedule",)
-    return (f"tile: {uniform_variant(kernel, hw)[1]}",)
+        tile_note = f"tile {kernel.tile} from the schedule"
+    elif kernel.tile_mode is TileMode.AUTO:
+        tile_note = "tile auto: the candidate tilings were costed (padded FLOPs over the busy share of the machine)"
+    else:
+        tile_note = f"tile auto({kernel.tile_mode.value}) from the schedule"
+    return (tile_note, choose_batching(kernel, plan, hw)[1])
 
 
 def worklist(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> WorkList:
-    shapes = tuple((v.bm, v.bn) for v in plan.variants)
-    return one_tile_per_block(problem_rows(kernel), shapes, plan.assignment, plan.threads, plan.smem_bytes)
+    rows = problem_rows(kernel)
+    items = []
+    for i, row in enumerate(rows):
+        vi = plan.assignment[i % len(plan.assignment)]
+        v = plan.variants[vi]
+        for t in problem_tiles(i, row, v.bm, v.bn, vi):
+            items.append(batching.Item(WorkTile(t.problem, t.m0, t.n0, t.variant), row.k, v.tm * v.tn * row.k))
+    threshold = plan.tlp_threshold or coordinated_threshold(hw)
+    blocks = batching.group(items, plan.batching, plan.threads, threshold, plan.theta or batching.THETA)
+    tiles: list[WorkTile] = []
+    offsets = [0]
+    for block in blocks:
+        tiles.extend(it.tile for it in block)
+        offsets.append(len(tiles))
+    return WorkList(problems=rows, tiles=tuple(tiles), block_offsets=tuple(offsets), grid=(len(blocks), 1, 1),
+                    block=plan.threads, smem_bytes=plan.smem_bytes)

@@ -3,7 +3,7 @@
 // dtype f64, layout A row B col C row, alpha 2.0, beta 0.5
 // precision f64, algorithm auto, batching auto
 // batch of 3 problem(s)
-// variant 0: 32x32x8 threads 256 micro 2x2
+// variant 0: 16x16x8 threads 256 micro 1x1
 // pipeline stages 2
 
 
@@ -206,9 +206,9 @@ const double alpha_ = 2.0;
     const int4 tile = tiles[t];
     const gemmc_problem p = problems[tile.x];
     switch (tile.w) {
-      case 0:  // 32x32x8, 256 threads, micro-tile 2x2
+      case 0:  // 16x16x8, 256 threads, micro-tile 1x1
         if (tid < 256)
-          gemmc_simt_tile<double, 32, 32, 8, 2, 2, 256, 2, 2, true, true, true, false>(
+          gemmc_simt_tile<double, 16, 16, 8, 1, 1, 256, 2, 2, true, true, true, false>(
               p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
         break;
       default:

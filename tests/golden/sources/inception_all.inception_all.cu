@@ -3,7 +3,9 @@
 // dtype f32, layout A row B row C row, alpha 1.0, beta 0.0
 // precision f32, algorithm auto, batching auto
 // batch of 34 problem(s)
-// variant 0: 64x64x8 threads 256 micro 4x4
+// variant 0: 128x64x8 threads 256 micro 4x8
+// variant 1: 32x32x8 threads 256 micro 2x2
+// variant 2: 16x16x8 threads 256 micro 1x1
 // pipeline stages 2
 
 
@@ -206,9 +208,19 @@ const float alpha_ = 1.0f;
     const int4 tile = tiles[t];
     const gemmc_problem p = problems[tile.x];
     switch (tile.w) {
-      case 0:  // 64x64x8, 256 threads, micro-tile 4x4
+      case 0:  // 128x64x8, 256 threads, micro-tile 4x8
         if (tid < 256)
-          gemmc_simt_tile<float, 64, 64, 8, 4, 4, 256, 2, 4, true, false, true, true>(
+          gemmc_simt_tile<float, 128, 64, 8, 4, 8, 256, 2, 4, true, false, true, true>(
+              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
+        break;
+      case 1:  // 32x32x8, 256 threads, micro-tile 2x2
+        if (tid < 256)
+          gemmc_simt_tile<float, 32, 32, 8, 2, 2, 256, 2, 4, true, false, true, true>(
+              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
+        break;
+      case 2:  // 16x16x8, 256 threads, micro-tile 1x1
+        if (tid < 256)
+          gemmc_simt_tile<float, 16, 16, 8, 1, 1, 256, 2, 4, true, false, true, true>(
               p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
         break;
       default:
