@@ -31,7 +31,7 @@ kernel inception3 {
   tlp threshold 5000
 }
 
-kernel strided { dtype f64 gemm 512 x 256 x 128 count 64 tile auto(uniform) }
+kernel strided { dtype f64 gemm 512 x 256 x 128 count 64 tile auto(uniform) batching threshold }
 kernel emulated { precision split f16 x3 method le gemm 8 x 8 x 8 }
 """
 
@@ -46,6 +46,7 @@ def test_every_construct_lowers():
     assert (k.tile, k.threads, k.batching, k.stages) == (TileShape(64, 32, 16), 128, Batching.NONE, 1)
     assert (k.precision, k.algorithm, k.tlp_threshold) == (Precision(DType.F32), Algorithm.SIMT, 5000)
     assert (s.count, s.dtype, s.tile, s.tile_mode) == (64, DType.F64, None, TileMode.UNIFORM)
+    assert s.batching is Batching.THRESHOLD
     assert sp.precision == Precision(DType.F16, 3, "le")
 
 

@@ -173,8 +173,8 @@ class _Lowering:
             out["algorithm"] = algorithm
 
     def stmt_tlp(self, stmt: Stmt, out: dict) -> None:
-        if stmt.values[0].text != "auto":
-            out["tlp_threshold"] = self.integer(stmt.values[0], "tlp threshold")
+        if stmt.values[-1].text != "auto":
+            out["tlp_threshold"] = self.integer(stmt.values[-1], "tlp threshold")
 
 
 def lower(module: Module, *, filename: str = "<string>", source: str | None = None,

@@ -1,0 +1,56 @@
+"""Irregular batches on the GPU: every catalogue variant, mixed thread counts in one launch, both batching
+heuristics, sizes of 1, primes and below the smallest tile; NaN-poisoned outputs, float64 references."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import gemmc
+from gemmc.passes.tiling import COORDINATED, LOADBALANCED_LEVELS
+from tests.gpu.helpers import check_schedule
+
+pytestmark = pytest.mark.gpu
+
+ODD = [(1, 1, 1), (7, 3, 1), (13, 1, 5), (3, 17, 2), (97, 13, 251), (196, 192, 192), (49, 24, 7), (130, 131, 129),
+       (257, 63, 31), (5, 300, 17), (784, 16, 192)]
+CATALOGUE = sorted({v for lv in LOADBALANCED_LEVELS for v in (lv.tall, lv.wide)} |
+                   {v for group in COORDINATED.values() for _, v in group}, key=str)
+
+
+def batch(shapes) -> str:
+    return "batch { " + " ".join(f"p{i} {m} x {n} x {k}" for i, (m, n, k) in enumerate(shapes)) + " }"
+
+
+def random_shapes(seed: int, count: int, top: int) -> list[tuple[int, int, int]]:
+    rng = random.Random(seed)
+    return [(rng.randint(1, top), rng.randint(1, top), rng.randint(1, top)) for _ in range(count)]
+
+
+@pytest.mark.parametrize("v", CATALOGUE, ids=str)
+def test_every_catalogue_variant(v):
+    check_schedule(f"kernel k {{ tile {v.bm}x{v.bn}x{v.bk} threads {v.threads} {batch(ODD)} }}")
+
+
+@pytest.mark.parametrize("mode", ["loadbalanced", "coordinated", "uniform"])
+@pytest.mark.parametrize("batching", ["none", "threshold", "binary"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_planners_and_batching(mode, batching, seed):
+    shapes = ODD + random_shapes(seed, 40, 300)
+    result = check_schedule(f"kernel k {{ tile auto({mode}) batching {batching} layout A col {batch(shapes)} }}",
+                            seed=seed)
+    assert result["errors"]["nonfinite"] == 0
+
+
+def test_mixed_thread_counts_in_one_launch():
+    # Small and large problems: the load-balanced plan mixes 128- and 256-thread variants in one launch, and
+    # batching puts tiles of different variants into one block.
+    shapes = [(16, 16, 8)] * 30 + [(512, 512, 64)] * 2 + [(33, 17, 5)] * 20
+    k = gemmc.compile_string(f"kernel k {{ tile auto(loadbalanced) batching threshold {batch(shapes)} }}")["k"]
+    assert len({v.threads for v in k.ir.plan.variants}) > 1
+    check_schedule(f"kernel k {{ tile auto(loadbalanced) batching threshold {batch(shapes)} }}")
+
+
+def test_f64_irregular():
+    check_schedule(f"kernel k {{ dtype f64 layout B col {batch(ODD + random_shapes(5, 20, 200))} }}")
