@@ -45,7 +45,9 @@ def padded_bmm(As, Bs) -> tuple[Callable[[], None], Callable[[], list]]:
 def _cublas() -> ctypes.CDLL:
     import torch
 
-    roots = [os.path.dirname(torch.__file__)] + [os.path.join(p, "nvidia") for p in __import__("site").getsitepackages()]
+    import site
+
+    roots = [os.path.dirname(torch.__file__)] + [os.path.join(p, "nvidia") for p in site.getsitepackages()]
     for root in roots:
         for path in sorted(glob.glob(os.path.join(root, "**", "libcublas.so*"), recursive=True)):
             if "Lt" not in os.path.basename(path):
@@ -76,7 +78,8 @@ class GroupedGemm:
         self.alpha = (ctypes.c_float * g)(*([1.0] * g))
         self.beta = (ctypes.c_float * g)(*([0.0] * g))
         self.sizes = ints(*([1] * g))
-        self.ptrs = [torch.tensor([t.data_ptr() for t in ts], dtype=torch.int64, device="cuda") for ts in (Bs, As, outs)]
+        self.ptrs = [torch.tensor([t.data_ptr() for t in ts], dtype=torch.int64, device="cuda")
+                     for ts in (Bs, As, outs)]
         self.g = g
 
     def __call__(self) -> None:
