@@ -43,9 +43,9 @@ def padded_bmm(As, Bs) -> tuple[Callable[[], None], Callable[[], list]]:
 
 @cache
 def _cublas() -> ctypes.CDLL:
-    import torch
-
     import site
+
+    import torch
 
     roots = [os.path.dirname(torch.__file__)] + [os.path.join(p, "nvidia") for p in site.getsitepackages()]
     for root in roots:
