@@ -69,8 +69,8 @@ def old_tlp_kernel(shapes) -> CompiledKernel:
     base = gemmc.compile_string(schedule(shapes, "auto(loadbalanced)"))["irregular"]
     ir, hw = base.ir, base.target
     t = tiling.loadbalanced(ir.problems, 1, hw, default_threshold(hw), metric="old")
-    plan = dataclasses.replace(base.ir.plan, **{f.name: getattr(simt._plan_from(ir, t.variants, t.method), f.name)
-                                               for f in ("variants", "assignment")})
+    fresh = simt._plan_from(ir, t.variants, t.method)
+    plan = dataclasses.replace(base.ir.plan, variants=fresh.variants, assignment=fresh.assignment)
     planned = dataclasses.replace(ir, plan=plan, work=simt.worklist(ir, plan, hw))
     return CompiledKernel(planned, hw, "<old-tlp>")
 

@@ -47,9 +47,11 @@ def test_mixed_thread_counts_in_one_launch():
     # Small and large problems: the load-balanced plan mixes 128- and 256-thread variants in one launch, and
     # batching puts tiles of different variants into one block.
     shapes = [(16, 16, 8)] * 30 + [(512, 512, 64)] * 2 + [(33, 17, 5)] * 20
-    k = gemmc.compile_string(f"kernel k {{ tile auto(loadbalanced) batching threshold {batch(shapes)} }}")["k"]
+    text = f"kernel k {{ tile auto(loadbalanced) tlp threshold 4096 batching threshold {batch(shapes)} }}"
+    k = gemmc.compile_string(text)["k"]
     assert len({v.threads for v in k.ir.plan.variants}) > 1
-    check_schedule(f"kernel k {{ tile auto(loadbalanced) batching threshold {batch(shapes)} }}")
+    assert max(b - a for a, b in zip(k.ir.work.block_offsets, k.ir.work.block_offsets[1:])) > 1
+    check_schedule(text)
 
 
 def test_f64_irregular():
