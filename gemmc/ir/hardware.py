@@ -30,6 +30,7 @@ class Hardware:
     l2_bytes: int
     mem_bandwidth: float  # bytes/s, device-to-device copy (read + write) where measured, else nominal
     fp32_flops: float  # FLOP/s on CUDA cores / vector ALUs (nominal)
+    clock_hz: float = 1.755e9  # SM clock under load (nominal boost)
 
     @property
     def max_warps_per_sm(self) -> int:

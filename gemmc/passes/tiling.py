@@ -38,16 +38,19 @@ def _level(name: str, bm: int, bn: int, bk: int, threads: int) -> Level:
     return Level(name, variant(max(bm, bn), min(bm, bn), bk, threads), variant(min(bm, bn), max(bm, bn), bk, threads))
 
 
-# Paper 000, Table 3 (Tk = 16, 128 threads up to 32x32, 256 above), plus the transposed orientations and paper
-# 003's 64x128 / 128x64 on top. Not 128x128: its 8x8 micro-tile takes ~177 registers, which the fused kernel
-# would impose on every variant (one 256-thread block per SM).
+# Paper 000, Table 3 (128 threads up to 32x32, 256 above), plus the transposed orientations and paper 003's
+# 64x128 / 128x64 and 128x128 on top. K steps: the small tiles' blocks are latency-bound (each k step waits for
+# a global load; measured on the H100, bench/results/2026-11-22_h100_irregular_quick_run1.json: 12 k steps of
+# 16 took 8.6 us where 24 steps of 8 took 15.3 us), so the 128-thread levels take 32 per step, twice the
+# paper's Tk = 16; the larger tiles have enough work per step with 16 or 8.
 LOADBALANCED_LEVELS: tuple[Level, ...] = (
-    _level("small", 16, 16, 16, 128),
-    _level("small-medium", 16, 32, 16, 128),
-    _level("medium", 32, 32, 16, 128),
+    _level("small", 16, 16, 32, 128),
+    _level("small-medium", 16, 32, 32, 128),
+    _level("medium", 32, 32, 32, 128),
     _level("medium-large", 32, 64, 16, 256),
     _level("large", 64, 64, 16, 256),
     _level("x-large", 64, 128, 8, 256),
+    _level("huge", 128, 128, 8, 256),
 )
 
 # Paper 003, Table 2 (BK = 8), in priority order (area; tall before wide), for 256 and for 128 threads. The
@@ -164,27 +167,34 @@ class Estimate:
     occupancy: Occupancy
     utilization: float  # active warps over resident-warp capacity, capped at 1
     seconds: float
+    latency_seconds: float
     tlp_old: int
     tlp_new: int
 
 
+STEP_OVERHEAD = 40  # instructions per thread per k step besides the math: loads, stores, barrier, addressing
+STEP_LATENCY_CYCLES = 1000  # one k step of a lone block: a global load round trip plus a barrier (H100, see above)
+
+
 def issue_efficiency(v: SimtVariant, elem_bytes: int = 4) -> float:
-    """Share of a thread's inner-loop instructions that are FMAs: per k step it issues tm x tn FMAs and one
-    shared-memory load per vector of its micro-tile's row and column fragments (16-byte vectors where they
-    divide). Small micro-tiles spend much of the issue bandwidth on loads."""
+    """Share of a thread's instructions that are FMAs. Per k (bk steps of the inner loop) a thread issues
+    bk x tm x tn FMAs, bk shared-memory loads per vector of its row and column fragments (16-byte vectors where
+    they divide), and STEP_OVERHEAD instructions of staging. Small micro-tiles spend most of their issue slots
+    on everything but FMAs."""
     per = 16 // elem_bytes
     loads = ceil_div(v.tm, per if v.tm % per == 0 else 1) + ceil_div(v.tn, per if v.tn % per == 0 else 1)
-    fmas = v.tm * v.tn
-    return fmas / (fmas + loads)
+    fmas = v.tm * v.tn * v.bk
+    return fmas / (fmas + loads * v.bk + STEP_OVERHEAD)
 
 
 def estimate(tiling: Tiling, problems: tuple[Problem, ...], count: int, hw: Hardware, regs: int,
              smem: int) -> Estimate:
-    """Time ~ sum over tiles of padded FLOPs / issue efficiency, over (peak x utilization), where utilization
-    is the warps that do work over the warps the machine can hold for this fused kernel (its block size,
-    registers and shared memory). Predicated edges still do full-tile arithmetic, so padding costs time;
-    small micro-tiles spend issue slots on loads; too few warps leave SMs idle. A planning model: the
-    benchmark's ablation (bench/irregular.py) says how well it ranks the candidates."""
+    """The larger of two bounds. Throughput: the padded FLOPs over issue efficiency, over (peak x
+    utilization), where utilization is the warps that do work over the warps the machine can hold for this
+    fused kernel (its block size, registers and shared memory): predicated edges still do full-tile
+    arithmetic, small micro-tiles spend issue slots on staging, too few warps leave SMs idle. Latency: waves
+    of resident blocks, each as long as the longest block's k steps. A planning model, calibrated on the
+    H100 runs cited above; the benchmark's ablation (bench/irregular.py) says how well it ranks."""
     block = max(v.threads for v in tiling.variants)
     occ = occupancy(hw, block, regs, smem)
     counts = tiling.tile_counts(problems, count)
@@ -196,6 +206,11 @@ def estimate(tiling: Tiling, problems: tuple[Problem, ...], count: int, hw: Hard
     issued = sum(c * v.bm * v.bn * p.k * 2 / issue_efficiency(v)
                  for c, v, p in zip(counts, tiling.variants, problems, strict=True))
     useful = sum(p.flops for p in problems) * count
-    seconds = issued / (hw.fp32_flops * utilization) if utilization else float("inf")
-    return Estimate(padded / 1e9, useful / 1e9, warps, occ, utilization, seconds, tlp_old(counts, block),
-                    tlp_new(counts, threads, hw.warp_size))
+    throughput = issued / (hw.fp32_flops * utilization) if utilization else float("inf")
+    # Latency bound: blocks run in waves of the resident capacity; a wave lasts as long as its longest block.
+    resident = max(1, occ.blocks_per_sm * hw.sm_count)
+    waves = ceil_div(sum(counts), resident)
+    steps = max(ceil_div(p.k, v.bk) for p, v in zip(problems, tiling.variants, strict=True))
+    latency = waves * steps * STEP_LATENCY_CYCLES / hw.clock_hz
+    return Estimate(padded / 1e9, useful / 1e9, warps, occ, utilization, max(throughput, latency), latency,
+                    tlp_old(counts, block), tlp_new(counts, threads, hw.warp_size))

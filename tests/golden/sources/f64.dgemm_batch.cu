@@ -3,7 +3,7 @@
 // dtype f64, layout A row B col C row, alpha 2.0, beta 0.5
 // precision f64, algorithm auto, batching auto
 // batch of 3 problem(s)
-// variant 0: 16x16x8 threads 256 micro 1x1
+// variant 0: 16x16x32 threads 128 micro 1x2
 // pipeline stages 2
 
 
@@ -190,7 +190,7 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) gemmc_dgemm_batch_simt_f64_rcr(
+extern "C" __global__ void __launch_bounds__(128) gemmc_dgemm_batch_simt_f64_rcr(
     const gemmc_problem* __restrict__ problems, const int* __restrict__ block_offsets,
     const int4* __restrict__ tiles, const double* const* __restrict__ A, const double* const* __restrict__ B,
     double* const* __restrict__ C, double alpha, double beta) {
@@ -206,9 +206,9 @@ const double alpha_ = 2.0;
     const int4 tile = tiles[t];
     const gemmc_problem p = problems[tile.x];
     switch (tile.w) {
-      case 0:  // 16x16x8, 256 threads, micro-tile 1x1
-        if (tid < 256)
-          gemmc_simt_tile<double, 16, 16, 8, 1, 1, 256, 2, 2, true, true, true, false>(
+      case 0:  // 16x16x32, 128 threads, micro-tile 1x2
+        if (tid < 128)
+          gemmc_simt_tile<double, 16, 16, 32, 1, 2, 128, 2, 2, true, true, true, false>(
               p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
         break;
       default:

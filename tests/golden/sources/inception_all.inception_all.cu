@@ -3,9 +3,9 @@
 // dtype f32, layout A row B row C row, alpha 1.0, beta 0.0
 // precision f32, algorithm auto, batching auto
 // batch of 34 problem(s)
-// variant 0: 128x64x8 threads 256 micro 4x8
-// variant 1: 32x32x8 threads 256 micro 2x2
-// variant 2: 16x16x8 threads 256 micro 1x1
+// variant 0: 16x16x32 threads 128 micro 1x2
+// variant 1: 32x16x32 threads 128 micro 2x2
+// variant 2: 16x32x32 threads 128 micro 2x2
 // pipeline stages 2
 
 
@@ -192,7 +192,7 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) gemmc_inception_all_simt_f32_rrr(
+extern "C" __global__ void __launch_bounds__(128) gemmc_inception_all_simt_f32_rrr(
     const gemmc_problem* __restrict__ problems, const int* __restrict__ block_offsets,
     const int4* __restrict__ tiles, const float* const* __restrict__ A, const float* const* __restrict__ B,
     float* const* __restrict__ C, float alpha, float beta) {
@@ -208,19 +208,19 @@ const float alpha_ = 1.0f;
     const int4 tile = tiles[t];
     const gemmc_problem p = problems[tile.x];
     switch (tile.w) {
-      case 0:  // 128x64x8, 256 threads, micro-tile 4x8
-        if (tid < 256)
-          gemmc_simt_tile<float, 128, 64, 8, 4, 8, 256, 2, 4, true, false, true, true>(
+      case 0:  // 16x16x32, 128 threads, micro-tile 1x2
+        if (tid < 128)
+          gemmc_simt_tile<float, 16, 16, 32, 1, 2, 128, 2, 4, true, false, true, true>(
               p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
         break;
-      case 1:  // 32x32x8, 256 threads, micro-tile 2x2
-        if (tid < 256)
-          gemmc_simt_tile<float, 32, 32, 8, 2, 2, 256, 2, 4, true, false, true, true>(
+      case 1:  // 32x16x32, 128 threads, micro-tile 2x2
+        if (tid < 128)
+          gemmc_simt_tile<float, 32, 16, 32, 2, 2, 128, 2, 4, true, false, true, true>(
               p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
         break;
-      case 2:  // 16x16x8, 256 threads, micro-tile 1x1
-        if (tid < 256)
-          gemmc_simt_tile<float, 16, 16, 8, 1, 1, 256, 2, 4, true, false, true, true>(
+      case 2:  // 16x32x32, 128 threads, micro-tile 2x2
+        if (tid < 128)
+          gemmc_simt_tile<float, 16, 32, 32, 2, 2, 128, 2, 4, true, false, true, true>(
               p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
         break;
       default:

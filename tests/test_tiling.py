@@ -1,0 +1,126 @@
+"""The irregular planners against the papers' worked examples and hand-checked figures."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gemmc
+from gemmc.ir.hardware import TARGETS
+from gemmc.ir.nodes import Problem
+from gemmc.ir.plan_simt import SimtVariant
+from gemmc.ir.types import Batching
+from gemmc.passes import batching, tiling
+from gemmc.passes.tlp import coordinated_threshold, default_threshold, occupancy, tlp_new, tlp_old
+
+H100 = TARGETS["sm_90"]
+
+
+def test_paper_003_worked_example_ends_at_17920():
+    # 16x32x128, 64x64x64, 256x256x64 with T = 256 and the V100 threshold 65536: (small, small, small) gives
+    # 70144 > 65536, the next lockstep step (small, medium, medium) gives 17920 and is final.
+    problems = (Problem("a", 16, 32, 128), Problem("b", 64, 64, 64), Problem("c", 256, 256, 64))
+    t = tiling.coordinated(problems, 1, 65536)
+    assert [(v.bm, v.bn, v.threads) for v in t.variants] == [(16, 16, 256), (32, 32, 256), (32, 32, 256)]
+    counts = t.tile_counts(problems, 1)
+    assert tlp_old(counts, 256) == 17920
+    first = tiling.Tiling("x", (tiling.COORDINATED[256][0][1],) * 3, 0, 0).tile_counts(problems, 1)
+    assert tlp_old(first, 256) == 70144
+
+
+@pytest.mark.parametrize("bm, bn, bk, threads, w_cp, w_dl", [
+    (16, 16, 16, 128, 2, 6), (16, 32, 16, 128, 4, 10), (32, 32, 16, 128, 8, 16), (32, 64, 16, 256, 8, 14),
+    (64, 64, 16, 256, 16, 24),
+])
+def test_paper_000_table_3(bm, bn, bk, threads, w_cp, w_dl):
+    v = SimtVariant(bm, bn, bk, 1, 1, threads)
+    assert (v.w_cp, v.w_dl) == (w_cp, w_dl)
+
+
+def test_catalogue_thread_counts_follow_paper_000():
+    for level in tiling.LOADBALANCED_LEVELS:
+        expected = 128 if level.tall.bm * level.tall.bn <= 32 * 32 else 256
+        assert level.tall.threads == level.wide.threads == expected
+
+
+def test_old_tlp_counts_retired_warps_new_tlp_does_not():
+    # 10 tiles of a 128-thread variant launched in 256-thread blocks: Eq. 3 counts 2560 threads, Eq. 4 1280.
+    assert tlp_old([10], 256) == 2560
+    assert tlp_new([10], [128], 32) == 1280
+
+
+def test_occupancy_limits_on_h100():
+    assert occupancy(H100, 256, 177, 16896).blocks_per_sm == 1  # registers: 177 -> 184 x 32 x 8 warps
+    assert occupancy(H100, 128, 40, 4096).blocks_per_sm == 12  # 40 x 32 = 1280 regs a warp, 5120 a block
+    assert occupancy(H100, 32, 16, 1024).limit == "blocks"  # 32 blocks of one warp
+    assert occupancy(H100, 1024, 32, 0).warps_per_sm == 64
+
+
+def test_thresholds_derive_from_the_hardware():
+    assert default_threshold(H100) == 132 * 2048
+    assert coordinated_threshold(TARGETS["sm_80"]) == int(0.4 * 108 * 2048)
+
+
+def test_initial_tile_for_sizes_no_tile_divides():
+    # 196 and 49 are divisible by no tile: the initial level is the largest the problem fills to >= 75%.
+    v = tiling.LOADBALANCED_LEVELS[tiling.initial_level(Problem("p", 196, 192, 192))].pick(Problem("p", 196, 192, 1))
+    assert tiling.fill(Problem("p", 196, 192, 1), v) >= tiling.FILL
+    assert tiling.initial_level(Problem("p", 1, 1, 1)) == 0
+
+
+def test_loadbalanced_steps_down_until_the_threshold_and_stops():
+    problems = tuple(Problem(f"p{i}", 512, 512, 64) for i in range(2))
+    coarse = tiling.loadbalanced(problems, 1, H100, threshold=1)
+    fine = tiling.loadbalanced(problems, 1, H100, threshold=10**9)  # unreachable: must still terminate
+    assert coarse.steps == 0 and coarse.variants[0].bm == 128
+    assert all(v.bm * v.bn == 16 * 16 for v in fine.variants)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 700), st.integers(1, 700), st.integers(1, 600)), min_size=1, max_size=40),
+       st.sampled_from(["auto", "auto(loadbalanced)", "auto(coordinated)", "auto(uniform)"]),
+       st.sampled_from(["none", "threshold", "binary"]))
+def test_batched_work_lists_cover_every_element_once(shapes, tile, mode):
+    body = " ".join(f"p{i} {m} x {n} x {k}" for i, (m, n, k) in enumerate(shapes))
+    k = gemmc.compile_string(f"kernel k {{ tile {tile} batching {mode} batch {{ {body} }} }}")["k"].ir
+    counts = [np.zeros((p.m, p.n), dtype=np.int32) for p in k.problems]
+    for t in k.work.tiles:
+        v = k.plan.variants[t.variant]
+        counts[t.problem][t.m0:t.m0 + v.bm, t.n0:t.n0 + v.bn] += 1
+    assert all((c == 1).all() for c in counts)
+    assert k.work.block_offsets[0] == 0 and k.work.block_offsets[-1] == len(k.work.tiles)
+    assert all(b > a for a, b in zip(k.work.block_offsets, k.work.block_offsets[1:], strict=False))
+
+
+def _items(ks):
+    from gemmc.ir.nodes import WorkTile
+
+    return [batching.Item(WorkTile(i, 0, 0, 0), k, k) for i, k in enumerate(ks)]
+
+
+def test_threshold_batching_fills_blocks_past_theta():
+    # 256 tiles of K = 32 with T = 256 and the V100 threshold: 16 blocks of 9 tiles, then 112 single tiles.
+    blocks = batching.threshold_batching(_items([32] * 256), 256, 65536, theta=256)
+    sizes = sorted((len(b) for b in blocks), reverse=True)
+    assert sizes[:16] == [9] * 16 and sizes[16:] == [1] * 112
+
+
+def test_binary_batching_pairs_short_with_long_within_theta():
+    blocks = batching.binary_batching(_items([10, 200, 30, 240, 300]), theta=256)
+    ks = sorted(tuple(sorted(it.k for it in b)) for b in blocks)
+    assert ks == [(10, 240), (30, 200), (300,)]
+
+
+def test_blocks_are_ordered_longest_first():
+    blocks = batching.group(_items([5, 50, 500]), Batching.NONE, 256, 1)
+    assert [b[0].k for b in blocks] == [500, 50, 5]
+
+
+def test_plan_shows_its_figures():
+    k = gemmc.compile_file("examples/inception3.gs")["inception3"]
+    assert "TLP old (Eq. 3)" in k.plan and "candidates:" in k.plan and "W_CP" in k.plan
+    assert dataclasses.is_dataclass(k.ir.plan)
