@@ -105,7 +105,8 @@ def render_kernel(kernel: Kernel, hw: Hardware, source_file: str = "<string>") -
     family = TEMPLATES[kernel.family]
     ctx = common_context(kernel, hw, family.knobs(kernel))
     ctx.update(family.context(kernel, hw))
-    source = render(family.TEMPLATE, ctx)
+    template = family.template(kernel) if hasattr(family, "template") else family.TEMPLATE
+    source = render(template, ctx)
     ctx.update(_table_context(kernel))
     ctx["launcher"] = f"gemmc_{kernel.name}"
     ctx["source_file"] = PurePath(source_file).name  # no absolute paths: output must not depend on the checkout

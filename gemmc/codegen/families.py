@@ -1,13 +1,16 @@
-"""Family -> codegen module. Each module has `TEMPLATE` (a file in templates/), `context(kernel, hw) -> dict`
+"""Family -> codegen module. Each module has `TEMPLATE` (a file in templates/) or `template(kernel) -> str`,
+`context(kernel, hw) -> dict`
 (plain values only) and `knobs(kernel) -> list[str]` (the family's lines of the generated header comment)."""
 
 from __future__ import annotations
 
 from types import ModuleType
 
-from gemmc.codegen import simt
+from gemmc.codegen import simt, tsm2
 from gemmc.ir.types import Family
 
 TEMPLATES: dict[Family, ModuleType] = {
     Family.SIMT: simt,
+    Family.TSM2R: tsm2,
+    Family.TSM2L: tsm2,
 }

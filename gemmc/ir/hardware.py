@@ -31,6 +31,12 @@ class Hardware:
     mem_bandwidth: float  # bytes/s, device-to-device copy (read + write) where measured, else nominal
     fp32_flops: float  # FLOP/s on CUDA cores / vector ALUs (nominal)
     clock_hz: float = 1.755e9  # SM clock under load (nominal boost)
+    fp64_flops: float = 0.0  # FLOP/s in f64 on CUDA cores / vector ALUs (nominal); 0: half the f32 rate
+    mem_latency_cycles: int = 1000  # a global load's round trip from DRAM, for Little's law
+
+    @property
+    def f64_flops(self) -> float:
+        return self.fp64_flops or self.fp32_flops / 2
 
     @property
     def max_warps_per_sm(self) -> int:
@@ -43,29 +49,31 @@ class Hardware:
 
 
 def _cuda(arch: str, sms: int, threads_sm: int, blocks_sm: int, smem_sm: int, smem_block: int, l2: int,
-          bw: float, fp32: float) -> Hardware:
+          bw: float, fp32: float, fp64: float) -> Hardware:
     return Hardware(arch=arch, vendor="cuda", sm_count=sms, warp_size=32, max_threads_per_block=1024,
                     max_threads_per_sm=threads_sm, max_blocks_per_sm=blocks_sm, regs_per_sm=65536,
                     max_regs_per_thread=255, reg_alloc_unit=8, smem_per_sm=smem_sm, smem_per_block=smem_block,
-                    smem_per_block_default=48 * 1024, l2_bytes=l2, mem_bandwidth=bw, fp32_flops=fp32)
+                    smem_per_block_default=48 * 1024, l2_bytes=l2, mem_bandwidth=bw, fp32_flops=fp32,
+                    fp64_flops=fp64)
 
 
-def _hip(arch: str, cus: int, threads_cu: int, l2: int, bw: float, fp32: float) -> Hardware:
+def _hip(arch: str, cus: int, threads_cu: int, l2: int, bw: float, fp32: float, fp64: float) -> Hardware:
     # CDNA: 4 SIMDs x 512 VGPRs x 64 lanes per CU; 64 KiB LDS per workgroup and per CU.
     return Hardware(arch=arch, vendor="hip", sm_count=cus, warp_size=64, max_threads_per_block=1024,
                     max_threads_per_sm=threads_cu, max_blocks_per_sm=32, regs_per_sm=4 * 512 * 64,
                     max_regs_per_thread=512, reg_alloc_unit=8, smem_per_sm=64 * 1024, smem_per_block=64 * 1024,
-                    smem_per_block_default=64 * 1024, l2_bytes=l2, mem_bandwidth=bw, fp32_flops=fp32)
+                    smem_per_block_default=64 * 1024, l2_bytes=l2, mem_bandwidth=bw, fp32_flops=fp32,
+                    fp64_flops=fp64)
 
 
 TARGETS: dict[str, Hardware] = {
-    "sm_80": _cuda("sm_80", 108, 2048, 32, 167936, 166912, 40 << 20, 1.9e12, 19.5e12),  # A100 SXM 80 GB
-    "sm_86": _cuda("sm_86", 84, 1536, 16, 102400, 101376, 6 << 20, 0.9e12, 35.6e12),  # RTX 3090 class
-    "sm_89": _cuda("sm_89", 142, 1536, 24, 102400, 101376, 96 << 20, 0.86e12, 91.6e12),  # L40S
-    "sm_90": _cuda("sm_90", 132, 2048, 32, 233472, 232448, 50 << 20, 2.95e12, 67e12),  # H100 SXM, copy measured
-    "gfx908": _hip("gfx908", 120, 2560, 8 << 20, 1.23e12, 23.1e12),  # MI100
-    "gfx90a": _hip("gfx90a", 104, 2048, 8 << 20, 1.6e12, 22.6e12),  # MI210
-    "gfx942": _hip("gfx942", 304, 2048, 4 << 20, 5.3e12, 81.7e12),  # MI300X
+    "sm_80": _cuda("sm_80", 108, 2048, 32, 167936, 166912, 40 << 20, 1.9e12, 19.5e12, 9.7e12),  # A100 SXM 80 GB
+    "sm_86": _cuda("sm_86", 84, 1536, 16, 102400, 101376, 6 << 20, 0.9e12, 35.6e12, 0.56e12),  # RTX 3090 class
+    "sm_89": _cuda("sm_89", 142, 1536, 24, 102400, 101376, 96 << 20, 0.86e12, 91.6e12, 1.4e12),  # L40S
+    "sm_90": _cuda("sm_90", 132, 2048, 32, 233472, 232448, 50 << 20, 2.95e12, 67e12, 34e12),  # H100 SXM, copy measured
+    "gfx908": _hip("gfx908", 120, 2560, 8 << 20, 1.23e12, 23.1e12, 11.5e12),  # MI100
+    "gfx90a": _hip("gfx90a", 104, 2048, 8 << 20, 1.6e12, 22.6e12, 22.6e12),  # MI210
+    "gfx942": _hip("gfx942", 304, 2048, 4 << 20, 5.3e12, 81.7e12, 81.7e12),  # MI300X
 }
 
 CUDA_ARCHS = tuple(a for a, hw in TARGETS.items() if hw.vendor == "cuda")

@@ -29,7 +29,7 @@ NOT_YET: tuple[NotYet, ...] = (
     ("precision", lambda k, hw: k.precision is not None and k.precision.compute not in (DType.F32, DType.F64),
      "precision {precision} (the tensor-core family) is not supported yet"),
     ("dtype", lambda k, hw: k.dtype in (DType.F16, DType.BF16), "dtype {dtype} storage is not supported yet"),
-    ("algorithm", lambda k, hw: k.algorithm in (Algorithm.TENSORCORE, Algorithm.TSM2R, Algorithm.TSM2L),
+    ("algorithm", lambda k, hw: k.algorithm is Algorithm.TENSORCORE,
      "algorithm {algorithm} is not supported yet"),
 )
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 from types import ModuleType
 
 from gemmc.ir.types import Family
-from gemmc.passes import simt
+from gemmc.passes import simt, tsm2
 
 PLANNERS: dict[Family, ModuleType] = {
     Family.SIMT: simt,
+    Family.TSM2R: tsm2,
+    Family.TSM2L: tsm2,
 }

@@ -1,7 +1,8 @@
 """The `select_family` pass: which kernel family computes this kernel.
 
 Requires: a normalized kernel. Guarantees: `family` is set and a note says why.
-An explicit `algorithm` wins; `algorithm auto` takes the SIMT family unless a rule below claims the kernel.
+An explicit `algorithm` wins; `algorithm auto` takes a TSM2 family for the tall-and-skinny shapes of
+`tsm2.classify` (unless the schedule fixed a tile or thread count), else the SIMT family.
 """
 
 from __future__ import annotations
@@ -11,11 +12,15 @@ import dataclasses
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 from gemmc.ir.types import Algorithm, Family
+from gemmc.passes import tsm2
 
 
 def select_family(kernel: Kernel, hw: Hardware) -> Kernel:
+    tall_skinny, reason = tsm2.classify(kernel)
     if kernel.algorithm is not Algorithm.AUTO:
         family, why = Family(kernel.algorithm.value), f"algorithm {kernel.algorithm.value} in the schedule"
+    elif tall_skinny is not None and kernel.tile is None and kernel.threads is None:
+        family, why = tall_skinny, reason
     else:
         family, why = Family.SIMT, "f32/f64 on CUDA cores: the default family"
     return dataclasses.replace(kernel, family=family, notes=(*kernel.notes, f"family {family.value}: {why}"))

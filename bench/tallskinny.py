@@ -1,0 +1,131 @@
+"""Tall-and-skinny GEMM (paper 002): gemmc's TSM2R / TSM2L vs cuBLAS (torch.mm) and the copy roof, in one process
+on the same inputs. GPU machine only:
+
+    python3 bench/tallskinny.py --out bench/results [--quick]
+
+TSM2R: m = k in {8192, 16384, 30720}, n in {1, 2, 4, 8, 16, 32}; TSM2L: m in {1e5, 1e6, 1e7}, k = n in {8, 16};
+f32 and f64; column-major operands (the paper's). Bandwidth counts A + B + C once each; the copy roof is a
+device-to-device copy of the same number of bytes (read + write). The crossover against the SIMT family is
+measured at m = k = 16384, f32, for n from 1 to 64.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import timing  # noqa: E402
+
+import gemmc  # noqa: E402
+
+
+def calls_for(seconds: float) -> int:
+    """100 back-to-back calls per window; 20 when a call takes over 1 ms (each window still lasts >= 20 ms)."""
+    return 100 if seconds < 1e-3 else 20
+
+
+def col_major(t):
+    return t.t().contiguous().t()
+
+
+def run(algorithm: str, m: int, n: int, k: int, dtype: str) -> dict:
+    import torch
+
+    tdt = torch.float32 if dtype == "f32" else torch.float64
+    A = col_major(torch.randn(m, k, device="cuda", dtype=tdt))
+    B = col_major(torch.randn(k, n, device="cuda", dtype=tdt))
+    C = col_major(torch.full((m, n), float("nan"), device="cuda", dtype=tdt))
+    text = (f"kernel t {{ dtype {dtype} layout A col, B col, C col gemm {m} x {n} x {k} "
+            f"algorithm {algorithm} }}")
+    kern = gemmc.compile_string(text)["t"]
+    kern([A], [B], [C])
+    ref = A.double() @ B.double()
+    err = float((C.double() - ref).norm() / ref.norm())
+    out = col_major(torch.empty(m, n, device="cuda", dtype=tdt))
+    cublas = lambda: torch.mm(A, B, out=out)  # noqa: E731
+    cublas()
+    torch.cuda.synchronize()
+    import time
+
+    t0 = time.perf_counter()
+    cublas()
+    torch.cuda.synchronize()
+    calls = calls_for(time.perf_counter() - t0)
+    t_cublas = timing.device_seconds(cublas, calls=calls)
+    t_gemmc = timing.device_seconds(timing.gemmc_graph(lambda: kern([A], [B], [C])), calls=calls)
+    nbytes = (A.numel() + B.numel() + C.numel()) * A.element_size()
+    src = torch.empty(nbytes // 4, device="cuda", dtype=torch.float32).uniform_()
+    dst = torch.empty_like(src)
+    t_copy = timing.device_seconds(lambda: dst.copy_(src), calls=calls)
+    roof = 2 * nbytes / t_copy
+    bw = nbytes / t_gemmc
+    row = {"case": f"{algorithm} {dtype} m={m} k={k} n={n}", "algorithm": algorithm, "dtype": dtype, "m": m, "n": n,
+           "k": k, "calls": calls, "gemmc_us": t_gemmc * 1e6, "cublas_us": t_cublas * 1e6,
+           "gemmc_tbs": bw / 1e12, "cublas_tbs": nbytes / t_cublas / 1e12, "roof_tbs": roof / 1e12,
+           "of_roof": bw / roof, "vs_cublas": t_cublas / t_gemmc, "gemmc_err": err,
+           "gemmc_tflops": 2 * m * n * k / t_gemmc / 1e12,
+           "predicted_tbs": kern.ir.plan.predicted_bandwidth / 1e12 if hasattr(kern.ir.plan, "predicted_bandwidth")
+           else None}
+    return row
+
+
+def crossover(n_values) -> list[dict]:
+    import torch
+
+    rows = []
+    m = k = 16384
+    A = col_major(torch.randn(m, k, device="cuda"))
+    for n in n_values:
+        B = col_major(torch.randn(k, n, device="cuda"))
+        C = col_major(torch.empty(m, n, device="cuda"))
+        times = {}
+        for algorithm in ("tsm2r", "simt"):
+            kern = gemmc.compile_string(f"kernel t {{ layout A col, B col, C col gemm {m} x {n} x {k} "
+                                        f"algorithm {algorithm} }}")["t"]
+            call = lambda kern=kern, B=B, C=C: kern([A], [B], [C])  # noqa: E731
+            times[algorithm] = timing.device_seconds(timing.gemmc_graph(call), calls=20)
+        auto = gemmc.compile_string(f"kernel t {{ layout A col, B col, C col gemm {m} x {n} x {k} }}")["t"]
+        rows.append({"n": n, "tsm2r_us": times["tsm2r"] * 1e6, "simt_us": times["simt"] * 1e6,
+                     "auto_picks": auto.ir.family.value,
+                     "faster": "tsm2r" if times["tsm2r"] < times["simt"] else "simt"})
+    return rows
+
+
+def main() -> None:
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default="bench/results")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    rows = []
+    sizes = (8192, 16384) if args.quick else (8192, 16384, 30720)
+    for dtype in ("f32", "f64"):
+        for mk in sizes:
+            for n in (1, 2, 4, 8, 16, 32):
+                rows.append(run("tsm2r", mk, n, mk, dtype))
+                torch.cuda.empty_cache()
+                print(rows[-1]["case"], f"{rows[-1]['gemmc_tbs']:.2f} TB/s ({rows[-1]['of_roof']:.0%} of roof), "
+                      f"cuBLAS {rows[-1]['cublas_tbs']:.2f}", flush=True)
+        for m in (10**5, 10**6, 10**7):
+            for kn in (8, 16):
+                rows.append(run("tsm2l", m, kn, kn, dtype))
+                torch.cuda.empty_cache()
+                print(rows[-1]["case"], f"{rows[-1]['gemmc_tbs']:.2f} TB/s ({rows[-1]['of_roof']:.0%} of roof), "
+                      f"cuBLAS {rows[-1]['cublas_tbs']:.2f}", flush=True)
+    cross = crossover((1, 2, 4, 8, 16, 24, 32, 48, 64))
+    path = timing.write_results(args.out, "tallskinny", rows, {"crossover_m_k_16384_f32": cross})
+    print(timing.table(rows, ["case", "gemmc_us", "cublas_us", "gemmc_tbs", "cublas_tbs", "roof_tbs", "of_roof",
+                              "vs_cublas", "predicted_tbs", "gemmc_err"]))
+    print(timing.table(cross, ["n", "tsm2r_us", "simt_us", "faster", "auto_picks"]))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""The TSM2 families' decisions (paper 002): t1, t2, t3 (TSM2R) or tcf (TSM2L), and what the model predicts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gemmc.ir.nodes import FamilyPlan
+from gemmc.ir.types import Family
+
+
+@dataclass(frozen=True, slots=True)
+class Tsm2Plan(FamilyPlan):
+    family: Family  # TSM2R or TSM2L
+    t1: int  # threads per block
+    t2: int  # columns of C per pass (TSM2R; TSM2L computes all n)
+    t3: int  # A loads in flight per thread per step (TSM2R, column-major A)
+    tcf: int  # rows per thread (TSM2L's thread-count factor)
+    kslices: int  # warps of a TSM2R block that split k (column-major A) or own rows (row-major A)
+    rows_per_warp: int  # TSM2R, row-major A: rows per warp
+    elem_bytes: int
+    t2_threshold: float  # Peak FLOP/s / peak bandwidth x element bytes: n above it is compute-bound
+    predicted_bandwidth: float  # bytes/s of A + B + C the model expects
+    smem: int
+    regs: int
+
+    @property
+    def threads(self) -> int:
+        return self.t1
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.smem
+
+    @property
+    def regs_estimate(self) -> int:
+        return self.regs
+
+    def lines(self) -> tuple[str, ...]:
+        if self.family is Family.TSM2L:
+            knobs = f"t1 {self.t1}, tcf {self.tcf}"
+        else:
+            knobs = f"t1 {self.t1}, t2 {self.t2}, t3 {self.t3}, k slices {self.kslices}, rows/warp {self.rows_per_warp}"
+        return (f"{self.family.value}: {knobs}; shared memory {self.smem} B, ~{self.regs} regs",
+                f"t2 threshold {self.t2_threshold:.1f} (n above it is compute-bound); predicted "
+                f"{self.predicted_bandwidth / 1e12:.2f} TB/s")

@@ -1,0 +1,70 @@
+"""The TSM2 model (paper 002) against the paper's own numbers, the auto rule, and the families' errors."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import gemmc
+from gemmc.ir.hardware import TARGETS
+from gemmc.ir.nodes import Problem
+from gemmc.ir.types import DType, Family, Layout
+from gemmc.passes import tsm2
+
+H100 = TARGETS["sm_90"]
+# The paper's GPUs (Table 2 of paper 002): peak FLOP/s in f32 / f64 and peak bandwidth.
+K40C = dataclasses.replace(H100, sm_count=15, fp32_flops=5046e9, fp64_flops=1430e9, mem_bandwidth=288e9)
+M40 = dataclasses.replace(H100, sm_count=24, fp32_flops=6844e9, fp64_flops=213e9, mem_bandwidth=288e9)
+V100 = dataclasses.replace(H100, sm_count=80, fp32_flops=15000e9, fp64_flops=7500e9, mem_bandwidth=900e9)
+
+
+@pytest.mark.parametrize("hw, dtype, paper", [(K40C, DType.F64, 40), (M40, DType.F64, 6), (V100, DType.F64, 70)])
+def test_t2_threshold_matches_the_paper(hw, dtype, paper):
+    # The paper rounds: K40c ~ 40, M40 ~ 6, V100 ~ 70 (the digest recomputes 39.7, 5.9, 66.7).
+    assert tsm2.t2_threshold(hw, dtype) == pytest.approx(paper, rel=0.06)
+
+
+def test_t2_choices_match_the_paper():
+    # K40c: memory-bound for n in {2, 4, 8, 16}: t2 = n. M40, n = 16 double: compute-bound, t2 = 8.
+    for n in (2, 4, 8, 16):
+        assert tsm2.choose_t2(n, tsm2.t2_threshold(K40C, DType.F64)) == n
+    assert tsm2.choose_t2(16, tsm2.t2_threshold(M40, DType.F64)) == 8
+
+
+def test_tcf_grows_with_m_like_the_paper():
+    # Paper, V100 single: tcf = 1, 1, 2, 8 for m = 1e4 .. 1e7; the model gives non-decreasing tcf, 1 at 1e4-1e5.
+    tcfs = [tsm2.tsm2l_params(Problem("p", m, 8, 8), DType.F32, V100).tcf for m in (10**4, 10**5, 10**6, 10**7)]
+    assert tcfs[:2] == [1, 1] and tcfs == sorted(tcfs) and tcfs[-1] >= 4
+
+
+def test_h100_parameters_saturate_littles_law():
+    plan = tsm2.tsm2r_params(Problem("p", 16384, 8, 16384), DType.F32, Layout.COL, H100)
+    assert plan.t2 == 8 and plan.predicted_bandwidth == pytest.approx(H100.mem_bandwidth)
+
+
+@pytest.mark.parametrize("text, family", [
+    ("gemm 16384 x 8 x 16384", Family.TSM2R),
+    ("gemm 16384 x 17 x 16384", Family.SIMT),
+    ("gemm 1000000 x 16 x 16", Family.TSM2L),
+    ("gemm 1000 x 16 x 16", Family.SIMT),
+    ("gemm 16384 x 8 x 16384 count 2", Family.SIMT),
+    ("gemm 16384 x 8 x 16384 tile 64x64x8", Family.SIMT),
+])
+def test_auto_rule(text, family):
+    assert gemmc.compile_string(f"kernel k {{ {text} }}")["k"].ir.family is family
+
+
+@pytest.mark.parametrize("text, message", [
+    ("algorithm tsm2l gemm 100000 x 8 x 64", "TSM2L keeps a row of A in registers: k = 64 exceeds 32"),
+    ("algorithm tsm2r gemm 1000 x 8 x 1000 count 4", "runs one GEMM per kernel"),
+    ("algorithm tsm2r tile 64x64x8 gemm 1000 x 8 x 1000", "chooses its own tile"),
+])
+def test_tsm2_errors(text, message):
+    with pytest.raises(gemmc.GemmcError, match=message):
+        gemmc.compile_string(f"kernel k {{ {text} }}")
+
+
+def test_inspect_shows_the_model():
+    plan = gemmc.compile_file("examples/tsm2r.gs")["tsm2r_16k"].plan
+    assert "t2 threshold" in plan and "predicted" in plan and "t3" in plan
