@@ -94,7 +94,8 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Ts
         inflight = resident_threads(hw, threads, regs, smem) * t3 * dtype.nbytes
         predicted = hw.mem_bandwidth * min(1.0, inflight / need)
     return Tsm2Plan(family=Family.TSM2R, t1=KSLICES * hw.warp_size, t2=t2, t3=t3, tcf=1, kslices=KSLICES,
-                    rows_per_warp=rows_per_warp, elem_bytes=dtype.nbytes, t2_threshold=threshold, predicted_bandwidth=predicted, smem=smem,
+                    rows_per_warp=rows_per_warp, elem_bytes=dtype.nbytes, t2_threshold=threshold,
+                    predicted_bandwidth=predicted, smem=smem,
                     regs=regs)
 
 
