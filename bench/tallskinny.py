@@ -103,27 +103,30 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", choices=("tsm2r", "tsm2l"), help="run one family's cases")
     args = parser.parse_args()
     rows = []
     sizes = (8192, 16384) if args.quick else (8192, 16384, 30720)
     for dtype in ("f32", "f64"):
-        for mk in sizes:
+        for mk in sizes if args.only != "tsm2l" else ():
             for n in (1, 2, 4, 8, 16, 32):
                 rows.append(run("tsm2r", mk, n, mk, dtype))
                 torch.cuda.empty_cache()
                 print(rows[-1]["case"], f"{rows[-1]['gemmc_tbs']:.2f} TB/s ({rows[-1]['of_roof']:.0%} of roof), "
                       f"cuBLAS {rows[-1]['cublas_tbs']:.2f}", flush=True)
-        for m in (10**5, 10**6, 10**7):
+        for m in (10**5, 10**6, 10**7) if args.only != "tsm2r" else ():
             for kn in (8, 16):
                 rows.append(run("tsm2l", m, kn, kn, dtype))
                 torch.cuda.empty_cache()
                 print(rows[-1]["case"], f"{rows[-1]['gemmc_tbs']:.2f} TB/s ({rows[-1]['of_roof']:.0%} of roof), "
                       f"cuBLAS {rows[-1]['cublas_tbs']:.2f}", flush=True)
-    cross = crossover((1, 2, 4, 8, 16, 24, 32, 48, 64))
-    path = timing.write_results(args.out, "tallskinny", rows, {"crossover_m_k_16384_f32": cross})
+    cross = crossover((1, 2, 4, 8, 16, 24, 32, 48, 64)) if args.only != "tsm2l" else []
+    suite = "tallskinny" + (f"-{args.only}" if args.only else "")
+    path = timing.write_results(args.out, suite, rows, {"crossover_m_k_16384_f32": cross})
     print(timing.table(rows, ["case", "gemmc_us", "cublas_us", "gemmc_tbs", "cublas_tbs", "roof_tbs", "of_roof",
                               "vs_cublas", "predicted_tbs", "gemmc_err"]))
-    print(timing.table(cross, ["n", "tsm2r_us", "simt_us", "faster", "auto_picks"]))
+    if cross:
+        print(timing.table(cross, ["n", "tsm2r_us", "simt_us", "faster", "auto_picks"]))
     print(f"wrote {path}")
 
 

@@ -22,7 +22,7 @@ from gemmc.passes.worklist import problem_rows
 T1 = 256  # TSM2L threads per block (the paper's t1: 128 on V100 by brute force)
 KSLICES = 8  # warps per TSM2R block: t1 = 8 warps
 T2_MAX = 32  # C columns a thread keeps in registers per pass
-T3_CHOICES = (1, 2, 4, 8, 16, 32)
+T3_CHOICES = (8, 16, 32)  # below 8 the two barriers per k chunk dominate (H100 run 1: 40-75% of the roof at t3 4)
 TCF_CHOICES = (1, 2, 4, 8)
 TSM2L_MAX_K = 32  # TSM2L keeps a whole row of A in registers
 WAVES = 4  # TSM2L: launch about this many waves of resident threads, then give each thread more rows
@@ -74,17 +74,17 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Ts
         rows_per_block = hw.warp_size
         chosen, predicted = T3_CHOICES[-1], 0.0
         for t3 in T3_CHOICES:
-            regs = w * (t2 + t3) + 24
+            regs = w * (t2 + 2 * t3) + 24
             smem = max(KSLICES * t3 * t2, KSLICES * t2 * hw.warp_size) * dtype.nbytes
             threads = ceil_div(p.m, rows_per_block) * T1 * ceil_div(p.n, t2)
-            inflight = resident_threads(hw, threads, regs, smem) * t3 * dtype.nbytes
+            inflight = resident_threads(hw, threads, regs, smem) * 2 * t3 * dtype.nbytes  # prefetch: 2 x t3
             predicted = hw.mem_bandwidth * min(1.0, inflight / need)
             chosen = t3
             if inflight >= need:  # the first t3 that saturates Little's law: the plateau the digest describes
                 break
         rows_per_warp, t3 = 1, chosen
         smem = max(KSLICES * t3 * t2, KSLICES * t2 * hw.warp_size) * dtype.nbytes
-        regs = w * (t2 + t3) + 24
+        regs = w * (t2 + 2 * t3) + 24
     else:
         rows_per_warp = 4 if t2 <= 16 else 2
         t3 = 4 * rows_per_warp  # elements of A in flight per lane per step

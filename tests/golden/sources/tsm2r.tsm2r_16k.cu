@@ -3,7 +3,7 @@
 // dtype f32, layout A col B col C col, alpha 1.0, beta 0.0
 // precision f32, algorithm tsm2r, batching auto
 // batch of 1 problem(s)
-// tsm2r: t1 256, t2 8, t3 8, k slices 8, rows/warp 1; shared memory 8192 B, ~40 regs
+// tsm2r: t1 256, t2 8, t3 8, k slices 8, rows/warp 1; shared memory 8192 B, ~48 regs
 // t2 threshold 90.8 (n above it is compute-bound); predicted 2.95 TB/s
 
 
@@ -69,18 +69,26 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
 #pragma unroll
     for (int j = 0; j < T2; ++j) acc[j] = T(0);
     T* bs = smem;  // [KC][T2]
+    // The next chunk's A loads are issued before this chunk's math (the paper's depth-1 prefetch), so each
+    // thread keeps 2 x T3 loads in flight across the barriers.
+    T a[T3], next[T3];
+    auto load_a = [&](T* dst, long long kc) {
+      const long long k0 = kc + (long long)warp * T3;
+#pragma unroll
+      for (int u = 0; u < T3; ++u) dst[u] = (m < p.m && k0 + u < p.k) ? A[(k0 + u) * p.lda + m] : T(0);
+    };
+    load_a(a, 0);
     for (long long kc = 0; kc < p.k; kc += KC) {
       for (int i = tid; i < KC * T2; i += KS * WARP) bs[i] = b_at(kc + i / T2, i % T2);
       __syncthreads();
-      const long long k0 = kc + (long long)warp * T3;
-      T a[T3];
-#pragma unroll
-      for (int u = 0; u < T3; ++u) a[u] = (m < p.m && k0 + u < p.k) ? A[(k0 + u) * p.lda + m] : T(0);
+      if (kc + KC < p.k) load_a(next, kc + KC);
 #pragma unroll
       for (int u = 0; u < T3; ++u)
 #pragma unroll
         for (int j = 0; j < T2; ++j) acc[j] = GEMMC_FMA(a[u], bs[(warp * T3 + u) * T2 + j], acc[j]);
       __syncthreads();
+#pragma unroll
+      for (int u = 0; u < T3; ++u) a[u] = next[u];
     }
     // Partial sums of the KS slices, added in slice order by warp 0.
     T* red = smem;  // [KS][T2][WARP]
