@@ -16,7 +16,7 @@ class Tsm2Plan(FamilyPlan):
     t3: int  # A loads in flight per thread per step (TSM2R, column-major A)
     tcf: int  # rows per thread (TSM2L's thread-count factor)
     kslices: int  # warps of a TSM2R block that split k (column-major A) or own rows (row-major A)
-    rows_per_warp: int  # TSM2R, row-major A: rows per warp
+    rows_per_warp: int  # TSM2R: rows per lane (column-major A: one 16-byte vector) or per warp (row-major A)
     elem_bytes: int
     t2_threshold: float  # Peak FLOP/s / peak bandwidth x element bytes: n above it is compute-bound
     predicted_bandwidth: float  # bytes/s of A + B + C the model expects

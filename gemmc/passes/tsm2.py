@@ -22,7 +22,8 @@ from gemmc.passes.worklist import problem_rows
 T1 = 256  # TSM2L threads per block (the paper's t1: 128 on V100 by brute force)
 KSLICES = 8  # warps per TSM2R block: t1 = 8 warps
 T2_MAX = 32  # C columns a thread keeps in registers per pass
-T3_CHOICES = (8, 16, 32)  # below 8 the two barriers per k chunk dominate (H100 run 1: 40-75% of the roof at t3 4)
+T3_CHOICES = (2, 4, 8, 16)
+T2_COL_MAX = 16  # column-major TSM2R: 4 rows x 16 columns of C per thread in f32
 TCF_CHOICES = (1, 2, 4, 8)
 TSM2L_MAX_K = 32  # TSM2L keeps a whole row of A in registers
 WAVES = 4  # TSM2L: launch about this many waves of resident threads, then give each thread more rows
@@ -71,20 +72,22 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Ts
     w = dtype.nbytes // 4 or 1
     need = bytes_needed_in_flight(hw)
     if a_layout is Layout.COL:
-        rows_per_block = hw.warp_size
+        rows_per_warp = 16 // dtype.nbytes  # rows per lane: one 16-byte vector of a column
+        t2 = min(t2, T2_COL_MAX)  # rows_per_warp x t2 accumulators per thread
+        rows_per_block = hw.warp_size * rows_per_warp
         chosen, predicted = T3_CHOICES[-1], 0.0
         for t3 in T3_CHOICES:
-            regs = w * (t2 + 2 * t3) + 24
-            smem = max(KSLICES * t3 * t2, KSLICES * t2 * hw.warp_size) * dtype.nbytes
-            threads = ceil_div(p.m, rows_per_block) * T1 * ceil_div(p.n, t2)
-            inflight = resident_threads(hw, threads, regs, smem) * 2 * t3 * dtype.nbytes  # prefetch: 2 x t3
+            regs = w * (rows_per_warp * (t2 + t3)) + 24
+            smem = max(KSLICES * t3 * t2, KSLICES * t2 * rows_per_warp * hw.warp_size) * dtype.nbytes
+            threads = ceil_div(p.m, rows_per_block) * KSLICES * hw.warp_size * ceil_div(p.n, t2)
+            inflight = resident_threads(hw, threads, regs, smem) * t3 * 16
             predicted = hw.mem_bandwidth * min(1.0, inflight / need)
             chosen = t3
             if inflight >= need:  # the first t3 that saturates Little's law: the plateau the digest describes
                 break
-        rows_per_warp, t3 = 1, chosen
-        smem = max(KSLICES * t3 * t2, KSLICES * t2 * hw.warp_size) * dtype.nbytes
-        regs = w * (t2 + 2 * t3) + 24
+        t3 = chosen
+        smem = max(KSLICES * t3 * t2, KSLICES * t2 * rows_per_warp * hw.warp_size) * dtype.nbytes
+        regs = w * (rows_per_warp * (t2 + t3)) + 24
     else:
         rows_per_warp = 4 if t2 <= 16 else 2
         t3 = 4 * rows_per_warp  # elements of A in flight per lane per step
@@ -174,8 +177,8 @@ def worklist(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> WorkList:
     p = kernel.problems[0]
     if plan.family is Family.TSM2L:
         grid = (max(1, ceil_div(ceil_div(p.m, plan.tcf), plan.t1)), 1, 1)
-    elif kernel.layout_a is Layout.COL:
-        grid = (ceil_div(p.m, hw.warp_size), ceil_div(p.n, plan.t2), 1)
-    else:
+    elif kernel.layout_a is Layout.COL:  # a lane owns rows_per_warp consecutive rows
+        grid = (ceil_div(p.m, hw.warp_size * plan.rows_per_warp), ceil_div(p.n, plan.t2), 1)
+    else:  # a warp owns rows_per_warp rows
         grid = (ceil_div(p.m, plan.kslices * plan.rows_per_warp), ceil_div(p.n, plan.t2), 1)
     return WorkList(problems=rows, tiles=(), block_offsets=(), grid=grid, block=plan.t1, smem_bytes=plan.smem)

@@ -3,7 +3,7 @@
 // dtype f32, layout A col B col C col, alpha 1.0, beta 0.0
 // precision f32, algorithm tsm2r, batching auto
 // batch of 1 problem(s)
-// tsm2r: t1 256, t2 8, t3 8, k slices 8, rows/warp 1; shared memory 8192 B, ~48 regs
+// tsm2r: t1 256, t2 8, t3 8, k slices 8, rows/warp 4; shared memory 32768 B, ~88 regs
 // t2 threshold 90.8 (n above it is compute-bound); predicted 2.95 TB/s
 
 
@@ -35,10 +35,10 @@ __device__ __forceinline__ bool gemmc_vec_ok(const T* p, long long ld, long long
 // on A, which is read exactly once when n <= T2 (else once per pass of T2 columns, grid.y). B is staged through
 // shared memory in chunks of KC rows; every thread keeps its C values in registers.
 //
-// Column-major A (the paper's layout): one thread per row of A, 32 consecutive rows per warp, so each load of
-// a column segment is one coalesced 128-byte access. The block's KS warps split every chunk of k into KS
-// slices of T3 rows (T3 loads in flight per thread: the paper's t3) and their partial sums are added in a
-// fixed order at the end (deterministic).
+// Column-major A (the paper's layout): each lane owns RW consecutive rows (one 16-byte vector of a column), so a
+// warp reads WARP x RW consecutive rows of a column at once. The block's KS warps split every chunk of k into
+// KS slices of T3 rows (T3 vector loads in flight per thread: the paper's t3) and their partial sums are added
+// in a fixed order at the end (deterministic).
 //
 // Row-major A: one warp per group of RW rows; the lanes split k into 16-byte vectors (a warp reads WARP x 16
 // contiguous bytes of a row), B is staged transposed so that each lane reads its 4 k values of one column as
@@ -64,43 +64,60 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
 
   if (!A_ROW) {
     constexpr int KC = KS * T3;  // k rows per chunk
-    const long long m = (long long)blockIdx.x * WARP + lane;
-    T acc[T2];
+    constexpr int R = RW;        // consecutive rows per lane: one 16-byte vector of a column
+    const long long m = ((long long)blockIdx.x * WARP + lane) * R;
+    // A warp reads WARP x R consecutive rows of a column (512 bytes in f32): wide enough for full DRAM bursts,
+    // where 128-byte segments 64 KiB apart were not (H100 run: 30-70% of the copy roof).
+    const bool vec = R > 1 && (p.lda % R == 0) && (reinterpret_cast<unsigned long long>(A) % (R * sizeof(T)) == 0);
+    T acc[R][T2];
 #pragma unroll
-    for (int j = 0; j < T2; ++j) acc[j] = T(0);
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int j = 0; j < T2; ++j) acc[r][j] = T(0);
     T* bs = smem;  // [KC][T2]
-    // The next chunk's A loads are issued before this chunk's math (the paper's depth-1 prefetch), so each
-    // thread keeps 2 x T3 loads in flight across the barriers.
-    T a[T3], next[T3];
-    auto load_a = [&](T* dst, long long kc) {
-      const long long k0 = kc + (long long)warp * T3;
-#pragma unroll
-      for (int u = 0; u < T3; ++u) dst[u] = (m < p.m && k0 + u < p.k) ? A[(k0 + u) * p.lda + m] : T(0);
-    };
-    load_a(a, 0);
     for (long long kc = 0; kc < p.k; kc += KC) {
       for (int i = tid; i < KC * T2; i += KS * WARP) bs[i] = b_at(kc + i / T2, i % T2);
       __syncthreads();
-      if (kc + KC < p.k) load_a(next, kc + KC);
+      const long long k0 = kc + (long long)warp * T3;
+      T a[T3][R];
+#pragma unroll
+      for (int u = 0; u < T3; ++u) {
+        const T* col = A + (k0 + u) * p.lda + m;
+        if (vec && k0 + u < p.k && m + R <= p.m) {
+          const gemmc_vec<T, R> v = *reinterpret_cast<const gemmc_vec<T, R>*>(col);
+#pragma unroll
+          for (int r = 0; r < R; ++r) a[u][r] = v.v[r];
+        } else {
+#pragma unroll
+          for (int r = 0; r < R; ++r) a[u][r] = (k0 + u < p.k && m + r < p.m) ? col[r] : T(0);
+        }
+      }
 #pragma unroll
       for (int u = 0; u < T3; ++u)
 #pragma unroll
-        for (int j = 0; j < T2; ++j) acc[j] = GEMMC_FMA(a[u], bs[(warp * T3 + u) * T2 + j], acc[j]);
-      __syncthreads();
+        for (int j = 0; j < T2; ++j) {
+          const T b = bs[(warp * T3 + u) * T2 + j];
 #pragma unroll
-      for (int u = 0; u < T3; ++u) a[u] = next[u];
+          for (int r = 0; r < R; ++r) acc[r][j] = GEMMC_FMA(a[u][r], b, acc[r][j]);
+        }
+      __syncthreads();
     }
     // Partial sums of the KS slices, added in slice order by warp 0.
-    T* red = smem;  // [KS][T2][WARP]
+    T* red = smem;  // [KS][T2][R][WARP]
 #pragma unroll
-    for (int j = 0; j < T2; ++j) red[(warp * T2 + j) * WARP + lane] = acc[j];
+    for (int j = 0; j < T2; ++j)
+#pragma unroll
+      for (int r = 0; r < R; ++r) red[((warp * T2 + j) * R + r) * WARP + lane] = acc[r][j];
     __syncthreads();
-    if (warp == 0 && m < p.m) {
-      for (int j = 0; j < ncols; ++j) {
-        T sum = red[j * WARP + lane];
-        for (int s = 1; s < KS; ++s) sum += red[(s * T2 + j) * WARP + lane];
-        store(m, j, sum);
-      }
+    if (warp == 0) {
+      for (int j = 0; j < ncols; ++j)
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          if (m + r >= p.m) continue;
+          T sum = red[(j * R + r) * WARP + lane];
+          for (int s = 1; s < KS; ++s) sum += red[((s * T2 + j) * R + r) * WARP + lane];
+          store(m + r, j, sum);
+        }
     }
   } else {
     constexpr int KC = WARP * 4;  // k values per chunk: one 16-byte vector (4 elements) per lane
@@ -162,6 +179,6 @@ const float alpha_ = 1.0f;
   const float beta_ = 0.0f;
   (void)alpha; (void)beta;
   (void)block_offsets; (void)tiles;  // TSM2 maps blocks to rows by arithmetic: no work list
-  gemmc_tsm2r<float, 8, 8, 8, 1, 32, false, false, false, true>(
+  gemmc_tsm2r<float, 8, 8, 8, 4, 32, false, false, false, true>(
       problems[0], A[0], B[0], C[0], alpha_, beta_, reinterpret_cast<float*>(gemmc_smem_raw));
 }
