@@ -3,7 +3,7 @@
 // dtype f32, layout A col B col C col, alpha 1.0, beta 0.0
 // precision f32, algorithm tsm2r, batching auto
 // batch of 1 problem(s)
-// tsm2r: t1 256, t2 8, t3 8, k slices 8, rows/warp 4; shared memory 32768 B, ~88 regs
+// tsm2r: t1 256, t2 8, t3 8, k slices 8, rows/warp 2; shared memory 16384 B, ~56 regs
 // t2 threshold 90.8 (n above it is compute-bound); predicted 2.95 TB/s
 
 
@@ -179,6 +179,6 @@ const float alpha_ = 1.0f;
   const float beta_ = 0.0f;
   (void)alpha; (void)beta;
   (void)block_offsets; (void)tiles;  // TSM2 maps blocks to rows by arithmetic: no work list
-  gemmc_tsm2r<float, 8, 8, 8, 4, 32, false, false, false, true>(
+  gemmc_tsm2r<float, 8, 8, 8, 2, 32, false, false, false, true>(
       problems[0], A[0], B[0], C[0], alpha_, beta_, reinterpret_cast<float*>(gemmc_smem_raw));
 }
