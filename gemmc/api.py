@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+import time
+from collections.abc import Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -12,19 +14,23 @@ from gemmc.errors import GemmcError
 from gemmc.grammar.lower import lower
 from gemmc.grammar.parser import parse
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel, Program
+from gemmc.ir.nodes import Kernel, Problem, Program
 from gemmc.ir.printer import format_kernel
 from gemmc.passes import run_pipeline
+
+REPLAN_CACHE = 64  # plans kept per kernel for batches whose sizes differ from the schedule's
 
 
 class CompiledKernel:
     """One planned kernel: its source, its plan, and (on a GPU) a callable."""
 
-    def __init__(self, ir: Kernel, target: Hardware, filename: str):
+    def __init__(self, ir: Kernel, target: Hardware, filename: str, planner_seconds: float = 0.0):
         self.ir = ir
         self.target = target
         self.filename = filename
+        self.planner_seconds = planner_seconds  # host time the passes took for this plan (paper 000 Fig. 7)
         self._runtime_state: dict[str, Any] = {}  # compiled modules and uploaded tables, owned by gemmc.runtime
+        self._replans: dict[tuple[tuple[int, int, int], ...], CompiledKernel] = {}
 
     @property
     def name(self) -> str:
@@ -53,13 +59,40 @@ class CompiledKernel:
         """What the passes decided, readable (the same text `gemmc inspect` prints)."""
         return format_kernel(self.ir)
 
+    @property
+    def shapes(self) -> tuple[tuple[int, int, int], ...]:
+        """(M, N, K) of every problem in batch order."""
+        return tuple((p.m, p.n, p.k) for p in self.ir.problems) * (self.ir.count or 1)
+
+    def plan_for(self, shapes: Sequence[tuple[int, int, int]]) -> CompiledKernel:
+        """This kernel re-planned for a batch of other sizes (same dtype, layouts, knobs), on the host.
+
+        Plans are cached by the multiset of shapes: the batch is planned in sorted order, and a call passes its
+        arrays in that order (`order` maps sorted position -> call position), so any permutation of a batch
+        reuses one plan. The planner's own cost is in `.planner_seconds`."""
+        ordered = tuple(sorted((int(m), int(n), int(k)) for m, n, k in shapes))
+        cached = self._replans.get(ordered)
+        if cached is not None:
+            return cached
+        problems = tuple(Problem(f"p{i}", m, n, k) for i, (m, n, k) in enumerate(ordered))
+        fresh = dataclasses.replace(self.ir, problems=problems, count=None, family=None, plan=None, work=None,
+                                    notes=())
+        start = time.perf_counter()
+        program = run_pipeline(Program(self.target, (fresh,), self.filename))
+        kernel = CompiledKernel(program.kernels[0], self.target, self.filename, time.perf_counter() - start)
+        if len(self._replans) >= REPLAN_CACHE:
+            self._replans.pop(next(iter(self._replans)))
+        self._replans[ordered] = kernel
+        return kernel
+
     def __call__(self, As: Any, Bs: Any, Cs: Any, *, alpha: float | None = None, beta: float | None = None,
                  stream: Any = None) -> None:
         """C_i = alpha * A_i @ B_i + beta * C_i for every problem i, in one launch on the current CuPy stream.
 
         As, Bs, Cs: sequences of 2-D device arrays in batch order (3-D arrays for a `count` batch), CuPy arrays or
         anything with __cuda_array_interface__ or DLPack. `alpha`/`beta` are required when the schedule says
-        `runtime` and refused otherwise."""
+        `runtime` and refused otherwise. A list batch whose sizes differ from the schedule's is re-planned on the
+        host (`plan_for`, cached)."""
         from gemmc.runtime.launch import launch  # lazy: CuPy is only needed here
 
         launch(self, As, Bs, Cs, alpha=alpha, beta=beta, stream=stream)
@@ -72,10 +105,12 @@ class CompiledKernel:
 class CompiledProgram:
     """All kernels of one schedule file, planned for one target."""
 
-    def __init__(self, ir: Program, source: str):
+    def __init__(self, ir: Program, source: str, planner_seconds: dict[str, float] | None = None):
         self.ir = ir
         self.text = source
-        self._kernels = {k.name: CompiledKernel(k, ir.target, ir.filename) for k in ir.kernels}
+        seconds = planner_seconds or {}
+        self._kernels = {k.name: CompiledKernel(k, ir.target, ir.filename, seconds.get(k.name, 0.0))
+                         for k in ir.kernels}
 
     @property
     def target(self) -> Hardware:
@@ -106,8 +141,9 @@ def front_end(text: str, *, filename: str = "<string>", target: str | None = Non
 
 def compile_string(text: str, *, filename: str = "<string>", target: str | None = None) -> CompiledProgram:
     """Parse, check and plan every kernel of a schedule. Raises GemmcError on a bad schedule. No GPU needed."""
-    program = run_pipeline(front_end(text, filename=filename, target=target), source=text)
-    return CompiledProgram(program, text)
+    seconds: dict[str, float] = {}
+    program = run_pipeline(front_end(text, filename=filename, target=target), source=text, timings=seconds)
+    return CompiledProgram(program, text, seconds)
 
 
 def compile_file(path: str | Path, *, target: str | None = None) -> CompiledProgram:

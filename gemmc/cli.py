@@ -44,7 +44,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     for name in afters:
         if len(afters) > 1:
             print(f"=== after {name} ===")
-        print(format_program(run_pipeline(program, source=text, stop_after=name)))
+        seconds: dict[str, float] = {}
+        print(format_program(run_pipeline(program, source=text, stop_after=name, timings=seconds)), end="")
+        print("planner time: " + ", ".join(f"{k} {s * 1e3:.2f} ms" for k, s in seconds.items()) + "\n")
     if args.source:
         for kernel in compile_file(path, target=args.target):
             print(kernel.source)

@@ -124,3 +124,13 @@ def test_plan_shows_its_figures():
     k = gemmc.compile_file("examples/inception3.gs")["inception3"]
     assert "TLP old (Eq. 3)" in k.plan and "candidates:" in k.plan and "W_CP" in k.plan
     assert dataclasses.is_dataclass(k.ir.plan)
+
+
+def test_plan_for_replans_and_caches_by_multiset():
+    k = gemmc.compile_file("examples/inception3.gs")["inception3"]
+    shapes = [(33, 17, 5), (1, 1, 1), (300, 200, 100)]
+    again = k.plan_for(list(reversed(shapes)))
+    first = k.plan_for(shapes)
+    assert first is again  # one plan per multiset of shapes
+    assert sorted(first.shapes) == sorted(shapes) and first.planner_seconds > 0
+    assert first.ir.layouts == k.ir.layouts and first.ir.work is not None

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 
 from gemmc.errors import Diagnostic, GemmcError, InternalError
@@ -52,12 +53,15 @@ PIPELINE: tuple[tuple[str, Pass], ...] = (
 PASS_NAMES = tuple(name for name, _ in PIPELINE)
 
 
-def run_pipeline(program: Program, *, source: str | None = None, stop_after: str | None = None) -> Program:
+def run_pipeline(program: Program, *, source: str | None = None, stop_after: str | None = None,
+                 timings: dict[str, float] | None = None) -> Program:
     """Run every pass (or those up to `stop_after`) on every kernel. User errors from all kernels are
-    collected and raised together, rendered against the schedule's file."""
+    collected and raised together, rendered against the schedule's file. `timings`, when given, receives each
+    kernel's planning time in seconds (the driver measures; the passes stay pure)."""
     kernels: list[Kernel] = []
     diags: list[Diagnostic] = []
     for kernel in program.kernels:
+        start = time.perf_counter()
         try:
             for name, fn in PIPELINE:
                 kernel = fn(kernel, program.target)
@@ -65,6 +69,8 @@ def run_pipeline(program: Program, *, source: str | None = None, stop_after: str
                     break
         except GemmcError as err:
             diags.extend(err.diagnostics)
+        if timings is not None:
+            timings[kernel.name] = time.perf_counter() - start
         kernels.append(kernel)
     if diags:
         raise GemmcError(diags, filename=program.filename, source=source)

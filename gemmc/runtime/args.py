@@ -11,6 +11,11 @@ from gemmc.ir.nodes import Kernel
 from gemmc.ir.types import DType, Layout
 from gemmc.runtime.device import cupy
 
+
+class ShapeMismatch(GemmcError):
+    """The arrays are fine but their sizes (or count) are not the plan's: the caller may re-plan."""
+
+
 NUMPY_DTYPES = {DType.F32: "float32", DType.F64: "float64", DType.F16: "float16", DType.BF16: "bfloat16"}
 
 
@@ -131,7 +136,7 @@ def check_matrix(arr: ArrayInfo, group: str, index: int, op: Operand, dtype: str
         raise GemmcError(f"{what}: expected dtype {dtype} (the schedule's dtype), "
                          f"got {arr.dtype}")
     if tuple(arr.shape) != op.shape:
-        raise GemmcError(f"{what}: expected shape {op.shape} for {op.letter} of problem '{problem}', "
+        raise ShapeMismatch(f"{what}: expected shape {op.shape} for {op.letter} of problem '{problem}', "
                          f"got {tuple(arr.shape)}")
     if arr.device is not None and arr.device != device:
         raise GemmcError(f"{what}: lives on GPU {arr.device}, but the current device is GPU {device}")
@@ -164,7 +169,7 @@ def batch_pointers(kernel: Kernel, As: Any, Bs: Any, Cs: Any, expected: list[tup
                 raise GemmcError(f"{name}: expected a list of {batch} arrays in batch order, "
                                  f"got {type(group).__name__}")
             if len(group) != batch:
-                raise GemmcError(f"{name}: expected {batch} arrays (one per problem), got {len(group)}")
+                raise ShapeMismatch(f"{name}: expected {batch} arrays (one per problem), got {len(group)}")
             matrices = [describe(m, name, i) for i, m in enumerate(group)]
         out = ptrs[slot]
         for i, arr in enumerate(matrices):
@@ -175,3 +180,24 @@ def batch_pointers(kernel: Kernel, As: Any, Bs: Any, Cs: Any, expected: list[tup
     if len(set(ptrs[2])) != len(ptrs[2]):
         raise GemmcError("Cs: two problems write the same output array; each C must be its own memory")
     return ptrs
+
+
+def call_shapes(As: Any, Bs: Any, Cs: Any) -> list[tuple[int, int, int]]:
+    """(M, N, K) of each problem of a list batch, read off its A and B (for re-planning)."""
+    if not all(isinstance(g, (list, tuple)) for g in (As, Bs, Cs)) or not len(As) == len(Bs) == len(Cs):
+        raise GemmcError("As, Bs, Cs: a batch of other sizes than the schedule's must be three lists of equal "
+                         "length")
+    if not As:
+        raise GemmcError("As: the batch is empty")
+    shapes = []
+    for i, (a, b) in enumerate(zip(As, Bs, strict=True)):
+        ia, ib = describe(a, "As", i), describe(b, "Bs", i)
+        if ia.ndim != 2 or ib.ndim != 2:
+            raise GemmcError(f"As[{i}], Bs[{i}]: expected 2-D arrays, got shapes {ia.shape} and {ib.shape}")
+        if ia.shape[1] != ib.shape[0]:
+            raise GemmcError(f"As[{i}] is {ia.shape[0]} x {ia.shape[1]} but Bs[{i}] is {ib.shape[0]} x {ib.shape[1]}: "
+                             "the inner dimensions differ")
+        if min(ia.shape[0], ib.shape[1], ia.shape[1]) < 1:
+            raise GemmcError(f"As[{i}], Bs[{i}]: every size must be at least 1")
+        shapes.append((ia.shape[0], ib.shape[1], ia.shape[1]))
+    return shapes

@@ -6,7 +6,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from gemmc.errors import GemmcError
-from gemmc.runtime.args import batch_pointers, expected_operands
+from gemmc.runtime.args import ShapeMismatch, batch_pointers, call_shapes, expected_operands
 from gemmc.runtime.compile import device_function
 from gemmc.runtime.device import cupy, hardware
 
@@ -82,7 +82,19 @@ def launch(kernel: CompiledKernel, As: Any, Bs: Any, Cs: Any, *, alpha: float | 
     state = kernel._runtime_state
     if "expected" not in state:
         state["expected"] = expected_operands(kernel.ir)
-    a, b, c = batch_pointers(kernel.ir, As, Bs, Cs, state["expected"], cp.cuda.runtime.getDevice())
+    try:
+        a, b, c = batch_pointers(kernel.ir, As, Bs, Cs, state["expected"], cp.cuda.runtime.getDevice())
+    except ShapeMismatch:
+        if kernel.ir.count is not None and not isinstance(As, (list, tuple)):
+            raise
+        # Other sizes than the schedule's: plan for them (cached by the multiset of shapes) and pass the arrays
+        # in the order that plan was made in (sorted by shape, stable).
+        shapes = call_shapes(As, Bs, Cs)
+        replanned = kernel.plan_for(shapes)
+        order = sorted(range(len(shapes)), key=lambda i: shapes[i])
+        launch(replanned, [As[i] for i in order], [Bs[i] for i in order], [Cs[i] for i in order], alpha=alpha,
+               beta=beta, stream=stream)
+        return
     fn = kernel_function(kernel)
     problems, offsets, tiles = plan_tables(kernel)
     ptrs = pointer_table(kernel, a, b, c)

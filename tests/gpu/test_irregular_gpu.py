@@ -56,3 +56,20 @@ def test_mixed_thread_counts_in_one_launch():
 
 def test_f64_irregular():
     check_schedule(f"kernel k {{ dtype f64 layout B col {batch(ODD + random_shapes(5, 20, 200))} }}")
+
+
+def test_call_with_other_sizes_replans():
+    import cupy as cp
+
+    k = gemmc.compile_file("examples/inception3.gs")["inception3"]
+    shapes = [(97, 13, 251), (1, 1, 1), (196, 24, 7), (50, 300, 33), (97, 13, 251)]
+    rng = cp.random.default_rng(3)
+    As = [rng.standard_normal((m, kk), dtype=cp.float32) for m, n, kk in shapes]
+    Bs = [rng.standard_normal((kk, n), dtype=cp.float32) for m, n, kk in shapes]
+    Cs = [cp.full((m, n), cp.nan, dtype=cp.float32) for m, n, kk in shapes]
+    k(As, Bs, Cs)
+    for a, b, c in zip(As, Bs, Cs, strict=True):
+        ref = a.astype(cp.float64) @ b.astype(cp.float64)
+        assert float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref)) < 1e-5
+    with pytest.raises(gemmc.GemmcError, match="inner dimensions differ"):
+        k([As[0]], [Bs[1]], [Cs[0]])
