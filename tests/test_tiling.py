@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import gemmc
 from gemmc.ir.hardware import TARGETS
 from gemmc.ir.nodes import Problem
 from gemmc.ir.plan_simt import SimtVariant
-from gemmc.ir.types import Batching
-from gemmc.passes import batching, tiling
+from gemmc.passes import tiling
 from gemmc.passes.tlp import coordinated_threshold, default_threshold, occupancy, tlp_new, tlp_old
 
 H100 = TARGETS["sm_90"]
@@ -78,46 +74,6 @@ def test_loadbalanced_steps_down_until_the_threshold_and_stops():
     fine = tiling.loadbalanced(problems, 1, H100, threshold=10**9)  # unreachable: must still terminate
     assert coarse.steps == 0 and coarse.variants[0].bm == 128
     assert all(v.bm * v.bn == 16 * 16 for v in fine.variants)
-
-
-@settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 700), st.integers(1, 700), st.integers(1, 600)), min_size=1, max_size=40),
-       st.sampled_from(["auto", "auto(loadbalanced)", "auto(coordinated)", "auto(uniform)"]),
-       st.sampled_from(["none", "threshold", "binary"]))
-def test_batched_work_lists_cover_every_element_once(shapes, tile, mode):
-    body = " ".join(f"p{i} {m} x {n} x {k}" for i, (m, n, k) in enumerate(shapes))
-    k = gemmc.compile_string(f"kernel k {{ tile {tile} batching {mode} batch {{ {body} }} }}")["k"].ir
-    counts = [np.zeros((p.m, p.n), dtype=np.int32) for p in k.problems]
-    for t in k.work.tiles:
-        v = k.plan.variants[t.variant]
-        counts[t.problem][t.m0:t.m0 + v.bm, t.n0:t.n0 + v.bn] += 1
-    assert all((c == 1).all() for c in counts)
-    assert k.work.block_offsets[0] == 0 and k.work.block_offsets[-1] == len(k.work.tiles)
-    assert all(b > a for a, b in zip(k.work.block_offsets, k.work.block_offsets[1:], strict=False))
-
-
-def _items(ks):
-    from gemmc.ir.nodes import WorkTile
-
-    return [batching.Item(WorkTile(i, 0, 0, 0), k, k) for i, k in enumerate(ks)]
-
-
-def test_threshold_batching_fills_blocks_past_theta():
-    # 256 tiles of K = 32 with T = 256 and the V100 threshold: 16 blocks of 9 tiles, then 112 single tiles.
-    blocks = batching.threshold_batching(_items([32] * 256), 256, 65536, theta=256)
-    sizes = sorted((len(b) for b in blocks), reverse=True)
-    assert sizes[:16] == [9] * 16 and sizes[16:] == [1] * 112
-
-
-def test_binary_batching_pairs_short_with_long_within_theta():
-    blocks = batching.binary_batching(_items([10, 200, 30, 240, 300]), theta=256)
-    ks = sorted(tuple(sorted(it.k for it in b)) for b in blocks)
-    assert ks == [(10, 240), (30, 200), (300,)]
-
-
-def test_blocks_are_ordered_longest_first():
-    blocks = batching.group(_items([5, 50, 500]), Batching.NONE, 256, 1)
-    assert [b[0].k for b in blocks] == [500, 50, 5]
 
 
 def test_plan_shows_its_figures():
