@@ -85,6 +85,18 @@ class CompiledKernel:
         self._replans[ordered] = kernel
         return kernel
 
+    def occupancy(self) -> Any:
+        """Resident blocks and warps per SM of the compiled kernel on the current device (paper 000 Eqs. 5-9 in
+        CUDA terms): the registers are the compiled kernel's `num_regs`, the limits the device's own; offline,
+        `inspect` shows the same model with estimated registers and the target table. Needs a GPU."""
+        from gemmc.passes.tlp import occupancy
+        from gemmc.runtime.device import hardware
+        from gemmc.runtime.launch import kernel_function
+
+        work = self.ir.work
+        assert work is not None
+        return occupancy(hardware(), work.block, kernel_function(self).num_regs, work.smem_bytes)
+
     def __call__(self, As: Any, Bs: Any, Cs: Any, *, alpha: float | None = None, beta: float | None = None,
                  stream: Any = None) -> None:
         """C_i = alpha * A_i @ B_i + beta * C_i for every problem i, in one launch on the current CuPy stream.

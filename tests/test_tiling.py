@@ -90,3 +90,16 @@ def test_plan_for_replans_and_caches_by_multiset():
     assert first is again  # one plan per multiset of shapes
     assert sorted(first.shapes) == sorted(shapes) and first.planner_seconds > 0
     assert first.ir.layouts == k.ir.layouts and first.ir.work is not None
+
+
+def test_occupancy_uses_the_compiled_registers_and_the_device(monkeypatch):
+    # Without a GPU: a fake compiled function with 200 registers per thread and the H100 record as the device.
+    import types
+
+    from gemmc.runtime import device, launch
+
+    k = gemmc.compile_file("examples/inception3.gs")["inception3"]
+    monkeypatch.setattr(device, "hardware", lambda device_id=None: H100)
+    monkeypatch.setattr(launch, "kernel_function", lambda kernel: types.SimpleNamespace(num_regs=200))
+    occ = k.occupancy()
+    assert occ == occupancy(H100, k.ir.work.block, 200, k.ir.work.smem_bytes) and occ.limit == "registers"

@@ -73,3 +73,10 @@ def test_call_with_other_sizes_replans():
         assert float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref)) < 1e-5
     with pytest.raises(gemmc.GemmcError, match="inner dimensions differ"):
         k([As[0]], [Bs[1]], [Cs[0]])
+
+
+def test_occupancy_from_the_compiled_kernel():
+    k = gemmc.compile_file("examples/inception_all.gs")["inception_all"]
+    occ = k.occupancy()
+    fn_regs = k._runtime_state["function"].num_regs
+    assert 0 < occ.blocks_per_sm and occ.warps_per_sm <= 64 and fn_regs > 0
