@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from gemmc.codegen import simt, tsm2
+from gemmc.codegen import simt, tensorcore, tsm2
 from gemmc.ir.types import Family
 
 TEMPLATES: dict[Family, ModuleType] = {
     Family.SIMT: simt,
     Family.TSM2R: tsm2,
     Family.TSM2L: tsm2,
+    Family.TENSORCORE: tensorcore,
 }

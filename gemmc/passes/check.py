@@ -26,12 +26,16 @@ SPLITS: dict[tuple[DType, int], tuple[str | None, ...]] = {
 # its rows as it lands, so a schedule that asks for them gets a clear E900 instead of a wrong kernel.
 NotYet = tuple[str, Callable[[Kernel, Hardware], bool], str]
 NOT_YET: tuple[NotYet, ...] = (
-    ("precision", lambda k, hw: k.precision is not None and k.precision.compute not in (DType.F32, DType.F64),
-     "precision {precision} (the tensor-core family) is not supported yet"),
+    ("precision", lambda k, hw: _tensor_core(k) and not hw.has_tensor_cores,
+     "precision {precision} needs tensor cores (CUDA sm_80 or newer); HIP MFMA is not generated yet"),
     ("dtype", lambda k, hw: k.dtype in (DType.F16, DType.BF16), "dtype {dtype} storage is not supported yet"),
-    ("algorithm", lambda k, hw: k.algorithm is Algorithm.TENSORCORE,
-     "algorithm {algorithm} is not supported yet"),
 )
+
+
+def _tensor_core(kernel: Kernel) -> bool:
+    """The schedule asks for tensor cores: a precision other than f32/f64, or `algorithm tensorcore`."""
+    prec = kernel.precision
+    return kernel.algorithm is Algorithm.TENSORCORE or (prec is not None and prec.compute not in (DType.F32, DType.F64))
 
 
 def _describe(kernel: Kernel) -> dict[str, str]:
@@ -61,6 +65,13 @@ def kernel_diagnostics(kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
         elif (prec.compute is DType.F64) != (kernel.dtype is DType.F64):
             err("E202", "precision", f"precision {prec.compute.value} does not go with dtype {kernel.dtype.value}",
                 "f64 data computes in f64, and only f64 data does")
+    tc_precision = prec is not None and prec.compute not in (DType.F32, DType.F64)
+    if kernel.algorithm is Algorithm.TENSORCORE and not tc_precision:
+        err("E202", "algorithm", "algorithm tensorcore needs a tensor-core precision",
+            "add `precision f16`, `precision tf32` or `precision split f16 x3` (f32 products on tensor cores)")
+    elif tc_precision and kernel.algorithm not in (Algorithm.AUTO, Algorithm.TENSORCORE):
+        err("E202", "algorithm", f"precision {prec} runs on tensor cores, not with algorithm {kernel.algorithm.value}",
+            "use `algorithm tensorcore` or `algorithm auto`")
     if kernel.threads is not None:
         if kernel.threads % hw.warp_size:
             err("E301", "threads", f"threads {kernel.threads} is not a multiple of the warp size ({hw.warp_size})",

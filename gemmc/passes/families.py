@@ -7,10 +7,11 @@ from __future__ import annotations
 from types import ModuleType
 
 from gemmc.ir.types import Family
-from gemmc.passes import simt, tsm2
+from gemmc.passes import simt, tensorcore, tsm2
 
 PLANNERS: dict[Family, ModuleType] = {
     Family.SIMT: simt,
     Family.TSM2R: tsm2,
     Family.TSM2L: tsm2,
+    Family.TENSORCORE: tensorcore,
 }
