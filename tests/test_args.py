@@ -71,3 +71,13 @@ def test_host_arrays_are_refused():
     a, b, c = args()
     with pytest.raises(gemmc.GemmcError, match=r"As\[0\]: expected a GPU array, got a host \(numpy\) array"):
         batch_pointers(KERNEL, [np.ones((8, 6), "float32"), a[1]], b, c, EXPECTED, device=0)
+
+
+def test_a_wrong_c_is_an_error_not_a_replan():
+    # A and B match the plan, C does not: re-planning cannot help, the shape error must stand (a GPU run once
+    # recursed here).
+    from gemmc.runtime.args import ShapeMismatch
+
+    a, b, c = args()
+    with pytest.raises(ShapeMismatch, match=r"Cs\[0\]: expected shape \(8, 4\)"):
+        batch_pointers(KERNEL, a, b, [FakeArray((8, 2)), c[1]], EXPECTED, device=0)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import subprocess
 
 import pytest
 
@@ -68,3 +70,49 @@ def test_tsm2_errors(text, message):
 def test_inspect_shows_the_model():
     plan = gemmc.compile_file("examples/tsm2r.gs")["tsm2r_16k"].plan
     assert "t2 threshold" in plan and "predicted" in plan and "t3" in plan
+
+
+# Every code path of the two templates: rows per lane 1, 2 and 4 (m = 8192, 16384, 30720 in f32), f64, row-major
+# A (warp-per-row path), runtime beta, TSM2L with tcf > 1. Compiled, not run: the GPU tests run them.
+RENDERS = {
+    "r_col_f32_m8k": "dtype f32 layout A col, B col, C col gemm 8192 x 8 x 8192 algorithm tsm2r",
+    "r_col_f32_m16k": "dtype f32 layout A col, B row, C col gemm 16384 x 16 x 16384 algorithm tsm2r",
+    "r_col_f32_m30k": "dtype f32 layout A col, B col, C row gemm 30720 x 3 x 30720 algorithm tsm2r beta runtime",
+    "r_col_f64": "dtype f64 layout A col, B col, C col gemm 30720 x 32 x 30720 algorithm tsm2r",
+    "r_row_f32": "dtype f32 gemm 8192 x 16 x 8192 algorithm tsm2r alpha runtime",
+    "l_col_f32": "dtype f32 layout A col, B col, C col gemm 10000000 x 8 x 8 algorithm tsm2l",
+    "l_row_f64": "dtype f64 gemm 1000 x 5 x 7 algorithm tsm2l beta runtime",
+}
+
+
+def _render(name: str, target: str):
+    return gemmc.compile_string(f"kernel {name} {{ {RENDERS[name]} }}", target=target)[name]
+
+
+def _compile(command: list[str], source: str, suffix: str, tmp_path) -> None:
+    src = tmp_path / f"k.{suffix}"
+    src.write_text(source)
+    proc = subprocess.run([*command, str(src), "-o", str(tmp_path / "k.o")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def test_renders_cover_every_rows_per_lane():
+    rows = {_render(name, "sm_90").ir.plan.rows_per_warp for name in ("r_col_f32_m8k", "r_col_f32_m16k",
+                                                                     "r_col_f32_m30k")}
+    assert rows == {1, 2, 4}
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("name", sorted(RENDERS))
+def test_renders_compile_with_nvcc(name, arch, tmp_path):
+    _compile([shutil.which("nvcc"), f"-arch={arch}", "-c", "-std=c++17"], _render(name, arch).standalone, "cu",
+             tmp_path)
+
+
+@pytest.mark.skipif(shutil.which("hipcc") is None, reason="hipcc is not installed (Debian package hipcc)")
+@pytest.mark.parametrize("name", sorted(RENDERS))
+def test_renders_compile_with_hipcc(name, tmp_path, monkeypatch):
+    monkeypatch.setenv("HIP_PLATFORM", "amd")
+    _compile([shutil.which("hipcc"), "--offload-arch=gfx90a", "--genco", "-std=c++17"],
+             _render(name, "hip").standalone, "hip", tmp_path)

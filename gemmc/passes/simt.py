@@ -93,7 +93,17 @@ def candidate_tilings(kernel: Kernel, hw: Hardware) -> list[tiling.Tiling]:
         max_outputs = 32 if kernel.dtype is DType.F64 else 64
         out.append(tiling.coordinated(problems, count, kernel.tlp_threshold or coordinated_threshold(hw), max_outputs))
     if mode in (TileMode.AUTO, TileMode.LOADBALANCED) and (hw.vendor == "cuda" or mode is TileMode.LOADBALANCED):
-        out.append(tiling.loadbalanced(problems, count, hw, kernel.tlp_threshold or default_threshold(hw)))
+        threshold = kernel.tlp_threshold or default_threshold(hw)
+        new = tiling.loadbalanced(problems, count, hw, threshold)
+        if mode is TileMode.AUTO:
+            # Algorithm 1 driven by Eq. 3 stops refining earlier (idle warps count). On the H100 it measured
+            # faster than Eq. 4 in 5 of 26 cases and never slower by more than 1% (bench/results/
+            # 2026-11-22_h100_irregular.json, docs/PERFORMANCE-irregular.md), so `tile auto` costs both; listed
+            # first, it wins ties.
+            old = tiling.loadbalanced(problems, count, hw, threshold, metric="old")
+            if old.variants != new.variants:
+                out.append(old)
+        out.append(new)
     return out
 
 

@@ -77,7 +77,7 @@ def fill(p: Problem, v: SimtVariant) -> float:
 class Tiling:
     """A variant per problem, and the model's figures for it."""
 
-    method: str  # "uniform" | "loadbalanced" | "coordinated"
+    method: str  # "uniform" | "loadbalanced" | "loadbalanced-eq3" | "coordinated"
     variants: tuple[SimtVariant, ...]  # per problem, in batch order
     threshold: int  # the TLP threshold the planner worked to
     steps: int  # refinement steps the planner took
@@ -125,7 +125,7 @@ def loadbalanced(problems: tuple[Problem, ...], count: int, hw: Hardware, thresh
         if levels[i] > 0:
             heapq.heappush(heap, (-levels[i], -problems[i].flops, i))
     chosen = tuple(LOADBALANCED_LEVELS[lv].pick(p) for lv, p in zip(levels, problems, strict=True))
-    return Tiling("loadbalanced", chosen, threshold, steps)
+    return Tiling("loadbalanced" if metric == "new" else "loadbalanced-eq3", chosen, threshold, steps)
 
 
 def coordinated(problems: tuple[Problem, ...], count: int, threshold: int, max_outputs: int = 64) -> Tiling:

@@ -78,6 +78,12 @@ def column_rows_per_lane(m: int, dtype: DType, hw: Hardware) -> int:
     return 1
 
 
+def column_smem(t2: int, t3: int, rows: int, dtype: DType, hw: Hardware) -> int:
+    """Column-major TSM2R shared memory: the staged chunk of B (k slices x t3 rows x t2 columns), reused for the
+    end-of-block reduction of the k slices' partial sums (slices x t2 x rows x warp)."""
+    return max(KSLICES * t3 * t2, KSLICES * t2 * rows * hw.warp_size) * dtype.nbytes
+
+
 def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Tsm2Plan:
     threshold = t2_threshold(hw, dtype)
     t2 = choose_t2(p.n, threshold)
@@ -86,11 +92,16 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Ts
     if a_layout is Layout.COL:
         rows_per_warp = column_rows_per_lane(p.m, dtype, hw)
         t2 = min(t2, T2_COL_MAX)  # rows_per_warp x t2 accumulators per thread
+        while column_smem(t2, T3_CHOICES[-1], rows_per_warp, dtype, hw) > hw.smem_per_block_default:
+            if rows_per_warp > 1:  # the end-of-block reduction holds rows x t2 values per thread
+                rows_per_warp //= 2
+            else:
+                t2 //= 2  # more passes over n (grid.y): A is read once per pass
         rows_per_block = hw.warp_size * rows_per_warp
         chosen, predicted = T3_CHOICES[-1], 0.0
         for t3 in T3_CHOICES:
             regs = w * (rows_per_warp * (t2 + t3)) + 24
-            smem = max(KSLICES * t3 * t2, KSLICES * t2 * rows_per_warp * hw.warp_size) * dtype.nbytes
+            smem = column_smem(t2, t3, rows_per_warp, dtype, hw)
             threads = ceil_div(p.m, rows_per_block) * KSLICES * hw.warp_size * ceil_div(p.n, t2)
             inflight = resident_threads(hw, threads, regs, smem) * t3 * rows_per_warp * dtype.nbytes
             predicted = hw.mem_bandwidth * min(1.0, inflight / need)
@@ -98,7 +109,7 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Ts
             if inflight >= need:  # the first t3 that saturates Little's law: the plateau the digest describes
                 break
         t3 = chosen
-        smem = max(KSLICES * t3 * t2, KSLICES * t2 * rows_per_warp * hw.warp_size) * dtype.nbytes
+        smem = column_smem(t2, t3, rows_per_warp, dtype, hw)
         regs = w * (rows_per_warp * (t2 + t3)) + 24
     else:
         rows_per_warp = 4 if t2 <= 16 else 2

@@ -3,7 +3,7 @@
 // dtype f32, layout A col B col C col, alpha runtime, beta runtime
 // precision f32, algorithm auto, batching auto
 // batch of 1 problem(s)
-// variant 0: 16x16x32 threads 128 micro 1x2
+// variant 0: 32x16x32 threads 128 micro 2x2
 // pipeline stages 2
 
 
@@ -207,9 +207,9 @@ const float alpha_ = alpha;
     const int4 tile = tiles[t];
     const gemmc_problem p = problems[tile.x];
     switch (tile.w) {
-      case 0:  // 16x16x32, 128 threads, micro-tile 1x2
+      case 0:  // 32x16x32, 128 threads, micro-tile 2x2
         if (tid < 128)
-          gemmc_simt_tile<float, 16, 16, 32, 1, 2, 128, 2, 4, false, true, false, false>(
+          gemmc_simt_tile<float, 32, 16, 32, 2, 2, 128, 2, 4, false, true, false, false>(
               p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
         break;
       default:

@@ -3,9 +3,9 @@
 // dtype f32, layout A row B row C row, alpha 1.0, beta 0.0
 // precision f32, algorithm auto, batching auto
 // batch of 34 problem(s)
-// variant 0: 16x16x32 threads 128 micro 1x2
-// variant 1: 32x16x32 threads 128 micro 2x2
-// variant 2: 16x32x32 threads 128 micro 2x2
+// variant 0: 32x16x32 threads 128 micro 2x2
+// variant 1: 32x32x32 threads 128 micro 2x4
+// variant 2: 16x16x32 threads 128 micro 1x2
 // pipeline stages 2
 
 
@@ -209,19 +209,19 @@ const float alpha_ = 1.0f;
     const int4 tile = tiles[t];
     const gemmc_problem p = problems[tile.x];
     switch (tile.w) {
-      case 0:  // 16x16x32, 128 threads, micro-tile 1x2
-        if (tid < 128)
-          gemmc_simt_tile<float, 16, 16, 32, 1, 2, 128, 2, 4, true, false, true, true>(
-              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
-        break;
-      case 1:  // 32x16x32, 128 threads, micro-tile 2x2
+      case 0:  // 32x16x32, 128 threads, micro-tile 2x2
         if (tid < 128)
           gemmc_simt_tile<float, 32, 16, 32, 2, 2, 128, 2, 4, true, false, true, true>(
               p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
         break;
-      case 2:  // 16x32x32, 128 threads, micro-tile 2x2
+      case 1:  // 32x32x32, 128 threads, micro-tile 2x4
         if (tid < 128)
-          gemmc_simt_tile<float, 16, 32, 32, 2, 2, 128, 2, 4, true, false, true, true>(
+          gemmc_simt_tile<float, 32, 32, 32, 2, 4, 128, 2, 4, true, false, true, true>(
+              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
+        break;
+      case 2:  // 16x16x32, 128 threads, micro-tile 1x2
+        if (tid < 128)
+          gemmc_simt_tile<float, 16, 16, 32, 1, 2, 128, 2, 4, true, false, true, true>(
               p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
         break;
       default:

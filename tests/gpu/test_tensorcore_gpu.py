@@ -1,0 +1,69 @@
+"""Tensor-core family on the GPU: every precision mode against float64 on odd sizes, both layouts, alpha/beta,
+a batch in one launch, and inputs far outside the f16 range. Fresh random inputs, NaN-poisoned outputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gemmc
+from tests.gpu.helpers import check_schedule
+
+pytestmark = pytest.mark.gpu
+
+# Relative Frobenius error bounds: one pass ~ the part type's unit roundoff times a small factor; splits ~ f32's.
+MODES = {
+    "f16": 3e-3, "bf16": 2e-2, "tf32": 3e-3,
+    "split f16 x3 method le": 2e-5, "split f16 x3 method ootomo": 1e-5, "split f16 x3": 1e-5,
+    "split f16 x4 method markidis": 2e-5, "split bf16 x3": 1e-4, "split bf16 x6": 1e-5, "split tf32 x3": 1e-5,
+}
+
+ODD_BATCH = """
+    one    1 x 1 x 1
+    thin   1 x 7 x 13
+    tall   13 x 1 x 5
+    primes 97 x 13 x 251
+    near   130 x 131 x 129
+    skew   257 x 63 x 31
+"""
+
+
+@pytest.mark.parametrize("layouts", ["rrr", "ccc", "rcr", "crc"])
+@pytest.mark.parametrize("mode", list(MODES))
+def test_odd_batch(mode, layouts):
+    names = {"r": "row", "c": "col"}
+    lay = f"layout A {names[layouts[0]]}, B {names[layouts[1]]}, C {names[layouts[2]]}"
+    check_schedule(f"kernel k {{ dtype f32 precision {mode} {lay} batch {{ {ODD_BATCH} }} }}",
+                   tolerance=MODES[mode], beta=0.0)
+    check_schedule(f"kernel k {{ dtype f32 precision {mode} {lay} gemm 300 x 259 x 1000 }}",
+                   tolerance=MODES[mode], alpha=1.5, beta=-0.5)
+
+
+def _run(mode: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    import cupy as cp
+
+    m, k = a.shape
+    n = b.shape[1]
+    prog = gemmc.compile_string(f"kernel k {{ dtype f32 precision {mode} gemm {m} x {n} x {k} }}")
+    c = cp.full((m, n), cp.nan, dtype=cp.float32)
+    prog["k"](cp.asarray(a), cp.asarray(b), c)
+    return cp.asnumpy(c)
+
+
+@pytest.mark.parametrize("mode", ["f16", "split f16 x3 method le", "split f16 x3", "split f16 x4 method markidis"])
+def test_outside_f16_range(mode):
+    """Rows of A and columns of B scaled by 2^-40..2^40 (f16 holds 6e-5..65504): finite, f32-class accuracy
+    per row (the row/column power-of-two scaling of docs/PRECISION.md)."""
+    rng = np.random.default_rng(7)
+    m, n, k = 131, 67, 301
+    a = rng.standard_normal((m, k)) * np.exp2(rng.integers(-40, 41, size=(m, 1)))
+    b = rng.standard_normal((k, n)) * np.exp2(rng.integers(-40, 41, size=(1, n)))
+    a[3] = 0.0  # an all-zero row keeps scale 1
+    a, b = a.astype(np.float32), b.astype(np.float32)
+    out = _run(mode, a, b)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.isfinite(out).all()
+    # Error relative to each entry's natural size |A_i| |B_j| (rows and columns of very different scales).
+    scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    worst = float(np.max(np.abs(out - ref) / np.where(scale > 0, scale, 1.0)))
+    assert worst < (2e-3 if mode == "f16" else 2e-6), worst
