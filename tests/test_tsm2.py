@@ -47,7 +47,8 @@ def test_h100_parameters_saturate_littles_law():
 
 @pytest.mark.parametrize("text, family", [
     ("gemm 16384 x 8 x 16384", Family.TSM2R),
-    ("gemm 16384 x 17 x 16384", Family.SIMT),
+    ("gemm 16384 x 9 x 16384", Family.SIMT),
+    ("gemm 4096 x 8 x 4096", Family.SIMT),
     ("gemm 1000000 x 16 x 16", Family.TSM2L),
     ("gemm 1000 x 16 x 16", Family.SIMT),
     ("gemm 16384 x 8 x 16384 count 2", Family.SIMT),

@@ -29,10 +29,11 @@ TSM2L_MAX_K = 32  # TSM2L keeps a whole row of A in registers
 WAVES = 4  # TSM2L: launch about this many waves of resident threads, then give each thread more rows
 TSM2L_ROW_REGS = 128  # registers a TSM2L thread may spend on its rows of A
 
-# algorithm auto: the shapes that go to TSM2 (one GEMM, f32/f64). The crossover against the SIMT family is
-# measured by bench/tallskinny.py; these are the shapes where TSM2 won there.
-AUTO_TSM2R_MAX_N = 16
-AUTO_TSM2R_MIN_MK = 2048
+# algorithm auto: the shapes that go to TSM2 (one GEMM, f32/f64). The crossover in n against the SIMT family is
+# measured by bench/tallskinny.py at m = k = 16384 f32 (H100, three TSM2R versions): TSM2R won by 1.45-1.9x at
+# n <= 8 every time, but by 0.85-1.32x at n = 16, so auto stops at 8. 8192 is the smallest m, k measured.
+AUTO_TSM2R_MAX_N = 8
+AUTO_TSM2R_MIN_MK = 8192
 AUTO_TSM2L_MAX_KN = 16
 AUTO_TSM2L_MIN_M = 65536
 
