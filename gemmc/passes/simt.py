@@ -97,7 +97,7 @@ def candidate_tilings(kernel: Kernel, hw: Hardware) -> list[tiling.Tiling]:
         new = tiling.loadbalanced(problems, count, hw, threshold)
         if mode is TileMode.AUTO:
             # Algorithm 1 driven by Eq. 3 stops refining earlier (idle warps count). On the H100 it measured
-            # faster than Eq. 4 in 5 of 26 cases and never slower by more than 1% (bench/results/
+            # faster than Eq. 4 in 5 of 26 cases and within noise (1.2%) in the rest (bench/results/
             # 2026-11-22_h100_irregular.json, docs/PERFORMANCE-irregular.md), so `tile auto` costs both; listed
             # first, it wins ties.
             old = tiling.loadbalanced(problems, count, hw, threshold, metric="old")
