@@ -101,6 +101,7 @@ def run_case(name: str, shapes, ablations: bool) -> dict:
             row["gemmc_err"] = rel_err(Cs, As, Bs)
             row["auto_choice"] = f"{k.ir.plan.method}/{k.ir.plan.batching.value}"
             row["gemmc_host_us"] = timing.host_seconds(lambda k=k: k(As, Bs, Cs)) * 1e6
+            row["planner_us"] = k.planner_seconds * 1e6  # the pass pipeline on this host (paper 000 Fig. 7)
         row[f"{label}_us"] = timing.device_seconds(timing.gemmc_graph(lambda k=k: k(As, Bs, Cs))) * 1e6
 
     outs = [torch.empty(m, n, device="cuda") for m, n, k in shapes]
@@ -116,6 +117,7 @@ def run_case(name: str, shapes, ablations: bool) -> dict:
     row["speedup"] = best[1] / row["auto_us"]
     row["vs_loop"] = row["loop_us"] / row["auto_us"]
     row["tflops"] = flops / row["auto_us"] / 1e6
+    row["planner_share"] = row["planner_us"] / row["auto_us"]
     return row
 
 
@@ -139,7 +141,8 @@ def main() -> None:
     summary = {"geomean_speedup_vs_best": geo, "min_speedup_vs_best": min(r["speedup"] for r in rows)}
     path = timing.write_results(args.out, "irregular", rows, {"summary": summary})
     cols = ["case", "auto_us", "auto_choice", "uniform_us", "loadbalanced_us", "loadbalanced-oldTLP_us",
-            "coordinated_us", "loop_us", "bmm_us", "grouped_us", "speedup", "vs_loop", "tflops", "gemmc_err"]
+            "coordinated_us", "loop_us", "bmm_us", "grouped_us", "speedup", "vs_loop", "tflops", "planner_us",
+            "gemmc_err"]
     print(timing.table(rows, [c for c in cols if any(c in r for r in rows)]))
     print(f"geomean speedup vs best baseline {geo:.2f}x, min {summary['min_speedup_vs_best']:.2f}x; wrote {path}")
 
