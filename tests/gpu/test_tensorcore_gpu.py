@@ -28,8 +28,13 @@ ODD_BATCH = """
 """
 
 
-@pytest.mark.parametrize("layouts", ["rrr", "ccc", "rcr", "crc"])
-@pytest.mark.parametrize("mode", list(MODES))
+# Every mode in two layouts; the mixed layouts (each operand's other shared-memory orientation) for the default
+# split and one single pass.
+CASES = [(mode, lay) for mode in MODES for lay in ("rrr", "ccc")] + \
+    [(mode, lay) for mode in ("split f16 x3", "tf32") for lay in ("rcr", "crc")]
+
+
+@pytest.mark.parametrize(("mode", "layouts"), CASES)
 def test_odd_batch(mode, layouts):
     names = {"r": "row", "c": "col"}
     lay = f"layout A {names[layouts[0]]}, B {names[layouts[1]]}, C {names[layouts[2]]}"
@@ -46,7 +51,7 @@ def _run(mode: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     n = b.shape[1]
     prog = gemmc.compile_string(f"kernel k {{ dtype f32 precision {mode} gemm {m} x {n} x {k} }}")
     c = cp.full((m, n), cp.nan, dtype=cp.float32)
-    prog["k"](cp.asarray(a), cp.asarray(b), c)
+    prog["k"]([cp.asarray(a)], [cp.asarray(b)], [c])
     return cp.asnumpy(c)
 
 
