@@ -174,7 +174,7 @@ def worklist(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> WorkList:
         vi = plan.assignment[i % len(plan.assignment)]
         v = plan.variants[vi]
         for t in problem_tiles(i, row, v.bm, v.bn, vi):
-            items.append(batching.Item(WorkTile(t.problem, t.m0, t.n0, t.variant), row.k, v.tm * v.tn * row.k))
+            items.append(batching.Item(t, row.k, v.tm * v.tn * row.k))
     threshold = plan.tlp_threshold or coordinated_threshold(hw)
     blocks = batching.group(items, plan.batching, plan.threads, threshold, plan.theta or batching.THETA)
     tiles: list[WorkTile] = []
