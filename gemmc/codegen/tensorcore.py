@@ -43,7 +43,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "cvt_hi": CONVERT[(sp.compute, sp.hi_round)], "cvt_lo": CONVERT[(sp.compute, lo_round)],
         "to_f32": TO_F32[sp.compute], "scale": float_literal(2.0 ** sp.scale_bits), "scale_bits": sp.scale_bits,
         "terms": [{"a": t.a, "b": t.b, "acc": t.acc} for t in sp.terms], "combine": combine,
-        "split_text": sp.describe(), "row_scaling": cbool(sp.row_scaling),
+        "split_text": sp.describe(), "flush": sp.parts > 1, "row_scaling": cbool(sp.row_scaling),
         "a_kcontig": cbool(kernel.layout_a is Layout.ROW), "b_kcontig": cbool(kernel.layout_b is Layout.COL),
         "c_row": cbool(kernel.layout_c is Layout.ROW), "beta_zero": cbool(kernel.beta == 0.0),
     }
