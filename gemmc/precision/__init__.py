@@ -1,0 +1,1 @@
+"""Precision tools: the numpy emulator of every tensor-core split (emulate.py)."""
