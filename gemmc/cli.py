@@ -68,6 +68,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if "seconds" in res:
             line += f"; {res['seconds'] * 1e6:.1f} us per call, {res['tflops']:.2f} TFLOP/s"
         print(line)
+        if "sgemm_errors" in res:
+            ref = res["sgemm_errors"]
+            print(f"  cuBLAS SGEMM on the same inputs: rel. Frobenius error {ref['rel_fro']:.2e}, max error "
+                  f"{ref['max_abs']:.2e}, MRED {ref['mred']:.2e}")
         tolerance = args.tolerance
         if args.check and not (err["rel_fro"] <= tolerance and err["nonfinite"] == 0):
             print(f"  FAILED: error above {tolerance:g} or non-finite outputs", file=sys.stderr)

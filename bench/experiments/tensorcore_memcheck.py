@@ -5,9 +5,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from gemmc.runtime.check import check_kernel  # noqa: E402
-
 import gemmc  # noqa: E402
+from gemmc.runtime.check import check_kernel  # noqa: E402
 
 MODES = ["split f16 x3", "split f16 x3 method le", "split f16 x4 method markidis", "split bf16 x3", "split bf16 x6",
          "split tf32 x3", "f16", "bf16", "tf32"]

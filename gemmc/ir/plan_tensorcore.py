@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from gemmc.ir.nodes import FamilyPlan
 
+RANGE_TEXT = "; f16 range checked per row/column, out-of-range tiles redone with power-of-two scaling"
+
 
 @dataclass(frozen=True, slots=True)
 class SplitTerm:
@@ -34,7 +36,7 @@ class SplitPlan:
     lo_round: str
     accumulators: int
     acc_levels: tuple[int, ...]  # per accumulator: pa + pb of its terms (the epilogue divides by 2^(level*bits))
-    row_scaling: bool  # f16: range tracked per row of A / column of B; tiles outside it redone scaled (docs/PRECISION.md)
+    row_scaling: bool  # f16: range tracked per row/column; tiles outside it redone scaled (docs/PRECISION.md)
     method: str  # "le", "ootomo", "markidis", "" (one pass or a bf16/tf32 split)
 
     def describe(self) -> str:
@@ -44,7 +46,7 @@ class SplitPlan:
         scale = f", lo scaled by 2^{self.scale_bits}" if self.scale_bits else ""
         return (f"{self.compute} x{len(self.terms)}{' method ' + self.method if self.method else ''}: {terms}; "
                 f"hi {self.hi_round}, lo {self.lo_round}{scale}; {self.accumulators} f32 accumulator(s)"
-                f"{'; f16 range checked per row/column, out-of-range tiles redone with power-of-two scaling' if self.row_scaling else ''}")
+                f"{RANGE_TEXT if self.row_scaling else ''}")
 
 
 @dataclass(frozen=True, slots=True)

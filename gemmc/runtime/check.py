@@ -55,6 +55,20 @@ def time_calls(fn, calls: int = 100, windows: int = 7) -> float:
     return times[len(times) // 2]
 
 
+def sgemm_errors(As: list, Bs: list, C0: list, alpha: float, beta: float) -> dict[str, float]:
+    """The worst errors of cuBLAS SGEMM (CuPy's f32 matmul, TF32 off by default) on the same inputs: the yardstick
+    a tensor-core precision is compared with (issue 4)."""
+    worst: dict[str, float] = {"rel_fro": 0.0, "max_abs": 0.0, "mred": 0.0, "nonfinite": 0}
+    for a, b, c0 in zip(As, Bs, C0, strict=True):
+        s = alpha * (a @ b)
+        if beta != 0:
+            s = s + beta * c0
+        e = errors(s, reference(a, b, c0, alpha, beta))
+        for key in worst:
+            worst[key] = max(worst[key], e[key])
+    return worst
+
+
 def check_kernel(kernel: CompiledKernel, *, seed: int = 0, alpha: float = 1.0, beta: float = 0.0,
                  time_it: bool = True) -> dict[str, Any]:
     """Run once against float64 and (optionally) time it. Returns the worst errors over the batch."""
@@ -76,6 +90,8 @@ def check_kernel(kernel: CompiledKernel, *, seed: int = 0, alpha: float = 1.0, b
             worst[key] = max(worst[key], e[key]) if e[key] == e[key] else float("nan")
     result: dict[str, Any] = {"kernel": kernel.name, "device": device_name(), "errors": worst,
                               "gflop": ir.flops / 1e9}
+    if ir.precision is not None and ir.precision.compute.value not in ("f32", "f64"):
+        result["sgemm_errors"] = sgemm_errors(As, Bs, C0, a_used, b_used)
     if time_it:
         seconds = time_calls(lambda: kernel(As, Bs, Cs, **kw))
         result["seconds"] = seconds
