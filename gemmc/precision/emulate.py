@@ -35,8 +35,8 @@ def round_bf16(x: np.ndarray, mode: str = "rn") -> np.ndarray:
     if mode != "rn":
         raise ValueError(f"bf16 rounding {mode}")
     bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+    rounded = (bits + np.uint64(0x7FFF) + ((bits >> np.uint64(16)) & np.uint64(1))) & np.uint64(0xFFFF0000)
+    return rounded.astype(np.uint32).view(np.float32).astype(np.float64)
 
 
 def round_tf32(x: np.ndarray, mode: str = "rna") -> np.ndarray:
@@ -44,8 +44,8 @@ def round_tf32(x: np.ndarray, mode: str = "rna") -> np.ndarray:
     if mode != "rna":
         raise ValueError(f"tf32 rounding {mode}")
     bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    bits = (bits + 0x1000) & 0xFFFFE000
-    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+    rounded = (bits + np.uint64(0x1000)) & np.uint64(0xFFFFE000)
+    return rounded.astype(np.uint32).view(np.float32).astype(np.float64)
 
 
 def rounder(compute: str):
@@ -87,8 +87,9 @@ def emulate_gemm(a: np.ndarray, b: np.ndarray, plan: SplitPlan) -> np.ndarray:
     accs = [np.zeros((a.shape[0], b.shape[1])) for _ in range(plan.accumulators)]
     for t in plan.terms:
         accs[t.acc] += pa[t.a] @ pb[t.b]
-    out = sum(np.ldexp(accs[c], -plan.acc_levels[c] * plan.scale_bits)
-              for c in sorted(range(plan.accumulators), key=lambda c: -plan.acc_levels[c]))
+    out = np.zeros((a.shape[0], b.shape[1]))
+    for c in sorted(range(plan.accumulators), key=lambda c: -plan.acc_levels[c]):
+        out = out + np.ldexp(accs[c], -plan.acc_levels[c] * plan.scale_bits)
     if plan.row_scaling:
         out = np.ldexp(np.ldexp(out, -sa[:, None]), -sb[None, :])
     return out
@@ -101,6 +102,7 @@ def error_metrics(out: np.ndarray, ref: np.ndarray) -> dict[str, float]:
     ref = np.asarray(ref, dtype=np.float64)
     diff = np.abs(out - ref)
     nz = ref != 0
-    return {"rel_fro": float(np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-300)),
+    ref_norm = float(np.linalg.norm(ref)) or 1e-300
+    return {"rel_fro": float(np.linalg.norm(out - ref)) / ref_norm,
             "max_err": float(diff.max()) if diff.size else 0.0,
             "mred": float(np.mean(diff[nz] / np.abs(ref[nz]))) if nz.any() else 0.0}
