@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+import itertools
+
 import gemmc
+
+LAYOUTS = ["".join(c) for c in itertools.product("rc", repeat=3)]  # A, B, C: every row/col combination
+
+
+def layout_line(code: str) -> str:
+    """`layout A row, B col, C row` from a code such as "rcr"."""
+    names = {"r": "row", "c": "col"}
+    return f"layout A {names[code[0]]}, B {names[code[1]]}, C {names[code[2]]}"
+
 
 TOLERANCE = {"f32": 1e-5, "f64": 1e-12}
 

@@ -3,12 +3,10 @@ argument checks. Every run draws fresh random inputs and poisons C with NaN (whe
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 
 import gemmc
-from tests.gpu.helpers import check_schedule
+from tests.gpu.helpers import LAYOUTS, check_schedule, layout_line
 
 pytestmark = pytest.mark.gpu
 
@@ -23,14 +21,6 @@ ODD_BATCH = """
     near   130 x 131 x 129
     skew   257 x 63 x 31
 """
-
-LAYOUTS = ["".join(c) for c in itertools.product("rc", repeat=3)]
-
-
-def layout_line(code: str) -> str:
-    names = {"r": "row", "c": "col"}
-    return f"layout A {names[code[0]]}, B {names[code[1]]}, C {names[code[2]]}"
-
 
 @pytest.mark.parametrize("layouts", LAYOUTS)
 @pytest.mark.parametrize("dtype", ["f32", "f64"])

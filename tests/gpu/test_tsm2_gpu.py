@@ -3,21 +3,11 @@ alpha/beta, NaN-poisoned outputs, float64 references."""
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 
-from tests.gpu.helpers import check_schedule
+from tests.gpu.helpers import LAYOUTS, check_schedule, layout_line
 
 pytestmark = pytest.mark.gpu
-
-LAYOUTS = ["".join(c) for c in itertools.product("rc", repeat=3)]
-
-
-def layout_line(code: str) -> str:
-    names = {"r": "row", "c": "col"}
-    return f"layout A {names[code[0]]}, B {names[code[1]]}, C {names[code[2]]}"
-
 
 @pytest.mark.parametrize("layouts", LAYOUTS)
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
