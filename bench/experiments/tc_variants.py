@@ -9,6 +9,7 @@ so the call spends its time measuring.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -19,9 +20,11 @@ import gemmc  # noqa: E402
 from bench.precision import warm  # noqa: E402
 from bench.timing import device_seconds, gemmc_graph  # noqa: E402
 
+# mode -> (schedule knobs, plan.chain): chain 2 sums two k-steps' terms on the tensor core per f32 addition (not
+# selectable from a schedule; the experiment replaces the plan's field).
 VARIANTS = {
-    "split f16 x3": ["", "pipeline stages 3", "tile 256x128x32", "tile 128x128x32"],
-    "f16": ["", "tile 256x128x32"],
+    "split f16 x3": [("", 1), ("", 2), ("tile 128x256x64 pipeline stages 2", 1), ("tile 256x128x32", 1)],
+    "f16": [("", 1), ("tile 128x256x64 pipeline stages 2", 1)],
 }
 
 
@@ -40,8 +43,9 @@ def main() -> None:
     args = ap.parse_args()
     n = args.size
     modes = args.modes.split(",") if args.modes else list(VARIANTS)
-    texts = [schedule(m, kn, n) for m in modes for kn in VARIANTS[m]]
+    texts = [schedule(m, kn, n) for m in modes for kn, _ in VARIANTS[m]]
     warm(texts)
+    variants = [(schedule(m, kn, n), chain) for m in modes for kn, chain in VARIANTS[m]]
     gen = torch.Generator(device="cuda").manual_seed(0)
     a = torch.randn((n, n), generator=gen, device="cuda")
     b = torch.randn((n, n), generator=gen, device="cuda")
@@ -49,11 +53,15 @@ def main() -> None:
     flops = 2 * n ** 3
     calls = max(5, min(100, int(2e13 / flops)))
     rows = []
-    for text in texts:
+    for text, chain in variants:
+        from gemmc.api import CompiledKernel
         from gemmc.runtime.compile import device_function
         from gemmc.runtime.launch import plan_tables, pointer_table, scratch_buffer
 
         k = gemmc.compile_string(text)["k"]
+        if chain != k.ir.plan.chain:
+            ir = dataclasses.replace(k.ir, plan=dataclasses.replace(k.ir.plan, chain=chain))
+            k = CompiledKernel(ir, k.target, k.filename)
         c = torch.full((n, n), float("nan"), device="cuda")
         k([a], [b], [c])
         torch.cuda.synchronize()
@@ -72,7 +80,8 @@ def main() -> None:
         prep_sec = device_seconds(gemmc_graph(run_prep), calls=calls)
         plan = k.ir.plan
         v = plan.variant
-        row = {"schedule": text, "tile": f"{v.bm}x{v.bn}x{v.bk}", "warp": f"{v.wm}x{v.wn}", "stages": plan.stages,
+        row = {"schedule": text, "chain": chain, "tile": f"{v.bm}x{v.bn}x{v.bk}", "warp": f"{v.wm}x{v.wn}",
+               "stages": plan.stages,
                "threads": v.threads, "regs": fn.num_regs, "local_bytes": fn.local_size_bytes,
                "prep_regs": prep.num_regs, "smem": plan.smem_bytes, "rel_fro_normal": err, "seconds": sec,
                "tflops": flops / sec / 1e12, "prep_seconds": prep_sec,
@@ -84,7 +93,8 @@ def main() -> None:
         Path(args.out).write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
     print(f"{'schedule':70s} {'regs':>4s} {'lmem':>4s} {'TFLOP/s':>8s} {'main':>6s} {'prep us':>7s} {'err':>9s}")
     for r in rows:
-        print(f"{r['schedule'][20:90]:70s} {r['regs']:4d} {r['local_bytes']:4d} {r['tflops']:8.1f} "
+        name = r["schedule"][20:86] + " c" + str(r["chain"])
+        print(f"{name:70s} {r['regs']:4d} {r['local_bytes']:4d} {r['tflops']:8.1f} "
               f"{r['main_tflops']:6.1f} {r['prep_seconds'] * 1e6:7.0f} {r['rel_fro_normal']:9.2e}")
 
 

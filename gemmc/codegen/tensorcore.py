@@ -45,7 +45,8 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         raise InternalError("codegen.tensorcore", "only B's hi part is pre-multiplied")
     return {
         "bm": v.bm, "bn": v.bn, "bk": v.bk, "wm": v.wm, "wn": v.wn, "threads": v.threads, "pad": plan.pad,
-        "stages": plan.stages, "parts": sp.parts, "compute": sp.compute, "mma_k": plan.mma[2],
+        "stages": plan.stages, "chain": plan.chain if sp.parts > 1 else 1, "parts": sp.parts,
+        "compute": sp.compute, "mma_k": plan.mma[2],
         "elem_bits": 8 * plan.elem_bytes, "ldmatrix": sp.compute != "tf32",
         "cvt_hi": CONVERT[(sp.compute, sp.hi_round)], "cvt_lo": CONVERT[(sp.compute, lo_round)],
         "to_f32": TO_F32[sp.compute], "scale": float_literal(2.0 ** sp.scale_bits), "scale_bits": sp.scale_bits,

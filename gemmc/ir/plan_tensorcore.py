@@ -131,6 +131,7 @@ class TensorCorePlan(FamilyPlan):
     a_kcontig: bool = True  # A's planes (and shared tiles) run along k: row-major A
     b_kcontig: bool = False  # B's run along k: column-major B
     scratch: int = 0  # bytes of scratch memory the pre-pass fills (planes, scales)
+    chain: int = 1  # splits: k-steps whose terms are summed on the tensor core before one f32 (RN) addition
     prep_blocks: int = 1  # the pre-pass's grid (256 threads per block)
     candidates: tuple[Candidate, ...] = ()
     emulation_note: str = ""

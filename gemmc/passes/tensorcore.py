@@ -69,7 +69,8 @@ def deepest(plan: TensorCorePlan, hw: Hardware) -> int | None:
     fits = [s for s in STAGES if s * plan.stage_bytes <= hw.smem_per_block]
     blocks = -(-MIN_WARPS_PER_SM // (plan.threads // hw.warp_size))
     shared = [s for s in fits if blocks * s * plan.stage_bytes <= hw.smem_per_sm]
-    return (shared or fits or [None])[0]
+    best = shared or fits
+    return best[0] if best else None
 
 
 def bk_of(split: SplitPlan) -> int:

@@ -207,6 +207,7 @@ __device__ __forceinline__ void gemmc_store_parts(gemmc_elem* __restrict__ plane
 constexpr int GEMMC_PREP_THREADS = 256;
 constexpr int GEMMC_PREP_ROWS = GEMMC_PREP_THREADS / 32;  // k-contiguous unit: one line per warp
 constexpr int GEMMC_PREP_COLS = 32;                       // x-contiguous unit: 8 lanes x 4 lines, 32 k-rows a step
+constexpr int GEMMC_PREP_UNROLL = 4;  // independent 16-byte loads in flight per thread (the pre-pass is memory-bound)
 
 // One unit of the pre-pass for one operand: its lines x0.. (8 of them along k, or 32 along x), every k of the
 // padded plane. With SCALE, a first sweep finds each line's largest |value| (the whole line: the block owns it).
@@ -223,36 +224,46 @@ __device__ __forceinline__ void gemmc_prep_unit(const float* __restrict__ src, l
     float sc[4] = {1.0f, 1.0f, 1.0f, 1.0f};
     if (SCALE) {
       float m = 0.0f;
-      for (long long k = lane * 4; x < X && k < K; k += 128) {
-        float v[4];
-        gemmc_load4<true>(v, src, ld, x, k, X, K, vec);
+      for (long long k = lane * 4; x < X && k < K; k += GEMMC_PREP_UNROLL * 128) {
+        float v[GEMMC_PREP_UNROLL][4];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) m = gemmc_absmax(m, v[j]);
+        for (int u = 0; u < GEMMC_PREP_UNROLL; ++u) gemmc_load4<true>(v[u], src, ld, x, k + u * 128, X, K, vec);
+#pragma unroll
+        for (int u = 0; u < GEMMC_PREP_UNROLL; ++u)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) m = gemmc_absmax(m, v[u][j]);
       }
 #pragma unroll
       for (int d = 16; d > 0; d /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, d));
       sc[0] = sc[1] = sc[2] = sc[3] = gemmc_line_scale<TOP>(m);
       if (lane == 0) inv[x] = 1.0f / sc[0];
     }
-    for (long long k = lane * 4; k < Kp; k += 128) {
-      float v[4];
-      gemmc_load4<true>(v, src, ld, x, k, X, K, vec);
-      gemmc_store_parts(planes, plane, x * Kp + k, v, sc);
+    for (long long k = lane * 4; k < Kp; k += GEMMC_PREP_UNROLL * 128) {
+      float v[GEMMC_PREP_UNROLL][4];
+#pragma unroll
+      for (int u = 0; u < GEMMC_PREP_UNROLL; ++u) gemmc_load4<true>(v[u], src, ld, x, k + u * 128, X, K, vec);
+#pragma unroll
+      for (int u = 0; u < GEMMC_PREP_UNROLL; ++u)
+        if (k + u * 128 < Kp) gemmc_store_parts(planes, plane, x * Kp + k + u * 128, v[u], sc);
     }
   } else {
     const long long x = unit * GEMMC_PREP_COLS + (tid % 8) * 4;
     const int kr = tid / 8;
+    constexpr int ROWS = GEMMC_PREP_THREADS / 8;  // k-rows a step covers
     const bool vec = gemmc_vec_ok<float, 4>(src, ld, X);
     float sc[4] = {1.0f, 1.0f, 1.0f, 1.0f};
     if (SCALE) {
       if (tid < GEMMC_PREP_COLS) colmax[tid] = 0;
       __syncthreads();
       float m[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      for (long long k = kr; x < X && k < K; k += GEMMC_PREP_THREADS / 8) {
-        float v[4];
-        gemmc_load4<false>(v, src, ld, x, k, X, K, vec);
+      for (long long k = kr; x < X && k < K; k += GEMMC_PREP_UNROLL * ROWS) {
+        float v[GEMMC_PREP_UNROLL][4];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) m[j] = gemmc_absmax(m[j], v[j]);
+        for (int u = 0; u < GEMMC_PREP_UNROLL; ++u) gemmc_load4<false>(v[u], src, ld, x, k + u * ROWS, X, K, vec);
+#pragma unroll
+        for (int u = 0; u < GEMMC_PREP_UNROLL; ++u)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) m[j] = gemmc_absmax(m[j], v[u][j]);
       }
 #pragma unroll
       for (int j = 0; j < 4; ++j) {  // lanes l, l+8, l+16, l+24 hold the same columns
@@ -268,10 +279,13 @@ __device__ __forceinline__ void gemmc_prep_unit(const float* __restrict__ src, l
       }
       __syncthreads();  // colmax is read before the next unit resets it
     }
-    for (long long k = kr; k < Kp; k += GEMMC_PREP_THREADS / 8) {
-      float v[4];
-      gemmc_load4<false>(v, src, ld, x, k, X, K, vec);
-      gemmc_store_parts(planes, plane, k * Xp + x, v, sc);
+    for (long long k = kr; k < Kp; k += GEMMC_PREP_UNROLL * ROWS) {
+      float v[GEMMC_PREP_UNROLL][4];
+#pragma unroll
+      for (int u = 0; u < GEMMC_PREP_UNROLL; ++u) gemmc_load4<false>(v[u], src, ld, x, k + u * ROWS, X, K, vec);
+#pragma unroll
+      for (int u = 0; u < GEMMC_PREP_UNROLL; ++u)
+        if (k + u * ROWS < Kp) gemmc_store_parts(planes, plane, (k + u * ROWS) * Xp + x, v[u], sc);
     }
   }
 }
@@ -333,6 +347,8 @@ __device__ __forceinline__ void gemmc_tc_tile(const gemmc_problem& p, long long 
   using LB = gemmc_tc_layout<BN, BK, PAD, B_KC>;
   constexpr int MI = WM / 16, NI = WN / 8, WARPS_N = BN / WN;
   constexpr int MMA_K = 16;
+  constexpr int CHAIN = 1;  // k-steps summed on the tensor core before the f32 total
+  static_assert(BK % (CHAIN * MMA_K) == 0, "a k-tile holds whole chains");
   constexpr int STAGE = PARTS * (LA::SIZE + LB::SIZE);
   static_assert((BM / WM) * (BN / WN) * 32 == NT, "warp tiles must cover the block tile");
   static_assert(NI % 2 == 0, "ldmatrix.x4 loads two n8 fragments of B");
@@ -380,50 +396,66 @@ __device__ __forceinline__ void gemmc_tc_tile(const gemmc_problem& p, long long 
     }
     const gemmc_elem* as = sm + (int)(kt % STAGES) * STAGE;
     const gemmc_elem* bs = as + PARTS * LA::SIZE;
-    // Not unrolled: unrolled, ptxas hoists the next k-step's fragments over this one's mma chains and spills
-    // (255 registers; each k-step already has 3 x (WM / 16) x (WN / 8) independent-enough mma).
+    // CHAIN k-steps per iteration share one tensor-core chain per output fragment (their f32 total is added once).
+    // Not unrolled further: unrolled, ptxas hoists the next iteration's fragments over this one's mma chains and
+    // spills (255 registers; each iteration has 3 x CHAIN x (WM / 16) x (WN / 8) mma).
 #pragma unroll 1
-    for (int kk = 0; kk < BK; kk += MMA_K) {
+    for (int kk = 0; kk < BK; kk += CHAIN * MMA_K) {
       // A's fragments for the whole warp tile; B's two n8 columns at a time (fewer live registers: the
       // accumulators take WM * WN / 32 of them).
-      unsigned fa[PARTS][MI][4];
+      unsigned fa[CHAIN][PARTS][MI][4];
+#pragma unroll
+      for (int c = 0; c < CHAIN; ++c)
 #pragma unroll
       for (int q = 0; q < PARTS; ++q) {
 #pragma unroll
         for (int i = 0; i < MI; ++i) {
+          const int ks = kk + c * MMA_K;
           const int mq = lane / 8, r = lane % 8;
           const int x = A_KC ? wm0 + i * 16 + lane % 16 : wm0 + i * 16 + (mq % 2) * 8;
-          const int k = A_KC ? kk + (lane / 16) * 8 : kk + r + (mq / 2) * 8;
-          gemmc_ldmatrix_x4(fa[q][i], as + q * LA::SIZE + LA::at(x, k), !A_KC);
+          const int k = A_KC ? ks + (lane / 16) * 8 : ks + r + (mq / 2) * 8;
+          gemmc_ldmatrix_x4(fa[c][q][i], as + q * LA::SIZE + LA::at(x, k), !A_KC);
         }
       }
 #pragma unroll
       for (int j0 = 0; j0 < NI; j0 += 2) {
-        unsigned fb[PARTS][2][2];
+        unsigned fb[CHAIN][PARTS][2][2];
+#pragma unroll
+        for (int c = 0; c < CHAIN; ++c)
 #pragma unroll
         for (int q = 0; q < PARTS; ++q) {
+          const int ks = kk + c * MMA_K;
           const int mq = lane / 8, r = lane % 8;
           const int x = wn0 + j0 * 8 + (mq / 2) * 8 + (B_KC ? r : 0);
-          const int k = kk + (mq % 2) * 8 + (B_KC ? 0 : r);
+          const int k = ks + (mq % 2) * 8 + (B_KC ? 0 : r);
           unsigned r4[4];
           gemmc_ldmatrix_x4(r4, bs + q * LB::SIZE + LB::at(x, k), !B_KC);
-          fb[q][0][0] = r4[0];
-          fb[q][0][1] = r4[1];
-          fb[q][1][0] = r4[2];
-          fb[q][1][1] = r4[3];
+          fb[c][q][0][0] = r4[0];
+          fb[c][q][0][1] = r4[1];
+          fb[c][q][1][0] = r4[2];
+          fb[c][q][1][1] = r4[3];
         }
 #pragma unroll
         for (int jj = 0; jj < 2; ++jj) {
           const int j = j0 + jj;
           // B's hi part times 2^11: the main product joins the correction terms at their level, so one
           // tensor-core sum holds all 3 (exact: B's columns are scaled below 2^4).
-          const unsigned big[2] = {gemmc_hmul2(fb[0][jj][0], 0x68006800u), gemmc_hmul2(fb[0][jj][1], 0x68006800u)};
+          unsigned big[CHAIN][2];
+#pragma unroll
+          for (int c = 0; c < CHAIN; ++c) {
+            big[c][0] = gemmc_hmul2(fb[c][0][jj][0], 0x68006800u);
+            big[c][1] = gemmc_hmul2(fb[c][0][jj][1], 0x68006800u);
+          }
 #pragma unroll
           for (int i = 0; i < MI; ++i) {
             float sum[4];
-            gemmc_mma0(sum, fa[0][i], big);  // part 0 x part 0 x 2^11
-            gemmc_mma(sum, fa[0][i], fb[1][jj]);  // part 0 x part 1
-            gemmc_mma(sum, fa[1][i], fb[0][jj]);  // part 1 x part 0
+#pragma unroll
+            for (int c = 0; c < CHAIN; ++c) {
+              if (c == 0) gemmc_mma0(sum, fa[c][0][i], big[c]);  // part 0 x part 0 x 2^11, into a fresh sum
+              else gemmc_mma(sum, fa[c][0][i], big[c]);
+              gemmc_mma(sum, fa[c][0][i], fb[c][1][jj]);  // part 0 x part 1
+              gemmc_mma(sum, fa[c][1][i], fb[c][0][jj]);  // part 1 x part 0
+            }
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[i][j][e] += sum[e];
           }
