@@ -64,6 +64,18 @@ def test_scale_shifts_bring_rows_into_f16_range():
     assert np.all((scaled[:2] >= 2 ** 14) & (scaled[:2] < 2 ** 15)) and s[2] == 0
 
 
+def test_b_columns_leave_room_for_the_premultiplied_hi_part():
+    # The kernel sums hi*hi*2^11 with the correction terms on the tensor core: B's hi part times 2^11 must stay a
+    # finite f16, so B's columns are scaled below 2^(15 - 11).
+    assert (OOTOMO.premul_bits, OOTOMO.top_b, OOTOMO.level_factor_bits) == (11, 4, 11)
+    assert (LE.premul_bits, LE.top_b) == (10, 5)
+    assert split_plan(Precision(DType.F16, 4, "markidis")).premul_bits == 0
+    b = np.random.default_rng(5).standard_normal((300, 40)).astype(np.float32) * 1e4
+    scaled = np.ldexp(b, scale_shifts(b, 0, OOTOMO.top_b)[None, :].astype(np.int32)).astype(np.float32)
+    hi = split(scaled, OOTOMO)[0]
+    assert np.max(np.abs(hi)) * 2.0 ** 11 <= 32768 < 65504
+
+
 def _errors(prec: Precision, a, b, ref) -> float:
     return error_metrics(emulate_gemm(a, b, split_plan(prec)), ref)["rel_fro"]
 

@@ -12,6 +12,7 @@ import pytest
 from gemmc.api import front_end
 from gemmc.codegen import render_kernel
 from gemmc.errors import GemmcError
+from gemmc.ir.plan_tensorcore import scratch_bytes
 from gemmc.passes import run_pipeline
 
 MODES = ["f16", "bf16", "tf32", "split f16 x3 method le", "split f16 x3 method ootomo",
@@ -31,8 +32,12 @@ def schedule(mode: str, arch: str = "sm_90", layout: str = "layout A row, B row,
 def test_inspect_shows_candidates_and_the_emulation_verdict():
     k, _ = planned(schedule("split f16 x3", gemm="8192 x 8192 x 8192"))
     lines = "\n".join(k.plan.lines())
-    assert "candidate 128x128" in lines and "candidate 64x64" in lines and "ratio 96.0" in lines
-    assert k.plan.variant.bm == 128 and k.plan.variant.bn == 128  # 4096 blocks fill 132 SMs: highest ratio
+    assert "candidate 128x128" in lines and "candidate 64x64" in lines and "ratio 128.0" in lines
+    v = k.plan.variant  # 2048 blocks fill 132 SMs: the highest ratio, 64x64 warp tiles
+    assert (v.bm, v.bn, v.wm, v.wn, v.threads) == (128, 256, 64, 64, 256)
+    assert k.plan.stages == 4 and k.plan.smem_bytes <= 232448  # the deepest pipeline that fits the H100
+    six, _ = planned(schedule("split bf16 x6", gemm="8192 x 8192 x 8192"))
+    assert six.plan.variant.wn == 32  # three parts' fragments do not fit 255 registers beside 64x64 accumulators
     assert any(n.startswith("emulation pays") for n in k.notes)
     small, _ = planned(schedule("split f16 x3", gemm="16 x 16 x 8"))
     assert any("does not pay" in n for n in small.notes)
@@ -47,12 +52,38 @@ def test_precision_selects_the_family_and_ootomo_is_the_default():
     ("kernel k { dtype f32 algorithm tensorcore gemm 8 x 8 x 8 }", "E202"),
     ("target hip gfx90a\nkernel k { dtype f32 precision split f16 x3 gemm 8 x 8 x 8 }", "E900"),
     ("kernel k { dtype f32 precision f16 algorithm simt gemm 8 x 8 x 8 }", "E202"),
-    ("kernel k { dtype f32 precision split f16 x3 pipeline stages 3 gemm 8 x 8 x 8 }", "E900"),
+    ("kernel k { dtype f32 precision split f16 x3 pipeline stages 5 gemm 8 x 8 x 8 }", "E202"),
+    ("kernel k { dtype f32 precision split f16 x3 pipeline stages 1 gemm 8 x 8 x 8 }", "E202"),
 ])
 def test_rejections(text, code):
     with pytest.raises(GemmcError) as err:
         run_pipeline(front_end(text))
     assert code in str(err.value)
+
+
+def test_stages_from_the_schedule_and_by_fit():
+    text = schedule("split f16 x3", gemm="8192 x 8192 x 8192")
+    k, _ = planned(text.replace(" dtype f32", " dtype f32\n pipeline stages 3"))
+    assert k.plan.stages == 3
+    a100, _ = planned(schedule("split f16 x3", "sm_80", gemm="8192 x 8192 x 8192"))
+    assert a100.plan.smem_bytes <= 166912 and a100.plan.stages >= 2  # sm_80's 163 KiB per block
+
+
+def test_scratch_layout_by_hand():
+    # 100 x 300 x 50 in 128 x 256 x 32 tiles: mp 128, np 512, kp 64; two f16 parts; regions 256-byte aligned.
+    expected = 256 + 2 * 128 * 64 * 2 + 2 * 512 * 64 * 2 + 512 + 2048
+    assert scratch_bytes(((100, 300, 50),), 128, 256, 32, 2, 2) == expected
+    # Two problems: one 8-byte offset each in the header (256 bytes), then the regions one after another.
+    one = scratch_bytes(((1, 1, 1),), 64, 64, 32, 1, 4)
+    assert one == 256 + 64 * 32 * 4 * 2 + 256 * 2
+    assert scratch_bytes(((1, 1, 1), (1, 1, 1)), 64, 64, 32, 1, 4) == 2 * one - 256
+
+
+def test_the_standalone_launcher_runs_the_pre_pass():
+    k, hw = planned(schedule("split f16 x3", gemm="8192 x 8192 x 8192"))
+    text = render_kernel(k, hw).standalone
+    assert f"MallocAsync(&scratch, {k.plan.scratch_bytes}, stream)" in text
+    assert "_prep<<<dim3(1056), dim3(256), 0, stream>>>" in text and "FreeAsync(scratch, stream)" in text
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
@@ -63,7 +94,8 @@ def test_every_split_compiles_for_sm80_and_sm90(tmp_path):
             for lay in ("layout A row, B row, C row", "layout A col, B col, C col"):
                 k, hw = planned(schedule(mode, arch, lay))
                 path = tmp_path / f"{arch}_{len(jobs)}.cu"
-                path.write_text(render_kernel(k, hw).source)
+                # The standalone file: kernel, pre-pass and the host launcher that allocates their scratch.
+                path.write_text(render_kernel(k, hw).standalone)
                 jobs.append((arch, mode, lay, path))
 
     def compile_one(job):

@@ -30,6 +30,7 @@ class Rendered:
     standalone: str  # source + baked tables + launcher: the .cu / .hip that `gemmc compile` writes
     header: str  # the .h declaring the launcher
     extension: str  # "cu" or "hip"
+    prologue: str = ""  # the pre-pass kernel launched before `entry` (FamilyPlan.prologue), or ""
 
 
 def entry_name(kernel: Kernel) -> str:
@@ -96,6 +97,8 @@ def _table_context(kernel: Kernel) -> dict:
         "grid": work.grid,
         "block": work.block,
         "smem_bytes": work.smem_bytes,
+        "scratch_bytes": kernel.plan.scratch_bytes if kernel.plan else 0,
+        "prologue_launch": kernel.plan.prologue if kernel.plan else None,
     }
 
 
@@ -117,4 +120,5 @@ def render_kernel(kernel: Kernel, hw: Hardware, source_file: str = "<string>") -
     standalone = source + render("launcher.j2", ctx)
     header = render("header.h.j2", ctx)
     return Rendered(name=kernel.name, entry=ctx["entry"], launcher=ctx["launcher"], source=source,
-                    standalone=standalone, header=header, extension="hip" if hw.vendor == "hip" else "cu")
+                    standalone=standalone, header=header, extension="hip" if hw.vendor == "hip" else "cu",
+                    prologue=ctx["entry"] + "_prep" if ctx["prologue_launch"] else "")

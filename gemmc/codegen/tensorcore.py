@@ -6,7 +6,7 @@ from gemmc.codegen.simt import cbool
 from gemmc.errors import InternalError
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
-from gemmc.ir.plan_tensorcore import TensorCorePlan
+from gemmc.ir.plan_tensorcore import F16_TOP, TensorCorePlan
 from gemmc.ir.types import Layout
 
 TEMPLATE = "tensorcore.cu.j2"
@@ -28,23 +28,33 @@ def float_literal(value: float) -> str:
     return repr(float(value)) + "f"
 
 
+def f16x2_pow2(bits: int) -> str:
+    """Two packed f16 copies of 2^bits (the operand of mul.f16x2 that multiplies B's hi fragment)."""
+    half = (15 + bits) << 10  # f16: exponent bias 15, 10 fraction bits
+    return f"0x{half * 0x10001:08x}u"
+
+
 def context(kernel: Kernel, hw: Hardware) -> dict:
     plan = _plan(kernel)
     v, sp = plan.variant, plan.split
     lo_round = sp.lo_round if sp.parts > 1 else sp.hi_round
-    # Accumulators combined smallest level first; each is divided by 2^(level * scale_bits).
-    order = sorted(range(sp.accumulators), key=lambda c: -sp.acc_levels[c])
-    combine = [{"index": c, "factor": float_literal(2.0 ** -(sp.acc_levels[c] * sp.scale_bits))
-                if sp.acc_levels[c] * sp.scale_bits else ""} for c in order]
+    low = min(sp.levels)
+    terms = [{"a": t.a, "b": t.b, "big": bool(sp.premul_bits) and lv == low}
+             for t, lv in zip(sp.terms, sp.levels, strict=True)]
+    if any(t["big"] and t["b"] != 0 for t in terms):
+        raise InternalError("codegen.tensorcore", "only B's hi part is pre-multiplied")
     return {
         "bm": v.bm, "bn": v.bn, "bk": v.bk, "wm": v.wm, "wn": v.wn, "threads": v.threads, "pad": plan.pad,
-        "parts": sp.parts, "accs": sp.accumulators, "compute": sp.compute, "mma_k": plan.mma[2],
+        "stages": plan.stages, "chain": plan.chain if sp.parts > 1 else 1, "parts": sp.parts,
+        "compute": sp.compute, "mma_k": plan.mma[2],
         "elem_bits": 8 * plan.elem_bytes, "ldmatrix": sp.compute != "tf32",
         "cvt_hi": CONVERT[(sp.compute, sp.hi_round)], "cvt_lo": CONVERT[(sp.compute, lo_round)],
         "to_f32": TO_F32[sp.compute], "scale": float_literal(2.0 ** sp.scale_bits), "scale_bits": sp.scale_bits,
-        "terms": [{"a": t.a, "b": t.b, "acc": t.acc} for t in sp.terms], "combine": combine,
+        "terms": terms, "premul": bool(sp.premul_bits), "premul_bits": sp.premul_bits,
+        "premul_word": f16x2_pow2(sp.premul_bits), "top_a": F16_TOP, "top_b": sp.top_b,
+        "level_factor": float_literal(2.0 ** -sp.level_factor_bits) if sp.level_factor_bits else "",
         "split_text": sp.describe(), "flush": sp.parts > 1, "row_scaling": cbool(sp.row_scaling),
-        "a_kcontig": cbool(kernel.layout_a is Layout.ROW), "b_kcontig": cbool(kernel.layout_b is Layout.COL),
+        "a_kcontig": cbool(plan.a_kcontig), "b_kcontig": cbool(plan.b_kcontig),
         "c_row": cbool(kernel.layout_c is Layout.ROW), "beta_zero": cbool(kernel.beta == 0.0),
     }
 

@@ -58,6 +58,17 @@ class FamilyPlan:
     def regs_estimate(self) -> int:
         raise InternalError("plan", f"{type(self).__name__} must define regs_estimate")
 
+    @property
+    def scratch_bytes(self) -> int:
+        """Device scratch memory a launch needs (0: none). A family with scratch has a prologue kernel."""
+        return 0
+
+    @property
+    def prologue(self) -> tuple[int, int] | None:
+        """(blocks, threads) of a kernel `<entry>_prep(problems, batch, A, B, scratch)` launched before the main
+        kernel, which then takes `scratch` as its last argument; None: no prologue."""
+        return None
+
     def lines(self) -> tuple[str, ...]:
         return ()
 

@@ -6,7 +6,11 @@ from dataclasses import dataclass
 
 from gemmc.ir.nodes import FamilyPlan
 
-RANGE_TEXT = "; f16 range checked per row/column, out-of-range tiles redone with power-of-two scaling"
+PREP_THREADS = 256  # threads per block of the pre-pass (the template's GEMMC_PREP_THREADS)
+
+RANGE_TEXT = "; rows of A / columns of B scaled by powers of two into the f16 range"
+F16_TOP = 15  # f16 parts: a line's largest |value| is scaled into [2^(top-1), 2^top); 2^15 < 65504 (docs/PRECISION.md)
+SCRATCH_ALIGN = 256  # bytes: every scratch region starts on this boundary (the template's gemmc_tc_scratch::ALIGN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,14 +43,40 @@ class SplitPlan:
     row_scaling: bool  # f16: range tracked per row/column; tiles outside it redone scaled (docs/PRECISION.md)
     method: str  # "le", "ootomo", "markidis", "" (one pass or a bf16/tf32 split)
 
+    @property
+    def levels(self) -> tuple[int, ...]:
+        """Per term: the power of 2^scale_bits its product carries (pa + pb; 0 for unscaled splits)."""
+        return tuple((t.a + t.b) if self.scale_bits else 0 for t in self.terms)
+
+    @property
+    def premul_bits(self) -> int:
+        """The kernel sums every term of a k-step in one tensor-core chain at the level of the correction terms:
+        the level-0 product (hi*hi) gets B's hi part multiplied by 2^premul_bits (exact in f16 while B's columns
+        stay below 2^top_b). 0 when all terms share one level."""
+        return (max(self.levels) - min(self.levels)) * self.scale_bits if self.parts > 1 else 0
+
+    @property
+    def top_b(self) -> int:
+        """B's columns are scaled below 2^top_b so that hi * 2^premul_bits stays below 2^15."""
+        return F16_TOP - self.premul_bits
+
+    @property
+    def level_factor_bits(self) -> int:
+        """The epilogue multiplies the total by 2^-level_factor_bits (the level the terms were summed at)."""
+        return max(self.levels) * self.scale_bits if self.parts > 1 else 0
+
     def describe(self) -> str:
         names = ("hi", "mid", "lo") if self.parts == 3 else ("hi", "lo")
-        terms = " + ".join(f"{names[t.a]}*{names[t.b]}->acc{t.acc}" for t in self.terms) if self.parts > 1 else \
-            "one product"
+        if self.parts == 1:
+            how = "one product, accumulated on the tensor core"
+        else:
+            pre = self.premul_bits
+            terms = " + ".join(f"{names[t.a]}*{names[t.b]}{f'*2^{pre}' if pre and lv == min(self.levels) else ''}"
+                               for t, lv in zip(self.terms, self.levels, strict=True))
+            how = f"per k-step {terms} on the tensor core, added to an f32 total (round to nearest)"
         scale = f", lo scaled by 2^{self.scale_bits}" if self.scale_bits else ""
-        return (f"{self.compute} x{len(self.terms)}{' method ' + self.method if self.method else ''}: {terms}; "
-                f"hi {self.hi_round}, lo {self.lo_round}{scale}; {self.accumulators} f32 accumulator(s)"
-                f"{RANGE_TEXT if self.row_scaling else ''}")
+        return (f"{self.compute} x{len(self.terms)}{' method ' + self.method if self.method else ''}: {how}; "
+                f"hi {self.hi_round}, lo {self.lo_round}{scale}{RANGE_TEXT if self.row_scaling else ''}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,16 +102,37 @@ class Candidate:
     ratio: float  # Eq. 15: 3*TM*TN / (2(TM+TN)) (per element loaded)
     loads_per_thread: int  # Eqs. 16-17: elements each thread moves per k-step
     verdict: str
+    wm: int = 0  # the warp tile this block tile is built from
+    wn: int = 0
+
+
+def scratch_bytes(rows: tuple[tuple[int, int, int], ...], bm: int, bn: int, bk: int, parts: int, elem: int) -> int:
+    """Bytes of the pre-pass's scratch for problems (m, n, k): one 8-byte offset per problem, then per problem A's
+    and B's part planes padded to whole tiles and the inverse row/column scales, each region 256-byte aligned
+    (the template's gemmc_tc_scratch computes the same layout on the device)."""
+    def up(x: int, b: int) -> int:
+        return -(-x // b) * b
+
+    total = up(8 * len(rows), SCRATCH_ALIGN)
+    for m, n, k in rows:
+        mp, np_, kp = up(m, bm), up(n, bn), up(k, bk)
+        total += sum(up(b, SCRATCH_ALIGN) for b in (parts * mp * kp * elem, parts * np_ * kp * elem, 4 * mp, 4 * np_))
+    return total
 
 
 @dataclass(frozen=True, slots=True)
 class TensorCorePlan(FamilyPlan):
     variant: TensorCoreVariant
     mma: tuple[int, int, int]  # m16n8k16 (f16/bf16) or m16n8k8 (tf32)
-    stages: int
+    stages: int  # cp.async shared-memory stages of the main loop (2..4)
     split: SplitPlan
     elem_bytes: int  # bytes of one part element in shared memory (2, or 4 for tf32)
     pad: int  # elements of padding per shared-memory row (bank-conflict-free ldmatrix / fragment loads)
+    a_kcontig: bool = True  # A's planes (and shared tiles) run along k: row-major A
+    b_kcontig: bool = False  # B's run along k: column-major B
+    scratch: int = 0  # bytes of scratch memory the pre-pass fills (planes, scales)
+    chain: int = 1  # splits: k-steps whose terms are summed on the tensor core before one f32 (RN) addition
+    prep_blocks: int = 1  # the pre-pass's grid (256 threads per block)
     candidates: tuple[Candidate, ...] = ()
     emulation_note: str = ""
 
@@ -90,27 +141,42 @@ class TensorCorePlan(FamilyPlan):
         return self.variant.threads
 
     @property
+    def scratch_bytes(self) -> int:
+        return self.scratch
+
+    @property
+    def prologue(self) -> tuple[int, int] | None:
+        return (self.prep_blocks, PREP_THREADS)
+
+    @property
     def smem_bytes(self) -> int:
-        v = self.variant
-        per_stage = (v.bm + v.bn) * (v.bk + self.pad) * self.elem_bytes * self.split.parts
-        return self.stages * per_stage + (v.bm + v.bn) * 4  # + the row/column scales
+        return self.stages * self.stage_bytes
+
+    @property
+    def stage_bytes(self) -> int:
+        """One stage: every part of A's BM x BK tile and B's BN x BK tile, rows padded by `pad` elements."""
+        v, pad = self.variant, self.pad
+        a = v.bm * (v.bk + pad) if self.a_kcontig else v.bk * (v.bm + pad)
+        b = v.bn * (v.bk + pad) if self.b_kcontig else v.bk * (v.bn + pad)
+        return (a + b) * self.elem_bytes * self.split.parts
 
     @property
     def regs_estimate(self) -> int:
         v = self.variant
-        warp_elems = v.wm * v.wn // 32
-        frags = (v.wm // 16) * 4 + (v.wn // 8) * 2
-        staging = (v.bm + v.bn) * v.bk // v.threads
-        return min(255, warp_elems * self.split.accumulators + frags * self.split.parts + staging + 24)
+        frags = (v.wm // 16) * 4 + (v.wn // 8) * 2  # one k-step's A and B fragments of one part
+        chain = 16 if self.split.parts > 1 else 0  # the per-k-step sums in flight
+        return min(256, v.wm * v.wn // 32 + frags * self.split.parts + chain + 24)
 
     def lines(self) -> tuple[str, ...]:
         v = self.variant
         m, n, k = self.mma
         out = [f"tensorcore: block {v.bm}x{v.bn}x{v.bk}, warp tile {v.wm}x{v.wn}, {v.threads} threads, "
-               f"mma m{m}n{n}k{k}, {self.stages} stages; shared memory {self.smem_bytes} B, ~{self.regs_estimate} regs",
+               f"mma m{m}n{n}k{k}, {self.stages} cp.async stages; shared memory {self.smem_bytes} B, "
+               f"~{self.regs_estimate} regs; pre-pass split into scratch ({self.scratch} B, {self.prep_blocks} blocks)",
                f"split: {self.split.describe()}"]
-        out += [f"candidate {c.bm}x{c.bn}: {c.blocks} blocks, {c.warps_active} warps active, ratio {c.ratio:.1f}, "
-                f"{c.loads_per_thread} loads/thread/k-step: {c.verdict}" for c in self.candidates]
+        out += [f"candidate {c.bm}x{c.bn} (warp {c.wm}x{c.wn}): {c.blocks} blocks, "
+                f"{c.warps_active} warps active, ratio {c.ratio:.1f}, {c.loads_per_thread} loads/thread/k-step: "
+                f"{c.verdict}" for c in self.candidates]
         if self.emulation_note:
             out.append(self.emulation_note)
         return tuple(out)

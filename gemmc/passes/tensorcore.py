@@ -1,5 +1,6 @@
 """The tensor-core family's planner (paper 001 §4): tile choice by the thread-parallelism analytic model, the
-split from gemmc/passes/split.py, one tile per block through the standard work list.
+split from gemmc/passes/split.py, the pipeline depth, the pre-pass's scratch, one tile per block through the
+standard work list.
 
 The model (paper 001 §4.2, Eqs. 12-17; digest 001 §3.4 for the reading of phi):
 - TLP (Eq. 12) in warps: blocks x warps per block, capped by the warps the SMs can hold at this tile's
@@ -15,15 +16,21 @@ from __future__ import annotations
 from gemmc.errors import Diagnostic, GemmcError
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, WorkList
-from gemmc.ir.plan_tensorcore import Candidate, SplitPlan, TensorCorePlan, TensorCoreVariant
-from gemmc.ir.types import DType
+from gemmc.ir.plan_tensorcore import Candidate, SplitPlan, TensorCorePlan, TensorCoreVariant, scratch_bytes
+from gemmc.ir.types import DType, Layout
 from gemmc.passes.split import split_plan
 from gemmc.passes.tlp import ceil_div, occupancy
 from gemmc.passes.worklist import one_tile_per_block, problem_rows
 
-# Block tiles the template is instantiated with, largest first: (bm, bn, warp tile m, warp tile n).
-CATALOGUE = ((128, 128, 64, 32), (128, 64, 64, 32), (64, 64, 32, 32))
-BK = 32  # k per shared-memory stage: 2 mma k-steps of 16 (f16/bf16) or 4 of 8 (tf32)
+# Block tiles the template is instantiated with, largest first: (bm, bn, warp tile m, warp tile n). A 64x64 warp
+# tile reads 1/3 less shared memory per mma than 64x32 (ldmatrix bytes ~ (wm + wn) / (wm * wn)) but needs 128
+# accumulator registers; a split's fragments come on top (the register estimate filters).
+CATALOGUE = ((128, 256, 64, 64), (256, 128, 64, 64), (128, 128, 64, 64), (128, 128, 64, 32), (128, 64, 64, 32),
+             (64, 64, 32, 32))
+ROW_BYTES = 64  # k per shared-memory stage: 64 bytes of a line (32 f16/bf16: 2 mma k-steps; 16 tf32: 2 k-steps)
+STAGES = (4, 3, 2)  # cp.async pipeline depths, deepest first: `pipeline stages auto` takes the deepest that fits
+MIN_WARPS_PER_SM = 8  # the 128x256 block's 8 warps: the main loop measured on the H100 (v4)
+PREP_BLOCKS_PER_SM = 8  # the pre-pass is memory-bound: 8 blocks of 256 threads fill an SM's 2048 threads
 
 # mma.sync throughput in FLOP per clock per SM, dense, by compute capability major and part type (NVIDIA's
 # architecture whitepapers: A100 1024 f16 FMA/clk/SM, H100 2x that per SM; tf32 at half the f16 rate).
@@ -41,26 +48,52 @@ def tensor_flops(hw: Hardware, compute: str) -> float:
     return hw.sm_count * hw.clock_hz * MMA_FLOPS_PER_CLOCK[major][compute]
 
 
-def make_plan(variant: TensorCoreVariant, split: SplitPlan, stages: int,
+def make_plan(kernel: Kernel, hw: Hardware, variant: TensorCoreVariant, split: SplitPlan, stages: int,
               candidates: tuple[Candidate, ...] = (), note: str = "") -> TensorCorePlan:
     elem = 4 if split.compute == "tf32" else 2
+    rows = tuple((p.m, p.n, p.k) for p in kernel.problems) * (kernel.count or 1)
+    units = sum(ceil_div(m, variant.bm) * variant.bm // 8 + ceil_div(n, variant.bn) * variant.bn // 8
+                for m, n, _ in rows)  # an upper bound on the pre-pass's units (8 lines of k-contiguous operands)
     return TensorCorePlan(variant=variant, mma=mma_shape(split), stages=stages, split=split, elem_bytes=elem,
-                          pad=16 // elem, candidates=candidates, emulation_note=note)
+                          pad=16 // elem, a_kcontig=kernel.layout_a is Layout.ROW,
+                          b_kcontig=kernel.layout_b is Layout.COL,
+                          scratch=scratch_bytes(rows, variant.bm, variant.bn, variant.bk, split.parts, elem),
+                          prep_blocks=max(1, min(units, PREP_BLOCKS_PER_SM * hw.sm_count)),
+                          candidates=candidates, emulation_note=note)
 
 
-def weigh(kernel: Kernel, hw: Hardware, split: SplitPlan, stages: int) -> tuple[Candidate, ...]:
-    """Every catalogue tile with its TLP, ratio and per-thread load (paper 001 Eqs. 12, 15, 16-17)."""
+def deepest(plan: TensorCorePlan, hw: Hardware) -> int | None:
+    """The most cp.async stages (of STAGES) whose shared memory fits one block, or None. A block of fewer than
+    MIN_WARPS_PER_SM warps takes the deepest pipeline that still lets enough blocks share an SM for that many
+    (latency hiding comes from warps as well as from stages)."""
+    fits = [s for s in STAGES if s * plan.stage_bytes <= hw.smem_per_block]
+    blocks = -(-MIN_WARPS_PER_SM // (plan.threads // hw.warp_size))
+    shared = [s for s in fits if blocks * s * plan.stage_bytes <= hw.smem_per_sm]
+    best = shared or fits
+    return best[0] if best else None
+
+
+def bk_of(split: SplitPlan) -> int:
+    return ROW_BYTES // (4 if split.compute == "tf32" else 2)
+
+
+def weigh(kernel: Kernel, hw: Hardware, split: SplitPlan) -> tuple[Candidate, ...]:
+    """Every catalogue tile that fits (registers, shared memory with >= 2 stages) with its TLP, ratio and
+    per-thread load (paper 001 Eqs. 12, 15, 16-17)."""
     out = []
     for bm, bn, wm, wn in CATALOGUE:
         threads = (bm // wm) * (bn // wn) * hw.warp_size
-        probe = make_plan(TensorCoreVariant(bm, bn, BK, wm, wn, threads), split, stages)
-        occ = occupancy(hw, threads, probe.regs_estimate, probe.smem_bytes)
+        probe = make_plan(kernel, hw, TensorCoreVariant(bm, bn, bk_of(split), wm, wn, threads), split, 2)
+        if probe.regs_estimate > hw.max_regs_per_thread or deepest(probe, hw) is None:
+            continue
+        stages = deepest(probe, hw) or 2
+        occ = occupancy(hw, threads, probe.regs_estimate, stages * probe.stage_bytes)
         blocks = (kernel.count or 1) * sum(ceil_div(p.m, bm) * ceil_div(p.n, bn) for p in kernel.problems)
         resident = max(1, occ.blocks_per_sm) * hw.sm_count
         warps = min(blocks, resident) * (threads // hw.warp_size)
         ratio = 3 * bm * bn / (2 * (bm + bn))
         verdict = "fills the SMs" if blocks >= hw.sm_count else f"only {blocks} blocks for {hw.sm_count} SMs"
-        out.append(Candidate(bm, bn, blocks, warps, ratio, (bm + bn) * BK // threads, verdict))
+        out.append(Candidate(bm, bn, blocks, warps, ratio, (bm + bn) * bk_of(split) // threads, verdict, wm, wn))
     return tuple(out)
 
 
@@ -72,28 +105,32 @@ def choose(cands: tuple[Candidate, ...], hw: Hardware) -> Candidate:
 
 
 def emulation_pays(kernel: Kernel, hw: Hardware, split: SplitPlan) -> str:
-    """Does the split beat plain f32 on CUDA cores for this kernel? Compares the larger of the split's mma time
-    and its memory time (A and B read twice when rows are scaled, C written) with the f32 FMA time. Only a
-    report: the schedule asked for this precision, so it is what runs."""
+    """Does the split beat plain f32 on CUDA cores for this kernel? Compares the split's mma time plus its
+    pre-pass (A and B read twice when lines are scaled, the parts written) with the larger of the f32 FMA time
+    and its memory time. Only a report: the schedule asked for this precision, so it is what runs."""
     flops = kernel.flops
+    elem = 4 if split.compute == "tf32" else 2
     reads = 2 if split.row_scaling else 1
-    bytes_moved = (kernel.count or 1) * sum(4 * (reads * (p.m * p.k + p.k * p.n) + p.m * p.n)
-                                            for p in kernel.problems)
-    t_split = max(len(split.terms) * flops / tensor_flops(hw, split.compute), bytes_moved / hw.mem_bandwidth)
-    t_f32 = max(flops / hw.fp32_flops, bytes_moved / reads / hw.mem_bandwidth)
+    io = (kernel.count or 1) * sum(4 * (p.m * p.k + p.k * p.n + p.m * p.n) for p in kernel.problems)
+    operands = (kernel.count or 1) * sum(p.m * p.k + p.k * p.n for p in kernel.problems)
+    prep = operands * (4 * reads + elem * split.parts) / hw.mem_bandwidth
+    t_split = prep + max(len(split.terms) * flops / tensor_flops(hw, split.compute), io / hw.mem_bandwidth)
+    t_f32 = max(flops / hw.fp32_flops, io / hw.mem_bandwidth)
     verdict = "pays" if t_split < t_f32 else "does not pay (plain f32 is as accurate and predicted no slower)"
-    return (f"emulation {verdict}: predicted {t_split * 1e6:.1f} us with {len(split.terms)} mma pass(es) vs "
-            f"{t_f32 * 1e6:.1f} us in f32 on CUDA cores")
+    return (f"emulation {verdict}: predicted {t_split * 1e6:.1f} us with {len(split.terms)} mma pass(es) and the "
+            f"pre-pass vs {t_f32 * 1e6:.1f} us in f32 on CUDA cores")
 
 
-def _explicit(kernel: Kernel, hw: Hardware) -> TensorCoreVariant:
+def _explicit(kernel: Kernel, hw: Hardware, split: SplitPlan) -> TensorCoreVariant:
     t = kernel.tile
     assert t is not None
     step = 8 if kernel.precision and kernel.precision.compute is DType.TF32 else 16
-    if t.m not in (64, 128) or t.n not in (64, 128) or t.k % step or not 16 <= t.k <= 64:
+    sizes = (64, 128, 256)
+    if t.m not in sizes or t.n not in sizes or t.m * t.n > 128 * 256 or t.k % step or not 16 <= t.k <= 64:
         raise GemmcError(Diagnostic("E301", f"tensor-core tile {t} is not one the template builds",
-                                    kernel.where("tile"), "bm, bn in {64, 128}; bk in {16, 32, 64}"))
-    wm, wn = (64, 32) if t.m == 128 else (32, 32)
+                                    kernel.where("tile"), "bm, bn in {64, 128, 256}, bm * bn <= 128 * 256; "
+                                    "bk in {16, 32, 64}"))
+    wm, wn = (32, 32) if min(t.m, t.n) == 64 else (64, 64) if split.parts < 3 else (64, 32)
     threads = (t.m // wm) * (t.n // wn) * hw.warp_size
     if kernel.threads is not None and kernel.threads != threads:
         raise GemmcError(Diagnostic("E301", f"tile {t} on tensor cores takes {threads} threads, not {kernel.threads}",
@@ -102,21 +139,26 @@ def _explicit(kernel: Kernel, hw: Hardware) -> TensorCoreVariant:
 
 
 def plan(kernel: Kernel, hw: Hardware) -> TensorCorePlan:
-    if kernel.stages != 2:
-        code = "E900" if kernel.stages in (3, 4) else "E202"
-        raise GemmcError(Diagnostic(code, f"pipeline stages {kernel.stages}: the tensor-core family splits f32 in "
-                                    "registers and double-buffers shared memory (2 stages)", kernel.where("pipeline"),
-                                    "cp.async with 3-4 stages needs f16/bf16 storage, which is not supported yet"))
+    written = any(key == "pipeline" for key, _ in kernel.stmt_spans)
+    if written and kernel.stages not in (2, 3, 4):
+        raise GemmcError(Diagnostic("E202", f"pipeline stages {kernel.stages}: the tensor-core family pipelines its "
+                                    "cp.async copies 2, 3 or 4 stages deep", kernel.where("pipeline"),
+                                    "write `pipeline stages 3`, or leave the line out to take the deepest that fits"))
     assert kernel.precision is not None
     split = split_plan(kernel.precision)
-    cands = weigh(kernel, hw, split, kernel.stages)
+    cands = weigh(kernel, hw, split)
     if kernel.tile is not None:
-        variant = _explicit(kernel, hw)
+        variant = _explicit(kernel, hw, split)
     else:
+        if not cands:
+            raise GemmcError(Diagnostic("E300", f"no tensor-core tile fits {hw.arch}'s shared memory and registers",
+                                        kernel.span))
         best = choose(cands, hw)
-        bm, bn, wm, wn = next(c for c in CATALOGUE if c[:2] == (best.bm, best.bn))
-        variant = TensorCoreVariant(bm, bn, BK, wm, wn, (bm // wm) * (bn // wn) * hw.warp_size)
-    return make_plan(variant, split, kernel.stages, cands, emulation_pays(kernel, hw, split))
+        variant = TensorCoreVariant(best.bm, best.bn, bk_of(split), best.wm, best.wn,
+                                    (best.bm // best.wm) * (best.bn // best.wn) * hw.warp_size)
+    probe = make_plan(kernel, hw, variant, split, 2)
+    stages = kernel.stages if written else (deepest(probe, hw) or 2)
+    return make_plan(kernel, hw, variant, split, stages, cands, emulation_pays(kernel, hw, split))
 
 
 def notes(kernel: Kernel, plan: TensorCorePlan, hw: Hardware) -> tuple[str, ...]:
@@ -124,7 +166,11 @@ def notes(kernel: Kernel, plan: TensorCorePlan, hw: Hardware) -> tuple[str, ...]
     why = (f"tile {kernel.tile} from the schedule" if kernel.tile else
            f"tile {v.bm}x{v.bn}: highest compute-to-memory ratio among tiles with >= {hw.sm_count} blocks "
            "(paper 001 Eqs. 12, 15), else most TLP")
-    return (why, f"split: {plan.split.describe()}", plan.emulation_note)
+    written = any(key == "pipeline" for key, _ in kernel.stmt_spans)
+    stages = (f"{plan.stages} stages from the schedule" if written else
+              f"{plan.stages} stages: the deepest of {'/'.join(map(str, STAGES))} whose shared memory fits a block "
+              f"(and {MIN_WARPS_PER_SM} warps per SM)")
+    return (why, stages, f"split: {plan.split.describe()}", plan.emulation_note)
 
 
 def worklist(kernel: Kernel, plan: TensorCorePlan, hw: Hardware) -> WorkList:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gemmc.ir.plan_tensorcore import SplitPlan
+from gemmc.ir.plan_tensorcore import F16_TOP, SplitPlan
 
 F16_MAX = 65504.0
 
@@ -66,21 +66,22 @@ def split(a: np.ndarray, plan: SplitPlan) -> list[np.ndarray]:
     return [hi, mid, r((rest.astype(np.float64) - mid).astype(np.float32), plan.lo_round)]
 
 
-def scale_shifts(x: np.ndarray, axis: int) -> np.ndarray:
-    """The kernel's power-of-two shift per row (axis=1) or column (axis=0): the largest |value| goes to
-    [2^14, 2^15); zero or non-finite lines keep 0; shifts clamped to +-126 (docs/PRECISION.md)."""
+def scale_shifts(x: np.ndarray, axis: int, top: int = F16_TOP) -> np.ndarray:
+    """The pre-pass's power-of-two shift per row (axis=1) or column (axis=0): the largest |value| goes to
+    [2^(top-1), 2^top); zero or non-finite lines keep 0; shifts clamped to +-126 (docs/PRECISION.md)."""
     m = np.max(np.abs(np.asarray(x, dtype=np.float64)), axis=axis)
     _, e = np.frexp(m)
     ok = (m > 0) & np.isfinite(m)
-    return np.where(ok, np.clip(15 - e, -126, 126), 0).astype(np.int64)
+    return np.where(ok, np.clip(top - e, -126, 126), 0).astype(np.int64)
 
 
 def emulate_gemm(a: np.ndarray, b: np.ndarray, plan: SplitPlan) -> np.ndarray:
-    """A @ B as the tensor-core kernel computes it, with float64 accumulation (exact products)."""
+    """A @ B as the tensor-core kernel computes it, with float64 accumulation (exact products). The kernel sums a
+    k-step's terms at one level (B's hi part times 2^premul_bits); in exact arithmetic that is this sum."""
     a = np.asarray(a, dtype=np.float32)
     b = np.asarray(b, dtype=np.float32)
     if plan.row_scaling:
-        sa, sb = scale_shifts(a, 1), scale_shifts(b, 0)
+        sa, sb = scale_shifts(a, 1), scale_shifts(b, 0, plan.top_b)
         a = np.ldexp(a, sa[:, None].astype(np.int32)).astype(np.float32)
         b = np.ldexp(b, sb[None, :].astype(np.int32)).astype(np.float32)
     pa, pb = split(a, plan), split(b, plan)

@@ -62,6 +62,18 @@ def kernel_function(kernel: CompiledKernel) -> Any:
     return state["function"]
 
 
+def scratch_buffer(kernel: CompiledKernel) -> Any:
+    """The kernel's scratch memory (FamilyPlan.scratch_bytes), allocated once. The pre-pass and the main kernel
+    of one call run in order on one stream; calls of the same kernel on different streams at the same time would
+    share it, so such calls must be ordered (one stream, or events)."""
+    state = kernel._runtime_state
+    if "scratch" not in state:
+        plan = kernel.ir.plan
+        assert plan is not None
+        state["scratch"] = cupy().empty(plan.scratch_bytes, dtype=cupy().uint8)
+    return state["scratch"]
+
+
 def scalars(kernel: CompiledKernel, alpha: float | None, beta: float | None) -> tuple[Any, Any]:
     cp = cupy()
     ir = kernel.ir
@@ -106,5 +118,12 @@ def launch(kernel: CompiledKernel, As: Any, Bs: Any, Cs: Any, *, alpha: float | 
     work = kernel.ir.work
     assert work is not None
     stream = stream if stream is not None else cp.cuda.get_current_stream()
-    fn(work.grid, (work.block, 1, 1), (problems, offsets, tiles, ptrs[:n], ptrs[n:2 * n], ptrs[2 * n:], alpha_, beta_),
-       shared_mem=work.smem_bytes, stream=stream)
+    args: tuple = (problems, offsets, tiles, ptrs[:n], ptrs[n:2 * n], ptrs[2 * n:], alpha_, beta_)
+    prologue = kernel.ir.plan.prologue if kernel.ir.plan is not None else None
+    if prologue is not None:  # a pre-pass fills the scratch the main kernel reads (FamilyPlan.prologue)
+        scratch = scratch_buffer(kernel)
+        prep = device_function(kernel.source, kernel.rendered.prologue)
+        prep((prologue[0], 1, 1), (prologue[1], 1, 1), (problems, cp.int32(n), ptrs[:n], ptrs[n:2 * n], scratch),
+             stream=stream)
+        args += (scratch,)
+    fn(work.grid, (work.block, 1, 1), args, shared_mem=work.smem_bytes, stream=stream)

@@ -72,3 +72,53 @@ def test_outside_f16_range(mode):
     scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
     worst = float(np.max(np.abs(out - ref) / np.where(scale > 0, scale, 1.0)))
     assert worst < (2e-3 if mode == "f16" else 2e-6), worst
+
+
+@pytest.mark.parametrize("knobs", ["pipeline stages 2", "pipeline stages 3 tile 128x128x32",
+                                   "tile 64x64x32", "tile 256x128x32", "tile 128x64x64 pipeline stages 2"])
+@pytest.mark.parametrize("mode", ["split f16 x3", "f16"])
+def test_tiles_and_stages(mode, knobs):
+    """Other instantiations of the main loop than the model's choice: pipeline depth, block and warp tiles, a
+    64-wide k-tile; odd sizes so every plane has padding."""
+    check_schedule(f"kernel k {{ dtype f32 precision {mode} {knobs} batch {{ {ODD_BATCH} }} }}",
+                   tolerance=MODES[mode], alpha=1.5, beta=-0.5)
+
+
+def test_standalone_launcher(tmp_path):
+    """`gemmc compile` output (kernel, pre-pass, the launcher allocating their scratch with cudaMallocAsync),
+    built with nvcc into a shared library and called through ctypes on CuPy arrays."""
+    import ctypes
+    import shutil
+    import subprocess
+
+    import cupy as cp
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc")
+    sizes = [(130, 67, 301), (1, 9, 17)]
+    batch = " ".join(f"p{i} {m} x {n} x {k}" for i, (m, n, k) in enumerate(sizes))
+    prog = gemmc.compile_string(f"kernel k {{ dtype f32 precision split f16 x3 layout A col, B row, C row "
+                                f"batch {{ {batch} }} }}")
+    src = tmp_path / "k.cu"
+    src.write_text(prog["k"].standalone)
+    lib = tmp_path / "libk.so"
+    arch = f"-arch=sm_{cp.cuda.Device().compute_capability}"  # the device's own, e.g. sm_90
+    res = subprocess.run(["nvcc", arch, "-std=c++17", "-shared", "-Xcompiler", "-fPIC", str(src), "-o",
+                          str(lib)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+    rng = np.random.default_rng(11)
+    a = [rng.standard_normal((m, k)).astype(np.float32) for m, _, k in sizes]
+    b = [rng.standard_normal((k, n)).astype(np.float32) for _, n, k in sizes]
+    da = [cp.asfortranarray(cp.asarray(x)) for x in a]  # A column-major
+    db = [cp.asarray(x) for x in b]
+    dc = [cp.full((m, n), cp.nan, dtype=cp.float32) for m, n, _ in sizes]
+    ptrs = (ctypes.c_void_p * len(sizes))
+    fn = ctypes.CDLL(str(lib)).gemmc_k
+    fn.restype = ctypes.c_int
+    err = fn(ptrs(*[x.data.ptr for x in da]), ptrs(*[x.data.ptr for x in db]), ptrs(*[x.data.ptr for x in dc]),
+             ctypes.c_void_p(cp.cuda.get_current_stream().ptr))
+    cp.cuda.get_current_stream().synchronize()
+    assert err == 0
+    for x, y, z in zip(a, b, dc, strict=True):
+        ref = x.astype(np.float64) @ y.astype(np.float64)
+        assert np.linalg.norm(cp.asnumpy(z) - ref) / np.linalg.norm(ref) < 1e-5
