@@ -41,8 +41,9 @@ TSM2L_ROW_REGS = 128  # registers a TSM2L thread may spend on its rows of A
 
 # algorithm auto: the shapes that go to TSM2 (one GEMM, f32/f64). The crossover in n against the SIMT family is
 # measured by bench/tallskinny.py at m = k = 16384 f32 (H100, split-k kernel, bench/results/
-# 2026-11-22_h100_tallskinny-tsm2r-8192_run2.json): TSM2R is 2.8x faster at n <= 8, 2.5x at 16, 2.0x at 32, 1.2-1.5x at 48-64 (two passes over A), so auto
-# takes n <= 32, where the margin is 2x or more. 8192 is the smallest m, k measured.
+# 2026-11-22_h100_tallskinny-tsm2r-8192_run2.json): TSM2R is 2.8x faster at n <= 8, 2.5x at 16, 2.0x at 32 and
+# 1.2-1.5x at 48-64 (two passes over A), so auto takes n <= 32, where the margin is 2x or more. 8192 is the
+# smallest m, k measured.
 AUTO_TSM2R_MAX_N = 32
 AUTO_TSM2R_MIN_MK = 8192
 AUTO_TSM2L_MAX_KN = 16
