@@ -33,6 +33,28 @@ def col_major(t):
     return t.t().contiguous().t()
 
 
+def schedule(algorithm: str, m: int, n: int, k: int, dtype: str) -> str:
+    return (f"kernel t {{ dtype {dtype} layout A col, B col, C col gemm {m} x {n} x {k} "
+            f"algorithm {algorithm} }}")
+
+
+def compile_text(text: str) -> None:
+    from gemmc.runtime.compile import device_function
+
+    kern = gemmc.compile_string(text)["t"]
+    device_function(kern.source, kern.rendered.entry)
+
+
+def precompile(texts: list[str], jobs: int) -> None:
+    """NVRTC in parallel worker processes; CuPy's disk cache then serves this process (compiles are not timed,
+    but one at a time they took most of a run)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(compile_text, texts))
+
+
 def run(algorithm: str, m: int, n: int, k: int, dtype: str) -> dict:
     import torch
 
@@ -40,9 +62,7 @@ def run(algorithm: str, m: int, n: int, k: int, dtype: str) -> dict:
     A = col_major(torch.randn(m, k, device="cuda", dtype=tdt))
     B = col_major(torch.randn(k, n, device="cuda", dtype=tdt))
     C = col_major(torch.full((m, n), float("nan"), device="cuda", dtype=tdt))
-    text = (f"kernel t {{ dtype {dtype} layout A col, B col, C col gemm {m} x {n} x {k} "
-            f"algorithm {algorithm} }}")
-    kern = gemmc.compile_string(text)["t"]
+    kern = gemmc.compile_string(schedule(algorithm, m, n, k, dtype))["t"]
     kern([A], [B], [C])
     ref = A.double() @ B.double()
     err = float((C.double() - ref).norm() / ref.norm())
@@ -87,8 +107,7 @@ def crossover(n_values) -> list[dict]:
         C = col_major(torch.empty(m, n, device="cuda"))
         times = {}
         for algorithm in ("tsm2r", "simt"):
-            kern = gemmc.compile_string(f"kernel t {{ layout A col, B col, C col gemm {m} x {n} x {k} "
-                                        f"algorithm {algorithm} }}")["t"]
+            kern = gemmc.compile_string(schedule(algorithm, m, n, k, "f32"))["t"]
             call = lambda kern=kern, B=B, C=C: kern([A], [B], [C])  # noqa: E731
             times[algorithm] = timing.device_seconds(timing.gemmc_graph(call), calls=20)
         auto = gemmc.compile_string(f"kernel t {{ layout A col, B col, C col gemm {m} x {n} x {k} }}")["t"]
@@ -106,9 +125,21 @@ def main() -> None:
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", choices=("tsm2r", "tsm2l"), help="run one family's cases")
+    parser.add_argument("--sizes", help="TSM2R m = k values, comma-separated (default 8192,16384,30720)")
+    parser.add_argument("--no-crossover", action="store_true", help="skip the TSM2R-vs-SIMT crossover in n")
+    parser.add_argument("--jobs", type=int, default=12, help="parallel NVRTC compiles before timing")
     args = parser.parse_args()
     rows = []
     sizes = (8192, 16384) if args.quick else (8192, 16384, 30720)
+    if args.sizes:
+        sizes = tuple(int(s) for s in args.sizes.split(","))
+    cross_n = () if args.no_crossover or args.only == "tsm2l" else (1, 2, 4, 8, 16, 24, 32, 48, 64)
+    texts = [schedule("tsm2r", mk, n, mk, dtype) for dtype in ("f32", "f64") for mk in sizes
+             for n in (1, 2, 4, 8, 16, 32)] if args.only != "tsm2l" else []
+    texts += [schedule("tsm2l", m, kn, kn, dtype) for dtype in ("f32", "f64") for m in (10**5, 10**6, 10**7)
+              for kn in (8, 16)] if args.only != "tsm2r" else []
+    texts += [schedule(a, 16384, n, 16384, "f32") for n in cross_n for a in ("tsm2r", "simt")]
+    precompile(texts, args.jobs)
     for dtype in ("f32", "f64"):
         for mk in sizes if args.only != "tsm2l" else ():
             for n in (1, 2, 4, 8, 16, 32):
@@ -122,8 +153,9 @@ def main() -> None:
                 torch.cuda.empty_cache()
                 print(rows[-1]["case"], f"{rows[-1]['gemmc_tbs']:.2f} TB/s ({rows[-1]['of_roof']:.0%} of roof), "
                       f"cuBLAS {rows[-1]['cublas_tbs']:.2f}", flush=True)
-    cross = crossover((1, 2, 4, 8, 16, 24, 32, 48, 64)) if args.only != "tsm2l" else []
-    suite = "tallskinny" + (f"-{args.only}" if args.only else "")
+    cross = crossover(cross_n) if cross_n else []
+    suite = "tallskinny" + (f"-{args.only}" if args.only else "") + (f"-{'_'.join(map(str, sizes))}"
+                                                                      if args.sizes else "")
     path = timing.write_results(args.out, suite, rows, {"crossover_m_k_16384_f32": cross})
     print(timing.table(rows, ["case", "gemmc_us", "gemmc_host_us", "cublas_us", "gemmc_tbs", "cublas_tbs", "roof_tbs",
                               "of_roof", "vs_cublas", "predicted_tbs", "gemmc_err"]))

@@ -47,7 +47,8 @@ def test_h100_parameters_saturate_littles_law():
 
 @pytest.mark.parametrize("text, family", [
     ("gemm 16384 x 8 x 16384", Family.TSM2R),
-    ("gemm 16384 x 9 x 16384", Family.SIMT),
+    ("gemm 16384 x 32 x 16384", Family.TSM2R),
+    ("gemm 16384 x 33 x 16384", Family.SIMT),
     ("gemm 4096 x 8 x 4096", Family.SIMT),
     ("gemm 1000000 x 16 x 16", Family.TSM2L),
     ("gemm 1000 x 16 x 16", Family.SIMT),
@@ -73,12 +74,14 @@ def test_inspect_shows_the_model():
     assert "t2 threshold" in plan and "predicted" in plan and "t3" in plan
 
 
-# Every code path of the two templates: rows per lane 1, 2 and 4 (m = 8192, 16384, 30720 in f32), f64, row-major
-# A (warp-per-row path), runtime beta, TSM2L with tcf > 1. Compiled, not run: the GPU tests run them.
+# Every code path of the two templates: rows per lane 4, 2 and 1 (f32 n <= 16, f32 n = 32, f64 n = 32), k split
+# over a thread-block cluster and (f64 n = 16 at m = 30720: a full wave without one) within the block only, B
+# read along k (column-major) and along n (row-major), f64, row-major A (warp-per-row path), runtime alpha/beta,
+# TSM2L with tcf > 1. Compiled, not run: the GPU tests run them.
 RENDERS = {
     "r_col_f32_m8k": "dtype f32 layout A col, B col, C col gemm 8192 x 8 x 8192 algorithm tsm2r",
-    "r_col_f32_m16k": "dtype f32 layout A col, B row, C col gemm 16384 x 16 x 16384 algorithm tsm2r",
-    "r_col_f32_m30k": "dtype f32 layout A col, B col, C row gemm 30720 x 3 x 30720 algorithm tsm2r beta runtime",
+    "r_col_f32_n32": "dtype f32 layout A col, B row, C row gemm 16384 x 32 x 16384 algorithm tsm2r beta runtime",
+    "r_col_f64_n16": "dtype f64 layout A col, B row, C col gemm 30720 x 16 x 30720 algorithm tsm2r",
     "r_col_f64": "dtype f64 layout A col, B col, C col gemm 30720 x 32 x 30720 algorithm tsm2r",
     "r_row_f32": "dtype f32 gemm 8192 x 16 x 8192 algorithm tsm2r alpha runtime",
     "l_col_f32": "dtype f32 layout A col, B col, C col gemm 10000000 x 8 x 8 algorithm tsm2l",
@@ -97,10 +100,19 @@ def _compile(command: list[str], source: str, suffix: str, tmp_path) -> None:
     assert proc.returncode == 0, proc.stderr[-4000:]
 
 
-def test_renders_cover_every_rows_per_lane():
-    rows = {_render(name, "sm_90").ir.plan.rows_per_warp for name in ("r_col_f32_m8k", "r_col_f32_m16k",
-                                                                     "r_col_f32_m30k")}
-    assert rows == {1, 2, 4}
+def test_renders_cover_every_column_major_path():
+    plans = [_render(name, "sm_90").ir.plan for name in RENDERS if name.startswith("r_col")]
+    assert {plan.rows_per_warp for plan in plans} == {1, 2, 4}
+    assert min(plan.cluster for plan in plans) == 1 and max(plan.cluster for plan in plans) > 1
+
+
+def test_clusters_only_where_the_target_has_them():
+    for target in ("sm_80", "hip"):
+        plan = _render("r_col_f32_m8k", target).ir.plan
+        assert plan.cluster == 1 and "__cluster_dims__" not in _render("r_col_f32_m8k", target).source
+    kernel = _render("r_col_f32_m8k", "sm_90")
+    assert f"__cluster_dims__({kernel.ir.plan.cluster}, 1, 1)" in kernel.source
+    assert kernel.ir.work.grid[0] == 8192 // 128 * kernel.ir.plan.cluster
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")

@@ -22,6 +22,9 @@ class Tsm2Plan(FamilyPlan):
     predicted_bandwidth: float  # bytes/s of A + B + C the model expects
     smem: int
     regs: int
+    cluster: int = 1  # TSM2R, column-major A: blocks of a thread-block cluster that split k (sm_90)
+    min_blocks: int = 0  # resident blocks per SM the plan counts on, asked of the compiler (0: no request)
+    stages: int = 1  # TSM2R, column-major A: batches in each warp's shared-memory ring (cp.async)
 
     @property
     def threads(self) -> int:
@@ -39,7 +42,9 @@ class Tsm2Plan(FamilyPlan):
         if self.family is Family.TSM2L:
             knobs = f"t1 {self.t1}, tcf {self.tcf}"
         else:
-            knobs = f"t1 {self.t1}, t2 {self.t2}, t3 {self.t3}, k slices {self.kslices}, rows/warp {self.rows_per_warp}"
+            knobs = (f"t1 {self.t1}, t2 {self.t2}, t3 {self.t3}, k slices {self.kslices}"
+                     + (f" x cluster {self.cluster}" if self.cluster > 1 else "")
+                     + (f", {self.stages} stages" if self.stages > 1 else "") + f", rows/warp {self.rows_per_warp}")
         return (f"{self.family.value}: {knobs}; shared memory {self.smem} B, ~{self.regs} regs",
                 f"t2 threshold {self.t2_threshold:.1f} (n above it is compute-bound); predicted "
                 f"{self.predicted_bandwidth / 1e12:.2f} TB/s")

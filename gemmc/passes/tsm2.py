@@ -20,19 +20,31 @@ from gemmc.passes.tlp import ceil_div, occupancy
 from gemmc.passes.worklist import problem_rows
 
 T1 = 256  # TSM2L threads per block (the paper's t1: 128 on V100 by brute force)
-KSLICES = 8  # warps per TSM2R block: t1 = 8 warps
+KSLICES = 8  # warps per row-major TSM2R block: t1 = 8 warps
 T2_MAX = 32  # C columns a thread keeps in registers per pass
-T3_CHOICES = (2, 4, 8, 16)
-T2_COL_MAX = 16  # column-major TSM2R: 4 rows x 16 columns of C per thread in f32
+T3_BATCH = 4  # column-major TSM2R: A vectors (16 bytes or less) per lane per batch: the paper's t3
+# Batches in a warp's shared-memory ring: one in flight while one is used. Deeper rings (3, 4, 6, 8) were never
+# faster on the H100 (bench/results/2026-11-22_h100_tsm2r-variants_run2.json: 2 stages within 1% of the best
+# depth or faster, by up to 9%): once every SM holds 12+ warps, each warp's batch loop, not its bytes in flight,
+# is what limits; Little's law is met by resident warps instead (choose_cluster).
+STAGES = 2
+CLUSTER_FILL = 0.92  # share of the resident-block slots clusters can use: 480 blocks for 528 slots ran as one wave
+                     # (m = 30720, clusters of 2), 512 did not (m = 8192, clusters of 8)
+COL_WARPS = 4  # warps per column-major TSM2R block, each with its own k slice (t1 = 128)
+ACC_REGS = 64  # registers a lane may spend on C accumulators, so that 4+ blocks of 128 threads stay resident
+MAX_CLUSTER = 7  # below the portable 8: clusters of 8 can use only 120 of the H100's 132 SMs (GPCs of 16-18)
+REGS_OVERHEAD = 40  # registers beyond the model's arrays: indices, pointers, predicates, copy addresses (ptxas, sm_90)
 TCF_CHOICES = (1, 2, 4, 8)
 TSM2L_MAX_K = 32  # TSM2L keeps a whole row of A in registers
 WAVES = 4  # TSM2L: launch about this many waves of resident threads, then give each thread more rows
 TSM2L_ROW_REGS = 128  # registers a TSM2L thread may spend on its rows of A
 
 # algorithm auto: the shapes that go to TSM2 (one GEMM, f32/f64). The crossover in n against the SIMT family is
-# measured by bench/tallskinny.py at m = k = 16384 f32 (H100, three TSM2R versions): TSM2R won by 1.45-1.9x at
-# n <= 8 every time, but by 0.85-1.32x at n = 16, so auto stops at 8. 8192 is the smallest m, k measured.
-AUTO_TSM2R_MAX_N = 8
+# measured by bench/tallskinny.py at m = k = 16384 f32 (H100, split-k kernel, bench/results/
+# 2026-11-22_h100_tallskinny-tsm2r-8192_run2.json): TSM2R is 2.8x faster at n <= 8, 2.5x at 16, 2.0x at 32 and
+# 1.2-1.5x at 48-64 (two passes over A), so auto takes n <= 32, where the margin is 2x or more. 8192 is the
+# smallest m, k measured.
+AUTO_TSM2R_MAX_N = 32
 AUTO_TSM2R_MIN_MK = 8192
 AUTO_TSM2L_MAX_KN = 16
 AUTO_TSM2L_MIN_M = 65536
@@ -67,22 +79,77 @@ def resident_threads(hw: Hardware, total_threads: int, regs: int, smem: int) -> 
     return min(occ.warps_per_sm * hw.warp_size, max(1, total_threads // hw.sm_count))
 
 
-def column_rows_per_lane(m: int, dtype: DType, hw: Hardware) -> int:
-    """Column-major TSM2R: the widest vector of rows per lane (up to 16 bytes) that still gives every SM a block.
-    Wide vectors make each warp's read of a column long and contiguous (H100: 83-89% of the roof at m = 30720
-    with 16 bytes); narrow ones keep enough blocks when m is smaller (m = 8192 at 16 bytes left half the SMs
-    idle)."""
-    widest = 16 // dtype.nbytes
-    for rows in (widest, widest // 2, widest // 4):
-        if rows >= 1 and ceil_div(m, hw.warp_size * rows) >= hw.sm_count:
-            return rows
-    return 1
+def column_rows_per_lane(t2: int, dtype: DType) -> int:
+    """Column-major TSM2R: the widest vector of rows per lane (up to 16 bytes: a warp then reads 512 contiguous
+    bytes of a column, full DRAM bursts) whose accumulators (rows x t2) fit in ACC_REGS registers."""
+    w = dtype.nbytes // 4 or 1
+    rows = 16 // dtype.nbytes
+    while rows > 1 and rows * t2 * w > ACC_REGS:
+        rows //= 2
+    return rows
 
 
-def column_smem(t2: int, t3: int, rows: int, dtype: DType, hw: Hardware) -> int:
-    """Column-major TSM2R shared memory: the staged chunk of B (k slices x t3 rows x t2 columns), reused for the
-    end-of-block reduction of the k slices' partial sums (slices x t2 x rows x warp)."""
-    return max(KSLICES * t3 * t2, KSLICES * t2 * rows * hw.warp_size) * dtype.nbytes
+def column_smem(kw: int, t2: int, t3: int, stages: int, rows: int, dtype: DType, hw: Hardware) -> int:
+    """Column-major TSM2R shared memory: per warp, a ring of `stages` batches (t3 columns x warp x rows of A, and
+    the batch's t3 x t2 values of B padded to 16 bytes), reused after the k loop for the warp's partial sums
+    (t2 x rows x warp). The template computes the same region size."""
+    b_part = ceil_div(t3 * t2 * dtype.nbytes, 16) * 16 // dtype.nbytes
+    region = max(stages * (t3 * hw.warp_size * rows + b_part), t2 * rows * hw.warp_size)
+    return kw * region * dtype.nbytes
+
+
+def column_regs(t2: int, t3: int, rows: int, dtype: DType) -> int:
+    """Registers per thread: the accumulators, one batch of A read back from shared memory, one column of B, and
+    about REGS_OVERHEAD for indices, pointers and predicates (calibrated against ptxas, sm_90). The loads in flight
+    live in shared memory, not in registers."""
+    w = dtype.nbytes // 4 or 1
+    return w * (rows * t2 + t3 * rows + t3) + REGS_OVERHEAD
+
+
+def has_clusters(hw: Hardware) -> bool:
+    """Thread-block clusters and distributed shared memory: sm_90 and newer."""
+    return hw.vendor == "cuda" and int(hw.arch.split("_")[1]) >= 90
+
+
+def choose_cluster(hw: Hardware, k: int, kw: int, row_blocks: int, blocks_per_sm: int,
+                   bytes_per_warp: int) -> tuple[int, float]:
+    """Blocks of a cluster that split k, and the bandwidth the model predicts with them: the smallest size (fewer
+    reductions) within 1% of the best prediction of `streaming_bandwidth`, at most MAX_CLUSTER and no more than
+    gives each warp one batch. A cluster's blocks must share one GPC, so clusters get CLUSTER_FILL of the
+    resident-block slots. 1 where the target has no clusters. The H100 runs reward resident warps, not deeper
+    rings: at m = 8192, f32 n = 16, 4, 5 and 8 blocks (256, 320, 512 blocks for 528 slots) took 140, 115 and
+    140 us (8: a second wave)."""
+    if not has_clusters(hw):
+        return 1, streaming_bandwidth(hw, row_blocks, blocks_per_sm, kw, bytes_per_warp)
+    sizes = list(range(1, min(MAX_CLUSTER, max(1, ceil_div(k, kw * T3_BATCH))) + 1))
+    fill = {s: 1.0 if s == 1 else CLUSTER_FILL for s in sizes}
+    predicted = {s: streaming_bandwidth(hw, row_blocks * s, blocks_per_sm, kw, bytes_per_warp, fill[s])
+                 for s in sizes}
+    # One wave where it comes within 10% of the best: the model's waves are too kind to a launch's tail (f64
+    # m = 8192, n = 16: 3 blocks per cluster, one wave, 234 us; 8, two waves, 261 us; the model prefers 8).
+    one_wave = [s for s in sizes if row_blocks * s <= fill[s] * blocks_per_sm * hw.sm_count]
+    if one_wave and max(predicted[s] for s in one_wave) >= 0.9 * max(predicted.values()):
+        sizes = one_wave
+    best = max(predicted[s] for s in sizes)
+    size = min(s for s in sizes if predicted[s] >= 0.99 * best)
+    return size, predicted[size]
+
+
+def streaming_bandwidth(hw: Hardware, blocks: int, blocks_per_sm: int, warps_per_block: int,
+                        bytes_per_warp: int, fill: float = 1.0) -> float:
+    """Little's law over the launch: each wave of resident blocks keeps warps x bytes_per_warp in flight per SM
+    and streams at bandwidth x min(1, in flight / needed); every block moves the same bytes, so the launch's
+    bandwidth is blocks over the sum of the waves' times (a partial last wave runs with fewer loads in flight)."""
+    need = bytes_needed_in_flight(hw)
+    slots = max(1, int(fill * blocks_per_sm * hw.sm_count))
+
+    def rate(resident_blocks: int) -> float:
+        inflight = resident_blocks / hw.sm_count * warps_per_block * bytes_per_warp
+        return hw.mem_bandwidth * min(1.0, inflight / need)
+
+    waves, tail = divmod(blocks, slots)
+    time = waves * slots / rate(slots) + (tail / rate(tail) if tail else 0.0)
+    return blocks / time if time else hw.mem_bandwidth
 
 
 def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Tsm2Plan:
@@ -91,35 +158,27 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Ts
     w = dtype.nbytes // 4 or 1
     need = bytes_needed_in_flight(hw)
     if a_layout is Layout.COL:
-        rows_per_warp = column_rows_per_lane(p.m, dtype, hw)
-        t2 = min(t2, T2_COL_MAX)  # rows_per_warp x t2 accumulators per thread
-        while column_smem(t2, T3_CHOICES[-1], rows_per_warp, dtype, hw) > hw.smem_per_block_default:
-            if rows_per_warp > 1:  # the end-of-block reduction holds rows x t2 values per thread
-                rows_per_warp //= 2
-            else:
-                t2 //= 2  # more passes over n (grid.y): A is read once per pass
-        rows_per_block = hw.warp_size * rows_per_warp
-        chosen, predicted = T3_CHOICES[-1], 0.0
-        for t3 in T3_CHOICES:
-            regs = w * (rows_per_warp * (t2 + t3)) + 24
-            smem = column_smem(t2, t3, rows_per_warp, dtype, hw)
-            threads = ceil_div(p.m, rows_per_block) * KSLICES * hw.warp_size * ceil_div(p.n, t2)
-            inflight = resident_threads(hw, threads, regs, smem) * t3 * rows_per_warp * dtype.nbytes
-            predicted = hw.mem_bandwidth * min(1.0, inflight / need)
-            chosen = t3
-            if inflight >= need:  # the first t3 that saturates Little's law: the plateau the digest describes
-                break
-        t3 = chosen
-        smem = column_smem(t2, t3, rows_per_warp, dtype, hw)
-        regs = w * (rows_per_warp * (t2 + t3)) + 24
-    else:
-        rows_per_warp = 4 if t2 <= 16 else 2
-        t3 = 4 * rows_per_warp  # elements of A in flight per lane per step
-        regs = w * (rows_per_warp * t2 + t3 + 4) + 24
-        smem = t2 * hw.warp_size * 4 * dtype.nbytes
-        threads = ceil_div(p.m, KSLICES * rows_per_warp) * T1 * ceil_div(p.n, t2)
-        inflight = resident_threads(hw, threads, regs, smem) * t3 * dtype.nbytes
-        predicted = hw.mem_bandwidth * min(1.0, inflight / need)
+        rows_per_warp = column_rows_per_lane(t2, dtype)
+        kw = COL_WARPS
+        row_blocks = ceil_div(p.m, hw.warp_size * rows_per_warp) * ceil_div(p.n, t2)
+        smem = column_smem(kw, t2, T3_BATCH, STAGES, rows_per_warp, dtype, hw)
+        regs = column_regs(t2, T3_BATCH, rows_per_warp, dtype)
+        blocks_per_sm = max(1, occupancy(hw, kw * hw.warp_size, regs, smem).blocks_per_sm)
+        cluster, predicted = choose_cluster(hw, p.k, kw, row_blocks, blocks_per_sm,
+                                            (STAGES - 1) * T3_BATCH * hw.warp_size * rows_per_warp * dtype.nbytes)
+        # The model counts on blocks_per_sm resident blocks: ask the compiler for it (CUDA's __launch_bounds__;
+        # HIP's second argument means something else).
+        return Tsm2Plan(family=Family.TSM2R, t1=kw * hw.warp_size, t2=t2, t3=T3_BATCH, tcf=1, kslices=kw,
+                        rows_per_warp=rows_per_warp, elem_bytes=dtype.nbytes, t2_threshold=threshold,
+                        predicted_bandwidth=predicted, smem=smem, regs=regs, cluster=cluster, stages=STAGES,
+                        min_blocks=blocks_per_sm if hw.vendor == "cuda" else 0)
+    rows_per_warp = 4 if t2 <= 16 else 2
+    t3 = 4 * rows_per_warp  # elements of A in flight per lane per step
+    regs = w * (rows_per_warp * t2 + t3 + 4) + 24
+    smem = t2 * hw.warp_size * 4 * dtype.nbytes
+    threads = ceil_div(p.m, KSLICES * rows_per_warp) * T1 * ceil_div(p.n, t2)
+    inflight = resident_threads(hw, threads, regs, smem) * t3 * dtype.nbytes
+    predicted = hw.mem_bandwidth * min(1.0, inflight / need)
     return Tsm2Plan(family=Family.TSM2R, t1=KSLICES * hw.warp_size, t2=t2, t3=t3, tcf=1, kslices=KSLICES,
                     rows_per_warp=rows_per_warp, elem_bytes=dtype.nbytes, t2_threshold=threshold,
                     predicted_bandwidth=predicted, smem=smem,
@@ -201,8 +260,8 @@ def worklist(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> WorkList:
     p = kernel.problems[0]
     if plan.family is Family.TSM2L:
         grid = (max(1, ceil_div(ceil_div(p.m, plan.tcf), plan.t1)), 1, 1)
-    elif kernel.layout_a is Layout.COL:  # a lane owns rows_per_warp consecutive rows
-        grid = (ceil_div(p.m, hw.warp_size * plan.rows_per_warp), ceil_div(p.n, plan.t2), 1)
+    elif kernel.layout_a is Layout.COL:  # a lane owns rows_per_warp consecutive rows; a cluster splits k
+        grid = (ceil_div(p.m, hw.warp_size * plan.rows_per_warp) * plan.cluster, ceil_div(p.n, plan.t2), 1)
     else:  # a warp owns rows_per_warp rows
         grid = (ceil_div(p.m, plan.kslices * plan.rows_per_warp), ceil_div(p.n, plan.t2), 1)
     return WorkList(problems=rows, tiles=(), block_offsets=(), grid=grid, block=plan.t1, smem_bytes=plan.smem)

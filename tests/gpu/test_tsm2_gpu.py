@@ -11,7 +11,10 @@ pytestmark = pytest.mark.gpu
 
 @pytest.mark.parametrize("layouts", LAYOUTS)
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
-@pytest.mark.parametrize("m, n, k", [(1, 1, 1), (4099, 7, 1031), (257, 33, 3001), (63, 1, 129), (2000, 16, 4000)])
+# Column-major A on sm_90 splits k over clusters of 8, 7, 5, 2 blocks and (262147 x 3 x 97 f32: enough blocks
+# without) none; n = 33 is two passes of 32 columns.
+@pytest.mark.parametrize("m, n, k", [(1, 1, 1), (4099, 7, 1031), (257, 33, 3001), (63, 1, 129), (2000, 16, 4000),
+                                     (262147, 3, 97), (30011, 16, 2053)])
 def test_tsm2r(dtype, layouts, m, n, k):
     check_schedule(f"kernel k {{ dtype {dtype} {layout_line(layouts)} alpha 1.5 beta 0 gemm {m} x {n} x {k} "
                    "algorithm tsm2r }")
@@ -54,4 +57,50 @@ def test_64_bit_indexing():
     for r in range(0, m, 1 << 26):
         ref = A[r:r + (1 << 26)].astype(cp.float64) @ B.astype(cp.float64)
         worst = max(worst, float(cp.linalg.norm(C[r:r + (1 << 26)] - ref) / cp.linalg.norm(ref)))
+    assert worst < 1e-5
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_tsm2r_is_deterministic(dtype):
+    # The k slices' partial sums are added in a fixed order (warps, then the cluster's blocks): two runs on the
+    # same inputs give the same bits.
+    import cupy as cp
+
+    import gemmc
+
+    kern = gemmc.compile_string(f"kernel k {{ dtype {dtype} layout A col, B col, C col gemm 3001 x 16 x 20011 "
+                                "algorithm tsm2r }")["k"]
+    assert kern.ir.plan.cluster > 1
+    rng = cp.random.default_rng(3)
+    A = cp.asfortranarray(rng.standard_normal((3001, 20011)).astype(dtype.replace("f", "float")))
+    B = cp.asfortranarray(rng.standard_normal((20011, 16)).astype(A.dtype))
+    C1 = cp.full((3001, 16), cp.nan, dtype=A.dtype, order="F")
+    C2 = C1.copy(order="F")
+    kern([A], [B], [C1])
+    kern([A], [B], [C2])
+    assert bool((C1 == C2).all())
+
+
+@pytest.mark.parametrize("a_layout", ["col", "row"])
+def test_tsm2r_64_bit_indexing(a_layout):
+    # m * k > 2^32 elements (17 GB of A in f32): the offsets of the k slices must not wrap.
+    import cupy as cp
+
+    import gemmc
+
+    m, n, k = (1 << 20) + 7, 2, 4099
+    kern = gemmc.compile_string(f"kernel k {{ layout A {a_layout}, C col gemm {m} x {n} x {k} "
+                                "algorithm tsm2r }")["k"]
+    rng = cp.random.default_rng(11)
+    A = rng.standard_normal((m, k), dtype=cp.float32)
+    A = cp.asfortranarray(A) if a_layout == "col" else A
+    B = rng.standard_normal((k, n), dtype=cp.float32)
+    C = cp.full((m, n), cp.nan, dtype=cp.float32, order="F")
+    kern([A], [B], [C])
+    worst = 0.0
+    for r in range(0, m, 1 << 16):
+        ref = A[r:r + (1 << 16)].astype(cp.float64) @ B.astype(cp.float64)
+        worst = max(worst, float(cp.linalg.norm(C[r:r + (1 << 16)] - ref) / cp.linalg.norm(ref)))
+    del A
+    cp.get_default_memory_pool().free_all_blocks()
     assert worst < 1e-5

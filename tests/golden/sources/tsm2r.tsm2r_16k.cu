@@ -3,7 +3,7 @@
 // dtype f32, layout A col B col C col, alpha 1.0, beta 0.0
 // precision f32, algorithm tsm2r, batching auto
 // batch of 1 problem(s)
-// tsm2r: t1 256, t2 8, t3 8, k slices 8, rows/warp 2; shared memory 16384 B, ~56 regs
+// tsm2r: t1 128, t2 8, t3 4, k slices 4 x cluster 4, 2 stages, rows/warp 4; shared memory 17408 B, ~92 regs
 // t2 threshold 90.8 (n above it is compute-bound); predicted 2.95 TB/s
 
 
@@ -12,6 +12,20 @@
 #define GEMMC_BARRIER(id, nthreads) asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(nthreads) : "memory")
 #define GEMMC_FMA(a, b, c) fma((a), (b), (c))
 #define GEMMC_SHFL_DOWN(v, delta) __shfl_down_sync(0xffffffffu, (v), (delta))
+// Asynchronous global->shared copy of 4, 8 or 16 bytes (sm_80+): the bytes are in flight without holding
+// registers. A thread sees its own copies after gemmc_cp_async_wait<N>() (at most N newer groups pending).
+template <int BYTES>
+__device__ __forceinline__ void gemmc_cp_async(void* smem, const void* gmem) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  if (BYTES == 16)  // .cg: L2 only, A is streamed once
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(s), "l"(gmem), "n"(BYTES) : "memory");
+}
+__device__ __forceinline__ void gemmc_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void gemmc_cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+#define GEMMC_SYNCWARP() __syncwarp()
 
 // One row of the problem table: sizes and leading dimensions in elements (64-bit: m * k may exceed 2^32).
 struct gemmc_problem {
@@ -32,18 +46,46 @@ __device__ __forceinline__ bool gemmc_vec_ok(const T* p, long long ld, long long
 }
 
 // TSM2R (paper 002 §3.1): C (m x n) = alpha * A (m x k) * B (k x n) + beta * C, A large, n small. Memory-bound
-// on A, which is read exactly once when n <= T2 (else once per pass of T2 columns, grid.y). B is staged through
-// shared memory in chunks of KC rows; every thread keeps its C values in registers.
+// on A, which is read exactly once when n <= T2 (else once per pass of T2 columns, grid.y); every thread keeps its
+// C values in registers.
 //
 // Column-major A (the paper's layout): each lane owns RW consecutive rows (one 16-byte vector of a column), so a
-// warp reads WARP x RW consecutive rows of a column at once. The block's KS warps split every chunk of k into
-// KS slices of T3 rows (T3 vector loads in flight per thread: the paper's t3) and their partial sums are added
-// in a fixed order at the end (deterministic).
+// warp reads WARP x RW consecutive rows of a column at once. k is split S x KW ways: over the S blocks of a
+// thread-block cluster (grid.x = row tiles x S) and the KW warps of each block. Every warp streams its own
+// contiguous k slice with no barrier, T3 vector loads of A in flight (the next batch is loaded before the current
+// one is used), and reads B with warp-uniform loads (one address per warp: an L1/L2 broadcast). The partial sums
+// are added in a fixed order at the end (deterministic): the block's KW warps through shared memory, then the
+// cluster's S blocks through distributed shared memory, each block storing its share of the tile.
 //
 // Row-major A: one warp per group of RW rows; the lanes split k into 16-byte vectors (a warp reads WARP x 16
 // contiguous bytes of a row), B is staged transposed so that each lane reads its 4 k values of one column as
 // one vector, and the lanes' partial sums are reduced with shuffles in a fixed order.
-template <typename T, int T2, int KS, int T3, int RW, int WARP, bool A_ROW, bool B_ROW, bool C_ROW, bool BETA_ZERO>
+// Thread-block clusters (sm_90): the rank of this block, a barrier over the cluster that orders shared-memory
+// writes before it against reads after it, and a load from another block's shared memory.
+__device__ __forceinline__ int gemmc_cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return (int)r;
+}
+__device__ __forceinline__ void gemmc_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ float gemmc_dsmem_load(const float* local, int rank) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(local), r;
+  float v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(r) : "memory");
+  return v;
+}
+__device__ __forceinline__ double gemmc_dsmem_load(const double* local, int rank) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(local), r;
+  double v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+  asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(r) : "memory");
+  return v;
+}
+template <typename T, int T2, int KS, int S, int T3, int STAGES, int RW, int WARP, bool A_ROW, bool B_ROW, bool C_ROW,
+          bool BETA_ZERO>
 __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __restrict__ A, const T* __restrict__ B,
                                             T* __restrict__ C, T alpha, T beta, T* __restrict__ smem) {
   const int tid = threadIdx.x, lane = tid % WARP, warp = tid / WARP;
@@ -63,62 +105,139 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
   };
 
   if (!A_ROW) {
-    constexpr int KC = KS * T3;  // k rows per chunk
-    constexpr int R = RW;        // consecutive rows per lane: one 16-byte vector of a column
-    const long long m = ((long long)blockIdx.x * WARP + lane) * R;
-    // A warp reads WARP x R consecutive rows of a column (512 bytes in f32): wide enough for full DRAM bursts,
-    // where 128-byte segments 64 KiB apart were not (H100 run: 30-70% of the copy roof).
-    const bool vec = R > 1 && (p.lda % R == 0) && (reinterpret_cast<unsigned long long>(A) % (R * sizeof(T)) == 0);
+    constexpr int R = RW;            // consecutive rows per lane: one 16-byte vector of a column (or less)
+    constexpr int MT = WARP * R;     // rows per block (the row tile)
+    constexpr int P = S * KS;        // k slices per row tile
+    // B elements per uniform load (16 bytes at most): along n for row-major B, along k (within a batch) otherwise.
+    constexpr int VW = 16 / sizeof(T);
+    constexpr int VB = B_ROW ? (T2 % VW == 0 ? VW : 1) : (T3 % VW == 0 ? VW : T3);
+    const int rank = gemmc_cluster_rank();
+    const long long tile = (long long)blockIdx.x / S;
+    const long long m = (tile * WARP + lane) * R;
+    // This warp's k slice: whole batches of T3 columns, so only the last slice ends in a partial batch.
+    const long long per = ((p.k + P - 1) / P + T3 - 1) / T3 * T3;
+    const long long kb = (long long)(rank * KS + warp) * per;
+    const long long ke = kb + per < p.k ? kb + per : p.k;
+    // A warp reads WARP x R consecutive rows of a column (512 bytes): wide enough for full DRAM bursts.
+    const bool avec = R > 1 && (p.lda % R == 0) && (reinterpret_cast<unsigned long long>(A) % (R * sizeof(T)) == 0);
+    const bool rows_full = m + R <= p.m;
+    // B along k (column-major B) or along n (row-major B) in vectors: the slices start at multiples of T3.
+    const bool bvec = VB > 1 && (p.ldb % VB == 0) &&
+                      (reinterpret_cast<unsigned long long>(B) % (VB * sizeof(T)) == 0) && (!B_ROW || p.n % VB == 0);
+    // This warp's ring of STAGES batches in shared memory: per stage, T3 columns x WARP lanes x R rows of A (each
+    // lane reads back only the rows it copied itself) and the batch's T3 x T2 values of B (all lanes read them:
+    // [T2][T3] for column-major B, [T3][T2] for row-major), padded to 16 bytes. After the loop the same region
+    // holds the warp's partial sums.
+    constexpr int AS = T3 * WARP * R, BS = (T3 * T2 * (int)sizeof(T) + 15) / 16 * 16 / (int)sizeof(T);
+    constexpr int STAGE = AS + BS;
+    constexpr int REGION = STAGES * STAGE > T2 * MT ? STAGES * STAGE : T2 * MT;
+    T* ring = smem + warp * REGION;
+    // Copy batch `b` (columns kb + b * T3 ..) into its stage: 16-byte (or R-element) asynchronous copies where
+    // the vector is whole and aligned, plain zero-filled copies at the edges.
+    auto copy_batch = [&](long long b) {
+      const long long k0 = kb + b * T3;
+      T* as = ring + (b % STAGES) * STAGE;
+      T* bs = as + AS;
+#pragma unroll
+      for (int u = 0; u < T3; ++u) {
+        T* dst = as + (u * WARP + lane) * R;
+        const T* col = A + (k0 + u) * p.lda + m;
+        if (k0 + u < ke && avec && rows_full) {
+          gemmc_cp_async<(int)(R * sizeof(T))>(dst, col);
+        } else {
+#pragma unroll
+          for (int r = 0; r < R; ++r) dst[r] = (k0 + u < ke && m + r < p.m) ? col[r] : T(0);
+        }
+      }
+      if (bvec && k0 + T3 <= ke) {
+        constexpr int CHUNKS = T3 * T2 / VB;
+#pragma unroll
+        for (int c0 = 0; c0 < CHUNKS; c0 += WARP) {
+          const int c = c0 + lane;
+          if (c < CHUNKS) {
+            if (B_ROW) {  // chunk c: row u, columns j .. j + VB - 1
+              const int u = c / (T2 / VB), j = c % (T2 / VB) * VB;
+              if (j < ncols) gemmc_cp_async<(int)(VB * sizeof(T))>(bs + u * T2 + j, B + (k0 + u) * p.ldb + n0 + j);
+            } else {  // chunk c: column j, rows u .. u + VB - 1
+              const int j = c / (T3 / VB), u = c % (T3 / VB) * VB;
+              if (j < ncols) gemmc_cp_async<(int)(VB * sizeof(T))>(bs + j * T3 + u, B + (n0 + j) * p.ldb + k0 + u);
+            }
+          }
+        }
+      } else {
+        for (int e = lane; e < T3 * T2; e += WARP) {
+          const int u = B_ROW ? e / T2 : e % T3, j = B_ROW ? e % T2 : e / T3;
+          bs[e] = b_at(k0 + u, j);
+        }
+      }
+      gemmc_cp_async_commit();
+    };
     T acc[R][T2];
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
       for (int j = 0; j < T2; ++j) acc[r][j] = T(0);
-    T* bs = smem;  // [KC][T2]
-    for (long long kc = 0; kc < p.k; kc += KC) {
-      for (int i = tid; i < KC * T2; i += KS * WARP) bs[i] = b_at(kc + i / T2, i % T2);
-      __syncthreads();
-      const long long k0 = kc + (long long)warp * T3;
+    const long long batches = (ke - kb + T3 - 1) / T3;  // <= 0 when this slice is past the end of k
+#pragma unroll
+    for (int b = 0; b < STAGES - 1; ++b) copy_batch(b);
+    for (long long b = 0; b < batches; ++b) {
+      gemmc_cp_async_wait<STAGES - 2>();  // this lane's copies of batch b have landed
+      GEMMC_SYNCWARP();  // and every lane's (B); every lane is also done reading the stage refilled next
+      copy_batch(b + STAGES - 1);
+      const T* as = ring + (b % STAGES) * STAGE;
+      const T* bs = as + AS;
       T a[T3][R];
 #pragma unroll
       for (int u = 0; u < T3; ++u) {
-        const T* col = A + (k0 + u) * p.lda + m;
-        if (vec && k0 + u < p.k && m + R <= p.m) {
-          const gemmc_vec<T, R> v = *reinterpret_cast<const gemmc_vec<T, R>*>(col);
+        const gemmc_vec<T, R> v = *reinterpret_cast<const gemmc_vec<T, R>*>(as + (u * WARP + lane) * R);
 #pragma unroll
-          for (int r = 0; r < R; ++r) a[u][r] = v.v[r];
-        } else {
-#pragma unroll
-          for (int r = 0; r < R; ++r) a[u][r] = (k0 + u < p.k && m + r < p.m) ? col[r] : T(0);
-        }
+        for (int r = 0; r < R; ++r) a[u][r] = v.v[r];
       }
+      if (B_ROW) {
 #pragma unroll
-      for (int u = 0; u < T3; ++u)
+        for (int u = 0; u < T3; ++u)
+#pragma unroll
+          for (int j = 0; j < T2; ++j)
+#pragma unroll
+            for (int r = 0; r < R; ++r) acc[r][j] = GEMMC_FMA(a[u][r], bs[u * T2 + j], acc[r][j]);
+      } else {
 #pragma unroll
         for (int j = 0; j < T2; ++j) {
-          const T b = bs[(warp * T3 + u) * T2 + j];
+          if (j >= ncols) break;  // uniform: the columns past n are never stored
 #pragma unroll
-          for (int r = 0; r < R; ++r) acc[r][j] = GEMMC_FMA(a[u][r], b, acc[r][j]);
+          for (int u = 0; u < T3; ++u)
+#pragma unroll
+            for (int r = 0; r < R; ++r) acc[r][j] = GEMMC_FMA(a[u][r], bs[j * T3 + u], acc[r][j]);
         }
-      __syncthreads();
+      }
     }
-    // Partial sums of the KS slices, added in slice order by warp 0.
-    T* red = smem;  // [KS][T2][R][WARP]
+    gemmc_cp_async_wait<0>();  // the copies past the slice (zero fills and none) are done before the ring is reused
+    GEMMC_SYNCWARP();
+    // The KS warps' partial sums ([T2][MT] in each warp's region), added in warp order into warp 0's: the block's.
+    T* red = smem;
 #pragma unroll
     for (int j = 0; j < T2; ++j)
 #pragma unroll
-      for (int r = 0; r < R; ++r) red[((warp * T2 + j) * R + r) * WARP + lane] = acc[r][j];
+      for (int r = 0; r < R; ++r) ring[j * MT + lane * R + r] = acc[r][j];
     __syncthreads();
-    if (warp == 0) {
-      for (int j = 0; j < ncols; ++j)
+    for (int v = tid; v < T2 * MT; v += KS * WARP) {
+      T sum = red[v];
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
-          if (m + r >= p.m) continue;
-          T sum = red[(j * R + r) * WARP + lane];
-          for (int s = 1; s < KS; ++s) sum += red[((s * T2 + j) * R + r) * WARP + lane];
-          store(m + r, j, sum);
-        }
+      for (int w = 1; w < KS; ++w) sum += red[w * REGION + v];
+      red[v] = sum;
     }
+    gemmc_cluster_sync();  // every block's sum is visible to the cluster
+    // The cluster's threads split the tile; each adds the S blocks' sums in rank order.
+    for (int v = rank * KS * WARP + tid; v < T2 * MT; v += S * KS * WARP) {
+      const int j = v / MT;
+      const long long row = tile * MT + v % MT;
+      if (j >= ncols || row >= p.m) continue;
+      T sum = gemmc_dsmem_load(red + v, 0);
+#pragma unroll
+      for (int q = 1; q < S; ++q) sum += gemmc_dsmem_load(red + v, q);
+      store(row, j, sum);
+    }
+    gemmc_cluster_sync();  // no block exits while another still reads its shared memory
   } else {
     constexpr int KC = WARP * 4;  // k values per chunk: one 16-byte vector (4 elements) per lane
     const long long m0 = ((long long)blockIdx.x * KS + warp) * RW;
@@ -170,7 +289,7 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) gemmc_tsm2r_16k_tsm2r_f32_ccc(
+extern "C" __global__ void __launch_bounds__(128, 5) __cluster_dims__(4, 1, 1) gemmc_tsm2r_16k_tsm2r_f32_ccc(
     const gemmc_problem* __restrict__ problems, const int* __restrict__ block_offsets,
     const int4* __restrict__ tiles, const float* const* __restrict__ A, const float* const* __restrict__ B,
     float* const* __restrict__ C, float alpha, float beta) {
@@ -179,6 +298,6 @@ const float alpha_ = 1.0f;
   const float beta_ = 0.0f;
   (void)alpha; (void)beta;
   (void)block_offsets; (void)tiles;  // TSM2 maps blocks to rows by arithmetic: no work list
-  gemmc_tsm2r<float, 8, 8, 8, 2, 32, false, false, false, true>(
+  gemmc_tsm2r<float, 8, 4, 4, 4, 2, 4, 32, false, false, false, true>(
       problems[0], A[0], B[0], C[0], alpha_, beta_, reinterpret_cast<float*>(gemmc_smem_raw));
 }

@@ -1,0 +1,122 @@
+"""Experiment: column-major TSM2R around the planner's choice. For a few cases, time the planned kernel and
+variants that change one knob: the depth of each warp's cp.async ring (stages), the cluster size (blocks that
+split k), the register request (`__launch_bounds__` min blocks off) and 8 warps per block. Every variant is
+checked against float64. Kernels are compiled in parallel worker processes first (CuPy's disk cache), then
+timed in this one.
+
+    python3 bench/experiments/tsm2r_variants.py --out $OUT
+
+Predictions: in docs/PERFORMANCE-tallskinny.md, written before each run.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import timing  # noqa: E402
+
+import gemmc  # noqa: E402
+from gemmc.api import CompiledKernel  # noqa: E402
+from gemmc.passes import tsm2  # noqa: E402
+from gemmc.passes.tlp import occupancy  # noqa: E402
+
+CASES = [("f32", 8192, 16), ("f32", 8192, 1), ("f32", 8192, 8), ("f32", 8192, 32), ("f64", 8192, 16),
+         ("f64", 8192, 32), ("f32", 30720, 16)]
+
+
+def base(dtype: str, m: int, n: int) -> CompiledKernel:
+    return gemmc.compile_string(f"kernel t {{ dtype {dtype} layout A col, B col, C col gemm {m} x {n} x {m} "
+                                "algorithm tsm2r }")["t"]
+
+
+def variant(kern: CompiledKernel, **changes) -> CompiledKernel:
+    """The planned kernel with some knobs changed; shared memory and the min-blocks request follow."""
+    hw = kern.target
+    plan = dataclasses.replace(kern.ir.plan, **changes)
+    smem = tsm2.column_smem(plan.kslices, plan.t2, plan.t3, plan.stages, plan.rows_per_warp, kern.ir.dtype, hw)
+    blocks = max(1, occupancy(hw, plan.kslices * hw.warp_size, plan.regs, smem).blocks_per_sm)
+    plan = dataclasses.replace(plan, t1=plan.kslices * hw.warp_size, smem=smem,
+                               min_blocks=changes.get("min_blocks", blocks))
+    ir = dataclasses.replace(kern.ir, plan=plan)
+    ir = dataclasses.replace(ir, work=tsm2.worklist(ir, plan, hw))
+    return CompiledKernel(ir, hw, "<variant>")
+
+
+def variants(dtype: str, m: int, n: int) -> list[tuple[str, CompiledKernel]]:
+    kern = base(dtype, m, n)
+    plan = kern.ir.plan
+    out = [("plan", kern)]
+    out += [(f"stages {s}", variant(kern, stages=s)) for s in (2, 4, 8) if s != plan.stages]
+    out += [(f"cluster {c}", variant(kern, cluster=c)) for c in (1, 2, 4, 8) if c != plan.cluster]
+    out.append(("no min blocks", variant(kern, min_blocks=0)))
+    out.append(("8 warps", variant(kern, kslices=8, cluster=max(1, plan.cluster // 2))))
+    return out
+
+
+def compile_one(args: tuple[str, str, int, int]) -> str:
+    from gemmc.runtime.compile import device_function
+
+    label, dtype, m, n = args
+    kern = dict(variants(dtype, m, n))[label]
+    device_function(kern.source, kern.rendered.entry)
+    return label
+
+
+def time_case(dtype: str, m: int, n: int) -> list[dict]:
+    import torch
+
+    from gemmc.runtime.launch import kernel_function
+
+    tdt = torch.float32 if dtype == "f32" else torch.float64
+    k = m
+    A = torch.randn(k, m, device="cuda", dtype=tdt).t()  # column-major m x k
+    B = torch.randn(n, k, device="cuda", dtype=tdt).t()
+    ref = A.double() @ B.double()
+    nbytes = (m * k + k * n + m * n) * A.element_size()
+    rows = []
+    for label, kern in variants(dtype, m, n):
+        C = torch.full((n, m), float("nan"), device="cuda", dtype=tdt).t()
+        kern([A], [B], [C])
+        err = float((C.double() - ref).norm() / ref.norm())
+        t = timing.device_seconds(timing.gemmc_graph(lambda kern=kern, C=C: kern([A], [B], [C])), calls=20,
+                                  windows=5)
+        plan = kern.ir.plan
+        rows.append({"case": f"{dtype} m=k={m} n={n}", "variant": label, "stages": plan.stages, "cluster": plan.cluster,
+                     "warps": plan.kslices, "min_blocks": plan.min_blocks, "regs": int(kernel_function(kern).num_regs),
+                     "us": t * 1e6, "tbs": nbytes / t / 1e12, "predicted_tbs": plan.predicted_bandwidth / 1e12,
+                     "err": err})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def main() -> None:
+    import torch
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default="bench/results")
+    parser.add_argument("--jobs", type=int, default=12)
+    args = parser.parse_args()
+    jobs = [(label, dtype, m, n) for dtype, m, n in CASES for label, _ in variants(dtype, m, n)]
+    import multiprocessing
+
+    with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(compile_one, jobs))
+    rows = []
+    for dtype, m, n in CASES:
+        rows += time_case(dtype, m, n)
+        torch.cuda.empty_cache()
+    path = timing.write_results(args.out, "tsm2r-variants", rows)
+    print(timing.table(rows, ["case", "variant", "stages", "cluster", "warps", "min_blocks", "regs", "us", "tbs",
+                              "predicted_tbs", "err"]))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
