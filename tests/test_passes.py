@@ -49,7 +49,7 @@ def test_micro_tile(bm, bn, threads, expected):
 
 def test_uniform_tile_fills_the_machine():
     big = kernel("kernel k { gemm 4096 x 4096 x 4096 }")
-    assert uniform_variant(big, H100)[0] == SimtVariant(128, 128, 8, 8, 8, 256)
+    assert uniform_variant(big, H100)[0] == SimtVariant(128, 128, 16, 8, 8, 256)
     # 4 x 196 x 192-ish problems: 128x128 gives 16 blocks, 64x64 gives 48, 32x32 gives 154 >= 132 SMs.
     inc = kernel("kernel k { batch { a 196 x 192 x 192  b 196 x 16 x 192  c 196 x 96 x 192  d 196 x 64 x 192 } }")
     assert uniform_variant(inc, H100)[0].bm == 32

@@ -23,9 +23,13 @@ from gemmc.passes.tlp import SMEM_RESERVED_PER_BLOCK, ceil_div, coordinated_thre
 from gemmc.passes.worklist import problem_rows, problem_tiles
 
 # Uniform catalogue, largest first. 8x8 micro-tiles give 2 FMAs per shared-memory byte read in f32; f64 halves
-# the micro-tile to stay under the register file's 255 per thread.
-UNIFORM_F32 = (SimtVariant(128, 128, 8, 8, 8, 256), SimtVariant(64, 64, 8, 4, 4, 256),
-               SimtVariant(32, 32, 8, 2, 2, 256))
+# the micro-tile to stay under the register file's 255 per thread. K steps: measured on the H100
+# (bench/results/2026-11-22_h100_simt_occupancy_call1.log), 128x128 at BK 16 runs 44.1 TFLOP/s at 4096^3 against
+# 36.2 at BK 8 even though BK 16 holds one block per SM (203 registers) and BK 8 two (128): the k-tile turnaround
+# (staged stores, barrier) costs more than the second block hides. The small tiles are latency-bound, so they
+# take long K steps (the same finding as passes/tiling.py's 128-thread levels).
+UNIFORM_F32 = (SimtVariant(128, 128, 16, 8, 8, 256), SimtVariant(64, 64, 16, 4, 4, 256),
+               SimtVariant(32, 32, 32, 2, 2, 256))
 UNIFORM_F64 = (SimtVariant(128, 64, 8, 8, 4, 256), SimtVariant(64, 64, 8, 4, 4, 256),
                SimtVariant(32, 32, 8, 2, 2, 256))
 

@@ -42,15 +42,16 @@ def _level(name: str, bm: int, bn: int, bk: int, threads: int) -> Level:
 # 64x128 / 128x64 and 128x128 on top. K steps: the small tiles' blocks are latency-bound (each k step waits for
 # a global load; measured on the H100, bench/results/2026-11-22_h100_irregular_quick_run1.json: 12 k steps of
 # 16 took 8.6 us where 24 steps of 8 took 15.3 us), so the 128-thread levels take 32 per step, twice the
-# paper's Tk = 16; the larger tiles have enough work per step with 16 or 8.
+# paper's Tk = 16; the larger tiles take 16 (128x128 at BK 16 runs 44.1 TFLOP/s at 4096^3 against 36.2 at BK 8:
+# bench/results/2026-11-22_h100_simt_occupancy_call1.log).
 LOADBALANCED_LEVELS: tuple[Level, ...] = (
     _level("small", 16, 16, 32, 128),
     _level("small-medium", 16, 32, 32, 128),
     _level("medium", 32, 32, 32, 128),
     _level("medium-large", 32, 64, 16, 256),
     _level("large", 64, 64, 16, 256),
-    _level("x-large", 64, 128, 8, 256),
-    _level("huge", 128, 128, 8, 256),
+    _level("x-large", 64, 128, 16, 256),
+    _level("huge", 128, 128, 16, 256),
 )
 
 # Paper 003, Table 2 (BK = 8), in priority order (area; tall before wide), for 256 and for 128 threads. The
