@@ -27,9 +27,10 @@ from gemmc.passes.worklist import problem_rows, problem_tiles
 # (bench/results/2026-11-22_h100_simt_occupancy_call1.log), 128x128 at BK 16 runs 44.1 TFLOP/s at 4096^3 against
 # 36.2 at BK 8 even though BK 16 holds one block per SM (203 registers) and BK 8 two (128): the k-tile turnaround
 # (staged stores, barrier) costs more than the second block hides. The small tiles are latency-bound, so they
-# take long K steps (the same finding as passes/tiling.py's 128-thread levels).
+# take long K steps (the same finding as passes/tiling.py's 128-thread levels); 32x32 with 128 threads measured
+# 5-8% faster than with 256 on three Inception modules (bench/results/2026-11-22_h100_simt_tiles_call2.log).
 UNIFORM_F32 = (SimtVariant(128, 128, 16, 8, 8, 256), SimtVariant(64, 64, 16, 4, 4, 256),
-               SimtVariant(32, 32, 32, 2, 2, 256))
+               SimtVariant(32, 32, 32, 2, 4, 128))
 UNIFORM_F64 = (SimtVariant(128, 64, 8, 8, 4, 256), SimtVariant(64, 64, 8, 4, 4, 256),
                SimtVariant(32, 32, 8, 2, 2, 256))
 

@@ -177,6 +177,15 @@ STEP_OVERHEAD = 40  # instructions per thread per k step besides the math: loads
 STEP_LATENCY_CYCLES = 1000  # one k step of a lone block: a global load round trip plus a barrier (H100, see above)
 
 
+SCHEDULERS = 4  # warp schedulers per SM (every NVIDIA target since Volta; CDNA: 4 SIMDs per CU)
+
+
+def step_instructions(v: SimtVariant, elem_bytes: int = 4) -> float:
+    """Instructions one thread issues per k step: FMAs, fragment loads and staging (see issue_efficiency)."""
+    fmas = v.tm * v.tn * v.bk
+    return fmas / issue_efficiency(v, elem_bytes)
+
+
 def issue_efficiency(v: SimtVariant, elem_bytes: int = 4) -> float:
     """Share of a thread's instructions that are FMAs. Per k (bk steps of the inner loop) a thread issues
     bk x tm x tn FMAs, bk shared-memory loads per vector of its row and column fragments (16-byte vectors where
@@ -208,10 +217,16 @@ def estimate(tiling: Tiling, problems: tuple[Problem, ...], count: int, hw: Hard
                  for c, v, p in zip(counts, tiling.variants, problems, strict=True))
     useful = sum(p.flops for p in problems) * count
     throughput = issued / (hw.fp32_flops * utilization) if utilization else float("inf")
-    # Latency bound: blocks run in waves of the resident capacity; a wave lasts as long as its longest block.
+    # Latency bound: blocks run in waves of the resident capacity; a wave lasts as long as its longest block, and
+    # each of its k steps costs a load round trip plus the step's instructions of every warp sharing a scheduler
+    # (SCHEDULERS per SM). Without the second term 16x16 tiles (1x2 micro-tiles, 5 blocks per SM) looked faster
+    # than 32x32 ones on the Inception modules; measured 12.6 against 8.5 us
+    # (bench/results/2026-11-22_h100_simt_tiles_call2.log).
     resident = max(1, occ.blocks_per_sm * hw.sm_count)
     waves = ceil_div(sum(counts), resident)
-    steps = max(ceil_div(p.k, v.bk) for p, v in zip(problems, tiling.variants, strict=True))
-    latency = waves * steps * STEP_LATENCY_CYCLES / hw.clock_hz
+    wave_warps = min(warps, capacity) / (hw.sm_count * SCHEDULERS)
+    step_cycles = max((STEP_LATENCY_CYCLES + step_instructions(v) * wave_warps) * ceil_div(p.k, v.bk)
+                      for p, v in zip(problems, tiling.variants, strict=True))
+    latency = waves * step_cycles / hw.clock_hz
     return Estimate(padded / 1e9, useful / 1e9, warps, occ, utilization, max(throughput, latency), latency,
                     tlp_old(counts, block), tlp_new(counts, threads, hw.warp_size))

@@ -3,7 +3,7 @@
 // dtype f32, layout A col B col C col, alpha runtime, beta runtime
 // precision f32, algorithm auto, batching auto
 // batch of 1 problem(s)
-// variant 0: 32x16x32 threads 128 micro 2x2
+// variant 0: 64x64x16 threads 256 micro 4x4
 // pipeline stages 2
 
 
@@ -264,7 +264,7 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128, 5) gemmc_colmajor_simt_f32_ccc(
+extern "C" __global__ void __launch_bounds__(256, 2) gemmc_colmajor_simt_f32_ccc(
     const gemmc_problem* __restrict__ problems, const int* __restrict__ block_offsets,
     const int4* __restrict__ tiles, const float* const* __restrict__ A, const float* const* __restrict__ B,
     float* const* __restrict__ C, float alpha, float beta) {
@@ -280,9 +280,9 @@ const float alpha_ = alpha;
     const int4 tile = tiles[t];
     const gemmc_problem p = problems[tile.x];
     switch (tile.w) {
-      case 0:  // 32x16x32, 128 threads, micro-tile 2x2
-        if (tid < 128)
-          gemmc_simt_tile<float, 32, 16, 32, 2, 2, 128, 2, 4, false, true, false, false>(
+      case 0:  // 64x64x16, 256 threads, micro-tile 4x4
+        if (tid < 256)
+          gemmc_simt_tile<float, 64, 64, 16, 4, 4, 256, 2, 4, false, true, false, false>(
               p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
         break;
       default:

@@ -3,7 +3,7 @@
 // dtype f32, layout A row B row C row, alpha 1.0, beta 0.0
 // precision f32, algorithm auto, batching auto
 // batch of 1 problem(s)
-// variant 0: 128x128x8 threads 256 micro 8x8
+// variant 0: 128x128x16 threads 256 micro 8x8
 // pipeline stages 2
 
 
@@ -264,7 +264,7 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256, 2) gemmc_sgemm4096_simt_f32_rrr(
+extern "C" __global__ void __launch_bounds__(256, 1) gemmc_sgemm4096_simt_f32_rrr(
     const gemmc_problem* __restrict__ problems, const int* __restrict__ block_offsets,
     const int4* __restrict__ tiles, const float* const* __restrict__ A, const float* const* __restrict__ B,
     float* const* __restrict__ C, float alpha, float beta) {
@@ -280,9 +280,9 @@ const float alpha_ = 1.0f;
     const int4 tile = tiles[t];
     const gemmc_problem p = problems[tile.x];
     switch (tile.w) {
-      case 0:  // 128x128x8, 256 threads, micro-tile 8x8
+      case 0:  // 128x128x16, 256 threads, micro-tile 8x8
         if (tid < 256)
-          gemmc_simt_tile<float, 128, 128, 8, 8, 8, 256, 2, 4, true, false, true, true>(
+          gemmc_simt_tile<float, 128, 128, 16, 8, 8, 256, 2, 4, true, false, true, true>(
               p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
         break;
       default:
