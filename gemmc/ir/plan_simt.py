@@ -56,6 +56,7 @@ class SimtVariant:
 
 
 REG_CAP = 128  # registers per thread the kernel is compiled for (see SimtPlan.min_blocks)
+FLOOR_OVERHEAD = 32  # addresses and loop state beside the arrays, at the least
 CAP_HEADROOM = 40  # registers besides the arrays: pointers, loop state, indices (88 + 40 fits, 92 + 40 spills)
 
 
@@ -84,12 +85,17 @@ class SimtPlan(FamilyPlan):
     def variant_need(self, v: SimtVariant) -> int:
         """Registers per thread the variant is compiled for: its unconstrained estimate with a margin for the
         fit's error, or REG_CAP when its arrays fit under the cap."""
-        words = self.elem_bytes // 4
-        arrays = words * (v.tm * v.tn + v.tm + v.tn + (v.bm + v.bn) * v.bk // v.threads)
+        arrays = self.variant_floor(v) - FLOOR_OVERHEAD
         natural = self.variant_regs_free(v)
         if arrays + CAP_HEADROOM <= REG_CAP:
             return min(REG_CAP, -(-natural * 23 // 20))
         return min(255, -(-natural * 23 // 20))
+
+    def variant_floor(self, v: SimtVariant) -> int:
+        """Registers the variant's arrays hold at once (accumulators, one k-step's fragments, the staged next
+        k-tile) plus FLOOR_OVERHEAD for addresses: the resource check's bound (E302)."""
+        words = self.elem_bytes // 4
+        return words * (v.tm * v.tn + v.tm + v.tn + (v.bm + v.bn) * v.bk // v.threads) + FLOOR_OVERHEAD
 
     def variant_regs_free(self, v: SimtVariant) -> int:
         """ptxas's register count without a bound, fitted to its reports for every catalogue variant

@@ -71,7 +71,7 @@ def check_variants(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> None:
         if v.threads > hw.max_threads_per_block:
             diags.append(Diagnostic("E301", f"{v.threads} threads exceed {hw.arch}'s {hw.max_threads_per_block} "
                                     "per block", kernel.where("threads")))
-        regs = plan.variant_regs(v)
+        regs = plan.variant_floor(v)  # what no compiler can go below; the fitted estimates extrapolate past 255
         if regs > hw.max_regs_per_thread:
             diags.append(Diagnostic("E302", f"micro-tile {v.tm}x{v.tn} needs about {regs} registers per thread; "
                                     f"{hw.arch} allows {hw.max_regs_per_thread}", where,
