@@ -69,8 +69,9 @@ def old_tlp_kernel(shapes) -> CompiledKernel:
     base = gemmc.compile_string(schedule(shapes, "auto(loadbalanced)"))["irregular"]
     ir, hw = base.ir, base.target
     t = tiling.loadbalanced(ir.problems, 1, hw, default_threshold(hw), metric="old")
-    fresh = simt._plan_from(ir, t.variants, t.method)
-    plan = dataclasses.replace(base.ir.plan, variants=fresh.variants, assignment=fresh.assignment)
+    fresh = simt._plan_from(ir, hw, t.variants, t.method)
+    plan = dataclasses.replace(base.ir.plan, variants=fresh.variants, assignment=fresh.assignment,
+                               min_blocks=fresh.min_blocks, reg_cap=fresh.reg_cap)
     planned = dataclasses.replace(ir, plan=plan, work=simt.worklist(ir, plan, hw))
     return CompiledKernel(planned, hw, "<old-tlp>")
 
@@ -80,7 +81,7 @@ def rel_err(outs, As, Bs) -> float:
                for o, a, b in zip(outs, As, Bs, strict=True))
 
 
-def run_case(name: str, shapes, ablations: bool) -> dict:
+def run_case(name: str, shapes, ablations: tuple[str, ...]) -> dict:
     import torch
 
     As = [torch.randn(m, k, device="cuda") for m, n, k in shapes]
@@ -90,10 +91,11 @@ def run_case(name: str, shapes, ablations: bool) -> dict:
     row: dict = {"case": name, "batch": len(shapes), "gflop": flops / 1e9}
 
     kernels = {"auto": gemmc.compile_string(schedule(shapes, "auto"))["irregular"]}
-    if ablations:
-        for mode in ("uniform", "loadbalanced", "coordinated"):
+    for mode in ablations:
+        if mode == "loadbalanced-oldTLP":
+            kernels[mode] = old_tlp_kernel(shapes)
+        else:
             kernels[mode] = gemmc.compile_string(schedule(shapes, f"auto({mode})"))["irregular"]
-        kernels["loadbalanced-oldTLP"] = old_tlp_kernel(shapes)
     for label, k in kernels.items():
         k(As, Bs, Cs)
         torch.cuda.synchronize()
@@ -129,17 +131,22 @@ def main() -> None:
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--quick", action="store_true", help="fewer random cases")
     parser.add_argument("--no-ablations", action="store_true")
+    parser.add_argument("--cases", default="", help="regular expression: run only the cases whose name matches")
+    parser.add_argument("--ablations", default="uniform,loadbalanced,coordinated,loadbalanced-oldTLP",
+                        help="comma-separated subset of the ablations to time")
+    parser.add_argument("--suffix", default="", help="appended to the suite name of the results file")
     args = parser.parse_args()
     rows = []
-    for name, shapes in inception_cases() + random_cases(args.quick):
-        row = run_case(name, shapes, not args.no_ablations)
+    chosen = [(n, s) for n, s in inception_cases() + random_cases(args.quick) if re.search(args.cases, n)]
+    for name, shapes in chosen:
+        row = run_case(name, shapes, () if args.no_ablations else tuple(args.ablations.split(",")))
         rows.append(row)
         print(f"{name:32s} auto {row['auto_us']:9.1f} us ({row['auto_choice']}), best baseline {row['best_baseline']} "
               f"{min(row['loop_us'], row['bmm_us'], row['grouped_us']):9.1f} us: x{row['speedup']:.2f}, "
               f"{row['tflops']:.1f} TFLOP/s", flush=True)
     geo = math.exp(sum(math.log(r["speedup"]) for r in rows) / len(rows))
     summary = {"geomean_speedup_vs_best": geo, "min_speedup_vs_best": min(r["speedup"] for r in rows)}
-    path = timing.write_results(args.out, "irregular", rows, {"summary": summary})
+    path = timing.write_results(args.out, "irregular" + args.suffix, rows, {"summary": summary})
     cols = ["case", "auto_us", "auto_choice", "uniform_us", "loadbalanced_us", "loadbalanced-oldTLP_us",
             "coordinated_us", "loop_us", "bmm_us", "grouped_us", "speedup", "vs_loop", "tflops", "planner_us",
             "gemmc_err"]

@@ -98,6 +98,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--suffix", default="", help="appended to the suite name of the results file")
     args = parser.parse_args()
     rows = [case_single(4096, "")]
     if not args.quick:
@@ -107,7 +108,7 @@ def main() -> None:
     if not args.quick:
         rows.append(case_batched(64, 512, "tile 64x64x8 threads 64"))
     rows.append(case_inception())
-    path = timing.write_results(args.out, "uniform", rows)
+    path = timing.write_results(args.out, "uniform" + args.suffix, rows)
     print(timing.table(rows, ["case", "gemmc_us", "baseline", "baseline_us", "ratio", "gemmc_tflops",
                               "baseline_tflops", "gemmc_err", "gemmc_host_us"]))
     print(f"wrote {path}")

@@ -49,7 +49,7 @@ def test_micro_tile(bm, bn, threads, expected):
 
 def test_uniform_tile_fills_the_machine():
     big = kernel("kernel k { gemm 4096 x 4096 x 4096 }")
-    assert uniform_variant(big, H100)[0] == SimtVariant(128, 128, 8, 8, 8, 256)
+    assert uniform_variant(big, H100)[0] == SimtVariant(128, 128, 16, 8, 8, 256)
     # 4 x 196 x 192-ish problems: 128x128 gives 16 blocks, 64x64 gives 48, 32x32 gives 154 >= 132 SMs.
     inc = kernel("kernel k { batch { a 196 x 192 x 192  b 196 x 16 x 192  c 196 x 96 x 192  d 196 x 64 x 192 } }")
     assert uniform_variant(inc, H100)[0].bm == 32
@@ -85,3 +85,37 @@ def test_decisions_are_explained():
     k = kernel("kernel k { gemm 4096 x 4096 x 4096 }")
     assert any("family simt" in n for n in k.notes) and any("tile auto" in n for n in k.notes)
     assert any("batching" in n for n in k.notes)
+
+
+def test_launch_bound_caps_the_128x128x8_variant_at_two_blocks():
+    # ptxas fits 128x128x8/256 in 128 registers without spilling, not 128x128x16 (arrays 112 + headroom > 128)
+    # nor f64 128x64x8 (bench/results/2026-11-22_devhost_simt_registers.txt).
+    p8 = kernel("kernel k { gemm 4096 x 4096 x 4096 tile 128x128x8 threads 256 }").plan
+    assert (p8.min_blocks, p8.reg_cap, p8.regs_estimate) == (2, 128, 128)
+    assert "__launch_bounds__(256, 2)" in gemmc.compile_string(
+        "kernel k { gemm 64 x 64 x 64 tile 128x128x8 threads 256 }")["k"].source
+    p16 = kernel("kernel k { gemm 4096 x 4096 x 4096 tile 128x128x16 threads 256 }").plan
+    assert (p16.min_blocks, p16.reg_cap) == (1, 255)
+    f64 = kernel("kernel k { dtype f64 gemm 4096 x 4096 x 4096 tile 128x64x8 threads 256 }").plan
+    assert f64.min_blocks == 1
+
+
+def test_hip_kernels_get_no_minimum_blocks_bound():
+    k = gemmc.compile_string("target hip gfx90a kernel k { gemm 64 x 64 x 64 tile 128x128x8 threads 256 }")["k"]
+    assert k.ir.plan.min_blocks == 0 and "__launch_bounds__(256)" in k.source
+
+
+# (tile, threads, f64, ptxas registers as planned) from bench/results/2026-11-22_devhost_simt_registers.txt
+PTXAS = [((128, 128, 8), 256, False, 128), ((128, 128, 16), 256, False, 199), ((128, 64, 8), 256, False, 113),
+         ((16, 16, 32), 128, False, 71), ((16, 32, 32), 128, False, 96), ((32, 32, 32), 128, False, 113),
+         ((64, 64, 16), 256, False, 95), ((64, 128, 8), 128, False, 189), ((64, 64, 8), 256, True, 124),
+         ((128, 64, 8), 256, True, 172)]
+
+
+@pytest.mark.parametrize("tile, threads, f64, regs", PTXAS)
+def test_register_estimate_is_within_fifteen_percent_of_ptxas(tile, threads, f64, regs):
+    # The old estimate was 17-85% low (docs/PERFORMANCE-irregular.md), which skewed the occupancy model.
+    text = f"kernel k {{ dtype {'f64' if f64 else 'f32'} tile {tile[0]}x{tile[1]}x{tile[2]} threads {threads} " \
+           "gemm 300 x 300 x 300 }"
+    estimate = kernel(text).plan.regs_estimate
+    assert abs(estimate - regs) <= 0.15 * regs

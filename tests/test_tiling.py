@@ -10,7 +10,7 @@ import gemmc
 from gemmc.ir.hardware import TARGETS
 from gemmc.ir.nodes import Problem
 from gemmc.ir.plan_simt import SimtVariant
-from gemmc.passes import tiling
+from gemmc.passes import simt, tiling
 from gemmc.passes.tlp import coordinated_threshold, default_threshold, occupancy, tlp_new, tlp_old
 
 H100 = TARGETS["sm_90"]
@@ -112,3 +112,20 @@ def test_tile_auto_costs_the_eq3_ladder_too_and_forced_modes_do_not():
     body = open("examples/inception_all.gs").read().split("batch {", 1)[1].split("}", 1)[0]
     forced = gemmc.compile_string(f"kernel k {{ tile auto(loadbalanced) batch {{ {body} }} }}")["k"].ir.plan
     assert forced.method == "loadbalanced" and forced.candidates == ()
+
+
+def test_latency_bound_counts_the_scheduler_load_of_small_micro_tiles():
+    # Inception module 2 on the H100: 16x16 tiles (1x2 micro-tiles, 686 blocks) measured 12.6 us, 32x32x32 with
+    # 128 threads 8.5 us (bench/results/2026-11-22_h100_simt_tiles_call2.log). The latency bound used to charge
+    # a k step the same whatever the warps sharing a scheduler issue, and ranked 16x16 first.
+    text = "kernel k { batch { a 784 x 64 x 192  b 784 x 32 x 192  c 784 x 128 x 192 } }"
+    k = gemmc.compile_string(text)["k"]
+    hw, problems = k.target, k.ir.problems
+    small = tiling.Tiling("x", (tiling.variant(16, 16, 32, 128),) * 3, 0, 0)
+    mid = tiling.Tiling("x", (tiling.variant(32, 32, 32, 128),) * 3, 0, 0)
+    est = {}
+    for name, t in (("16", small), ("32", mid)):
+        probe = simt._plan_from(k.ir, hw, t.variants, "x")
+        est[name] = tiling.estimate(t, problems, 1, hw, probe.regs_estimate, probe.smem_bytes).seconds
+    assert est["32"] < est["16"]
+    assert k.ir.plan.variants == (tiling.variant(32, 32, 32, 128),)

@@ -24,6 +24,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
     return {
         "variants": variants,
         "block_threads": plan.threads,
+        "min_blocks": plan.min_blocks,
         "stages": plan.stages,
         "pad": plan.pad,
         # Row-major A (m x k) and column-major B (k x n) are contiguous along k.

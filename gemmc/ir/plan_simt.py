@@ -55,6 +55,11 @@ class SimtVariant:
         return f"{self.bm}x{self.bn}x{self.bk} threads {self.threads} micro {self.tm}x{self.tn}"
 
 
+REG_CAP = 128  # registers per thread the kernel is compiled for (see SimtPlan.min_blocks)
+FLOOR_OVERHEAD = 32  # addresses and loop state beside the arrays, at the least
+CAP_HEADROOM = 40  # registers besides the arrays: pointers, loop state, indices (88 + 40 fits, 92 + 40 spills)
+
+
 @dataclass(frozen=True, slots=True)
 class SimtPlan(FamilyPlan):
     variants: tuple[SimtVariant, ...]
@@ -70,10 +75,35 @@ class SimtPlan(FamilyPlan):
     occupancy: str = ""  # e.g. "16 warps/SM (registers)"
     estimate_us: float = 0.0  # the tiling cost model's estimate
     candidates: tuple[tuple[str, float], ...] = ()  # (method, estimated us) that `tile auto` weighed
+    min_blocks: int = 0  # __launch_bounds__'s blocks per SM (passes/simt.py: bound_blocks); 0: no bound
+    reg_cap: int = 0  # the registers per thread that bound leaves (0: no bound)
 
     @property
     def threads(self) -> int:
         return max(v.threads for v in self.variants)
+
+    def variant_need(self, v: SimtVariant) -> int:
+        """Registers per thread the variant is compiled for: its unconstrained estimate with a margin for the
+        fit's error, or REG_CAP when its arrays fit under the cap."""
+        arrays = self.variant_floor(v) - FLOOR_OVERHEAD
+        natural = self.variant_regs_free(v)
+        if arrays + CAP_HEADROOM <= REG_CAP:
+            return min(REG_CAP, -(-natural * 23 // 20))
+        return min(255, -(-natural * 23 // 20))
+
+    def variant_floor(self, v: SimtVariant) -> int:
+        """Registers the variant's arrays hold at once (accumulators, one k-step's fragments, the staged next
+        k-tile) plus FLOOR_OVERHEAD for addresses: the resource check's bound (E302)."""
+        words = self.elem_bytes // 4
+        return words * (v.tm * v.tn + v.tm + v.tn + (v.bm + v.bn) * v.bk // v.threads) + FLOOR_OVERHEAD
+
+    def variant_regs_free(self, v: SimtVariant) -> int:
+        """ptxas's register count without a bound, fitted to its reports for every catalogue variant
+        (bench/results/2026-11-22_devhost_simt_registers.txt; within ~10%): accumulators and the staged
+        next k-tile dominate, the fragments are reused."""
+        words = self.elem_bytes // 4
+        staged = (v.bm + v.bn) * v.bk // v.threads
+        return (8 * words * v.tm * v.tn) // 5 + (7 * words * staged) // 4 + 45
 
     @property
     def pad(self) -> int:
@@ -89,9 +119,11 @@ class SimtPlan(FamilyPlan):
         return max(self.variant_smem(v) for v in self.variants)
 
     def variant_regs(self, v: SimtVariant) -> int:
-        words = self.elem_bytes // 4
-        staged = (v.bm + v.bn) * v.bk // v.threads  # prefetched elements held across the inner loop
-        return words * (v.tm * v.tn + v.tm + v.tn + staged) + 32
+        """The planner's register estimate for a variant as compiled: under a bound ptxas takes about a fifth
+        more than its unconstrained count (at most 24 more), up to the cap (same measurements as
+        variant_regs_free; within 15% of ptxas for every catalogue variant, tests/test_passes.py)."""
+        free = self.variant_regs_free(v)
+        return min(-(-free * 6 // 5), free + 24, self.reg_cap or 255, 255)
 
     @property
     def regs_estimate(self) -> int:
@@ -105,7 +137,8 @@ class SimtPlan(FamilyPlan):
     def lines(self) -> tuple[str, ...]:
         out = [f"tiling {self.method}, batching {self.batching.value}"
                + (f" (theta {self.theta})" if self.theta else "")
-               + f", stages {self.stages}, block {self.threads} threads, shared memory {self.smem_bytes} B"]
+               + f", stages {self.stages}, block {self.threads} threads, shared memory {self.smem_bytes} B"
+               + (f", bound {self.min_blocks} blocks/SM ({self.reg_cap} registers)" if self.min_blocks else "")]
         if self.tlp_threshold:
             out.append(f"TLP old (Eq. 3) {self.tlp_old}, new (Eq. 4) {self.tlp_new}, threshold {self.tlp_threshold}; "
                        f"occupancy {self.occupancy}; estimated {self.estimate_us:.1f} us")

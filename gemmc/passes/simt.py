@@ -19,13 +19,18 @@ from gemmc.ir.nodes import Kernel, WorkList, WorkTile
 from gemmc.ir.plan_simt import SimtPlan, SimtVariant, micro_tile
 from gemmc.ir.types import Batching, DType, TileMode
 from gemmc.passes import batching, tiling
-from gemmc.passes.tlp import ceil_div, coordinated_threshold, default_threshold, occupancy
+from gemmc.passes.tlp import SMEM_RESERVED_PER_BLOCK, ceil_div, coordinated_threshold, default_threshold, occupancy
 from gemmc.passes.worklist import problem_rows, problem_tiles
 
 # Uniform catalogue, largest first. 8x8 micro-tiles give 2 FMAs per shared-memory byte read in f32; f64 halves
-# the micro-tile to stay under the register file's 255 per thread.
-UNIFORM_F32 = (SimtVariant(128, 128, 8, 8, 8, 256), SimtVariant(64, 64, 8, 4, 4, 256),
-               SimtVariant(32, 32, 8, 2, 2, 256))
+# the micro-tile to stay under the register file's 255 per thread. K steps: measured on the H100
+# (bench/results/2026-11-22_h100_simt_occupancy_call1.log), 128x128 at BK 16 runs 44.1 TFLOP/s at 4096^3 against
+# 36.2 at BK 8 even though BK 16 holds one block per SM (203 registers) and BK 8 two (128): the k-tile turnaround
+# (staged stores, barrier) costs more than the second block hides. The small tiles are latency-bound, so they
+# take long K steps (the same finding as passes/tiling.py's 128-thread levels); 32x32 with 128 threads measured
+# 5-8% faster than with 256 on three Inception modules (bench/results/2026-11-22_h100_simt_tiles_call2.log).
+UNIFORM_F32 = (SimtVariant(128, 128, 16, 8, 8, 256), SimtVariant(64, 64, 16, 4, 4, 256),
+               SimtVariant(32, 32, 32, 2, 4, 128))
 UNIFORM_F64 = (SimtVariant(128, 64, 8, 8, 4, 256), SimtVariant(64, 64, 8, 4, 4, 256),
                SimtVariant(32, 32, 8, 2, 2, 256))
 
@@ -66,7 +71,7 @@ def check_variants(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> None:
         if v.threads > hw.max_threads_per_block:
             diags.append(Diagnostic("E301", f"{v.threads} threads exceed {hw.arch}'s {hw.max_threads_per_block} "
                                     "per block", kernel.where("threads")))
-        regs = plan.variant_regs(v)
+        regs = plan.variant_floor(v)  # what no compiler can go below; the fitted estimates extrapolate past 255
         if regs > hw.max_regs_per_thread:
             diags.append(Diagnostic("E302", f"micro-tile {v.tm}x{v.tn} needs about {regs} registers per thread; "
                                     f"{hw.arch} allows {hw.max_regs_per_thread}", where,
@@ -75,11 +80,32 @@ def check_variants(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> None:
         raise GemmcError(diags)
 
 
-def _plan_from(kernel: Kernel, per_problem: tuple[SimtVariant, ...], method: str, **fields) -> SimtPlan:
+def bound_blocks(plan: SimtPlan, hw: Hardware) -> tuple[int, int]:
+    """(blocks per SM for `__launch_bounds__`, the registers per thread that leaves). Left unconstrained, ptxas
+    spends registers freely (the 128x128 variant takes 165: one block, 8 warps per SM); capped at REG_CAP (two
+    256-thread blocks) it spills nothing when the variant's arrays leave CAP_HEADROOM registers for the rest.
+    Every other plan is bounded just above its estimate, so the estimate is what the SM allocates. The bound
+    never asks for more blocks than threads or shared memory allow. HIP: no bound (0, 0)."""
+    if hw.vendor != "cuda":
+        return 0, 0
+    need = max(plan.variant_need(v) for v in plan.variants)
+    granule = hw.reg_alloc_unit
+    blocks = hw.regs_per_sm // (plan.threads * (-(-need // granule) * granule))
+    smem = plan.smem_bytes + SMEM_RESERVED_PER_BLOCK
+    blocks = max(1, min(blocks, hw.max_threads_per_sm // plan.threads, hw.smem_per_sm // smem,
+                        hw.max_blocks_per_sm))
+    cap = min(hw.max_regs_per_thread, hw.regs_per_sm // (plan.threads * blocks) // granule * granule)
+    return blocks, cap
+
+
+def _plan_from(kernel: Kernel, hw: Hardware, per_problem: tuple[SimtVariant, ...], method: str,
+               **fields) -> SimtPlan:
     variants = tuple(dict.fromkeys(per_problem))  # distinct, in first-use order
     index = {v: i for i, v in enumerate(variants)}
-    return SimtPlan(variants=variants, assignment=tuple(index[v] for v in per_problem), stages=kernel.stages,
+    plan = SimtPlan(variants=variants, assignment=tuple(index[v] for v in per_problem), stages=kernel.stages,
                     elem_bytes=kernel.dtype.nbytes, method=method, **fields)
+    blocks, cap = bound_blocks(plan, hw)
+    return dataclasses.replace(plan, min_blocks=blocks, reg_cap=cap)
 
 
 def candidate_tilings(kernel: Kernel, hw: Hardware) -> list[tiling.Tiling]:
@@ -111,12 +137,12 @@ def auto_plan(kernel: Kernel, hw: Hardware) -> SimtPlan:
     """Cost every candidate tiling with tiling.estimate and keep the cheapest (ties: the earlier candidate)."""
     scored = []
     for t in candidate_tilings(kernel, hw):
-        probe = _plan_from(kernel, t.variants, t.method)
+        probe = _plan_from(kernel, hw, t.variants, t.method)
         est = tiling.estimate(t, kernel.problems, kernel.count or 1, hw, probe.regs_estimate, probe.smem_bytes)
         scored.append((est.seconds, t, est))
     seconds, best, est = min(scored, key=lambda s: s[0])
     occ = est.occupancy
-    return _plan_from(kernel, best.variants, best.method, tlp_threshold=best.threshold or default_threshold(hw),
+    return _plan_from(kernel, hw, best.variants, best.method, tlp_threshold=best.threshold or default_threshold(hw),
                       tlp_old=est.tlp_old, tlp_new=est.tlp_new,
                       occupancy=f"{occ.warps_per_sm} warps/SM ({occ.limit})", estimate_us=seconds * 1e6,
                       candidates=tuple((t.method, s * 1e6) for s, t, _ in scored) if len(scored) > 1 else ())
@@ -143,7 +169,7 @@ def plan(kernel: Kernel, hw: Hardware) -> SimtPlan:
         raise GemmcError(Diagnostic("E202", f"the SIMT family has 1 or 2 pipeline stages, not {kernel.stages}",
                                     kernel.where("pipeline"), "deeper pipelines are the tensor-core family's"))
     if kernel.tile is not None:
-        result = _plan_from(kernel, (explicit_variant(kernel, hw),) * len(kernel.problems), "explicit")
+        result = _plan_from(kernel, hw, (explicit_variant(kernel, hw),) * len(kernel.problems), "explicit")
     else:
         result = auto_plan(kernel, hw)
     if hw.vendor == "hip" and len({v.threads for v in result.variants}) > 1:

@@ -42,15 +42,16 @@ def _level(name: str, bm: int, bn: int, bk: int, threads: int) -> Level:
 # 64x128 / 128x64 and 128x128 on top. K steps: the small tiles' blocks are latency-bound (each k step waits for
 # a global load; measured on the H100, bench/results/2026-11-22_h100_irregular_quick_run1.json: 12 k steps of
 # 16 took 8.6 us where 24 steps of 8 took 15.3 us), so the 128-thread levels take 32 per step, twice the
-# paper's Tk = 16; the larger tiles have enough work per step with 16 or 8.
+# paper's Tk = 16; the larger tiles take 16 (128x128 at BK 16 runs 44.1 TFLOP/s at 4096^3 against 36.2 at BK 8:
+# bench/results/2026-11-22_h100_simt_occupancy_call1.log).
 LOADBALANCED_LEVELS: tuple[Level, ...] = (
     _level("small", 16, 16, 32, 128),
     _level("small-medium", 16, 32, 32, 128),
     _level("medium", 32, 32, 32, 128),
     _level("medium-large", 32, 64, 16, 256),
     _level("large", 64, 64, 16, 256),
-    _level("x-large", 64, 128, 8, 256),
-    _level("huge", 128, 128, 8, 256),
+    _level("x-large", 64, 128, 16, 256),
+    _level("huge", 128, 128, 16, 256),
 )
 
 # Paper 003, Table 2 (BK = 8), in priority order (area; tall before wide), for 256 and for 128 threads. The
@@ -176,6 +177,15 @@ STEP_OVERHEAD = 40  # instructions per thread per k step besides the math: loads
 STEP_LATENCY_CYCLES = 1000  # one k step of a lone block: a global load round trip plus a barrier (H100, see above)
 
 
+SCHEDULERS = 4  # warp schedulers per SM (every NVIDIA target since Volta; CDNA: 4 SIMDs per CU)
+
+
+def step_instructions(v: SimtVariant, elem_bytes: int = 4) -> float:
+    """Instructions one thread issues per k step: FMAs, fragment loads and staging (see issue_efficiency)."""
+    fmas = v.tm * v.tn * v.bk
+    return fmas / issue_efficiency(v, elem_bytes)
+
+
 def issue_efficiency(v: SimtVariant, elem_bytes: int = 4) -> float:
     """Share of a thread's instructions that are FMAs. Per k (bk steps of the inner loop) a thread issues
     bk x tm x tn FMAs, bk shared-memory loads per vector of its row and column fragments (16-byte vectors where
@@ -207,10 +217,16 @@ def estimate(tiling: Tiling, problems: tuple[Problem, ...], count: int, hw: Hard
                  for c, v, p in zip(counts, tiling.variants, problems, strict=True))
     useful = sum(p.flops for p in problems) * count
     throughput = issued / (hw.fp32_flops * utilization) if utilization else float("inf")
-    # Latency bound: blocks run in waves of the resident capacity; a wave lasts as long as its longest block.
+    # Latency bound: blocks run in waves of the resident capacity; a wave lasts as long as its longest block, and
+    # each of its k steps costs a load round trip plus the step's instructions of every warp sharing a scheduler
+    # (SCHEDULERS per SM). Without the second term 16x16 tiles (1x2 micro-tiles, 5 blocks per SM) looked faster
+    # than 32x32 ones on the Inception modules; measured 12.6 against 8.5 us
+    # (bench/results/2026-11-22_h100_simt_tiles_call2.log).
     resident = max(1, occ.blocks_per_sm * hw.sm_count)
     waves = ceil_div(sum(counts), resident)
-    steps = max(ceil_div(p.k, v.bk) for p, v in zip(problems, tiling.variants, strict=True))
-    latency = waves * steps * STEP_LATENCY_CYCLES / hw.clock_hz
+    wave_warps = min(warps, capacity) / (hw.sm_count * SCHEDULERS)
+    step_cycles = max((STEP_LATENCY_CYCLES + step_instructions(v) * wave_warps) * ceil_div(p.k, v.bk)
+                      for p, v in zip(problems, tiling.variants, strict=True))
+    latency = waves * step_cycles / hw.clock_hz
     return Estimate(padded / 1e9, useful / 1e9, warps, occ, utilization, max(throughput, latency), latency,
                     tlp_old(counts, block), tlp_new(counts, threads, hw.warp_size))

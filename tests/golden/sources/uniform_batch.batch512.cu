@@ -34,6 +34,9 @@ __device__ __forceinline__ bool gemmc_vec_ok(const T* p, long long ld, long long
 // Loads a BK x BX tile of one operand (A: X = M; B: X = N) from global memory into registers, then stores it
 // k-major into shared memory (row stride BX + PAD). K_CONTIG: the operand is contiguous along k (row-major A,
 // column-major B), so a vector holds V consecutive k of one x and the store to shared memory transposes it.
+// Each load keeps its own pointer, set once per tile and advanced by one k-tile per step, and a bit saying
+// whether its x line is inside the matrix: no 64-bit index arithmetic per element in the k-loop, and the k
+// edge is tested only in a partial last k-tile.
 template <typename T, int BX, int BK, int NT, int PAD, bool K_CONTIG>
 struct gemmc_simt_loader {
   static constexpr int VEC = 16 / (int)sizeof(T);
@@ -43,21 +46,41 @@ struct gemmc_simt_loader {
   static constexpr int LOADS = (GROUPS + NT - 1) / NT;
   static constexpr int LD = BX + PAD;
   T reg[LOADS][V];
+  const T* ptr[LOADS];
+  unsigned inside;  // bit i: load i's vector group exists and its x line (first x for !K_CONTIG) is < X
 
-  // base: the operand at (x0, 0); xrem = X - x0 rows of x left; vec: the aligned vector path is safe.
-  __device__ __forceinline__ void load(const T* __restrict__ base, long long ld, long long xrem, long long k0,
-                                       long long K, bool vec, int tid) {
+  __device__ __forceinline__ static int line_of(int i, int tid) { return (tid + i * NT) / PER_LINE; }
+  __device__ __forceinline__ static int pos_of(int i, int tid) { return ((tid + i * NT) % PER_LINE) * V; }
+
+  // base: the operand at (x0, 0); xrem: X - x0 (> 0).
+  __device__ __forceinline__ void init(const T* __restrict__ base, long long ld, long long xrem, int tid) {
+    inside = 0;
 #pragma unroll
     for (int i = 0; i < LOADS; ++i) {
-      const int g = tid + i * NT;
-      const int line = g / PER_LINE, pos = (g % PER_LINE) * V;
+      const int line = line_of(i, tid), pos = pos_of(i, tid);
       const int x = K_CONTIG ? line : pos, k = K_CONTIG ? pos : line;
-      const T* p = K_CONTIG ? base + (long long)x * ld + (k0 + k) : base + (k0 + k) * ld + x;
-      if (V > 1 && vec) {
-        const bool in = g < GROUPS && x < xrem && k0 + k < K;  // the whole vector is in or out (gemmc_vec_ok)
+      ptr[i] = K_CONTIG ? base + (long long)x * ld + k : base + (long long)k * ld + x;
+      if ((GROUPS % NT == 0 || tid + i * NT < GROUPS) && x < xrem) inside |= 1u << i;
+    }
+  }
+
+  // kstep: elements between consecutive k-tiles (BK, or BK * ld when k is the strided dimension).
+  __device__ __forceinline__ void advance(long long kstep) {
+#pragma unroll
+    for (int i = 0; i < LOADS; ++i) ptr[i] += kstep;
+  }
+
+  // krem: k left in this k-tile (BK for a full one); xrem: X - x0; vec: the aligned vector path is safe.
+  __device__ __forceinline__ void load(int krem, long long xrem, bool vec, int tid) {
+#pragma unroll
+    for (int i = 0; i < LOADS; ++i) {
+      const int line = line_of(i, tid), pos = pos_of(i, tid);
+      const int k = K_CONTIG ? pos : line;
+      const bool in = ((inside >> i) & 1u) && k < krem;
+      if (V > 1 && vec) {  // the whole vector is in or out (gemmc_vec_ok)
         gemmc_vec<T, V> v;
         if (in) {
-          v = *reinterpret_cast<const gemmc_vec<T, V>*>(p);
+          v = *reinterpret_cast<const gemmc_vec<T, V>*>(ptr[i]);
         } else {
 #pragma unroll
           for (int j = 0; j < V; ++j) v.v[j] = T(0);
@@ -67,9 +90,9 @@ struct gemmc_simt_loader {
       } else {
 #pragma unroll
         for (int j = 0; j < V; ++j) {
-          const int xj = K_CONTIG ? x : x + j, kj = K_CONTIG ? k + j : k;
-          const bool in = g < GROUPS && xj < xrem && k0 + kj < K;
-          reg[i][j] = in ? p[j] : T(0);
+          const bool inj = K_CONTIG ? in && k + j < krem
+                                    : ((GROUPS % NT == 0 || tid + i * NT < GROUPS) && pos + j < xrem && k < krem);
+          reg[i][j] = inj ? ptr[i][j] : T(0);
         }
       }
     }
@@ -78,9 +101,8 @@ struct gemmc_simt_loader {
   __device__ __forceinline__ void store(T* __restrict__ s, int tid) const {
 #pragma unroll
     for (int i = 0; i < LOADS; ++i) {
-      const int g = tid + i * NT;
-      if (GROUPS % NT != 0 && g >= GROUPS) continue;
-      const int line = g / PER_LINE, pos = (g % PER_LINE) * V;
+      if (GROUPS % NT != 0 && tid + i * NT >= GROUPS) continue;
+      const int line = line_of(i, tid), pos = pos_of(i, tid);
       if (K_CONTIG) {
 #pragma unroll
         for (int j = 0; j < V; ++j) s[(pos + j) * LD + line] = reg[i][j];
@@ -98,10 +120,18 @@ __host__ __device__ constexpr int gemmc_vec_width(int n) {
   return (n % (16 / (int)sizeof(T)) == 0) ? 16 / (int)sizeof(T) : (n % 2 == 0 && sizeof(T) <= 8) ? 2 : 1;
 }
 
+// Lanes of a 32-thread warp along n in the TX x TY thread grid (the rest go along m), or 0 when no split
+// fits: a warp then covers a few rows of A and a contiguous run of B, which keeps its shared-memory reads
+// to one or two wavefronts per vector.
+__host__ __device__ constexpr int gemmc_warp_cols(int tx, int ty) {
+  return (tx % 8 == 0 && ty % 4 == 0) ? 8 : (tx % 16 == 0 && ty % 2 == 0) ? 16 : (tx % 4 == 0 && ty % 8 == 0) ? 4
+       : (tx % 32 == 0) ? 32 : (tx % 2 == 0 && ty % 16 == 0) ? 2 : (ty % 32 == 0) ? 1 : 0;
+}
+
 // One BM x BN output tile of one problem, computed by threads [0, NT) of the block, each owning a TM x TN
 // micro-tile. The micro-tile's rows are VM-wide groups strided by TY * VM (and columns likewise), so a warp's
 // shared-memory reads are conflict-free vectors. STAGES 2: double-buffered shared memory, the next k-tile's
-// global loads in flight in registers while the current one is multiplied.
+// global loads in flight in registers while the current one is multiplied (one barrier per k-tile).
 template <typename T, int BM, int BN, int BK, int TM, int TN, int NT, int STAGES, int PAD, bool A_KC, bool B_KC,
           bool C_ROW, bool BETA_ZERO>
 __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long long m0, long long n0,
@@ -111,17 +141,25 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   constexpr int VM = gemmc_vec_width<T>(TM), VN = gemmc_vec_width<T>(TN);
   constexpr int LDA = BM + PAD, LDB = BN + PAD;
   constexpr int A_STAGE = BK * LDA, B_STAGE = BK * LDB;
+  constexpr int WX = gemmc_warp_cols(TX, TY), WY = WX ? 32 / WX : 1;
   static_assert(TX * TY == NT, "micro-tiles must cover the tile exactly");
-  gemmc_simt_loader<T, BM, BK, NT, PAD, A_KC> la;
-  gemmc_simt_loader<T, BN, BK, NT, PAD, B_KC> lb;
+  using LA = gemmc_simt_loader<T, BM, BK, NT, PAD, A_KC>;
+  using LB = gemmc_simt_loader<T, BN, BK, NT, PAD, B_KC>;
+  LA la;
+  LB lb;
   T* As = smem;
   T* Bs = smem + STAGES * A_STAGE;
 
-  const T* Ablk = A_KC ? A + m0 * p.lda : A + m0;  // operand at (m0, 0)
-  const T* Bblk = B_KC ? B + n0 * p.ldb : B + n0;  // operand at (n0, 0)
-  const bool vec_a = gemmc_vec_ok<T, decltype(la)::V>(A, p.lda, A_KC ? p.k : p.m);
-  const bool vec_b = gemmc_vec_ok<T, decltype(lb)::V>(B, p.ldb, B_KC ? p.k : p.n);
-  const int tx = tid % TX, ty = tid / TX;
+  const long long M = p.m, N = p.n, K = p.k, lda = p.lda, ldb = p.ldb;
+  const bool vec_a = gemmc_vec_ok<T, LA::V>(A, lda, A_KC ? K : M);
+  const bool vec_b = gemmc_vec_ok<T, LB::V>(B, ldb, B_KC ? K : N);
+  la.init(A_KC ? A + m0 * lda : A + m0, lda, M - m0, tid);  // operand at (m0, 0)
+  lb.init(B_KC ? B + n0 * ldb : B + n0, ldb, N - n0, tid);  // operand at (n0, 0)
+  const long long kstep_a = A_KC ? BK : BK * lda, kstep_b = B_KC ? BK : BK * ldb;
+  // Thread (tx, ty) of the micro-tile grid: warps tile the grid WX lanes wide where the shape allows.
+  const int warp = tid / 32, lane = tid % 32;
+  const int tx = WX ? (warp % (TX / (WX ? WX : 1))) * WX + lane % (WX ? WX : 1) : tid % TX;
+  const int ty = WX ? (warp / (TX / (WX ? WX : 1))) * WY + lane / (WX ? WX : 1) : tid / TX;
 
   T acc[TM][TN];
 #pragma unroll
@@ -129,34 +167,40 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
 #pragma unroll
     for (int j = 0; j < TN; ++j) acc[i][j] = T(0);
 
-  const long long ktiles = (p.k + BK - 1) / BK;
-  la.load(Ablk, p.lda, p.m - m0, 0, p.k, vec_a, tid);
-  lb.load(Bblk, p.ldb, p.n - n0, 0, p.k, vec_b, tid);
+  const int ktiles = (int)((K + BK - 1) / BK);
+  const int klast = (int)(K - (long long)(ktiles - 1) * BK);  // k in the last k-tile: 1..BK
+  la.load(ktiles == 1 ? klast : BK, M - m0, vec_a, tid);
+  lb.load(ktiles == 1 ? klast : BK, N - n0, vec_b, tid);
   la.store(As, tid);
   lb.store(Bs, tid);
   GEMMC_BARRIER(1, NT);
 
-  for (long long kt = 0; kt < ktiles; ++kt) {
-    const int cur = STAGES == 2 ? (int)(kt & 1) : 0;
+  const T* as = As + ty * VM;
+  const T* bs = Bs + tx * VN;
+  for (int kt = 0; kt < ktiles; ++kt) {
+    const int cur = STAGES == 2 ? (kt & 1) : 0;
     const bool more = kt + 1 < ktiles;
     if (more) {  // issue the next k-tile's global loads before the math, to hide their latency
-      la.load(Ablk, p.lda, p.m - m0, (kt + 1) * BK, p.k, vec_a, tid);
-      lb.load(Bblk, p.ldb, p.n - n0, (kt + 1) * BK, p.k, vec_b, tid);
+      const int krem = kt + 2 < ktiles ? BK : klast;
+      la.advance(kstep_a);
+      lb.advance(kstep_b);
+      la.load(krem, M - m0, vec_a, tid);
+      lb.load(krem, N - n0, vec_b, tid);
     }
-    const T* as = As + cur * A_STAGE;
-    const T* bs = Bs + cur * B_STAGE;
+    const T* a_s = as + cur * A_STAGE;
+    const T* b_s = bs + cur * B_STAGE;
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
       T a[TM], b[TN];
 #pragma unroll
       for (int q = 0; q < TM / VM; ++q) {
-        const gemmc_vec<T, VM> v = *reinterpret_cast<const gemmc_vec<T, VM>*>(as + kk * LDA + (q * TY + ty) * VM);
+        const gemmc_vec<T, VM> v = *reinterpret_cast<const gemmc_vec<T, VM>*>(a_s + kk * LDA + q * TY * VM);
 #pragma unroll
         for (int j = 0; j < VM; ++j) a[q * VM + j] = v.v[j];
       }
 #pragma unroll
       for (int q = 0; q < TN / VN; ++q) {
-        const gemmc_vec<T, VN> v = *reinterpret_cast<const gemmc_vec<T, VN>*>(bs + kk * LDB + (q * TX + tx) * VN);
+        const gemmc_vec<T, VN> v = *reinterpret_cast<const gemmc_vec<T, VN>*>(b_s + kk * LDB + q * TX * VN);
 #pragma unroll
         for (int j = 0; j < VN; ++j) b[q * VN + j] = v.v[j];
       }
@@ -174,24 +218,53 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
     }
   }
 
-  // Epilogue: C = alpha * acc + beta * C, predicated on the matrix edge. beta == 0 never reads C.
+  // Epilogue: C = alpha * acc + beta * C, predicated on the matrix edge; beta == 0 never reads C. Along C's
+  // contiguous dimension a thread owns VN (row-major) or VM (column-major) adjacent elements per group: one
+  // vector access each when C, ldc and that extent allow (gemmc_vec_ok: the vector is wholly in or out).
+  const long long ldc = p.ldc;
+  constexpr int VC = C_ROW ? VN : VM;
+  const bool vec_c = gemmc_vec_ok<T, VC>(C, ldc, C_ROW ? N : M);
+  const bool read_c = !BETA_ZERO && beta != T(0);
+  constexpr int OUTER = C_ROW ? TM : TN, GROUPS = C_ROW ? TN / VN : TM / VM;
 #pragma unroll
-  for (int i = 0; i < TM; ++i) {
-    const long long m = m0 + ((i / VM) * TY + ty) * VM + i % VM;
-    if (m >= p.m) continue;
+  for (int o = 0; o < OUTER; ++o) {
+    // o: a row (row-major C) or a column (column-major C) of the micro-tile; g: a vector group along the other.
+    const long long line = C_ROW ? m0 + ((o / VM) * TY + ty) * VM + o % VM : n0 + ((o / VN) * TX + tx) * VN + o % VN;
+    if (line >= (C_ROW ? M : N)) continue;
+    T* cl = C + line * ldc;
 #pragma unroll
-    for (int j = 0; j < TN; ++j) {
-      const long long n = n0 + ((j / VN) * TX + tx) * VN + j % VN;
-      if (n >= p.n) continue;
-      T* c = C_ROW ? C + m * p.ldc + n : C + n * p.ldc + m;
-      T out = alpha * acc[i][j];
-      if (!BETA_ZERO && beta != T(0)) out = GEMMC_FMA(beta, *c, out);
-      *c = out;
+    for (int g = 0; g < GROUPS; ++g) {
+      const long long x0 = C_ROW ? n0 + (g * TX + tx) * VN : m0 + (g * TY + ty) * VM;
+      const long long xend = C_ROW ? N : M;
+      T out[VC];
+#pragma unroll
+      for (int e = 0; e < VC; ++e) out[e] = alpha * (C_ROW ? acc[o][g * VN + e] : acc[g * VM + e][o]);
+      if (vec_c && VC > 1) {
+        if (x0 >= xend) continue;
+        gemmc_vec<T, VC>* cv = reinterpret_cast<gemmc_vec<T, VC>*>(cl + x0);
+        gemmc_vec<T, VC> v;
+        if (read_c) {
+          v = *cv;
+#pragma unroll
+          for (int e = 0; e < VC; ++e) v.v[e] = GEMMC_FMA(beta, v.v[e], out[e]);
+        } else {
+#pragma unroll
+          for (int e = 0; e < VC; ++e) v.v[e] = out[e];
+        }
+        *cv = v;
+      } else {
+#pragma unroll
+        for (int e = 0; e < VC; ++e) {
+          if (x0 + e >= xend) continue;
+          T* c = cl + x0 + e;
+          *c = read_c ? GEMMC_FMA(beta, *c, out[e]) : out[e];
+        }
+      }
     }
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) gemmc_batch512_simt_f32_rrr(
+extern "C" __global__ void __launch_bounds__(256, 2) gemmc_batch512_simt_f32_rrr(
     const gemmc_problem* __restrict__ problems, const int* __restrict__ block_offsets,
     const int4* __restrict__ tiles, const float* const* __restrict__ A, const float* const* __restrict__ B,
     float* const* __restrict__ C, float alpha, float beta) {
