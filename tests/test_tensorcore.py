@@ -33,11 +33,18 @@ def test_inspect_shows_candidates_and_the_emulation_verdict():
     k, _ = planned(schedule("split f16 x3", gemm="8192 x 8192 x 8192"))
     lines = "\n".join(k.plan.lines())
     assert "candidate 128x128" in lines and "candidate 64x64" in lines and "ratio 128.0" in lines
-    v = k.plan.variant  # 2048 blocks fill 132 SMs: the highest ratio, 64x64 warp tiles
-    assert (v.bm, v.bn, v.wm, v.wn, v.threads) == (128, 256, 64, 64, 256)
+    v = k.plan.variant  # 2048 blocks fill 132 SMs: the highest ratio; two warpgroups of 128 x 128 (wgmma)
+    assert (v.bm, v.bn, v.wm, v.wn, v.threads) == (256, 128, 128, 128, 256) and k.plan.wgmma
+    assert k.plan.wg_n == 128 and k.plan.b_planes == 3  # the split sums at n128; B's hi x 2^11 is a third plane
     assert k.plan.stages == 4 and k.plan.smem_bytes <= 232448  # the deepest pipeline that fits the H100
-    six, _ = planned(schedule("split bf16 x6", gemm="8192 x 8192 x 8192"))
+    ada, _ = planned(schedule("split f16 x3", "sm_89", gemm="8192 x 8192 x 8192"))
+    assert not ada.plan.wgmma and ada.plan.pad == 8  # mma.sync and ldmatrix from padded rows elsewhere
+    six, _ = planned(schedule("split bf16 x6", "sm_80", gemm="8192 x 8192 x 8192"))
     assert six.plan.variant.wn == 32  # three parts' fragments do not fit 255 registers beside 64x64 accumulators
+    one, _ = planned(schedule("f16", gemm="8192 x 8192 x 8192"))
+    assert one.plan.wg_n == 128 and one.plan.variant.bk == 64 and one.plan.b_planes == 1  # 256x128: two m64 each
+    tf32, _ = planned(schedule("split tf32 x3", gemm="8192 x 8192 x 8192"))
+    assert not tf32.plan.wgmma  # tf32 (k8, K-major operands only) stays on mma.sync
     assert any(n.startswith("emulation pays") for n in k.notes)
     small, _ = planned(schedule("split f16 x3", gemm="16 x 16 x 8"))
     assert any("does not pay" in n for n in small.notes)
@@ -88,11 +95,14 @@ def test_the_standalone_launcher_runs_the_pre_pass():
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_every_split_compiles_for_sm80_and_sm90(tmp_path):
+    """sm_90 twice: plain sm_90 (the wgmma main loop is compiled out and traps) and sm_90a (wgmma)."""
     jobs = []
-    for arch in ("sm_80", "sm_90"):
+    for arch in ("sm_80", "sm_90", "sm_90a"):
         for mode in MODES:
             for lay in ("layout A row, B row, C row", "layout A col, B col, C col"):
-                k, hw = planned(schedule(mode, arch, lay))
+                if arch == "sm_90a" and "tf32" in mode:
+                    continue
+                k, hw = planned(schedule(mode, arch.rstrip("a"), lay))
                 path = tmp_path / f"{arch}_{len(jobs)}.cu"
                 # The standalone file: kernel, pre-pass and the host launcher that allocates their scratch.
                 path.write_text(render_kernel(k, hw).standalone)
@@ -100,10 +110,26 @@ def test_every_split_compiles_for_sm80_and_sm90(tmp_path):
 
     def compile_one(job):
         arch, mode, lay, path = job
-        res = subprocess.run(["nvcc", f"-arch={arch}", "-std=c++17", "-c", str(path), "-o", str(path) + ".o"],
+        target = ["-gencode=arch=compute_90a,code=sm_90a"] if arch == "sm_90a" else [f"-arch={arch}"]
+        res = subprocess.run(["nvcc", *target, "-std=c++17", "-c", str(path), "-o", str(path) + ".o"],
                              capture_output=True, text=True)
         return job, res
 
     with ThreadPoolExecutor(8) as pool:
         for (arch, mode, lay, _), res in pool.map(compile_one, jobs):
             assert res.returncode == 0, f"{arch} {mode} {lay}:\n{res.stderr[-2000:]}"
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("mode", ["f16", "split f16 x3"])
+def test_wgmma_only_for_sm90a(mode, tmp_path):
+    """The sm_90 kernel holds wgmma in its PTX for compute_90a and none for plain compute_90 (compiled out)."""
+    k, hw = planned(schedule(mode, layout="layout A col, B row, C col"))
+    src = tmp_path / "k.cu"
+    src.write_text(render_kernel(k, hw).source)
+    for target, expect in (("-gencode=arch=compute_90a,code=compute_90a", True), ("-arch=compute_90", False)):
+        res = subprocess.run(["nvcc", target, "-std=c++17", "-ptx", str(src), "-o", str(src) + ".ptx"],
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr[-2000:]
+        ptx = (tmp_path / "k.cu.ptx").read_text()
+        assert ("wgmma.mma_async" in ptx) == expect and ("fence.proxy.async" in ptx) == expect

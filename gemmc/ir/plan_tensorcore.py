@@ -106,17 +106,20 @@ class Candidate:
     wn: int = 0
 
 
-def scratch_bytes(rows: tuple[tuple[int, int, int], ...], bm: int, bn: int, bk: int, parts: int, elem: int) -> int:
+def scratch_bytes(rows: tuple[tuple[int, int, int], ...], bm: int, bn: int, bk: int, parts: int, elem: int,
+                  b_planes: int = 0) -> int:
     """Bytes of the pre-pass's scratch for problems (m, n, k): one 8-byte offset per problem, then per problem A's
-    and B's part planes padded to whole tiles and the inverse row/column scales, each region 256-byte aligned
-    (the template's gemmc_tc_scratch computes the same layout on the device)."""
+    part planes and B's `b_planes` (default: `parts`) padded to whole tiles and the inverse row/column scales, each
+    region 256-byte aligned (the template's gemmc_tc_scratch computes the same layout on the device)."""
+    b_planes = b_planes or parts
     def up(x: int, b: int) -> int:
         return -(-x // b) * b
 
     total = up(8 * len(rows), SCRATCH_ALIGN)
     for m, n, k in rows:
         mp, np_, kp = up(m, bm), up(n, bn), up(k, bk)
-        total += sum(up(b, SCRATCH_ALIGN) for b in (parts * mp * kp * elem, parts * np_ * kp * elem, 4 * mp, 4 * np_))
+        total += sum(up(b, SCRATCH_ALIGN)
+                     for b in (parts * mp * kp * elem, b_planes * np_ * kp * elem, 4 * mp, 4 * np_))
     return total
 
 
@@ -132,6 +135,7 @@ class TensorCorePlan(FamilyPlan):
     b_kcontig: bool = False  # B's run along k: column-major B
     scratch: int = 0  # bytes of scratch memory the pre-pass fills (planes, scales)
     chain: int = 1  # splits: k-steps whose terms are summed on the tensor core before one f32 (RN) addition
+    wgmma: bool = False  # sm_90: warpgroup MMA (wgmma, sm_90a) from shared memory instead of mma.sync + ldmatrix
     prep_blocks: int = 1  # the pre-pass's grid (256 threads per block)
     candidates: tuple[Candidate, ...] = ()
     emulation_note: str = ""
@@ -150,28 +154,56 @@ class TensorCorePlan(FamilyPlan):
 
     @property
     def smem_bytes(self) -> int:
-        return self.stages * self.stage_bytes
+        return self.stages * self.stage_bytes + self.smem_align
+
+    @property
+    def smem_align(self) -> int:
+        """wgmma: bytes to round the dynamic shared memory up to a 1024-byte boundary (the swizzle atoms')."""
+        return 1024 if self.wgmma else 0
+
+    @property
+    def b_planes(self) -> int:
+        """B's planes in scratch and shared memory: its parts, and with wgmma (B read by the tensor core straight
+        from shared memory, no register to multiply) a last plane holding hi * 2^premul_bits for the level-0 term."""
+        return self.split.parts + (1 if self.wgmma and self.split.premul_bits else 0)
+
+    @property
+    def wg_n(self) -> int:
+        """wgmma: the N of one instruction (m64nNk16). One pass: the whole block width (one accumulator set of
+        BN / 2 registers per thread). Splits: at most 128, because each k-step's terms are summed from zero in a
+        second accumulator set before the f32 total takes them: total + sum = 3/4 of BN registers at N = BN / 2."""
+        return self.variant.bn if self.split.parts == 1 else min(128, self.variant.bn)
 
     @property
     def stage_bytes(self) -> int:
-        """One stage: every part of A's BM x BK tile and B's BN x BK tile, rows padded by `pad` elements."""
+        """One stage: every part of A's BM x BK tile and B's BN x BK tile, rows padded by `pad` elements (wgmma:
+        8x8 core matrices of 128 contiguous bytes, no padding)."""
         v, pad = self.variant, self.pad
         a = v.bm * (v.bk + pad) if self.a_kcontig else v.bk * (v.bm + pad)
         b = v.bn * (v.bk + pad) if self.b_kcontig else v.bk * (v.bn + pad)
-        return (a + b) * self.elem_bytes * self.split.parts
+        return (a * self.split.parts + b * self.b_planes) * self.elem_bytes
 
     @property
     def regs_estimate(self) -> int:
         v = self.variant
+        if self.wgmma:  # the total (BM x BN over the block's threads) and, for splits, one wg_n-wide sum
+            sums = self.wg_n // 2 if self.split.parts > 1 else 0
+            return min(256, v.bm * v.bn // v.threads + sums + 40)
         frags = (v.wm // 16) * 4 + (v.wn // 8) * 2  # one k-step's A and B fragments of one part
         chain = 16 if self.split.parts > 1 else 0  # the per-k-step sums in flight
         return min(256, v.wm * v.wn // 32 + frags * self.split.parts + chain + 24)
 
+    @property
+    def mma_text(self) -> str:
+        m, n, k = self.mma
+        if self.wgmma:
+            return f"wgmma m64n{self.wg_n}k{k} from shared memory ({self.threads // 128} warpgroup(s))"
+        return f"mma m{m}n{n}k{k}"
+
     def lines(self) -> tuple[str, ...]:
         v = self.variant
-        m, n, k = self.mma
         out = [f"tensorcore: block {v.bm}x{v.bn}x{v.bk}, warp tile {v.wm}x{v.wn}, {v.threads} threads, "
-               f"mma m{m}n{n}k{k}, {self.stages} cp.async stages; shared memory {self.smem_bytes} B, "
+               f"{self.mma_text}, {self.stages} cp.async stages; shared memory {self.smem_bytes} B, "
                f"~{self.regs_estimate} regs; pre-pass split into scratch ({self.scratch} B, {self.prep_blocks} blocks)",
                f"split: {self.split.describe()}"]
         out += [f"candidate {c.bm}x{c.bn} (warp {c.wm}x{c.wn}): {c.blocks} blocks, "

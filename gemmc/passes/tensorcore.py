@@ -27,6 +27,12 @@ from gemmc.passes.worklist import one_tile_per_block, problem_rows
 # accumulator registers; a split's fragments come on top (the register estimate filters).
 CATALOGUE = ((128, 256, 64, 64), (256, 128, 64, 64), (128, 128, 64, 64), (128, 128, 64, 32), (128, 64, 64, 32),
              (64, 64, 32, 32))
+# wgmma (sm_90a) block tiles: (bm, bn); one or two warpgroups of 128 threads, each BM / warpgroups rows (one or two
+# m64 products) by the whole BN. More warpgroups would cap registers below the split's total + sum (3/4 of BN).
+# 256x128 before 128x256 (equal ratio; the first wins the tie): measured at 8192^3 (run 7) split f16 x3 137 vs 120
+# TFLOP/s (B's three planes are half as wide: 4 stages fit instead of 3), f16 one pass 408 vs 401.
+WG_CATALOGUE = ((256, 128), (128, 256), (128, 128), (64, 256), (64, 128), (64, 64))
+WG_ROW_BYTES = {1: 128, 2: 64, 3: 64}  # k per stage for wgmma (by parts): one pass 64 f16 (4 k16 per barrier)
 ROW_BYTES = 64  # k per shared-memory stage: 64 bytes of a line (32 f16/bf16: 2 mma k-steps; 16 tf32: 2 k-steps)
 STAGES = (4, 3, 2)  # cp.async pipeline depths, deepest first: `pipeline stages auto` takes the deepest that fits
 MIN_WARPS_PER_SM = 8  # the 128x256 block's 8 warps: the main loop measured on the H100 (v4)
@@ -48,16 +54,30 @@ def tensor_flops(hw: Hardware, compute: str) -> float:
     return hw.sm_count * hw.clock_hz * MMA_FLOPS_PER_CLOCK[major][compute]
 
 
+def uses_wgmma(hw: Hardware, split: SplitPlan) -> bool:
+    """wgmma (warpgroup MMA from shared memory, sm_90a) on sm_90 for f16/bf16 parts; tf32 (k8, K-major operands
+    only) and every other architecture keep mma.sync."""
+    return hw.arch == "sm_90" and split.compute != "tf32"
+
+
+def wg_variant(bm: int, bn: int, bk: int) -> TensorCoreVariant:
+    groups = min(bm // 64, 2)
+    return TensorCoreVariant(bm, bn, bk, bm // groups, bn, groups * 128)
+
+
 def make_plan(kernel: Kernel, hw: Hardware, variant: TensorCoreVariant, split: SplitPlan, stages: int,
               candidates: tuple[Candidate, ...] = (), note: str = "") -> TensorCorePlan:
     elem = 4 if split.compute == "tf32" else 2
+    wg = uses_wgmma(hw, split)
+    b_planes = split.parts + (1 if wg and split.premul_bits else 0)
     rows = tuple((p.m, p.n, p.k) for p in kernel.problems) * (kernel.count or 1)
     units = sum(ceil_div(m, variant.bm) * variant.bm // 8 + ceil_div(n, variant.bn) * variant.bn // 8
                 for m, n, _ in rows)  # an upper bound on the pre-pass's units (8 lines of k-contiguous operands)
     return TensorCorePlan(variant=variant, mma=mma_shape(split), stages=stages, split=split, elem_bytes=elem,
-                          pad=16 // elem, a_kcontig=kernel.layout_a is Layout.ROW,
-                          b_kcontig=kernel.layout_b is Layout.COL,
-                          scratch=scratch_bytes(rows, variant.bm, variant.bn, variant.bk, split.parts, elem),
+                          pad=0 if wg else 16 // elem, a_kcontig=kernel.layout_a is Layout.ROW,
+                          b_kcontig=kernel.layout_b is Layout.COL, wgmma=wg,
+                          scratch=scratch_bytes(rows, variant.bm, variant.bn, variant.bk, split.parts, elem,
+                                                b_planes),
                           prep_blocks=max(1, min(units, PREP_BLOCKS_PER_SM * hw.sm_count)),
                           candidates=candidates, emulation_note=note)
 
@@ -66,14 +86,16 @@ def deepest(plan: TensorCorePlan, hw: Hardware) -> int | None:
     """The most cp.async stages (of STAGES) whose shared memory fits one block, or None. A block of fewer than
     MIN_WARPS_PER_SM warps takes the deepest pipeline that still lets enough blocks share an SM for that many
     (latency hiding comes from warps as well as from stages)."""
-    fits = [s for s in STAGES if s * plan.stage_bytes <= hw.smem_per_block]
+    fits = [s for s in STAGES if s * plan.stage_bytes + plan.smem_align <= hw.smem_per_block]
     blocks = -(-MIN_WARPS_PER_SM // (plan.threads // hw.warp_size))
-    shared = [s for s in fits if blocks * s * plan.stage_bytes <= hw.smem_per_sm]
+    shared = [s for s in fits if blocks * (s * plan.stage_bytes + plan.smem_align) <= hw.smem_per_sm]
     best = shared or fits
     return best[0] if best else None
 
 
-def bk_of(split: SplitPlan) -> int:
+def bk_of(split: SplitPlan, wgmma: bool = False) -> int:
+    if wgmma:
+        return WG_ROW_BYTES[split.parts] // 2
     return ROW_BYTES // (4 if split.compute == "tf32" else 2)
 
 
@@ -81,9 +103,13 @@ def weigh(kernel: Kernel, hw: Hardware, split: SplitPlan) -> tuple[Candidate, ..
     """Every catalogue tile that fits (registers, shared memory with >= 2 stages) with its TLP, ratio and
     per-thread load (paper 001 Eqs. 12, 15, 16-17)."""
     out = []
-    for bm, bn, wm, wn in CATALOGUE:
-        threads = (bm // wm) * (bn // wn) * hw.warp_size
-        probe = make_plan(kernel, hw, TensorCoreVariant(bm, bn, bk_of(split), wm, wn, threads), split, 2)
+    wg = uses_wgmma(hw, split)
+    tiles = [(bm, bn, 0, 0) for bm, bn in WG_CATALOGUE] if wg else CATALOGUE
+    for bm, bn, wm, wn in tiles:
+        v = wg_variant(bm, bn, bk_of(split, True)) if wg else TensorCoreVariant(
+            bm, bn, bk_of(split), wm, wn, (bm // wm) * (bn // wn) * hw.warp_size)
+        wm, wn, threads = v.wm, v.wn, v.threads
+        probe = make_plan(kernel, hw, v, split, 2)
         if probe.regs_estimate > hw.max_regs_per_thread or deepest(probe, hw) is None:
             continue
         stages = deepest(probe, hw) or 2
@@ -93,7 +119,7 @@ def weigh(kernel: Kernel, hw: Hardware, split: SplitPlan) -> tuple[Candidate, ..
         warps = min(blocks, resident) * (threads // hw.warp_size)
         ratio = 3 * bm * bn / (2 * (bm + bn))
         verdict = "fills the SMs" if blocks >= hw.sm_count else f"only {blocks} blocks for {hw.sm_count} SMs"
-        out.append(Candidate(bm, bn, blocks, warps, ratio, (bm + bn) * bk_of(split) // threads, verdict, wm, wn))
+        out.append(Candidate(bm, bn, blocks, warps, ratio, (bm + bn) * v.bk // threads, verdict, wm, wn))
     return tuple(out)
 
 
@@ -130,8 +156,11 @@ def _explicit(kernel: Kernel, hw: Hardware, split: SplitPlan) -> TensorCoreVaria
         raise GemmcError(Diagnostic("E301", f"tensor-core tile {t} is not one the template builds",
                                     kernel.where("tile"), "bm, bn in {64, 128, 256}, bm * bn <= 128 * 256; "
                                     "bk in {16, 32, 64}"))
-    wm, wn = (32, 32) if min(t.m, t.n) == 64 else (64, 64) if split.parts < 3 else (64, 32)
-    threads = (t.m // wm) * (t.n // wn) * hw.warp_size
+    if uses_wgmma(hw, split):
+        wm, wn, threads = (v := wg_variant(t.m, t.n, t.k)).wm, v.wn, v.threads
+    else:
+        wm, wn = (32, 32) if min(t.m, t.n) == 64 else (64, 64) if split.parts < 3 else (64, 32)
+        threads = (t.m // wm) * (t.n // wn) * hw.warp_size
     if kernel.threads is not None and kernel.threads != threads:
         raise GemmcError(Diagnostic("E301", f"tile {t} on tensor cores takes {threads} threads, not {kernel.threads}",
                                     kernel.where("threads"), "leave `threads` out"))
@@ -154,8 +183,11 @@ def plan(kernel: Kernel, hw: Hardware) -> TensorCorePlan:
             raise GemmcError(Diagnostic("E300", f"no tensor-core tile fits {hw.arch}'s shared memory and registers",
                                         kernel.span))
         best = choose(cands, hw)
-        variant = TensorCoreVariant(best.bm, best.bn, bk_of(split), best.wm, best.wn,
-                                    (best.bm // best.wm) * (best.bn // best.wn) * hw.warp_size)
+        if uses_wgmma(hw, split):
+            variant = wg_variant(best.bm, best.bn, bk_of(split, True))
+        else:
+            variant = TensorCoreVariant(best.bm, best.bn, bk_of(split), best.wm, best.wn,
+                                        (best.bm // best.wm) * (best.bn // best.wn) * hw.warp_size)
     probe = make_plan(kernel, hw, variant, split, 2)
     stages = kernel.stages if written else (deepest(probe, hw) or 2)
     return make_plan(kernel, hw, variant, split, stages, cands, emulation_pays(kernel, hw, split))

@@ -102,7 +102,8 @@ def test_standalone_launcher(tmp_path):
     src = tmp_path / "k.cu"
     src.write_text(prog["k"].standalone)
     lib = tmp_path / "libk.so"
-    arch = f"-arch=sm_{cp.cuda.Device().compute_capability}"  # the device's own, e.g. sm_90
+    cc = cp.cuda.Device().compute_capability  # the device's own; sm_90 builds its wgmma loop for sm_90a
+    arch = "-gencode=arch=compute_90a,code=sm_90a" if cc == "90" else f"-arch=sm_{cc}"
     res = subprocess.run(["nvcc", arch, "-std=c++17", "-shared", "-Xcompiler", "-fPIC", str(src), "-o",
                           str(lib)], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -122,3 +123,22 @@ def test_standalone_launcher(tmp_path):
     for x, y, z in zip(a, b, dc, strict=True):
         ref = x.astype(np.float64) @ y.astype(np.float64)
         assert np.linalg.norm(cp.asnumpy(z) - ref) / np.linalg.norm(ref) < 1e-5
+
+
+@pytest.mark.parametrize("mode", ["f16", "split f16 x3"])
+@pytest.mark.parametrize("layouts", ["layout A row, B row, C row", "layout A col, B col, C col"])
+def test_mma_sync_fallback(mode, layouts):
+    """The mma.sync + ldmatrix main loop (sm_80/86/89, and what sm_90 used before wgmma) still runs, here on
+    whatever device there is: the schedule targets sm_80."""
+    check_schedule(f"target cuda sm_80\nkernel k {{ dtype f32 precision {mode} {layouts} batch {{ {ODD_BATCH} }} }}",
+                   tolerance=MODES[mode], alpha=1.5, beta=-0.5)
+
+
+@pytest.mark.parametrize("mode", ["f16", "split f16 x3", "split bf16 x6"])
+@pytest.mark.parametrize("knobs", ["tile 64x64x16", "tile 256x128x32 pipeline stages 2", "tile 128x128x64"])
+def test_wgmma_tiles(mode, knobs):
+    """wgmma instantiations on sm_90: one warpgroup (64x64, one k16 step per tile), two warpgroups of two m64
+    products each (256x128), a 64-wide k-tile; mixed layouts so one operand is K-major and the other MN-major."""
+    for lay in ("layout A row, B row, C col", "layout A col, B col, C row"):
+        check_schedule(f"target cuda sm_90\nkernel k {{ dtype f32 precision {mode} {knobs} {lay} "
+                       f"batch {{ {ODD_BATCH} }} }}", tolerance=MODES[mode], alpha=1.5, beta=-0.5)

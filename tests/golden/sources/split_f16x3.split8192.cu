@@ -3,7 +3,7 @@
 // dtype f32, layout A row B row C row, alpha 1.0, beta 0.0
 // precision split f16 x3 method ootomo, algorithm auto, batching auto
 // batch of 1 problem(s)
-// tensorcore: block 128x256x32, warp tile 64x64, 256 threads, mma m16n8k16, 4 cp.async stages; shared memory 217088 B, ~232 regs; pre-pass split into scratch (536936704 B, 1056 blocks)
+// tensorcore: block 256x128x32, warp tile 128x128, 256 threads, wgmma m64n128k16 from shared memory (2 warpgroup(s)), 4 cp.async stages; shared memory 230400 B, ~232 regs; pre-pass split into scratch (671154432 B, 1056 blocks)
 // split: f16 x3 method ootomo: per k-step hi*hi*2^11 + hi*lo + lo*hi on the tensor core, added to an f32 total (round to nearest); hi rn, lo rn, lo scaled by 2^11; rows of A / columns of B scaled by powers of two into the f16 range
 
 
@@ -34,8 +34,8 @@ __device__ __forceinline__ bool gemmc_vec_ok(const T* p, long long ld, long long
 // Tensor-core family (paper 001), two launches. The pre-pass (gemmc_split8192_tensorcore_f32_rrr_prep) reads A and B once, scales
 // each row of A and column of B by a power of two (f16 parts only; docs/PRECISION.md) and splits every value into
 // 2 f16 part(s) (f16 x3 method ootomo: per k-step hi*hi*2^11 + hi*lo + lo*hi on the tensor core, added to an f32 total (round to nearest); hi rn, lo rn, lo scaled by 2^11; rows of A / columns of B scaled by powers of two into the f16 range), written as planes to scratch memory padded to whole tiles (zeros).
-// The main kernel copies the planes as they are with cp.async through 4 shared-memory stages, reads them with
-// ldmatrix and multiplies with mma.sync m16n8k16.
+// The main kernel copies the planes as they are with cp.async through 4 shared-memory stages and multiplies
+// with wgmma m64n128k16 (sm_90a), both operands read by the tensor core from shared memory through descriptors.
 typedef unsigned short gemmc_elem;
 
 __device__ __forceinline__ unsigned short gemmc_f16_rn(float x) {
@@ -130,7 +130,7 @@ __device__ __forceinline__ long long gemmc_round_up(long long x, long long b) { 
 
 // Scratch memory of one problem: A's parts (plane q at q * mp * kp elements), B's parts, the inverse row scales of
 // A, the inverse column scales of B, each region 256-byte aligned. mp, np, kp are M, N, K rounded up to the block
-// tile (128 x 256 x 32): the main loop copies whole tiles and the padding holds zeros. A k-contiguous
+// tile (256 x 128 x 32): the main loop copies whole tiles and the padding holds zeros. A k-contiguous
 // operand (row-major A, column-major B) is stored [x][kp], an x-contiguous one [kp][x], as in global memory.
 // The scratch starts with one 8-byte offset per problem (written by the pre-pass). TensorCorePlan.scratch_bytes
 // computes the same sizes on the host.
@@ -142,11 +142,11 @@ struct gemmc_tc_scratch {
   float* inv_a;
   float* inv_b;
   __device__ __forceinline__ gemmc_tc_scratch(const gemmc_problem& p, unsigned char* base) {
-    mp = gemmc_round_up(p.m, 128);
-    np = gemmc_round_up(p.n, 256);
+    mp = gemmc_round_up(p.m, 256);
+    np = gemmc_round_up(p.n, 128);
     kp = gemmc_round_up(p.k, 32);
     const long long ea = gemmc_round_up(2 * mp * kp * (long long)sizeof(gemmc_elem), ALIGN);
-    const long long eb = gemmc_round_up(2 * np * kp * (long long)sizeof(gemmc_elem), ALIGN);
+    const long long eb = gemmc_round_up(3 * np * kp * (long long)sizeof(gemmc_elem), ALIGN);
     const long long sa = gemmc_round_up(mp * 4, ALIGN), sb = gemmc_round_up(np * 4, ALIGN);
     a = reinterpret_cast<gemmc_elem*>(base);
     b = reinterpret_cast<gemmc_elem*>(base + ea);
@@ -188,19 +188,22 @@ __device__ __forceinline__ void gemmc_load4(float* v, const float* __restrict__ 
   }
 }
 
-// Split four values (times their line scales) and store each part's four elements contiguously.
+// Split four values (times their line scales) and store each part's four elements contiguously. NP > parts: one
+// more plane holding hi * 2048.0f (B's level-0 factor for wgmma; exact, the planner keeps it in range).
+template <int NP>
 __device__ __forceinline__ void gemmc_store_parts(gemmc_elem* __restrict__ planes, long long plane, long long at,
                                                   const float* v, const float* sc) {
-  gemmc_vec<gemmc_elem, 4> out[2];
+  gemmc_vec<gemmc_elem, 4> out[NP];
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     gemmc_elem e[2];
     gemmc_split(v[j] * sc[j], e);
 #pragma unroll
     for (int q = 0; q < 2; ++q) out[q].v[j] = e[q];
+    if (NP > 2) out[NP - 1].v[j] = gemmc_f16_rn(gemmc_f16_f32(e[0]) * 2048.0f);
   }
 #pragma unroll
-  for (int q = 0; q < 2; ++q)
+  for (int q = 0; q < NP; ++q)
     *reinterpret_cast<gemmc_vec<gemmc_elem, 4>*>(planes + q * plane + at) = out[q];
 }
 
@@ -211,7 +214,7 @@ constexpr int GEMMC_PREP_UNROLL = 4;  // independent 16-byte loads in flight per
 
 // One unit of the pre-pass for one operand: its lines x0.. (8 of them along k, or 32 along x), every k of the
 // padded plane. With SCALE, a first sweep finds each line's largest |value| (the whole line: the block owns it).
-template <bool K_CONTIG, bool SCALE, int TOP>
+template <bool K_CONTIG, bool SCALE, int TOP, int NP>
 __device__ __forceinline__ void gemmc_prep_unit(const float* __restrict__ src, long long ld, long long X,
                                                 long long K, long long Xp, long long Kp,
                                                 gemmc_elem* __restrict__ planes, float* __restrict__ inv,
@@ -244,7 +247,7 @@ __device__ __forceinline__ void gemmc_prep_unit(const float* __restrict__ src, l
       for (int u = 0; u < GEMMC_PREP_UNROLL; ++u) gemmc_load4<true>(v[u], src, ld, x, k + u * 128, X, K, vec);
 #pragma unroll
       for (int u = 0; u < GEMMC_PREP_UNROLL; ++u)
-        if (k + u * 128 < Kp) gemmc_store_parts(planes, plane, x * Kp + k + u * 128, v[u], sc);
+        if (k + u * 128 < Kp) gemmc_store_parts<NP>(planes, plane, x * Kp + k + u * 128, v[u], sc);
     }
   } else {
     const long long x = unit * GEMMC_PREP_COLS + (tid % 8) * 4;
@@ -285,7 +288,7 @@ __device__ __forceinline__ void gemmc_prep_unit(const float* __restrict__ src, l
       for (int u = 0; u < GEMMC_PREP_UNROLL; ++u) gemmc_load4<false>(v[u], src, ld, x, k + u * ROWS, X, K, vec);
 #pragma unroll
       for (int u = 0; u < GEMMC_PREP_UNROLL; ++u)
-        if (k + u * ROWS < Kp) gemmc_store_parts(planes, plane, (k + u * ROWS) * Xp + x, v[u], sc);
+        if (k + u * ROWS < Kp) gemmc_store_parts<NP>(planes, plane, (k + u * ROWS) * Xp + x, v[u], sc);
     }
   }
 }
@@ -308,10 +311,10 @@ extern "C" __global__ void __launch_bounds__(GEMMC_PREP_THREADS) gemmc_split8192
     const long long ua = s.mp / UA, units = ua + s.np / UB;
     for (long long u = ((long long)blockIdx.x - base % grid + grid) % grid; u < units; u += grid) {
       if (u < ua)
-        gemmc_prep_unit<true, true, 15>(A[i], p.lda, p.m, p.k, s.mp, s.kp, s.a, s.inv_a,
+        gemmc_prep_unit<true, true, 15, 2>(A[i], p.lda, p.m, p.k, s.mp, s.kp, s.a, s.inv_a,
                                                               u, colmax, tid);
       else
-        gemmc_prep_unit<false, true, 4>(B[i], p.ldb, p.n, p.k, s.np, s.kp, s.b, s.inv_b,
+        gemmc_prep_unit<false, true, 4, 3>(B[i], p.ldb, p.n, p.k, s.np, s.kp, s.b, s.inv_b,
                                                               u - ua, colmax, tid);
     }
     base += units;
@@ -319,170 +322,221 @@ extern "C" __global__ void __launch_bounds__(GEMMC_PREP_THREADS) gemmc_split8192
   }
 }
 
-// cp.async of one operand's BX x BK tile of one plane into shared memory, 16 bytes per copy (no predicates: the
-// planes are padded to whole tiles).
-template <int BX, int BK, int NT, int PAD, bool K_CONTIG>
-__device__ __forceinline__ void gemmc_tc_copy(gemmc_elem* __restrict__ dst, const gemmc_elem* __restrict__ plane,
+// ---- wgmma main loop (sm_90a: warpgroup MMA with both operands read from shared memory) ----
+// Shared tiles in the swizzled layouts the descriptors describe (gemmc_wg_layout), filled by cp.async.
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define GEMMC_NO_WGMMA 1  // built for plain sm_90 (or older): wgmma needs sm_90a (compute_90a); the kernel traps
+#endif
+
+__device__ __forceinline__ void gemmc_wg_fence() {
+#ifndef GEMMC_NO_WGMMA
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void gemmc_wg_commit() {
+#ifndef GEMMC_NO_WGMMA
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void gemmc_wg_wait() {
+#ifndef GEMMC_NO_WGMMA
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+#endif
+}
+// Shared memory written by cp.async (generic proxy) becomes visible to wgmma (async proxy): each writing thread
+// fences after its copies have landed, before the barrier.
+__device__ __forceinline__ void gemmc_fence_async_smem() {
+#ifndef GEMMC_NO_WGMMA
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+// Swizzle<S,4,3> of a byte offset: the 16-byte chunk bits [4, 4+S) XOR bits [7, 7+S) (the pattern repeats every
+// 2^(7+S) bytes; tiles start on 1024-byte boundaries, so offsets within a tile swizzle as addresses do).
+template <int S>
+__device__ __forceinline__ int gemmc_swizzle(int off) { return off ^ (((off >> 7) & ((1 << S) - 1)) << 4); }
+
+// One operand's BX x BK tile of one plane in shared memory, as wgmma's descriptors read it.
+// K-major (k-contiguous plane, no transpose): BX rows of R = 2 BK bytes, swizzled by R (128, 64 or 32 bytes) in
+// atoms of 8 rows; descriptor: stride offset 8 R (next 8 rows), leading offset unused (1); a k16 step starts 32
+// bytes further along the row. MN-major (transposed): blocks of 64 along x, each BK rows (one per k) of 128 bytes,
+// 128-byte swizzle in atoms of 8 k-rows; leading offset BK * 128 (next 64 of x), stride offset 1024 (next 8 k).
+template <int BX, int BK, bool K_CONTIG>
+struct gemmc_wg_layout {
+  static constexpr int R = K_CONTIG ? BK * 2 : 128;
+  static constexpr int S = R == 128 ? 3 : R == 64 ? 2 : 1;
+  static constexpr unsigned long long MODE = S == 3 ? 1 : S == 2 ? 2 : 3;  // 128B / 64B / 32B swizzle
+  static constexpr unsigned LBO = K_CONTIG ? 16 : BK * 128;
+  static constexpr unsigned SBO = K_CONTIG ? 8 * R : 1024;
+  static_assert(BX % 64 == 0 && BK % 16 == 0 && (K_CONTIG || BK % 8 == 0), "whole swizzle atoms");
+  // Byte offset of the 16-byte chunk at (x, k): x % 8 == 0 (MN-major) or k % 8 == 0 (K-major).
+  __device__ __forceinline__ static int chunk(int x, int k) {
+    return gemmc_swizzle<S>(K_CONTIG ? x * R + k * 2 : (x / 64) * (BK * 128) + k * 128 + (x % 64) * 2);
+  }
+  // Byte offset where the descriptor of rows x0.. (x0 % 64 == 0) at k-step ks starts (not swizzled).
+  __device__ __forceinline__ static int start(int x0, int ks) {
+    return K_CONTIG ? x0 * R + ks * 2 : (x0 / 64) * (BK * 128) + ks * 128;
+  }
+  __device__ __forceinline__ static unsigned long long desc(const unsigned char* tile, int x0, int ks) {
+    const unsigned a = (unsigned)__cvta_generic_to_shared(tile + start(x0, ks));
+    return (unsigned long long)((a & 0x3FFFFu) >> 4) | ((unsigned long long)(LBO >> 4) << 16) |
+           ((unsigned long long)(SBO >> 4) << 32) | (MODE << 62);
+  }
+};
+
+// D (64 x 128, 64 f32 per thread) = A (64 x 16) x B (16 x 128) + (acc ? D : 0); TA / TB: the operand is
+// MN-major (transposed). Per warp w of the warpgroup, register 4j + e holds row 16w + lane/4 + 8(e/2), column
+// 8j + 2(lane%4) + e%2 (the mma.sync m16n8 fragment, repeated along n).
+template <int TA, int TB>
+__device__ __forceinline__ void gemmc_wgmma(float* d, unsigned long long da, unsigned long long db, int acc) {
+#ifndef GEMMC_NO_WGMMA
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+      "%0,%1,%2,%3,%4,%5,%6,%7,"
+      "%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,"
+      "%24,%25,%26,%27,%28,%29,%30,%31,"
+      "%32,%33,%34,%35,%36,%37,%38,%39,"
+      "%40,%41,%42,%43,%44,%45,%46,%47,"
+      "%48,%49,%50,%51,%52,%53,%54,%55,"
+      "%56,%57,%58,%59,%60,%61,%62,%63"
+      "}, %64, %65, p, 1, 1, %67, %68;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      , "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      , "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+      , "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      , "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
+      , "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+      , "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
+      , "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB));
+#endif
+}
+
+// cp.async of one operand's BX x BK tile of one plane into gemmc_wg_layout, 16 bytes per copy; consecutive threads
+// run along the contiguous dimension (coalesced reads; a warp writes whole 128-byte rows, a permutation of them).
+template <int BX, int BK, int NT, bool K_CONTIG>
+__device__ __forceinline__ void gemmc_wg_copy(unsigned char* __restrict__ dst, const gemmc_elem* __restrict__ plane,
                                               long long ld, long long x0, long long k0, int tid) {
-  using L = gemmc_tc_layout<BX, BK, PAD, K_CONTIG>;
-  constexpr int EPC = 16 / (int)sizeof(gemmc_elem);
-  constexpr int PER_LINE = (K_CONTIG ? BK : BX) / EPC;
-  constexpr int CHUNKS = BX * BK / EPC;
+  using L = gemmc_wg_layout<BX, BK, K_CONTIG>;
+  constexpr int CHUNKS = BX * BK / 8, PER_LINE = (K_CONTIG ? BK : BX) / 8;
 #pragma unroll
   for (int c0 = 0; c0 < CHUNKS; c0 += NT) {
     const int c = c0 + tid;
     if (CHUNKS % NT != 0 && c >= CHUNKS) break;
-    const int line = c / PER_LINE, pos = (c % PER_LINE) * EPC;
+    const int line = c / PER_LINE, pos = (c % PER_LINE) * 8;
     const int x = K_CONTIG ? line : pos, k = K_CONTIG ? pos : line;
-    gemmc_cp_async16(dst + L::at(x, k), K_CONTIG ? plane + (x0 + x) * ld + (k0 + k) : plane + (k0 + k) * ld + (x0 + x));
+    gemmc_cp_async16(dst + L::chunk(x, k),
+                     K_CONTIG ? plane + (x0 + x) * ld + (k0 + k) : plane + (k0 + k) * ld + (x0 + x));
   }
 }
 
-template <int BM, int BN, int BK, int WM, int WN, int NT, int PAD, int PARTS, int STAGES, bool A_KC, bool B_KC,
+// One BM x BN tile: BM / WM warpgroups, each WM rows (two m64 product(s)) by BN (1 wgmma of N = 128).
+template <int BM, int BN, int BK, int WM, int NT, int PARTS, int BPLANES, int STAGES, bool A_KC, bool B_KC,
           bool C_ROW, bool BETA_ZERO, bool SCALE>
-__device__ __forceinline__ void gemmc_tc_tile(const gemmc_problem& p, long long m0, long long n0,
+__device__ __forceinline__ void gemmc_wg_tile(const gemmc_problem& p, long long m0, long long n0,
                                               const gemmc_tc_scratch& s, float* __restrict__ C, float alpha,
                                               float beta, gemmc_elem* __restrict__ sm, int tid) {
-  using LA = gemmc_tc_layout<BM, BK, PAD, A_KC>;
-  using LB = gemmc_tc_layout<BN, BK, PAD, B_KC>;
-  constexpr int MI = WM / 16, NI = WN / 8, WARPS_N = BN / WN;
-  constexpr int MMA_K = 16;
-  constexpr int CHAIN = 1;  // k-steps summed on the tensor core before the f32 total
-  static_assert(BK % (CHAIN * MMA_K) == 0, "a k-tile holds whole chains");
-  constexpr int STAGE = PARTS * (LA::SIZE + LB::SIZE);
-  static_assert((BM / WM) * (BN / WN) * 32 == NT, "warp tiles must cover the block tile");
-  static_assert(NI % 2 == 0, "ldmatrix.x4 loads two n8 fragments of B");
-  const int lane = tid % 32, warp = tid / 32;
-  const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
+#ifdef GEMMC_NO_WGMMA
+  __trap();
+#else
+  constexpr int WN = 128, MI = WM / 64, NH = BN / WN, NR = WN / 2;
+  constexpr int ASIZE = BM * BK * 2, BSIZE = BN * BK * 2, STAGE = PARTS * ASIZE + BPLANES * BSIZE;  // bytes
+  using LA = gemmc_wg_layout<BM, BK, A_KC>;
+  using LB = gemmc_wg_layout<BN, BK, B_KC>;
+  unsigned char* const smem = reinterpret_cast<unsigned char*>(sm);
+  constexpr int TA = A_KC ? 0 : 1, TB = B_KC ? 0 : 1;
+  static_assert((BM / WM) * 128 == NT, "warpgroups must cover the block tile");
+  static_assert(BK % 16 == 0, "whole k16 steps");
+  const int lane = tid % 32, warp = tid / 32, wg = warp / 4;
   const int g = lane / 4, t = lane % 4;
   const long long lda = A_KC ? s.kp : s.mp, ldb = B_KC ? s.kp : s.np;
 
   // The f32 total, added with round-to-nearest after every k-step: each k-step's terms are summed on the tensor
-  // core from zero (a chain of 3 products), so its truncating accumulation never chains across k
-  // (Ootomo & Yokota accumulate outside the tensor core for this reason; run 2 measured the error of chaining
-  // growing linearly with K).
-  float acc[MI][NI][4];
+  // core from zero (a chain of 3 wgmma into `sum`, scale-d 0 for the first), then added here.
+  float acc[MI][NH][NR];
 #pragma unroll
   for (int i = 0; i < MI; ++i)
 #pragma unroll
-    for (int j = 0; j < NI; ++j)
+    for (int h = 0; h < NH; ++h)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+      for (int e = 0; e < NR; ++e) acc[i][h][e] = 0.0f;
 
+  // One pass with >= 3 stages: one k-tile's wgmma group stays in flight while the next is issued (LAG 1), so the
+  // copies run STAGES - 2 k-tiles ahead (the stage reloaded is the one read two k-tiles ago, whose group the
+  // wait<LAG> of the previous iteration has retired, in every warpgroup by the barrier). Splits wait for each chain.
+  constexpr int LAG = (false && STAGES >= 3) ? 1 : 0, AHEAD = STAGES - 1 - LAG;
   const long long ktiles = s.kp / BK;
   auto load_stage = [&](int stage, long long k0) {
-    gemmc_elem* dst = sm + stage * STAGE;
+    unsigned char* dst = smem + stage * STAGE;
 #pragma unroll
     for (int q = 0; q < PARTS; ++q)
-      gemmc_tc_copy<BM, BK, NT, PAD, A_KC>(dst + q * LA::SIZE, s.a + q * s.mp * s.kp, lda, m0, k0, tid);
+      gemmc_wg_copy<BM, BK, NT, A_KC>(dst + q * ASIZE, s.a + q * s.mp * s.kp, lda, m0, k0, tid);
 #pragma unroll
-    for (int q = 0; q < PARTS; ++q)
-      gemmc_tc_copy<BN, BK, NT, PAD, B_KC>(dst + PARTS * LA::SIZE + q * LB::SIZE, s.b + q * s.np * s.kp, ldb, n0,
-                                           k0, tid);
+    for (int q = 0; q < BPLANES; ++q)
+      gemmc_wg_copy<BN, BK, NT, B_KC>(dst + PARTS * ASIZE + q * BSIZE, s.b + q * s.np * s.kp, ldb, n0, k0, tid);
   };
-  // Prologue of the pipeline (paper 001 §4.3, deepened): STAGES - 1 k-tiles in flight before the first mma.
 #pragma unroll
-  for (int st = 0; st < STAGES - 1; ++st) {
+  for (int st = 0; st < AHEAD; ++st) {
     if (st < ktiles) load_stage(st, st * BK);
     gemmc_cp_async_commit();
   }
   for (long long kt = 0; kt < ktiles; ++kt) {
-    gemmc_cp_async_wait<STAGES - 2>();  // k-tile kt has landed (this thread's copies) ...
-    __syncthreads();                     // ... everyone's, and every warp is done with the stage reloaded next
+    gemmc_cp_async_wait<AHEAD - 1>();  // k-tile kt has landed (this thread's copies) ...
+    gemmc_fence_async_smem();           // ... and is visible to the tensor core's proxy ...
+    __syncthreads();                    // ... everyone's; every wgmma of the stage reloaded next has completed
     {
-      const long long next = kt + STAGES - 1;
+      const long long next = kt + AHEAD;
       if (next < ktiles) load_stage((int)(next % STAGES), next * BK);
-      gemmc_cp_async_commit();  // an empty group at the tail keeps the wait count uniform
+      gemmc_cp_async_commit();
     }
-    const gemmc_elem* as = sm + (int)(kt % STAGES) * STAGE;
-    const gemmc_elem* bs = as + PARTS * LA::SIZE;
-    // CHAIN k-steps per iteration share one tensor-core chain per output fragment (their f32 total is added once).
-    // Not unrolled further: unrolled, ptxas hoists the next iteration's fragments over this one's mma chains and
-    // spills (255 registers; each iteration has 3 x CHAIN x (WM / 16) x (WN / 8) mma).
-#pragma unroll 1
-    for (int kk = 0; kk < BK; kk += CHAIN * MMA_K) {
-      // A's fragments for the whole warp tile; B's two n8 columns at a time (fewer live registers: the
-      // accumulators take WM * WN / 32 of them).
-      unsigned fa[CHAIN][PARTS][MI][4];
+    const unsigned char* as = smem + (int)(kt % STAGES) * STAGE;
+    const unsigned char* bs = as + PARTS * ASIZE;
 #pragma unroll
-      for (int c = 0; c < CHAIN; ++c)
+    for (int ks = 0; ks < BK; ks += 16) {
 #pragma unroll
-      for (int q = 0; q < PARTS; ++q) {
+      for (int i = 0; i < MI; ++i)
 #pragma unroll
-        for (int i = 0; i < MI; ++i) {
-          const int ks = kk + c * MMA_K;
-          const int mq = lane / 8, r = lane % 8;
-          const int x = A_KC ? wm0 + i * 16 + lane % 16 : wm0 + i * 16 + (mq % 2) * 8;
-          const int k = A_KC ? ks + (lane / 16) * 8 : ks + r + (mq / 2) * 8;
-          gemmc_ldmatrix_x4(fa[c][q][i], as + q * LA::SIZE + LA::at(x, k), !A_KC);
+        for (int h = 0; h < NH; ++h) {
+          const int am = wg * WM + i * 64, bn0 = h * WN;
+          float sum[NR];
+          gemmc_wg_fence();
+          gemmc_wgmma<TA, TB>(sum, LA::desc(as + 0 * ASIZE, am, ks), LB::desc(bs + 2 * BSIZE, bn0, ks), 0);  // part 0 x part 0 x 2^11
+          gemmc_wgmma<TA, TB>(sum, LA::desc(as + 0 * ASIZE, am, ks), LB::desc(bs + 1 * BSIZE, bn0, ks), 1);  // part 0 x part 1
+          gemmc_wgmma<TA, TB>(sum, LA::desc(as + 1 * ASIZE, am, ks), LB::desc(bs + 0 * BSIZE, bn0, ks), 1);  // part 1 x part 0
+          gemmc_wg_commit();
+          gemmc_wg_wait<0>();
+#pragma unroll
+          for (int e = 0; e < NR; ++e) acc[i][h][e] += sum[e];
         }
-      }
-#pragma unroll
-      for (int j0 = 0; j0 < NI; j0 += 2) {
-        unsigned fb[CHAIN][PARTS][2][2];
-#pragma unroll
-        for (int c = 0; c < CHAIN; ++c)
-#pragma unroll
-        for (int q = 0; q < PARTS; ++q) {
-          const int ks = kk + c * MMA_K;
-          const int mq = lane / 8, r = lane % 8;
-          const int x = wn0 + j0 * 8 + (mq / 2) * 8 + (B_KC ? r : 0);
-          const int k = ks + (mq % 2) * 8 + (B_KC ? 0 : r);
-          unsigned r4[4];
-          gemmc_ldmatrix_x4(r4, bs + q * LB::SIZE + LB::at(x, k), !B_KC);
-          fb[c][q][0][0] = r4[0];
-          fb[c][q][0][1] = r4[1];
-          fb[c][q][1][0] = r4[2];
-          fb[c][q][1][1] = r4[3];
-        }
-#pragma unroll
-        for (int jj = 0; jj < 2; ++jj) {
-          const int j = j0 + jj;
-          // B's hi part times 2^11: the main product joins the correction terms at their level, so one
-          // tensor-core sum holds all 3 (exact: B's columns are scaled below 2^4).
-          unsigned big[CHAIN][2];
-#pragma unroll
-          for (int c = 0; c < CHAIN; ++c) {
-            big[c][0] = gemmc_hmul2(fb[c][0][jj][0], 0x68006800u);
-            big[c][1] = gemmc_hmul2(fb[c][0][jj][1], 0x68006800u);
-          }
-#pragma unroll
-          for (int i = 0; i < MI; ++i) {
-            float sum[4];
-#pragma unroll
-            for (int c = 0; c < CHAIN; ++c) {
-              if (c == 0) gemmc_mma0(sum, fa[c][0][i], big[c]);  // part 0 x part 0 x 2^11, into a fresh sum
-              else gemmc_mma(sum, fa[c][0][i], big[c]);
-              gemmc_mma(sum, fa[c][0][i], fb[c][1][jj]);  // part 0 x part 1
-              gemmc_mma(sum, fa[c][1][i], fb[c][0][jj]);  // part 1 x part 0
-            }
-#pragma unroll
-            for (int e = 0; e < 4; ++e) acc[i][j][e] += sum[e];
-          }
-        }
-      }
     }
   }
+  gemmc_wg_wait<0>();
   gemmc_cp_async_wait<0>();
 
-  // Epilogue: undo the term level and the row/column scales (powers of two), alpha/beta, predicated on the
-  // matrix edge. beta == 0 never reads C.
+  // Epilogue: the accumulator layout (warp w of the warpgroup: rows 16w + lane/4 (+8), columns 8j + 2(lane%4)
+  // (+1)); undo the term level and the row/column scales (powers of two), alpha/beta, predicated on the matrix
+  // edge. beta == 0 never reads C.
 #pragma unroll
   for (int i = 0; i < MI; ++i)
 #pragma unroll
-    for (int j = 0; j < NI; ++j)
+    for (int h = 0; h < NH; ++h)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int lm = wm0 + i * 16 + g + (e / 2) * 8, ln = wn0 + j * 8 + 2 * t + e % 2;
+      for (int e = 0; e < NR; ++e) {
+        const int lm = wg * WM + i * 64 + (warp % 4) * 16 + g + ((e / 2) % 2) * 8;
+        const int ln = h * WN + (e / 4) * 8 + 2 * t + e % 2;
         const long long m = m0 + lm, n = n0 + ln;
         if (m >= p.m || n >= p.n) continue;
-        float v = acc[i][j][e] * 0.00048828125f;
+        float v = acc[i][h][e] * 0.00048828125f;
         if (SCALE) v *= s.inv_a[m] * s.inv_b[n];  // the product of the inverses first: no spurious overflow
         float* c = C_ROW ? C + m * p.ldc + n : C + n * p.ldc + m;
         float out = alpha * v;
         if (!BETA_ZERO && beta != 0.0f) out = fmaf(beta, *c, out);
         *c = out;
       }
+#endif
 }
 
 // The main kernel: the standard signature plus the scratch the pre-pass filled (A and B are not read here).
@@ -490,7 +544,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemmc_split8192_tensorcore_
     const gemmc_problem* __restrict__ problems, const int* __restrict__ block_offsets,
     const int4* __restrict__ tiles, const float* const* __restrict__ A, const float* const* __restrict__ B,
     float* const* __restrict__ C, float alpha, float beta, unsigned char* __restrict__ scratch) {
-  extern __shared__ __align__(16) unsigned char gemmc_smem_raw[];
+  extern __shared__ __align__(1024) unsigned char gemmc_smem_dyn[];
+  // Swizzle atoms must start on 1024-byte boundaries: the plan adds 1024 bytes to round the base up.
+  unsigned char* const gemmc_smem_raw =
+      gemmc_smem_dyn + ((1024u - ((unsigned)__cvta_generic_to_shared(gemmc_smem_dyn) & 1023u)) & 1023u);
 const float alpha_ = 1.0f;
   const float beta_ = 0.0f;
   (void)alpha; (void)beta;
@@ -502,7 +559,7 @@ const float alpha_ = 1.0f;
     const int4 tile = tiles[t];
     const gemmc_problem p = problems[tile.x];
     const gemmc_tc_scratch s(p, scratch + reinterpret_cast<const long long*>(scratch)[tile.x]);
-    gemmc_tc_tile<128, 256, 32, 64, 64, 256, 8, 2, 4, true, false, true, true, true>(
+    gemmc_wg_tile<256, 128, 32, 128, 256, 2, 3, 4, true, false, true, true, true>(
         p, tile.y, tile.z, s, C[tile.x], alpha_, beta_, reinterpret_cast<gemmc_elem*>(gemmc_smem_raw), tid);
   }
 }
