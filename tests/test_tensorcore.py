@@ -95,7 +95,8 @@ def test_the_standalone_launcher_runs_the_pre_pass():
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_every_split_compiles_for_sm80_and_sm90(tmp_path):
-    """sm_90 twice: plain sm_90 (the wgmma main loop is compiled out and traps) and sm_90a (wgmma)."""
+    """sm_80 (mma.sync); sm_90 built for sm_90a (wgmma), and built for plain sm_90 where the kernel is mma.sync
+    (tf32). A plain sm_90 build of a wgmma kernel is refused: test_wgmma_needs_sm90a."""
     jobs = []
     for arch in ("sm_80", "sm_90", "sm_90a"):
         for mode in MODES:
@@ -103,9 +104,12 @@ def test_every_split_compiles_for_sm80_and_sm90(tmp_path):
                 if arch == "sm_90a" and "tf32" in mode:
                     continue
                 k, hw = planned(schedule(mode, arch.rstrip("a"), lay))
+                text = render_kernel(k, hw).standalone
+                if arch == "sm_90" and "wgmma.mma_async" in text:
+                    continue
                 path = tmp_path / f"{arch}_{len(jobs)}.cu"
                 # The standalone file: kernel, pre-pass and the host launcher that allocates their scratch.
-                path.write_text(render_kernel(k, hw).standalone)
+                path.write_text(text)
                 jobs.append((arch, mode, lay, path))
 
     def compile_one(job):
@@ -122,14 +126,17 @@ def test_every_split_compiles_for_sm80_and_sm90(tmp_path):
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 @pytest.mark.parametrize("mode", ["f16", "split f16 x3"])
-def test_wgmma_only_for_sm90a(mode, tmp_path):
-    """The sm_90 kernel holds wgmma in its PTX for compute_90a and none for plain compute_90 (compiled out)."""
+def test_wgmma_needs_sm90a(mode, tmp_path):
+    """The sm_90 kernel holds wgmma in its PTX for compute_90a; built for plain sm_90 (where wgmma does not exist)
+    it stops the build with an error that says how to build it, instead of compiling into a kernel that traps."""
     k, hw = planned(schedule(mode, layout="layout A col, B row, C col"))
     src = tmp_path / "k.cu"
     src.write_text(render_kernel(k, hw).source)
-    for target, expect in (("-gencode=arch=compute_90a,code=compute_90a", True), ("-arch=compute_90", False)):
-        res = subprocess.run(["nvcc", target, "-std=c++17", "-ptx", str(src), "-o", str(src) + ".ptx"],
-                             capture_output=True, text=True)
-        assert res.returncode == 0, res.stderr[-2000:]
-        ptx = (tmp_path / "k.cu.ptx").read_text()
-        assert ("wgmma.mma_async" in ptx) == expect and ("fence.proxy.async" in ptx) == expect
+    ptx = tmp_path / "k.ptx"
+    ok = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=compute_90a", "-std=c++17", "-ptx", str(src), "-o",
+                         str(ptx)], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert "wgmma.mma_async" in ptx.read_text() and "fence.proxy.async" in ptx.read_text()
+    plain = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-c", str(src), "-o", str(tmp_path / "k.o")],
+                           capture_output=True, text=True)
+    assert plain.returncode != 0 and "-gencode=arch=compute_90a,code=sm_90a" in plain.stderr

@@ -206,6 +206,8 @@ class TensorCorePlan(FamilyPlan):
                f"{self.mma_text}, {self.stages} cp.async stages; shared memory {self.smem_bytes} B, "
                f"~{self.regs_estimate} regs; pre-pass split into scratch ({self.scratch} B, {self.prep_blocks} blocks)",
                f"split: {self.split.describe()}"]
+        if self.wgmma:
+            out.append("build: sm_90a only (nvcc -gencode=arch=compute_90a,code=sm_90a): the main loop is wgmma")
         out += [f"candidate {c.bm}x{c.bn} (warp {c.wm}x{c.wn}): {c.blocks} blocks, "
                 f"{c.warps_active} warps active, ratio {c.ratio:.1f}, {c.loads_per_thread} loads/thread/k-step: "
                 f"{c.verdict}" for c in self.candidates]

@@ -324,32 +324,26 @@ extern "C" __global__ void __launch_bounds__(GEMMC_PREP_THREADS) gemmc_tc_batch_
 
 // ---- wgmma main loop (sm_90a: warpgroup MMA with both operands read from shared memory) ----
 // Shared tiles in the swizzled layouts the descriptors describe (gemmc_wg_layout), filled by cp.async.
+// wgmma exists only in the architecture-specific sm_90a target: a device pass for anything else (plain sm_90, an
+// older GPU) stops here with the fix, rather than building a kernel that could not run.
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define GEMMC_NO_WGMMA 1  // built for plain sm_90 (or older): wgmma needs sm_90a (compute_90a); the kernel traps
+#error "gemmc: this kernel's main loop is wgmma (target cuda sm_90): build it with -gencode=arch=compute_90a,code=sm_90a, or write `target cuda sm_80` in the schedule for the mma.sync kernel that runs on any sm_80+ GPU"
 #endif
 
 __device__ __forceinline__ void gemmc_wg_fence() {
-#ifndef GEMMC_NO_WGMMA
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#endif
 }
 __device__ __forceinline__ void gemmc_wg_commit() {
-#ifndef GEMMC_NO_WGMMA
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-#endif
 }
 template <int N>
 __device__ __forceinline__ void gemmc_wg_wait() {
-#ifndef GEMMC_NO_WGMMA
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-#endif
 }
 // Shared memory written by cp.async (generic proxy) becomes visible to wgmma (async proxy): each writing thread
 // fences after its copies have landed, before the barrier.
 __device__ __forceinline__ void gemmc_fence_async_smem() {
-#ifndef GEMMC_NO_WGMMA
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-#endif
 }
 
 // Swizzle<S,4,3> of a byte offset: the 16-byte chunk bits [4, 4+S) XOR bits [7, 7+S) (the pattern repeats every
@@ -390,7 +384,6 @@ struct gemmc_wg_layout {
 // 8j + 2(lane%4) + e%2 (the mma.sync m16n8 fragment, repeated along n).
 template <int TA, int TB>
 __device__ __forceinline__ void gemmc_wgmma(float* d, unsigned long long da, unsigned long long db, int acc) {
-#ifndef GEMMC_NO_WGMMA
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
@@ -412,7 +405,6 @@ __device__ __forceinline__ void gemmc_wgmma(float* d, unsigned long long da, uns
       , "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
       , "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
       : "l"(da), "l"(db), "r"(acc), "n"(TA), "n"(TB));
-#endif
 }
 
 // cp.async of one operand's BX x BK tile of one plane into gemmc_wg_layout, 16 bytes per copy; consecutive threads
@@ -439,9 +431,6 @@ template <int BM, int BN, int BK, int WM, int NT, int PARTS, int BPLANES, int ST
 __device__ __forceinline__ void gemmc_wg_tile(const gemmc_problem& p, long long m0, long long n0,
                                               const gemmc_tc_scratch& s, float* __restrict__ C, float alpha,
                                               float beta, gemmc_elem* __restrict__ sm, int tid) {
-#ifdef GEMMC_NO_WGMMA
-  __trap();
-#else
   constexpr int WN = 128, MI = WM / 64, NH = BN / WN, NR = WN / 2;
   constexpr int ASIZE = BM * BK * 2, BSIZE = BN * BK * 2, STAGE = PARTS * ASIZE + BPLANES * BSIZE;  // bytes
   using LA = gemmc_wg_layout<BM, BK, A_KC>;
@@ -536,7 +525,6 @@ __device__ __forceinline__ void gemmc_wg_tile(const gemmc_problem& p, long long 
         if (!BETA_ZERO && beta != 0.0f) out = fmaf(beta, *c, out);
         *c = out;
       }
-#endif
 }
 
 // The main kernel: the standard signature plus the scratch the pre-pass filled (A and B are not read here).
