@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import gemmc  # noqa: E402
-from bench.timing import device_seconds, gemmc_graph  # noqa: E402
+from bench.timing import device_seconds, gemmc_graph, write_results  # noqa: E402
 
 MODES = ["split f16 x3", "split f16 x3 method le", "split f16 x4 method markidis", "split bf16 x3",
          "split bf16 x6", "split tf32 x3", "f16", "bf16", "tf32"]
@@ -91,7 +91,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sizes", default="")
-    ap.add_argument("--out", default="")
+    ap.add_argument("--out", default="", help="results folder (or a .json file)")
     ap.add_argument("--modes", default="", help="comma-separated gemmc modes (default: all)")
     ap.add_argument("--no-triton", action="store_true")
     ap.add_argument("--triton-best", action="store_true",
@@ -154,8 +154,11 @@ def main() -> None:
             print(json.dumps(row), flush=True)
         del data, refs
         torch.cuda.empty_cache()
-    if args.out:
-        Path(args.out).write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
+    if args.out:  # a folder, as for the other suites (a .json path is still taken as the file to write)
+        if args.out.endswith(".json"):
+            Path(args.out).write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
+        else:
+            print(f"wrote {write_results(args.out, 'precision', rows)}")
 
 
 if __name__ == "__main__":
