@@ -125,13 +125,14 @@ def candidate_tilings(kernel: Kernel, hw: Hardware, sizes: Sizes) -> list[tiling
         out.append(tiling.coordinated(sizes, count, kernel.tlp_threshold or coordinated_threshold(hw), max_outputs))
     if mode in (TileMode.AUTO, TileMode.LOADBALANCED) and (hw.vendor == "cuda" or mode is TileMode.LOADBALANCED):
         threshold = kernel.tlp_threshold or default_threshold(hw)
-        new = tiling.loadbalanced(sizes, count, hw, threshold)
+        rungs = tiling.ladder(sizes)
+        new = tiling.loadbalanced(sizes, count, hw, threshold, rungs=rungs)
         if mode is TileMode.AUTO:
             # Algorithm 1 driven by Eq. 3 stops refining earlier (idle warps count). On the H100 it measured
             # faster than Eq. 4 in 5 of 26 cases and within noise (1.2%) in the rest (bench/results/
             # 2026-11-22_h100_irregular.json, docs/PERFORMANCE-irregular.md), so `tile auto` costs both; listed
             # first, it wins ties.
-            old = tiling.loadbalanced(sizes, count, hw, threshold, metric="old")
+            old = tiling.loadbalanced(sizes, count, hw, threshold, metric="old", rungs=rungs)
             if not old.same_variants(new):
                 out.append(old)
         out.append(new)

@@ -158,7 +158,8 @@ def ladder(s: Sizes) -> tuple[np.ndarray, np.ndarray]:
     return tiles_m * tiles_n, np.where(good.any(axis=0), last_good, 0)
 
 
-def loadbalanced(problems: Batch, count: int, hw: Hardware, threshold: int, metric: str = "new") -> Tiling:
+def loadbalanced(problems: Batch, count: int, hw: Hardware, threshold: int, metric: str = "new",
+                 rungs: tuple[np.ndarray, np.ndarray] | None = None) -> Tiling:
     """Paper 000, Algorithm 1, corrected: start from the initial levels, then while the new TLP (Eq. 4) is
     below the threshold (`<`, not the printed `>=`), step the problem with the largest tile (ties: the most
     work, then the first) down one level. TLP is kept exact under each change (the printed line 19 never
@@ -169,10 +170,11 @@ def loadbalanced(problems: Batch, count: int, hw: Hardware, threshold: int, metr
     The steps are taken in a known order, so they are computed at once rather than through a priority queue:
     the largest tile's level L is stepped down for every problem at L before any problem at L - 1, and the
     problems at L are then exactly those that started at L or above, taken by work (most first) and index.
-    The run stops at the first step after which the running TLP reaches the threshold."""
+    The run stops at the first step after which the running TLP reaches the threshold. `rungs`: the batch's
+    `ladder`, when the caller has it (tile auto runs both metrics on one batch)."""
     s = sizes_of(problems)
     n = len(s)
-    counts, levels = ladder(s)
+    counts, levels = rungs if rungs is not None else ladder(s)
     launch = max(lv.tall.threads for lv in LOADBALANCED_LEVELS)
     threads = [[ceil_div(lv.tall.threads, hw.warp_size) * hw.warp_size if metric == "new" else launch]
                for lv in LOADBALANCED_LEVELS]
@@ -216,14 +218,14 @@ def coordinated(problems: Batch, count: int, threshold: int, max_outputs: int = 
         queues = np.argsort(~fits, axis=0, kind="stable")  # the fitting strategies first, in priority order
         last = np.maximum(fits.sum(axis=0), 1) - 1  # a problem nothing fits keeps strategies[0]
         counts = tile_counts(s, bm, bn)
-        for step in range(int(last.max(initial=0)) + 1):
-            chosen = queues[np.minimum(step, last), everyone]
-            tlp = int(counts[chosen, everyone].sum()) * count * threads
-            if tlp <= threshold:
-                return Tiling.of("coordinated", strategies, chosen, threshold, steps)
-            if step == int(last.max(initial=0)):
-                break
-            steps += 1
+        rounds = int(last.max(initial=0)) + 1  # after the last, every queue is down to one element
+        heads = queues[np.minimum(np.arange(rounds)[:, None], last), everyone]  # rounds x problems
+        tlps = counts[heads, everyone].sum(axis=1) * count * threads
+        met = np.flatnonzero(tlps <= threshold)
+        if len(met):
+            return Tiling.of("coordinated", strategies, heads[met[0]], threshold, steps + int(met[0]))
+        chosen = heads[-1]
+        steps += rounds - 1
     return Tiling.of("coordinated", strategies, chosen, threshold, steps)
 
 
@@ -280,12 +282,13 @@ def estimate(tiling: Tiling, problems: Batch, count: int, hw: Hardware, regs: in
     palette, choice = tiling.palette, tiling.choice
     block = max(v.threads for v in palette)
     occ = occupancy(hw, block, regs, smem)
-    counts = tiling.counts(s, count)
-    warps_per_tile = np.array([ceil_div(v.threads, hw.warp_size) for v in palette], dtype=np.int64)[choice]
+    bm, bn, bk, warps_per_tile = np.array([(v.bm, v.bn, v.bk, ceil_div(v.threads, hw.warp_size))
+                                           for v in palette], dtype=np.int64)[choice].T
+    counts = tile_counts(s, bm, bn) * count
     warps = int((counts * warps_per_tile).sum())  # phi of Eq. 4
     capacity = max(1, occ.warps_per_sm * hw.sm_count)
     utilization = min(1.0, warps / capacity) if occ.blocks_per_sm else 0.0
-    padded_flops = counts * tiling.column("bm") * tiling.column("bn") * s.k * 2
+    padded_flops = counts * bm * bn * s.k * 2
     efficiency = np.array([issue_efficiency(v) for v in palette])[choice]
     padded = int(padded_flops.sum())
     issued = sum((padded_flops / efficiency).tolist())
@@ -301,7 +304,7 @@ def estimate(tiling: Tiling, problems: Batch, count: int, hw: Hardware, regs: in
     waves = ceil_div(tiles_total, resident)
     wave_warps = min(warps, capacity) / (hw.sm_count * SCHEDULERS)
     step_cost = np.array([STEP_LATENCY_CYCLES + step_instructions(v) * wave_warps for v in palette])[choice]
-    step_cycles = float((step_cost * -(-s.k // tiling.column("bk"))).max())
+    step_cycles = float((step_cost * -(-s.k // bk)).max())
     latency = waves * step_cycles / hw.clock_hz
     return Estimate(padded / 1e9, useful / 1e9, warps, occ, utilization, max(throughput, latency), latency,
                     tiles_total * block, warps * hw.warp_size)  # Eq. 3 (tlp_old) and Eq. 4 (tlp_new)
