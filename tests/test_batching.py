@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gemmc
-from gemmc.ir.nodes import WorkTile
 from gemmc.ir.types import Batching
 from gemmc.passes import batching
 
@@ -29,43 +28,85 @@ def test_batched_work_lists_cover_every_element_once(shapes, tile, mode):
     assert all(b > a for a, b in zip(k.work.block_offsets, k.work.block_offsets[1:], strict=False))
 
 
-def _items(ks):
-    return [batching.Item(WorkTile(i, 0, 0, 0), k, k) for i, k in enumerate(ks)]
+def _reference_group(ks, works, mode, block_threads, tlp_threshold, theta):
+    """Paper 003 §4 one tile at a time, as the planner did before it worked on columns: the blocks as lists."""
+    items = list(range(len(ks)))
+    if mode is Batching.THRESHOLD:
+        pending, blocks, i = sorted(items, key=lambda t: ks[t]), [], 0
+        while i < len(pending):
+            if (len(pending) - i + len(blocks)) * block_threads > tlp_threshold / 2:
+                block, ksum = [], 0
+                while i < len(pending) and ksum <= theta:
+                    block.append(pending[i])
+                    ksum += ks[pending[i]]
+                    i += 1
+                blocks.append(block)
+            else:
+                blocks.extend([t] for t in pending[i:])
+                break
+    elif mode is Batching.BINARY:
+        ordered, blocks = sorted(items, key=lambda t: ks[t]), []
+        lo, hi = 0, len(ordered) - 1
+        while lo < hi:
+            if ks[ordered[lo]] + ks[ordered[hi]] <= theta:
+                blocks.append([ordered[lo], ordered[hi]])
+                lo += 1
+            else:
+                blocks.append([ordered[hi]])
+            hi -= 1
+        if lo == hi:
+            blocks.append([ordered[lo]])
+    else:
+        blocks = [[t] for t in items]
+    return sorted(blocks, key=lambda b: -sum(works[t] for t in b))
+
+
+def _group(ks, mode=Batching.NONE, threshold=1, theta=batching.THETA, works=None):
+    return batching.group(np.array(ks), np.array(works or ks), mode, 256, threshold, theta).lists()
 
 
 def test_threshold_batching_fills_blocks_past_theta():
     # 256 tiles of K = 32 with T = 256 and the V100 threshold: 16 blocks of 9 tiles, then 112 single tiles.
-    blocks = batching.threshold_batching(_items([32] * 256), 256, 65536, theta=256)
+    blocks = batching.threshold_batching(np.array([32] * 256), 256, 65536, theta=256).lists()
     sizes = sorted((len(b) for b in blocks), reverse=True)
     assert sizes[:16] == [9] * 16 and sizes[16:] == [1] * 112
 
 
 def test_binary_batching_pairs_short_with_long_within_theta():
-    blocks = batching.binary_batching(_items([10, 200, 30, 240, 300]), theta=256)
-    ks = sorted(tuple(sorted(it.k for it in b)) for b in blocks)
-    assert ks == [(10, 240), (30, 200), (300,)]
+    ks = [10, 200, 30, 240, 300]
+    blocks = batching.binary_batching(np.array(ks), theta=256).lists()
+    assert sorted(tuple(sorted(ks[t] for t in b)) for b in blocks) == [(10, 240), (30, 200), (300,)]
 
 
 def test_blocks_are_ordered_longest_first():
-    blocks = batching.group(_items([5, 50, 500]), Batching.NONE, 256, 1)
-    assert [b[0].k for b in blocks] == [500, 50, 5]
+    assert _group([5, 50, 500]) == [[2], [1], [0]]
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(1, 600), min_size=1, max_size=300), st.sampled_from(list(Batching)),
        st.integers(1, 1 << 20), st.integers(1, 1024))
 def test_every_tile_lands_in_exactly_one_nonempty_block(ks, mode, threshold, theta):
-    items = _items(ks)
-    blocks = batching.group(items, mode, 256, threshold, theta)
+    blocks = _group(ks, mode, threshold, theta)
     assert all(blocks)
-    assert sorted(it.tile.problem for b in blocks for it in b) == list(range(len(ks)))
+    assert sorted(t for b in blocks for t in b) == list(range(len(ks)))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 600), st.integers(1, 64)), min_size=1, max_size=300),
+       st.sampled_from(list(Batching)), st.integers(1, 1 << 20), st.integers(1, 1024))
+def test_blocks_match_the_tile_at_a_time_rule(tiles, mode, threshold, theta):
+    # The engine works on columns (sorted K, prefix sums, one permutation); every block and its place in the
+    # launch order must be what the paper's rule, applied tile by tile, gives.
+    ks = [k for k, _ in tiles]
+    works = [k * micro for k, micro in tiles]
+    assert _group(ks, mode, threshold, theta, works) == _reference_group(ks, works, mode, 256, threshold, theta)
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(1, 600), min_size=1, max_size=300), st.integers(1, 1024))
 def test_binary_batching_never_serialises_past_theta(ks, theta):
-    for block in batching.binary_batching(_items(ks), theta):
-        assert len(block) <= 2 and (len(block) == 1 or sum(it.k for it in block) <= theta)
+    for block in batching.binary_batching(np.array(ks), theta).lists():
+        assert len(block) <= 2 and (len(block) == 1 or sum(ks[t] for t in block) <= theta)
 
 
 def _kernel(shapes, mode="auto"):

@@ -62,9 +62,9 @@ def test_f64_uses_smaller_micro_tiles():
 
 def test_leading_dimensions_follow_layouts():
     k = kernel("kernel k { layout A col, B row, C col gemm 5 x 7 x 3 }")
-    assert problem_rows(k) == (ProblemRow(5, 7, 3, lda=5, ldb=7, ldc=5),)
+    assert tuple(problem_rows(k)) == (ProblemRow(5, 7, 3, lda=5, ldb=7, ldc=5),)
     k = kernel("kernel k { layout A row, B col, C row gemm 5 x 7 x 3 count 2 }")
-    assert problem_rows(k) == (ProblemRow(5, 7, 3, lda=3, ldb=3, ldc=7),) * 2
+    assert tuple(problem_rows(k)) == (ProblemRow(5, 7, 3, lda=3, ldb=3, ldc=7),) * 2
 
 
 def test_tiles_cover_odd_problem_once():

@@ -24,7 +24,7 @@ def test_paper_003_worked_example_ends_at_17920():
     assert [(v.bm, v.bn, v.threads) for v in t.variants] == [(16, 16, 256), (32, 32, 256), (32, 32, 256)]
     counts = t.tile_counts(problems, 1)
     assert tlp_old(counts, 256) == 17920
-    first = tiling.Tiling("x", (tiling.COORDINATED[256][0][1],) * 3, 0, 0).tile_counts(problems, 1)
+    first = simt.everyone("x", tiling.COORDINATED[256][0][1], 3).tile_counts(problems, 1)
     assert tlp_old(first, 256) == 70144
 
 
@@ -121,11 +121,11 @@ def test_latency_bound_counts_the_scheduler_load_of_small_micro_tiles():
     text = "kernel k { batch { a 784 x 64 x 192  b 784 x 32 x 192  c 784 x 128 x 192 } }"
     k = gemmc.compile_string(text)["k"]
     hw, problems = k.target, k.ir.problems
-    small = tiling.Tiling("x", (tiling.variant(16, 16, 32, 128),) * 3, 0, 0)
-    mid = tiling.Tiling("x", (tiling.variant(32, 32, 32, 128),) * 3, 0, 0)
+    small = simt.everyone("x", tiling.variant(16, 16, 32, 128), 3)
+    mid = simt.everyone("x", tiling.variant(32, 32, 32, 128), 3)
     est = {}
     for name, t in (("16", small), ("32", mid)):
-        probe = simt._plan_from(k.ir, hw, t.variants, "x")
+        probe = simt._plan_from(k.ir, hw, t)
         est[name] = tiling.estimate(t, problems, 1, hw, probe.regs_estimate, probe.smem_bytes).seconds
     assert est["32"] < est["16"]
     assert k.ir.plan.variants == (tiling.variant(32, 32, 32, 128),)

@@ -84,9 +84,9 @@ def common_context(kernel: Kernel, hw: Hardware, family_knobs: list[str]) -> dic
 def _table_context(kernel: Kernel) -> dict:
     work = kernel.work
     assert work is not None
-    problems = [(r.m, r.n, r.k, r.lda, r.ldb, r.ldc) for r in work.problems]
+    problems = work.problems.rows()
     offsets = list(work.block_offsets) or [0, 0]  # arithmetic families: empty tables, one dummy entry each
-    tiles = [(t.problem, t.m0, t.n0, t.variant) for t in work.tiles] or [(0, 0, 0, 0)]
+    tiles = work.tiles.rows() or [(0, 0, 0, 0)]
     return {
         "problems": problems,
         "block_offset_rows": _chunks(offsets, OFFSETS_PER_LINE),

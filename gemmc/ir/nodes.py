@@ -6,7 +6,10 @@ A `Program` holds the target and the kernels. A `Kernel` starts as what the sche
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import struct
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Generic, TypeVar, overload
 
 from gemmc.errors import InternalError
 from gemmc.ir.hardware import Hardware
@@ -95,6 +98,70 @@ class WorkTile:
     variant: int = 0
 
 
+Row = TypeVar("Row", ProblemRow, WorkTile)
+Table = TypeVar("Table", bound="PackedTable[Any]")
+
+
+@dataclass(frozen=True, slots=True)
+class PackedTable(Generic[Row]):
+    """A table of records packed as the kernel reads it (little-endian integers, FORMAT per record).
+
+    A work list holds thousands of tiles; one Python record each made planning O(tiles) in objects. The packed
+    bytes are immutable, hashable and compare with `==`; read as a sequence the table gives records (`ROW`),
+    `rows()` the plain tuples for the baked tables, and `data` is what the runtime uploads (numpy.frombuffer)."""
+
+    FORMAT: ClassVar[struct.Struct]
+    ROW: ClassVar[Callable[..., Any]]
+    data: bytes = b""
+
+    @classmethod
+    def of(cls: type[Table], records: Iterable[Any]) -> Table:
+        return cls(b"".join(cls.FORMAT.pack(*(getattr(r, f.name) for f in fields(r))) for r in records))
+
+    def __len__(self) -> int:
+        return len(self.data) // self.FORMAT.size
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+
+    @overload
+    def __getitem__(self: Table, index: slice) -> Table: ...
+
+    def __getitem__(self: Table, index: int | slice) -> Any:
+        size = self.FORMAT.size
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                return type(self).of(self[i] for i in range(start, stop, step))
+            return type(self)(self.data[start * size:max(start, stop) * size])
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"{type(self).__name__} index out of range")
+        return self.ROW(*self.FORMAT.unpack_from(self.data, (index % len(self)) * size))
+
+    def __iter__(self) -> Iterator[Row]:
+        return (self.ROW(*r) for r in self.FORMAT.iter_unpack(self.data))
+
+    def rows(self) -> list[tuple[int, ...]]:
+        """Each record as a plain tuple of its fields, in order."""
+        return list(self.FORMAT.iter_unpack(self.data))
+
+
+class ProblemTable(PackedTable[ProblemRow]):
+    """The problem table, one ProblemRow per problem in batch order: six int64 (m, n, k, lda, ldb, ldc)."""
+
+    __slots__ = ()
+    FORMAT = struct.Struct("<6q")
+    ROW = ProblemRow
+
+
+class TileTable(PackedTable[WorkTile]):
+    """Output tiles in launch order, one WorkTile each: four int32 (problem, m0, n0, variant), the kernel's int4."""
+
+    __slots__ = ()
+    FORMAT = struct.Struct("<4i")
+    ROW = WorkTile
+
+
 @dataclass(frozen=True, slots=True)
 class WorkList:
     """What one launch does, as data the kernel reads.
@@ -104,8 +171,8 @@ class WorkList:
     by arithmetic (TSM2) leaves `tiles` and `block_offsets` empty and sets `grid` itself.
     """
 
-    problems: tuple[ProblemRow, ...]
-    tiles: tuple[WorkTile, ...]
+    problems: ProblemTable
+    tiles: TileTable
     block_offsets: tuple[int, ...]
     grid: tuple[int, int, int]
     block: int  # threads per block

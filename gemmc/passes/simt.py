@@ -13,14 +13,16 @@ from __future__ import annotations
 import dataclasses
 from statistics import median
 
+import numpy as np
+
 from gemmc.errors import Diagnostic, GemmcError
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel, WorkList, WorkTile
+from gemmc.ir.nodes import Kernel, WorkList
 from gemmc.ir.plan_simt import SimtPlan, SimtVariant, micro_tile
 from gemmc.ir.types import Batching, DType, TileMode
 from gemmc.passes import batching, tiling
-from gemmc.passes.tlp import SMEM_RESERVED_PER_BLOCK, ceil_div, coordinated_threshold, default_threshold, occupancy
-from gemmc.passes.worklist import problem_rows, problem_tiles
+from gemmc.passes.tlp import SMEM_RESERVED_PER_BLOCK, coordinated_threshold, default_threshold, occupancy
+from gemmc.passes.worklist import Sizes, packed, problem_rows, tile_table
 
 # Uniform catalogue, largest first. 8x8 micro-tiles give 2 FMAs per shared-memory byte read in f32; f64 halves
 # the micro-tile to stay under the register file's 255 per thread. K steps: measured on the H100
@@ -35,12 +37,13 @@ UNIFORM_F64 = (SimtVariant(128, 64, 8, 8, 4, 256), SimtVariant(64, 64, 8, 4, 4, 
                SimtVariant(32, 32, 8, 2, 2, 256))
 
 
-def uniform_variant(kernel: Kernel, hw: Hardware) -> tuple[SimtVariant, str]:
+def uniform_variant(kernel: Kernel, hw: Hardware, sizes: Sizes | None = None) -> tuple[SimtVariant, str]:
     """The largest catalogue tile that still gives one wave of blocks (>= SM count) over the batch."""
     catalogue = UNIFORM_F64 if kernel.dtype is DType.F64 else UNIFORM_F32
     batch = kernel.count or 1
+    s = sizes if sizes is not None else Sizes.of(kernel.problems)
     for v in catalogue:
-        tiles = batch * sum(ceil_div(p.m, v.bm) * ceil_div(p.n, v.bn) for p in kernel.problems)
+        tiles = batch * int(tiling.tile_counts(s, v.bm, v.bn).sum())
         if tiles >= hw.sm_count:
             return v, f"largest uniform tile with >= {hw.sm_count} blocks ({tiles} blocks)"
     return catalogue[-1], f"no uniform tile fills {hw.sm_count} SMs; smallest tile"
@@ -98,67 +101,70 @@ def bound_blocks(plan: SimtPlan, hw: Hardware) -> tuple[int, int]:
     return blocks, cap
 
 
-def _plan_from(kernel: Kernel, hw: Hardware, per_problem: tuple[SimtVariant, ...], method: str,
-               **fields) -> SimtPlan:
-    variants = tuple(dict.fromkeys(per_problem))  # distinct, in first-use order
-    index = {v: i for i, v in enumerate(variants)}
-    plan = SimtPlan(variants=variants, assignment=tuple(index[v] for v in per_problem), stages=kernel.stages,
-                    elem_bytes=kernel.dtype.nbytes, method=method, **fields)
+def _plan_from(kernel: Kernel, hw: Hardware, t: tiling.Tiling, **fields) -> SimtPlan:
+    plan = SimtPlan(variants=t.palette, assignment=tuple(t.choice.tolist()), stages=kernel.stages,
+                    elem_bytes=kernel.dtype.nbytes, method=t.method, **fields)
     blocks, cap = bound_blocks(plan, hw)
     return dataclasses.replace(plan, min_blocks=blocks, reg_cap=cap)
 
 
-def candidate_tilings(kernel: Kernel, hw: Hardware) -> list[tiling.Tiling]:
-    count, problems = kernel.count or 1, kernel.problems
-    uniform = tiling.Tiling("uniform", (uniform_variant(kernel, hw)[0],) * len(problems), 0, 0)
+def everyone(method: str, v: SimtVariant, problems: int) -> tiling.Tiling:
+    """One variant for every problem."""
+    return tiling.Tiling(method, (v,), np.zeros(problems, dtype=np.int64), 0, 0)
+
+
+def candidate_tilings(kernel: Kernel, hw: Hardware, sizes: Sizes) -> list[tiling.Tiling]:
+    count = kernel.count or 1
+    uniform = everyone("uniform", uniform_variant(kernel, hw, sizes)[0], len(sizes))
     mode = kernel.tile_mode
     out = []
     if mode in (TileMode.AUTO, TileMode.UNIFORM):
         out.append(uniform)
     if mode in (TileMode.AUTO, TileMode.COORDINATED):
         max_outputs = 32 if kernel.dtype is DType.F64 else 64
-        out.append(tiling.coordinated(problems, count, kernel.tlp_threshold or coordinated_threshold(hw), max_outputs))
+        out.append(tiling.coordinated(sizes, count, kernel.tlp_threshold or coordinated_threshold(hw), max_outputs))
     if mode in (TileMode.AUTO, TileMode.LOADBALANCED) and (hw.vendor == "cuda" or mode is TileMode.LOADBALANCED):
         threshold = kernel.tlp_threshold or default_threshold(hw)
-        new = tiling.loadbalanced(problems, count, hw, threshold)
+        rungs = tiling.ladder(sizes)
+        new = tiling.loadbalanced(sizes, count, hw, threshold, rungs=rungs)
         if mode is TileMode.AUTO:
             # Algorithm 1 driven by Eq. 3 stops refining earlier (idle warps count). On the H100 it measured
             # faster than Eq. 4 in 5 of 26 cases and within noise (1.2%) in the rest (bench/results/
             # 2026-11-22_h100_irregular.json, docs/PERFORMANCE-irregular.md), so `tile auto` costs both; listed
             # first, it wins ties.
-            old = tiling.loadbalanced(problems, count, hw, threshold, metric="old")
-            if old.variants != new.variants:
+            old = tiling.loadbalanced(sizes, count, hw, threshold, metric="old", rungs=rungs)
+            if not old.same_variants(new):
                 out.append(old)
         out.append(new)
     return out
 
 
-def auto_plan(kernel: Kernel, hw: Hardware) -> SimtPlan:
+def auto_plan(kernel: Kernel, hw: Hardware, sizes: Sizes) -> SimtPlan:
     """Cost every candidate tiling with tiling.estimate and keep the cheapest (ties: the earlier candidate)."""
     scored = []
-    for t in candidate_tilings(kernel, hw):
-        probe = _plan_from(kernel, hw, t.variants, t.method)
-        est = tiling.estimate(t, kernel.problems, kernel.count or 1, hw, probe.regs_estimate, probe.smem_bytes)
+    for t in candidate_tilings(kernel, hw, sizes):
+        probe = _plan_from(kernel, hw, t)
+        est = tiling.estimate(t, sizes, kernel.count or 1, hw, probe.regs_estimate, probe.smem_bytes)
         scored.append((est.seconds, t, est))
     seconds, best, est = min(scored, key=lambda s: s[0])
     occ = est.occupancy
-    return _plan_from(kernel, hw, best.variants, best.method, tlp_threshold=best.threshold or default_threshold(hw),
+    return _plan_from(kernel, hw, best, tlp_threshold=best.threshold or default_threshold(hw),
                       tlp_old=est.tlp_old, tlp_new=est.tlp_new,
                       occupancy=f"{occ.warps_per_sm} warps/SM ({occ.limit})", estimate_us=seconds * 1e6,
                       candidates=tuple((t.method, s * 1e6) for s, t, _ in scored) if len(scored) > 1 else ())
 
 
-def choose_batching(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> tuple[Batching, str]:
+def choose_batching(kernel: Kernel, plan: SimtPlan, hw: Hardware, sizes: Sizes | None = None) -> tuple[Batching, str]:
     """`batching auto`: threshold batching when there are at least 4 waves of blocks and the median K is at most
     theta / 2 (small-K tiles, where a block's prologue is a large share of its work); otherwise none."""
     if kernel.batching is not Batching.AUTO:
         return kernel.batching, f"batching {kernel.batching.value} from the schedule"
     occ = occupancy(hw, plan.threads, plan.regs_estimate, plan.smem_bytes)
-    count = kernel.count or 1
-    blocks = sum(tiling.tiles(p, plan.variants[a]) for p, a in zip(kernel.problems, plan.assignment, strict=True))
-    blocks *= count
+    s = sizes if sizes is not None else Sizes.of(kernel.problems)
+    chosen = tiling.Tiling(plan.method, plan.variants, np.asarray(plan.assignment, dtype=np.int64), 0, 0)
+    blocks = int(chosen.counts(s, kernel.count or 1).sum())
     waves = blocks / max(1, occ.blocks_per_sm * hw.sm_count)
-    k_med = median(p.k for p in kernel.problems)
+    k_med = median(s.k.tolist())
     if waves >= 4 and k_med <= batching.THETA / 2:
         return Batching.THRESHOLD, f"batching threshold: {waves:.1f} waves of blocks, median K {k_med:g} <= theta/2"
     return Batching.NONE, f"batching none: {waves:.1f} waves of blocks, median K {k_med:g}"
@@ -168,16 +174,17 @@ def plan(kernel: Kernel, hw: Hardware) -> SimtPlan:
     if kernel.stages not in (1, 2):
         raise GemmcError(Diagnostic("E202", f"the SIMT family has 1 or 2 pipeline stages, not {kernel.stages}",
                                     kernel.where("pipeline"), "deeper pipelines are the tensor-core family's"))
+    sizes = Sizes.of(kernel.problems)
     if kernel.tile is not None:
-        result = _plan_from(kernel, hw, (explicit_variant(kernel, hw),) * len(kernel.problems), "explicit")
+        result = _plan_from(kernel, hw, everyone("explicit", explicit_variant(kernel, hw), len(kernel.problems)))
     else:
-        result = auto_plan(kernel, hw)
+        result = auto_plan(kernel, hw, sizes)
     if hw.vendor == "hip" and len({v.threads for v in result.variants}) > 1:
         raise GemmcError(Diagnostic("E900", "variants with different thread counts in one launch need named "
                                     "barriers, which HIP lacks", kernel.where("tile"),
                                     "use tile auto(coordinated) or tile auto(uniform) for HIP"))
     check_variants(kernel, result, hw)
-    mode, _ = choose_batching(kernel, result, hw)
+    mode, _ = choose_batching(kernel, result, hw, sizes)
     theta = batching.THETA if mode in (Batching.THRESHOLD, Batching.BINARY) else 0
     return dataclasses.replace(result, batching=mode, theta=theta,
                                tlp_threshold=result.tlp_threshold or (kernel.tlp_threshold or 0))
@@ -194,19 +201,17 @@ def notes(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> tuple[str, ...]:
 
 
 def worklist(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> WorkList:
+    """Every problem's tiles (worklist.tile_table), grouped into blocks by the plan's batching."""
     rows = problem_rows(kernel)
-    items = []
-    for i, row in enumerate(rows):
-        vi = plan.assignment[i % len(plan.assignment)]
-        v = plan.variants[vi]
-        for t in problem_tiles(i, row, v.bm, v.bn, vi):
-            items.append(batching.Item(t, row.k, v.tm * v.tn * row.k))
+    s = Sizes.of_rows(rows)
+    variant = np.resize(np.asarray(plan.assignment, dtype=np.int64), len(s))  # a `count` batch repeats its entry
+    m, n, k = s.m, s.n, s.k
+    bm, bn, micro = (np.array([f(v) for v in plan.variants], dtype=np.int64)[variant]
+                     for f in (lambda v: v.bm, lambda v: v.bn, lambda v: v.tm * v.tn))
+    table = tile_table(m, n, bm, bn, variant)
+    problem = table[:, 0]
     threshold = plan.tlp_threshold or coordinated_threshold(hw)
-    blocks = batching.group(items, plan.batching, plan.threads, threshold, plan.theta or batching.THETA)
-    tiles: list[WorkTile] = []
-    offsets = [0]
-    for block in blocks:
-        tiles.extend(it.tile for it in block)
-        offsets.append(len(tiles))
-    return WorkList(problems=rows, tiles=tuple(tiles), block_offsets=tuple(offsets), grid=(len(blocks), 1, 1),
-                    block=plan.threads, smem_bytes=plan.smem_bytes)
+    blocks = batching.group(k[problem], (micro * k)[problem], plan.batching, plan.threads, threshold,
+                            plan.theta or batching.THETA)
+    return WorkList(problems=rows, tiles=packed(table[blocks.order]), block_offsets=tuple(blocks.offsets.tolist()),
+                    grid=(len(blocks.offsets) - 1, 1, 1), block=plan.threads, smem_bytes=plan.smem_bytes)

@@ -6,13 +6,15 @@ uniform tile) with a small cost model, and every figure it used is returned for 
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
+
+import numpy as np
 
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Problem
 from gemmc.ir.plan_simt import SimtVariant, micro_tile
-from gemmc.passes.tlp import Occupancy, ceil_div, occupancy, tlp_new, tlp_old
+from gemmc.passes.tlp import Occupancy, ceil_div, occupancy
+from gemmc.passes.worklist import Sizes
 
 
 def variant(bm: int, bn: int, bk: int, threads: int) -> SimtVariant:
@@ -74,17 +76,56 @@ def fill(p: Problem, v: SimtVariant) -> float:
     return (p.m * p.n) / (ceil_div(p.m, v.bm) * v.bm * ceil_div(p.n, v.bn) * v.bn)
 
 
-@dataclass(frozen=True, slots=True)
+Batch = tuple[Problem, ...] | Sizes  # the planners take the problems, or their columns when the caller has them
+
+
+def sizes_of(problems: Batch) -> Sizes:
+    return problems if isinstance(problems, Sizes) else Sizes.of(problems)
+
+
+def tile_counts(s: Sizes, bm: np.ndarray | int, bn: np.ndarray | int) -> np.ndarray:
+    """`tiles` for every problem at once: ceil(M / bm) x ceil(N / bn) per problem (bm, bn per problem or one)."""
+    return -(-s.m // bm) * -(-s.n // bn)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class Tiling:
-    """A variant per problem, and the model's figures for it."""
+    """A variant per problem, and the model's figures for it. The variants are `palette` (distinct, in order of
+    first use: what SimtPlan.variants holds) and `choice`, the palette index of each problem in batch order."""
 
     method: str  # "uniform" | "loadbalanced" | "loadbalanced-eq3" | "coordinated"
-    variants: tuple[SimtVariant, ...]  # per problem, in batch order
+    palette: tuple[SimtVariant, ...]
+    choice: np.ndarray
     threshold: int  # the TLP threshold the planner worked to
     steps: int  # refinement steps the planner took
 
-    def tile_counts(self, problems: tuple[Problem, ...], count: int) -> list[int]:
-        return [tiles(p, v) * count for p, v in zip(problems, self.variants, strict=True)]
+    @staticmethod
+    def of(method: str, catalogue: tuple[SimtVariant, ...], index: np.ndarray, threshold: int = 0,
+           steps: int = 0) -> Tiling:
+        """The tiling that gives problem i `catalogue[index[i]]` (catalogue entries distinct)."""
+        used = list(dict.fromkeys(index.tolist()))  # catalogue entries in order of first use
+        renumber = np.zeros(len(catalogue), dtype=np.int64)
+        renumber[used] = np.arange(len(used))
+        return Tiling(method, tuple(catalogue[i] for i in used), renumber[index], threshold, steps)
+
+    @property
+    def variants(self) -> tuple[SimtVariant, ...]:
+        """The variant of each problem, in batch order."""
+        return tuple(self.palette[i] for i in self.choice.tolist())
+
+    def same_variants(self, other: Tiling) -> bool:
+        return self.palette == other.palette and bool(np.array_equal(self.choice, other.choice))
+
+    def column(self, field: str) -> np.ndarray:
+        """One field of each problem's variant (e.g. "bm"), in batch order."""
+        return np.array([getattr(v, field) for v in self.palette], dtype=np.int64)[self.choice]
+
+    def counts(self, problems: Batch, count: int) -> np.ndarray:
+        """Tiles per problem (times the `count` of a strided batch)."""
+        return tile_counts(sizes_of(problems), self.column("bm"), self.column("bn")) * count
+
+    def tile_counts(self, problems: Batch, count: int) -> list[int]:
+        return self.counts(problems, count).tolist()
 
 
 def initial_level(p: Problem) -> int:
@@ -96,66 +137,96 @@ def initial_level(p: Problem) -> int:
     return 0
 
 
-def loadbalanced(problems: tuple[Problem, ...], count: int, hw: Hardware, threshold: int,
-                 metric: str = "new") -> Tiling:
+# The load-balanced catalogue: each distinct tile of the ladder once; a level's tall and wide tiles are its
+# entries TALL[level] and WIDE[level] (the same entry for a square tile). As columns (levels x 1) for `ladder`.
+LOADBALANCED_CATALOGUE = tuple(dict.fromkeys(v for lv in LOADBALANCED_LEVELS for v in (lv.tall, lv.wide)))
+TALL = np.array([LOADBALANCED_CATALOGUE.index(lv.tall) for lv in LOADBALANCED_LEVELS])
+WIDE = np.array([LOADBALANCED_CATALOGUE.index(lv.wide) for lv in LOADBALANCED_LEVELS])
+TALL_BM, TALL_BN, WIDE_BM, WIDE_BN = (np.array([[getattr(getattr(lv, side), f)] for lv in LOADBALANCED_LEVELS])
+                                      for side, f in (("tall", "bm"), ("tall", "bn"), ("wide", "bm"), ("wide", "bn")))
+
+
+def ladder(s: Sizes) -> tuple[np.ndarray, np.ndarray]:
+    """Every level's tile on every problem (levels x problems): its tile count, and the initial level of each
+    problem (`initial_level` for all problems at once: the last level whose tile it fills to FILL)."""
+    tall = s.m >= s.n
+    bm, bn = np.where(tall, TALL_BM, WIDE_BM), np.where(tall, TALL_BN, WIDE_BN)
+    tiles_m, tiles_n = -(-s.m // bm), -(-s.n // bn)
+    fills = (s.m * s.n) / (tiles_m * bm * tiles_n * bn)  # float64, as fill() divides
+    good = fills >= FILL
+    last_good = len(LOADBALANCED_LEVELS) - 1 - np.argmax(good[::-1], axis=0)
+    return tiles_m * tiles_n, np.where(good.any(axis=0), last_good, 0)
+
+
+def loadbalanced(problems: Batch, count: int, hw: Hardware, threshold: int, metric: str = "new",
+                 rungs: tuple[np.ndarray, np.ndarray] | None = None) -> Tiling:
     """Paper 000, Algorithm 1, corrected: start from the initial levels, then while the new TLP (Eq. 4) is
     below the threshold (`<`, not the printed `>=`), step the problem with the largest tile (ties: the most
-    work) down one level. TLP is kept exact under each change (the printed line 19 never subtracts the old
-    count); the loop ends when the threshold is met or no tile can shrink (the printed loop can spin forever).
-    `metric="old"` counts Eq. 3 instead (every tile with the launch's 256 threads), for the paper's ablation."""
-    levels = [initial_level(p) for p in problems]
+    work, then the first) down one level. TLP is kept exact under each change (the printed line 19 never
+    subtracts the old count); the loop ends when the threshold is met or no tile can shrink (the printed loop
+    can spin forever). `metric="old"` counts Eq. 3 instead (every tile with the launch's 256 threads), for the
+    paper's ablation.
+
+    The steps are taken in a known order, so they are computed at once rather than through a priority queue:
+    the largest tile's level L is stepped down for every problem at L before any problem at L - 1, and the
+    problems at L are then exactly those that started at L or above, taken by work (most first) and index.
+    The run stops at the first step after which the running TLP reaches the threshold. `rungs`: the batch's
+    `ladder`, when the caller has it (tile auto runs both metrics on one batch)."""
+    s = sizes_of(problems)
+    n = len(s)
+    counts, levels = rungs if rungs is not None else ladder(s)
     launch = max(lv.tall.threads for lv in LOADBALANCED_LEVELS)
-
-    def contribution(i: int) -> int:
-        v = LOADBALANCED_LEVELS[levels[i]].pick(problems[i])
-        threads = ceil_div(v.threads, hw.warp_size) * hw.warp_size if metric == "new" else launch
-        return tiles(problems[i], v) * count * threads
-
-    parts = [contribution(i) for i in range(len(problems))]
-    tlp = sum(parts)
-    heap = [(-levels[i], -problems[i].flops, i) for i in range(len(problems)) if levels[i] > 0]
-    heapq.heapify(heap)
-    steps = 0
-    while tlp < threshold and heap:
-        _, _, i = heapq.heappop(heap)
-        levels[i] -= 1
-        new = contribution(i)
-        tlp += new - parts[i]
-        parts[i] = new
-        steps += 1
-        if levels[i] > 0:
-            heapq.heappush(heap, (-levels[i], -problems[i].flops, i))
-    chosen = tuple(LOADBALANCED_LEVELS[lv].pick(p) for lv, p in zip(levels, problems, strict=True))
-    return Tiling("loadbalanced" if metric == "new" else "loadbalanced-eq3", chosen, threshold, steps)
+    threads = [[ceil_div(lv.tall.threads, hw.warp_size) * hw.warp_size if metric == "new" else launch]
+               for lv in LOADBALANCED_LEVELS]
+    contribution = counts * count * np.array(threads, dtype=np.int64)  # TLP of problem i at level l
+    everyone = np.arange(n)
+    tlp = int(contribution[levels, everyone].sum())
+    by_work = np.lexsort((everyone, -(s.m * s.n * s.k)))
+    top = int(levels.max(initial=0))
+    rounds = [by_work[levels[by_work] >= lv] for lv in range(top, 0, -1)]  # the problems stepped down from lv
+    sequence = np.concatenate([np.zeros(0, dtype=np.int64), *rounds])
+    level = np.repeat(np.arange(top, 0, -1), [len(r) for r in rounds])  # the level each step leaves
+    running = tlp + np.cumsum(contribution[level - 1, sequence] - contribution[level, sequence])
+    if tlp >= threshold:
+        steps = 0
+    else:
+        reached = np.flatnonzero(running >= threshold)
+        steps = int(reached[0]) + 1 if len(reached) else len(sequence)
+    levels = levels - np.bincount(sequence[:steps], minlength=n)
+    return Tiling.of("loadbalanced" if metric == "new" else "loadbalanced-eq3", LOADBALANCED_CATALOGUE,
+                     np.where(s.m >= s.n, TALL[levels], WIDE[levels]), threshold, steps)
 
 
-def coordinated(problems: tuple[Problem, ...], count: int, threshold: int, max_outputs: int = 64) -> Tiling:
+def coordinated(problems: Batch, count: int, threshold: int, max_outputs: int = 64) -> Tiling:
     """Paper 003 §3 (tiling engine): per-problem priority queues of the strategies that fit (BY <= M, BX <= N;
     a problem smaller than every tile gets the smallest), popped in lockstep from small to large while the old
     TLP (Eq. 1, uniform threads) stays above the threshold; a one-element queue is peeked, not popped; when
     every queue is down to one element, retry with the 128-thread versions. The first configuration at or
     below the threshold wins (the paper's rule: 70144 -> 17920 in its example). Strategies whose micro-tile
-    exceeds `max_outputs` per thread (32 for f64: twice the registers per output) are left out."""
+    exceeds `max_outputs` per thread (32 for f64: twice the registers per output) are left out.
+
+    After `step` lockstep pops a problem's head is its queue's entry min(step, length - 1)."""
+    s = sizes_of(problems)
+    everyone = np.arange(len(s))
     steps = 0
-    chosen: list[SimtVariant] = []
+    strategies: tuple[SimtVariant, ...] = ()
+    chosen = np.zeros(len(s), dtype=np.int64)
     for threads in (256, 128):
-        strategies = [v for _, v in COORDINATED[threads] if v.tm * v.tn <= max_outputs]
-        queues = [[v for v in strategies if v.bm <= p.m and v.bn <= p.n] or [strategies[0]] for p in problems]
-        first = True
-        while True:
-            if not first:
-                for q in queues:
-                    if len(q) > 1:
-                        q.pop(0)
-            first = False
-            chosen = [q[0] for q in queues]
-            tlp = sum(tiles(p, v) * count for p, v in zip(problems, chosen, strict=True)) * threads
-            if tlp <= threshold:
-                return Tiling("coordinated", tuple(chosen), threshold, steps)
-            if all(len(q) == 1 for q in queues):
-                break
-            steps += 1
-    return Tiling("coordinated", tuple(chosen), threshold, steps)
+        strategies = tuple(v for _, v in COORDINATED[threads] if v.tm * v.tn <= max_outputs)
+        bm, bn = np.array([[v.bm] for v in strategies]), np.array([[v.bn] for v in strategies])
+        fits = (bm <= s.m) & (bn <= s.n)  # strategies x problems
+        queues = np.argsort(~fits, axis=0, kind="stable")  # the fitting strategies first, in priority order
+        last = np.maximum(fits.sum(axis=0), 1) - 1  # a problem nothing fits keeps strategies[0]
+        counts = tile_counts(s, bm, bn)
+        rounds = int(last.max(initial=0)) + 1  # after the last, every queue is down to one element
+        heads = queues[np.minimum(np.arange(rounds)[:, None], last), everyone]  # rounds x problems
+        tlps = counts[heads, everyone].sum(axis=1) * count * threads
+        met = np.flatnonzero(tlps <= threshold)
+        if len(met):
+            return Tiling.of("coordinated", strategies, heads[met[0]], threshold, steps + int(met[0]))
+        chosen = heads[-1]
+        steps += rounds - 1
+    return Tiling.of("coordinated", strategies, chosen, threshold, steps)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,25 +268,31 @@ def issue_efficiency(v: SimtVariant, elem_bytes: int = 4) -> float:
     return fmas / (fmas + loads * v.bk + STEP_OVERHEAD)
 
 
-def estimate(tiling: Tiling, problems: tuple[Problem, ...], count: int, hw: Hardware, regs: int,
-             smem: int) -> Estimate:
+def estimate(tiling: Tiling, problems: Batch, count: int, hw: Hardware, regs: int, smem: int) -> Estimate:
     """The larger of two bounds. Throughput: the padded FLOPs over issue efficiency, over (peak x
     utilization), where utilization is the warps that do work over the warps the machine can hold for this
     fused kernel (its block size, registers and shared memory): predicated edges still do full-tile
     arithmetic, small micro-tiles spend issue slots on staging, too few warps leave SMs idle. Latency: waves
     of resident blocks, each as long as the longest block's k steps. A planning model, calibrated on the
-    H100 runs cited above; the benchmark's ablation (bench/irregular.py) says how well it ranks."""
-    block = max(v.threads for v in tiling.variants)
+    H100 runs cited above; the benchmark's ablation (bench/irregular.py) says how well it ranks.
+
+    Computed per problem over columns; each problem's terms are the same float operations as one at a time,
+    and the one floating-point sum (issued) adds them in batch order, so the figures do not depend on it."""
+    s = sizes_of(problems)
+    palette, choice = tiling.palette, tiling.choice
+    block = max(v.threads for v in palette)
     occ = occupancy(hw, block, regs, smem)
-    counts = tiling.tile_counts(problems, count)
-    threads = [v.threads for v in tiling.variants]
-    warps = sum(c * ceil_div(t, hw.warp_size) for c, t in zip(counts, threads, strict=True))
+    bm, bn, bk, warps_per_tile = np.array([(v.bm, v.bn, v.bk, ceil_div(v.threads, hw.warp_size))
+                                           for v in palette], dtype=np.int64)[choice].T
+    counts = tile_counts(s, bm, bn) * count
+    warps = int((counts * warps_per_tile).sum())  # phi of Eq. 4
     capacity = max(1, occ.warps_per_sm * hw.sm_count)
     utilization = min(1.0, warps / capacity) if occ.blocks_per_sm else 0.0
-    padded = sum(c * v.bm * v.bn * p.k * 2 for c, v, p in zip(counts, tiling.variants, problems, strict=True))
-    issued = sum(c * v.bm * v.bn * p.k * 2 / issue_efficiency(v)
-                 for c, v, p in zip(counts, tiling.variants, problems, strict=True))
-    useful = sum(p.flops for p in problems) * count
+    padded_flops = counts * bm * bn * s.k * 2
+    efficiency = np.array([issue_efficiency(v) for v in palette])[choice]
+    padded = int(padded_flops.sum())
+    issued = sum((padded_flops / efficiency).tolist())
+    useful = int((2 * s.m * s.n * s.k).sum()) * count
     throughput = issued / (hw.fp32_flops * utilization) if utilization else float("inf")
     # Latency bound: blocks run in waves of the resident capacity; a wave lasts as long as its longest block, and
     # each of its k steps costs a load round trip plus the step's instructions of every warp sharing a scheduler
@@ -223,10 +300,11 @@ def estimate(tiling: Tiling, problems: tuple[Problem, ...], count: int, hw: Hard
     # than 32x32 ones on the Inception modules; measured 12.6 against 8.5 us
     # (bench/results/2026-11-22_h100_simt_tiles_call2.log).
     resident = max(1, occ.blocks_per_sm * hw.sm_count)
-    waves = ceil_div(sum(counts), resident)
+    tiles_total = int(counts.sum())
+    waves = ceil_div(tiles_total, resident)
     wave_warps = min(warps, capacity) / (hw.sm_count * SCHEDULERS)
-    step_cycles = max((STEP_LATENCY_CYCLES + step_instructions(v) * wave_warps) * ceil_div(p.k, v.bk)
-                      for p, v in zip(problems, tiling.variants, strict=True))
+    step_cost = np.array([STEP_LATENCY_CYCLES + step_instructions(v) * wave_warps for v in palette])[choice]
+    step_cycles = float((step_cost * -(-s.k // bk)).max())
     latency = waves * step_cycles / hw.clock_hz
     return Estimate(padded / 1e9, useful / 1e9, warps, occ, utilization, max(throughput, latency), latency,
-                    tlp_old(counts, block), tlp_new(counts, threads, hw.warp_size))
+                    tiles_total * block, warps * hw.warp_size)  # Eq. 3 (tlp_old) and Eq. 4 (tlp_new)

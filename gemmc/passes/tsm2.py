@@ -13,7 +13,7 @@ import math
 
 from gemmc.errors import Diagnostic, GemmcError
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel, Problem, WorkList
+from gemmc.ir.nodes import Kernel, Problem, TileTable, WorkList
 from gemmc.ir.plan_tsm2 import Tsm2Plan
 from gemmc.ir.types import DType, Family, Layout
 from gemmc.passes.tlp import ceil_div, occupancy
@@ -264,4 +264,4 @@ def worklist(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> WorkList:
         grid = (ceil_div(p.m, hw.warp_size * plan.rows_per_warp) * plan.cluster, ceil_div(p.n, plan.t2), 1)
     else:  # a warp owns rows_per_warp rows
         grid = (ceil_div(p.m, plan.kslices * plan.rows_per_warp), ceil_div(p.n, plan.t2), 1)
-    return WorkList(problems=rows, tiles=(), block_offsets=(), grid=grid, block=plan.t1, smem_bytes=plan.smem)
+    return WorkList(problems=rows, tiles=TileTable(), block_offsets=(), grid=grid, block=plan.t1, smem_bytes=plan.smem)

@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from gemmc.errors import GemmcError
+from gemmc.ir.nodes import TileTable
 from gemmc.runtime.args import ShapeMismatch, batch_pointers, call_shapes, expected_operands
 from gemmc.runtime.compile import device_function
 from gemmc.runtime.device import cupy, hardware
@@ -23,10 +26,10 @@ def plan_tables(kernel: CompiledKernel) -> tuple[Any, Any, Any]:
         cp = cupy()
         work = kernel.ir.work
         assert work is not None
-        problems = cp.asarray([[r.m, r.n, r.k, r.lda, r.ldb, r.ldc] for r in work.problems], dtype=cp.int64)
+        problems = cp.asarray(np.frombuffer(work.problems.data, dtype="<i8").reshape(-1, 6), dtype=cp.int64)
         offsets = cp.asarray(list(work.block_offsets) or [0, 0], dtype=cp.int32)
-        tiles = cp.asarray([[t.problem, t.m0, t.n0, t.variant] for t in work.tiles] or [[0, 0, 0, 0]],
-                           dtype=cp.int32)
+        packed = work.tiles.data or bytes(TileTable.FORMAT.size)  # the kernel's int4 rows; one dummy when empty
+        tiles = cp.asarray(np.frombuffer(packed, dtype="<i4").reshape(-1, 4), dtype=cp.int32)
         state["tables"] = (problems, offsets, tiles)
     return state["tables"]
 
