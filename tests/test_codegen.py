@@ -72,7 +72,9 @@ def _compile(compiler: list[str], text: str, suffix: str, tmp_path: Path) -> Non
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_every_example_compiles_with_nvcc(arch, tmp_path):
     for _stem, k in example_kernels(arch):
-        _compile([NVCC, f"-arch={arch}", "-c", "-std=c++17"], k.standalone, "cu", tmp_path)
+        # the flags the CLI tells users: plain -arch, or the sm_90a target for wgmma kernels
+        assert k.rendered.build_flags in ((f"-arch={arch}",), (f"-gencode=arch=compute_{arch[3:]}a,code={arch}a",))
+        _compile([NVCC, *k.rendered.build_flags, "-c", "-std=c++17"], k.standalone, "cu", tmp_path)
 
 
 @pytest.mark.skipif(HIPCC is None, reason="hipcc is not installed (Debian package hipcc)")

@@ -31,6 +31,7 @@ class Rendered:
     header: str  # the .h declaring the launcher
     extension: str  # "cu" or "hip"
     prologue: str = ""  # the pre-pass kernel launched before `entry` (FamilyPlan.prologue), or ""
+    build_flags: tuple[str, ...] = ()  # nvcc/hipcc flags naming the device target the standalone file needs
 
 
 def entry_name(kernel: Kernel) -> str:
@@ -121,4 +122,16 @@ def render_kernel(kernel: Kernel, hw: Hardware, source_file: str = "<string>") -
     header = render("header.h.j2", ctx)
     return Rendered(name=kernel.name, entry=ctx["entry"], launcher=ctx["launcher"], source=source,
                     standalone=standalone, header=header, extension="hip" if hw.vendor == "hip" else "cu",
-                    prologue=ctx["entry"] + "_prep" if ctx["prologue_launch"] else "")
+                    prologue=ctx["entry"] + "_prep" if ctx["prologue_launch"] else "",
+                    build_flags=build_flags(kernel, hw))
+
+
+def build_flags(kernel: Kernel, hw: Hardware) -> tuple[str, ...]:
+    """The device-target flags a standalone file must be built with: the architecture-specific sm_90a target for
+    kernels that use its instructions (wgmma), else the plain target."""
+    if hw.vendor == "hip":
+        return (f"--offload-arch={hw.arch}",)
+    if kernel.plan is not None and kernel.plan.arch_specific:
+        number = hw.arch.removeprefix("sm_")
+        return (f"-gencode=arch=compute_{number}a,code=sm_{number}a",)
+    return (f"-arch={hw.arch}",)

@@ -72,6 +72,11 @@ class FamilyPlan:
         kernel, which then takes `scratch` as its last argument; None: no prologue."""
         return None
 
+    @property
+    def arch_specific(self) -> bool:
+        """The kernel uses instructions of the architecture-specific target only (sm_90a: wgmma)."""
+        return False
+
     def lines(self) -> tuple[str, ...]:
         return ()
 

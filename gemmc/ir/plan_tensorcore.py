@@ -200,6 +200,10 @@ class TensorCorePlan(FamilyPlan):
             return f"wgmma m64n{self.wg_n}k{k} from shared memory ({self.threads // 128} warpgroup(s))"
         return f"mma m{m}n{n}k{k}"
 
+    @property
+    def arch_specific(self) -> bool:
+        return self.wgmma
+
     def lines(self) -> tuple[str, ...]:
         v = self.variant
         out = [f"tensorcore: block {v.bm}x{v.bn}x{v.bk}, warp tile {v.wm}x{v.wn}, {v.threads} threads, "
