@@ -74,8 +74,8 @@ def test_inspect_shows_the_model():
     assert "t2 threshold" in plan and "predicted" in plan and "t3" in plan
 
 
-# Every code path of the two templates: rows per lane 4, 2 and 1 (f32 n <= 16, f32 n = 32, f64 n = 32), f64 tensor
-# cores (n = 16, 32 and 12: a partial fragment of 8 columns; m16n8k4 on sm_90, m8n8k4 on sm_80), k split
+# Every code path of the two templates: rows per lane 4, 2 and 1 (f32 n <= 16, f32 n = 32, f64 n = 32 on HIP), f64
+# tensor cores (n = 16, 32 and 12: a partial fragment of 8 columns; m16n8k4 on sm_90, m8n8k4 on sm_80), k split
 # over a thread-block cluster and (f64 n = 16 at m = 30720: a full wave without one) within the block only, B
 # read along k (column-major) and along n (row-major), f64, row-major A (warp-per-row path), runtime alpha/beta,
 # TSM2L with tcf > 1. Compiled, not run: the GPU tests run them.
@@ -104,7 +104,10 @@ def _compile(command: list[str], source: str, suffix: str, tmp_path) -> None:
 
 def test_renders_cover_every_column_major_path():
     plans = [_render(name, "sm_90").ir.plan for name in RENDERS if name.startswith("r_col")]
-    assert {plan.rows_per_warp for plan in plans} == {1, 2, 4}
+    # f64 n = 32 on the tensor cores runs two passes of 16 columns (2 rows per lane); with FMAs (HIP) 1 row per lane
+    assert {plan.rows_per_warp for plan in plans} == {2, 4}
+    assert _render("r_col_f64", "hip").ir.plan.rows_per_warp == 1
+    assert _render("r_col_f64", "sm_90").ir.plan.t2 == 16 and _render("r_col_f64", "sm_90").ir.work.grid[1] == 1
     assert min(plan.cluster for plan in plans) == 1 and max(plan.cluster for plan in plans) > 1
 
 

@@ -45,6 +45,7 @@ TSM2L_ROW_REGS = 128  # registers a TSM2L thread may spend on its rows of A
 # 1.2-1.5x at 48-64 (two passes over A), so auto takes n <= 32, where the margin is 2x or more. 8192 is the
 # smallest m, k measured.
 AUTO_TSM2R_MAX_N = 32
+MAX_B_SHARE = 0.25  # f64 tensor cores: B's bytes per batch at most this share of A's (n = 16 at 96% of the roof)
 MMA_MIN_N = 8  # f64 n <= 8 streams at 97-101% of the copy roof with FMAs: tensor cores from n = 9
 AUTO_TSM2R_MIN_MK = 8192
 AUTO_TSM2L_MAX_KN = 16
@@ -120,6 +121,17 @@ def f64_mma_rows(hw: Hardware, dtype: DType, t2: int) -> int:
     return 16 if int(hw.arch.split("_")[1]) >= 90 else 8
 
 
+def mma_pass_columns(t2: int, dtype: DType) -> int:
+    """Columns per pass on the f64 tensor cores: the widest (halving t2) whose batch of B (t3 x t2 values, read by
+    every warp from L2) is at most MAX_B_SHARE of its batch of A (t3 x rows, rows = warp x rows per lane, bounded by
+    the accumulator registers). At n = 32 a warp holds 32 rows: B's L2 reads equal A's and the kernel ran at 28-32%
+    of the roof (bench/results/2026-11-22_h100_tsm2r-mma_run1.json); two passes of 16 columns (64 rows, B a
+    quarter of A) read A twice, the second time from L2, since the passes of a row tile run side by side."""
+    while t2 > 8 and t2 > MAX_B_SHARE * 32 * column_rows_per_lane(t2, dtype):
+        t2 = (t2 + 1) // 2
+    return t2
+
+
 def has_clusters(hw: Hardware) -> bool:
     """Thread-block clusters and distributed shared memory: sm_90 and newer."""
     return hw.vendor == "cuda" and int(hw.arch.split("_")[1]) >= 90
@@ -172,9 +184,11 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Ts
     w = dtype.nbytes // 4 or 1
     need = bytes_needed_in_flight(hw)
     if a_layout is Layout.COL:
+        mma = f64_mma_rows(hw, dtype, t2)
+        if mma:
+            t2 = mma_pass_columns(t2, dtype)
         rows_per_warp = column_rows_per_lane(t2, dtype)
         kw = COL_WARPS
-        mma = f64_mma_rows(hw, dtype, t2)
         row_blocks = ceil_div(p.m, hw.warp_size * rows_per_warp) * ceil_div(p.n, t2)
         smem = column_smem(kw, t2, T3_BATCH, STAGES, rows_per_warp, dtype, hw, mma)
         regs = column_regs(t2, T3_BATCH, rows_per_warp, dtype)
@@ -275,8 +289,9 @@ def worklist(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> WorkList:
     p = kernel.problems[0]
     if plan.family is Family.TSM2L:
         grid = (max(1, ceil_div(ceil_div(p.m, plan.tcf), plan.t1)), 1, 1)
-    elif kernel.layout_a is Layout.COL:  # a lane owns rows_per_warp consecutive rows; a cluster splits k
-        grid = (ceil_div(p.m, hw.warp_size * plan.rows_per_warp) * plan.cluster, ceil_div(p.n, plan.t2), 1)
+    elif kernel.layout_a is Layout.COL:  # a lane owns rows_per_warp consecutive rows; a cluster splits k; the
+        # passes over n of a row tile are neighbours in x, so that they share A in L2
+        grid = (ceil_div(p.m, hw.warp_size * plan.rows_per_warp) * plan.cluster * ceil_div(p.n, plan.t2), 1, 1)
     else:  # a warp owns rows_per_warp rows
         grid = (ceil_div(p.m, plan.kslices * plan.rows_per_warp), ceil_div(p.n, plan.t2), 1)
     return WorkList(problems=rows, tiles=(), block_offsets=(), grid=grid, block=plan.t1, smem_bytes=plan.smem)

@@ -89,7 +89,10 @@ template <typename T, int T2, int KS, int S, int T3, int STAGES, int RW, int WAR
 __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __restrict__ A, const T* __restrict__ B,
                                             T* __restrict__ C, T alpha, T beta, T* __restrict__ smem) {
   const int tid = threadIdx.x, lane = tid % WARP, warp = tid / WARP;
-  const long long n0 = (long long)blockIdx.y * T2;
+  // Column-major A: the passes over n of one row tile are neighbours in x (after the cluster's S blocks), so they
+  // run together and all but the first read A from L2. Row-major A: the pass is blockIdx.y.
+  const long long passes = (p.n + T2 - 1) / T2;
+  const long long n0 = (A_ROW ? (long long)blockIdx.y : (long long)blockIdx.x / S % passes) * T2;
   const long long ncols = p.n - n0 < T2 ? p.n - n0 : T2;
   // B(k, j) of this pass, zero outside the matrix.
   auto b_at = [&](long long k, int j) -> T {
@@ -112,7 +115,7 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
     constexpr int VW = 16 / sizeof(T);
     constexpr int VB = B_ROW ? (T2 % VW == 0 ? VW : 1) : (T3 % VW == 0 ? VW : T3);
     const int rank = gemmc_cluster_rank();
-    const long long tile = (long long)blockIdx.x / S;
+    const long long tile = (long long)blockIdx.x / S / passes;
     const long long m = (tile * WARP + lane) * R;
     // This warp's k slice: whole batches of T3 columns, so only the last slice ends in a partial batch.
     const long long per = ((p.k + P - 1) / P + T3 - 1) / T3 * T3;
