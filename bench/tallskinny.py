@@ -126,6 +126,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", choices=("tsm2r", "tsm2l"), help="run one family's cases")
     parser.add_argument("--sizes", help="TSM2R m = k values, comma-separated (default 8192,16384,30720)")
+    parser.add_argument("--ns", help="TSM2R n values, comma-separated (default 1,2,4,8,16,32)")
+    parser.add_argument("--dtypes", default="f32,f64", help="comma-separated (default f32,f64)")
     parser.add_argument("--no-crossover", action="store_true", help="skip the TSM2R-vs-SIMT crossover in n")
     parser.add_argument("--jobs", type=int, default=12, help="parallel NVRTC compiles before timing")
     args = parser.parse_args()
@@ -133,16 +135,18 @@ def main() -> None:
     sizes = (8192, 16384) if args.quick else (8192, 16384, 30720)
     if args.sizes:
         sizes = tuple(int(s) for s in args.sizes.split(","))
+    ns = tuple(int(n) for n in args.ns.split(",")) if args.ns else (1, 2, 4, 8, 16, 32)
+    dtypes = tuple(args.dtypes.split(","))
     cross_n = () if args.no_crossover or args.only == "tsm2l" else (1, 2, 4, 8, 16, 24, 32, 48, 64)
-    texts = [schedule("tsm2r", mk, n, mk, dtype) for dtype in ("f32", "f64") for mk in sizes
-             for n in (1, 2, 4, 8, 16, 32)] if args.only != "tsm2l" else []
-    texts += [schedule("tsm2l", m, kn, kn, dtype) for dtype in ("f32", "f64") for m in (10**5, 10**6, 10**7)
+    texts = [schedule("tsm2r", mk, n, mk, dtype) for dtype in dtypes for mk in sizes
+             for n in ns] if args.only != "tsm2l" else []
+    texts += [schedule("tsm2l", m, kn, kn, dtype) for dtype in dtypes for m in (10**5, 10**6, 10**7)
               for kn in (8, 16)] if args.only != "tsm2r" else []
     texts += [schedule(a, 16384, n, 16384, "f32") for n in cross_n for a in ("tsm2r", "simt")]
     precompile(texts, args.jobs)
-    for dtype in ("f32", "f64"):
+    for dtype in dtypes:
         for mk in sizes if args.only != "tsm2l" else ():
-            for n in (1, 2, 4, 8, 16, 32):
+            for n in ns:
                 rows.append(run("tsm2r", mk, n, mk, dtype))
                 torch.cuda.empty_cache()
                 print(rows[-1]["case"], f"{rows[-1]['gemmc_tbs']:.2f} TB/s ({rows[-1]['of_roof']:.0%} of roof), "
@@ -156,6 +160,8 @@ def main() -> None:
     cross = crossover(cross_n) if cross_n else []
     suite = "tallskinny" + (f"-{args.only}" if args.only else "") + (f"-{'_'.join(map(str, sizes))}"
                                                                       if args.sizes else "")
+    suite += f"-n{'_'.join(map(str, ns))}" if args.ns else ""
+    suite += f"-{'_'.join(dtypes)}" if args.dtypes != "f32,f64" else ""
     path = timing.write_results(args.out, suite, rows, {"crossover_m_k_16384_f32": cross})
     print(timing.table(rows, ["case", "gemmc_us", "gemmc_host_us", "cublas_us", "gemmc_tbs", "cublas_tbs", "roof_tbs",
                               "of_roof", "vs_cublas", "predicted_tbs", "gemmc_err"]))

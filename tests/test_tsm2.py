@@ -74,7 +74,8 @@ def test_inspect_shows_the_model():
     assert "t2 threshold" in plan and "predicted" in plan and "t3" in plan
 
 
-# Every code path of the two templates: rows per lane 4, 2 and 1 (f32 n <= 16, f32 n = 32, f64 n = 32), k split
+# Every code path of the two templates: rows per lane 4, 2 and 1 (f32 n <= 16, f32 n = 32, f64 n = 32 on HIP), f64
+# tensor cores (n = 16, 32 and 12: a partial fragment of 8 columns; m16n8k4 on sm_90, m8n8k4 on sm_80), k split
 # over a thread-block cluster and (f64 n = 16 at m = 30720: a full wave without one) within the block only, B
 # read along k (column-major) and along n (row-major), f64, row-major A (warp-per-row path), runtime alpha/beta,
 # TSM2L with tcf > 1. Compiled, not run: the GPU tests run them.
@@ -83,6 +84,7 @@ RENDERS = {
     "r_col_f32_n32": "dtype f32 layout A col, B row, C row gemm 16384 x 32 x 16384 algorithm tsm2r beta runtime",
     "r_col_f64_n16": "dtype f64 layout A col, B row, C col gemm 30720 x 16 x 30720 algorithm tsm2r",
     "r_col_f64": "dtype f64 layout A col, B col, C col gemm 30720 x 32 x 30720 algorithm tsm2r",
+    "r_col_f64_n12": "dtype f64 layout A col, B col, C row gemm 8195 x 12 x 8192 algorithm tsm2r beta runtime",
     "r_row_f32": "dtype f32 gemm 8192 x 16 x 8192 algorithm tsm2r alpha runtime",
     "l_col_f32": "dtype f32 layout A col, B col, C col gemm 10000000 x 8 x 8 algorithm tsm2l",
     "l_row_f64": "dtype f64 gemm 1000 x 5 x 7 algorithm tsm2l beta runtime",
@@ -102,8 +104,25 @@ def _compile(command: list[str], source: str, suffix: str, tmp_path) -> None:
 
 def test_renders_cover_every_column_major_path():
     plans = [_render(name, "sm_90").ir.plan for name in RENDERS if name.startswith("r_col")]
-    assert {plan.rows_per_warp for plan in plans} == {1, 2, 4}
+    # f64 n = 32 on the tensor cores runs two passes of 16 columns (2 rows per lane); with FMAs (HIP) 1 row per lane
+    assert {plan.rows_per_warp for plan in plans} == {2, 4}
+    assert _render("r_col_f64", "hip").ir.plan.rows_per_warp == 1
+    assert _render("r_col_f64", "sm_90").ir.plan.t2 == 16 and _render("r_col_f64", "sm_90").ir.work.grid[1] == 1
     assert min(plan.cluster for plan in plans) == 1 and max(plan.cluster for plan in plans) > 1
+
+
+def test_f64_tensor_cores_only_where_they_pay():
+    # f64 n > 8 with column-major A: mma.sync m16n8k4 (sm_90) or m8n8k4 (sm_80); FMAs for n <= 8 (at the roof),
+    # f32, row-major A, HIP and the consumer parts (f64 at 1/64 of f32).
+    assert _render("r_col_f64", "sm_90").ir.plan.mma == 16
+    assert _render("r_col_f64_n12", "sm_80").ir.plan.mma == 8
+    assert "m16n8k4" in _render("r_col_f64_n16", "sm_90").source
+    for name, target in [("r_col_f64", "sm_86"), ("r_col_f64", "hip"), ("r_col_f32_n32", "sm_90"),
+                         ("r_row_f32", "sm_90")]:
+        assert _render(name, target).ir.plan.mma == 0
+    assert _render("l_row_f64", "sm_90").ir.plan.mma == 0
+    n8 = gemmc.compile_string("kernel k { dtype f64 layout A col gemm 8192 x 8 x 8192 algorithm tsm2r }")["k"]
+    assert n8.ir.plan.mma == 0 and "mma.sync" not in n8.source
 
 
 def test_clusters_only_where_the_target_has_them():

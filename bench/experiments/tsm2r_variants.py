@@ -1,10 +1,12 @@
 """Experiment: column-major TSM2R around the planner's choice. For a few cases, time the planned kernel and
 variants that change one knob: the depth of each warp's cp.async ring (stages), the cluster size (blocks that
-split k), the register request (`__launch_bounds__` min blocks off) and 8 warps per block. Every variant is
+split k), the register request (`__launch_bounds__` min blocks off) and 8 warps per block; with `--study mma`,
+f64 n > 16 on the f64 tensor cores (the plan: m16n8k4, passes of 16 columns side by side) against the CUDA cores'
+FMAs and one pass of all n columns (run 1; run 1 also compared m8n8k4 and batches of 8 columns). Every variant is
 checked against float64. Kernels are compiled in parallel worker processes first (CuPy's disk cache), then
 timed in this one.
 
-    python3 bench/experiments/tsm2r_variants.py --out $OUT
+    python3 bench/experiments/tsm2r_variants.py --out $OUT [--study mma]
 
 Predictions: in docs/PERFORMANCE-tallskinny.md, written before each run.
 """
@@ -29,6 +31,7 @@ from gemmc.passes.tlp import occupancy  # noqa: E402
 
 CASES = [("f32", 8192, 16), ("f32", 8192, 1), ("f32", 8192, 8), ("f32", 8192, 32), ("f64", 8192, 16),
          ("f64", 8192, 32), ("f32", 30720, 16)]
+MMA_CASES = [("f64", 8192, 32), ("f64", 30720, 32), ("f64", 8192, 24)]
 
 
 def base(dtype: str, m: int, n: int) -> CompiledKernel:
@@ -40,7 +43,8 @@ def variant(kern: CompiledKernel, **changes) -> CompiledKernel:
     """The planned kernel with some knobs changed; shared memory and the min-blocks request follow."""
     hw = kern.target
     plan = dataclasses.replace(kern.ir.plan, **changes)
-    smem = tsm2.column_smem(plan.kslices, plan.t2, plan.t3, plan.stages, plan.rows_per_warp, kern.ir.dtype, hw)
+    smem = tsm2.column_smem(plan.kslices, plan.t2, plan.t3, plan.stages, plan.rows_per_warp, kern.ir.dtype, hw,
+                            plan.mma)
     blocks = max(1, occupancy(hw, plan.kslices * hw.warp_size, plan.regs, smem).blocks_per_sm)
     plan = dataclasses.replace(plan, t1=plan.kslices * hw.warp_size, smem=smem,
                                min_blocks=changes.get("min_blocks", blocks))
@@ -49,10 +53,18 @@ def variant(kern: CompiledKernel, **changes) -> CompiledKernel:
     return CompiledKernel(ir, hw, "<variant>")
 
 
-def variants(dtype: str, m: int, n: int) -> list[tuple[str, CompiledKernel]]:
+STUDY = "ring"
+
+
+def variants(dtype: str, m: int, n: int, study: str | None = None) -> list[tuple[str, CompiledKernel]]:
     kern = base(dtype, m, n)
     plan = kern.ir.plan
     out = [("plan", kern)]
+    if (study or STUDY) == "mma":
+        out.append(("fma", variant(kern, mma=0)))
+        if n > plan.t2:  # the run-1 plan: one pass of n columns, 1 row per lane
+            out.append(("one pass", variant(kern, t2=n, rows_per_warp=1)))
+        return out
     out += [(f"stages {s}", variant(kern, stages=s)) for s in (2, 4, 8) if s != plan.stages]
     out += [(f"cluster {c}", variant(kern, cluster=c)) for c in (1, 2, 4, 8) if c != plan.cluster]
     out.append(("no min blocks", variant(kern, min_blocks=0)))
@@ -60,11 +72,11 @@ def variants(dtype: str, m: int, n: int) -> list[tuple[str, CompiledKernel]]:
     return out
 
 
-def compile_one(args: tuple[str, str, int, int]) -> str:
+def compile_one(args: tuple[str, str, int, int, str]) -> str:
     from gemmc.runtime.compile import device_function
 
-    label, dtype, m, n = args
-    kern = dict(variants(dtype, m, n))[label]
+    label, dtype, m, n, study = args
+    kern = dict(variants(dtype, m, n, study))[label]
     device_function(kern.source, kern.rendered.entry)
     return label
 
@@ -88,7 +100,8 @@ def time_case(dtype: str, m: int, n: int) -> list[dict]:
         t = timing.device_seconds(timing.gemmc_graph(lambda kern=kern, C=C: kern([A], [B], [C])), calls=20,
                                   windows=5)
         plan = kern.ir.plan
-        rows.append({"case": f"{dtype} m=k={m} n={n}", "variant": label, "stages": plan.stages, "cluster": plan.cluster,
+        rows.append({"case": f"{dtype} m=k={m} n={n}", "variant": label, "mma": plan.mma, "t3": plan.t3,
+                     "stages": plan.stages, "cluster": plan.cluster,
                      "warps": plan.kslices, "min_blocks": plan.min_blocks, "regs": int(kernel_function(kern).num_regs),
                      "us": t * 1e6, "tbs": nbytes / t / 1e12, "predicted_tbs": plan.predicted_bandwidth / 1e12,
                      "err": err})
@@ -102,19 +115,23 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--jobs", type=int, default=12)
+    parser.add_argument("--study", choices=("ring", "mma"), default="ring")
     args = parser.parse_args()
-    jobs = [(label, dtype, m, n) for dtype, m, n in CASES for label, _ in variants(dtype, m, n)]
+    global STUDY
+    STUDY = args.study
+    cases = MMA_CASES if args.study == "mma" else CASES
+    jobs = [(label, dtype, m, n, args.study) for dtype, m, n in cases for label, _ in variants(dtype, m, n)]
     import multiprocessing
 
     with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         list(pool.map(compile_one, jobs))
     rows = []
-    for dtype, m, n in CASES:
+    for dtype, m, n in cases:
         rows += time_case(dtype, m, n)
         torch.cuda.empty_cache()
-    path = timing.write_results(args.out, "tsm2r-variants", rows)
-    print(timing.table(rows, ["case", "variant", "stages", "cluster", "warps", "min_blocks", "regs", "us", "tbs",
-                              "predicted_tbs", "err"]))
+    path = timing.write_results(args.out, "tsm2r-variants" if args.study == "ring" else "tsm2r-mma", rows)
+    print(timing.table(rows, ["case", "variant", "mma", "t3", "stages", "cluster", "warps", "min_blocks", "regs", "us",
+                              "tbs", "predicted_tbs", "err"]))
     print(f"wrote {path}")
 
 

@@ -25,6 +25,7 @@ class Tsm2Plan(FamilyPlan):
     cluster: int = 1  # TSM2R, column-major A: blocks of a thread-block cluster that split k (sm_90)
     min_blocks: int = 0  # resident blocks per SM the plan counts on, asked of the compiler (0: no request)
     stages: int = 1  # TSM2R, column-major A: batches in each warp's shared-memory ring (cp.async)
+    mma: int = 0  # TSM2R, column-major A, f64: rows of the f64 tensor-core fragment (16: m16n8k4, 8: m8n8k4), 0: FMAs
 
     @property
     def threads(self) -> int:
@@ -44,7 +45,8 @@ class Tsm2Plan(FamilyPlan):
         else:
             knobs = (f"t1 {self.t1}, t2 {self.t2}, t3 {self.t3}, k slices {self.kslices}"
                      + (f" x cluster {self.cluster}" if self.cluster > 1 else "")
-                     + (f", {self.stages} stages" if self.stages > 1 else "") + f", rows/warp {self.rows_per_warp}")
+                     + (f", {self.stages} stages" if self.stages > 1 else "") + f", rows/warp {self.rows_per_warp}"
+                     + (f", f64 tensor cores m{self.mma}n8k4" if self.mma else ""))
         return (f"{self.family.value}: {knobs}; shared memory {self.smem} B, ~{self.regs} regs",
                 f"t2 threshold {self.t2_threshold:.1f} (n above it is compute-bound); predicted "
                 f"{self.predicted_bandwidth / 1e12:.2f} TB/s")

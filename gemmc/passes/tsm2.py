@@ -45,6 +45,8 @@ TSM2L_ROW_REGS = 128  # registers a TSM2L thread may spend on its rows of A
 # 1.2-1.5x at 48-64 (two passes over A), so auto takes n <= 32, where the margin is 2x or more. 8192 is the
 # smallest m, k measured.
 AUTO_TSM2R_MAX_N = 32
+MAX_B_SHARE = 0.25  # f64 tensor cores: B's bytes per batch at most this share of A's (n = 16 at 96% of the roof)
+MMA_MIN_N = 8  # f64 n <= 8 streams at 97-101% of the copy roof with FMAs: tensor cores from n = 9
 AUTO_TSM2R_MIN_MK = 8192
 AUTO_TSM2L_MAX_KN = 16
 AUTO_TSM2L_MIN_M = 65536
@@ -89,12 +91,14 @@ def column_rows_per_lane(t2: int, dtype: DType) -> int:
     return rows
 
 
-def column_smem(kw: int, t2: int, t3: int, stages: int, rows: int, dtype: DType, hw: Hardware) -> int:
-    """Column-major TSM2R shared memory: per warp, a ring of `stages` batches (t3 columns x warp x rows of A, and
-    the batch's t3 x t2 values of B padded to 16 bytes), reused after the k loop for the warp's partial sums
-    (t2 x rows x warp). The template computes the same region size."""
+def column_smem(kw: int, t2: int, t3: int, stages: int, rows: int, dtype: DType, hw: Hardware, mma: int = 0) -> int:
+    """Column-major TSM2R shared memory: per warp, a ring of `stages` batches (t3 columns x warp x rows of A, each
+    column padded by 32 bytes for the tensor cores' fragment loads, and the batch's t3 x t2 values of B padded to
+    16 bytes), reused after the k loop for the warp's partial sums (t2 x rows x warp). The template computes the
+    same region size."""
     b_part = ceil_div(t3 * t2 * dtype.nbytes, 16) * 16 // dtype.nbytes
-    region = max(stages * (t3 * hw.warp_size * rows + b_part), t2 * rows * hw.warp_size)
+    column = hw.warp_size * rows + (32 // dtype.nbytes if mma else 0)
+    region = max(stages * (t3 * column + b_part), t2 * rows * hw.warp_size)
     return kw * region * dtype.nbytes
 
 
@@ -104,6 +108,28 @@ def column_regs(t2: int, t3: int, rows: int, dtype: DType) -> int:
     live in shared memory, not in registers."""
     w = dtype.nbytes // 4 or 1
     return w * (rows * t2 + t3 * rows + t3) + REGS_OVERHEAD
+
+
+def f64_mma_rows(hw: Hardware, dtype: DType, t2: int) -> int:
+    """Column-major f64 TSM2R with more than MMA_MIN_N columns runs its FMAs on the f64 tensor cores where they
+    are full-rate parts of the machine (the data-center GPUs: f64 at least a quarter of the f32 rate, sm_80 and
+    sm_90): rows of the mma.sync fragment, 16 (m16n8k4, sm_90) or 8 (m8n8k4, sm_80); 0: FMAs on the CUDA cores.
+    On the H100 the stream at n = 32 needs 2 x 32 x 2.95e12 / 8 = 24 TFLOP/s: 70% of the CUDA cores' f64 peak
+    (34 TFLOP/s) and every issue slot around it (20% of the roof measured), 36% of the tensor cores' (67)."""
+    if dtype is not DType.F64 or t2 <= MMA_MIN_N or not hw.has_tensor_cores or 4 * hw.fp64_flops < hw.fp32_flops:
+        return 0
+    return 16 if int(hw.arch.split("_")[1]) >= 90 else 8
+
+
+def mma_pass_columns(t2: int, dtype: DType) -> int:
+    """Columns per pass on the f64 tensor cores: the widest (halving t2) whose batch of B (t3 x t2 values, read by
+    every warp from L2) is at most MAX_B_SHARE of its batch of A (t3 x rows, rows = warp x rows per lane, bounded by
+    the accumulator registers). At n = 32 a warp holds 32 rows: B's L2 reads equal A's and the kernel ran at 28-32%
+    of the roof (bench/results/2026-11-22_h100_tsm2r-mma_run1.json); two passes of 16 columns (64 rows, B a
+    quarter of A) read A twice, the second time from L2, since the passes of a row tile run side by side."""
+    while t2 > 8 and t2 > MAX_B_SHARE * 32 * column_rows_per_lane(t2, dtype):
+        t2 = (t2 + 1) // 2
+    return t2
 
 
 def has_clusters(hw: Hardware) -> bool:
@@ -158,10 +184,13 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Ts
     w = dtype.nbytes // 4 or 1
     need = bytes_needed_in_flight(hw)
     if a_layout is Layout.COL:
+        mma = f64_mma_rows(hw, dtype, t2)
+        if mma:
+            t2 = mma_pass_columns(t2, dtype)
         rows_per_warp = column_rows_per_lane(t2, dtype)
         kw = COL_WARPS
         row_blocks = ceil_div(p.m, hw.warp_size * rows_per_warp) * ceil_div(p.n, t2)
-        smem = column_smem(kw, t2, T3_BATCH, STAGES, rows_per_warp, dtype, hw)
+        smem = column_smem(kw, t2, T3_BATCH, STAGES, rows_per_warp, dtype, hw, mma)
         regs = column_regs(t2, T3_BATCH, rows_per_warp, dtype)
         blocks_per_sm = max(1, occupancy(hw, kw * hw.warp_size, regs, smem).blocks_per_sm)
         cluster, predicted = choose_cluster(hw, p.k, kw, row_blocks, blocks_per_sm,
@@ -171,7 +200,7 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Ts
         return Tsm2Plan(family=Family.TSM2R, t1=kw * hw.warp_size, t2=t2, t3=T3_BATCH, tcf=1, kslices=kw,
                         rows_per_warp=rows_per_warp, elem_bytes=dtype.nbytes, t2_threshold=threshold,
                         predicted_bandwidth=predicted, smem=smem, regs=regs, cluster=cluster, stages=STAGES,
-                        min_blocks=blocks_per_sm if hw.vendor == "cuda" else 0)
+                        min_blocks=blocks_per_sm if hw.vendor == "cuda" else 0, mma=mma)
     rows_per_warp = 4 if t2 <= 16 else 2
     t3 = 4 * rows_per_warp  # elements of A in flight per lane per step
     regs = w * (rows_per_warp * t2 + t3 + 4) + 24
@@ -260,8 +289,9 @@ def worklist(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> WorkList:
     p = kernel.problems[0]
     if plan.family is Family.TSM2L:
         grid = (max(1, ceil_div(ceil_div(p.m, plan.tcf), plan.t1)), 1, 1)
-    elif kernel.layout_a is Layout.COL:  # a lane owns rows_per_warp consecutive rows; a cluster splits k
-        grid = (ceil_div(p.m, hw.warp_size * plan.rows_per_warp) * plan.cluster, ceil_div(p.n, plan.t2), 1)
+    elif kernel.layout_a is Layout.COL:  # a lane owns rows_per_warp consecutive rows; a cluster splits k; the
+        # passes over n of a row tile are neighbours in x, so that they share A in L2
+        grid = (ceil_div(p.m, hw.warp_size * plan.rows_per_warp) * plan.cluster * ceil_div(p.n, plan.t2), 1, 1)
     else:  # a warp owns rows_per_warp rows
         grid = (ceil_div(p.m, plan.kslices * plan.rows_per_warp), ceil_div(p.n, plan.t2), 1)
     return WorkList(problems=rows, tiles=TileTable(), block_offsets=(), grid=grid, block=plan.t1, smem_bytes=plan.smem)

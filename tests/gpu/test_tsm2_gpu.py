@@ -20,6 +20,17 @@ def test_tsm2r(dtype, layouts, m, n, k):
                    "algorithm tsm2r }")
 
 
+# f64 with n > 8 and column-major A runs on the tensor cores (m16n8k4 on sm_90): fragments of 16 rows x 8 columns
+# with m, n not multiples of them (n = 9, 12: a partial fragment), n = 32 (one row per lane), n = 40 (two passes:
+# the second has 8 columns of 32), one k slice shorter than a batch, beta.
+@pytest.mark.parametrize("layouts", ["ccc", "crc", "ccr", "crr"])
+@pytest.mark.parametrize("m, n, k", [(1009, 9, 3001), (4093, 12, 2011), (257, 32, 5003), (3001, 40, 1031),
+                                     (17, 24, 7)])
+def test_tsm2r_f64_tensor_cores(layouts, m, n, k):
+    check_schedule(f"kernel k {{ dtype f64 {layout_line(layouts)} alpha 1.5 beta -0.5 gemm {m} x {n} x {k} "
+                   "algorithm tsm2r }")
+
+
 @pytest.mark.parametrize("layouts", LAYOUTS)
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("m, n, k", [(1, 1, 1), (100003, 7, 9), (65537, 16, 16), (333, 3, 32)])

@@ -84,12 +84,15 @@ __device__ __forceinline__ double gemmc_dsmem_load(const double* local, int rank
   asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(r) : "memory");
   return v;
 }
-template <typename T, int T2, int KS, int S, int T3, int STAGES, int RW, int WARP, bool A_ROW, bool B_ROW, bool C_ROW,
-          bool BETA_ZERO>
+template <typename T, int T2, int KS, int S, int T3, int STAGES, int RW, int WARP, int MMA, bool A_ROW, bool B_ROW,
+          bool C_ROW, bool BETA_ZERO>
 __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __restrict__ A, const T* __restrict__ B,
                                             T* __restrict__ C, T alpha, T beta, T* __restrict__ smem) {
   const int tid = threadIdx.x, lane = tid % WARP, warp = tid / WARP;
-  const long long n0 = (long long)blockIdx.y * T2;
+  // Column-major A: the passes over n of one row tile are neighbours in x (after the cluster's S blocks), so they
+  // run together and all but the first read A from L2. Row-major A: the pass is blockIdx.y.
+  const long long passes = (p.n + T2 - 1) / T2;
+  const long long n0 = (A_ROW ? (long long)blockIdx.y : (long long)blockIdx.x / S % passes) * T2;
   const long long ncols = p.n - n0 < T2 ? p.n - n0 : T2;
   // B(k, j) of this pass, zero outside the matrix.
   auto b_at = [&](long long k, int j) -> T {
@@ -112,7 +115,7 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
     constexpr int VW = 16 / sizeof(T);
     constexpr int VB = B_ROW ? (T2 % VW == 0 ? VW : 1) : (T3 % VW == 0 ? VW : T3);
     const int rank = gemmc_cluster_rank();
-    const long long tile = (long long)blockIdx.x / S;
+    const long long tile = (long long)blockIdx.x / S / passes;
     const long long m = (tile * WARP + lane) * R;
     // This warp's k slice: whole batches of T3 columns, so only the last slice ends in a partial batch.
     const long long per = ((p.k + P - 1) / P + T3 - 1) / T3 * T3;
@@ -128,7 +131,10 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
     // lane reads back only the rows it copied itself) and the batch's T3 x T2 values of B (all lanes read them:
     // [T2][T3] for column-major B, [T3][T2] for row-major), padded to 16 bytes. After the loop the same region
     // holds the warp's partial sums.
-    constexpr int AS = T3 * WARP * R, BS = (T3 * T2 * (int)sizeof(T) + 15) / 16 * 16 / (int)sizeof(T);
+    // With tensor cores (MMA = the fragment's rows) each column of A is padded by 32 bytes: the lanes of a fragment
+    // load read 4 columns at once, and 32 bytes apart they fall in different banks.
+    constexpr int ACOL = MT + (MMA ? 32 / (int)sizeof(T) : 0);  // elements from one column of A to the next
+    constexpr int AS = T3 * ACOL, BS = (T3 * T2 * (int)sizeof(T) + 15) / 16 * 16 / (int)sizeof(T);
     constexpr int STAGE = AS + BS;
     constexpr int REGION = STAGES * STAGE > T2 * MT ? STAGES * STAGE : T2 * MT;
     T* ring = smem + warp * REGION;
@@ -140,7 +146,7 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
       T* bs = as + AS;
 #pragma unroll
       for (int u = 0; u < T3; ++u) {
-        T* dst = as + (u * WARP + lane) * R;
+        T* dst = as + u * ACOL + lane * R;
         const T* col = A + (k0 + u) * p.lda + m;
         if (k0 + u < ke && avec && rows_full) {
           gemmc_cp_async<(int)(R * sizeof(T))>(dst, col);
@@ -177,6 +183,17 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
     for (int r = 0; r < R; ++r)
 #pragma unroll
       for (int j = 0; j < T2; ++j) acc[r][j] = T(0);
+    // Tensor-core accumulators: MI x NJ fragments of MM x 8 (the same R x T2 values per lane, rounded up to 8
+    // columns). Unused (and removed by the compiler) without MMA.
+    constexpr int MM = MMA ? MMA : 8, MI = MT / MM, NJ = (T2 + 7) / 8;
+    T dfr[MI][NJ][MM / 4];
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int q = 0; q < NJ; ++q)
+#pragma unroll
+        for (int e = 0; e < MM / 4; ++e) dfr[i][q][e] = T(0);
+    const int g = lane / 4, t4 = lane % 4;
     const long long batches = (ke - kb + T3 - 1) / T3;  // <= 0 when this slice is past the end of k
 #pragma unroll
     for (int b = 0; b < STAGES - 1; ++b) copy_batch(b);
@@ -189,7 +206,7 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
       T a[T3][R];
 #pragma unroll
       for (int u = 0; u < T3; ++u) {
-        const gemmc_vec<T, R> v = *reinterpret_cast<const gemmc_vec<T, R>*>(as + (u * WARP + lane) * R);
+        const gemmc_vec<T, R> v = *reinterpret_cast<const gemmc_vec<T, R>*>(as + u * ACOL + lane * R);
 #pragma unroll
         for (int r = 0; r < R; ++r) a[u][r] = v.v[r];
       }
@@ -215,10 +232,22 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
     GEMMC_SYNCWARP();
     // The KS warps' partial sums ([T2][MT] in each warp's region), added in warp order into warp 0's: the block's.
     T* red = smem;
+    if (MMA) {  // fragment element (i, q, 2h + c): row i * MM + 8h + g, column q * 8 + 2 * t4 + c
 #pragma unroll
-    for (int j = 0; j < T2; ++j)
+      for (int i = 0; i < MI; ++i)
 #pragma unroll
-      for (int r = 0; r < R; ++r) ring[j * MT + lane * R + r] = acc[r][j];
+        for (int q = 0; q < NJ; ++q)
+#pragma unroll
+          for (int e = 0; e < MM / 4; ++e) {
+            const int j = q * 8 + 2 * t4 + e % 2;
+            if (T2 % 8 == 0 || j < T2) ring[j * MT + i * MM + e / 2 * 8 + g] = dfr[i][q][e];
+          }
+    } else {
+#pragma unroll
+      for (int j = 0; j < T2; ++j)
+#pragma unroll
+        for (int r = 0; r < R; ++r) ring[j * MT + lane * R + r] = acc[r][j];
+    }
     __syncthreads();
     for (int v = tid; v < T2 * MT; v += KS * WARP) {
       T sum = red[v];
@@ -298,6 +327,6 @@ const float alpha_ = 1.0f;
   const float beta_ = 0.0f;
   (void)alpha; (void)beta;
   (void)block_offsets; (void)tiles;  // TSM2 maps blocks to rows by arithmetic: no work list
-  gemmc_tsm2r<float, 8, 4, 4, 4, 2, 4, 32, false, false, false, true>(
+  gemmc_tsm2r<float, 8, 4, 4, 4, 2, 4, 32, 0, false, false, false, true>(
       problems[0], A[0], B[0], C[0], alpha_, beta_, reinterpret_cast<float*>(gemmc_smem_raw));
 }
