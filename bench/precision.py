@@ -16,28 +16,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import gemmc  # noqa: E402
-from bench.timing import device_seconds, gemmc_graph, write_results  # noqa: E402
+from bench.timing import device_seconds, gemmc_graph, precompile, write_results  # noqa: E402
 
 MODES = ["split f16 x3", "split f16 x3 method le", "split f16 x4 method markidis", "split bf16 x3",
          "split bf16 x6", "split tf32 x3", "f16", "bf16", "tf32"]
-
-
-def compile_one(text: str) -> str:
-    """In a worker process: NVRTC-compile a schedule's kernel (and its pre-pass) into CuPy's disk cache."""
-    from gemmc.runtime.compile import device_function
-
-    for k in gemmc.compile_string(text):
-        device_function(k.source, k.rendered.entry)
-    return text
-
-
-def warm(texts: list[str], workers: int = 16) -> None:
-    """Compile every kernel a run needs in parallel processes first, so the run spends its time measuring."""
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-        list(pool.map(compile_one, texts))
 
 
 def inputs(kind: str, shape: tuple[int, int], gen):
@@ -104,7 +86,8 @@ def main() -> None:
         shapes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
     kinds = ["uniform", "normal", "spread"]
     modes = args.modes.split(",") if args.modes else MODES
-    warm([f"kernel k {{ dtype f32 precision {mode} gemm {m} x {n} x {k} }}" for m, n, k in shapes for mode in modes])
+    precompile([f"kernel k {{ dtype f32 precision {mode} gemm {m} x {n} x {k} }}" for m, n, k in shapes
+                for mode in modes])
     gen = torch.Generator(device="cuda").manual_seed(0)
     rows = []
     for m, n, k in shapes:

@@ -38,23 +38,6 @@ def schedule(algorithm: str, m: int, n: int, k: int, dtype: str) -> str:
             f"algorithm {algorithm} }}")
 
 
-def compile_text(text: str) -> None:
-    from gemmc.runtime.compile import device_function
-
-    kern = gemmc.compile_string(text)["t"]
-    device_function(kern.source, kern.rendered.entry)
-
-
-def precompile(texts: list[str], jobs: int) -> None:
-    """NVRTC in parallel worker processes; CuPy's disk cache then serves this process (compiles are not timed,
-    but one at a time they took most of a run)."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        list(pool.map(compile_text, texts))
-
-
 def run(algorithm: str, m: int, n: int, k: int, dtype: str) -> dict:
     import torch
 
@@ -143,7 +126,7 @@ def main() -> None:
     texts += [schedule("tsm2l", m, kn, kn, dtype) for dtype in dtypes for m in (10**5, 10**6, 10**7)
               for kn in (8, 16)] if args.only != "tsm2r" else []
     texts += [schedule(a, 16384, n, 16384, "f32") for n in cross_n for a in ("tsm2r", "simt")]
-    precompile(texts, args.jobs)
+    timing.precompile(texts, args.jobs)
     for dtype in dtypes:
         for mk in sizes if args.only != "tsm2l" else ():
             for n in ns:

@@ -17,8 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 
 import gemmc  # noqa: E402
-from bench.precision import warm  # noqa: E402
-from bench.timing import device_seconds, gemmc_graph  # noqa: E402
+from bench.timing import device_seconds, gemmc_graph, precompile  # noqa: E402
 
 # mode -> (schedule knobs, plan.chain): chain 2 sums two k-steps' terms on the tensor core per f32 addition (not
 # selectable from a schedule; the experiment replaces the plan's field).
@@ -45,7 +44,7 @@ def main() -> None:
     n = args.size
     modes = args.modes.split(",") if args.modes else list(VARIANTS)
     texts = [schedule(m, kn, n) for m in modes for kn, _ in VARIANTS[m]]
-    warm(texts)
+    precompile(texts)
     variants = [(schedule(m, kn, n), chain) for m in modes for kn, chain in VARIANTS[m]]
     gen = torch.Generator(device="cuda").manual_seed(0)
     a = torch.randn((n, n), generator=gen, device="cuda")
@@ -68,8 +67,8 @@ def main() -> None:
         torch.cuda.synchronize()
         err = float(((c.double() - ref).norm() / ref.norm()).item())
         sec = device_seconds(gemmc_graph(lambda k_=k, c_=c: k_([a], [b], [c_])), calls=calls)
-        fn = device_function(k.source, k.rendered.entry)
-        prep = device_function(k.source, k.rendered.prologue)
+        fn = device_function(k.rendered, k.rendered.entry)
+        prep = device_function(k.rendered, k.rendered.prologue)
         problems, _, _ = plan_tables(k)
         ptrs = pointer_table(k, [a.data_ptr()], [b.data_ptr()], [c.data_ptr()])
         scratch = scratch_buffer(k)

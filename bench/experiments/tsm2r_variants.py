@@ -77,7 +77,7 @@ def compile_one(args: tuple[str, str, int, int, str]) -> str:
 
     label, dtype, m, n, study = args
     kern = dict(variants(dtype, m, n, study))[label]
-    device_function(kern.source, kern.rendered.entry)
+    device_function(kern.rendered, kern.rendered.entry)
     return label
 
 
