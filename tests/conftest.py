@@ -26,6 +26,21 @@ def gpu_available() -> bool:
         return False
 
 
+def gpu_description() -> str:
+    if not gpu_available():
+        return "gpu: none (the GPU tests were skipped)"
+    import cupy
+
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    return f"gpu: {name}, CUDA runtime {cupy.cuda.runtime.runtimeGetVersion()}"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Name the device at the end of every run (also under -q), so a saved GPU-test log says where it ran."""
+    terminalreporter.write_line(gpu_description())
+
+
 def pytest_collection_modifyitems(config, items):
     if gpu_available():
         return

@@ -51,24 +51,33 @@ def test_large_tsm2l_uses_thread_count_factor():
     check_schedule("kernel k { gemm 12000000 x 8 x 8 algorithm tsm2l }")
 
 
-def test_64_bit_indexing():
-    # m * k > 2^32 elements (19 GB of A in f32): the offsets must not wrap. Compared with float64 in chunks.
+def check_64_bit(algorithm: str, a_layout: str, m: int, n: int, k: int, chunk: int, seed: int) -> None:
+    """m * k > 2^32 elements of A in f32 (the offsets must not wrap), NaN-poisoned C, compared with float64 in
+    chunks of rows; the memory is given back before asserting, for the tests that follow."""
     import cupy as cp
 
     import gemmc
 
-    m, n, k = (1 << 29) + 3, 2, 9
-    kern = gemmc.compile_string(f"kernel k {{ layout A col, C col gemm {m} x {n} x {k} algorithm tsm2l }}")["k"]
-    rng = cp.random.default_rng(9)
-    A = cp.asfortranarray(rng.standard_normal((m, k), dtype=cp.float32))
+    assert m * k > 1 << 32
+    kern = gemmc.compile_string(f"kernel k {{ layout A {a_layout}, C col gemm {m} x {n} x {k} "
+                                f"algorithm {algorithm} }}")["k"]
+    rng = cp.random.default_rng(seed)
+    A = rng.standard_normal((m, k), dtype=cp.float32)
+    A = cp.asfortranarray(A) if a_layout == "col" else A
     B = rng.standard_normal((k, n), dtype=cp.float32)
     C = cp.full((m, n), cp.nan, dtype=cp.float32, order="F")
     kern([A], [B], [C])
     worst = 0.0
-    for r in range(0, m, 1 << 26):
-        ref = A[r:r + (1 << 26)].astype(cp.float64) @ B.astype(cp.float64)
-        worst = max(worst, float(cp.linalg.norm(C[r:r + (1 << 26)] - ref) / cp.linalg.norm(ref)))
+    for r in range(0, m, chunk):
+        ref = A[r:r + chunk].astype(cp.float64) @ B.astype(cp.float64)
+        worst = max(worst, float(cp.linalg.norm(C[r:r + chunk] - ref) / cp.linalg.norm(ref)))
+    del A, B, C
+    cp.get_default_memory_pool().free_all_blocks()
     assert worst < 1e-5
+
+
+def test_64_bit_indexing():
+    check_64_bit("tsm2l", "col", (1 << 29) + 3, 2, 9, chunk=1 << 26, seed=9)
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
@@ -94,24 +103,4 @@ def test_tsm2r_is_deterministic(dtype):
 
 @pytest.mark.parametrize("a_layout", ["col", "row"])
 def test_tsm2r_64_bit_indexing(a_layout):
-    # m * k > 2^32 elements (17 GB of A in f32): the offsets of the k slices must not wrap.
-    import cupy as cp
-
-    import gemmc
-
-    m, n, k = (1 << 20) + 7, 2, 4099
-    kern = gemmc.compile_string(f"kernel k {{ layout A {a_layout}, C col gemm {m} x {n} x {k} "
-                                "algorithm tsm2r }")["k"]
-    rng = cp.random.default_rng(11)
-    A = rng.standard_normal((m, k), dtype=cp.float32)
-    A = cp.asfortranarray(A) if a_layout == "col" else A
-    B = rng.standard_normal((k, n), dtype=cp.float32)
-    C = cp.full((m, n), cp.nan, dtype=cp.float32, order="F")
-    kern([A], [B], [C])
-    worst = 0.0
-    for r in range(0, m, 1 << 16):
-        ref = A[r:r + (1 << 16)].astype(cp.float64) @ B.astype(cp.float64)
-        worst = max(worst, float(cp.linalg.norm(C[r:r + (1 << 16)] - ref) / cp.linalg.norm(ref)))
-    del A
-    cp.get_default_memory_pool().free_all_blocks()
-    assert worst < 1e-5
+    check_64_bit("tsm2r", a_layout, (1 << 20) + 7, 2, 4099, chunk=1 << 16, seed=11)
