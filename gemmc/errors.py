@@ -28,6 +28,7 @@ CODES = {
     "E300": "shared memory",
     "E301": "threads",
     "E302": "registers",
+    "E303": "target and GPU differ",
     "E400": "bad argument",
     "E900": "not supported yet",
 }

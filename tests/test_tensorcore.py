@@ -140,3 +140,41 @@ def test_wgmma_needs_sm90a(mode, tmp_path):
     plain = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-c", str(src), "-o", str(tmp_path / "k.o")],
                            capture_output=True, text=True)
     assert plain.returncode != 0 and "-gencode=arch=compute_90a,code=sm_90a" in plain.stderr
+
+
+@pytest.mark.parametrize(("mode", "arch", "device_arch", "flag"), [
+    ("split f16 x3", "sm_90", "sm_90a", "-gencode=arch=compute_90a,code=sm_90a"),  # wgmma
+    ("f16", "sm_90", "sm_90a", "-gencode=arch=compute_90a,code=sm_90a"),
+    ("split tf32 x3", "sm_90", "sm_90", "-arch=sm_90"),  # tf32 stays on mma.sync
+    ("split f16 x3", "sm_80", "sm_80", "-arch=sm_80"),
+])
+def test_device_arch_and_build_flags(mode, arch, device_arch, flag):
+    k, hw = planned(schedule(mode, arch))
+    r = render_kernel(k, hw)
+    assert r.device_arch == device_arch and r.build_flags == (flag,)
+    assert ("wgmma.mma_async" in r.source) == device_arch.endswith("a")
+
+
+def test_wgmma_kernel_on_another_gpu_is_refused_before_compiling(monkeypatch):
+    """A kernel planned for sm_90a called on an sm_80 GPU: E303 naming both, not an NVRTC #error."""
+    import gemmc.runtime.compile as compile_mod
+    from gemmc.ir.hardware import TARGETS
+
+    monkeypatch.setattr(compile_mod, "hardware", lambda: TARGETS["sm_80"])
+    k, hw = planned(schedule("split f16 x3"))
+    r = render_kernel(k, hw)
+    with pytest.raises(GemmcError) as err:
+        compile_mod.device_function(r, r.entry)
+    text = str(err.value)
+    assert "E303" in text and "sm_90a" in text and "target cuda sm_80" in text
+
+
+def test_threads_with_tile_auto_restricts_the_tiles():
+    """`threads N` without a tile picks among the tiles that run with N threads (it was silently ignored)."""
+    k, _ = planned(schedule("split f16 x3", gemm="8192 x 8192 x 8192").replace(" dtype f32", " dtype f32 threads 128"))
+    assert k.plan.variant.threads == 128 and all(c.bm * c.bn <= 128 * 128 for c in k.plan.candidates)
+    text = schedule("f16").replace(" dtype f32", " dtype f32\n threads 96")
+    with pytest.raises(GemmcError) as err:
+        planned(text)
+    d = err.value.diagnostics[0]
+    assert d.code == "E301" and "threads 96" in d.message and d.span.line == 4

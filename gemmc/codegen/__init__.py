@@ -31,7 +31,17 @@ class Rendered:
     header: str  # the .h declaring the launcher
     extension: str  # "cu" or "hip"
     prologue: str = ""  # the pre-pass kernel launched before `entry` (FamilyPlan.prologue), or ""
-    build_flags: tuple[str, ...] = ()  # nvcc/hipcc flags naming the device target the standalone file needs
+    device_arch: str = ""  # the device target the code needs: hw.arch, or "sm_90a" for wgmma kernels
+
+    @property
+    def build_flags(self) -> tuple[str, ...]:
+        """nvcc/hipcc flags naming the device target the standalone file must be built for."""
+        if self.extension == "hip":
+            return (f"--offload-arch={self.device_arch}",)
+        if self.device_arch.endswith("a"):  # architecture-specific: only the gencode form assembles it
+            number = self.device_arch.removeprefix("sm_")
+            return (f"-gencode=arch=compute_{number},code=sm_{number}",)
+        return (f"-arch={self.device_arch}",)
 
 
 def entry_name(kernel: Kernel) -> str:
@@ -73,6 +83,7 @@ def common_context(kernel: Kernel, hw: Hardware, family_knobs: list[str]) -> dic
         "name": kernel.name,
         "vendor": hw.vendor,
         "arch": hw.arch,
+        "cp_async": False,  # the prelude's gemmc_cp_async helpers; a family that copies with cp.async sets it
         "T": kernel.dtype.ctype,
         "S": S,
         "alpha_literal": literal(kernel.alpha, S),
@@ -123,15 +134,11 @@ def render_kernel(kernel: Kernel, hw: Hardware, source_file: str = "<string>") -
     return Rendered(name=kernel.name, entry=ctx["entry"], launcher=ctx["launcher"], source=source,
                     standalone=standalone, header=header, extension="hip" if hw.vendor == "hip" else "cu",
                     prologue=ctx["entry"] + "_prep" if ctx["prologue_launch"] else "",
-                    build_flags=build_flags(kernel, hw))
+                    device_arch=device_arch(kernel, hw))
 
 
-def build_flags(kernel: Kernel, hw: Hardware) -> tuple[str, ...]:
-    """The device-target flags a standalone file must be built with: the architecture-specific sm_90a target for
-    kernels that use its instructions (wgmma), else the plain target."""
-    if hw.vendor == "hip":
-        return (f"--offload-arch={hw.arch}",)
-    if kernel.plan is not None and kernel.plan.arch_specific:
-        number = hw.arch.removeprefix("sm_")
-        return (f"-gencode=arch=compute_{number}a,code=sm_{number}a",)
-    return (f"-arch={hw.arch}",)
+def device_arch(kernel: Kernel, hw: Hardware) -> str:
+    """The target's architecture, or its architecture-specific variant (sm_90a) for a plan that uses its
+    instructions (FamilyPlan.arch_specific: wgmma)."""
+    arch_specific = kernel.plan is not None and kernel.plan.arch_specific and hw.vendor == "cuda"
+    return hw.arch + "a" if arch_specific else hw.arch

@@ -45,7 +45,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         raise InternalError("codegen.tensorcore", "only B's hi part is pre-multiplied")
     return {
         "bm": v.bm, "bn": v.bn, "bk": v.bk, "wm": v.wm, "wn": v.wn, "threads": v.threads, "pad": plan.pad,
-        "stages": plan.stages, "chain": plan.chain if sp.parts > 1 else 1, "parts": sp.parts,
+        "stages": plan.stages, "cp_async": True, "chain": plan.chain if sp.parts > 1 else 1, "parts": sp.parts,
         "compute": sp.compute, "mma_k": plan.mma[2],
         "elem_bits": 8 * plan.elem_bytes, "ldmatrix": sp.compute != "tf32",
         "cvt_hi": CONVERT[(sp.compute, sp.hi_round)], "cvt_lo": CONVERT[(sp.compute, lo_round)],

@@ -43,9 +43,14 @@ class Hardware:
         return self.max_threads_per_sm // self.warp_size
 
     @property
+    def compute_capability(self) -> int:
+        """CUDA compute capability as a number (sm_90 -> 90); 0 for HIP targets."""
+        return int(self.arch.removeprefix("sm_")) if self.vendor == "cuda" else 0
+
+    @property
     def has_tensor_cores(self) -> bool:
         """mma.sync with f16/bf16/tf32 inputs (sm_80 and newer); HIP MFMA is not generated yet."""
-        return self.vendor == "cuda" and int(self.arch.split("_")[1]) >= 80
+        return self.compute_capability >= 80
 
 
 def _cuda(arch: str, sms: int, threads_sm: int, blocks_sm: int, smem_sm: int, smem_block: int, l2: int,

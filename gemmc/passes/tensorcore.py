@@ -50,7 +50,7 @@ def mma_shape(split: SplitPlan) -> tuple[int, int, int]:
 
 def tensor_flops(hw: Hardware, compute: str) -> float:
     """Peak dense mma FLOP/s of the device for one part type, from its SM count and clock."""
-    major = min(9, int(hw.arch.split("_")[1]) // 10)
+    major = min(9, hw.compute_capability // 10)
     return hw.sm_count * hw.clock_hz * MMA_FLOPS_PER_CLOCK[major][compute]
 
 
@@ -106,9 +106,10 @@ def weigh(kernel: Kernel, hw: Hardware, split: SplitPlan) -> tuple[Candidate, ..
     wg = uses_wgmma(hw, split)
     tiles = [(bm, bn, 0, 0) for bm, bn in WG_CATALOGUE] if wg else CATALOGUE
     for bm, bn, wm, wn in tiles:
-        v = wg_variant(bm, bn, bk_of(split, True)) if wg else TensorCoreVariant(
-            bm, bn, bk_of(split), wm, wn, (bm // wm) * (bn // wn) * hw.warp_size)
+        v = catalogue_variant(hw, split, bm, bn, wm, wn)
         wm, wn, threads = v.wm, v.wn, v.threads
+        if kernel.threads is not None and threads != kernel.threads:
+            continue  # `threads N` with `tile auto`: only the tiles that run with N threads
         probe = make_plan(kernel, hw, v, split, 2)
         if probe.regs_estimate > hw.max_regs_per_thread or deepest(probe, hw) is None:
             continue
@@ -121,6 +122,13 @@ def weigh(kernel: Kernel, hw: Hardware, split: SplitPlan) -> tuple[Candidate, ..
         verdict = "fills the SMs" if blocks >= hw.sm_count else f"only {blocks} blocks for {hw.sm_count} SMs"
         out.append(Candidate(bm, bn, blocks, warps, ratio, (bm + bn) * v.bk // threads, verdict, wm, wn))
     return tuple(out)
+
+
+def catalogue_variant(hw: Hardware, split: SplitPlan, bm: int, bn: int, wm: int, wn: int) -> TensorCoreVariant:
+    """A catalogue tile as the template builds it: wgmma warpgroups on sm_90, else wm x wn warp tiles."""
+    if uses_wgmma(hw, split):
+        return wg_variant(bm, bn, bk_of(split, True))
+    return TensorCoreVariant(bm, bn, bk_of(split), wm, wn, (bm // wm) * (bn // wn) * hw.warp_size)
 
 
 def choose(cands: tuple[Candidate, ...], hw: Hardware) -> Candidate:
@@ -179,15 +187,14 @@ def plan(kernel: Kernel, hw: Hardware) -> TensorCorePlan:
     if kernel.tile is not None:
         variant = _explicit(kernel, hw, split)
     else:
+        if not cands and kernel.threads is not None:
+            raise GemmcError(Diagnostic("E301", f"no tensor-core tile runs with threads {kernel.threads}",
+                                        kernel.where("threads"), "leave `threads` out; the tiles take 128 or 256"))
         if not cands:
             raise GemmcError(Diagnostic("E300", f"no tensor-core tile fits {hw.arch}'s shared memory and registers",
                                         kernel.span))
         best = choose(cands, hw)
-        if uses_wgmma(hw, split):
-            variant = wg_variant(best.bm, best.bn, bk_of(split, True))
-        else:
-            variant = TensorCoreVariant(best.bm, best.bn, bk_of(split), best.wm, best.wn,
-                                        (best.bm // best.wm) * (best.bn // best.wn) * hw.warp_size)
+        variant = catalogue_variant(hw, split, best.bm, best.bn, best.wm, best.wn)
     probe = make_plan(kernel, hw, variant, split, 2)
     stages = kernel.stages if written else (deepest(probe, hw) or 2)
     return make_plan(kernel, hw, variant, split, stages, cands, emulation_pays(kernel, hw, split))

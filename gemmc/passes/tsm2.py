@@ -118,7 +118,7 @@ def f64_mma_rows(hw: Hardware, dtype: DType, t2: int) -> int:
     (34 TFLOP/s) and every issue slot around it (20% of the roof measured), 36% of the tensor cores' (67)."""
     if dtype is not DType.F64 or t2 <= MMA_MIN_N or not hw.has_tensor_cores or 4 * hw.fp64_flops < hw.fp32_flops:
         return 0
-    return 16 if int(hw.arch.split("_")[1]) >= 90 else 8
+    return 16 if hw.compute_capability >= 90 else 8
 
 
 def mma_pass_columns(t2: int, dtype: DType) -> int:
@@ -134,7 +134,7 @@ def mma_pass_columns(t2: int, dtype: DType) -> int:
 
 def has_clusters(hw: Hardware) -> bool:
     """Thread-block clusters and distributed shared memory: sm_90 and newer."""
-    return hw.vendor == "cuda" and int(hw.arch.split("_")[1]) >= 90
+    return hw.compute_capability >= 90
 
 
 def choose_cluster(hw: Hardware, k: int, kw: int, row_blocks: int, blocks_per_sm: int,

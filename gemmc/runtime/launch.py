@@ -54,7 +54,7 @@ def kernel_function(kernel: CompiledKernel) -> Any:
     if "function" not in state:
         work = kernel.ir.work
         assert work is not None
-        fn = device_function(kernel.source, kernel.rendered.entry)
+        fn = device_function(kernel.rendered, kernel.rendered.entry)
         if work.smem_bytes > hardware().smem_per_block_default:
             fn.max_dynamic_shared_size_bytes = work.smem_bytes
         if fn.max_threads_per_block < work.block:
@@ -63,6 +63,13 @@ def kernel_function(kernel: CompiledKernel) -> Any:
                              f"{work.block}. Use fewer threads or a smaller tile.", code="E302")
         state["function"] = fn
     return state["function"]
+
+
+def prologue_function(kernel: CompiledKernel) -> Any:
+    state = kernel._runtime_state
+    if "prologue" not in state:
+        state["prologue"] = device_function(kernel.rendered, kernel.rendered.prologue)
+    return state["prologue"]
 
 
 def scratch_buffer(kernel: CompiledKernel) -> Any:
@@ -125,7 +132,7 @@ def launch(kernel: CompiledKernel, As: Any, Bs: Any, Cs: Any, *, alpha: float | 
     prologue = kernel.ir.plan.prologue if kernel.ir.plan is not None else None
     if prologue is not None:  # a pre-pass fills the scratch the main kernel reads (FamilyPlan.prologue)
         scratch = scratch_buffer(kernel)
-        prep = device_function(kernel.source, kernel.rendered.prologue)
+        prep = prologue_function(kernel)
         prep((prologue[0], 1, 1), (prologue[1], 1, 1), (problems, cp.int32(n), ptrs[:n], ptrs[n:2 * n], scratch),
              stream=stream)
         args += (scratch,)

@@ -97,14 +97,14 @@ def test_standalone_launcher(tmp_path):
         pytest.skip("needs nvcc")
     sizes = [(130, 67, 301), (1, 9, 17)]
     batch = " ".join(f"p{i} {m} x {n} x {k}" for i, (m, n, k) in enumerate(sizes))
+    cc = cp.cuda.Device().compute_capability  # plan for this GPU: sm_90 is the wgmma loop, older ones mma.sync
     prog = gemmc.compile_string(f"kernel k {{ dtype f32 precision split f16 x3 layout A col, B row, C row "
-                                f"batch {{ {batch} }} }}")
+                                f"batch {{ {batch} }} }}", target=f"sm_{cc}")
     src = tmp_path / "k.cu"
     src.write_text(prog["k"].standalone)
     lib = tmp_path / "libk.so"
-    cc = cp.cuda.Device().compute_capability  # the device's own; sm_90 builds its wgmma loop for sm_90a
-    arch = "-gencode=arch=compute_90a,code=sm_90a" if cc == "90" else f"-arch=sm_{cc}"
-    res = subprocess.run(["nvcc", arch, "-std=c++17", "-shared", "-Xcompiler", "-fPIC", str(src), "-o",
+    flags = prog["k"].rendered.build_flags  # what `gemmc compile` tells the user (sm_90a for the wgmma loop)
+    res = subprocess.run(["nvcc", *flags, "-std=c++17", "-shared", "-Xcompiler", "-fPIC", str(src), "-o",
                           str(lib)], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]
     rng = np.random.default_rng(11)

@@ -12,6 +12,20 @@
 #define GEMMC_BARRIER(id, nthreads) asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(nthreads) : "memory")
 #define GEMMC_FMA(a, b, c) fma((a), (b), (c))
 #define GEMMC_SHFL_DOWN(v, delta) __shfl_down_sync(0xffffffffu, (v), (delta))
+// Asynchronous global->shared copy of 4, 8 or 16 bytes (sm_80+): the bytes are in flight without holding
+// registers. A thread sees its own copies after gemmc_cp_async_wait<N>() (at most N newer groups pending).
+template <int BYTES>
+__device__ __forceinline__ void gemmc_cp_async(void* smem, const void* gmem) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  if (BYTES == 16)  // .cg: cached in L2 only; the operands are streamed, each line read once per block
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(s), "l"(gmem), "n"(BYTES) : "memory");
+}
+__device__ __forceinline__ void gemmc_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void gemmc_cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+#define GEMMC_SYNCWARP() __syncwarp()
 
 // One row of the problem table: sizes and leading dimensions in elements (64-bit: m * k may exceed 2^32).
 struct gemmc_problem {
@@ -117,14 +131,6 @@ struct gemmc_tc_layout {
   __device__ __forceinline__ static int at(int x, int k) { return K_CONTIG ? x * LD + k : k * LD + x; }
 };
 
-
-__device__ __forceinline__ void gemmc_cp_async16(void* smem, const void* gmem) {
-  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void gemmc_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void gemmc_cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
 __device__ __forceinline__ long long gemmc_round_up(long long x, long long b) { return (x + b - 1) / b * b; }
 
@@ -420,8 +426,8 @@ __device__ __forceinline__ void gemmc_wg_copy(unsigned char* __restrict__ dst, c
     if (CHUNKS % NT != 0 && c >= CHUNKS) break;
     const int line = c / PER_LINE, pos = (c % PER_LINE) * 8;
     const int x = K_CONTIG ? line : pos, k = K_CONTIG ? pos : line;
-    gemmc_cp_async16(dst + L::chunk(x, k),
-                     K_CONTIG ? plane + (x0 + x) * ld + (k0 + k) : plane + (k0 + k) * ld + (x0 + x));
+    gemmc_cp_async<16>(dst + L::chunk(x, k),
+                       K_CONTIG ? plane + (x0 + x) * ld + (k0 + k) : plane + (k0 + k) * ld + (x0 + x));
   }
 }
 

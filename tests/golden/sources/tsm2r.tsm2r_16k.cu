@@ -17,7 +17,7 @@
 template <int BYTES>
 __device__ __forceinline__ void gemmc_cp_async(void* smem, const void* gmem) {
   const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-  if (BYTES == 16)  // .cg: L2 only, A is streamed once
+  if (BYTES == 16)  // .cg: cached in L2 only; the operands are streamed, each line read once per block
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
   else
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(s), "l"(gmem), "n"(BYTES) : "memory");
