@@ -32,6 +32,7 @@ from gemmc.passes.tlp import occupancy  # noqa: E402
 CASES = [("f32", 8192, 16), ("f32", 8192, 1), ("f32", 8192, 8), ("f32", 8192, 32), ("f64", 8192, 16),
          ("f64", 8192, 32), ("f32", 30720, 16)]
 MMA_CASES = [("f64", 8192, 32), ("f64", 30720, 32), ("f64", 8192, 24)]
+WIDE_CASES = [("f64", 8192, 32), ("f64", 16384, 32), ("f64", 16384, 16), ("f32", 16384, 16)]
 
 
 def base(dtype: str, m: int, n: int) -> CompiledKernel:
@@ -40,12 +41,22 @@ def base(dtype: str, m: int, n: int) -> CompiledKernel:
 
 
 def variant(kern: CompiledKernel, **changes) -> CompiledKernel:
-    """The planned kernel with some knobs changed; shared memory and the min-blocks request follow."""
+    """The planned kernel with some knobs changed; shared memory and the min-blocks request follow. Where the
+    rows or columns per pass change, so do the register estimate and (unless given) the planner's cluster."""
     hw = kern.target
     plan = dataclasses.replace(kern.ir.plan, **changes)
-    smem = tsm2.column_smem(plan.kslices, plan.t2, plan.t3, plan.stages, plan.rows_per_warp, kern.ir.dtype, hw,
-                            plan.mma)
+    dtype = kern.ir.dtype
+    if "t2" in changes or "rows_per_warp" in changes:
+        plan = dataclasses.replace(plan, regs=tsm2.column_regs(plan.t2, plan.t3, plan.rows_per_warp, dtype))
+    smem = tsm2.column_smem(plan.kslices, plan.t2, plan.t3, plan.stages, plan.rows_per_warp, dtype, hw, plan.mma)
     blocks = max(1, occupancy(hw, plan.kslices * hw.warp_size, plan.regs, smem).blocks_per_sm)
+    if "cluster" not in changes and ({"t2", "rows_per_warp", "stages"} & changes.keys()):
+        p = kern.ir.problems[0]
+        row_blocks = tsm2.ceil_div(p.m, hw.warp_size * plan.rows_per_warp) * tsm2.ceil_div(p.n, plan.t2)
+        cluster, predicted = tsm2.choose_cluster(
+            hw, p.k, plan.kslices, row_blocks, blocks,
+            (plan.stages - 1) * plan.t3 * hw.warp_size * plan.rows_per_warp * dtype.nbytes)
+        plan = dataclasses.replace(plan, cluster=cluster, predicted_bandwidth=predicted)
     plan = dataclasses.replace(plan, t1=plan.kslices * hw.warp_size, smem=smem,
                                min_blocks=changes.get("min_blocks", blocks))
     ir = dataclasses.replace(kern.ir, plan=plan)
@@ -60,6 +71,23 @@ def variants(dtype: str, m: int, n: int, study: str | None = None) -> list[tuple
     kern = base(dtype, m, n)
     plan = kern.ir.plan
     out = [("plan", kern)]
+    if (study or STUDY) == "wide":  # f64 n = 32 in one pass, and the n = 16 cases that missed at m = 16384
+        def clustered(label: str, **changes) -> list[tuple[str, CompiledKernel]]:
+            """The variant with the planner's cluster for it, and with clusters of 4 and 7 blocks."""
+            auto = variant(kern, **changes)
+            more = [(f"{label} cluster {c}", variant(kern, cluster=c, **changes))
+                    for c in (4, 7) if c != auto.ir.plan.cluster]
+            return [(f"{label} cluster {auto.ir.plan.cluster}", auto)] + more
+
+        out += [(f"stages {s} cluster {plan.cluster}", variant(kern, stages=s, cluster=plan.cluster)) for s in (3, 4)]
+        if dtype == "f64" and n == 32:
+            for s in (2, 4, 6):
+                out += clustered(f"one pass r1 stages {s}", t2=n, rows_per_warp=1, stages=s)
+            for s in (3, 4):
+                out += clustered(f"one pass r2 stages {s}", t2=n, rows_per_warp=2, stages=s)
+            return out
+        out += [(f"cluster {c}", variant(kern, cluster=c)) for c in (1, 2, 4, 5, 6, 7) if c != plan.cluster]
+        return out
     if (study or STUDY) == "mma":
         out.append(("fma", variant(kern, mma=0)))
         if n > plan.t2:  # the run-1 plan: one pass of n columns, 1 row per lane
@@ -106,6 +134,14 @@ def time_case(dtype: str, m: int, n: int) -> list[dict]:
                      "us": t * 1e6, "tbs": nbytes / t / 1e12, "predicted_tbs": plan.predicted_bandwidth / 1e12,
                      "err": err})
         print(json.dumps(rows[-1]), flush=True)
+    # The references of bench/tallskinny.py in the same process: cuBLAS (torch.mm) and a copy of the same bytes.
+    out = torch.empty(n, m, device="cuda", dtype=tdt).t()
+    t_cublas = timing.device_seconds(lambda: torch.mm(A, B, out=out), calls=20, windows=5)
+    src = torch.empty(nbytes // 4, device="cuda", dtype=torch.float32).uniform_()
+    dst = torch.empty_like(src)
+    roof = 2 * nbytes / timing.device_seconds(lambda: dst.copy_(src), calls=20, windows=5)
+    for row in rows:
+        row.update(cublas_us=t_cublas * 1e6, vs_cublas=t_cublas * 1e6 / row["us"], of_roof=row["tbs"] * 1e12 / roof)
     return rows
 
 
@@ -115,11 +151,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--jobs", type=int, default=12)
-    parser.add_argument("--study", choices=("ring", "mma"), default="ring")
+    parser.add_argument("--study", choices=("ring", "mma", "wide"), default="ring")
     args = parser.parse_args()
     global STUDY
     STUDY = args.study
-    cases = MMA_CASES if args.study == "mma" else CASES
+    cases = {"ring": CASES, "mma": MMA_CASES, "wide": WIDE_CASES}[args.study]
     jobs = [(label, dtype, m, n, args.study) for dtype, m, n in cases for label, _ in variants(dtype, m, n)]
     import multiprocessing
 
@@ -129,9 +165,10 @@ def main() -> None:
     for dtype, m, n in cases:
         rows += time_case(dtype, m, n)
         torch.cuda.empty_cache()
-    path = timing.write_results(args.out, "tsm2r-variants" if args.study == "ring" else "tsm2r-mma", rows)
+    suite = {"ring": "tsm2r-variants", "mma": "tsm2r-mma", "wide": "tsm2r-wide"}[args.study]
+    path = timing.write_results(args.out, suite, rows)
     print(timing.table(rows, ["case", "variant", "mma", "t3", "stages", "cluster", "warps", "min_blocks", "regs", "us",
-                              "tbs", "predicted_tbs", "err"]))
+                              "tbs", "predicted_tbs", "of_roof", "vs_cublas", "err"]))
     print(f"wrote {path}")
 
 
