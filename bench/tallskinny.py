@@ -76,6 +76,10 @@ def run(algorithm: str, m: int, n: int, k: int, dtype: str) -> dict:
            "gemmc_tflops": 2 * m * n * k / t_gemmc / 1e12,
            "predicted_tbs": kern.ir.plan.predicted_bandwidth / 1e12 if hasattr(kern.ir.plan, "predicted_bandwidth")
            else None}
+    tuning = kern.tuning  # the first call's tuning step (TSM2R cluster sizes): what ran, and the model's miss
+    if tuning is not None:
+        row.update(tuned=tuning.labels[tuning.chosen], model_slowdown=tuning.model_slowdown,
+                   tuning_us=dict(zip(tuning.labels, (t * 1e6 for t in tuning.seconds), strict=True)))
     return row
 
 

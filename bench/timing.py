@@ -95,15 +95,18 @@ def gemmc_graph(fn: Callable[[], Any]) -> Callable[[], Any]:
 
 
 def compile_schedule(text: str) -> str:
-    """In a worker process: NVRTC-compile every kernel of a schedule (and its pre-pass) into the disk caches."""
+    """In a worker process: NVRTC-compile every kernel of a schedule (its pre-pass, and the alternatives its first
+    call will time: gemmc.runtime.tune) into the disk caches."""
     import gemmc
     from gemmc.runtime.compile import device_function
+    from gemmc.runtime.tune import candidates
 
     for k in gemmc.compile_string(text):
-        r = k.rendered
-        for entry in (r.entry, r.prologue):
-            if entry:
-                device_function(r, entry)
+        for kernel in [k] + [alt for _, alt in candidates(k)[1:]]:
+            r = kernel.rendered
+            for entry in (r.entry, r.prologue):
+                if entry:
+                    device_function(r, entry)
     return text
 
 

@@ -97,6 +97,12 @@ class CompiledKernel:
         assert work is not None
         return occupancy(hardware(), work.block, kernel_function(self).num_regs, work.smem_bytes)
 
+    @property
+    def tuning(self) -> Any:
+        """What the first call's tuning step measured on this GPU (`gemmc.runtime.tune.Tuning`: each candidate's
+        time, the one kept, how far the model's choice was from it), or None: nothing tuned (yet)."""
+        return self._runtime_state.get("tuning")
+
     def __call__(self, As: Any, Bs: Any, Cs: Any, *, alpha: float | None = None, beta: float | None = None,
                  stream: Any = None) -> None:
         """C_i = alpha * A_i @ B_i + beta * C_i for every problem i, in one launch on the current CuPy stream.
@@ -104,7 +110,8 @@ class CompiledKernel:
         As, Bs, Cs: sequences of 2-D device arrays in batch order (3-D arrays for a `count` batch), CuPy arrays or
         anything with __cuda_array_interface__ or DLPack. `alpha`/`beta` are required when the schedule says
         `runtime` and refused otherwise. A list batch whose sizes differ from the schedule's is re-planned on the
-        host (`plan_for`, cached)."""
+        host (`plan_for`, cached). Where the planner offers alternatives to its model's choice (TSM2R's cluster
+        sizes), the first call times them and keeps the fastest (`tuning`; GEMMC_TUNE=0 turns it off)."""
         from gemmc.runtime.launch import launch  # lazy: CuPy is only needed here
 
         launch(self, As, Bs, Cs, alpha=alpha, beta=beta, stream=stream)

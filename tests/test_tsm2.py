@@ -75,7 +75,8 @@ def test_inspect_shows_the_model():
 
 
 # Every code path of the two templates: rows per lane 4, 2 and 1 (f32 n <= 16, f32 n = 32, f64 n = 32 on HIP), f64
-# tensor cores (n = 16, 32 and 12: a partial fragment of 8 columns; m16n8k4 on sm_90, m8n8k4 on sm_80), k split
+# tensor cores (n = 16, 32 and 12: a partial fragment of 8 columns; 40: two passes, the second of 8 columns;
+# m16n8k4 on sm_90, m8n8k4 on sm_80), rings of 2 and 3 stages, k split
 # over a thread-block cluster and (f64 n = 16 at m = 30720: a full wave without one) within the block only, B
 # read along k (column-major) and along n (row-major), f64, row-major A (warp-per-row path), runtime alpha/beta,
 # TSM2L with tcf > 1. Compiled, not run: the GPU tests run them.
@@ -85,6 +86,7 @@ RENDERS = {
     "r_col_f64_n16": "dtype f64 layout A col, B row, C col gemm 30720 x 16 x 30720 algorithm tsm2r",
     "r_col_f64": "dtype f64 layout A col, B col, C col gemm 30720 x 32 x 30720 algorithm tsm2r",
     "r_col_f64_n12": "dtype f64 layout A col, B col, C row gemm 8195 x 12 x 8192 algorithm tsm2r beta runtime",
+    "r_col_f64_n40": "dtype f64 layout A col, B col, C col gemm 8192 x 40 x 8192 algorithm tsm2r",
     "r_row_f32": "dtype f32 gemm 8192 x 16 x 8192 algorithm tsm2r alpha runtime",
     "l_col_f32": "dtype f32 layout A col, B col, C col gemm 10000000 x 8 x 8 algorithm tsm2l",
     "l_row_f64": "dtype f64 gemm 1000 x 5 x 7 algorithm tsm2l beta runtime",
@@ -104,11 +106,32 @@ def _compile(command: list[str], source: str, suffix: str, tmp_path) -> None:
 
 def test_renders_cover_every_column_major_path():
     plans = [_render(name, "sm_90").ir.plan for name in RENDERS if name.startswith("r_col")]
-    # f64 n = 32 on the tensor cores runs two passes of 16 columns (2 rows per lane); with FMAs (HIP) 1 row per lane
+    # f64 n = 32 on the tensor cores runs one pass, 2 rows per lane (128 accumulator registers, 2 blocks per SM, so
+    # a 3-stage ring meets Little's law); n = 40 two passes of 32 columns; with FMAs (HIP) 1 row per lane
     assert {plan.rows_per_warp for plan in plans} == {2, 4}
     assert _render("r_col_f64", "hip").ir.plan.rows_per_warp == 1
-    assert _render("r_col_f64", "sm_90").ir.plan.t2 == 16 and _render("r_col_f64", "sm_90").ir.work.grid[1] == 1
+    f64 = _render("r_col_f64", "sm_90").ir
+    assert (f64.plan.t2, f64.plan.rows_per_warp, f64.plan.stages, f64.plan.min_blocks) == (32, 2, 3, 2)
+    n40 = _render("r_col_f64_n40", "sm_90").ir
+    assert n40.plan.t2 == 32 and n40.work.grid[0] == 8192 // 64 * n40.plan.cluster * 2
+    assert {plan.stages for plan in plans} == {2, 3}
     assert min(plan.cluster for plan in plans) == 1 and max(plan.cluster for plan in plans) > 1
+
+
+def test_alternatives_are_the_cluster_sizes_model_first():
+    kernel = _render("r_col_f32_m8k", "sm_90").ir
+    found = tsm2.alternatives(kernel, H100)
+    assert found[0][0] == f"cluster {kernel.plan.cluster} (model)" and found[0][1].plan == kernel.plan
+    assert sorted(alt.plan.cluster for _, alt in found) == list(range(1, tsm2.MAX_CLUSTER + 1))
+    for _, alt in found:  # same kernel but the cluster: the grid follows it
+        assert dataclasses.replace(alt.plan, cluster=kernel.plan.cluster,
+                                   predicted_bandwidth=kernel.plan.predicted_bandwidth) == kernel.plan
+        assert alt.work.grid[0] == 8192 // 128 * alt.plan.cluster and alt.work.problems == kernel.work.problems
+    assert "times clusters of 1-7 blocks" in " ".join(kernel.notes)
+    # nothing to time where there are no clusters, for row-major A and for TSM2L
+    assert tsm2.alternatives(_render("r_col_f32_m8k", "sm_80").ir, TARGETS["sm_80"]) == ()
+    for name in ("r_row_f32", "l_col_f32"):
+        assert tsm2.alternatives(_render(name, "sm_90").ir, H100) == ()
 
 
 def test_f64_tensor_cores_only_where_they_pay():

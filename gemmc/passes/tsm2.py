@@ -10,6 +10,7 @@ enumeration of the few integer candidates, which the digest recommends).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from gemmc.errors import Diagnostic, GemmcError
 from gemmc.ir.hardware import Hardware
@@ -23,15 +24,20 @@ T1 = 256  # TSM2L threads per block (the paper's t1: 128 on V100 by brute force)
 KSLICES = 8  # warps per row-major TSM2R block: t1 = 8 warps
 T2_MAX = 32  # C columns a thread keeps in registers per pass
 T3_BATCH = 4  # column-major TSM2R: A vectors (16 bytes or less) per lane per batch: the paper's t3
-# Batches in a warp's shared-memory ring: one in flight while one is used. Deeper rings (3, 4, 6, 8) were never
-# faster on the H100 (bench/results/2026-11-22_h100_tsm2r-variants_run2.json: 2 stages within 1% of the best
-# depth or faster, by up to 9%): once every SM holds 12+ warps, each warp's batch loop, not its bytes in flight,
-# is what limits; Little's law is met by resident warps instead (choose_cluster).
+# Batches in a warp's shared-memory ring: at least one in flight while one is used, more only where the resident
+# warps cannot meet Little's law with one (`ring_stages`). Deeper rings (3, 4, 6, 8) were never faster where an SM
+# holds 12+ warps (bench/results/2026-11-22_h100_tsm2r-variants_run2.json: 2 stages within 1% of the best depth
+# or faster, by up to 9%): there each warp's batch loop, not its bytes in flight, is what limits.
 STAGES = 2
+MAX_STAGES = 8
 CLUSTER_FILL = 0.92  # share of the resident-block slots clusters can use: 480 blocks for 528 slots ran as one wave
                      # (m = 30720, clusters of 2), 512 did not (m = 8192, clusters of 8)
 COL_WARPS = 4  # warps per column-major TSM2R block, each with its own k slice (t1 = 128)
 ACC_REGS = 64  # registers a lane may spend on C accumulators, so that 4+ blocks of 128 threads stay resident
+# f64 on the tensor cores: 128, so that n = 32 runs in one pass of 64 rows per warp (2 blocks per SM, the ring
+# deepened to meet Little's law): at m = k = 8192 / 16384 one pass took 215 / 748 us where two passes of 16 columns
+# (64 accumulator registers, 4 blocks per SM) took 259-268 / 906 (bench/results/2026-11-22_h100_tsm2r-wide_call1.json).
+MMA_ACC_REGS = 128
 MAX_CLUSTER = 7  # below the portable 8: clusters of 8 can use only 120 of the H100's 132 SMs (GPCs of 16-18)
 REGS_OVERHEAD = 40  # registers beyond the model's arrays: indices, pointers, predicates, copy addresses (ptxas, sm_90)
 TCF_CHOICES = (1, 2, 4, 8)
@@ -45,7 +51,9 @@ TSM2L_ROW_REGS = 128  # registers a TSM2L thread may spend on its rows of A
 # 1.2-1.5x at 48-64 (two passes over A), so auto takes n <= 32, where the margin is 2x or more. 8192 is the
 # smallest m, k measured.
 AUTO_TSM2R_MAX_N = 32
-MAX_B_SHARE = 0.25  # f64 tensor cores: B's bytes per batch at most this share of A's (n = 16 at 96% of the roof)
+# f64 tensor cores: B's bytes per batch at most this share of A's. n = 32 with 64 rows per warp (B half of A) ran at
+# 84-96% of the roof; with 32 rows (B equal to A) at 18-35% (bench/results/2026-11-22_h100_tsm2r-wide_call1.json).
+MAX_B_SHARE = 0.5
 MMA_MIN_N = 8  # f64 n <= 8 streams at 97-101% of the copy roof with FMAs: tensor cores from n = 9
 AUTO_TSM2R_MIN_MK = 8192
 AUTO_TSM2L_MAX_KN = 16
@@ -81,14 +89,23 @@ def resident_threads(hw: Hardware, total_threads: int, regs: int, smem: int) -> 
     return min(occ.warps_per_sm * hw.warp_size, max(1, total_threads // hw.sm_count))
 
 
-def column_rows_per_lane(t2: int, dtype: DType) -> int:
+def column_rows_per_lane(t2: int, dtype: DType, acc_regs: int = ACC_REGS) -> int:
     """Column-major TSM2R: the widest vector of rows per lane (up to 16 bytes: a warp then reads 512 contiguous
-    bytes of a column, full DRAM bursts) whose accumulators (rows x t2) fit in ACC_REGS registers."""
+    bytes of a column, full DRAM bursts) whose accumulators (rows x t2) fit in `acc_regs` registers."""
     w = dtype.nbytes // 4 or 1
     rows = 16 // dtype.nbytes
-    while rows > 1 and rows * t2 * w > ACC_REGS:
+    while rows > 1 and rows * t2 * w > acc_regs:
         rows //= 2
     return rows
+
+
+def ring_stages(hw: Hardware, warps_per_sm: int, batch_bytes: int) -> int:
+    """Batches in each warp's ring: enough that the SM's resident warps keep Little's law's bytes in flight
+    (STAGES - 1 batches each), at least STAGES. 16 warps of 2 KB batches need 2 stages; 8 warps (the f64 tensor
+    cores at n = 32, 2 blocks per SM) need 3: measured 232 us at 3 stages against 634 at 2 with 32 rows per warp,
+    and 3 and 4 stages within 1% of each other (bench/results/2026-11-22_h100_tsm2r-wide_call1.json)."""
+    in_flight = max(1, warps_per_sm) * batch_bytes
+    return min(MAX_STAGES, max(STAGES, 1 + math.ceil(bytes_needed_in_flight(hw) / in_flight)))
 
 
 def column_smem(kw: int, t2: int, t3: int, stages: int, rows: int, dtype: DType, hw: Hardware, mma: int = 0) -> int:
@@ -124,10 +141,9 @@ def f64_mma_rows(hw: Hardware, dtype: DType, t2: int) -> int:
 def mma_pass_columns(t2: int, dtype: DType) -> int:
     """Columns per pass on the f64 tensor cores: the widest (halving t2) whose batch of B (t3 x t2 values, read by
     every warp from L2) is at most MAX_B_SHARE of its batch of A (t3 x rows, rows = warp x rows per lane, bounded by
-    the accumulator registers). At n = 32 a warp holds 32 rows: B's L2 reads equal A's and the kernel ran at 28-32%
-    of the roof (bench/results/2026-11-22_h100_tsm2r-mma_run1.json); two passes of 16 columns (64 rows, B a
-    quarter of A) read A twice, the second time from L2, since the passes of a row tile run side by side."""
-    while t2 > 8 and t2 > MAX_B_SHARE * 32 * column_rows_per_lane(t2, dtype):
+    MMA_ACC_REGS). With 64 rows per warp every t2 <= 32 passes: n = 32 runs in one pass (B half of A). Passes of a
+    row tile are neighbours in the grid, so all but the first read A from L2 when they do split."""
+    while t2 > 8 and t2 > MAX_B_SHARE * 32 * column_rows_per_lane(t2, dtype, MMA_ACC_REGS):
         t2 = (t2 + 1) // 2
     return t2
 
@@ -135,6 +151,11 @@ def mma_pass_columns(t2: int, dtype: DType) -> int:
 def has_clusters(hw: Hardware) -> bool:
     """Thread-block clusters and distributed shared memory: sm_90 and newer."""
     return hw.compute_capability >= 90
+
+
+def cluster_sizes(k: int, kw: int) -> list[int]:
+    """Blocks a cluster may have: at most MAX_CLUSTER, and no more than gives each of their warps a batch of k."""
+    return list(range(1, min(MAX_CLUSTER, max(1, ceil_div(k, kw * T3_BATCH))) + 1))
 
 
 def choose_cluster(hw: Hardware, k: int, kw: int, row_blocks: int, blocks_per_sm: int,
@@ -147,7 +168,7 @@ def choose_cluster(hw: Hardware, k: int, kw: int, row_blocks: int, blocks_per_sm
     140 us (8: a second wave)."""
     if not has_clusters(hw):
         return 1, streaming_bandwidth(hw, row_blocks, blocks_per_sm, kw, bytes_per_warp)
-    sizes = list(range(1, min(MAX_CLUSTER, max(1, ceil_div(k, kw * T3_BATCH))) + 1))
+    sizes = cluster_sizes(k, kw)
     fill = {s: 1.0 if s == 1 else CLUSTER_FILL for s in sizes}
     predicted = {s: streaming_bandwidth(hw, row_blocks * s, blocks_per_sm, kw, bytes_per_warp, fill[s])
                  for s in sizes}
@@ -187,19 +208,25 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Ts
         mma = f64_mma_rows(hw, dtype, t2)
         if mma:
             t2 = mma_pass_columns(t2, dtype)
-        rows_per_warp = column_rows_per_lane(t2, dtype)
+        rows_per_warp = column_rows_per_lane(t2, dtype, MMA_ACC_REGS if mma else ACC_REGS)
         kw = COL_WARPS
         row_blocks = ceil_div(p.m, hw.warp_size * rows_per_warp) * ceil_div(p.n, t2)
-        smem = column_smem(kw, t2, T3_BATCH, STAGES, rows_per_warp, dtype, hw, mma)
         regs = column_regs(t2, T3_BATCH, rows_per_warp, dtype)
+        batch_bytes = T3_BATCH * hw.warp_size * rows_per_warp * dtype.nbytes
+        smem = column_smem(kw, t2, T3_BATCH, STAGES, rows_per_warp, dtype, hw, mma)
+        stages = ring_stages(hw, occupancy(hw, kw * hw.warp_size, regs, smem).warps_per_sm, batch_bytes)
+        deeper = column_smem(kw, t2, T3_BATCH, stages, rows_per_warp, dtype, hw, mma)
+        if occupancy(hw, kw * hw.warp_size, regs, deeper).blocks_per_sm < occupancy(hw, kw * hw.warp_size, regs,
+                                                                                      smem).blocks_per_sm:
+            stages, deeper = STAGES, smem  # a deeper ring that costs resident blocks is no gain
+        smem = deeper
         blocks_per_sm = max(1, occupancy(hw, kw * hw.warp_size, regs, smem).blocks_per_sm)
-        cluster, predicted = choose_cluster(hw, p.k, kw, row_blocks, blocks_per_sm,
-                                            (STAGES - 1) * T3_BATCH * hw.warp_size * rows_per_warp * dtype.nbytes)
+        cluster, predicted = choose_cluster(hw, p.k, kw, row_blocks, blocks_per_sm, (stages - 1) * batch_bytes)
         # The model counts on blocks_per_sm resident blocks: ask the compiler for it (CUDA's __launch_bounds__;
         # HIP's second argument means something else).
         return Tsm2Plan(family=Family.TSM2R, t1=kw * hw.warp_size, t2=t2, t3=T3_BATCH, tcf=1, kslices=kw,
                         rows_per_warp=rows_per_warp, elem_bytes=dtype.nbytes, t2_threshold=threshold,
-                        predicted_bandwidth=predicted, smem=smem, regs=regs, cluster=cluster, stages=STAGES,
+                        predicted_bandwidth=predicted, smem=smem, regs=regs, cluster=cluster, stages=stages,
                         min_blocks=blocks_per_sm if hw.vendor == "cuda" else 0, mma=mma)
     rows_per_warp = 4 if t2 <= 16 else 2
     t3 = 4 * rows_per_warp  # elements of A in flight per lane per step
@@ -279,8 +306,39 @@ def plan(kernel: Kernel, hw: Hardware) -> Tsm2Plan:
 def notes(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> tuple[str, ...]:
     p = kernel.problems[0]
     bound = "memory-bound" if p.n <= plan.t2_threshold else "compute-bound"
-    return (f"{plan.family.value}: n = {p.n} vs t2 threshold {plan.t2_threshold:.1f}: {bound}; Little's law needs "
-            f"{bytes_needed_in_flight(hw) / 1024:.1f} KiB in flight per SM",)
+    lines: tuple[str, ...] = (f"{plan.family.value}: n = {p.n} vs t2 threshold {plan.t2_threshold:.1f}: {bound}; "
+                              f"Little's law needs {bytes_needed_in_flight(hw) / 1024:.1f} KiB in flight per SM",)
+    sizes = cluster_sizes(p.k, plan.kslices)
+    if plan.family is Family.TSM2R and kernel.layout_a is Layout.COL and has_clusters(hw) and len(sizes) > 1:
+        lines += (f"tsm2r: the first call on a GPU times clusters of {sizes[0]}-{sizes[-1]} blocks and keeps the "
+                  f"fastest (the model's choice: {plan.cluster}; GEMMC_TUNE=0 keeps it)",)
+    return lines
+
+
+def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]:
+    """Planned kernels the runtime may time against the model's choice on the device, and keep the fastest of
+    (paper 002 §4's parameter search, done by measurement where the model cannot tell): column-major TSM2R on
+    targets with clusters, every cluster size that gives each warp a batch, the model's first. Measured at m = k
+    = 16384 the cluster sizes differ by up to 1.6x in an order no occupancy or Little's-law term follows (f32
+    n = 16: 1, 2, 3, 4, 5, 6, 7 blocks took 698, 434, 427, 516, 462, 433, 387 us; f64 n = 16: 834, 713, -, 846,
+    745, 786, 747; bench/results/2026-11-22_h100_tsm2r-wide_call1.json). Empty: nothing to time."""
+    plan = kernel.plan
+    if (not isinstance(plan, Tsm2Plan) or plan.family is not Family.TSM2R or kernel.layout_a is not Layout.COL
+            or not has_clusters(hw)):
+        return ()
+    p = kernel.problems[0]
+    row_blocks = ceil_div(p.m, hw.warp_size * plan.rows_per_warp) * ceil_div(p.n, plan.t2)
+    batch_bytes = (plan.stages - 1) * plan.t3 * hw.warp_size * plan.rows_per_warp * plan.elem_bytes
+    blocks_per_sm = max(1, occupancy(hw, plan.t1, plan.regs, plan.smem).blocks_per_sm)
+    out = []
+    for size in (plan.cluster, *(s for s in cluster_sizes(p.k, plan.kslices) if s != plan.cluster)):
+        fill = 1.0 if size == 1 else CLUSTER_FILL
+        variant = replace(plan, cluster=size, predicted_bandwidth=streaming_bandwidth(
+            hw, row_blocks * size, blocks_per_sm, plan.kslices, batch_bytes, fill))
+        planned = replace(kernel, plan=variant)
+        out.append((f"cluster {size}" + (" (model)" if size == plan.cluster else ""),
+                    replace(planned, work=worklist(planned, variant, hw))))
+    return tuple(out)
 
 
 def worklist(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> WorkList:

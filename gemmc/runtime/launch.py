@@ -12,6 +12,7 @@ from gemmc.ir.nodes import TileTable
 from gemmc.runtime.args import ShapeMismatch, batch_pointers, call_shapes, expected_operands
 from gemmc.runtime.compile import device_function
 from gemmc.runtime.device import cupy, hardware
+from gemmc.runtime.tune import tuned
 
 if TYPE_CHECKING:
     from gemmc.api import CompiledKernel
@@ -121,13 +122,22 @@ def launch(kernel: CompiledKernel, As: Any, Bs: Any, Cs: Any, *, alpha: float | 
         launch(replanned, [As[i] for i in order], [Bs[i] for i in order], [Cs[i] for i in order], alpha=alpha,
                beta=beta, stream=stream, replan=False)
         return
+    stream = stream if stream is not None else cp.cuda.get_current_stream()
+    kernel = tuned(kernel, lambda k, scratch_c: enqueue(k, a, b, scratch_c, alpha_, beta_, stream), kernel_function,
+                   stream)
+    enqueue(kernel, a, b, c, alpha_, beta_, stream)
+
+
+def enqueue(kernel: CompiledKernel, a: list[int], b: list[int], c: list[int], alpha_: Any, beta_: Any,
+            stream: Any) -> None:
+    """Launch the planned kernel (and its pre-pass) on checked device pointers."""
+    cp = cupy()
     fn = kernel_function(kernel)
     problems, offsets, tiles = plan_tables(kernel)
     ptrs = pointer_table(kernel, a, b, c)
     n = len(a)
     work = kernel.ir.work
     assert work is not None
-    stream = stream if stream is not None else cp.cuda.get_current_stream()
     args: tuple = (problems, offsets, tiles, ptrs[:n], ptrs[n:2 * n], ptrs[2 * n:], alpha_, beta_)
     prologue = kernel.ir.plan.prologue if kernel.ir.plan is not None else None
     if prologue is not None:  # a pre-pass fills the scratch the main kernel reads (FamilyPlan.prologue)

@@ -104,3 +104,63 @@ def test_tsm2r_is_deterministic(dtype):
 @pytest.mark.parametrize("a_layout", ["col", "row"])
 def test_tsm2r_64_bit_indexing(a_layout):
     check_64_bit("tsm2r", a_layout, (1 << 20) + 7, 2, 4099, chunk=1 << 16, seed=11)
+
+
+@pytest.mark.parametrize("dtype, n", [("f32", 13), ("f64", 32)])
+def test_every_tuning_candidate_is_correct(dtype, n):
+    # The tuning step may pick any of the planner's alternatives (cluster sizes 1-7): each against float64.
+    import gemmc
+    from gemmc.api import CompiledKernel
+    from gemmc.passes import tsm2
+    from gemmc.runtime.check import check_kernel
+
+    kern = gemmc.compile_string(f"kernel k {{ dtype {dtype} layout A col, B col, C col alpha 1.5 beta -0.5 "
+                                f"gemm 3001 x {n} x 20011 algorithm tsm2r }}")["k"]
+    found = tsm2.alternatives(kern.ir, kern.target)
+    assert len(found) == tsm2.MAX_CLUSTER
+    for label, ir in found:
+        err = check_kernel(CompiledKernel(ir, kern.target, "<alt>"), seed=5, alpha=1.5, beta=-0.5,
+                           time_it=False)["errors"]
+        assert err["nonfinite"] == 0 and err["rel_fro"] < (1e-5 if dtype == "f32" else 1e-12), (label, err)
+
+
+def test_tuning_keeps_the_fastest_and_leaves_c_alone(monkeypatch):
+    # The first call times every cluster size on the call's A and B with C in scratch memory: with beta != 0 a C
+    # written by the timing would show in the result. The choice is cached on disk for the next process.
+    import gemmc
+
+    monkeypatch.setenv("GEMMC_TUNE", "1")
+    text = ("kernel k { dtype f32 layout A col, B col, C col alpha 1.5 beta -0.5 gemm 4099 x 7 x 20011 "
+            "algorithm tsm2r }")
+    kern = gemmc.compile_string(text)["k"]
+    result = check_schedule(text)  # a fresh compile of the same schedule: tunes, then runs the choice
+    assert result["errors"]["rel_fro"] < 1e-5
+    check_schedule(text, seed=7)
+    import cupy as cp
+
+    rng = cp.random.default_rng(1)
+    A = cp.asfortranarray(rng.standard_normal((4099, 20011), dtype=cp.float32))
+    B = cp.asfortranarray(rng.standard_normal((20011, 7), dtype=cp.float32))
+    C = cp.asfortranarray(rng.standard_normal((4099, 7), dtype=cp.float32))
+    expect = 1.5 * (A.astype(cp.float64) @ B.astype(cp.float64)) - 0.5 * C.astype(cp.float64)
+    kern([A], [B], [C])
+    assert float(cp.linalg.norm(C - expect) / cp.linalg.norm(expect)) < 1e-5
+    tuning = kern.tuning
+    assert tuning is not None and len(tuning.seconds) == 7 and tuning.seconds[tuning.chosen] == min(tuning.seconds)
+    assert "<- chosen" in str(tuning)
+    again = gemmc.compile_string(text)["k"]  # another process would read the same file
+    again([A], [B], [C])
+    assert again.tuning.cached and again.tuning.chosen == tuning.chosen
+
+
+def test_no_tuning_when_turned_off():
+    import cupy as cp
+
+    import gemmc
+
+    kern = gemmc.compile_string("kernel k { layout A col gemm 4099 x 7 x 20011 algorithm tsm2r }")["k"]
+    A = cp.asfortranarray(cp.ones((4099, 20011), dtype=cp.float32))
+    B = cp.ones((20011, 7), dtype=cp.float32)
+    C = cp.empty((4099, 7), dtype=cp.float32)
+    kern([A], [B], [C])
+    assert kern.tuning is None and bool((C == 20011).all())

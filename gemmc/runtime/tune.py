@@ -1,0 +1,175 @@
+"""A small cached tuning step: where a family's planner offers alternatives to its model's choice
+(`alternatives(kernel, hw)`, e.g. TSM2R's cluster sizes), the first call on a GPU times each of them on the call's
+own A and B (C goes to scratch memory, so the call's C is untouched) and the kernel keeps the fastest.
+
+The choice is cached per kernel in the process and on disk ($GEMMC_CACHE_DIR or ~/.cache/gemmc, keyed by the GPU's
+name and the model's kernel source), so later processes skip the timing. `GEMMC_TUNE=0` turns the step off (the
+model's choice runs). A call inside a CUDA graph capture never tunes: it runs the cached choice, or the model's.
+`CompiledKernel.tuning` reports what was measured and by how much the model was off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gemmc.ir.types import Layout
+from gemmc.passes.families import PLANNERS
+from gemmc.runtime.device import cupy, device_name
+
+if TYPE_CHECKING:
+    from gemmc.api import CompiledKernel
+
+WINDOW_SECONDS = 2e-3  # each timing window launches a candidate back to back for about this long
+WINDOWS = 3  # the median of these per candidate
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """What the tuning step measured: one label and device time per candidate (the model's first)."""
+
+    gpu: str
+    labels: tuple[str, ...]
+    seconds: tuple[float, ...]
+    chosen: int
+    cached: bool  # read from the disk cache, not measured in this process
+
+    @property
+    def model_slowdown(self) -> float:
+        """How much slower the model's choice was than the fastest candidate (0.08: 8%)."""
+        return self.seconds[0] / self.seconds[self.chosen] - 1.0
+
+    def __str__(self) -> str:
+        lines = [f"tuned on {self.gpu}" + (" (cached)" if self.cached else "") + ":"]
+        for i, (label, t) in enumerate(zip(self.labels, self.seconds, strict=True)):
+            lines.append(f"  {label:<20} {t * 1e6:10.1f} us" + ("  <- chosen" if i == self.chosen else ""))
+        lines.append(f"  the model's choice took {self.model_slowdown:.1%} longer than the fastest"
+                     if self.chosen else "  the model's choice was the fastest")
+        return "\n".join(lines)
+
+
+def enabled() -> bool:
+    return os.environ.get("GEMMC_TUNE", "1") != "0"
+
+
+def candidates(kernel: CompiledKernel) -> list[tuple[str, CompiledKernel]]:
+    """The model's kernel and the planner's alternatives to it, as compiled kernels (sources not built yet)."""
+    from gemmc.api import CompiledKernel
+
+    planner = PLANNERS.get(kernel.ir.family) if kernel.ir.family is not None else None
+    alternatives = getattr(planner, "alternatives", None)
+    if alternatives is None:
+        return []
+    found = alternatives(kernel.ir, kernel.target)
+    return [(label, CompiledKernel(ir, kernel.target, kernel.filename)) for label, ir in found]
+
+
+def _cache_path() -> str:
+    base = os.environ.get("GEMMC_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "gemmc")
+    return os.path.join(base, "tuning.json")
+
+
+def _cache_key(kernel: CompiledKernel, gpu: str) -> str:
+    return gpu + "|" + hashlib.sha256(kernel.rendered.source.encode()).hexdigest()[:32]
+
+
+def _read_cache() -> dict[str, Any]:
+    try:
+        with open(_cache_path()) as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_cache(key: str, entry: dict[str, Any]) -> None:
+    """Read, add, replace atomically: concurrent processes lose at most each other's newest entry."""
+    path = _cache_path()
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        data = _read_cache()
+        data[key] = entry
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # an unwritable cache only costs the next process the timing
+
+
+def _scratch_c(kernel: CompiledKernel) -> list[Any]:
+    """Device memory standing in for each problem's C, with the plan's leading dimension."""
+    cp = cupy()
+    work = kernel.ir.work
+    assert work is not None
+    out = []
+    for row in work.problems:
+        extent = (row.m - 1) * row.ldc + row.n if kernel.ir.layout_c is Layout.ROW else (row.n - 1) * row.ldc + row.m
+        out.append(cp.zeros(max(1, extent) * kernel.ir.dtype.nbytes, dtype=cp.uint8))
+    return out
+
+
+def _median_seconds(run: Callable[[], None], stream: Any) -> float:
+    cp = cupy()
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    run()  # warm-up (and the first launch of a freshly loaded module)
+    start.record(stream)
+    run()
+    end.record(stream)
+    end.synchronize()
+    once = max(cp.cuda.get_elapsed_time(start, end) * 1e-3, 1e-6)
+    calls = max(1, min(100, round(WINDOW_SECONDS / once)))
+    times = []
+    for _ in range(WINDOWS):
+        start.record(stream)
+        for _ in range(calls):
+            run()
+        end.record(stream)
+        end.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end) * 1e-3 / calls)
+    return sorted(times)[len(times) // 2]
+
+
+def tuned(kernel: CompiledKernel, enqueue: Callable[[CompiledKernel, list[int]], None],
+          prepare: Callable[[CompiledKernel], Any], stream: Any) -> CompiledKernel:
+    """The kernel a call should launch: the model's, or the fastest of its alternatives on this GPU.
+    `enqueue(k, c_pointers)` launches candidate k on the call's A and B with the given C pointers; `prepare(k)`
+    compiles and loads k (run for all candidates at once, in threads: NVRTC runs without the GIL)."""
+    state = kernel._runtime_state
+    if "tuned" in state:
+        return state["tuned"]
+    if not enabled():
+        return kernel
+    options = candidates(kernel)
+    if len(options) < 2:
+        state["tuned"] = kernel
+        return kernel
+    cp = cupy()
+    gpu = device_name()
+    key = _cache_key(kernel, gpu)
+    entry = _read_cache().get(key)
+    if entry is not None and entry.get("labels") == [label for label, _ in options]:
+        chosen = int(entry["chosen"])
+        state["tuning"] = Tuning(gpu, tuple(entry["labels"]), tuple(entry["seconds"]), chosen, cached=True)
+        state["tuned"] = options[chosen][1] if chosen else kernel
+        return state["tuned"]
+    if cp.cuda.runtime.streamIsCapturing(stream.ptr):
+        return kernel  # no timing inside a graph capture; a later plain call tunes
+    scratch = _scratch_c(kernel)
+    c = [int(arr.data.ptr) for arr in scratch]
+    kernels = [kernel] + [k for _, k in options[1:]]
+    with ThreadPoolExecutor(min(8, len(kernels))) as pool:
+        list(pool.map(prepare, kernels))
+    seconds = tuple(_median_seconds(lambda k=k: enqueue(k, c), stream) for k in kernels)  # type: ignore[misc]
+    chosen = min(range(len(seconds)), key=seconds.__getitem__)
+    labels = tuple(label for label, _ in options)
+    state["tuning"] = Tuning(gpu, labels, seconds, chosen, cached=False)
+    _write_cache(key, {"labels": list(labels), "seconds": list(seconds), "chosen": chosen})
+    state["tuned"] = kernels[chosen]
+    return state["tuned"]
