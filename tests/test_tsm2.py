@@ -171,3 +171,17 @@ def test_renders_compile_with_hipcc(name, tmp_path, monkeypatch):
     monkeypatch.setenv("HIP_PLATFORM", "amd")
     _compile([shutil.which("hipcc"), "--offload-arch=gfx90a", "--genco", "-std=c++17"],
              _render(name, "hip").standalone, "hip", tmp_path)
+
+
+def test_tuning_choices_are_cached_per_shape():
+    # Sizes live in the problem table, not the source: two shapes with one source must not share a tuning choice.
+    from gemmc.runtime.tune import cache_key
+
+    def kernel(m: int):
+        return gemmc.compile_string(f"kernel k {{ dtype f64 layout A col, B col, C col gemm {m} x 32 x {m} "
+                                    "algorithm tsm2r }")["k"]
+
+    small, large = kernel(16384), kernel(30720)
+    assert small.source == large.source
+    assert cache_key(small, "H100") != cache_key(large, "H100") and cache_key(small, "H100") != cache_key(small, "A100")
+    assert cache_key(small, "H100") == cache_key(kernel(16384), "H100")
