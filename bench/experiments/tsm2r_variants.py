@@ -33,6 +33,7 @@ CASES = [("f32", 8192, 16), ("f32", 8192, 1), ("f32", 8192, 8), ("f32", 8192, 32
          ("f64", 8192, 32), ("f32", 30720, 16)]
 MMA_CASES = [("f64", 8192, 32), ("f64", 30720, 32), ("f64", 8192, 24)]
 WIDE_CASES = [("f64", 8192, 32), ("f64", 16384, 32), ("f64", 16384, 16), ("f32", 16384, 16)]
+N32_CASES = [("f64", 16384, 32), ("f64", 30720, 32)]
 
 
 def base(dtype: str, m: int, n: int) -> CompiledKernel:
@@ -71,6 +72,10 @@ def variants(dtype: str, m: int, n: int, study: str | None = None) -> list[tuple
     kern = base(dtype, m, n)
     plan = kern.ir.plan
     out = [("plan", kern)]
+    if (study or STUDY) == "n32":  # f64 n = 32: ring depth at the clusters the tuning step picked, graph vs loop
+        out += [(f"stages {st} cluster {c}", variant(kern, stages=st, cluster=c)) for st in (3, 4, 6) for c in (1, 2)
+                if (st, c) != (plan.stages, plan.cluster)]
+        return out
     if (study or STUDY) == "wide":  # f64 n = 32 in one pass, and the n = 16 cases that missed at m = 16384
         def clustered(label: str, **changes) -> list[tuple[str, CompiledKernel]]:
             """The variant with the planner's cluster for it, and with clusters of 4 and 7 blocks."""
@@ -127,11 +132,13 @@ def time_case(dtype: str, m: int, n: int) -> list[dict]:
         err = float((C.double() - ref).norm() / ref.norm())
         t = timing.device_seconds(timing.gemmc_graph(lambda kern=kern, C=C: kern([A], [B], [C])), calls=20,
                                   windows=5)
+        loop = timing.device_seconds(lambda kern=kern, C=C: kern([A], [B], [C]), calls=20, windows=5)
         plan = kern.ir.plan
         rows.append({"case": f"{dtype} m=k={m} n={n}", "variant": label, "mma": plan.mma, "t3": plan.t3,
                      "stages": plan.stages, "cluster": plan.cluster,
                      "warps": plan.kslices, "min_blocks": plan.min_blocks, "regs": int(kernel_function(kern).num_regs),
-                     "us": t * 1e6, "tbs": nbytes / t / 1e12, "predicted_tbs": plan.predicted_bandwidth / 1e12,
+                     "us": t * 1e6, "loop_us": loop * 1e6, "tbs": nbytes / t / 1e12,
+                     "predicted_tbs": plan.predicted_bandwidth / 1e12,
                      "err": err})
         print(json.dumps(rows[-1]), flush=True)
     # The references of bench/tallskinny.py in the same process: cuBLAS (torch.mm) and a copy of the same bytes.
@@ -155,11 +162,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--jobs", type=int, default=12)
-    parser.add_argument("--study", choices=("ring", "mma", "wide"), default="ring")
+    parser.add_argument("--study", choices=("ring", "mma", "wide", "n32"), default="ring")
     args = parser.parse_args()
     global STUDY
     STUDY = args.study
-    cases = {"ring": CASES, "mma": MMA_CASES, "wide": WIDE_CASES}[args.study]
+    cases = {"ring": CASES, "mma": MMA_CASES, "wide": WIDE_CASES, "n32": N32_CASES}[args.study]
     jobs = [(label, dtype, m, n, args.study) for dtype, m, n in cases for label, _ in variants(dtype, m, n)]
     import multiprocessing
 
@@ -169,10 +176,11 @@ def main() -> None:
     for dtype, m, n in cases:
         rows += time_case(dtype, m, n)
         torch.cuda.empty_cache()
-    suite = {"ring": "tsm2r-variants", "mma": "tsm2r-mma", "wide": "tsm2r-wide"}[args.study]
+    suite = {"ring": "tsm2r-variants", "mma": "tsm2r-mma", "wide": "tsm2r-wide",
+             "n32": "tsm2r-n32"}[args.study]
     path = timing.write_results(args.out, suite, rows)
     print(timing.table(rows, ["case", "variant", "mma", "t3", "stages", "cluster", "warps", "min_blocks", "regs", "us",
-                              "tbs", "predicted_tbs", "of_roof", "vs_cublas", "err"]))
+                              "loop_us", "tbs", "predicted_tbs", "of_roof", "vs_cublas", "err"]))
     print(f"wrote {path}")
 
 
