@@ -236,10 +236,10 @@ def read_list(group: Any) -> Columns | None:
         return None
     module = cls.__module__.split(".")[0]
     if module == "cupy":
-        data = [x.data for x in group]
         dt = _same([x.dtype for x in group])
-        return Columns([d.ptr for d in data], [x.shape for x in group], [x.strides for x in group], True,
-                       None if dt is None else _CHAR_NAMES.get(dt.char) or dt.name, [d.device_id for d in data])
+        return Columns([x.data.ptr for x in group], [x.shape for x in group], [x.strides for x in group], True,
+                       None if dt is None else _CHAR_NAMES.get(dt.char) or dt.name,
+                       [x.data.device_id for x in group])
     if module == "torch" and cls.__name__ in ("Tensor", "Parameter"):
         dt = _same([x.dtype for x in group])
         return Columns([x.data_ptr() for x in group], [x.shape for x in group], [x.stride() for x in group], False,
