@@ -13,8 +13,9 @@ another process held the core (the development host is shared), the CPU time doe
 With --gpu the same cases run with real CuPy arrays and torch tensors, synchronising after each window.
 
 Cases: all 34 Inception GEMMs and the 1024-GEMM batch (M, N, K <= 512) of bench/irregular.py, each as compiled
-(the schedule's sizes) and as a re-planned call (a kernel compiled for other sizes, plan cache warm: the cost of
-every call after the first). Time per call: median of 7 windows of `calls` calls, after one warm-up call.
+(the schedule's sizes), as a re-planned call (a kernel compiled for other sizes, plan cache warm: the cost of
+every call after the first), and "reads only": the library getters any check must call, and nothing else. Time
+per call: median of 7 windows of `calls` calls, after one warm-up call.
 """
 
 from __future__ import annotations
@@ -197,6 +198,21 @@ def gpu_batch(kind: str, kernel: Any, shapes: list[tuple[int, int, int]]) -> tup
     return As, Bs, Cs
 
 
+def _reads(read: Callable[[list], Any]) -> Callable[[list, list, list], Any]:
+    return lambda As, Bs, Cs: (read(As), read(Bs), read(Cs))
+
+
+# What any check of the arguments has to read of each array (the library's getters, one comprehension each): the
+# floor of a call's host time, written as the mode "reads only".
+READS = {
+    "cupy": _reads(lambda g: ([x.data.ptr for x in g], [x.shape for x in g], [x.strides for x in g],
+                              [x.dtype for x in g], [x.data.device_id for x in g])),
+    "torch": _reads(lambda g: ([x.data_ptr() for x in g], [x.shape for x in g], [x.stride() for x in g],
+                               [x.dtype for x in g], [x.get_device() for x in g])),
+    "cai": _reads(lambda g: [x.__cuda_array_interface__ for x in g]),
+}
+
+
 def per_call(fn: Callable[[], Any], calls: int, sync: Callable[[], Any]) -> tuple[float, float]:
     """Median over windows of the wall time and of this process's CPU time per call (the development host is
     shared: CPU time does not count the time another process held the core)."""
@@ -242,8 +258,9 @@ def main() -> None:
         for kind in opts.kinds.split(","):
             if opts.gpu and kind == "cai":
                 continue
-            for mode, kernel in (("compiled", compiled), ("replanned", other)):
+            for mode, kernel in (("compiled", compiled), ("replanned", other), ("reads only", READS[kind])):
                 As, Bs, Cs = make(kind, compiled, shapes)
+
                 def fn(k: Any = kernel, a: list = As, b: list = Bs, c: list = Cs) -> None:
                     k(a, b, c)
 
@@ -263,7 +280,8 @@ def main() -> None:
                     prof.disable()
                     stream = io.StringIO()
                     pstats.Stats(prof, stream=stream).sort_stats("tottime").print_stats(14)
-                    text.write(stream.getvalue().split("\n", 4)[-1] + "\n")
+                    stats = stream.getvalue()
+                    text.write(stats[stats.index("   ncalls"):] + "\n")
     out = Path(opts.out)
     meta = {"suite": "host-overhead", "gpu": opts.gpu, "host": platform.processor() or platform.machine(),
             "python": platform.python_version(), "windows": WINDOWS, "rows": rows}
