@@ -1,4 +1,10 @@
-"""Argument checks before any launch: every problem names the argument and what was expected."""
+"""Argument checks before any launch: every problem names the argument and what was expected.
+
+A call on a batch of a thousand arrays per operand must cost well under the kernel's device time (about a
+millisecond), so a list of arrays of one library is read in bulk, one list comprehension per attribute, and
+checked against the plan's columns (`Expected`) with a few list compares. Only when that finds a difference are
+the arrays checked one by one in batch order, which names the first bad one and says what is wrong with it.
+"""
 
 from __future__ import annotations
 
@@ -52,6 +58,31 @@ def _torch_name(dtype: Any) -> str:
     return name
 
 
+_TYPESTRS: dict[str, tuple[str, int]] = {}
+
+
+def _typestr(typestr: str) -> tuple[str, int]:
+    """The numpy-style name and item size of a __cuda_array_interface__ typestr (numpy's dtype.name is Python)."""
+    found = _TYPESTRS.get(typestr)
+    if found is None:
+        import numpy as np
+
+        dt = np.dtype(typestr)
+        found = _TYPESTRS[typestr] = (dt.name, dt.itemsize)
+    return found
+
+
+def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """Byte strides of a C-contiguous array: what a __cuda_array_interface__ without strides means."""
+    if len(shape) == 2:
+        return (shape[1] * itemsize, itemsize)
+    acc, out = itemsize, []
+    for extent in reversed(shape):
+        out.append(acc)
+        acc *= extent
+    return tuple(reversed(out))
+
+
 def _from_cupy(arr: Any) -> ArrayInfo:
     data, item, dt = arr.data, arr.itemsize, arr.dtype
     name = _CHAR_NAMES.get(dt.char) or dt.name
@@ -74,20 +105,11 @@ def describe(obj: Any, group: str, index: int | None = None) -> ArrayInfo:
     if module == "numpy":
         raise GemmcError(f"{what}: expected a GPU array, got a host (numpy) array; copy it to the GPU first")
     if hasattr(obj, "__cuda_array_interface__"):
-        import numpy as np
-
         cai = obj.__cuda_array_interface__
-        dt = np.dtype(cai["typestr"])
+        name, item = _typestr(cai["typestr"])
         shape = tuple(cai["shape"])
-        strides = cai.get("strides")
-        if strides is None:  # C-contiguous
-            acc, out = dt.itemsize, []
-            for extent in reversed(shape):
-                out.append(acc)
-                acc *= extent
-            strides = tuple(reversed(out))
-        return ArrayInfo(int(cai["data"][0]), shape, tuple(x // dt.itemsize for x in strides), dt.name, dt.itemsize,
-                         None)
+        strides = cai.get("strides") or c_strides(shape, item)
+        return ArrayInfo(int(cai["data"][0]), shape, tuple(x // item for x in strides), name, item, None)
     if hasattr(obj, "__dlpack__"):
         try:
             return _from_cupy(cupy().from_dlpack(obj))
@@ -111,10 +133,45 @@ class Operand:
     layout: Layout
     shape: tuple[int, int]
 
+    @property
+    def strides(self) -> tuple[int, int]:
+        """Element strides of a densely packed array of this shape and layout."""
+        rows, cols = self.shape
+        return (cols, 1) if self.layout is Layout.ROW else (1, rows)
 
-def expected_operands(kernel: Kernel) -> list[tuple[Operand, Operand, Operand, str]]:
-    """Per problem in batch order: what A, B and C must look like, and the problem's name."""
-    return [(*operands(kernel, i), kernel.problems[i % len(kernel.problems)].name) for i in range(kernel.batch_size)]
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Expected:
+    """What the arguments of one plan must be: per problem (the one-by-one checks and their messages), and per
+    operand A, B, C as columns of shapes and dense strides (the bulk check of a whole list)."""
+
+    dtype: str  # numpy-style name
+    operands: tuple[tuple[Operand, Operand, Operand], ...]  # per problem in batch order
+    problems: tuple[str, ...]
+    shapes: tuple[list[tuple[int, int]], ...]  # per operand, per problem
+    strides: tuple[list[tuple[int, int]], ...]  # elements (torch)
+    byte_strides: tuple[list[tuple[int, int]], ...]  # bytes (CuPy, __cuda_array_interface__)
+
+    def reordered(self, order: list[int]) -> Expected:
+        """The same for arrays passed in another order: `order[p]` is the caller's index of problem p."""
+        at = sorted(range(len(order)), key=order.__getitem__)  # caller's index -> problem
+
+        def pick(column: Sequence[Any]) -> list[Any]:
+            return [column[p] for p in at]
+
+        return Expected(self.dtype, tuple(pick(self.operands)), tuple(pick(self.problems)),
+                        tuple(map(pick, self.shapes)), tuple(map(pick, self.strides)),
+                        tuple(map(pick, self.byte_strides)))
+
+
+def expected_operands(kernel: Kernel) -> Expected:
+    ops = tuple(operands(kernel, i) for i in range(kernel.batch_size))
+    item = kernel.dtype.nbytes
+    strides = tuple([op[slot].strides for op in ops] for slot in range(3))
+    return Expected(NUMPY_DTYPES[kernel.dtype], ops,
+                    tuple(kernel.problems[i % len(kernel.problems)].name for i in range(kernel.batch_size)),
+                    tuple([op[slot].shape for op in ops] for slot in range(3)), strides,
+                    tuple([(r * item, c * item) for r, c in column] for column in strides))
 
 
 def operands(kernel: Kernel, index: int) -> tuple[Operand, Operand, Operand]:
@@ -150,36 +207,112 @@ def check_matrix(arr: ArrayInfo, group: str, index: int, op: Operand, dtype: str
                          f"{tuple(arr.strides)} (a view the kernel cannot read); pass a contiguous copy")
 
 
-def batch_pointers(kernel: Kernel, As: Any, Bs: Any, Cs: Any, expected: list[tuple[Operand, Operand, Operand, str]],
-                   device: int) -> tuple[list[int], list[int], list[int]]:
-    """Check every argument against `expected` (from expected_operands) and the current `device`; return the data
-    pointers of A, B and C."""
-    dtype = NUMPY_DTYPES[kernel.dtype]
+class Columns(NamedTuple):
+    """A list of arrays of one library, read in bulk (one comprehension per attribute), in the list's order."""
+
+    ptrs: list[int]
+    shapes: list[tuple[int, ...]]
+    strides: list[tuple[int, ...]]
+    in_bytes: bool  # strides in bytes (CuPy, __cuda_array_interface__) or in elements (torch)
+    dtype: str | None  # the numpy-style name when every array has the same dtype, else None
+    devices: list[int] | None  # None: unknown (bare __cuda_array_interface__), taken to be the current device
+
+
+def _same(values: list[Any]) -> Any:
+    """The one value of a list whose items are all that object (dtypes are singletons: `count` compares by
+    identity first), else None."""
+    return values[0] if values.count(values[0]) == len(values) else None
+
+
+def read_list(group: Any) -> Columns | None:
+    """The columns of a non-empty list whose arrays are all of one class that `describe` reads without a check that
+    can fail (CuPy arrays, torch tensors, __cuda_array_interface__ objects); None for anything else (then the
+    arrays are described one by one, and a bad one is named)."""
+    if not isinstance(group, (list, tuple)) or not group:
+        return None
+    classes = list(map(type, group))
+    cls = classes[0]
+    if classes.count(cls) != len(classes):
+        return None
+    module = cls.__module__.split(".")[0]
+    if module == "cupy":
+        dt = _same([x.dtype for x in group])
+        return Columns([x.data.ptr for x in group], [x.shape for x in group], [x.strides for x in group], True,
+                       None if dt is None else _CHAR_NAMES.get(dt.char) or dt.name,
+                       [x.data.device_id for x in group])
+    if module == "torch" and cls.__name__ in ("Tensor", "Parameter"):
+        dt = _same([x.dtype for x in group])
+        return Columns([x.data_ptr() for x in group], [x.shape for x in group], [x.stride() for x in group], False,
+                       None if dt is None else _torch_name(dt), [x.get_device() for x in group])  # CPU: -1
+    if module == "numpy":
+        return None
+    try:  # a class's property, or each object's own attribute
+        cais = [x.__cuda_array_interface__ for x in group]
+    except AttributeError:
+        return None
+    typestr = _same([c["typestr"] for c in cais])
+    if typestr is None:
+        return None
+    name, item = _typestr(typestr)
+    shapes = [c["shape"] for c in cais]
+    strides = [c.get("strides") for c in cais]
+    if None in strides:  # C-contiguous
+        strides = [s or c_strides(shape, item) for s, shape in zip(strides, shapes, strict=True)]
+    return Columns([c["data"][0] for c in cais], shapes, strides, True, name, None)
+
+
+def read_batch(As: Any, Bs: Any, Cs: Any) -> tuple[Columns | None, Columns | None, Columns | None]:
+    return read_list(As), read_list(Bs), read_list(Cs)
+
+
+def _fits(cols: Columns, expected: Expected, slot: int, device: int) -> bool:
+    """Every array is what operand `slot` of the plan needs: shape, dtype, device, dense strides."""
+    return (cols.dtype == expected.dtype and cols.shapes == expected.shapes[slot]
+            and cols.strides == (expected.byte_strides if cols.in_bytes else expected.strides)[slot]
+            and (cols.devices is None or cols.devices.count(device) == len(cols.devices)))
+
+
+def batch_pointers(kernel: Kernel, As: Any, Bs: Any, Cs: Any, expected: Expected, device: int,
+                   columns: tuple[Columns | None, ...] | None = None) -> tuple[list[int], list[int], list[int]]:
+    """Check every argument against `expected` (from expected_operands, in the order of the lists) and the current
+    `device`; return the data pointers of A, B and C. `columns`: the lists as read_batch read them, where the
+    caller has them already."""
     batch = kernel.batch_size
-    ptrs: tuple[list[int], list[int], list[int]] = ([], [], [])
+    columns = columns or read_batch(As, Bs, Cs)
+    ptrs: list[list[int]] = []
     for slot, (name, group) in enumerate((("As", As), ("Bs", Bs), ("Cs", Cs))):
         if kernel.count is not None and not isinstance(group, (list, tuple)):
             whole = describe(group, name)
             if whole.ndim != 3 or whole.shape[0] != batch:
                 raise GemmcError(f"{name}: expected a 3-D array of {batch} matrices (the schedule's count), "
                                  f"got shape {whole.shape}")
-            matrices = [whole.matrix(i) for i in range(batch)]
-        else:
-            if not isinstance(group, (list, tuple)) and (not isinstance(group, Sequence) or isinstance(group, str)):
-                raise GemmcError(f"{name}: expected a list of {batch} arrays in batch order, "
-                                 f"got {type(group).__name__}")
-            if len(group) != batch:
-                raise ShapeMismatch(f"{name}: expected {batch} arrays (one per problem), got {len(group)}")
-            matrices = [describe(m, name, i) for i, m in enumerate(group)]
-        out = ptrs[slot]
-        for i, arr in enumerate(matrices):
-            want = expected[i]
-            op = want[0] if slot == 0 else want[1] if slot == 1 else want[2]
-            check_matrix(arr, name, i, op, dtype, device, want[3])
+            # The matrices differ only in their address: checking the first checks them all.
+            check_matrix(whole.matrix(0), name, 0, expected.operands[0][slot], expected.dtype, device,
+                         expected.problems[0])
+            step = whole.strides[0] * whole.itemsize
+            ptrs.append([whole.ptr + i * step for i in range(batch)])
+            continue
+        if not isinstance(group, (list, tuple)) and (not isinstance(group, Sequence) or isinstance(group, str)):
+            raise GemmcError(f"{name}: expected a list of {batch} arrays in batch order, "
+                             f"got {type(group).__name__}")
+        if len(group) != batch:
+            raise ShapeMismatch(f"{name}: expected {batch} arrays (one per problem), got {len(group)}")
+        cols = columns[slot]
+        if cols is not None and _fits(cols, expected, slot, device):
+            ptrs.append(cols.ptrs)
+            continue
+        out = []  # one by one, in batch order: the first bad array is named
+        for i, x in enumerate(group):
+            arr = describe(x, name, i)
+            check_matrix(arr, name, i, expected.operands[i][slot], expected.dtype, device, expected.problems[i])
             out.append(arr.ptr)
-    if len(set(ptrs[2])) != len(ptrs[2]):
+        ptrs.append(out)
+    return ptrs[0], ptrs[1], ptrs[2]
+
+
+def distinct_outputs(c: list[int]) -> None:
+    if len(set(c)) != len(c):
         raise GemmcError("Cs: two problems write the same output array; each C must be its own memory")
-    return ptrs
 
 
 def call_shapes(As: Any, Bs: Any, Cs: Any) -> list[tuple[int, int, int]]:

@@ -1,15 +1,28 @@
-"""Launch a planned kernel: upload the plan's tables once, the pointer tables once per set of arrays."""
+"""Launch a planned kernel: upload the plan's tables once, the pointer tables once per set of arrays.
+
+Host time per call (bench/host_overhead.py, docs/PERFORMANCE-irregular.md "Host time"): the argument checks in
+bulk (runtime/args.py), then dictionary look-ups: the plan's tables, the pointer tables of this set of arrays,
+and for a batch of other sizes than the schedule's the plan made for them."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from gemmc.errors import GemmcError
 from gemmc.ir.nodes import TileTable
-from gemmc.runtime.args import ShapeMismatch, batch_pointers, call_shapes, expected_operands
+from gemmc.runtime.args import (
+    Columns,
+    Expected,
+    ShapeMismatch,
+    batch_pointers,
+    call_shapes,
+    distinct_outputs,
+    expected_operands,
+    read_batch,
+)
 from gemmc.runtime.compile import device_function
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.tune import tuned
@@ -18,6 +31,7 @@ if TYPE_CHECKING:
     from gemmc.api import CompiledKernel
 
 POINTER_CACHE = 16  # pointer tables kept per kernel (a training loop reuses a few sets of buffers)
+REPLAN_ORDERS = 64  # batches of other sizes (in call order) whose plan and order a kernel keeps
 
 
 def plan_tables(kernel: CompiledKernel) -> tuple[Any, Any, Any]:
@@ -35,19 +49,72 @@ def plan_tables(kernel: CompiledKernel) -> tuple[Any, Any, Any]:
     return state["tables"]
 
 
-def pointer_table(kernel: CompiledKernel, a: list[int], b: list[int], c: list[int]) -> Any:
-    cache: OrderedDict = kernel._runtime_state.setdefault("pointers", OrderedDict())
+def pointer_tables(cache: OrderedDict, a: list[int], b: list[int], c: list[int],
+                   order: list[int] | None = None) -> tuple[Any, Any, Any, Any]:
+    """The uint64 table of A, B and C pointers on the device and its three views, uploaded once per set of arrays
+    (a training loop reuses a few sets of buffers) and kept in `cache` by the pointers in call order; `order` puts
+    them in the plan's order (order[p] is the caller's index of problem p). A new set is where the outputs are
+    checked to be distinct: a set seen before has passed."""
     key = (tuple(a), tuple(b), tuple(c))
-    table = cache.get(key)
-    if table is None:
-        cp = cupy()
-        table = cp.asarray(a + b + c, dtype=cp.uint64)
-        cache[key] = table
+    found = cache.get(key)
+    if found is None:
+        distinct_outputs(c)
+        if order is not None:
+            a, b, c = ([p[i] for i in order] for p in (a, b, c))
+        table = cupy().asarray(a + b + c, dtype=cupy().uint64)
+        n = len(a)
+        found = cache[key] = (table, table[:n], table[n:2 * n], table[2 * n:])
         if len(cache) > POINTER_CACHE:
             cache.popitem(last=False)
     else:
         cache.move_to_end(key)
-    return table
+    return found
+
+
+def pointer_table(kernel: CompiledKernel, a: list[int], b: list[int], c: list[int]) -> Any:
+    """The pointer table of a call of `kernel` on these arrays (for experiments that launch by hand)."""
+    return pointer_tables(kernel._runtime_state.setdefault("pointers", OrderedDict()), a, b, c)[0]
+
+
+def expected(kernel: CompiledKernel) -> Expected:
+    state = kernel._runtime_state
+    if "expected" not in state:
+        state["expected"] = expected_operands(kernel.ir)
+    return state["expected"]
+
+
+class Replan(NamedTuple):
+    """A list batch of other sizes than the schedule's: the plan made for them (in sorted order), the order it
+    takes the arrays in (order[p] is the caller's index of problem p), what the arrays must be in the caller's
+    order, and the pointer tables of calls in that order."""
+
+    kernel: CompiledKernel
+    order: list[int]
+    expected: Expected
+    pointers: OrderedDict
+
+
+def replanned(kernel: CompiledKernel, As: Any, Bs: Any, Cs: Any,
+              columns: tuple[Columns | None, ...]) -> Replan | None:
+    """The re-planned call (`plan_for`, cached by the multiset of shapes); None when A and B have the plan's own
+    shapes (then the mismatch is C's and re-planning cannot help). Kept by the shapes of A and B in call order, so
+    that a repeated call pays a dictionary look-up, not the checks and the sort of a new batch."""
+    cache: dict = kernel._runtime_state.setdefault("replans", {})
+    ca, cb = columns[0], columns[1]
+    key = None if ca is None or cb is None else (tuple(ca.shapes), tuple(cb.shapes))
+    found = cache.get(key)
+    if found is None:
+        shapes = call_shapes(As, Bs, Cs)
+        if sorted(shapes) == sorted(kernel.shapes):
+            return None
+        plan = kernel.plan_for(shapes)
+        order = sorted(range(len(shapes)), key=shapes.__getitem__)
+        found = Replan(plan, order, expected(plan).reordered(order), OrderedDict())
+        if key is not None:
+            cache[key] = found
+            if len(cache) > REPLAN_ORDERS:
+                cache.pop(next(iter(cache)))
+    return found
 
 
 def kernel_function(kernel: CompiledKernel) -> Any:
@@ -99,51 +166,51 @@ def scalars(kernel: CompiledKernel, alpha: float | None, beta: float | None) -> 
 
 
 def launch(kernel: CompiledKernel, As: Any, Bs: Any, Cs: Any, *, alpha: float | None, beta: float | None,
-           stream: Any = None, replan: bool = True) -> None:
+           stream: Any = None) -> None:
     cp = cupy()
     alpha_, beta_ = scalars(kernel, alpha, beta)
-    state = kernel._runtime_state
-    if "expected" not in state:
-        state["expected"] = expected_operands(kernel.ir)
+    device = cp.cuda.runtime.getDevice()
+    columns = read_batch(As, Bs, Cs)  # read once, checked against the schedule's plan and, if need be, a new one
+    pointers: OrderedDict = kernel._runtime_state.setdefault("pointers", OrderedDict())
+    order = None
     try:
-        a, b, c = batch_pointers(kernel.ir, As, Bs, Cs, state["expected"], cp.cuda.runtime.getDevice())
+        a, b, c = batch_pointers(kernel.ir, As, Bs, Cs, expected(kernel), device, columns)
     except ShapeMismatch:
         lists = all(isinstance(g, (list, tuple)) for g in (As, Bs, Cs))
-        if not replan or not lists or not len(As) == len(Bs) == len(Cs):
+        if not lists or not len(As) == len(Bs) == len(Cs):
             raise
-        # A and B of other sizes than the schedule's: plan for them (cached by the multiset of shapes) and pass
-        # the arrays in the order that plan was made in (sorted by shape, stable). When A and B already match
-        # the plan, the mismatch is C's, and the error stands.
-        shapes = call_shapes(As, Bs, Cs)
-        if sorted(shapes) == sorted(kernel.shapes):
+        found = replanned(kernel, As, Bs, Cs, columns)
+        if found is None:
             raise
-        replanned = kernel.plan_for(shapes)
-        order = sorted(range(len(shapes)), key=lambda i: shapes[i])
-        launch(replanned, [As[i] for i in order], [Bs[i] for i in order], [Cs[i] for i in order], alpha=alpha,
-               beta=beta, stream=stream, replan=False)
-        return
+        kernel, order, want, pointers = found
+        a, b, c = batch_pointers(kernel.ir, As, Bs, Cs, want, device, columns)
+    _, ptr_a, ptr_b, ptr_c = pointer_tables(pointers, a, b, c, order)
     stream = stream if stream is not None else cp.cuda.get_current_stream()
-    kernel = tuned(kernel, lambda k, scratch_c: enqueue(k, a, b, scratch_c, alpha_, beta_, stream), kernel_function,
-                   stream)
-    enqueue(kernel, a, b, c, alpha_, beta_, stream)
+    if order is not None:  # the tuning step's launches take A and B in the plan's order, as the tables do
+        a, b = [a[i] for i in order], [b[i] for i in order]
+
+    def timed(candidate: CompiledKernel, scratch_c: list[int]) -> None:  # C in scratch memory, in plan order
+        table = cp.asarray(a + b + scratch_c, dtype=cp.uint64)
+        n = len(a)
+        enqueue(candidate, table[:n], table[n:2 * n], table[2 * n:], alpha_, beta_, stream)
+
+    enqueue(tuned(kernel, timed, kernel_function, stream), ptr_a, ptr_b, ptr_c, alpha_, beta_, stream)
 
 
-def enqueue(kernel: CompiledKernel, a: list[int], b: list[int], c: list[int], alpha_: Any, beta_: Any,
+def enqueue(kernel: CompiledKernel, ptr_a: Any, ptr_b: Any, ptr_c: Any, alpha_: Any, beta_: Any,
             stream: Any) -> None:
-    """Launch the planned kernel (and its pre-pass) on checked device pointers."""
+    """Launch the planned kernel (and its pre-pass) on device tables of checked pointers."""
     cp = cupy()
     fn = kernel_function(kernel)
     problems, offsets, tiles = plan_tables(kernel)
-    ptrs = pointer_table(kernel, a, b, c)
-    n = len(a)
+    n = len(ptr_a)
     work = kernel.ir.work
     assert work is not None
-    args: tuple = (problems, offsets, tiles, ptrs[:n], ptrs[n:2 * n], ptrs[2 * n:], alpha_, beta_)
+    args: tuple = (problems, offsets, tiles, ptr_a, ptr_b, ptr_c, alpha_, beta_)
     prologue = kernel.ir.plan.prologue if kernel.ir.plan is not None else None
     if prologue is not None:  # a pre-pass fills the scratch the main kernel reads (FamilyPlan.prologue)
         scratch = scratch_buffer(kernel)
         prep = prologue_function(kernel)
-        prep((prologue[0], 1, 1), (prologue[1], 1, 1), (problems, cp.int32(n), ptrs[:n], ptrs[n:2 * n], scratch),
-             stream=stream)
+        prep((prologue[0], 1, 1), (prologue[1], 1, 1), (problems, cp.int32(n), ptr_a, ptr_b, scratch), stream=stream)
         args += (scratch,)
     fn(work.grid, (work.block, 1, 1), args, shared_mem=work.smem_bytes, stream=stream)
