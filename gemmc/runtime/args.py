@@ -225,9 +225,9 @@ def _same(values: list[Any]) -> Any:
 
 
 def read_list(group: Any) -> Columns | None:
-    """The columns of a non-empty list whose arrays are all of one class that `describe` reads without a check that
-    can fail (CuPy arrays, torch tensors, __cuda_array_interface__ objects); None for anything else (then the
-    arrays are described one by one, and a bad one is named)."""
+    """The columns of a non-empty list of CuPy arrays, torch tensors or __cuda_array_interface__ objects, all of one
+    class; None for anything else (mixed kinds, host arrays, DLPack: then the arrays are described one by one, and a
+    bad one is named). Reading checks nothing: `_fits` compares the columns with the plan."""
     if not isinstance(group, (list, tuple)) or not group:
         return None
     classes = list(map(type, group))
