@@ -17,7 +17,7 @@ from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, Problem, TileTable, WorkList
 from gemmc.ir.plan_tsm2 import Tsm2Plan
 from gemmc.ir.types import DType, Family, Layout
-from gemmc.passes.tlp import ceil_div, occupancy
+from gemmc.passes.tlp import Occupancy, ceil_div, occupancy
 from gemmc.passes.worklist import problem_rows
 
 T1 = 256  # TSM2L threads per block (the paper's t1: 128 on V100 by brute force)
@@ -102,8 +102,9 @@ def column_rows_per_lane(t2: int, dtype: DType, acc_regs: int = ACC_REGS) -> int
 def ring_stages(hw: Hardware, warps_per_sm: int, batch_bytes: int) -> int:
     """Batches in each warp's ring: enough that the SM's resident warps keep Little's law's bytes in flight
     (STAGES - 1 batches each), at least STAGES. 16 warps of 2 KB batches need 2 stages; 8 warps (the f64 tensor
-    cores at n = 32, 2 blocks per SM) need 3: measured 232 us at 3 stages against 634 at 2 with 32 rows per warp,
-    and 3 and 4 stages within 1% of each other (bench/results/2026-11-22_h100_tsm2r-wide_call1.json)."""
+    cores at n = 32, 2 blocks per SM) need 3. Measured there (bench/results/2026-11-22_h100_tsm2r-wide_call1.json,
+    2 stages not timed for that shape): 3 and 4 stages within 1-5% of each other, 6 stages up to 17% slower
+    (..._tsm2r-n32_call1.json); where 12+ warps are resident, 2 stages stayed within 1% of the best depth."""
     in_flight = max(1, warps_per_sm) * batch_bytes
     return min(MAX_STAGES, max(STAGES, 1 + math.ceil(bytes_needed_in_flight(hw) / in_flight)))
 
@@ -158,6 +159,17 @@ def cluster_sizes(k: int, kw: int) -> list[int]:
     return list(range(1, min(MAX_CLUSTER, max(1, ceil_div(k, kw * T3_BATCH))) + 1))
 
 
+def cluster_fill(size: int) -> float:
+    """Share of the resident-block slots a launch with clusters of `size` blocks can use."""
+    return 1.0 if size == 1 else CLUSTER_FILL
+
+
+def cluster_bandwidth(hw: Hardware, size: int, row_blocks: int, blocks_per_sm: int, kw: int,
+                      bytes_per_warp: int) -> float:
+    """`streaming_bandwidth` of the launch whose row tiles are split over clusters of `size` blocks."""
+    return streaming_bandwidth(hw, row_blocks * size, blocks_per_sm, kw, bytes_per_warp, cluster_fill(size))
+
+
 def choose_cluster(hw: Hardware, k: int, kw: int, row_blocks: int, blocks_per_sm: int,
                    bytes_per_warp: int) -> tuple[int, float]:
     """Blocks of a cluster that split k, and the bandwidth the model predicts with them: the smallest size (fewer
@@ -169,12 +181,10 @@ def choose_cluster(hw: Hardware, k: int, kw: int, row_blocks: int, blocks_per_sm
     if not has_clusters(hw):
         return 1, streaming_bandwidth(hw, row_blocks, blocks_per_sm, kw, bytes_per_warp)
     sizes = cluster_sizes(k, kw)
-    fill = {s: 1.0 if s == 1 else CLUSTER_FILL for s in sizes}
-    predicted = {s: streaming_bandwidth(hw, row_blocks * s, blocks_per_sm, kw, bytes_per_warp, fill[s])
-                 for s in sizes}
+    predicted = {s: cluster_bandwidth(hw, s, row_blocks, blocks_per_sm, kw, bytes_per_warp) for s in sizes}
     # One wave where it comes within 10% of the best: the model's waves are too kind to a launch's tail (f64
     # m = 8192, n = 16: 3 blocks per cluster, one wave, 234 us; 8, two waves, 261 us; the model prefers 8).
-    one_wave = [s for s in sizes if row_blocks * s <= fill[s] * blocks_per_sm * hw.sm_count]
+    one_wave = [s for s in sizes if row_blocks * s <= cluster_fill(s) * blocks_per_sm * hw.sm_count]
     if one_wave and max(predicted[s] for s in one_wave) >= 0.9 * max(predicted.values()):
         sizes = one_wave
     best = max(predicted[s] for s in sizes)
@@ -199,6 +209,16 @@ def streaming_bandwidth(hw: Hardware, blocks: int, blocks_per_sm: int, warps_per
     return blocks / time if time else hw.mem_bandwidth
 
 
+def column_row_blocks(p: Problem, t2: int, rows_per_lane: int, hw: Hardware) -> int:
+    """Column-major TSM2R: row tiles (a warp of lanes x rows per lane) times passes over n, before clusters."""
+    return ceil_div(p.m, hw.warp_size * rows_per_lane) * ceil_div(p.n, t2)
+
+
+def column_bytes_in_flight(t3: int, stages: int, rows_per_lane: int, elem_bytes: int, hw: Hardware) -> int:
+    """Column-major TSM2R: bytes of A one warp has in flight, STAGES - 1 batches of t3 columns."""
+    return (stages - 1) * t3 * hw.warp_size * rows_per_lane * elem_bytes
+
+
 def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Tsm2Plan:
     threshold = t2_threshold(hw, dtype)
     t2 = choose_t2(p.n, threshold)
@@ -210,18 +230,21 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Ts
             t2 = mma_pass_columns(t2, dtype)
         rows_per_warp = column_rows_per_lane(t2, dtype, MMA_ACC_REGS if mma else ACC_REGS)
         kw = COL_WARPS
-        row_blocks = ceil_div(p.m, hw.warp_size * rows_per_warp) * ceil_div(p.n, t2)
         regs = column_regs(t2, T3_BATCH, rows_per_warp, dtype)
-        batch_bytes = T3_BATCH * hw.warp_size * rows_per_warp * dtype.nbytes
-        smem = column_smem(kw, t2, T3_BATCH, STAGES, rows_per_warp, dtype, hw, mma)
-        stages = ring_stages(hw, occupancy(hw, kw * hw.warp_size, regs, smem).warps_per_sm, batch_bytes)
-        deeper = column_smem(kw, t2, T3_BATCH, stages, rows_per_warp, dtype, hw, mma)
-        if occupancy(hw, kw * hw.warp_size, regs, deeper).blocks_per_sm < occupancy(hw, kw * hw.warp_size, regs,
-                                                                                      smem).blocks_per_sm:
-            stages, deeper = STAGES, smem  # a deeper ring that costs resident blocks is no gain
-        smem = deeper
-        blocks_per_sm = max(1, occupancy(hw, kw * hw.warp_size, regs, smem).blocks_per_sm)
-        cluster, predicted = choose_cluster(hw, p.k, kw, row_blocks, blocks_per_sm, (stages - 1) * batch_bytes)
+
+        def resident(stages: int) -> tuple[int, Occupancy]:  # shared memory and occupancy with a ring this deep
+            smem = column_smem(kw, t2, T3_BATCH, stages, rows_per_warp, dtype, hw, mma)
+            return smem, occupancy(hw, kw * hw.warp_size, regs, smem)
+
+        smem, occ = resident(STAGES)
+        stages = ring_stages(hw, occ.warps_per_sm, column_bytes_in_flight(T3_BATCH, 2, rows_per_warp, dtype.nbytes, hw))
+        if stages > STAGES and resident(stages)[1].blocks_per_sm == occ.blocks_per_sm:
+            smem, occ = resident(stages)
+        else:
+            stages = STAGES  # a deeper ring that costs resident blocks is no gain
+        blocks_per_sm = max(1, occ.blocks_per_sm)
+        cluster, predicted = choose_cluster(hw, p.k, kw, column_row_blocks(p, t2, rows_per_warp, hw), blocks_per_sm,
+                                            column_bytes_in_flight(T3_BATCH, stages, rows_per_warp, dtype.nbytes, hw))
         # The model counts on blocks_per_sm resident blocks: ask the compiler for it (CUDA's __launch_bounds__;
         # HIP's second argument means something else).
         return Tsm2Plan(family=Family.TSM2R, t1=kw * hw.warp_size, t2=t2, t3=T3_BATCH, tcf=1, kslices=kw,
@@ -327,14 +350,13 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
             or not has_clusters(hw)):
         return ()
     p = kernel.problems[0]
-    row_blocks = ceil_div(p.m, hw.warp_size * plan.rows_per_warp) * ceil_div(p.n, plan.t2)
-    batch_bytes = (plan.stages - 1) * plan.t3 * hw.warp_size * plan.rows_per_warp * plan.elem_bytes
+    row_blocks = column_row_blocks(p, plan.t2, plan.rows_per_warp, hw)
+    in_flight = column_bytes_in_flight(plan.t3, plan.stages, plan.rows_per_warp, plan.elem_bytes, hw)
     blocks_per_sm = max(1, occupancy(hw, plan.t1, plan.regs, plan.smem).blocks_per_sm)
     out = []
     for size in (plan.cluster, *(s for s in cluster_sizes(p.k, plan.kslices) if s != plan.cluster)):
-        fill = 1.0 if size == 1 else CLUSTER_FILL
-        variant = replace(plan, cluster=size, predicted_bandwidth=streaming_bandwidth(
-            hw, row_blocks * size, blocks_per_sm, plan.kslices, batch_bytes, fill))
+        variant = replace(plan, cluster=size, predicted_bandwidth=cluster_bandwidth(
+            hw, size, row_blocks, blocks_per_sm, plan.kslices, in_flight))
         planned = replace(kernel, plan=variant)
         out.append((f"cluster {size}" + (" (model)" if size == plan.cluster else ""),
                     replace(planned, work=worklist(planned, variant, hw))))
@@ -349,7 +371,7 @@ def worklist(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> WorkList:
         grid = (max(1, ceil_div(ceil_div(p.m, plan.tcf), plan.t1)), 1, 1)
     elif kernel.layout_a is Layout.COL:  # a lane owns rows_per_warp consecutive rows; a cluster splits k; the
         # passes over n of a row tile are neighbours in x, so that they share A in L2
-        grid = (ceil_div(p.m, hw.warp_size * plan.rows_per_warp) * plan.cluster * ceil_div(p.n, plan.t2), 1, 1)
+        grid = (column_row_blocks(p, plan.t2, plan.rows_per_warp, hw) * plan.cluster, 1, 1)
     else:  # a warp owns rows_per_warp rows
         grid = (ceil_div(p.m, plan.kslices * plan.rows_per_warp), ceil_div(p.n, plan.t2), 1)
     return WorkList(problems=rows, tiles=TileTable(), block_offsets=(), grid=grid, block=plan.t1, smem_bytes=plan.smem)

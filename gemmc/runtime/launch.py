@@ -186,15 +186,14 @@ def launch(kernel: CompiledKernel, As: Any, Bs: Any, Cs: Any, *, alpha: float | 
         a, b, c = batch_pointers(kernel.ir, As, Bs, Cs, want, device, columns)
     _, ptr_a, ptr_b, ptr_c = pointer_tables(pointers, a, b, c, order)
     stream = stream if stream is not None else cp.cuda.get_current_stream()
-    if order is not None:  # the tuning step's launches take A and B in the plan's order, as the tables do
-        a, b = [a[i] for i in order], [b[i] for i in order]
 
-    def timed(candidate: CompiledKernel, scratch_c: list[int]) -> None:  # C in scratch memory, in plan order
-        table = cp.asarray(a + b + scratch_c, dtype=cp.uint64)
-        n = len(a)
-        enqueue(candidate, table[:n], table[n:2 * n], table[2 * n:], alpha_, beta_, stream)
+    def on_scratch(scratch_c: list[int]) -> Any:  # the tuning step's launches: this call's A and B, C in scratch
+        if order is not None:  # scratch_c is in the plan's order, the call's pointers in the caller's
+            scratch_c = [scratch_c[p] for p in sorted(range(len(order)), key=order.__getitem__)]
+        _, sa, sb, sc = pointer_tables(OrderedDict(), a, b, scratch_c, order)
+        return lambda candidate: enqueue(candidate, sa, sb, sc, alpha_, beta_, stream)
 
-    enqueue(tuned(kernel, timed, kernel_function, stream), ptr_a, ptr_b, ptr_c, alpha_, beta_, stream)
+    enqueue(tuned(kernel, on_scratch, kernel_function, stream), ptr_a, ptr_b, ptr_c, alpha_, beta_, stream)
 
 
 def enqueue(kernel: CompiledKernel, ptr_a: Any, ptr_b: Any, ptr_c: Any, alpha_: Any, beta_: Any,

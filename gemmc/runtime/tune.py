@@ -142,11 +142,12 @@ def _median_seconds(run: Callable[[], None], stream: Any) -> float:
     return sorted(times)[len(times) // 2]
 
 
-def tuned(kernel: CompiledKernel, enqueue: Callable[[CompiledKernel, list[int]], None],
+def tuned(kernel: CompiledKernel, launcher: Callable[[list[int]], Callable[[CompiledKernel], None]],
           prepare: Callable[[CompiledKernel], Any], stream: Any) -> CompiledKernel:
     """The kernel a call should launch: the model's, or the fastest of its alternatives on this GPU.
-    `enqueue(k, c_pointers)` launches candidate k on the call's A and B with the given C pointers; `prepare(k)`
-    compiles and loads k (run for all candidates at once, in threads: NVRTC runs without the GIL)."""
+    `launcher(c_pointers)` uploads the call's A and B with the given C pointers once and returns a function that
+    launches a candidate on them; `prepare(k)` compiles and loads k (run for all candidates at once, in threads:
+    NVRTC runs without the GIL)."""
     state = kernel._runtime_state
     if "tuned" in state:
         return state["tuned"]
@@ -168,11 +169,11 @@ def tuned(kernel: CompiledKernel, enqueue: Callable[[CompiledKernel, list[int]],
     if cp.cuda.runtime.streamIsCapturing(stream.ptr):
         return kernel  # no timing inside a graph capture; a later plain call tunes
     scratch = _scratch_c(kernel)
-    c = [int(arr.data.ptr) for arr in scratch]
+    run = launcher([int(arr.data.ptr) for arr in scratch])
     kernels = [kernel] + [k for _, k in options[1:]]
     with ThreadPoolExecutor(min(8, len(kernels))) as pool:
         list(pool.map(prepare, kernels))
-    seconds = tuple(_median_seconds(lambda k=k: enqueue(k, c), stream) for k in kernels)  # type: ignore[misc]
+    seconds = tuple(_median_seconds(lambda k=k: run(k), stream) for k in kernels)  # type: ignore[misc]
     chosen = min(range(len(seconds)), key=seconds.__getitem__)
     labels = tuple(label for label, _ in options)
     state["tuning"] = Tuning(gpu, labels, seconds, chosen, cached=False)

@@ -124,33 +124,72 @@ def test_every_tuning_candidate_is_correct(dtype, n):
         assert err["nonfinite"] == 0 and err["rel_fro"] < (1e-5 if dtype == "f32" else 1e-12), (label, err)
 
 
+def _tuning_case(seed: int, m: int = 4099, n: int = 7, k: int = 20011):
+    """Fresh column-major f32 operands of odd sizes, a random C (beta != 0 reads it) and the float64 expectation."""
+    import cupy as cp
+
+    rng = cp.random.default_rng(seed)
+    A = cp.asfortranarray(rng.uniform(-1, 1, (m, k), dtype=cp.float32))
+    B = cp.asfortranarray(rng.uniform(-1, 1, (k, n), dtype=cp.float32))
+    C = cp.asfortranarray(rng.uniform(-1, 1, (m, n), dtype=cp.float32))
+    expect = 1.5 * (A.astype(cp.float64) @ B.astype(cp.float64)) - 0.5 * C.astype(cp.float64)
+    return A, B, C, expect
+
+
+TUNED = ("kernel k { dtype f32 layout A col, B col, C col alpha 1.5 beta -0.5 gemm 4099 x 7 x 20011 "
+         "algorithm tsm2r }")
+
+
 def test_tuning_keeps_the_fastest_and_leaves_c_alone(monkeypatch):
     # The first call times every cluster size on the call's A and B with C in scratch memory: with beta != 0 a C
     # written by the timing would show in the result. The choice is cached on disk for the next process.
+    import cupy as cp
+
     import gemmc
 
     monkeypatch.setenv("GEMMC_TUNE", "1")
-    text = ("kernel k { dtype f32 layout A col, B col, C col alpha 1.5 beta -0.5 gemm 4099 x 7 x 20011 "
-            "algorithm tsm2r }")
-    kern = gemmc.compile_string(text)["k"]
-    result = check_schedule(text)  # a fresh compile of the same schedule: tunes, then runs the choice
-    assert result["errors"]["rel_fro"] < 1e-5
-    check_schedule(text, seed=7)
-    import cupy as cp
-
-    rng = cp.random.default_rng(1)
-    A = cp.asfortranarray(rng.standard_normal((4099, 20011), dtype=cp.float32))
-    B = cp.asfortranarray(rng.standard_normal((20011, 7), dtype=cp.float32))
-    C = cp.asfortranarray(rng.standard_normal((4099, 7), dtype=cp.float32))
-    expect = 1.5 * (A.astype(cp.float64) @ B.astype(cp.float64)) - 0.5 * C.astype(cp.float64)
+    kern = gemmc.compile_string(TUNED)["k"]
+    A, B, C, expect = _tuning_case(1)
     kern([A], [B], [C])
     assert float(cp.linalg.norm(C - expect) / cp.linalg.norm(expect)) < 1e-5
     tuning = kern.tuning
-    assert tuning is not None and len(tuning.seconds) == 7 and tuning.seconds[tuning.chosen] == min(tuning.seconds)
-    assert "<- chosen" in str(tuning)
-    again = gemmc.compile_string(text)["k"]  # another process would read the same file
+    assert tuning is not None and not tuning.cached and len(tuning.seconds) == 7
+    assert tuning.seconds[tuning.chosen] == min(tuning.seconds) and "<- chosen" in str(tuning)
+    again = gemmc.compile_string(TUNED)["k"]  # another process would read the same file
+    A, B, C, expect = _tuning_case(2)
     again([A], [B], [C])
     assert again.tuning.cached and again.tuning.chosen == tuning.chosen
+    assert float(cp.linalg.norm(C - expect) / cp.linalg.norm(expect)) < 1e-5
+
+
+def test_no_tuning_inside_a_graph_capture(monkeypatch):
+    # A call captured into a CUDA graph before any tuning must not time anything (no synchronisation, no
+    # allocation in the capture): it records the model's kernel, which the replay computes correctly; a later
+    # plain call tunes. (The plain call before the capture uploads the plan's tables, as a capture needs.)
+    import cupy as cp
+
+    import gemmc
+
+    kern = gemmc.compile_string(TUNED)["k"]
+    A, B, C, expect = _tuning_case(3)
+    C0 = C.copy(order="F")
+    kern([A], [B], [C])  # GEMMC_TUNE=0 here (conftest): uploads, no tuning
+    assert kern.tuning is None
+    C[...] = C0
+    monkeypatch.setenv("GEMMC_TUNE", "1")
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        kern([A], [B], [C])
+        graph = stream.end_capture()
+    assert kern.tuning is None
+    graph.launch(stream)
+    stream.synchronize()
+    assert float(cp.linalg.norm(C - expect) / cp.linalg.norm(expect)) < 1e-5
+    C[...] = C0
+    kern([A], [B], [C])
+    assert kern.tuning is not None
+    assert float(cp.linalg.norm(C - expect) / cp.linalg.norm(expect)) < 1e-5
 
 
 def test_no_tuning_when_turned_off():
