@@ -53,10 +53,9 @@ def variant(kern: CompiledKernel, **changes) -> CompiledKernel:
     blocks = max(1, occupancy(hw, plan.kslices * hw.warp_size, plan.regs, smem).blocks_per_sm)
     if "cluster" not in changes and ({"t2", "rows_per_warp", "stages"} & changes.keys()):
         p = kern.ir.problems[0]
-        row_blocks = tsm2.ceil_div(p.m, hw.warp_size * plan.rows_per_warp) * tsm2.ceil_div(p.n, plan.t2)
         cluster, predicted = tsm2.choose_cluster(
-            hw, p.k, plan.kslices, row_blocks, blocks,
-            (plan.stages - 1) * plan.t3 * hw.warp_size * plan.rows_per_warp * dtype.nbytes)
+            hw, p.k, plan.kslices, tsm2.column_row_blocks(p, plan.t2, plan.rows_per_warp, hw), blocks,
+            tsm2.column_bytes_in_flight(plan.t3, plan.stages, plan.rows_per_warp, dtype.nbytes, hw))
         plan = dataclasses.replace(plan, cluster=cluster, predicted_bandwidth=predicted)
     plan = dataclasses.replace(plan, t1=plan.kslices * hw.warp_size, smem=smem,
                                min_blocks=changes.get("min_blocks", blocks))
