@@ -1,0 +1,66 @@
+"""Experiment: what the ~6 us floor of the small irregular cases is made of (issue 3). GPU machine:
+
+    python3 bench/experiments/simt_floor.py
+
+Measured as the benchmark measures (graph replays, 100 per window, median of 7; GEMMC_TUNE=0, so the model's
+plan runs):
+- an empty kernel of 1 and of 132 blocks: what a graph replay of one launch costs with no work;
+- Inception module 3 (M = 196, N = 192/16/96/64) with K swept from 1 to 512 under one fixed tile (32x32x32, 128
+  threads, the one `tile auto` picks at K = 192): the slope is the cost of one k step of 32 on a lone wave of
+  84 blocks, the intercept what every launch pays besides (launch, tables, first load, epilogue);
+- one 32x32 tile with K = 32: the least one SIMT launch of gemmc costs.
+
+Prediction (from the 6.1 us of inception-3 at 6 k steps): an empty replay of 2-3 us, a k step of 0.4-0.6 us, so
+that splitting K over more blocks (84 blocks leave 48 of 132 SMs idle) would save about half the k steps' time.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import timing  # noqa: E402
+
+import gemmc  # noqa: E402
+
+INCEPTION_3 = ((196, 192), (196, 16), (196, 96), (196, 64))
+
+
+def graph_us(fn) -> float:
+    return timing.device_seconds(timing.gemmc_graph(fn)) * 1e6
+
+
+def gemmc_us(shapes, tile: str) -> float:
+    import torch
+
+    body = " ".join(f"p{i} {m} x {n} x {k}" for i, (m, n, k) in enumerate(shapes))
+    kern = gemmc.compile_string(f"kernel k {{ tile {tile} batch {{ {body} }} }}")["k"]
+    As = [torch.randn(m, k, device="cuda") for m, n, k in shapes]
+    Bs = [torch.randn(k, n, device="cuda") for m, n, k in shapes]
+    Cs = [torch.empty(m, n, device="cuda") for m, n, k in shapes]
+    return graph_us(lambda: kern(As, Bs, Cs))
+
+
+def main() -> None:
+    import cupy as cp
+
+    os.environ["GEMMC_TUNE"] = "0"
+    empty = cp.RawKernel('extern "C" __global__ void empty() {}', "empty")
+    for blocks in (1, 132):
+        print(f"empty kernel, {blocks} blocks of 128: {graph_us(lambda b=blocks: empty((b,), (128,), ())):.2f} us",
+              flush=True)
+    print(f"one 32x32 tile, K = 32: {gemmc_us([(32, 32, 32)], '32x32x32 threads 128'):.2f} us", flush=True)
+    for k in (1, 32, 64, 128, 192, 256, 384, 512):
+        shapes = [(m, n, k) for m, n in INCEPTION_3]
+        fixed = gemmc_us(shapes, "32x32x32 threads 128")
+        auto = gemmc_us(shapes, "auto")
+        print(f"inception-3 at K = {k:3d} ({-(-k // 32):2d} k steps): 32x32x32 {fixed:6.2f} us, "
+              f"tile auto {auto:6.2f} us", flush=True)
+
+
+if __name__ == "__main__":
+    main()
