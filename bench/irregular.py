@@ -101,7 +101,11 @@ def run_case(name: str, shapes, ablations: tuple[str, ...]) -> dict:
         torch.cuda.synchronize()
         if label == "auto":
             row["gemmc_err"] = rel_err(Cs, As, Bs)
-            row["auto_choice"] = f"{k.ir.plan.method}/{k.ir.plan.batching.value}"
+            row["auto_choice"] = row["model_choice"] = f"{k.ir.plan.method}/{k.ir.plan.batching.value}"
+            tuning = k.tuning  # the first call's tuning step: the candidates it timed, and the model's miss
+            if tuning is not None:
+                row.update(auto_choice=tuning.labels[tuning.chosen], model_slowdown=tuning.model_slowdown,
+                           tuning_us=dict(zip(tuning.labels, (t * 1e6 for t in tuning.seconds), strict=True)))
             row["gemmc_host_us"] = timing.host_seconds(lambda k=k: k(As, Bs, Cs)) * 1e6
             row["planner_us"] = k.planner_seconds * 1e6  # the pass pipeline on this host (paper 000 Fig. 7)
         row[f"{label}_us"] = timing.device_seconds(timing.gemmc_graph(lambda k=k: k(As, Bs, Cs))) * 1e6
@@ -138,8 +142,11 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     chosen = [(n, s) for n, s in inception_cases() + random_cases(args.quick) if re.search(args.cases, n)]
+    ablations = () if args.no_ablations else tuple(args.ablations.split(","))
+    timing.precompile([schedule(s, tile) for _, s in chosen
+                       for tile in ("auto", *(f"auto({m})" for m in ablations if m != "loadbalanced-oldTLP"))])
     for name, shapes in chosen:
-        row = run_case(name, shapes, () if args.no_ablations else tuple(args.ablations.split(",")))
+        row = run_case(name, shapes, ablations)
         rows.append(row)
         print(f"{name:32s} auto {row['auto_us']:9.1f} us ({row['auto_choice']}), best baseline {row['best_baseline']} "
               f"{min(row['loop_us'], row['bmm_us'], row['grouped_us']):9.1f} us: x{row['speedup']:.2f}, "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 import gemmc
@@ -129,3 +130,29 @@ def test_latency_bound_counts_the_scheduler_load_of_small_micro_tiles():
         est[name] = tiling.estimate(t, problems, 1, hw, probe.regs_estimate, probe.smem_bytes).seconds
     assert est["32"] < est["16"]
     assert k.ir.plan.variants == (tiling.variant(32, 32, 32, 128),)
+
+
+def test_tile_auto_offers_the_other_tilings_for_timing_and_forced_choices_none():
+    # The runtime's tuning step times these (gemmc.runtime.tune): the model's plan first, every other tiling it
+    # costed, the uniform catalogue's other tiles, each with both batchings; no two share tiles and blocks.
+    k = gemmc.compile_file("examples/inception_all.gs")["inception_all"]
+    found = simt.alternatives(k.ir, k.target)
+    labels = [label for label, _ in found]
+    assert labels[0].endswith("(model)") and found[0][1].plan == k.ir.plan
+    methods = {ir.plan.method for _, ir in found}
+    assert methods == {"uniform", "coordinated", "loadbalanced-eq3", "loadbalanced"}
+    assert {ir.plan.batching.value for _, ir in found} == {"none", "threshold"}
+    keys = [(ir.plan.variants, ir.plan.assignment, ir.work.block_offsets, ir.work.tiles.data) for _, ir in found]
+    assert len(set(keys)) == len(keys) == len(set(labels))
+    for _, ir in found:  # each candidate covers every output element of every problem once
+        counts = [np.zeros((p.m, p.n), dtype=np.int32) for p in ir.problems]
+        for t in ir.work.tiles:
+            v = ir.plan.variants[t.variant]
+            counts[t.problem][t.m0:t.m0 + v.bm, t.n0:t.n0 + v.bn] += 1
+        assert all((c == 1).all() for c in counts)
+    body = open("examples/inception_all.gs").read().split("batch {", 1)[1].split("}", 1)[0]
+    for fixed in ("tile auto(coordinated)", "tile 64x64x16 threads 256"):
+        forced = gemmc.compile_string(f"kernel k {{ {fixed} batch {{ {body} }} }}")["k"]
+        assert simt.alternatives(forced.ir, forced.target) == ()
+    pinned = gemmc.compile_string(f"kernel k {{ batching none batch {{ {body} }} }}")["k"]
+    assert {ir.plan.batching.value for _, ir in simt.alternatives(pinned.ir, pinned.target)} == {"none"}

@@ -137,7 +137,8 @@ class _Lowering:
                 if mode:
                     out["tile_mode"] = mode
             return
-        out["tile"] = TileShape(*self.dims(words))
+        slices = self.integer(words[3], "kslices") if len(words) == 4 else 1
+        out["tile"] = TileShape(*self.dims(words[:3]), slices)
 
     def stmt_threads(self, stmt: Stmt, out: dict) -> None:
         if stmt.values[0].text != "auto":

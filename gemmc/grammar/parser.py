@@ -73,6 +73,8 @@ class _ToAst(Transformer):
             return words
         return [_word(t) for t in toks]
 
+    tile_dims = dims
+
     def layout_item(self, toks):
         return [_word(t) for t in toks]
 

@@ -36,9 +36,10 @@ class TileShape:
     m: int
     n: int
     k: int
+    slices: int = 1  # `kslices S`: the block's threads split each k-tile S ways (SimtVariant.slices)
 
     def __str__(self) -> str:
-        return f"{self.m}x{self.n}x{self.k}"
+        return f"{self.m}x{self.n}x{self.k}" + (f" kslices {self.slices}" if self.slices > 1 else "")
 
 
 @dataclass(frozen=True, slots=True)

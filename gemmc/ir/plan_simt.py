@@ -36,10 +36,14 @@ class SimtVariant:
     tm: int
     tn: int
     threads: int
+    # Sliced k: the threads form `slices` groups of threads / slices, each with its own micro-tile of the whole
+    # tile over its share of every k-tile; the groups' sums meet in shared memory before the epilogue. More warps
+    # per tile where a launch has too few tiles to keep the schedulers busy (bench/experiments/simt_floor.py).
+    slices: int = 1
 
     @property
     def name(self) -> str:
-        return f"{self.bm}x{self.bn}x{self.bk}_t{self.threads}"
+        return f"{self.bm}x{self.bn}x{self.bk}_t{self.threads}" + (f"_s{self.slices}" if self.slices > 1 else "")
 
     @property
     def w_cp(self) -> float:
@@ -52,7 +56,8 @@ class SimtVariant:
         return (self.bm * self.bn + self.bm * self.bk + self.bk * self.bn) / self.threads
 
     def __str__(self) -> str:
-        return f"{self.bm}x{self.bn}x{self.bk} threads {self.threads} micro {self.tm}x{self.tn}"
+        return (f"{self.bm}x{self.bn}x{self.bk} threads {self.threads} micro {self.tm}x{self.tn}"
+                + (f" kslices {self.slices}" if self.slices > 1 else ""))
 
 
 REG_CAP = 128  # registers per thread the kernel is compiled for (see SimtPlan.min_blocks)
@@ -112,7 +117,9 @@ class SimtPlan(FamilyPlan):
         return 16 // self.elem_bytes
 
     def variant_smem(self, v: SimtVariant) -> int:
-        return self.stages * v.bk * (v.bm + v.bn + 2 * self.pad) * self.elem_bytes
+        """The k-tile buffers, or the partial sums of a sliced variant's other slices if they need more."""
+        buffers = self.stages * v.bk * (v.bm + v.bn + 2 * self.pad)
+        return max(buffers, (v.slices - 1) * v.bm * v.bn) * self.elem_bytes
 
     @property
     def smem_bytes(self) -> int:

@@ -79,6 +79,14 @@ def kernel_diagnostics(kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
         if kernel.threads > hw.max_threads_per_block:
             err("E301", "threads", f"threads {kernel.threads} exceeds {hw.arch}'s limit of "
                 f"{hw.max_threads_per_block} per block")
+    if kernel.tile is not None and kernel.tile.slices > 1:
+        t = kernel.tile
+        if _tensor_core(kernel):
+            err("E202", "tile", "kslices splits the k-tiles of the SIMT family; the tensor-core family has none",
+                "leave out `kslices`, or use precision f32/f64")
+        elif t.k % t.slices:
+            err("E202", "tile", f"kslices {t.slices} does not divide the tile's K step {t.k}",
+                f"use a K step that is a multiple of {t.slices}")
     if kernel.count is not None and kernel.count < 1:
         err("E201", "gemm", "count must be at least 1")
     described = _describe(kernel)

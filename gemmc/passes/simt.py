@@ -52,13 +52,15 @@ def uniform_variant(kernel: Kernel, hw: Hardware, sizes: Sizes | None = None) ->
 def explicit_variant(kernel: Kernel, hw: Hardware) -> SimtVariant:
     assert kernel.tile is not None
     t = kernel.tile
-    threads = kernel.threads or max(hw.warp_size, min(256, t.m * t.n // 16))
-    micro = micro_tile(t.m, t.n, threads)
+    threads = kernel.threads or max(hw.warp_size, min(256, t.m * t.n // 16)) * t.slices
+    micro = micro_tile(t.m, t.n, threads // t.slices) if threads % t.slices == 0 else None
     if micro is None:
-        raise GemmcError(Diagnostic("E301", f"tile {t} cannot be split evenly over {threads} threads",
+        per = f" ({threads // t.slices} per k slice)" if t.slices > 1 and threads % t.slices == 0 else ""
+        raise GemmcError(Diagnostic("E301", f"tile {t} cannot be split evenly over {threads} threads{per}",
                                     kernel.where("threads" if kernel.threads else "tile"),
-                                    "threads must divide bm*bn into a micro-tile tm x tn with tm | bm, tn | bn"))
-    return SimtVariant(t.m, t.n, t.k, micro[0], micro[1], threads)
+                                    "threads / kslices must divide bm*bn into a micro-tile tm x tn with tm | bm, "
+                                    "tn | bn"))
+    return SimtVariant(t.m, t.n, t.k, micro[0], micro[1], threads, t.slices)
 
 
 def check_variants(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> None:
@@ -139,19 +141,30 @@ def candidate_tilings(kernel: Kernel, hw: Hardware, sizes: Sizes) -> list[tiling
     return out
 
 
-def auto_plan(kernel: Kernel, hw: Hardware, sizes: Sizes) -> SimtPlan:
-    """Cost every candidate tiling with tiling.estimate and keep the cheapest (ties: the earlier candidate)."""
+def costed(kernel: Kernel, hw: Hardware, sizes: Sizes,
+           tilings: list[tiling.Tiling]) -> list[tuple[float, tiling.Tiling, tiling.Estimate]]:
+    """Each tiling with the model's estimate of it (tiling.estimate), in the given order."""
     scored = []
-    for t in candidate_tilings(kernel, hw, sizes):
+    for t in tilings:
         probe = _plan_from(kernel, hw, t)
         est = tiling.estimate(t, sizes, kernel.count or 1, hw, probe.regs_estimate, probe.smem_bytes)
         scored.append((est.seconds, t, est))
-    seconds, best, est = min(scored, key=lambda s: s[0])
+    return scored
+
+
+def _costed_plan(kernel: Kernel, hw: Hardware, t: tiling.Tiling, est: tiling.Estimate,
+                 weighed: tuple[tuple[str, float], ...]) -> SimtPlan:
     occ = est.occupancy
-    return _plan_from(kernel, hw, best, tlp_threshold=best.threshold or default_threshold(hw),
-                      tlp_old=est.tlp_old, tlp_new=est.tlp_new,
-                      occupancy=f"{occ.warps_per_sm} warps/SM ({occ.limit})", estimate_us=seconds * 1e6,
-                      candidates=tuple((t.method, s * 1e6) for s, t, _ in scored) if len(scored) > 1 else ())
+    return _plan_from(kernel, hw, t, tlp_threshold=t.threshold or default_threshold(hw), tlp_old=est.tlp_old,
+                      tlp_new=est.tlp_new, occupancy=f"{occ.warps_per_sm} warps/SM ({occ.limit})",
+                      estimate_us=est.seconds * 1e6, candidates=weighed if len(weighed) > 1 else ())
+
+
+def auto_plan(kernel: Kernel, hw: Hardware, sizes: Sizes) -> SimtPlan:
+    """Cost every candidate tiling with tiling.estimate and keep the cheapest (ties: the earlier candidate)."""
+    scored = costed(kernel, hw, sizes, candidate_tilings(kernel, hw, sizes))
+    _, best, est = min(scored, key=lambda s: s[0])
+    return _costed_plan(kernel, hw, best, est, tuple((t.method, s * 1e6) for s, t, _ in scored))
 
 
 def choose_batching(kernel: Kernel, plan: SimtPlan, hw: Hardware, sizes: Sizes | None = None) -> tuple[Batching, str]:
@@ -179,15 +192,89 @@ def plan(kernel: Kernel, hw: Hardware) -> SimtPlan:
         result = _plan_from(kernel, hw, everyone("explicit", explicit_variant(kernel, hw), len(kernel.problems)))
     else:
         result = auto_plan(kernel, hw, sizes)
+    return finished(kernel, result, hw, sizes)
+
+
+def finished(kernel: Kernel, result: SimtPlan, hw: Hardware, sizes: Sizes,
+             mode: Batching | None = None) -> SimtPlan:
+    """A tiling's plan checked against the target, with its batching (`mode`, or `batching auto`'s choice)."""
     if hw.vendor == "hip" and len({v.threads for v in result.variants}) > 1:
         raise GemmcError(Diagnostic("E900", "variants with different thread counts in one launch need named "
                                     "barriers, which HIP lacks", kernel.where("tile"),
                                     "use tile auto(coordinated) or tile auto(uniform) for HIP"))
     check_variants(kernel, result, hw)
-    mode, _ = choose_batching(kernel, result, hw, sizes)
+    mode = mode or choose_batching(kernel, result, hw, sizes)[0]
     theta = batching.THETA if mode in (Batching.THRESHOLD, Batching.BINARY) else 0
     return dataclasses.replace(result, batching=mode, theta=theta,
                                tlp_threshold=result.tlp_threshold or (kernel.tlp_threshold or 0))
+
+
+MAX_SLICED_THREADS = 512  # a sliced block's threads; 1024 leaves 64 registers per thread
+
+
+def sliced(catalogue: tuple[SimtVariant, ...], kernel: Kernel, hw: Hardware) -> list[SimtVariant]:
+    """The catalogue's tiles with their k-tiles split 2 and 4 ways over as many times the threads (each slice
+    keeps the micro-tile), where a slice still covers 4 k and one block's registers fit an SM. Measured on the
+    H100, a k step of inception-3's lone wave of 84 32x32 blocks (4 warps each, one per scheduler) costs 0.54 us
+    whatever the loads do (bench/results/2026-11-22_h100_simt-floor.log): more warps per tile is the lever."""
+    out = []
+    for v in catalogue:
+        for slices in (2, 4):
+            threads = v.threads * slices
+            if v.bk % slices or v.bk // slices < 4 or threads > min(MAX_SLICED_THREADS, hw.max_threads_per_block):
+                continue
+            s = SimtVariant(v.bm, v.bn, v.bk, v.tm, v.tn, threads, slices)
+            probe = SimtPlan(variants=(s,), assignment=(0,), stages=kernel.stages, elem_bytes=kernel.dtype.nbytes)
+            if probe.variant_need(s) * threads <= hw.regs_per_sm and probe.variant_smem(s) <= hw.smem_per_block:
+                out.append(s)
+    return out
+
+
+def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]:
+    """Planned kernels the runtime times against the model's choice on the device, keeping the fastest
+    (runtime/tune.py), for a plain `tile auto` only (an explicit tile or `tile auto(method)` is what it says):
+    the model's plan first, then every other tiling it costed, the uniform catalogue's other tiles and their
+    sliced forms (`sliced`), each with its `batching auto` choice and, unless the schedule fixes batching, the
+    other of none / threshold.
+
+    Why measure: on the H100 the model's ranking was off by up to 20% on 9 of 26 benchmark cases (coordinated
+    tiling ran MN <= 512, K <= 128 x256 in 173 us where the model's uniform 128x128 choice took 208; Eq. 3
+    beat the chosen tiling by 12-15% on three batches; bench/results/2026-11-22_h100_irregular_merged.json's
+    ablations). Candidates with the same tiles and blocks as an earlier one are left out."""
+    chosen = kernel.plan
+    if not isinstance(chosen, SimtPlan) or kernel.tile is not None or kernel.tile_mode is not TileMode.AUTO:
+        return ()
+    sizes = Sizes.of(kernel.problems)
+    model = tiling.Tiling(chosen.method, chosen.variants, np.asarray(chosen.assignment, dtype=np.int64),
+                          chosen.tlp_threshold, 0)
+    catalogue = UNIFORM_F64 if kernel.dtype is DType.F64 else UNIFORM_F32
+    tilings = [t for t in candidate_tilings(kernel, hw, sizes)
+               if not (t.method == chosen.method and t.same_variants(model))]
+    tilings += [everyone("uniform", v, len(sizes)) for v in catalogue
+                if not any(t.method == "uniform" and t.palette == (v,) for t in tilings + [model])]
+    tilings += [everyone("uniform", v, len(sizes)) for v in sliced(catalogue, kernel, hw)]
+    weighed = chosen.candidates
+    plans = [chosen]
+    for _, t, est in costed(kernel, hw, sizes, tilings):
+        try:
+            plans.append(finished(kernel, _costed_plan(kernel, hw, t, est, weighed), hw, sizes))
+        except GemmcError:
+            continue  # a tiling this target cannot run (HIP and mixed thread counts) is not a candidate
+    if kernel.batching is Batching.AUTO:
+        flip = {Batching.NONE: Batching.THRESHOLD, Batching.THRESHOLD: Batching.NONE}
+        plans = [q for p in plans for q in (p, finished(kernel, p, hw, sizes, flip[p.batching]))]
+    out, seen = [], set()
+    for p in plans:
+        planned = dataclasses.replace(kernel, plan=p)
+        work = worklist(planned, p, hw)
+        key = (p.variants, p.assignment, work.block_offsets, work.tiles.data)
+        if key in seen:
+            continue
+        seen.add(key)
+        tiles = p.variants[0].name if len(p.variants) == 1 else f"{len(p.variants)} tiles"
+        label = f"{p.method} {tiles}, {p.batching.value}" + (" (model)" if p is chosen else "")
+        out.append((label, dataclasses.replace(planned, work=work)))
+    return tuple(out)
 
 
 def notes(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> tuple[str, ...]:

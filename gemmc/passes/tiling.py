@@ -17,11 +17,11 @@ from gemmc.passes.tlp import Occupancy, ceil_div, occupancy
 from gemmc.passes.worklist import Sizes
 
 
-def variant(bm: int, bn: int, bk: int, threads: int) -> SimtVariant:
-    """A catalogue entry; the micro-tile is the most square split of the tile over the threads."""
-    micro = micro_tile(bm, bn, threads)
-    assert micro is not None, f"catalogue tile {bm}x{bn} does not split over {threads} threads"
-    return SimtVariant(bm, bn, bk, micro[0], micro[1], threads)
+def variant(bm: int, bn: int, bk: int, threads: int, slices: int = 1) -> SimtVariant:
+    """A catalogue entry; the micro-tile is the most square split of the tile over one slice's threads."""
+    micro = micro_tile(bm, bn, threads // slices)
+    assert micro is not None, f"catalogue tile {bm}x{bn} does not split over {threads // slices} threads"
+    return SimtVariant(bm, bn, bk, micro[0], micro[1], threads, slices)
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +253,7 @@ SCHEDULERS = 4  # warp schedulers per SM (every NVIDIA target since Volta; CDNA:
 
 def step_instructions(v: SimtVariant, elem_bytes: int = 4) -> float:
     """Instructions one thread issues per k step: FMAs, fragment loads and staging (see issue_efficiency)."""
-    fmas = v.tm * v.tn * v.bk
+    fmas = v.tm * v.tn * v.bk // v.slices
     return fmas / issue_efficiency(v, elem_bytes)
 
 
@@ -261,11 +261,12 @@ def issue_efficiency(v: SimtVariant, elem_bytes: int = 4) -> float:
     """Share of a thread's instructions that are FMAs. Per k (bk steps of the inner loop) a thread issues
     bk x tm x tn FMAs, bk shared-memory loads per vector of its row and column fragments (16-byte vectors where
     they divide), and STEP_OVERHEAD instructions of staging. Small micro-tiles spend most of their issue slots
-    on everything but FMAs."""
+    on everything but FMAs. A sliced variant's thread covers bk / slices of each k step."""
     per = 16 // elem_bytes
     loads = ceil_div(v.tm, per if v.tm % per == 0 else 1) + ceil_div(v.tn, per if v.tn % per == 0 else 1)
-    fmas = v.tm * v.tn * v.bk
-    return fmas / (fmas + loads * v.bk + STEP_OVERHEAD)
+    ks = v.bk // v.slices
+    fmas = v.tm * v.tn * ks
+    return fmas / (fmas + loads * ks + STEP_OVERHEAD)
 
 
 def estimate(tiling: Tiling, problems: Batch, count: int, hw: Hardware, regs: int, smem: int) -> Estimate:

@@ -191,7 +191,7 @@ def launch(kernel: CompiledKernel, As: Any, Bs: Any, Cs: Any, *, alpha: float | 
         if order is not None:  # scratch_c is in the plan's order, the call's pointers in the caller's
             scratch_c = [scratch_c[p] for p in sorted(range(len(order)), key=order.__getitem__)]
         _, sa, sb, sc = pointer_tables(OrderedDict(), a, b, scratch_c, order)
-        return lambda candidate: enqueue(candidate, sa, sb, sc, alpha_, beta_, stream)
+        return lambda candidate, on: enqueue(candidate, sa, sb, sc, alpha_, beta_, on)
 
     enqueue(tuned(kernel, on_scratch, kernel_function, stream), ptr_a, ptr_b, ptr_c, alpha_, beta_, stream)
 

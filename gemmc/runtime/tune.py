@@ -121,33 +121,45 @@ def _scratch_c(kernel: CompiledKernel) -> list[Any]:
     return out
 
 
-def _median_seconds(run: Callable[[], None], stream: Any) -> float:
+def _captured(run: Callable[[Any], None], calls: int) -> Any:
+    """A CUDA graph of `calls` launches: replayed, the kernels run back to back with no host in between, as a
+    user's graph (and the benchmark) runs them. Plain launches would time the host's launch cost for a kernel of
+    a few microseconds, not the kernel."""
+    cp = cupy()
+    capture = cp.cuda.Stream(non_blocking=True)
+    with capture:
+        capture.begin_capture()
+        for _ in range(calls):
+            run(capture)
+        return capture.end_capture()
+
+
+def _median_seconds(run: Callable[[Any], None], stream: Any) -> float:
     cp = cupy()
     start, end = cp.cuda.Event(), cp.cuda.Event()
-    run()  # warm-up (and the first launch of a freshly loaded module)
-    start.record(stream)
-    run()
-    end.record(stream)
-    end.synchronize()
-    once = max(cp.cuda.get_elapsed_time(start, end) * 1e-3, 1e-6)
-    calls = max(1, min(100, round(WINDOW_SECONDS / once)))
-    times = []
-    for _ in range(WINDOWS):
+    run(stream)  # warm-up: the first launch of a freshly loaded module, and the uploads a capture cannot hold
+    stream.synchronize()
+
+    def replay(graph: Any) -> float:
         start.record(stream)
-        for _ in range(calls):
-            run()
+        graph.launch(stream=stream)
         end.record(stream)
         end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end) * 1e-3 / calls)
+        return cp.cuda.get_elapsed_time(start, end) * 1e-3
+
+    once = max(replay(_captured(run, 1)), 1e-6)
+    calls = max(1, min(100, round(WINDOW_SECONDS / once)))
+    graph = _captured(run, calls)
+    times = [replay(graph) / calls for _ in range(WINDOWS)]
     return sorted(times)[len(times) // 2]
 
 
-def tuned(kernel: CompiledKernel, launcher: Callable[[list[int]], Callable[[CompiledKernel], None]],
+def tuned(kernel: CompiledKernel, launcher: Callable[[list[int]], Callable[[CompiledKernel, Any], None]],
           prepare: Callable[[CompiledKernel], Any], stream: Any) -> CompiledKernel:
     """The kernel a call should launch: the model's, or the fastest of its alternatives on this GPU.
     `launcher(c_pointers)` uploads the call's A and B with the given C pointers once and returns a function that
-    launches a candidate on them; `prepare(k)` compiles and loads k (run for all candidates at once, in threads:
-    NVRTC runs without the GIL)."""
+    launches a candidate on them on a given stream (each candidate is timed as graph replays: `_captured`);
+    `prepare(k)` compiles and loads k (run for all candidates at once, in threads: NVRTC runs without the GIL)."""
     state = kernel._runtime_state
     if "tuned" in state:
         return state["tuned"]
@@ -173,7 +185,7 @@ def tuned(kernel: CompiledKernel, launcher: Callable[[list[int]], Callable[[Comp
     kernels = [kernel] + [k for _, k in options[1:]]
     with ThreadPoolExecutor(min(8, len(kernels))) as pool:
         list(pool.map(prepare, kernels))
-    seconds = tuple(_median_seconds(lambda k=k: run(k), stream) for k in kernels)  # type: ignore[misc]
+    seconds = tuple(_median_seconds(lambda s, k=k: run(k, s), stream) for k in kernels)  # type: ignore[misc]
     chosen = min(range(len(seconds)), key=seconds.__getitem__)
     labels = tuple(label for label, _ in options)
     state["tuning"] = Tuning(gpu, labels, seconds, chosen, cached=False)

@@ -43,6 +43,23 @@ def test_planners_and_batching(mode, batching, seed):
     assert result["errors"]["nonfinite"] == 0
 
 
+SLICED = ["32x32x32 kslices 2 threads 256", "32x32x32 kslices 4 threads 512", "64x64x16 kslices 2 threads 512",
+          "128x128x16 kslices 2 threads 512", "16x16x32 kslices 4 threads 128"]
+
+
+@pytest.mark.parametrize("layout", ["A row, B row, C row", "A col, B col, C col"])
+@pytest.mark.parametrize("tile", SLICED)
+def test_sliced_k(tile, layout):
+    # Each slice sums its share of every k-tile, partial last k-tiles included (K = 1, 5, 7, 251 ...); the sums
+    # meet in shared memory, and the next tile of a block (threshold batching) reuses that memory.
+    shapes = batch(ODD + random_shapes(3, 30, 300))
+    check_schedule(f"kernel k {{ tile {tile} layout {layout} batching threshold {shapes} }}")
+
+
+def test_sliced_k_f64():
+    check_schedule(f"kernel k {{ dtype f64 tile 32x32x8 kslices 2 threads 512 layout B col {batch(ODD)} }}")
+
+
 def test_mixed_thread_counts_in_one_launch():
     # Small and large problems: the load-balanced plan mixes 128- and 256-thread variants in one launch, and
     # batching puts tiles of different variants into one block.
@@ -80,3 +97,41 @@ def test_occupancy_from_the_compiled_kernel():
     occ = k.occupancy()
     fn_regs = k._runtime_state["function"].num_regs
     assert 0 < occ.blocks_per_sm and occ.warps_per_sm <= 64 and fn_regs > 0
+
+
+IRREGULAR_AUTO = "kernel k {{ tile auto alpha 1.5 beta -0.5 layout B col {} }}"
+
+
+def test_every_tuning_candidate_is_correct():
+    # `tile auto`'s first call may keep any of the planner's alternatives (passes/simt.py: alternatives): each
+    # against float64 on 1, primes and sizes below the smallest tile, beta != 0.
+    from gemmc.api import CompiledKernel
+    from gemmc.passes import simt
+    from gemmc.runtime.check import check_kernel
+
+    kern = gemmc.compile_string(IRREGULAR_AUTO.format(batch(ODD + random_shapes(7, 60, 400))))["k"]
+    found = simt.alternatives(kern.ir, kern.target)
+    assert len(found) >= 6
+    for label, ir in found:
+        err = check_kernel(CompiledKernel(ir, kern.target, "<alt>"), seed=3, alpha=1.5, beta=-0.5,
+                           time_it=False)["errors"]
+        assert err["nonfinite"] == 0 and err["rel_fro"] < 1e-5, (label, err)
+
+
+def test_tuning_an_irregular_batch_keeps_the_fastest_and_leaves_c_alone(monkeypatch):
+    # The tuning step times each candidate as graph replays on the call's A and B, C in scratch memory: with
+    # beta != 0 a C written by the timing would show in the result. A re-planned batch is tuned the same way.
+    from gemmc.runtime.check import errors, random_batch, reference
+
+    monkeypatch.setenv("GEMMC_TUNE", "1")
+    kern = gemmc.compile_string(IRREGULAR_AUTO.format(batch(ODD + random_shapes(8, 30, 300))))["k"]
+    for k in (kern, kern.plan_for(random_shapes(9, 20, 200))):
+        As, Bs, Cs = random_batch(k, seed=4, poison=False)
+        C0 = [c.copy() for c in Cs]
+        kern(As, Bs, Cs)  # the schedule's batch, or one of other sizes: re-planned to k
+        for a, b, c0, c in zip(As, Bs, C0, Cs, strict=True):
+            e = errors(c, reference(a, b, c0, 1.5, -0.5))
+            assert e["nonfinite"] == 0 and e["rel_fro"] < 1e-5, e
+        tuning = k.tuning
+        assert tuning is not None and len(tuning.seconds) >= 2 and not tuning.cached
+        assert tuning.seconds[tuning.chosen] == min(tuning.seconds) and tuning.labels[0].endswith("(model)")

@@ -132,17 +132,21 @@ __host__ __device__ constexpr int gemmc_warp_cols(int tx, int ty) {
 // micro-tile. The micro-tile's rows are VM-wide groups strided by TY * VM (and columns likewise), so a warp's
 // shared-memory reads are conflict-free vectors. STAGES 2: double-buffered shared memory, the next k-tile's
 // global loads in flight in registers while the current one is multiplied (one barrier per k-tile).
-template <typename T, int BM, int BN, int BK, int TM, int TN, int NT, int STAGES, int PAD, bool A_KC, bool B_KC,
-          bool C_ROW, bool BETA_ZERO>
+// KS > 1 (sliced k): the threads form KS slices of NT / KS, each covering the whole tile over BK / KS of every
+// k-tile; after the k-loop the slices 1.. leave their sums in shared memory and slice 0 adds them in slice
+// order (the result does not depend on timing) and writes C. All NT threads load the k-tiles.
+template <typename T, int BM, int BN, int BK, int TM, int TN, int NT, int KS, int STAGES, int PAD, bool A_KC,
+          bool B_KC, bool C_ROW, bool BETA_ZERO>
 __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long long m0, long long n0,
                                                 const T* __restrict__ A, const T* __restrict__ B,
                                                 T* __restrict__ C, T alpha, T beta, T* __restrict__ smem, int tid) {
+  constexpr int NS = NT / KS, KSLICE = BK / KS;  // threads and k per slice
   constexpr int TX = BN / TN, TY = BM / TM;
   constexpr int VM = gemmc_vec_width<T>(TM), VN = gemmc_vec_width<T>(TN);
   constexpr int LDA = BM + PAD, LDB = BN + PAD;
   constexpr int A_STAGE = BK * LDA, B_STAGE = BK * LDB;
   constexpr int WX = gemmc_warp_cols(TX, TY), WY = WX ? 32 / WX : 1;
-  static_assert(TX * TY == NT, "micro-tiles must cover the tile exactly");
+  static_assert(TX * TY == NS && NS * KS == NT && KSLICE * KS == BK, "micro-tiles must cover the tile exactly");
   using LA = gemmc_simt_loader<T, BM, BK, NT, PAD, A_KC>;
   using LB = gemmc_simt_loader<T, BN, BK, NT, PAD, B_KC>;
   LA la;
@@ -156,10 +160,11 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   la.init(A_KC ? A + m0 * lda : A + m0, lda, M - m0, tid);  // operand at (m0, 0)
   lb.init(B_KC ? B + n0 * ldb : B + n0, ldb, N - n0, tid);  // operand at (n0, 0)
   const long long kstep_a = A_KC ? BK : BK * lda, kstep_b = B_KC ? BK : BK * ldb;
-  // Thread (tx, ty) of the micro-tile grid: warps tile the grid WX lanes wide where the shape allows.
-  const int warp = tid / 32, lane = tid % 32;
-  const int tx = WX ? (warp % (TX / (WX ? WX : 1))) * WX + lane % (WX ? WX : 1) : tid % TX;
-  const int ty = WX ? (warp / (TX / (WX ? WX : 1))) * WY + lane / (WX ? WX : 1) : tid / TX;
+  // Thread (tx, ty) of its slice's micro-tile grid: warps tile the grid WX lanes wide where the shape allows.
+  const int slice = tid / NS, st = tid % NS;
+  const int warp = st / 32, lane = st % 32;
+  const int tx = WX ? (warp % (TX / (WX ? WX : 1))) * WX + lane % (WX ? WX : 1) : st % TX;
+  const int ty = WX ? (warp / (TX / (WX ? WX : 1))) * WY + lane / (WX ? WX : 1) : st / TX;
 
   T acc[TM][TN];
 #pragma unroll
@@ -175,8 +180,8 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   lb.store(Bs, tid);
   GEMMC_BARRIER(1, NT);
 
-  const T* as = As + ty * VM;
-  const T* bs = Bs + tx * VN;
+  const T* as = As + slice * KSLICE * LDA + ty * VM;
+  const T* bs = Bs + slice * KSLICE * LDB + tx * VN;
   for (int kt = 0; kt < ktiles; ++kt) {
     const int cur = STAGES == 2 ? (kt & 1) : 0;
     const bool more = kt + 1 < ktiles;
@@ -190,7 +195,7 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
     const T* a_s = as + cur * A_STAGE;
     const T* b_s = bs + cur * B_STAGE;
 #pragma unroll
-    for (int kk = 0; kk < BK; ++kk) {
+    for (int kk = 0; kk < KSLICE; ++kk) {
       T a[TM], b[TN];
 #pragma unroll
       for (int q = 0; q < TM / VM; ++q) {
@@ -216,6 +221,25 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
       lb.store(Bs + nxt * B_STAGE, tid);
       GEMMC_BARRIER(1, NT);
     }
+  }
+
+  if (KS > 1) {  // the slices' sums meet in shared memory (every thread is done with the k-tile buffers first)
+    GEMMC_BARRIER(1, NT);
+    T* part = smem + st;  // [slice - 1][element of the micro-tile][thread of the slice]: conflict-free
+    if (slice > 0) {
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) part[((slice - 1) * TM * TN + i * TN + j) * NS] = acc[i][j];
+    }
+    GEMMC_BARRIER(1, NT);
+    if (slice > 0) return;
+#pragma unroll
+    for (int s = 1; s < KS; ++s)
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] += part[((s - 1) * TM * TN + i * TN + j) * NS];
   }
 
   // Epilogue: C = alpha * acc + beta * C, predicated on the matrix edge; beta == 0 never reads C. Along C's
@@ -282,7 +306,7 @@ const float alpha_ = 1.0f;
     switch (tile.w) {
       case 0:  // 32x32x32, 128 threads, micro-tile 2x4
         if (tid < 128)
-          gemmc_simt_tile<float, 32, 32, 32, 2, 4, 128, 2, 4, true, false, true, true>(
+          gemmc_simt_tile<float, 32, 32, 32, 2, 4, 128, 1, 2, 4, true, false, true, true>(
               p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
         break;
       default:

@@ -1,0 +1,21 @@
+# Sliced k (SIMT family): Inception module 3 has only 84 tiles of 32x32, fewer than the H100's 132 SMs, and a
+# lone 4-warp block per SM spends each k step waiting on its own dependent loads. `kslices 4` gives each tile
+# 16 warps: four slices of 128 threads, each summing a quarter of every k-tile over the whole 32x32 tile (its
+# own 2x4 micro-tile), added up in shared memory before the epilogue. `tile auto` times this form on the first
+# call (gemmc.runtime.tune); here it is asked for by name.
+target cuda sm_90
+
+kernel sliced_k {
+  dtype  f32
+  layout A row, B row, C row
+
+  batch {
+    b1x1   196 x 192 x 192
+    b3x3r  196 x 16  x 192
+    b5x5r  196 x 96  x 192
+    pool   196 x 64  x 192
+  }
+
+  tile      32x32x32 kslices 4
+  threads   512
+}
