@@ -11,7 +11,11 @@ plan runs):
 - one 32x32 tile with K = 32: the least one SIMT launch of gemmc costs.
 
 Prediction (from the 6.1 us of inception-3 at 6 k steps): an empty replay of 2-3 us, a k step of 0.4-0.6 us, so
-that splitting K over more blocks (84 blocks leave 48 of 132 SMs idle) would save about half the k steps' time.
+that splitting K over more warps (84 blocks of 4 warps leave 48 of 132 SMs idle) would save about half the k
+steps' time. Measured (bench/results/2026-11-22_h100_simt-floor.log): 1.9 us, 3.3 us for one k step, 0.54 us per
+k step. The split did not follow: 2 k slices (8 warps per tile) took inception-3 from 5.2 to 5.1 us, 4 slices to
+5.5 (..._irregular_sliced.json, `tuning_us`), so a k step is not the warps' issue latency either; what it is
+(the next k-tile's load from L2 against a step this short, the staged stores and barrier) is still open.
 """
 
 from __future__ import annotations

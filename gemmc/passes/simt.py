@@ -215,8 +215,9 @@ MAX_SLICED_THREADS = 512  # a sliced block's threads; 1024 leaves 64 registers p
 def sliced(catalogue: tuple[SimtVariant, ...], kernel: Kernel, hw: Hardware) -> list[SimtVariant]:
     """The catalogue's tiles with their k-tiles split 2 and 4 ways over as many times the threads (each slice
     keeps the micro-tile), where a slice still covers 4 k and one block's registers fit an SM. Measured on the
-    H100, a k step of inception-3's lone wave of 84 32x32 blocks (4 warps each, one per scheduler) costs 0.54 us
-    whatever the loads do (bench/results/2026-11-22_h100_simt-floor.log): more warps per tile is the lever."""
+    H100 (bench/results/2026-11-22_h100_irregular_sliced.json, `tuning_us`): kept where few tiles meet long K
+    (MN <= 128 K <= 512 x64: 32x32x32 with 2 slices 19.9 us against 22.4 unsliced; MN, K <= 512 x8: 23.4 against
+    25.8), 1-2% on the Inception modules, slower with 4 slices than with 2 everywhere."""
     out = []
     for v in catalogue:
         for slices in (2, 4):

@@ -1,6 +1,7 @@
 """A small cached tuning step: where a family's planner offers alternatives to its model's choice
-(`alternatives(kernel, hw)`, e.g. TSM2R's cluster sizes), the first call on a GPU times each of them on the call's
-own A and B (C goes to scratch memory, so the call's C is untouched) and the kernel keeps the fastest.
+(`alternatives(kernel, hw)`: TSM2R's cluster sizes, the SIMT family's tilings for `tile auto`), the first call on a
+GPU times each of them on the call's own A and B (C goes to scratch memory, so the call's C is untouched), as
+replays of a CUDA graph of back-to-back launches, and the kernel keeps the fastest.
 
 The choice is cached per kernel in the process and on disk ($GEMMC_CACHE_DIR or ~/.cache/gemmc, keyed by the GPU's
 name and the model's kernel source), so later processes skip the timing. `GEMMC_TUNE=0` turns the step off (the
