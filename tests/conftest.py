@@ -12,6 +12,17 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.gs"))
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
+def covers_every_output_once(ir) -> bool:
+    """Every output element of every problem lies in exactly one tile of the planned kernel's work list."""
+    import numpy as np
+
+    counts = [np.zeros((p.m, p.n), dtype=np.int32) for p in ir.problems]
+    for t in ir.work.tiles:
+        v = ir.plan.variants[t.variant]
+        counts[t.problem][t.m0:t.m0 + v.bm, t.n0:t.n0 + v.bn] += 1
+    return all(bool((c == 1).all()) for c in counts)
+
+
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/ from the current output")
 

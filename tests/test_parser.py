@@ -93,6 +93,7 @@ BAD = {
     "simt_stages": "kernel k {\n  gemm 64 x 64 x 64\n  pipeline stages 3\n}\n",
     "kslices": "kernel k {\n  gemm 64 x 64 x 64\n  tile 32x32x8 kslices 3\n}\n",
     "kslices_threads": "kernel k {\n  gemm 64 x 64 x 64\n  tile 32x32x32 kslices 4\n  threads 96\n}\n",
+    "kslices_block": "kernel k {\n  gemm 64 x 64 x 64\n  tile 128x128x16 kslices 8\n}\n",
     "kslices_tensorcore": "kernel k {\n  gemm 64 x 64 x 64\n  precision f16\n  tile 64x64x32 kslices 2\n}\n",
     "several_kernels": "kernel a {\n  gemm 1 x 1 x 1\n  threads 33\n}\nkernel b {\n  dtype f64\n  precision f16\n"
                        "  gemm 1 x 1 x 1\n}\n",

@@ -3,17 +3,18 @@ problem exactly once, and rendering is deterministic."""
 
 from __future__ import annotations
 
-import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gemmc
+from tests.conftest import covers_every_output_once
 
 sizes = st.integers(min_value=1, max_value=300)
 problem = st.tuples(sizes, sizes, st.integers(min_value=1, max_value=64))
 layouts = st.sampled_from(["row", "col"])
 tiles = st.sampled_from(["tile auto", "tile 32x32x8 threads 64", "tile 64x64x8 threads 128",
-                         "tile 128x128x8 threads 256", "tile 48x40x4 threads 64", "tile 16x16x16 threads 32"])
+                         "tile 128x128x8 threads 256", "tile 48x40x4 threads 64", "tile 16x16x16 threads 32",
+                         "tile 32x32x32 kslices 2 threads 256"])
 
 
 @st.composite
@@ -30,14 +31,10 @@ def schedules(draw):
 @given(schedules())
 def test_work_list_covers_every_element_once(text):
     k = gemmc.compile_string(text)["k"].ir
-    plan, work = k.plan, k.work
-    counts = [np.zeros((p.m, p.n), dtype=np.int32) for p in k.problems]
-    for b in range(len(work.block_offsets) - 1):
-        for t in work.tiles[work.block_offsets[b]:work.block_offsets[b + 1]]:
-            v = plan.variants[t.variant]
-            counts[t.problem][t.m0:t.m0 + v.bm, t.n0:t.n0 + v.bn] += 1
-    for c in counts:
-        assert (c == 1).all()
+    offsets = k.work.block_offsets
+    assert offsets[0] == 0 and offsets[-1] == len(k.work.tiles)  # the blocks hand out every tile once
+    assert all(a < b for a, b in zip(offsets, offsets[1:], strict=False))
+    assert covers_every_output_once(k)
 
 
 @settings(max_examples=30, deadline=None)

@@ -53,6 +53,7 @@ def main() -> None:
     import cupy as cp
 
     os.environ["GEMMC_TUNE"] = "0"
+    print(f"gpu: {timing.gpu_name()}", flush=True)
     empty = cp.RawKernel('extern "C" __global__ void empty() {}', "empty")
     for blocks in (1, 132):
         print(f"empty kernel, {blocks} blocks of 128: {graph_us(lambda b=blocks: empty((b,), (128,), ())):.2f} us",

@@ -72,10 +72,12 @@ def check_variants(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> None:
         if smem > hw.smem_per_block:
             diags.append(Diagnostic("E300", f"tile {v.bm}x{v.bn}x{v.bk} needs {smem} bytes of shared memory; "
                                     f"{hw.arch} allows {hw.smem_per_block} per block", where,
-                                    "use a smaller tile or fewer pipeline stages"))
+                                    "use a smaller tile or fewer " + ("kslices (their partial sums share it)"
+                                                                      if v.slices > 1 else "pipeline stages")))
         if v.threads > hw.max_threads_per_block:
             diags.append(Diagnostic("E301", f"{v.threads} threads exceed {hw.arch}'s {hw.max_threads_per_block} "
-                                    "per block", kernel.where("threads")))
+                                    "per block", kernel.where("threads" if kernel.threads else "tile"),
+                                    "fewer kslices, or a smaller tile" if v.slices > 1 else None))
         regs = plan.variant_floor(v)  # what no compiler can go below; the fitted estimates extrapolate past 255
         if regs > hw.max_regs_per_thread:
             diags.append(Diagnostic("E302", f"micro-tile {v.tm}x{v.tn} needs about {regs} registers per thread; "
@@ -108,6 +110,12 @@ def _plan_from(kernel: Kernel, hw: Hardware, t: tiling.Tiling, **fields) -> Simt
                     elem_bytes=kernel.dtype.nbytes, method=t.method, **fields)
     blocks, cap = bound_blocks(plan, hw)
     return dataclasses.replace(plan, min_blocks=blocks, reg_cap=cap)
+
+
+def tiling_of(plan: SimtPlan) -> tiling.Tiling:
+    """The tiling a plan carries (its variants and each problem's choice), for the model's figures."""
+    return tiling.Tiling(plan.method, plan.variants, np.asarray(plan.assignment, dtype=np.int64), plan.tlp_threshold,
+                         0)
 
 
 def everyone(method: str, v: SimtVariant, problems: int) -> tiling.Tiling:
@@ -174,8 +182,7 @@ def choose_batching(kernel: Kernel, plan: SimtPlan, hw: Hardware, sizes: Sizes |
         return kernel.batching, f"batching {kernel.batching.value} from the schedule"
     occ = occupancy(hw, plan.threads, plan.regs_estimate, plan.smem_bytes)
     s = sizes if sizes is not None else Sizes.of(kernel.problems)
-    chosen = tiling.Tiling(plan.method, plan.variants, np.asarray(plan.assignment, dtype=np.int64), 0, 0)
-    blocks = int(chosen.counts(s, kernel.count or 1).sum())
+    blocks = int(tiling_of(plan).counts(s, kernel.count or 1).sum())
     waves = blocks / max(1, occ.blocks_per_sm * hw.sm_count)
     k_med = median(s.k.tolist())
     if waves >= 4 and k_med <= batching.THETA / 2:
@@ -246,8 +253,7 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
     if not isinstance(chosen, SimtPlan) or kernel.tile is not None or kernel.tile_mode is not TileMode.AUTO:
         return ()
     sizes = Sizes.of(kernel.problems)
-    model = tiling.Tiling(chosen.method, chosen.variants, np.asarray(chosen.assignment, dtype=np.int64),
-                          chosen.tlp_threshold, 0)
+    model = tiling_of(chosen)
     catalogue = UNIFORM_F64 if kernel.dtype is DType.F64 else UNIFORM_F32
     tilings = [t for t in candidate_tilings(kernel, hw, sizes)
                if not (t.method == chosen.method and t.same_variants(model))]
@@ -282,7 +288,9 @@ def notes(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> tuple[str, ...]:
     if kernel.tile is not None:
         tile_note = f"tile {kernel.tile} from the schedule"
     elif kernel.tile_mode is TileMode.AUTO:
-        tile_note = "tile auto: the candidate tilings were costed (padded FLOPs over the busy share of the machine)"
+        tile_note = ("tile auto: the candidate tilings were costed (padded FLOPs over the busy share of the machine); "
+                     "the first call on a GPU times them and other tiles and keeps the fastest (GEMMC_TUNE=0 keeps "
+                     "this one)")
     else:
         tile_note = f"tile auto({kernel.tile_mode.value}) from the schedule"
     return (tile_note, choose_batching(kernel, plan, hw)[1])
