@@ -70,8 +70,8 @@ def old_tlp_kernel(shapes) -> CompiledKernel:
     ir, hw = base.ir, base.target
     t = tiling.loadbalanced(ir.problems, 1, hw, default_threshold(hw), metric="old")
     fresh = simt._plan_from(ir, hw, t)
-    plan = dataclasses.replace(base.ir.plan, variants=fresh.variants, assignment=fresh.assignment,
-                               min_blocks=fresh.min_blocks, reg_cap=fresh.reg_cap)
+    plan = simt.with_edges(dataclasses.replace(base.ir.plan, variants=fresh.variants, assignment=fresh.assignment,
+                                               min_blocks=fresh.min_blocks, reg_cap=fresh.reg_cap, edges=()))
     planned = dataclasses.replace(ir, plan=plan, work=simt.worklist(ir, plan, hw))
     return CompiledKernel(planned, hw, "<old-tlp>")
 

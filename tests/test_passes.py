@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import gemmc
@@ -11,7 +13,7 @@ from gemmc.ir.nodes import ProblemRow
 from gemmc.ir.plan_simt import SimtPlan, SimtVariant, micro_tile
 from gemmc.ir.types import Family, Precision
 from gemmc.passes import PASS_NAMES, run_pipeline
-from gemmc.passes.simt import uniform_variant
+from gemmc.passes.simt import uniform_variant, with_edges, worklist
 from gemmc.passes.worklist import problem_rows, problem_tiles
 
 H100 = TARGETS["sm_90"]
@@ -79,6 +81,33 @@ def test_work_list_is_one_tile_per_block():
     k = kernel("kernel k { tile 32x32x8 threads 64 batch { a 33 x 32 x 1  b 1 x 1 x 1 } }")
     assert k.work.grid == (3, 1, 1) and k.work.block_offsets == (0, 1, 2, 3)
     assert [(t.problem, t.m0, t.n0) for t in k.work.tiles] == [(0, 0, 0), (0, 32, 0), (1, 0, 0)]
+
+
+def test_edge_tiles_take_the_half_variants():
+    # 300 x 200 with 128 x 128 tiles: the last row needs 44 rows (<= 64: half height), the last column 72 (> 64);
+    # 64 x 129: one row of 64 (half height) and a last column of 1 (half both).
+    k = kernel("kernel k { tile 128x128x16 threads 256 batch { a 300 x 200 x 64  b 64 x 129 x 64 } }")
+    assert isinstance(k.plan, SimtPlan)
+    plan = with_edges(k.plan)
+    assert [(v.bm, v.bn, v.threads) for v in plan.variants[1:]] == [(64, 128, 256), (128, 64, 256), (64, 64, 256)]
+    assert plan.edges == ((1, 2, 3),)
+    tiles = worklist(dataclasses.replace(k, plan=plan), plan, H100).tiles
+    assert sorted((t.problem, t.m0, t.n0, t.variant) for t in tiles) == [
+        (0, 0, 0, 0), (0, 0, 128, 0), (0, 128, 0, 0), (0, 128, 128, 0), (0, 256, 0, 1), (0, 256, 128, 1),
+        (1, 0, 0, 1), (1, 0, 128, 3)]
+    assert any("edge tiles of variant 0" in line for line in plan.lines())
+
+
+def test_tile_auto_plans_have_edge_tiles():
+    plan = kernel("kernel k { tile auto(uniform) batch { a 300 x 200 x 64  b 64 x 129 x 64 } }").plan
+    assert isinstance(plan, SimtPlan) and plan.edges and len(plan.variants) == 4
+
+
+def test_explicit_and_sliced_tiles_keep_their_padding():
+    explicit = kernel("kernel k { tile 128x128x16 threads 256 gemm 300 x 200 x 64 }").plan
+    assert isinstance(explicit, SimtPlan) and len(explicit.variants) == 1 and not explicit.edges
+    sliced = with_edges(dataclasses.replace(explicit, variants=(SimtVariant(32, 32, 32, 2, 4, 256, 2),)))
+    assert sliced.edges == ((-1, -1, -1),) and len(sliced.variants) == 1
 
 
 def test_decisions_are_explained():

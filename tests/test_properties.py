@@ -12,9 +12,9 @@ from tests.conftest import covers_every_output_once
 sizes = st.integers(min_value=1, max_value=300)
 problem = st.tuples(sizes, sizes, st.integers(min_value=1, max_value=64))
 layouts = st.sampled_from(["row", "col"])
-tiles = st.sampled_from(["tile auto", "tile 32x32x8 threads 64", "tile 64x64x8 threads 128",
-                         "tile 128x128x8 threads 256", "tile 48x40x4 threads 64", "tile 16x16x16 threads 32",
-                         "tile 32x32x32 kslices 2 threads 256"])
+tiles = st.sampled_from(["tile auto", "tile auto(uniform)", "tile auto(coordinated)", "tile 32x32x8 threads 64",
+                         "tile 64x64x8 threads 128", "tile 128x128x8 threads 256", "tile 48x40x4 threads 64",
+                         "tile 16x16x16 threads 32", "tile 32x32x32 kslices 2 threads 256"])
 
 
 @st.composite

@@ -14,8 +14,11 @@ Prediction (from the 6.1 us of inception-3 at 6 k steps): an empty replay of 2-3
 that splitting K over more warps (84 blocks of 4 warps leave 48 of 132 SMs idle) would save about half the k
 steps' time. Measured (bench/results/2026-11-22_h100_simt-floor.log): 1.9 us, 3.3 us for one k step, 0.54 us per
 k step. The split did not follow: 2 k slices (8 warps per tile) took inception-3 from 5.2 to 5.1 us, 4 slices to
-5.5 (..._irregular_sliced.json, `tuning_us`), so a k step is not the warps' issue latency either; what it is
-(the next k-tile's load from L2 against a step this short, the staged stores and barrier) is still open.
+5.5 (..._irregular_sliced.json, `tuning_us`), so a k step is not the warps' issue latency either. Nsight Compute
+on the kernel itself (bench/experiments/ncu_case.py; docs/PERFORMANCE-irregular.md, stop 10) then showed why:
+the slices shared a saturated shared-memory pipe (16-byte fragment reads at 4 wavefronts each), and the lone
+4-warp wave waits on shared-load latency. With 8-byte reads the k step is still 0.54 us unsliced
+(..._simt-floor_frag8.log), and the 2-slice tile is now the one kept on the Inception modules.
 """
 
 from __future__ import annotations

@@ -82,6 +82,9 @@ class SimtPlan(FamilyPlan):
     candidates: tuple[tuple[str, float], ...] = ()  # (method, estimated us) that `tile auto` weighed
     min_blocks: int = 0  # __launch_bounds__'s blocks per SM (passes/simt.py: bound_blocks); 0: no bound
     reg_cap: int = 0  # the registers per thread that bound leaves (0: no bound)
+    # Edge tiles (passes/simt.py: with_edges): per variant, the variants of its tiles whose last rows (columns, both)
+    # need at most half the tile: (half m, half n, half both), -1 where the variant has none. Empty: no edge tiles.
+    edges: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def threads(self) -> int:
@@ -112,9 +115,11 @@ class SimtPlan(FamilyPlan):
 
     @property
     def pad(self) -> int:
-        """Shared-memory row padding in elements: one 16-byte vector, which makes the transposed stores of
-        the tile loads conflict-free while keeping rows 16-byte aligned for vector reads."""
-        return 16 // self.elem_bytes
+        """Shared-memory row padding in elements: 8 bytes. Rows stay aligned for the 8-byte fragment reads, and
+        a row stride of 2 banks (mod 32) halves the bank conflicts of the transposed stores of a k-contiguous
+        operand: 2-way for 32-wide tiles, none at BK 16 (16 bytes of padding left them 4-way; Nsight Compute
+        on inception-3, bench/experiments/simt_frag.py)."""
+        return 8 // self.elem_bytes
 
     def variant_smem(self, v: SimtVariant) -> int:
         """The k-tile buffers, or the partial sums of a sliced variant's other slices if they need more."""
@@ -151,8 +156,9 @@ class SimtPlan(FamilyPlan):
                        f"occupancy {self.occupancy}; estimated {self.estimate_us:.1f} us")
         if self.candidates:
             out.append("candidates: " + ", ".join(f"{m} {us:.1f} us" for m, us in self.candidates))
+        edge_of = {e: i for i, row in enumerate(self.edges) for e in row if e >= 0}
         for i, v in enumerate(self.variants):
             users = sum(1 for a in self.assignment if a == i)
-            out.append(f"variant {i}: {v}, W_CP {v.w_cp:g}, W_DL {v.w_dl:g} (~{self.variant_regs(v)} regs) "
-                       f"used by {users} problem(s)")
+            used = f"edge tiles of variant {edge_of[i]}" if i in edge_of else f"used by {users} problem(s)"
+            out.append(f"variant {i}: {v}, W_CP {v.w_cp:g}, W_DL {v.w_dl:g} (~{self.variant_regs(v)} regs) {used}")
         return tuple(out)

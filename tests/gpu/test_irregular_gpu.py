@@ -43,6 +43,23 @@ def test_planners_and_batching(mode, batching, seed):
     assert result["errors"]["nonfinite"] == 0
 
 
+# Sizes on both sides of half a tile (64, 32, 16, 8) and of a whole one, so that every edge variant of the
+# uniform tiles (half height, half width, both) meets full, partial and single-row edges.
+EDGES = [(m, n, k) for m, n, k in zip([64, 65, 129, 192, 193, 33, 17, 200, 320, 9],
+                                      [65, 64, 192, 129, 33, 193, 200, 17, 9, 320],
+                                      [16, 33, 7, 64, 100, 1, 48, 31, 5, 129], strict=True)]
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("tiling", ["uniform", "coordinated"])
+@pytest.mark.parametrize("batching", ["none", "threshold"])
+def test_edge_tiles(dtype, tiling, batching):
+    k = gemmc.compile_string(f"kernel k {{ dtype {dtype} tile auto({tiling}) batching {batching} "
+                             f"{batch(EDGES + ODD)} }}")["k"]
+    assert k.ir.plan.edges and len({t.variant for t in k.ir.work.tiles}) > len(set(k.ir.plan.assignment))
+    check_schedule(f"kernel k {{ dtype {dtype} tile auto({tiling}) batching {batching} {batch(EDGES + ODD)} }}")
+
+
 SLICED = ["32x32x32 kslices 2 threads 256", "32x32x32 kslices 4 threads 512", "64x64x16 kslices 2 threads 512",
           "128x128x16 kslices 2 threads 512", "16x16x32 kslices 4 threads 128"]
 

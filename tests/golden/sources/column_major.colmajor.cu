@@ -4,6 +4,9 @@
 // precision f32, algorithm auto, batching auto
 // batch of 1 problem(s)
 // variant 0: 64x64x16 threads 256 micro 4x4
+// variant 1: 32x64x16 threads 256 micro 2x4
+// variant 2: 64x32x16 threads 256 micro 2x4
+// variant 3: 32x32x16 threads 256 micro 2x2
 // pipeline stages 2
 
 
@@ -114,10 +117,12 @@ struct gemmc_simt_loader {
   }
 };
 
-// Largest vector width (elements) that divides n and fits 16 bytes: micro-tile reads from shared memory.
+// Vector width (elements) of the micro-tile reads from shared memory: 8 bytes where n allows. Not 16: a warp's
+// 16-byte shared load takes four wavefronts (one per quarter warp) even where the quarters read the same bytes,
+// as the micro-tile's rows do; an 8-byte load takes one when the warp's distinct bytes fit in 128.
 template <typename T>
-__host__ __device__ constexpr int gemmc_vec_width(int n) {
-  return (n % (16 / (int)sizeof(T)) == 0) ? 16 / (int)sizeof(T) : (n % 2 == 0 && sizeof(T) <= 8) ? 2 : 1;
+__host__ __device__ constexpr int gemmc_frag_width(int n) {
+  return (sizeof(T) < 8 && n % (8 / (int)sizeof(T)) == 0) ? 8 / (int)sizeof(T) : 1;
 }
 
 // Lanes of a 32-thread warp along n in the TX x TY thread grid (the rest go along m), or 0 when no split
@@ -142,7 +147,7 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
                                                 T* __restrict__ C, T alpha, T beta, T* __restrict__ smem, int tid) {
   constexpr int NS = NT / KS, KSLICE = BK / KS;  // threads and k per slice
   constexpr int TX = BN / TN, TY = BM / TM;
-  constexpr int VM = gemmc_vec_width<T>(TM), VN = gemmc_vec_width<T>(TN);
+  constexpr int VM = gemmc_frag_width<T>(TM), VN = gemmc_frag_width<T>(TN);
   constexpr int LDA = BM + PAD, LDB = BN + PAD;
   constexpr int A_STAGE = BK * LDA, B_STAGE = BK * LDB;
   constexpr int WX = gemmc_warp_cols(TX, TY), WY = WX ? 32 / WX : 1;
@@ -298,7 +303,10 @@ const float alpha_ = alpha;
   const float beta_ = beta;
   (void)alpha; (void)beta;
   const int tid = threadIdx.x;
-  const int first = block_offsets[blockIdx.x], last = block_offsets[blockIdx.x + 1];
+  // No batching: block b computes tile b, and block_offsets is not read (one dependent load fewer before the
+  // first k-tile's loads).
+  const int first = blockIdx.x, last = first + 1;
+  (void)block_offsets;
   for (int t = first; t < last; ++t) {
     if (t != first) __syncthreads();  // the previous tile's last reads of shared memory are done
     const int4 tile = tiles[t];
@@ -306,7 +314,22 @@ const float alpha_ = alpha;
     switch (tile.w) {
       case 0:  // 64x64x16, 256 threads, micro-tile 4x4
         if (tid < 256)
-          gemmc_simt_tile<float, 64, 64, 16, 4, 4, 256, 1, 2, 4, false, true, false, false>(
+          gemmc_simt_tile<float, 64, 64, 16, 4, 4, 256, 1, 2, 2, false, true, false, false>(
+              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
+        break;
+      case 1:  // 32x64x16, 256 threads, micro-tile 2x4
+        if (tid < 256)
+          gemmc_simt_tile<float, 32, 64, 16, 2, 4, 256, 1, 2, 2, false, true, false, false>(
+              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
+        break;
+      case 2:  // 64x32x16, 256 threads, micro-tile 2x4
+        if (tid < 256)
+          gemmc_simt_tile<float, 64, 32, 16, 2, 4, 256, 1, 2, 2, false, true, false, false>(
+              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
+        break;
+      case 3:  // 32x32x16, 256 threads, micro-tile 2x2
+        if (tid < 256)
+          gemmc_simt_tile<float, 32, 32, 16, 2, 2, 256, 1, 2, 2, false, true, false, false>(
               p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
         break;
       default:

@@ -4,6 +4,8 @@
 // precision f32, algorithm auto, batching auto
 // batch of 3 problem(s)
 // variant 0: 16x16x32 threads 128 micro 1x2
+// variant 1: 8x16x32 threads 128 micro 1x1
+// variant 2: 16x8x32 threads 128 micro 1x1
 // pipeline stages 2
 
 
@@ -114,10 +116,12 @@ struct gemmc_simt_loader {
   }
 };
 
-// Largest vector width (elements) that divides n and fits 16 bytes: micro-tile reads from shared memory.
+// Vector width (elements) of the micro-tile reads from shared memory: 8 bytes where n allows. Not 16: a warp's
+// 16-byte shared load takes four wavefronts (one per quarter warp) even where the quarters read the same bytes,
+// as the micro-tile's rows do; an 8-byte load takes one when the warp's distinct bytes fit in 128.
 template <typename T>
-__host__ __device__ constexpr int gemmc_vec_width(int n) {
-  return (n % (16 / (int)sizeof(T)) == 0) ? 16 / (int)sizeof(T) : (n % 2 == 0 && sizeof(T) <= 8) ? 2 : 1;
+__host__ __device__ constexpr int gemmc_frag_width(int n) {
+  return (sizeof(T) < 8 && n % (8 / (int)sizeof(T)) == 0) ? 8 / (int)sizeof(T) : 1;
 }
 
 // Lanes of a 32-thread warp along n in the TX x TY thread grid (the rest go along m), or 0 when no split
@@ -142,7 +146,7 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
                                                 T* __restrict__ C, T alpha, T beta, T* __restrict__ smem, int tid) {
   constexpr int NS = NT / KS, KSLICE = BK / KS;  // threads and k per slice
   constexpr int TX = BN / TN, TY = BM / TM;
-  constexpr int VM = gemmc_vec_width<T>(TM), VN = gemmc_vec_width<T>(TN);
+  constexpr int VM = gemmc_frag_width<T>(TM), VN = gemmc_frag_width<T>(TN);
   constexpr int LDA = BM + PAD, LDB = BN + PAD;
   constexpr int A_STAGE = BK * LDA, B_STAGE = BK * LDB;
   constexpr int WX = gemmc_warp_cols(TX, TY), WY = WX ? 32 / WX : 1;
@@ -298,7 +302,10 @@ const float alpha_ = 1.0f;
   const float beta_ = 0.0f;
   (void)alpha; (void)beta;
   const int tid = threadIdx.x;
-  const int first = block_offsets[blockIdx.x], last = block_offsets[blockIdx.x + 1];
+  // No batching: block b computes tile b, and block_offsets is not read (one dependent load fewer before the
+  // first k-tile's loads).
+  const int first = blockIdx.x, last = first + 1;
+  (void)block_offsets;
   for (int t = first; t < last; ++t) {
     if (t != first) __syncthreads();  // the previous tile's last reads of shared memory are done
     const int4 tile = tiles[t];
@@ -306,7 +313,17 @@ const float alpha_ = 1.0f;
     switch (tile.w) {
       case 0:  // 16x16x32, 128 threads, micro-tile 1x2
         if (tid < 128)
-          gemmc_simt_tile<float, 16, 16, 32, 1, 2, 128, 1, 2, 4, true, false, true, true>(
+          gemmc_simt_tile<float, 16, 16, 32, 1, 2, 128, 1, 2, 2, true, false, true, true>(
+              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
+        break;
+      case 1:  // 8x16x32, 128 threads, micro-tile 1x1
+        if (tid < 128)
+          gemmc_simt_tile<float, 8, 16, 32, 1, 1, 128, 1, 2, 2, true, false, true, true>(
+              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
+        break;
+      case 2:  // 16x8x32, 128 threads, micro-tile 1x1
+        if (tid < 128)
+          gemmc_simt_tile<float, 16, 8, 32, 1, 1, 128, 1, 2, 2, true, false, true, true>(
               p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
         break;
       default:
