@@ -219,25 +219,38 @@ def finished(kernel: Kernel, result: SimtPlan, hw: Hardware, sizes: Sizes,
 
 
 MAX_SLICED_THREADS = 512  # a sliced block's threads; 1024 leaves 64 registers per thread
+MIN_SLICE_OUTPUTS = 16  # a slice's micro-tile: 4x4 at least (2x4 issues 3 shared loads per 8 FMAs: MIO-bound)
 
 
 def sliced(catalogue: tuple[SimtVariant, ...], kernel: Kernel, hw: Hardware) -> list[SimtVariant]:
-    """The catalogue's tiles with their k-tiles split 2 and 4 ways over as many times the threads (each slice
-    keeps the micro-tile), where a slice still covers 4 k and one block's registers fit an SM. Measured on the
-    H100 (bench/results/2026-11-22_h100_irregular_sliced.json, `tuning_us`): kept where few tiles meet long K
-    (MN <= 128 K <= 512 x64: 32x32x32 with 2 slices 19.9 us against 22.4 unsliced; MN, K <= 512 x8: 23.4 against
-    25.8), 1-2% on the Inception modules, slower with 4 slices than with 2 everywhere. Since the 8-byte fragment
-    reads the 2-slice 32x32x32 is kept on every Inception module (..._irregular_edges.json)."""
+    """The catalogue's tiles with their k-tiles split 2 and 4 ways over slices of the tile's threads, a half or a
+    quarter of them (the micro-tile grows accordingly, from 4x4 up to the catalogue's largest), where a slice
+    still covers 4 k, the block has 4 to MAX_SLICED_THREADS threads and its registers fit an SM.
+
+    Measured on the H100 (bench/results/2026-11-22_h100_simt-slices.log): the slices that kept the tile's 2x4
+    micro-tile (32x32x32: 2 slices of 128 threads) waited on the shared-memory instruction queue (Nsight Compute,
+    ..._ncu-inception3-sliced2_*): 3 shared loads per 8 FMAs, however many warps share them. 4x4 and 4x8 slices
+    (32x32x32 in 2 slices of 64 threads, 4 of 64 or 4 of 32) ran the Inception modules 10-17% faster, all 34 of
+    them 22.7 -> 15.8 us, MN, K <= 512 x8 22.5 -> 19.0 us."""
+    max_outputs = 32 if kernel.dtype is DType.F64 else 64
     out = []
     for v in catalogue:
         for slices in (2, 4):
-            threads = v.threads * slices
-            if v.bk % slices or v.bk // slices < 4 or threads > min(MAX_SLICED_THREADS, hw.max_threads_per_block):
-                continue
-            s = SimtVariant(v.bm, v.bn, v.bk, v.tm, v.tn, threads, slices)
-            probe = SimtPlan(variants=(s,), assignment=(0,), stages=kernel.stages, elem_bytes=kernel.dtype.nbytes)
-            if probe.variant_need(s) * threads <= hw.regs_per_sm and probe.variant_smem(s) <= hw.smem_per_block:
-                out.append(s)
+            for per_slice in (v.threads, v.threads // 2, v.threads // 4):
+                threads = per_slice * slices
+                outputs = v.bm * v.bn // per_slice if per_slice else 0
+                if (v.bk % slices or v.bk // slices < 4 or per_slice < hw.warp_size or threads < 4 * hw.warp_size
+                        or threads > min(MAX_SLICED_THREADS, hw.max_threads_per_block)
+                        or not MIN_SLICE_OUTPUTS <= outputs <= max_outputs):
+                    continue
+                micro = micro_tile(v.bm, v.bn, per_slice)
+                if micro is None:
+                    continue
+                s = SimtVariant(v.bm, v.bn, v.bk, micro[0], micro[1], threads, slices)
+                probe = SimtPlan(variants=(s,), assignment=(0,), stages=kernel.stages,
+                                 elem_bytes=kernel.dtype.nbytes)
+                if probe.variant_need(s) * threads <= hw.regs_per_sm and probe.variant_smem(s) <= hw.smem_per_block:
+                    out.append(s)
     return out
 
 

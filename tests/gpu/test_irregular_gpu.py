@@ -61,7 +61,8 @@ def test_edge_tiles(dtype, tiling, batching):
 
 
 SLICED = ["32x32x32 kslices 2 threads 256", "32x32x32 kslices 4 threads 512", "64x64x16 kslices 2 threads 512",
-          "128x128x16 kslices 2 threads 512", "16x16x32 kslices 4 threads 128"]
+          "128x128x16 kslices 2 threads 512", "16x16x32 kslices 4 threads 128", "32x32x32 kslices 2 threads 128",
+          "32x32x32 kslices 4 threads 128", "64x64x16 kslices 4 threads 256"]
 
 
 @pytest.mark.parametrize("layout", ["A row, B row, C row", "A col, B col, C col"])
