@@ -94,6 +94,29 @@ def gemmc_graph(fn: Callable[[], Any]) -> Callable[[], Any]:
     return replay
 
 
+def inputs(shapes) -> tuple[list, list, list]:
+    """Random f32 A_i (m x k) and B_i (k x n) on the GPU for (m, n, k) shapes, and the float64 products."""
+    import torch
+
+    As = [torch.randn(m, k, device="cuda") for m, n, k in shapes]
+    Bs = [torch.randn(k, n, device="cuda") for m, n, k in shapes]
+    return As, Bs, [a.double() @ b.double() for a, b in zip(As, Bs, strict=True)]
+
+
+def checked_gemmc_us(kern: Any, As: list, Bs: list, refs: list, label: str = "") -> tuple[float, float]:
+    """For the A/B experiments (bench/experiments): a gemmc kernel checked against float64 references on
+    NaN-poisoned outputs, then its device time per call in microseconds (graph replays, as above). Returns
+    (microseconds, worst relative Frobenius error)."""
+    import torch
+
+    Cs = [torch.full((a.shape[0], b.shape[1]), float("nan"), device="cuda") for a, b in zip(As, Bs, strict=True)]
+    kern(As, Bs, Cs)
+    torch.cuda.synchronize()
+    err = max(float((c.double() - r).norm() / r.norm()) for c, r in zip(Cs, refs, strict=True))
+    assert err < 1e-5, (label, err)
+    return device_seconds(gemmc_graph(lambda: kern(As, Bs, Cs))) * 1e6, err
+
+
 def compile_schedule(text: str) -> str:
     """In a worker process: NVRTC-compile every kernel of a schedule (its pre-pass, and the alternatives its first
     call will time: gemmc.runtime.tune) into the disk caches."""

@@ -1,8 +1,10 @@
 # Sliced k (SIMT family): Inception module 3 has only 84 tiles of 32x32, fewer than the H100's 132 SMs, each a
-# 4-warp block. `kslices 2` gives each tile 8 warps: two slices of 128 threads, each summing half of every k-tile
-# over the whole 32x32 tile (its own 2x4 micro-tile), added up in shared memory before the epilogue. `tile auto`
-# times this form on its first call (gemmc.runtime.tune) and keeps it where it is faster; on the H100 that is
-# batches of few tiles with long K (10-11% there), 1-2% on this module (docs/PERFORMANCE-irregular.md).
+# 4-warp block that waits on shared memory. `kslices 2` with 128 threads splits every k-tile over two slices of
+# 64 threads; each slice sums its half of the k-tile over the whole 32x32 tile, in a 4x4 micro-tile per thread
+# (3 shared loads per 8 FMAs with 2x4 become 4 per 16), and the two sums meet in shared memory before the
+# epilogue. On the H100 this form runs the module in 5.1 us against 5.7-5.8 for the unsliced tile
+# (bench/results/2026-11-23_h100_simt-slices.log); `tile auto` times it and the other slice forms on its first
+# call (gemmc.runtime.tune) and keeps the fastest (docs/PERFORMANCE-irregular.md).
 target cuda sm_90
 
 kernel sliced_k {
@@ -17,5 +19,5 @@ kernel sliced_k {
   }
 
   tile      32x32x32 kslices 2
-  threads   256
+  threads   128
 }

@@ -10,7 +10,11 @@ tenth (MN <= 512) to a quarter (MN <= 128). Each plan, with and without edge til
 
 Prediction: the time falls with the issued FMAs, less what the smaller edge micro-tiles lose in efficiency:
 MN, K <= 512 x1024 with 128x128x16 1510 -> ~1300 us; MN <= 128 cases with 64x64x16 -10..-20%; the Inception
-modules (M = 196: 4 rows in the last 32-row tile) a few percent.
+modules (M = 196: 4 rows in the last 32-row tile) a few percent. Measured (bench/results/
+2026-11-22_h100_simt-edges.log): -9..-18% on the large batches, 0-5% on the Inception modules, slower for
+sliced tiles. `python3 bench/experiments/simt_edges.py kslices` runs only the sliced tiles, with edge tiles for
+them too (`with_edges(sliced=True)`; ..._simt-edges-sliced.log: 4x8 slices with 4x4 halves 5-38% slower, so the
+planner leaves sliced tiles without).
 """
 
 from __future__ import annotations
@@ -34,6 +38,12 @@ from gemmc.api import CompiledKernel  # noqa: E402
 from gemmc.passes import simt  # noqa: E402
 
 CASES = [  # (case regex, tile)
+    ("inception-1$", "32x32x32 kslices 4 threads 128"),
+    ("inception-3$", "32x32x32 kslices 4 threads 128"),
+    ("inception-all", "32x32x32 kslices 4 threads 128"),
+    ("MN<=128 K<=512 x1024", "32x32x32 kslices 4 threads 128"),
+    ("MN<=512 K<=512 x8", "32x32x32 kslices 4 threads 128"),
+    ("MN<=128 K<=512 x64", "64x64x16 kslices 4 threads 256"),
     ("inception-3$", "32x32x32 threads 128"),
     ("inception-all", "32x32x32 threads 128"),
     ("MN<=128 K<=128 x1024", "64x64x16 threads 256"),
@@ -50,34 +60,30 @@ CASES = [  # (case regex, tile)
 
 
 def edged(kern: CompiledKernel) -> CompiledKernel:
-    plan = simt.with_edges(kern.ir.plan)
+    plan = simt.with_edges(kern.ir.plan, sliced=True)
     planned = dataclasses.replace(kern.ir, plan=plan)
     return CompiledKernel(dataclasses.replace(planned, work=simt.worklist(planned, plan, kern.target)), kern.target,
                           "<edges>")
 
 
 def main() -> None:
+    only = sys.argv[1] if len(sys.argv) > 1 else ""
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
     print(f"gpu: {timing.gpu_name()}", flush=True)
     named = dict(inception_cases() + random_cases(False))
     for case, tile in CASES:
+        if only not in tile:
+            continue
         [name] = [n for n in named if re.search(case, n)]
         shapes = named[name]
-        As = [torch.randn(m, k, device="cuda") for m, n, k in shapes]
-        Bs = [torch.randn(k, n, device="cuda") for m, n, k in shapes]
-        ref = [a.double() @ b.double() for a, b in zip(As, Bs, strict=True)]
+        As, Bs, ref = timing.inputs(shapes)
         flops = sum(2 * m * n * k for m, n, k in shapes)
         plain = gemmc.compile_string(schedule(shapes, tile))["irregular"]
         times = []
         for label, kern in (("plain", plain), ("edges", edged(plain))):
-            Cs = [torch.full((m, n), float("nan"), device="cuda") for m, n, k in shapes]
-            kern(As, Bs, Cs)
-            torch.cuda.synchronize()
-            err = max(float((c.double() - r).norm() / r.norm()) for c, r in zip(Cs, ref, strict=True))
-            assert err < 1e-5, (name, label, err)
-            us = timing.device_seconds(timing.gemmc_graph(lambda k=kern, A=As, B=Bs, C=Cs: k(A, B, C))) * 1e6
+            us, err = timing.checked_gemmc_us(kern, As, Bs, ref, label=f"{name} {label}")
             times.append(f"{label} {us:8.1f} us ({flops / us / 1e6:5.1f} TFLOP/s, err {err:.1e})")
         print(f"{name:28s} {tile:32s} " + " | ".join(times), flush=True)
 

@@ -81,19 +81,12 @@ def main() -> None:
             shapes = named[name]
         else:
             name, shapes = f"{case[0][0]}^3", case
-        As = [torch.randn(m, k, device="cuda") for m, n, k in shapes]
-        Bs = [torch.randn(k, n, device="cuda") for m, n, k in shapes]
-        ref = [a.double() @ b.double() for a, b in zip(As, Bs, strict=True)]
+        As, Bs, ref = timing.inputs(shapes)
         flops = sum(2 * m * n * k for m, n, k in shapes)
         times = []
         for frag, pad in ((16, 16), (8, 16), (8, 8)):
             kern = compiled(shapes, tile, frag, pad)
-            Cs = [torch.full((m, n), float("nan"), device="cuda") for m, n, k in shapes]
-            kern(As, Bs, Cs)
-            torch.cuda.synchronize()
-            err = max(float((c.double() - r).norm() / r.norm()) for c, r in zip(Cs, ref, strict=True))
-            assert err < 1e-5, (name, frag, pad, err)
-            us = timing.device_seconds(timing.gemmc_graph(lambda k=kern, A=As, B=Bs, C=Cs: k(A, B, C))) * 1e6
+            us, err = timing.checked_gemmc_us(kern, As, Bs, ref, label=f"{name} frag{frag}/pad{pad}")
             times.append(f"frag{frag}/pad{pad} {us:8.1f} us ({flops / us / 1e6:5.1f} TFLOP/s, err {err:.1e})")
         print(f"{name:28s} {tile:32s} " + " | ".join(times), flush=True)
 

@@ -3,7 +3,7 @@
     python3 bench/experiments/simt_slices.py
 
 Nsight Compute on the 2-slice 32x32x32 tile that `tile auto` keeps on the Inception modules
-(bench/results/2026-11-22_h100_ncu-inception3-sliced2_*): its k-loop waits on the shared-memory instruction
+(bench/results/2026-11-23_h100_ncu-inception3-sliced2_*): its k-loop waits on the shared-memory instruction
 queue (MIO throttle) and on shared-load latency. A 2x4 micro-tile issues 3 shared loads per 8 FMAs: 384 load
 instructions per k step of a block against 256 cycles of FMAs per scheduler, however many slices share them.
 A 4x4 micro-tile issues 4 loads per 16 FMAs (256 per k step). So: the same 32x32x32 tile with slices of 64
@@ -46,18 +46,11 @@ def main() -> None:
     for case in CASES:
         [name] = [n for n in named if re.search(case, n)]
         shapes = named[name]
-        As = [torch.randn(m, k, device="cuda") for m, n, k in shapes]
-        Bs = [torch.randn(k, n, device="cuda") for m, n, k in shapes]
-        ref = [a.double() @ b.double() for a, b in zip(As, Bs, strict=True)]
+        As, Bs, ref = timing.inputs(shapes)
         cells = []
         for tile in TILES:
             kern = gemmc.compile_string(schedule(shapes, tile))["irregular"]
-            Cs = [torch.full((m, n), float("nan"), device="cuda") for m, n, k in shapes]
-            kern(As, Bs, Cs)
-            torch.cuda.synchronize()
-            err = max(float((c.double() - r).norm() / r.norm()) for c, r in zip(Cs, ref, strict=True))
-            assert err < 1e-5, (name, tile, err)
-            us = timing.device_seconds(timing.gemmc_graph(lambda k=kern, A=As, B=Bs, C=Cs: k(A, B, C))) * 1e6
+            us, _ = timing.checked_gemmc_us(kern, As, Bs, ref, label=f"{name} {tile}")
             cells.append(f"{us:34.2f}")
         print(f"{name:28s}" + "".join(cells), flush=True)
 

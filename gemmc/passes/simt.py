@@ -227,7 +227,7 @@ def sliced(catalogue: tuple[SimtVariant, ...], kernel: Kernel, hw: Hardware) -> 
     quarter of them (the micro-tile grows accordingly, from 4x4 up to the catalogue's largest), where a slice
     still covers 4 k, the block has 4 to MAX_SLICED_THREADS threads and its registers fit an SM.
 
-    Measured on the H100 (bench/results/2026-11-22_h100_simt-slices.log): the slices that kept the tile's 2x4
+    Measured on the H100 (bench/results/2026-11-23_h100_simt-slices.log): the slices that kept the tile's 2x4
     micro-tile (32x32x32: 2 slices of 128 threads) waited on the shared-memory instruction queue (Nsight Compute,
     ..._ncu-inception3-sliced2_*): 3 shared loads per 8 FMAs, however many warps share them. 4x4 and 4x8 slices
     (32x32x32 in 2 slices of 64 threads, 4 of 64 or 4 of 32) ran the Inception modules 10-17% faster, all 34 of
@@ -314,7 +314,7 @@ def notes(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> tuple[str, ...]:
     return (tile_note, choose_batching(kernel, plan, hw)[1])
 
 
-def with_edges(plan: SimtPlan) -> SimtPlan:
+def with_edges(plan: SimtPlan, *, sliced: bool = False) -> SimtPlan:
     """The plan with edge tiles: where a problem's last row (column) of tiles needs at most half the tile's rows
     (columns), those tiles take the variant of half the height (width), same threads and k step, and so issue
     half the FMAs. The tiles still cover [m0, M) x [n0, N); only the padding they compute shrinks. Over random
@@ -323,11 +323,15 @@ def with_edges(plan: SimtPlan) -> SimtPlan:
     Measured on the H100 (bench/results/2026-11-22_h100_simt-edges.log): MN, K <= 512 x64 / x256 / x1024 with
     128x128x16 10% / 10% / 9% faster, MN <= 128 K <= 128 x1024 with 64x64x16 18%, coordinated tiling 0-3%, the
     Inception modules 0-5%. Sliced tiles keep their padding: their halves (1x4 micro-tiles of 16x32) ran 7-9%
-    slower on the two batches where slicing is kept."""
+    slower on the two batches where slicing is kept, and the halves of the 4x8 slices kept since (4x4 each) 5-38%
+    slower (bench/results/2026-11-23_h100_simt-edges-sliced.log). `sliced=True` gives sliced tiles edge tiles
+    too, where a half keeps MIN_SLICE_OUTPUTS per thread (that experiment)."""
     variants = list(plan.variants)
 
     def index(bm: int, bn: int, v: SimtVariant) -> int:
-        micro = micro_tile(bm, bn, v.threads) if bm and bn and v.slices == 1 else None
+        per_slice = v.threads // v.slices
+        allowed = v.slices == 1 or (sliced and bm * bn // per_slice >= MIN_SLICE_OUTPUTS)
+        micro = micro_tile(bm, bn, per_slice) if bm and bn and allowed else None
         if micro is None:
             return -1
         half = SimtVariant(bm, bn, v.bk, micro[0], micro[1], v.threads, v.slices)

@@ -3,7 +3,7 @@
 // dtype f32, layout A row B row C row, alpha 1.0, beta 0.0
 // precision f32, algorithm auto, batching auto
 // batch of 4 problem(s)
-// variant 0: 32x32x32 threads 256 micro 2x4 kslices 2
+// variant 0: 32x32x32 threads 128 micro 4x4 kslices 2
 // pipeline stages 2
 
 
@@ -290,7 +290,7 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256, 2) gemmc_sliced_k_simt_f32_rrr(
+extern "C" __global__ void __launch_bounds__(128, 4) gemmc_sliced_k_simt_f32_rrr(
     const gemmc_problem* __restrict__ problems, const int* __restrict__ block_offsets,
     const int4* __restrict__ tiles, const float* const* __restrict__ A, const float* const* __restrict__ B,
     float* const* __restrict__ C, float alpha, float beta) {
@@ -309,9 +309,9 @@ const float alpha_ = 1.0f;
     const int4 tile = tiles[t];
     const gemmc_problem p = problems[tile.x];
     switch (tile.w) {
-      case 0:  // 32x32x32, 256 threads, micro-tile 2x4, k in 2 slices
-        if (tid < 256)
-          gemmc_simt_tile<float, 32, 32, 32, 2, 4, 256, 2, 2, 2, true, false, true, true>(
+      case 0:  // 32x32x32, 128 threads, micro-tile 4x4, k in 2 slices
+        if (tid < 128)
+          gemmc_simt_tile<float, 32, 32, 32, 4, 4, 128, 2, 2, 2, true, false, true, true>(
               p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
         break;
       default:
