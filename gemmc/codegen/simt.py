@@ -6,7 +6,7 @@ from gemmc.errors import InternalError
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 from gemmc.ir.plan_simt import SimtPlan
-from gemmc.ir.types import Batching, Layout
+from gemmc.ir.types import Layout
 
 TEMPLATE = "simt.cu.j2"
 
@@ -27,7 +27,6 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "min_blocks": plan.min_blocks,
         "stages": plan.stages,
         "pad": plan.pad,
-        "one_tile_per_block": plan.batching is Batching.NONE,
         # Row-major A (m x k) and column-major B (k x n) are contiguous along k.
         "a_kcontig": cbool(kernel.layout_a is Layout.ROW),
         "b_kcontig": cbool(kernel.layout_b is Layout.COL),

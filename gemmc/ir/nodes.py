@@ -172,7 +172,8 @@ class TileTable(PackedTable[WorkTile]):
 class WorkList:
     """What one launch does, as data the kernel reads.
 
-    Block b computes `tiles[block_offsets[b]:block_offsets[b + 1]]` one after another. `grid` is the launch grid
+    Block b computes `tiles[block_offsets[b]:block_offsets[b + 1]]` one after another (with one tile per block the
+    kernel gets a null pointer for block_offsets instead: `one_tile_per_block`). `grid` is the launch grid
     (x, y, z); for the work-list families it is (len(block_offsets) - 1, 1, 1). A family that maps blocks to work
     by arithmetic (TSM2) leaves `tiles` and `block_offsets` empty and sets `grid` itself.
     """
@@ -187,6 +188,12 @@ class WorkList:
     @property
     def blocks(self) -> int:
         return self.grid[0] * self.grid[1] * self.grid[2]
+
+    @property
+    def one_tile_per_block(self) -> bool:
+        """Block b computes tile b: the kernel then gets a null `block_offsets` and reads no offsets (one
+        dependent load fewer before its first k-tile), and plans that differ only in this share their source."""
+        return len(self.block_offsets) > 1 and self.block_offsets == tuple(range(len(self.block_offsets)))
 
 
 @dataclass(frozen=True, slots=True)

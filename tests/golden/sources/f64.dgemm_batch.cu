@@ -298,14 +298,12 @@ extern "C" __global__ void __launch_bounds__(128, 5) gemmc_dgemm_batch_simt_f64_
     double* const* __restrict__ C, double alpha, double beta) {
   extern __shared__ __align__(16) unsigned char gemmc_smem_raw[];
   double* smem = reinterpret_cast<double*>(gemmc_smem_raw);
-const double alpha_ = 2.0;
+  const double alpha_ = 2.0;
   const double beta_ = 0.5;
   (void)alpha; (void)beta;
   const int tid = threadIdx.x;
-  // No batching: block b computes tile b, and block_offsets is not read (one dependent load fewer before the
-  // first k-tile's loads).
-  const int first = blockIdx.x, last = first + 1;
-  (void)block_offsets;
+  const int first = block_offsets ? block_offsets[blockIdx.x] : (int)blockIdx.x;
+  const int last = block_offsets ? block_offsets[blockIdx.x + 1] : first + 1;
   for (int t = first; t < last; ++t) {
     if (t != first) __syncthreads();  // the previous tile's last reads of shared memory are done
     const int4 tile = tiles[t];

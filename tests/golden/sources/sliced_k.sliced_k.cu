@@ -296,14 +296,12 @@ extern "C" __global__ void __launch_bounds__(128, 4) gemmc_sliced_k_simt_f32_rrr
     float* const* __restrict__ C, float alpha, float beta) {
   extern __shared__ __align__(16) unsigned char gemmc_smem_raw[];
   float* smem = reinterpret_cast<float*>(gemmc_smem_raw);
-const float alpha_ = 1.0f;
+  const float alpha_ = 1.0f;
   const float beta_ = 0.0f;
   (void)alpha; (void)beta;
   const int tid = threadIdx.x;
-  // No batching: block b computes tile b, and block_offsets is not read (one dependent load fewer before the
-  // first k-tile's loads).
-  const int first = blockIdx.x, last = first + 1;
-  (void)block_offsets;
+  const int first = block_offsets ? block_offsets[blockIdx.x] : (int)blockIdx.x;
+  const int last = block_offsets ? block_offsets[blockIdx.x + 1] : first + 1;
   for (int t = first; t < last; ++t) {
     if (t != first) __syncthreads();  // the previous tile's last reads of shared memory are done
     const int4 tile = tiles[t];

@@ -542,12 +542,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemmc_split8192_tensorcore_
   // Swizzle atoms must start on 1024-byte boundaries: the plan adds 1024 bytes to round the base up.
   unsigned char* const gemmc_smem_raw =
       gemmc_smem_dyn + ((1024u - ((unsigned)__cvta_generic_to_shared(gemmc_smem_dyn) & 1023u)) & 1023u);
-const float alpha_ = 1.0f;
+  const float alpha_ = 1.0f;
   const float beta_ = 0.0f;
   (void)alpha; (void)beta;
   (void)A; (void)B;
   const int tid = threadIdx.x;
-  const int first = block_offsets[blockIdx.x], last = block_offsets[blockIdx.x + 1];
+  const int first = block_offsets ? block_offsets[blockIdx.x] : (int)blockIdx.x;
+  const int last = block_offsets ? block_offsets[blockIdx.x + 1] : first + 1;
   for (int t = first; t < last; ++t) {
     if (t != first) __syncthreads();  // the previous tile's last reads of shared memory are done
     const int4 tile = tiles[t];

@@ -76,7 +76,7 @@ extern "C" __global__ void __launch_bounds__(256) gemmc_tsm2l_10m_tsm2l_f64_rrr(
     const int4* __restrict__ tiles, const double* const* __restrict__ A, const double* const* __restrict__ B,
     double* const* __restrict__ C, double alpha, double beta) {
   extern __shared__ __align__(16) unsigned char gemmc_smem_raw[];
-const double alpha_ = 1.0;
+  const double alpha_ = 1.0;
   const double beta_ = 0.0;
   (void)alpha; (void)beta;
   (void)block_offsets; (void)tiles;  // TSM2 maps blocks to rows by arithmetic: no work list

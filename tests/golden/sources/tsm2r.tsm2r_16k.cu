@@ -323,7 +323,7 @@ extern "C" __global__ void __launch_bounds__(128, 5) __cluster_dims__(4, 1, 1) g
     const int4* __restrict__ tiles, const float* const* __restrict__ A, const float* const* __restrict__ B,
     float* const* __restrict__ C, float alpha, float beta) {
   extern __shared__ __align__(16) unsigned char gemmc_smem_raw[];
-const float alpha_ = 1.0f;
+  const float alpha_ = 1.0f;
   const float beta_ = 0.0f;
   (void)alpha; (void)beta;
   (void)block_offsets; (void)tiles;  // TSM2 maps blocks to rows by arithmetic: no work list
