@@ -95,26 +95,23 @@ def gemmc_graph(fn: Callable[[], Any]) -> Callable[[], Any]:
 
 
 def inputs(shapes) -> tuple[list, list, list]:
-    """Random f32 A_i (m x k) and B_i (k x n) on the GPU for (m, n, k) shapes, and the float64 products."""
+    """Random f32 A_i (m x k), B_i (k x n) and C_i on the GPU for (m, n, k) shapes."""
     import torch
 
-    As = [torch.randn(m, k, device="cuda") for m, n, k in shapes]
-    Bs = [torch.randn(k, n, device="cuda") for m, n, k in shapes]
-    return As, Bs, [a.double() @ b.double() for a, b in zip(As, Bs, strict=True)]
+    return ([torch.randn(m, k, device="cuda") for m, n, k in shapes],
+            [torch.randn(k, n, device="cuda") for m, n, k in shapes],
+            [torch.empty(m, n, device="cuda") for m, n, k in shapes])
 
 
-def checked_gemmc_us(kern: Any, As: list, Bs: list, refs: list, label: str = "") -> tuple[float, float]:
-    """For the A/B experiments (bench/experiments): a gemmc kernel checked against float64 references on
-    NaN-poisoned outputs, then its device time per call in microseconds (graph replays, as above). Returns
-    (microseconds, worst relative Frobenius error)."""
-    import torch
+def checked_gemmc_us(kern: Any, As: list, Bs: list, Cs: list, label: str = "") -> tuple[float, float]:
+    """For the A/B experiments (bench/experiments): a gemmc kernel checked first as `gemmc run --check` checks
+    (gemmc.runtime.check: fresh random inputs, NaN-poisoned outputs, float64 reference), then its device time per
+    call on As, Bs, Cs in microseconds (graph replays, as above). Returns (microseconds, relative error)."""
+    from gemmc.runtime.check import check_kernel
 
-    Cs = [torch.full((a.shape[0], b.shape[1]), float("nan"), device="cuda") for a, b in zip(As, Bs, strict=True)]
-    kern(As, Bs, Cs)
-    torch.cuda.synchronize()
-    err = max(float((c.double() - r).norm() / r.norm()) for c, r in zip(Cs, refs, strict=True))
-    assert err < 1e-5, (label, err)
-    return device_seconds(gemmc_graph(lambda: kern(As, Bs, Cs))) * 1e6, err
+    err = check_kernel(kern, seed=1, time_it=False)["errors"]
+    assert err["nonfinite"] == 0 and err["rel_fro"] < 1e-5, (label, err)
+    return device_seconds(gemmc_graph(lambda: kern(As, Bs, Cs))) * 1e6, err["rel_fro"]
 
 
 def compile_schedule(text: str) -> str:

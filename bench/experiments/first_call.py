@@ -52,6 +52,9 @@ def once(shapes, As, Bs, Cs) -> tuple[str, object]:
 def main() -> None:
     import torch
 
+    from gemmc.runtime.device import device_name
+
+    print(f"gpu: {device_name()}", flush=True)
     named = dict(inception_cases() + random_cases(False))
     for case in CASES:
         [name] = [n for n in named if re.search(case, n)]

@@ -13,8 +13,8 @@ MN, K <= 512 x1024 with 128x128x16 1510 -> ~1300 us; MN <= 128 cases with 64x64x
 modules (M = 196: 4 rows in the last 32-row tile) a few percent. Measured (bench/results/
 2026-11-22_h100_simt-edges.log): -9..-18% on the large batches, 0-5% on the Inception modules, slower for
 sliced tiles. `python3 bench/experiments/simt_edges.py kslices` runs only the sliced tiles, with edge tiles for
-them too (`with_edges(sliced=True)`; ..._simt-edges-sliced.log: 4x8 slices with 4x4 halves 5-38% slower, so the
-planner leaves sliced tiles without).
+them too (`with_edges(sliced=True)`; ..._simt-edges-sliced*.log: 4x8 slices with 4x4 halves 1-38% slower in two
+runs, so the planner leaves sliced tiles without).
 """
 
 from __future__ import annotations
@@ -78,12 +78,12 @@ def main() -> None:
             continue
         [name] = [n for n in named if re.search(case, n)]
         shapes = named[name]
-        As, Bs, ref = timing.inputs(shapes)
+        As, Bs, Cs = timing.inputs(shapes)
         flops = sum(2 * m * n * k for m, n, k in shapes)
         plain = gemmc.compile_string(schedule(shapes, tile))["irregular"]
         times = []
         for label, kern in (("plain", plain), ("edges", edged(plain))):
-            us, err = timing.checked_gemmc_us(kern, As, Bs, ref, label=f"{name} {label}")
+            us, err = timing.checked_gemmc_us(kern, As, Bs, Cs, label=f"{name} {label}")
             times.append(f"{label} {us:8.1f} us ({flops / us / 1e6:5.1f} TFLOP/s, err {err:.1e})")
         print(f"{name:28s} {tile:32s} " + " | ".join(times), flush=True)
 

@@ -46,11 +46,11 @@ def main() -> None:
     for case in CASES:
         [name] = [n for n in named if re.search(case, n)]
         shapes = named[name]
-        As, Bs, ref = timing.inputs(shapes)
+        As, Bs, Cs = timing.inputs(shapes)
         cells = []
         for tile in TILES:
             kern = gemmc.compile_string(schedule(shapes, tile))["irregular"]
-            us, _ = timing.checked_gemmc_us(kern, As, Bs, ref, label=f"{name} {tile}")
+            us, _ = timing.checked_gemmc_us(kern, As, Bs, Cs, label=f"{name} {tile}")
             cells.append(f"{us:34.2f}")
         print(f"{name:28s}" + "".join(cells), flush=True)
 

@@ -113,9 +113,10 @@ def _plan_from(kernel: Kernel, hw: Hardware, t: tiling.Tiling, **fields) -> Simt
 
 
 def tiling_of(plan: SimtPlan) -> tiling.Tiling:
-    """The tiling a plan carries (its variants and each problem's choice), for the model's figures."""
-    return tiling.Tiling(plan.method, plan.variants, np.asarray(plan.assignment, dtype=np.int64), plan.tlp_threshold,
-                         0)
+    """The tiling a plan carries (its problems' variants and each problem's choice; not its edge tiles), for the
+    model's figures."""
+    palette = plan.variants[:len(plan.edges)] if plan.edges else plan.variants  # with_edges appends the halves
+    return tiling.Tiling(plan.method, palette, np.asarray(plan.assignment, dtype=np.int64), plan.tlp_threshold, 0)
 
 
 def everyone(method: str, v: SimtVariant, problems: int) -> tiling.Tiling:
@@ -162,10 +163,12 @@ def costed(kernel: Kernel, hw: Hardware, sizes: Sizes,
 
 def _costed_plan(kernel: Kernel, hw: Hardware, t: tiling.Tiling, est: tiling.Estimate,
                  weighed: tuple[tuple[str, float], ...]) -> SimtPlan:
+    """A `tile auto` plan: the tiling with the model's figures, and edge tiles (with_edges)."""
     occ = est.occupancy
-    return _plan_from(kernel, hw, t, tlp_threshold=t.threshold or default_threshold(hw), tlp_old=est.tlp_old,
-                      tlp_new=est.tlp_new, occupancy=f"{occ.warps_per_sm} warps/SM ({occ.limit})",
-                      estimate_us=est.seconds * 1e6, candidates=weighed if len(weighed) > 1 else ())
+    return with_edges(_plan_from(kernel, hw, t, tlp_threshold=t.threshold or default_threshold(hw),
+                                 tlp_old=est.tlp_old, tlp_new=est.tlp_new,
+                                 occupancy=f"{occ.warps_per_sm} warps/SM ({occ.limit})", estimate_us=est.seconds * 1e6,
+                                 candidates=weighed if len(weighed) > 1 else ()))
 
 
 def auto_plan(kernel: Kernel, hw: Hardware, sizes: Sizes) -> SimtPlan:
@@ -210,8 +213,6 @@ def finished(kernel: Kernel, result: SimtPlan, hw: Hardware, sizes: Sizes,
                                     "barriers, which HIP lacks", kernel.where("tile"),
                                     "use tile auto(coordinated) or tile auto(uniform) for HIP"))
     check_variants(kernel, result, hw)
-    if kernel.tile is None and not result.edges:  # `tile auto`: the planner's tiles, with edge tiles
-        result = with_edges(result)
     mode = mode or choose_batching(kernel, result, hw, sizes)[0]
     theta = batching.THETA if mode in (Batching.THRESHOLD, Batching.BINARY) else 0
     return dataclasses.replace(result, batching=mode, theta=theta,
@@ -323,8 +324,8 @@ def with_edges(plan: SimtPlan, *, sliced: bool = False) -> SimtPlan:
     Measured on the H100 (bench/results/2026-11-22_h100_simt-edges.log): MN, K <= 512 x64 / x256 / x1024 with
     128x128x16 10% / 10% / 9% faster, MN <= 128 K <= 128 x1024 with 64x64x16 18%, coordinated tiling 0-3%, the
     Inception modules 0-5%. Sliced tiles keep their padding: their halves (1x4 micro-tiles of 16x32) ran 7-9%
-    slower on the two batches where slicing is kept, and the halves of the 4x8 slices kept since (4x4 each) 5-38%
-    slower (bench/results/2026-11-23_h100_simt-edges-sliced.log). `sliced=True` gives sliced tiles edge tiles
+    slower on the two batches where slicing is kept, and the halves of the 4x8 slices kept since (4x4 each) 1-38%
+    slower (bench/results/2026-11-23_h100_simt-edges-sliced*.log, two runs). `sliced=True` gives sliced tiles edge tiles
     too, where a half keeps MIN_SLICE_OUTPUTS per thread (that experiment)."""
     variants = list(plan.variants)
 
@@ -344,17 +345,13 @@ def with_edges(plan: SimtPlan, *, sliced: bool = False) -> SimtPlan:
     return dataclasses.replace(plan, variants=tuple(variants), edges=edges)
 
 
-def per_variant(plan: SimtPlan, field: str) -> np.ndarray:
-    """One field of every variant of the plan, as a column indexed by variant."""
-    return np.array([getattr(v, field) for v in plan.variants], dtype=np.int64)
-
-
 def edge_variants(plan: SimtPlan, table: np.ndarray, m: np.ndarray, n: np.ndarray) -> np.ndarray:
     """The variant column of a tile table (rows: problem, m0, n0, variant) with the plan's edge tiles."""
     variant = table[:, 3]
     if not plan.edges:
         return variant
-    bm, bn = per_variant(plan, "bm")[variant], per_variant(plan, "bn")[variant]
+    column = tiling.palette_column
+    bm, bn = column(plan.variants, "bm")[variant], column(plan.variants, "bn")[variant]
     problem = table[:, 0]
     short = (m[problem] - table[:, 1] <= bm // 2).astype(np.int64) + 2 * (n[problem] - table[:, 2] <= bn // 2)
     lookup = np.array([(i, *row) for i, row in enumerate(plan.edges)], dtype=np.int64)  # [variant][short]
@@ -369,11 +366,11 @@ def worklist(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> WorkList:
     s = Sizes.of_rows(rows)
     variant = np.resize(np.asarray(plan.assignment, dtype=np.int64), len(s))  # a `count` batch repeats its entry
     m, n, k = s.m, s.n, s.k
-    bm, bn = per_variant(plan, "bm")[variant], per_variant(plan, "bn")[variant]
-    table = tile_table(m, n, bm, bn, variant)
+    column = tiling.palette_column
+    table = tile_table(m, n, column(plan.variants, "bm")[variant], column(plan.variants, "bn")[variant], variant)
     table[:, 3] = edge_variants(plan, table, m, n)
     problem = table[:, 0]
-    micro = (per_variant(plan, "tm") * per_variant(plan, "tn"))[table[:, 3]]
+    micro = (column(plan.variants, "tm") * column(plan.variants, "tn"))[table[:, 3]]
     threshold = plan.tlp_threshold or coordinated_threshold(hw)
     blocks = batching.group(k[problem], micro * k[problem], plan.batching, plan.threads, threshold,
                             plan.theta or batching.THETA)

@@ -6,6 +6,7 @@ uniform tile) with a small cost model, and every figure it used is returned for 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,6 +89,11 @@ def tile_counts(s: Sizes, bm: np.ndarray | int, bn: np.ndarray | int) -> np.ndar
     return -(-s.m // bm) * -(-s.n // bn)
 
 
+def palette_column(palette: Sequence[SimtVariant], field: str) -> np.ndarray:
+    """One field (e.g. "bm") of every variant of a palette, as a column indexed by variant."""
+    return np.array([getattr(v, field) for v in palette], dtype=np.int64)
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Tiling:
     """A variant per problem, and the model's figures for it. The variants are `palette` (distinct, in order of
@@ -118,7 +124,7 @@ class Tiling:
 
     def column(self, field: str) -> np.ndarray:
         """One field of each problem's variant (e.g. "bm"), in batch order."""
-        return np.array([getattr(v, field) for v in self.palette], dtype=np.int64)[self.choice]
+        return palette_column(self.palette, field)[self.choice]
 
     def counts(self, problems: Batch, count: int) -> np.ndarray:
         """Tiles per problem (times the `count` of a strided batch)."""
