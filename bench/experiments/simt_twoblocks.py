@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 os.environ["GEMMC_TUNE"] = "0"
 
 import timing  # noqa: E402
-from irregular import random_cases, schedule  # noqa: E402
+from irregular import random_cases, schedule, with_simt_plan  # noqa: E402
 
 import gemmc  # noqa: E402
 from gemmc.api import CompiledKernel  # noqa: E402
@@ -46,10 +46,10 @@ CASES = [  # (case regex, tile)
 
 
 def bounded(kern: CompiledKernel, blocks: int) -> CompiledKernel:
-    plan = dataclasses.replace(kern.ir.plan, min_blocks=blocks, reg_cap=65536 // (256 * blocks))
-    planned = dataclasses.replace(kern.ir, plan=plan)
-    return CompiledKernel(dataclasses.replace(planned, work=simt.worklist(planned, plan, kern.target)), kern.target,
-                          f"<{blocks} blocks>")
+    hw = kern.target
+    cap = min(hw.max_regs_per_thread, hw.regs_per_sm // (kern.ir.plan.threads * blocks))  # registers that leaves
+    plan = dataclasses.replace(kern.ir.plan, min_blocks=blocks, reg_cap=cap)
+    return with_simt_plan(kern, plan, f"<{blocks} blocks>")
 
 
 def main() -> None:
@@ -63,7 +63,8 @@ def main() -> None:
     for name, shapes, tile in rows:
         As, Bs, Cs = timing.inputs(shapes)
         flops = sum(2 * m * n * k for m, n, k in shapes)
-        plain = simt_edged(gemmc.compile_string(schedule(shapes, tile))["irregular"])
+        explicit = gemmc.compile_string(schedule(shapes, tile))["irregular"]
+        plain = with_simt_plan(explicit, simt.with_edges(explicit.ir.plan), "<edges>")  # as `tile auto` would
         times = []
         for blocks in (1, 2):
             kern = bounded(plain, blocks)
@@ -72,13 +73,6 @@ def main() -> None:
             times.append(f"{blocks}/SM {regs:3d} regs {us:8.1f} us ({flops / us / 1e6:5.1f} TFLOP/s, err {err:.1e})")
         print(f"{name:28s} {tile:24s} " + " | ".join(times), flush=True)
 
-
-def simt_edged(kern: CompiledKernel) -> CompiledKernel:
-    """An explicit tile with the edge tiles `tile auto` would give it."""
-    plan = simt.with_edges(kern.ir.plan)
-    planned = dataclasses.replace(kern.ir, plan=plan)
-    return CompiledKernel(dataclasses.replace(planned, work=simt.worklist(planned, plan, kern.target)), kern.target,
-                          "<edges>")
 
 
 if __name__ == "__main__":
