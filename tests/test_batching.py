@@ -112,14 +112,15 @@ def _kernel(shapes, mode="auto"):
 
 
 def test_batching_auto_batches_many_small_k_tiles_and_shows_theta():
-    k = _kernel([(512, 512, 32)] * 128)  # 7.8 waves of 128x128 tiles
+    k = _kernel([(512, 512, 32)] * 512)  # 62 waves of 128x128 tiles, more of any smaller tile
     assert k.ir.plan.batching is Batching.THRESHOLD and k.ir.plan.theta == batching.THETA
     assert f"theta {batching.THETA}" in k.plan and "median K 32 <= theta/2" in k.plan
     assert len(k.ir.work.block_offsets) - 1 < len(k.ir.work.tiles)
 
 
 def test_batching_auto_leaves_few_or_long_tiles_alone():
-    assert _kernel([(64, 64, 32)] * 2).ir.plan.batching is Batching.NONE  # far below 4 waves
+    assert _kernel([(64, 64, 32)] * 2).ir.plan.batching is Batching.NONE  # far below 24 waves
+    assert _kernel([(512, 512, 32)] * 128).ir.plan.batching is Batching.NONE  # 7.8 waves of 128x128 tiles
     assert _kernel([(512, 512, 512)] * 64).ir.plan.batching is Batching.NONE  # K past theta / 2
 
 

@@ -4,6 +4,7 @@ Algorithm 1 and lockstep choices, and a cost model whose per-problem tile counts
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 
 import numpy as np
@@ -113,10 +114,16 @@ def test_cost_model_counts_equal_the_tiles_it_would_launch(shapes, count):
             launched[i] = len(tiles) * count
             warps += len(tiles) * count * ceil_div(v.threads, H100.warp_size)
         assert t.tile_counts(problems, count) == launched
-        probe = simt._plan_from(kernel, H100, t)
-        est = tiling.estimate(t, problems, count, H100, probe.regs_estimate, probe.smem_bytes)
+        plan = simt.with_edges(simt._plan_from(kernel, H100, t))
+        est = tiling.estimate(plan, problems, count, H100)
         assert est.active_warps == warps and est.tlp_new == warps * H100.warp_size
         assert est.tlp_old == sum(launched) * max(v.threads for v in t.variants)
+        # the tiles the estimate simulates, edge tiles included, are the work list's
+        variant, counts = tiling.launched_tiles(plan, Sizes.of(problems))
+        simulated = np.bincount(variant.ravel(), weights=(counts * count).ravel(), minlength=len(plan.variants))
+        ir = dataclasses.replace(kernel, plan=plan)
+        table = np.frombuffer(simt.worklist(ir, plan, H100).tiles.data, dtype="<i4").reshape(-1, 4)
+        assert simulated.tolist() == np.bincount(table[:, 3], minlength=len(plan.variants)).tolist()
 
 
 @settings(max_examples=60, deadline=None)

@@ -79,7 +79,7 @@ def test_loadbalanced_steps_down_until_the_threshold_and_stops():
 
 def test_plan_shows_its_figures():
     k = gemmc.compile_file("examples/inception3.gs")["inception3"]
-    assert "TLP old (Eq. 3)" in k.plan and "candidates:" in k.plan and "W_CP" in k.plan
+    assert "TLP old (Eq. 3)" in k.plan and "candidates (" in k.plan and "W_CP" in k.plan
     assert dataclasses.is_dataclass(k.ir.plan)
 
 
@@ -106,10 +106,15 @@ def test_occupancy_uses_the_compiled_registers_and_the_device(monkeypatch):
     assert occ == occupancy(H100, k.ir.work.block, 200, k.ir.work.smem_bytes) and occ.limit == "registers"
 
 
-def test_tile_auto_costs_the_eq3_ladder_too_and_forced_modes_do_not():
+def test_tile_auto_costs_every_tiling_and_forced_modes_do_not():
     auto = gemmc.compile_file("examples/inception_all.gs")["inception_all"].ir.plan
-    assert [m for m, _ in auto.candidates] == ["uniform", "coordinated", "loadbalanced-eq3", "loadbalanced"]
-    assert auto.method == "loadbalanced-eq3"  # 24.0 us measured against 33.6 us for Eq. 4 (H100)
+    names = [name for name, _ in auto.candidates]
+    assert names[:4] == ["uniform 64x64x16_t256", "coordinated 3 tiles", "loadbalanced-eq3 3 tiles",
+                         "loadbalanced 3 tiles"]
+    assert "uniform 32x32x32_t128_s4" in names and len(names) == len(set(names))
+    # The fastest of the 21 candidates timed on the H100: 15.0 us, where the Eq. 3 ladder the old model chose
+    # took 20.3 (bench/results/2026-11-23_h100_irregular_slices.json).
+    assert auto.method == "uniform" and auto.variants[0].name == "32x32x32_t128_s4"
     body = open("examples/inception_all.gs").read().split("batch {", 1)[1].split("}", 1)[0]
     forced = gemmc.compile_string(f"kernel k {{ tile auto(loadbalanced) batch {{ {body} }} }}")["k"].ir.plan
     assert forced.method == "loadbalanced" and forced.candidates == ()
@@ -124,12 +129,10 @@ def test_latency_bound_counts_the_scheduler_load_of_small_micro_tiles():
     hw, problems = k.target, k.ir.problems
     small = simt.everyone("x", tiling.variant(16, 16, 32, 128), 3)
     mid = simt.everyone("x", tiling.variant(32, 32, 32, 128), 3)
-    est = {}
-    for name, t in (("16", small), ("32", mid)):
-        probe = simt._plan_from(k.ir, hw, t)
-        est[name] = tiling.estimate(t, problems, 1, hw, probe.regs_estimate, probe.smem_bytes).seconds
+    est = {name: tiling.estimate(simt.with_edges(simt._plan_from(k.ir, hw, t)), problems, 1, hw).seconds
+           for name, t in (("16", small), ("32", mid))}
     assert est["32"] < est["16"]
-    assert k.ir.plan.variants[0] == tiling.variant(32, 32, 32, 128) and set(k.ir.plan.assignment) == {0}
+    assert k.ir.plan.variants[0].bm == 32 and k.ir.plan.variants[0].bn == 32 and set(k.ir.plan.assignment) == {0}
 
 
 def test_tile_auto_offers_the_other_tilings_for_timing_and_forced_choices_none():

@@ -60,6 +60,7 @@ class SimtVariant:
                 + (f" kslices {self.slices}" if self.slices > 1 else ""))
 
 
+CANDIDATES_SHOWN = 5  # `tile auto` candidates that inspect lists by name
 REG_CAP = 128  # registers per thread the kernel is compiled for (see SimtPlan.min_blocks)
 FLOOR_OVERHEAD = 32  # addresses and loop state beside the arrays, at the least
 CAP_HEADROOM = 40  # registers besides the arrays: pointers, loop state, indices (88 + 40 fits, 92 + 40 spills)
@@ -155,7 +156,10 @@ class SimtPlan(FamilyPlan):
             out.append(f"TLP old (Eq. 3) {self.tlp_old}, new (Eq. 4) {self.tlp_new}, threshold {self.tlp_threshold}; "
                        f"occupancy {self.occupancy}; estimated {self.estimate_us:.1f} us")
         if self.candidates:
-            out.append("candidates: " + ", ".join(f"{m} {us:.1f} us" for m, us in self.candidates))
+            ranked = sorted(self.candidates, key=lambda c: c[1])
+            out.append(f"candidates ({len(ranked)}, cheapest first): "
+                       + ", ".join(f"{m} {us:.1f} us" for m, us in ranked[:CANDIDATES_SHOWN])
+                       + (f", {len(ranked) - CANDIDATES_SHOWN} more" if len(ranked) > CANDIDATES_SHOWN else ""))
         edge_of = {e: i for i, row in enumerate(self.edges) for e in row if e >= 0}
         for i, v in enumerate(self.variants):
             users = sum(1 for a in self.assignment if a == i)

@@ -125,6 +125,9 @@ def everyone(method: str, v: SimtVariant, problems: int) -> tiling.Tiling:
 
 
 def candidate_tilings(kernel: Kernel, hw: Hardware, sizes: Sizes) -> list[tiling.Tiling]:
+    """The tilings `tile auto` costs (a forced `tile auto(method)`: that method's): the uniform rule's tile,
+    coordinated tiling, load-balanced tiling driven by Eq. 3 and by Eq. 4, then the uniform catalogue's other tiles
+    and their k-sliced forms (`sliced`). Earlier candidates win ties; none repeats an earlier one."""
     count = kernel.count or 1
     uniform = everyone("uniform", uniform_variant(kernel, hw, sizes)[0], len(sizes))
     mode = kernel.tile_mode
@@ -141,46 +144,58 @@ def candidate_tilings(kernel: Kernel, hw: Hardware, sizes: Sizes) -> list[tiling
         if mode is TileMode.AUTO:
             # Algorithm 1 driven by Eq. 3 stops refining earlier (idle warps count). On the H100 it measured
             # faster than Eq. 4 in 5 of 26 cases and within noise (1.2%) in the rest (bench/results/
-            # 2026-11-22_h100_irregular.json, docs/PERFORMANCE-irregular.md), so `tile auto` costs both; listed
-            # first, it wins ties.
+            # 2026-11-22_h100_irregular.json, docs/PERFORMANCE-irregular.md), so `tile auto` costs both.
             old = tiling.loadbalanced(sizes, count, hw, threshold, metric="old", rungs=rungs)
             if not old.same_variants(new):
                 out.append(old)
         out.append(new)
+    if mode is TileMode.AUTO:
+        catalogue = UNIFORM_F64 if kernel.dtype is DType.F64 else UNIFORM_F32
+        others = [everyone("uniform", v, len(sizes)) for v in catalogue + tuple(sliced(catalogue, kernel, hw))]
+        out += [t for t in others if not any(u.method == "uniform" and u.same_variants(t) for u in out)]
     return out
 
 
 def costed(kernel: Kernel, hw: Hardware, sizes: Sizes,
-           tilings: list[tiling.Tiling]) -> list[tuple[float, tiling.Tiling, tiling.Estimate]]:
-    """Each tiling with the model's estimate of it (tiling.estimate), in the given order."""
+           tilings: list[tiling.Tiling]) -> list[tuple[float, SimtPlan]]:
+    """Each tiling's plan (with its edge tiles) and the model's estimate of it (tiling.estimate), in the given
+    order."""
     scored = []
     for t in tilings:
-        probe = _plan_from(kernel, hw, t)
-        est = tiling.estimate(t, sizes, kernel.count or 1, hw, probe.regs_estimate, probe.smem_bytes)
-        scored.append((est.seconds, t, est))
+        planned = with_edges(_plan_from(kernel, hw, t))
+        est = tiling.estimate(planned, sizes, kernel.count or 1, hw)
+        occ = est.occupancy
+        scored.append((est.seconds, dataclasses.replace(
+            planned, tlp_threshold=t.threshold or default_threshold(hw), tlp_old=est.tlp_old, tlp_new=est.tlp_new,
+            occupancy=f"{occ.warps_per_sm} warps/SM ({occ.limit})", estimate_us=est.seconds * 1e6)))
     return scored
 
 
-def _costed_plan(kernel: Kernel, hw: Hardware, t: tiling.Tiling, est: tiling.Estimate,
-                 weighed: tuple[tuple[str, float], ...]) -> SimtPlan:
-    """A `tile auto` plan: the tiling with the model's figures, and edge tiles (with_edges)."""
-    occ = est.occupancy
-    return with_edges(_plan_from(kernel, hw, t, tlp_threshold=t.threshold or default_threshold(hw),
-                                 tlp_old=est.tlp_old, tlp_new=est.tlp_new,
-                                 occupancy=f"{occ.warps_per_sm} warps/SM ({occ.limit})", estimate_us=est.seconds * 1e6,
-                                 candidates=weighed if len(weighed) > 1 else ()))
+def label(plan: SimtPlan) -> str:
+    """A candidate's name: its method and its tile, or how many tiles it mixes."""
+    main = sorted(set(plan.assignment))  # the problems' own tiles (the rest are their edge tiles)
+    return f"{plan.method} " + (plan.variants[main[0]].name if len(main) == 1 else f"{len(main)} tiles")
 
 
 def auto_plan(kernel: Kernel, hw: Hardware, sizes: Sizes) -> SimtPlan:
     """Cost every candidate tiling with tiling.estimate and keep the cheapest (ties: the earlier candidate)."""
     scored = costed(kernel, hw, sizes, candidate_tilings(kernel, hw, sizes))
-    _, best, est = min(scored, key=lambda s: s[0])
-    return _costed_plan(kernel, hw, best, est, tuple((t.method, s * 1e6) for s, t, _ in scored))
+    _, best = min(scored, key=lambda s: s[0])
+    weighed = tuple((label(p), s * 1e6) for s, p in scored)
+    return dataclasses.replace(best, candidates=weighed if len(weighed) > 1 else ())
+
+
+# Threshold batching pays only on long launches. Of 154 tilings the H100 timed both ways (bench/results/
+# 2026-11-23_h100_irregular_slices.json), it was faster for 37: 30 with 24 or more waves of blocks (up to 39%
+# faster; 23 of them with median K <= 128), the other 7 by at most 6%. On shorter launches it was up to 2.9x slower.
+# With 24 waves the rule below is right for 138 of the 154; with the 4 it had, for 109.
+BATCHING_MIN_WAVES = 24
 
 
 def choose_batching(kernel: Kernel, plan: SimtPlan, hw: Hardware, sizes: Sizes | None = None) -> tuple[Batching, str]:
-    """`batching auto`: threshold batching when there are at least 4 waves of blocks and the median K is at most
-    theta / 2 (small-K tiles, where a block's prologue is a large share of its work); otherwise none."""
+    """`batching auto`: threshold batching when there are at least BATCHING_MIN_WAVES waves of blocks and the median
+    K is at most theta / 2 (small-K tiles, where a block's prologue is a large share of its work); otherwise
+    none."""
     if kernel.batching is not Batching.AUTO:
         return kernel.batching, f"batching {kernel.batching.value} from the schedule"
     occ = occupancy(hw, plan.threads, plan.regs_estimate, plan.smem_bytes)
@@ -188,9 +203,10 @@ def choose_batching(kernel: Kernel, plan: SimtPlan, hw: Hardware, sizes: Sizes |
     blocks = int(tiling_of(plan).counts(s, kernel.count or 1).sum())
     waves = blocks / max(1, occ.blocks_per_sm * hw.sm_count)
     k_med = median(s.k.tolist())
-    if waves >= 4 and k_med <= batching.THETA / 2:
-        return Batching.THRESHOLD, f"batching threshold: {waves:.1f} waves of blocks, median K {k_med:g} <= theta/2"
-    return Batching.NONE, f"batching none: {waves:.1f} waves of blocks, median K {k_med:g}"
+    why = f"{waves:.1f} waves of blocks, median K {k_med:g}"
+    if waves >= BATCHING_MIN_WAVES and k_med <= batching.THETA / 2:
+        return Batching.THRESHOLD, f"batching threshold: {why} <= theta/2"
+    return Batching.NONE, f"batching none: {why}"
 
 
 def plan(kernel: Kernel, hw: Hardware) -> SimtPlan:
@@ -258,30 +274,23 @@ def sliced(catalogue: tuple[SimtVariant, ...], kernel: Kernel, hw: Hardware) -> 
 def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]:
     """Planned kernels the runtime times against the model's choice on the device, keeping the fastest
     (runtime/tune.py), for a plain `tile auto` only (an explicit tile or `tile auto(method)` is what it says):
-    the model's plan first, then every other tiling it costed, the uniform catalogue's other tiles and their
-    sliced forms (`sliced`), each with its `batching auto` choice and, unless the schedule fixes batching, the
-    other of none / threshold.
+    the model's plan first, then every other tiling it costed (candidate_tilings), cheapest first, each with
+    its `batching auto` choice and, unless the schedule fixes batching, the other of none / threshold.
 
-    Why measure: on the H100 the model's ranking was off by up to 20% on 9 of 26 benchmark cases (coordinated
-    tiling ran MN <= 512, K <= 128 x256 in 173 us where the model's uniform 128x128 choice took 208; Eq. 3
-    beat the chosen tiling by 12-15% on three batches; bench/results/2026-11-22_h100_irregular_merged.json's
-    ablations). Candidates with the same tiles and blocks as an earlier one are left out."""
+    Why measure: the model ranks the benchmark's candidates within 2.6% of the fastest (geometric mean) but up to
+    14% off (tiling.estimate), and a first call's timing costs milliseconds. Candidates with the same tiles and
+    blocks as an earlier one are left out."""
     chosen = kernel.plan
     if not isinstance(chosen, SimtPlan) or kernel.tile is not None or kernel.tile_mode is not TileMode.AUTO:
         return ()
     sizes = Sizes.of(kernel.problems)
     model = tiling_of(chosen)
-    catalogue = UNIFORM_F64 if kernel.dtype is DType.F64 else UNIFORM_F32
     tilings = [t for t in candidate_tilings(kernel, hw, sizes)
                if not (t.method == chosen.method and t.same_variants(model))]
-    tilings += [everyone("uniform", v, len(sizes)) for v in catalogue
-                if not any(t.method == "uniform" and t.palette == (v,) for t in tilings + [model])]
-    tilings += [everyone("uniform", v, len(sizes)) for v in sliced(catalogue, kernel, hw)]
-    weighed = chosen.candidates
     plans = [chosen]
-    for _, t, est in costed(kernel, hw, sizes, tilings):
+    for _, p in sorted(costed(kernel, hw, sizes, tilings), key=lambda s: s[0]):
         try:
-            plans.append(finished(kernel, _costed_plan(kernel, hw, t, est, weighed), hw, sizes))
+            plans.append(finished(kernel, dataclasses.replace(p, candidates=chosen.candidates), hw, sizes))
         except GemmcError:
             continue  # a tiling this target cannot run (HIP and mixed thread counts) is not a candidate
     if kernel.batching is Batching.AUTO:
@@ -295,10 +304,8 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
         if key in seen:
             continue
         seen.add(key)
-        main = sorted(set(p.assignment))  # the problems' own tiles (the rest are their edge tiles)
-        tiles = p.variants[main[0]].name if len(main) == 1 else f"{len(main)} tiles"
-        label = f"{p.method} {tiles}, {p.batching.value}" + (" (model)" if p is chosen else "")
-        out.append((label, dataclasses.replace(planned, work=work)))
+        name = f"{label(p)}, {p.batching.value}" + (" (model)" if p is chosen else "")
+        out.append((name, dataclasses.replace(planned, work=work)))
     return tuple(out)
 
 
@@ -306,9 +313,9 @@ def notes(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> tuple[str, ...]:
     if kernel.tile is not None:
         tile_note = f"tile {kernel.tile} from the schedule"
     elif kernel.tile_mode is TileMode.AUTO:
-        tile_note = ("tile auto: the candidate tilings were costed (padded FLOPs over the busy share of the machine); "
-                     "the first call on a GPU times them and other tiles and keeps the fastest (GEMMC_TUNE=0 keeps "
-                     "this one); edge tiles of half height or width where half a tile covers a last row or column")
+        tile_note = ("tile auto: every candidate tiling was costed by simulating its launch tile by tile; the first "
+                     "call on a GPU times them and keeps the fastest (GEMMC_TUNE=0 keeps this one); edge tiles of "
+                     "half height or width where half a tile covers a last row or column")
     else:
         tile_note = (f"tile auto({kernel.tile_mode.value}) from the schedule; edge tiles of half height or width "
                      "where half a tile covers a last row or column")

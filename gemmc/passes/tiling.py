@@ -6,14 +6,16 @@ uniform tile) with a small cost model, and every figure it used is returned for 
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Problem
-from gemmc.ir.plan_simt import SimtVariant, micro_tile
+from gemmc.ir.plan_simt import SimtPlan, SimtVariant, micro_tile
 from gemmc.passes.tlp import Occupancy, ceil_div, occupancy
 from gemmc.passes.worklist import Sizes
 
@@ -237,30 +239,29 @@ def coordinated(problems: Batch, count: int, threshold: int, max_outputs: int = 
 
 @dataclass(frozen=True, slots=True)
 class Estimate:
-    """gemmc's cost model for choosing a tiling: padded work over the share of the machine kept busy."""
+    """gemmc's cost model for choosing a plan: its launch simulated tile by tile (`estimate`)."""
 
-    padded_gflop: float
+    padded_gflop: float  # what the launched tiles compute, edge tiles at their own size
     useful_gflop: float
-    active_warps: int
+    active_warps: int  # phi of Eq. 4, over the problems' own tiles
     occupancy: Occupancy
     utilization: float  # active warps over resident-warp capacity, capped at 1
     seconds: float
-    latency_seconds: float
     tlp_old: int
     tlp_new: int
 
 
 STEP_OVERHEAD = 40  # instructions per thread per k step besides the math: loads, stores, barrier, addressing
 STEP_LATENCY_CYCLES = 1000  # one k step of a lone block: a global load round trip plus a barrier (H100, see above)
-
-
 SCHEDULERS = 4  # warp schedulers per SM (every NVIDIA target since Volta; CDNA: 4 SIMDs per CU)
+SIMULATED_WAVES = 4  # launches of up to this many waves of resident blocks are list-scheduled tile by tile
 
 
-def step_instructions(v: SimtVariant, elem_bytes: int = 4) -> float:
-    """Instructions one thread issues per k step: FMAs, fragment loads and staging (see issue_efficiency)."""
+def step_instructions(v: SimtVariant, elem_bytes: int = 4, fma_issue: float = 1.0) -> float:
+    """Issue slots one thread takes per k step: FMAs (`fma_issue` slots each: 2 for f64 where the FP64 pipe is
+    half as wide), fragment loads and staging (see issue_efficiency)."""
     fmas = v.tm * v.tn * v.bk // v.slices
-    return fmas / issue_efficiency(v, elem_bytes)
+    return fmas / issue_efficiency(v, elem_bytes) + fmas * (fma_issue - 1)
 
 
 def issue_efficiency(v: SimtVariant, elem_bytes: int = 4) -> float:
@@ -275,43 +276,72 @@ def issue_efficiency(v: SimtVariant, elem_bytes: int = 4) -> float:
     return fmas / (fmas + loads * ks + STEP_OVERHEAD)
 
 
-def estimate(tiling: Tiling, problems: Batch, count: int, hw: Hardware, regs: int, smem: int) -> Estimate:
-    """The larger of two bounds. Throughput: the padded FLOPs over issue efficiency, over (peak x
-    utilization), where utilization is the warps that do work over the warps the machine can hold for this
-    fused kernel (its block size, registers and shared memory): predicated edges still do full-tile
-    arithmetic, small micro-tiles spend issue slots on staging, too few warps leave SMs idle. Latency: waves
-    of resident blocks, each as long as the longest block's k steps. A planning model, calibrated on the
-    H100 runs cited above; the benchmark's ablation (bench/irregular.py) says how well it ranks.
+def launched_tiles(plan: SimtPlan, s: Sizes) -> tuple[np.ndarray, np.ndarray]:
+    """The tiles a plan launches, per problem and kind (whole, half height, half width, both halves: the edge
+    tiles of passes/simt.py's with_edges): (variant, count), each problems x 4."""
+    a = np.asarray(plan.assignment, dtype=np.int64)
+    bm, bn = palette_column(plan.variants, "bm")[a], palette_column(plan.variants, "bn")[a]
+    tiles_m, tiles_n = -(-s.m // bm), -(-s.n // bn)
+    short_m = (s.m - (tiles_m - 1) * bm <= bm // 2).astype(np.int64)
+    short_n = (s.n - (tiles_n - 1) * bn <= bn // 2).astype(np.int64)
+    counts = np.stack([(tiles_m - short_m) * (tiles_n - short_n), short_m * (tiles_n - short_n),
+                       (tiles_m - short_m) * short_n, short_m * short_n], axis=1)
+    own = np.arange(len(plan.variants))
+    lookup = np.stack([own] * 4, axis=1)  # variant x kind -> the variant that tile runs
+    for i, row in enumerate(plan.edges):
+        lookup[i, 1:] = [e if e >= 0 else i for e in row]
+    return lookup[a], counts
 
-    Computed per problem over columns; each problem's terms are the same float operations as one at a time,
-    and the one floating-point sum (issued) adds them in batch order, so the figures do not depend on it."""
+
+def makespan(durations: np.ndarray, counts: np.ndarray, slots: int) -> float:
+    """Cycles until the last of these blocks (one duration each, `counts` times) ends on `slots` resident places,
+    dispatched longest first (the order batching none launches them) to whichever place frees first. Past
+    SIMULATED_WAVES waves, the total over the places: the tail is then a small share."""
+    total = int(counts.sum())
+    if total > SIMULATED_WAVES * slots:
+        return float((durations * counts).sum()) / slots
+    each = np.sort(np.repeat(durations, counts))[::-1].tolist()
+    if len(each) <= slots:
+        return each[0] if each else 0.0
+    places = each[:slots][::-1]  # a min-heap: ascending
+    for d in each[slots:]:
+        heapq.heapreplace(places, places[0] + d)
+    return max(places)
+
+
+def estimate(plan: SimtPlan, problems: Batch, count: int, hw: Hardware) -> Estimate:
+    """The plan's launch with one tile per block, simulated: every tile it launches (edge tiles at their own
+    size) lasts its k steps, each a load round trip (STEP_LATENCY_CYCLES) plus the step's issue slots of every
+    warp sharing a scheduler; blocks are dispatched longest first onto the resident places the fused kernel
+    leaves (its block size, registers and shared memory), and the launch lasts until the last one ends
+    (`makespan`). Predicated edges do full-tile work; small micro-tiles and k-sliced tiles pay for their loads
+    and staging; few blocks leave SMs idle. Batching is left to its rule (choose_batching in passes/simt.py).
+
+    Ranks the candidates of bench/irregular.py's 26 cases within 2.6% of the fastest measured (geometric
+    mean; worst 14%), where padded FLOPs over the busy share of the machine was 17% off (worst 83%)
+    (bench/results/2026-11-23_h100_irregular_slices.json; bench/experiments/cost_model.py)."""
     s = sizes_of(problems)
-    palette, choice = tiling.palette, tiling.choice
-    block = max(v.threads for v in palette)
-    occ = occupancy(hw, block, regs, smem)
-    bm, bn, bk, warps_per_tile = np.array([(v.bm, v.bn, v.bk, ceil_div(v.threads, hw.warp_size))
-                                           for v in palette], dtype=np.int64)[choice].T
-    counts = tile_counts(s, bm, bn) * count
-    warps = int((counts * warps_per_tile).sum())  # phi of Eq. 4
-    capacity = max(1, occ.warps_per_sm * hw.sm_count)
-    utilization = min(1.0, warps / capacity) if occ.blocks_per_sm else 0.0
-    padded_flops = counts * bm * bn * s.k * 2
-    efficiency = np.array([issue_efficiency(v) for v in palette])[choice]
-    padded = int(padded_flops.sum())
-    issued = sum((padded_flops / efficiency).tolist())
+    occ = occupancy(hw, plan.threads, plan.regs_estimate, plan.smem_bytes)
+    variant, counts = launched_tiles(plan, s)
+    counts = counts * count
+    column = partial(palette_column, plan.variants)
+    bm, bn, bk, threads = column("bm"), column("bn"), column("bk"), column("threads")
+    fma_issue = hw.fp32_flops / hw.f64_flops if plan.elem_bytes == 8 else 1.0
+    issue = np.array([step_instructions(v, plan.elem_bytes, fma_issue) for v in plan.variants])
+    k = s.k[:, None]
+    own = np.asarray(plan.assignment, dtype=np.int64)
+    tiles = tile_counts(s, bm[own], bn[own]) * count
+    warps = int((tiles * -(-threads[own] // hw.warp_size)).sum())  # phi of Eq. 4
+    capacity = occ.warps_per_sm * hw.sm_count
+    blocks = int(counts.sum())
+    padded = int((counts * bm[variant] * bn[variant] * k * 2).sum())
     useful = int((2 * s.m * s.n * s.k).sum()) * count
-    throughput = issued / (hw.fp32_flops * utilization) if utilization else float("inf")
-    # Latency bound: blocks run in waves of the resident capacity; a wave lasts as long as its longest block, and
-    # each of its k steps costs a load round trip plus the step's instructions of every warp sharing a scheduler
-    # (SCHEDULERS per SM). Without the second term 16x16 tiles (1x2 micro-tiles, 5 blocks per SM) looked faster
-    # than 32x32 ones on the Inception modules; measured 12.6 against 8.5 us
-    # (bench/results/2026-11-22_h100_simt_tiles_call2.log).
-    resident = max(1, occ.blocks_per_sm * hw.sm_count)
-    tiles_total = int(counts.sum())
-    waves = ceil_div(tiles_total, resident)
-    wave_warps = min(warps, capacity) / (hw.sm_count * SCHEDULERS)
-    step_cost = np.array([STEP_LATENCY_CYCLES + step_instructions(v) * wave_warps for v in palette])[choice]
-    step_cycles = float((step_cost * -(-s.k // bk)).max())
-    latency = waves * step_cycles / hw.clock_hz
-    return Estimate(padded / 1e9, useful / 1e9, warps, occ, utilization, max(throughput, latency), latency,
-                    tiles_total * block, warps * hw.warp_size)  # Eq. 3 (tlp_old) and Eq. 4 (tlp_new)
+    if not occ.blocks_per_sm:
+        seconds = float("inf")
+    else:
+        wave_warps = min(blocks / hw.sm_count, occ.blocks_per_sm) * occ.warps_per_sm / occ.blocks_per_sm
+        step = STEP_LATENCY_CYCLES + issue[variant] * wave_warps / SCHEDULERS
+        seconds = makespan((-(-k // bk[variant]) * step).ravel(), counts.ravel(),
+                           occ.blocks_per_sm * hw.sm_count) / hw.clock_hz
+    return Estimate(padded / 1e9, useful / 1e9, warps, occ, min(1.0, warps / capacity) if capacity else 0.0,
+                    seconds, blocks * plan.threads, warps * hw.warp_size)  # Eq. 3 (tlp_old) and Eq. 4 (tlp_new)

@@ -3,10 +3,7 @@
 // dtype f32, layout A col B col C col, alpha runtime, beta runtime
 // precision f32, algorithm auto, batching auto
 // batch of 1 problem(s)
-// variant 0: 64x64x16 threads 256 micro 4x4
-// variant 1: 32x64x16 threads 256 micro 2x4
-// variant 2: 64x32x16 threads 256 micro 2x4
-// variant 3: 32x32x16 threads 256 micro 2x2
+// variant 0: 64x64x16 threads 128 micro 8x8 kslices 2
 // pipeline stages 2
 
 
@@ -293,7 +290,7 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256, 2) gemmc_colmajor_simt_f32_ccc(
+extern "C" __global__ void __launch_bounds__(128, 2) gemmc_colmajor_simt_f32_ccc(
     const gemmc_problem* __restrict__ problems, const int* __restrict__ block_offsets,
     const int4* __restrict__ tiles, const float* const* __restrict__ A, const float* const* __restrict__ B,
     float* const* __restrict__ C, float alpha, float beta) {
@@ -310,24 +307,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemmc_colmajor_simt_f32_ccc
     const int4 tile = tiles[t];
     const gemmc_problem p = problems[tile.x];
     switch (tile.w) {
-      case 0:  // 64x64x16, 256 threads, micro-tile 4x4
-        if (tid < 256)
-          gemmc_simt_tile<float, 64, 64, 16, 4, 4, 256, 1, 2, 2, false, true, false, false>(
-              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
-        break;
-      case 1:  // 32x64x16, 256 threads, micro-tile 2x4
-        if (tid < 256)
-          gemmc_simt_tile<float, 32, 64, 16, 2, 4, 256, 1, 2, 2, false, true, false, false>(
-              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
-        break;
-      case 2:  // 64x32x16, 256 threads, micro-tile 2x4
-        if (tid < 256)
-          gemmc_simt_tile<float, 64, 32, 16, 2, 4, 256, 1, 2, 2, false, true, false, false>(
-              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
-        break;
-      case 3:  // 32x32x16, 256 threads, micro-tile 2x2
-        if (tid < 256)
-          gemmc_simt_tile<float, 32, 32, 16, 2, 2, 256, 1, 2, 2, false, true, false, false>(
+      case 0:  // 64x64x16, 128 threads, micro-tile 8x8, k in 2 slices
+        if (tid < 128)
+          gemmc_simt_tile<float, 64, 64, 16, 8, 8, 128, 2, 2, 2, false, true, false, false>(
               p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
         break;
       default:

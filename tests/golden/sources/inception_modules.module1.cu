@@ -3,10 +3,7 @@
 // dtype f32, layout A row B row C row, alpha 1.0, beta 0.0
 // precision f32, algorithm auto, batching auto
 // batch of 4 problem(s)
-// variant 0: 32x32x32 threads 128 micro 2x4
-// variant 1: 16x32x32 threads 128 micro 2x2
-// variant 2: 32x16x32 threads 128 micro 2x2
-// variant 3: 16x16x32 threads 128 micro 1x2
+// variant 0: 32x32x32 threads 128 micro 4x8 kslices 4
 // pipeline stages 2
 
 
@@ -310,24 +307,9 @@ extern "C" __global__ void __launch_bounds__(128, 4) gemmc_module1_simt_f32_rrr(
     const int4 tile = tiles[t];
     const gemmc_problem p = problems[tile.x];
     switch (tile.w) {
-      case 0:  // 32x32x32, 128 threads, micro-tile 2x4
+      case 0:  // 32x32x32, 128 threads, micro-tile 4x8, k in 4 slices
         if (tid < 128)
-          gemmc_simt_tile<float, 32, 32, 32, 2, 4, 128, 1, 2, 2, true, false, true, true>(
-              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
-        break;
-      case 1:  // 16x32x32, 128 threads, micro-tile 2x2
-        if (tid < 128)
-          gemmc_simt_tile<float, 16, 32, 32, 2, 2, 128, 1, 2, 2, true, false, true, true>(
-              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
-        break;
-      case 2:  // 32x16x32, 128 threads, micro-tile 2x2
-        if (tid < 128)
-          gemmc_simt_tile<float, 32, 16, 32, 2, 2, 128, 1, 2, 2, true, false, true, true>(
-              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
-        break;
-      case 3:  // 16x16x32, 128 threads, micro-tile 1x2
-        if (tid < 128)
-          gemmc_simt_tile<float, 16, 16, 32, 1, 2, 128, 1, 2, 2, true, false, true, true>(
+          gemmc_simt_tile<float, 32, 32, 32, 4, 8, 128, 4, 2, 2, true, false, true, true>(
               p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
         break;
       default:

@@ -3,9 +3,7 @@
 // dtype f32, layout A row B row C row, alpha 1.0, beta 0.0
 // precision f32, algorithm auto, batching auto
 // batch of 3 problem(s)
-// variant 0: 16x16x32 threads 128 micro 1x2
-// variant 1: 8x16x32 threads 128 micro 1x1
-// variant 2: 16x8x32 threads 128 micro 1x1
+// variant 0: 32x32x32 threads 128 micro 4x8 kslices 4
 // pipeline stages 2
 
 
@@ -292,7 +290,7 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128, 7) gemmc_module5_simt_f32_rrr(
+extern "C" __global__ void __launch_bounds__(128, 4) gemmc_module5_simt_f32_rrr(
     const gemmc_problem* __restrict__ problems, const int* __restrict__ block_offsets,
     const int4* __restrict__ tiles, const float* const* __restrict__ A, const float* const* __restrict__ B,
     float* const* __restrict__ C, float alpha, float beta) {
@@ -309,19 +307,9 @@ extern "C" __global__ void __launch_bounds__(128, 7) gemmc_module5_simt_f32_rrr(
     const int4 tile = tiles[t];
     const gemmc_problem p = problems[tile.x];
     switch (tile.w) {
-      case 0:  // 16x16x32, 128 threads, micro-tile 1x2
+      case 0:  // 32x32x32, 128 threads, micro-tile 4x8, k in 4 slices
         if (tid < 128)
-          gemmc_simt_tile<float, 16, 16, 32, 1, 2, 128, 1, 2, 2, true, false, true, true>(
-              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
-        break;
-      case 1:  // 8x16x32, 128 threads, micro-tile 1x1
-        if (tid < 128)
-          gemmc_simt_tile<float, 8, 16, 32, 1, 1, 128, 1, 2, 2, true, false, true, true>(
-              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
-        break;
-      case 2:  // 16x8x32, 128 threads, micro-tile 1x1
-        if (tid < 128)
-          gemmc_simt_tile<float, 16, 8, 32, 1, 1, 128, 1, 2, 2, true, false, true, true>(
+          gemmc_simt_tile<float, 32, 32, 32, 4, 8, 128, 4, 2, 2, true, false, true, true>(
               p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
         break;
       default:
