@@ -4,7 +4,8 @@
 - `tile auto(uniform)`: the largest tile of a small catalogue that still gives one wave of blocks (the baseline).
 - `tile auto(loadbalanced)`: paper 000's per-problem tiles with per-variant thread counts (passes/tiling.py).
 - `tile auto(coordinated)`: paper 003's lockstep tiling with one thread count (passes/tiling.py).
-- `tile auto`: all three, each costed by the model of `tiling.estimate`; the cheapest wins.
+- `tile auto`: all three, and the uniform catalogue's other tiles and their k-sliced forms, each costed by the model of
+  `tiling.estimate` (a simulation of the launch); the cheapest wins, and the first call on a GPU times them all.
 Batching (paper 003 §4, passes/batching.py) then packs tiles into blocks.
 """
 
@@ -163,7 +164,7 @@ def costed(kernel: Kernel, hw: Hardware, sizes: Sizes,
     scored = []
     for t in tilings:
         planned = with_edges(_plan_from(kernel, hw, t))
-        est = tiling.estimate(planned, sizes, kernel.count or 1, hw)
+        est = tiling.estimate(planned, sizes, kernel.count or 1, hw, t.choice)
         occ = est.occupancy
         scored.append((est.seconds, dataclasses.replace(
             planned, tlp_threshold=t.threshold or default_threshold(hw), tlp_old=est.tlp_old, tlp_new=est.tlp_new,

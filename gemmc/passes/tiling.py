@@ -276,10 +276,11 @@ def issue_efficiency(v: SimtVariant, elem_bytes: int = 4) -> float:
     return fmas / (fmas + loads * ks + STEP_OVERHEAD)
 
 
-def launched_tiles(plan: SimtPlan, s: Sizes) -> tuple[np.ndarray, np.ndarray]:
+def launched_tiles(plan: SimtPlan, s: Sizes, a: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The tiles a plan launches, per problem and kind (whole, half height, half width, both halves: the edge
-    tiles of passes/simt.py's with_edges): (variant, count), each problems x 4."""
-    a = np.asarray(plan.assignment, dtype=np.int64)
+    tiles of passes/simt.py's with_edges): (variant, count), each problems x 4. `a`: plan.assignment as an array,
+    where the caller has it."""
+    a = np.asarray(plan.assignment, dtype=np.int64) if a is None else a
     bm, bn = palette_column(plan.variants, "bm")[a], palette_column(plan.variants, "bn")[a]
     tiles_m, tiles_n = -(-s.m // bm), -(-s.n // bn)
     short_m = (s.m - (tiles_m - 1) * bm <= bm // 2).astype(np.int64)
@@ -309,7 +310,7 @@ def makespan(durations: np.ndarray, counts: np.ndarray, slots: int) -> float:
     return max(places)
 
 
-def estimate(plan: SimtPlan, problems: Batch, count: int, hw: Hardware) -> Estimate:
+def estimate(plan: SimtPlan, problems: Batch, count: int, hw: Hardware, choice: np.ndarray | None = None) -> Estimate:
     """The plan's launch with one tile per block, simulated: every tile it launches (edge tiles at their own
     size) lasts its k steps, each a load round trip (STEP_LATENCY_CYCLES) plus the step's issue slots of every
     warp sharing a scheduler; blocks are dispatched longest first onto the resident places the fused kernel
@@ -319,17 +320,18 @@ def estimate(plan: SimtPlan, problems: Batch, count: int, hw: Hardware) -> Estim
 
     Ranks the candidates of bench/irregular.py's 26 cases within 2.6% of the fastest measured (geometric
     mean; worst 14%), where padded FLOPs over the busy share of the machine was 17% off (worst 83%)
-    (bench/results/2026-11-23_h100_irregular_slices.json; bench/experiments/cost_model.py)."""
+    (bench/results/2026-11-23_h100_irregular_slices.json; bench/experiments/cost_model.py). `choice`: the
+    plan's assignment as an array (Tiling.choice), where the caller has it."""
     s = sizes_of(problems)
+    own = np.asarray(plan.assignment, dtype=np.int64) if choice is None else choice
     occ = occupancy(hw, plan.threads, plan.regs_estimate, plan.smem_bytes)
-    variant, counts = launched_tiles(plan, s)
+    variant, counts = launched_tiles(plan, s, own)
     counts = counts * count
     column = partial(palette_column, plan.variants)
     bm, bn, bk, threads = column("bm"), column("bn"), column("bk"), column("threads")
     fma_issue = hw.fp32_flops / hw.f64_flops if plan.elem_bytes == 8 else 1.0
     issue = np.array([step_instructions(v, plan.elem_bytes, fma_issue) for v in plan.variants])
     k = s.k[:, None]
-    own = np.asarray(plan.assignment, dtype=np.int64)
     tiles = tile_counts(s, bm[own], bn[own]) * count
     warps = int((tiles * -(-threads[own] // hw.warp_size)).sum())  # phi of Eq. 4
     capacity = occ.warps_per_sm * hw.sm_count
