@@ -1,12 +1,13 @@
 """Tall-and-skinny GEMM (paper 002): gemmc's TSM2R / TSM2L vs cuBLAS (torch.mm) and the copy roof, in one process
 on the same inputs. GPU machine only:
 
-    python3 bench/tallskinny.py --out bench/results [--quick]
+    python3 bench/tallskinny.py --out bench/results [--quick] [--layout row]
 
 TSM2R: m = k in {8192, 16384, 30720}, n in {1, 2, 4, 8, 16, 32}; TSM2L: m in {1e5, 1e6, 1e7}, k = n in {8, 16};
-f32 and f64; column-major operands (the paper's). Bandwidth counts A + B + C once each; the copy roof is a
-device-to-device copy of the same number of bytes (read + write). The crossover against the SIMT family is
-measured at m = k = 16384, f32, for n from 1 to 64.
+f32 and f64; column-major operands (the paper's), or with `--layout row` row-major ones (PyTorch's and NumPy's).
+Bandwidth counts A + B + C once each; the copy roof is a device-to-device copy of the same number of bytes (read +
+write). The crossover against the SIMT family is measured at m = k = 16384 for n from 1 to 64 (column-major: f32;
+row-major: each dtype).
 """
 
 from __future__ import annotations
@@ -29,12 +30,20 @@ def calls_for(seconds: float) -> int:
     return 100 if seconds < 1e-3 else 20
 
 
+LAYOUT = "col"  # every operand's layout (--layout)
+
+
 def col_major(t):
     return t.t().contiguous().t()
 
 
+def laid_out(t):
+    """t in the run's layout: column-major, or as created (row-major)."""
+    return col_major(t) if LAYOUT == "col" else t
+
+
 def schedule(algorithm: str, m: int, n: int, k: int, dtype: str) -> str:
-    return (f"kernel t {{ dtype {dtype} layout A col, B col, C col gemm {m} x {n} x {k} "
+    return (f"kernel t {{ dtype {dtype} layout A {LAYOUT}, B {LAYOUT}, C {LAYOUT} gemm {m} x {n} x {k} "
             f"algorithm {algorithm} }}")
 
 
@@ -42,14 +51,14 @@ def run(algorithm: str, m: int, n: int, k: int, dtype: str) -> dict:
     import torch
 
     tdt = torch.float32 if dtype == "f32" else torch.float64
-    A = col_major(torch.randn(m, k, device="cuda", dtype=tdt))
-    B = col_major(torch.randn(k, n, device="cuda", dtype=tdt))
-    C = col_major(torch.full((m, n), float("nan"), device="cuda", dtype=tdt))
+    A = laid_out(torch.randn(m, k, device="cuda", dtype=tdt))
+    B = laid_out(torch.randn(k, n, device="cuda", dtype=tdt))
+    C = laid_out(torch.full((m, n), float("nan"), device="cuda", dtype=tdt))
     kern = gemmc.compile_string(schedule(algorithm, m, n, k, dtype))["t"]
     kern([A], [B], [C])
     ref = A.double() @ B.double()
     err = float((C.double() - ref).norm() / ref.norm())
-    out = col_major(torch.empty(m, n, device="cuda", dtype=tdt))
+    out = laid_out(torch.empty(m, n, device="cuda", dtype=tdt))
     cublas = lambda: torch.mm(A, B, out=out)  # noqa: E731
     cublas()
     torch.cuda.synchronize()
@@ -68,8 +77,9 @@ def run(algorithm: str, m: int, n: int, k: int, dtype: str) -> dict:
     t_copy = timing.device_seconds(lambda: dst.copy_(src), calls=calls)
     roof = 2 * nbytes / t_copy
     bw = nbytes / t_gemmc
-    row = {"case": f"{algorithm} {dtype} m={m} k={k} n={n}", "algorithm": algorithm, "dtype": dtype, "m": m, "n": n,
-           "k": k, "calls": calls, "gemmc_us": t_gemmc * 1e6, "gemmc_host_us": t_host * 1e6,
+    row = {"case": f"{algorithm} {dtype} m={m} k={k} n={n}", "layout": LAYOUT, "algorithm": algorithm,
+           "dtype": dtype, "m": m, "n": n, "k": k, "calls": calls, "gemmc_us": t_gemmc * 1e6,
+           "gemmc_host_us": t_host * 1e6,
            "cublas_us": t_cublas * 1e6,
            "gemmc_tbs": bw / 1e12, "cublas_tbs": nbytes / t_cublas / 1e12, "roof_tbs": roof / 1e12,
            "of_roof": bw / roof, "vs_cublas": t_cublas / t_gemmc, "gemmc_err": err,
@@ -83,24 +93,30 @@ def run(algorithm: str, m: int, n: int, k: int, dtype: str) -> dict:
     return row
 
 
-def crossover(n_values) -> list[dict]:
+def crossover(n_values, dtypes) -> list[dict]:
+    """TSM2R against the SIMT family at m = k = 16384 for each n, in the run's layout, and what `algorithm auto`
+    picks there."""
     import torch
 
     rows = []
     m = k = 16384
-    A = col_major(torch.randn(m, k, device="cuda"))
-    for n in n_values:
-        B = col_major(torch.randn(k, n, device="cuda"))
-        C = col_major(torch.empty(m, n, device="cuda"))
-        times = {}
-        for algorithm in ("tsm2r", "simt"):
-            kern = gemmc.compile_string(schedule(algorithm, m, n, k, "f32"))["t"]
-            call = lambda kern=kern, B=B, C=C: kern([A], [B], [C])  # noqa: E731
-            times[algorithm] = timing.device_seconds(timing.gemmc_graph(call), calls=20)
-        auto = gemmc.compile_string(f"kernel t {{ layout A col, B col, C col gemm {m} x {n} x {k} }}")["t"]
-        rows.append({"n": n, "tsm2r_us": times["tsm2r"] * 1e6, "simt_us": times["simt"] * 1e6,
-                     "auto_picks": auto.ir.family.value,
-                     "faster": "tsm2r" if times["tsm2r"] < times["simt"] else "simt"})
+    for dtype in dtypes:
+        tdt = torch.float32 if dtype == "f32" else torch.float64
+        A = laid_out(torch.randn(m, k, device="cuda", dtype=tdt))
+        for n in n_values:
+            B = laid_out(torch.randn(k, n, device="cuda", dtype=tdt))
+            C = laid_out(torch.empty(m, n, device="cuda", dtype=tdt))
+            times = {}
+            for algorithm in ("tsm2r", "simt"):
+                kern = gemmc.compile_string(schedule(algorithm, m, n, k, dtype))["t"]
+                call = lambda kern=kern, A=A, B=B, C=C: kern([A], [B], [C])  # noqa: E731
+                times[algorithm] = timing.device_seconds(timing.gemmc_graph(call), calls=20)
+            auto = gemmc.compile_string(f"kernel t {{ dtype {dtype} layout A {LAYOUT}, B {LAYOUT}, C {LAYOUT} "
+                                        f"gemm {m} x {n} x {k} }}")["t"]
+            rows.append({"dtype": dtype, "n": n, "tsm2r_us": times["tsm2r"] * 1e6, "simt_us": times["simt"] * 1e6,
+                         "auto_picks": auto.ir.family.value,
+                         "faster": "tsm2r" if times["tsm2r"] < times["simt"] else "simt"})
+        torch.cuda.empty_cache()
     return rows
 
 
@@ -117,7 +133,11 @@ def main() -> None:
     parser.add_argument("--dtypes", default="f32,f64", help="comma-separated (default f32,f64)")
     parser.add_argument("--no-crossover", action="store_true", help="skip the TSM2R-vs-SIMT crossover in n")
     parser.add_argument("--jobs", type=int, default=12, help="parallel NVRTC compiles before timing")
+    parser.add_argument("--layout", choices=("col", "row"), default="col",
+                        help="every operand's layout (default col, the paper's)")
     args = parser.parse_args()
+    global LAYOUT
+    LAYOUT = args.layout
     rows = []
     sizes = (8192, 16384) if args.quick else (8192, 16384, 30720)
     if args.sizes:
@@ -125,11 +145,13 @@ def main() -> None:
     ns = tuple(int(n) for n in args.ns.split(",")) if args.ns else (1, 2, 4, 8, 16, 32)
     dtypes = tuple(args.dtypes.split(","))
     cross_n = () if args.no_crossover or args.only == "tsm2l" else (1, 2, 4, 8, 16, 24, 32, 48, 64)
-    texts = [schedule("tsm2r", mk, n, mk, dtype) for dtype in dtypes for mk in sizes
+    cross_dtypes = ("f32",) if LAYOUT == "col" else dtypes  # column-major: f32, as measured since the first run
+    texts = []
+    texts += [schedule("tsm2r", mk, n, mk, dtype) for dtype in dtypes for mk in sizes
              for n in ns] if args.only != "tsm2l" else []
     texts += [schedule("tsm2l", m, kn, kn, dtype) for dtype in dtypes for m in (10**5, 10**6, 10**7)
               for kn in (8, 16)] if args.only != "tsm2r" else []
-    texts += [schedule(a, 16384, n, 16384, "f32") for n in cross_n for a in ("tsm2r", "simt")]
+    texts += [schedule(a, 16384, n, 16384, d) for d in cross_dtypes for n in cross_n for a in ("tsm2r", "simt")]
     timing.precompile(texts, args.jobs)
     for dtype in dtypes:
         for mk in sizes if args.only != "tsm2l" else ():
@@ -144,16 +166,17 @@ def main() -> None:
                 torch.cuda.empty_cache()
                 print(rows[-1]["case"], f"{rows[-1]['gemmc_tbs']:.2f} TB/s ({rows[-1]['of_roof']:.0%} of roof), "
                       f"cuBLAS {rows[-1]['cublas_tbs']:.2f}", flush=True)
-    cross = crossover(cross_n) if cross_n else []
+    cross = crossover(cross_n, cross_dtypes) if cross_n else []
     suite = "tallskinny" + (f"-{args.only}" if args.only else "") + (f"-{'_'.join(map(str, sizes))}"
                                                                       if args.sizes else "")
     suite += f"-n{'_'.join(map(str, ns))}" if args.ns else ""
     suite += f"-{'_'.join(dtypes)}" if args.dtypes != "f32,f64" else ""
-    path = timing.write_results(args.out, suite, rows, {"crossover_m_k_16384_f32": cross})
+    suite += "-rowmajor" if LAYOUT == "row" else ""
+    path = timing.write_results(args.out, suite, rows, {"crossover_m_k_16384": cross})
     print(timing.table(rows, ["case", "gemmc_us", "gemmc_host_us", "cublas_us", "gemmc_tbs", "cublas_tbs", "roof_tbs",
                               "of_roof", "vs_cublas", "predicted_tbs", "gemmc_err"]))
     if cross:
-        print(timing.table(cross, ["n", "tsm2r_us", "simt_us", "faster", "auto_picks"]))
+        print(timing.table(cross, ["dtype", "n", "tsm2r_us", "simt_us", "faster", "auto_picks"]))
     print(f"wrote {path}")
 
 

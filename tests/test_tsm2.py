@@ -46,14 +46,18 @@ def test_h100_parameters_saturate_littles_law():
 
 
 @pytest.mark.parametrize("text, family", [
-    ("gemm 16384 x 8 x 16384", Family.TSM2R),
-    ("gemm 16384 x 32 x 16384", Family.TSM2R),
-    ("gemm 16384 x 33 x 16384", Family.SIMT),
+    ("layout A col, B col, C col gemm 16384 x 8 x 16384", Family.TSM2R),
+    ("layout A col, B col, C col gemm 16384 x 32 x 16384", Family.TSM2R),
+    ("layout A col, B col, C col gemm 16384 x 33 x 16384", Family.SIMT),
     ("gemm 4096 x 8 x 4096", Family.SIMT),
     ("gemm 1000000 x 16 x 16", Family.TSM2L),
     ("gemm 1000 x 16 x 16", Family.SIMT),
     ("gemm 16384 x 8 x 16384 count 2", Family.SIMT),
     ("gemm 16384 x 8 x 16384 tile 64x64x8", Family.SIMT),
+    ("gemm 16384 x 4 x 16384", Family.TSM2R),  # row-major A (the default): TSM2R's row kernel
+    ("gemm 16384 x 8 x 16384", Family.SIMT),  # wins at n <= 4 only (H100)
+    ("layout A row, B col, C col gemm 16384 x 32 x 16384", Family.SIMT),
+    ("layout A col, B row, C row gemm 16384 x 32 x 16384", Family.TSM2R),
 ])
 def test_auto_rule(text, family):
     assert gemmc.compile_string(f"kernel k {{ {text} }}")["k"].ir.family is family

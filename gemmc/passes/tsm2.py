@@ -51,6 +51,11 @@ TSM2L_ROW_REGS = 128  # registers a TSM2L thread may spend on its rows of A
 # 1.2-1.5x at 48-64 (two passes over A), so auto takes n <= 32, where the margin is 2x or more. 8192 is the
 # smallest m, k measured.
 AUTO_TSM2R_MAX_N = 32
+# Row-major A runs TSM2R's other kernel (a warp per group of rows, the lanes splitting k), which is near the roof
+# only for the narrowest B: at m = k = 16384 it beat the SIMT family at n <= 4 (f32 446 against 561 us, f64 882
+# against 1160) and lost from n = 8 (f32 616-889 against 561, f64 1230-1560 against 1160), by 3-5x at n = 32
+# (bench/results/2026-11-23_h100_tallskinny-tsm2r-16384-rowmajor3.json, `..._16384-rowmajor1.json`).
+AUTO_TSM2R_MAX_N_ROW_A = 4
 # f64 tensor cores: B's bytes per batch at most this share of A's. n = 32 with 64 rows per warp (B half of A) ran at
 # 84-96% of the roof; with 32 rows (B equal to A) at 18-35% (bench/results/2026-11-22_h100_tsm2r-wide_call1.json).
 MAX_B_SHARE = 0.5
@@ -287,9 +292,11 @@ def classify(kernel: Kernel) -> tuple[Family | None, str]:
     if kernel.count is not None or len(kernel.problems) != 1 or kernel.dtype not in (DType.F32, DType.F64):
         return None, ""
     p = kernel.problems[0]
-    if p.n <= AUTO_TSM2R_MAX_N and p.m >= AUTO_TSM2R_MIN_MK and p.k >= AUTO_TSM2R_MIN_MK:
-        return Family.TSM2R, (f"n = {p.n} <= {AUTO_TSM2R_MAX_N} with m, k >= {AUTO_TSM2R_MIN_MK}: tall-and-skinny B, "
-                              "memory-bound (TSM2R)")
+    row_a = kernel.layout_a is Layout.ROW
+    max_n = AUTO_TSM2R_MAX_N_ROW_A if row_a else AUTO_TSM2R_MAX_N
+    if p.n <= max_n and p.m >= AUTO_TSM2R_MIN_MK and p.k >= AUTO_TSM2R_MIN_MK:
+        return Family.TSM2R, (f"n = {p.n} <= {max_n}{' (row-major A)' if row_a else ''} with m, k >= "
+                              f"{AUTO_TSM2R_MIN_MK}: tall-and-skinny B, memory-bound (TSM2R)")
     if p.k <= AUTO_TSM2L_MAX_KN and p.n <= AUTO_TSM2L_MAX_KN and p.m >= AUTO_TSM2L_MIN_M:
         return Family.TSM2L, (f"k, n <= {AUTO_TSM2L_MAX_KN} with m >= {AUTO_TSM2L_MIN_M}: tall-and-skinny A "
                               "(TSM2L)")

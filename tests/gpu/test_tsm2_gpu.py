@@ -38,6 +38,15 @@ def test_tsm2l(dtype, layouts, m, n, k):
     check_schedule(f"kernel k {{ dtype {dtype} {layout_line(layouts)} gemm {m} x {n} x {k} algorithm tsm2l }}")
 
 
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("m, n, k", [(65537, 8, 16), (4099, 16, 8)])
+def test_tsm2l_row_major_vectors_with_beta(dtype, m, n, k):
+    # Row-major A and C with k and n multiples of a 16-byte vector: A's rows read and C's rows written (beta: read
+    # back) as vectors.
+    check_schedule(f"kernel k {{ dtype {dtype} layout A row, B row, C row alpha 1.5 beta -0.5 gemm {m} x {n} x {k} "
+                   "algorithm tsm2l }")
+
+
 @pytest.mark.parametrize("algorithm", ["tsm2r", "tsm2l"])
 def test_runtime_alpha_beta(algorithm):
     check_schedule(f"kernel k {{ alpha runtime beta runtime gemm 5001 x 5 x 13 algorithm {algorithm} }}", seed=4)

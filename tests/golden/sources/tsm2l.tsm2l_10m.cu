@@ -36,7 +36,10 @@ __device__ __forceinline__ bool gemmc_vec_ok(const T* p, long long ld, long long
 // computes whole rows of C from a row of A held in registers, TCF rows per thread strided by the grid's
 // thread count (the paper's thread-count factor: fewer, longer-lived threads, more loads in flight each).
 // Column-major A and C: a warp's 32 rows of one column are one coalesced access. Row-major: a thread's row is
-// contiguous and a warp's rows are adjacent, so every byte of the lines it touches is used.
+// contiguous and a warp's rows are adjacent, so every byte of the lines it touches is used; the row is read and
+// written in 16-byte vectors where K (N), the leading dimension and the pointer allow, so that a warp's access
+// touches each sector in as few requests as the row's length allows (one scalar per row would ask the L1 for 32
+// sectors per instruction, K or N times over).
 template <typename T, int K, int N, int TCF, bool A_ROW, bool B_ROW, bool C_ROW, bool BETA_ZERO>
 __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __restrict__ A, const T* __restrict__ B,
                                             T* __restrict__ C, T alpha, T beta, T* __restrict__ bs) {
@@ -47,10 +50,24 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
   __syncthreads();
   const long long stride = (long long)gridDim.x * blockDim.x;
   const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  constexpr int V = 16 / sizeof(T);  // elements per 16-byte vector
+  const bool a_vec = A_ROW && K % V == 0 && gemmc_vec_ok<T, V>(A, p.lda, K);
+  const bool c_vec = C_ROW && N % V == 0 && gemmc_vec_ok<T, V>(C, p.ldc, N);
   T a[TCF][K];
 #pragma unroll
   for (int r = 0; r < TCF; ++r) {  // every row's loads first: TCF x K loads in flight per thread
     const long long m = first + r * stride;
+    if constexpr (A_ROW && K % V == 0) {
+      if (a_vec && m < p.m) {
+#pragma unroll
+        for (int v = 0; v < K / V; ++v) {
+          const gemmc_vec<T, V> x = *reinterpret_cast<const gemmc_vec<T, V>*>(A + m * p.lda + v * V);
+#pragma unroll
+          for (int q = 0; q < V; ++q) a[r][v * V + q] = x.v[q];
+        }
+        continue;
+      }
+    }
 #pragma unroll
     for (int k = 0; k < K; ++k) a[r][k] = m < p.m ? (A_ROW ? A[m * p.lda + k] : A[k * p.lda + m]) : T(0);
   }
@@ -58,19 +75,37 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
   for (int r = 0; r < TCF; ++r) {
     const long long m = first + r * stride;
     if (m >= p.m) continue;
+    T out[N];
 #pragma unroll
     for (int j = 0; j < N; ++j) {
       T acc = T(0);
 #pragma unroll
       for (int k = 0; k < K; ++k) acc = GEMMC_FMA(a[r][k], bs[k * N + j], acc);
+      out[j] = alpha * acc;
+    }
+    if constexpr (C_ROW && N % V == 0) {
+      if (c_vec) {
+#pragma unroll
+        for (int v = 0; v < N / V; ++v) {
+          gemmc_vec<T, V>* c = reinterpret_cast<gemmc_vec<T, V>*>(C + m * p.ldc + v * V);
+          gemmc_vec<T, V> x;
+          if (!BETA_ZERO && beta != T(0)) x = *c;
+#pragma unroll
+          for (int q = 0; q < V; ++q)
+            x.v[q] = (!BETA_ZERO && beta != T(0)) ? GEMMC_FMA(beta, x.v[q], out[v * V + q]) : out[v * V + q];
+          *c = x;
+        }
+        continue;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
       T* c = C_ROW ? C + m * p.ldc + j : C + (long long)j * p.ldc + m;
-      T out = alpha * acc;
-      if (!BETA_ZERO && beta != T(0)) out = GEMMC_FMA(beta, *c, out);
-      *c = out;
+      if (!BETA_ZERO && beta != T(0)) out[j] = GEMMC_FMA(beta, *c, out[j]);
+      *c = out[j];
     }
   }
 }
-
 extern "C" __global__ void __launch_bounds__(256) gemmc_tsm2l_10m_tsm2l_f64_rrr(
     const gemmc_problem* __restrict__ problems, const int* __restrict__ block_offsets,
     const int4* __restrict__ tiles, const double* const* __restrict__ A, const double* const* __restrict__ B,
