@@ -57,6 +57,9 @@ def test_h100_parameters_saturate_littles_law():
     ("gemm 16384 x 4 x 16384", Family.TSM2R),  # row-major A (the default): TSM2R's row kernel
     ("gemm 16384 x 8 x 16384", Family.SIMT),  # wins at n <= 4 only (H100)
     ("layout A row, B col, C col gemm 16384 x 32 x 16384", Family.SIMT),
+    ("dtype f64 gemm 16384 x 8 x 16384", Family.SIMT),  # f64, row-major A: the row kernel up to n = 8,
+    ("dtype f64 gemm 16384 x 9 x 16384", Family.TSM2R),  # then the tensor cores' column kernel
+    ("dtype f64 gemm 16384 x 32 x 16384", Family.TSM2R),
     ("layout A col, B row, C row gemm 16384 x 32 x 16384", Family.TSM2R),
 ])
 def test_auto_rule(text, family):

@@ -34,10 +34,14 @@ CASES = [("f32", 8192, 16), ("f32", 8192, 1), ("f32", 8192, 8), ("f32", 8192, 32
 MMA_CASES = [("f64", 8192, 32), ("f64", 30720, 32), ("f64", 8192, 24)]
 WIDE_CASES = [("f64", 8192, 32), ("f64", 16384, 32), ("f64", 16384, 16), ("f32", 16384, 16)]
 N32_CASES = [("f64", 16384, 32), ("f64", 30720, 32)]
+ROWT3_CASES = [("f64", 16384, 16), ("f64", 16384, 32)]
+
+
+A_LAYOUT = "col"  # A's layout (the rowt3 study: row); B and C stay column-major
 
 
 def base(dtype: str, m: int, n: int) -> CompiledKernel:
-    return gemmc.compile_string(f"kernel t {{ dtype {dtype} layout A col, B col, C col gemm {m} x {n} x {m} "
+    return gemmc.compile_string(f"kernel t {{ dtype {dtype} layout A {A_LAYOUT}, B col, C col gemm {m} x {n} x {m} "
                                 "algorithm tsm2r }")["t"]
 
 
@@ -71,6 +75,10 @@ def variants(dtype: str, m: int, n: int, study: str | None = None) -> list[tuple
     kern = base(dtype, m, n)
     plan = kern.ir.plan
     out = [("plan", kern)]
+    if (study or STUDY) == "rowt3":  # row-major A on the f64 tensor cores: longer pieces of each row per batch
+        out += [(f"t3 {t3} stages {st} cluster {c}", variant(kern, t3=t3, stages=st, cluster=c))
+                for t3, st in ((8, 3), (16, 2)) for c in sorted({1, plan.cluster})]
+        return out
     if (study or STUDY) == "n32":  # f64 n = 32: ring depth at the clusters the tuning step picked, graph vs loop
         out += [(f"stages {st} cluster {c}", variant(kern, stages=st, cluster=c)) for st in (3, 4, 6) for c in (1, 2)
                 if (st, c) != (plan.stages, plan.cluster)]
@@ -108,6 +116,8 @@ def compile_one(args: tuple[str, str, int, int, str]) -> str:
     from gemmc.runtime.compile import device_function
 
     label, dtype, m, n, study = args
+    global A_LAYOUT
+    A_LAYOUT = "row" if study == "rowt3" else "col"  # a worker process starts from the module's defaults
     kern = dict(variants(dtype, m, n, study))[label]
     device_function(kern.rendered, kern.rendered.entry)
     return label
@@ -120,7 +130,8 @@ def time_case(dtype: str, m: int, n: int) -> list[dict]:
 
     tdt = torch.float32 if dtype == "f32" else torch.float64
     k = m
-    A = torch.randn(k, m, device="cuda", dtype=tdt).t()  # column-major m x k
+    A = torch.randn(m, k, device="cuda", dtype=tdt)  # row-major m x k, or column-major below
+    A = A if A_LAYOUT == "row" else torch.randn(k, m, device="cuda", dtype=tdt).t()
     B = torch.randn(n, k, device="cuda", dtype=tdt).t()
     ref = A.double() @ B.double()
     nbytes = (m * k + k * n + m * n) * A.element_size()
@@ -161,11 +172,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--jobs", type=int, default=12)
-    parser.add_argument("--study", choices=("ring", "mma", "wide", "n32"), default="ring")
+    parser.add_argument("--study", choices=("ring", "mma", "wide", "n32", "rowt3"), default="ring")
     args = parser.parse_args()
     global STUDY
     STUDY = args.study
-    cases = {"ring": CASES, "mma": MMA_CASES, "wide": WIDE_CASES, "n32": N32_CASES}[args.study]
+    cases = {"ring": CASES, "mma": MMA_CASES, "wide": WIDE_CASES, "n32": N32_CASES,
+             "rowt3": ROWT3_CASES}[args.study]
+    global A_LAYOUT
+    A_LAYOUT = "row" if args.study == "rowt3" else "col"
     jobs = [(label, dtype, m, n, args.study) for dtype, m, n in cases for label, _ in variants(dtype, m, n)]
     import multiprocessing
 
@@ -176,7 +190,7 @@ def main() -> None:
         rows += time_case(dtype, m, n)
         torch.cuda.empty_cache()
     suite = {"ring": "tsm2r-variants", "mma": "tsm2r-mma", "wide": "tsm2r-wide",
-             "n32": "tsm2r-n32"}[args.study]
+             "n32": "tsm2r-n32", "rowt3": "tsm2r-rowt3"}[args.study]
     path = timing.write_results(args.out, suite, rows)
     print(timing.table(rows, ["case", "variant", "mma", "t3", "stages", "cluster", "warps", "min_blocks", "regs", "us",
                               "loop_us", "tbs", "predicted_tbs", "of_roof", "vs_cublas", "err"]))

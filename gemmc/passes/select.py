@@ -17,7 +17,7 @@ from gemmc.passes import tsm2
 
 
 def select_family(kernel: Kernel, hw: Hardware) -> Kernel:
-    tall_skinny, reason = tsm2.classify(kernel)
+    tall_skinny, reason = tsm2.classify(kernel, hw)
     prec = kernel.precision
     if prec is not None and prec.compute not in (DType.F32, DType.F64):
         family, why = Family.TENSORCORE, f"precision {prec} runs on tensor cores"

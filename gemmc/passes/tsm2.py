@@ -24,6 +24,10 @@ T1 = 256  # TSM2L threads per block (the paper's t1: 128 on V100 by brute force)
 KSLICES = 8  # warps per row-major TSM2R block: t1 = 8 warps
 T2_MAX = 32  # C columns a thread keeps in registers per pass
 T3_BATCH = 4  # column-major TSM2R: A vectors (16 bytes or less) per lane per batch: the paper's t3
+# Row-major A on the f64 tensor cores: k values of each row per batch. A batch reads a piece of every row of the
+# tile; at 4 (32-byte pieces) f64 n = 16 / 32 at m = k = 16384 streamed at 61% of the roof, at 8 at 62%, at 16
+# (128-byte pieces, 2 stages) at 90% (bench/results/2026-11-23_h100_tsm2r-rowt3.json). sm_90's m16n8k4 path.
+ROW_T3_BATCH = 16
 # Batches in a warp's shared-memory ring: at least one in flight while one is used, more only where the resident
 # warps cannot meet Little's law with one (`ring_stages`). Deeper rings (3, 4, 6, 8) were never faster where an SM
 # holds 12+ warps (bench/results/2026-11-22_h100_tsm2r-variants_run2.json: 2 stages within 1% of the best depth
@@ -54,7 +58,9 @@ AUTO_TSM2R_MAX_N = 32
 # Row-major A runs TSM2R's other kernel (a warp per group of rows, the lanes splitting k), which is near the roof
 # only for the narrowest B: at m = k = 16384 it beat the SIMT family at n <= 4 (f32 446 against 561 us, f64 882
 # against 1160) and lost from n = 8 (f32 616-889 against 561, f64 1230-1560 against 1160), by 3-5x at n = 32
-# (bench/results/2026-11-23_h100_tallskinny-tsm2r-16384-rowmajor3.json, `..._16384-rowmajor1.json`).
+# (bench/results/2026-11-23_h100_tallskinny-tsm2r-16384-rowmajor3.json, `..._16384-rowmajor1.json`). f64 with
+# n > MMA_MIN_N on the f64 tensor cores runs the column kernel instead, its batches copied by rows: 787-798 us at
+# n = 16 / 32 against SIMT's 1570 (`..._tsm2r-rowt3.json`), so auto takes it up to AUTO_TSM2R_MAX_N.
 AUTO_TSM2R_MAX_N_ROW_A = 4
 # f64 tensor cores: B's bytes per batch at most this share of A's. n = 32 with 64 rows per warp (B half of A) ran at
 # 84-96% of the roof; with 32 rows (B equal to A) at 18-35% (bench/results/2026-11-22_h100_tsm2r-wide_call1.json).
@@ -224,35 +230,44 @@ def column_bytes_in_flight(t3: int, stages: int, rows_per_lane: int, elem_bytes:
     return (stages - 1) * t3 * hw.warp_size * rows_per_lane * elem_bytes
 
 
+def column_kernel(kernel: Kernel, plan: Tsm2Plan) -> bool:
+    """TSM2R's column kernel runs column-major A, and row-major A on the f64 tensor cores (batches copied by rows);
+    the row kernel the rest of row-major A."""
+    return kernel.layout_a is Layout.COL or plan.mma > 0
+
+
 def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Tsm2Plan:
     threshold = t2_threshold(hw, dtype)
     t2 = choose_t2(p.n, threshold)
     w = dtype.nbytes // 4 or 1
     need = bytes_needed_in_flight(hw)
-    if a_layout is Layout.COL:
+    if a_layout is Layout.COL or f64_mma_rows(hw, dtype, t2):  # the column kernel (row-major A: tensor cores only)
         mma = f64_mma_rows(hw, dtype, t2)
         if mma:
             t2 = mma_pass_columns(t2, dtype)
         rows_per_warp = column_rows_per_lane(t2, dtype, MMA_ACC_REGS if mma else ACC_REGS)
         kw = COL_WARPS
-        regs = column_regs(t2, T3_BATCH, rows_per_warp, dtype)
+        # (sm_80's m8n8k4 fragments spill 160 bytes with batches of 16 under ptxas: they keep 4, untimed)
+        t3 = ROW_T3_BATCH if a_layout is Layout.ROW and mma == 16 else T3_BATCH
+        # On the tensor cores a warp reads A's fragments one k step of 4 at a time, whatever the batch's length.
+        regs = column_regs(t2, T3_BATCH if mma else t3, rows_per_warp, dtype)
 
         def resident(stages: int) -> tuple[int, Occupancy]:  # shared memory and occupancy with a ring this deep
-            smem = column_smem(kw, t2, T3_BATCH, stages, rows_per_warp, dtype, hw, mma)
+            smem = column_smem(kw, t2, t3, stages, rows_per_warp, dtype, hw, mma)
             return smem, occupancy(hw, kw * hw.warp_size, regs, smem)
 
         smem, occ = resident(STAGES)
-        stages = ring_stages(hw, occ.warps_per_sm, column_bytes_in_flight(T3_BATCH, 2, rows_per_warp, dtype.nbytes, hw))
+        stages = ring_stages(hw, occ.warps_per_sm, column_bytes_in_flight(t3, 2, rows_per_warp, dtype.nbytes, hw))
         if stages > STAGES and resident(stages)[1].blocks_per_sm == occ.blocks_per_sm:
             smem, occ = resident(stages)
         else:
             stages = STAGES  # a deeper ring that costs resident blocks is no gain
         blocks_per_sm = max(1, occ.blocks_per_sm)
         cluster, predicted = choose_cluster(hw, p.k, kw, column_row_blocks(p, t2, rows_per_warp, hw), blocks_per_sm,
-                                            column_bytes_in_flight(T3_BATCH, stages, rows_per_warp, dtype.nbytes, hw))
+                                            column_bytes_in_flight(t3, stages, rows_per_warp, dtype.nbytes, hw))
         # The model counts on blocks_per_sm resident blocks: ask the compiler for it (CUDA's __launch_bounds__;
         # HIP's second argument means something else).
-        return Tsm2Plan(family=Family.TSM2R, t1=kw * hw.warp_size, t2=t2, t3=T3_BATCH, tcf=1, kslices=kw,
+        return Tsm2Plan(family=Family.TSM2R, t1=kw * hw.warp_size, t2=t2, t3=t3, tcf=1, kslices=kw,
                         rows_per_warp=rows_per_warp, elem_bytes=dtype.nbytes, t2_threshold=threshold,
                         predicted_bandwidth=predicted, smem=smem, regs=regs, cluster=cluster, stages=stages,
                         min_blocks=blocks_per_sm if hw.vendor == "cuda" else 0, mma=mma)
@@ -287,15 +302,16 @@ def tsm2l_params(p: Problem, dtype: DType, hw: Hardware) -> Tsm2Plan:
                     smem=smem, regs=regs)
 
 
-def classify(kernel: Kernel) -> tuple[Family | None, str]:
-    """The `algorithm auto` rule for TSM2, with its reason."""
+def classify(kernel: Kernel, hw: Hardware) -> tuple[Family | None, str]:
+    """The `algorithm auto` rule for TSM2, with its reason (the target decides which TSM2R kernel row-major A
+    gets)."""
     if kernel.count is not None or len(kernel.problems) != 1 or kernel.dtype not in (DType.F32, DType.F64):
         return None, ""
     p = kernel.problems[0]
-    row_a = kernel.layout_a is Layout.ROW
+    row_a = kernel.layout_a is Layout.ROW and not f64_mma_rows(hw, kernel.dtype, p.n)  # the row kernel
     max_n = AUTO_TSM2R_MAX_N_ROW_A if row_a else AUTO_TSM2R_MAX_N
     if p.n <= max_n and p.m >= AUTO_TSM2R_MIN_MK and p.k >= AUTO_TSM2R_MIN_MK:
-        return Family.TSM2R, (f"n = {p.n} <= {max_n}{' (row-major A)' if row_a else ''} with m, k >= "
+        return Family.TSM2R, (f"n = {p.n} <= {max_n}{' (row-major A, row kernel)' if row_a else ''} with m, k >= "
                               f"{AUTO_TSM2R_MIN_MK}: tall-and-skinny B, memory-bound (TSM2R)")
     if p.k <= AUTO_TSM2L_MAX_KN and p.n <= AUTO_TSM2L_MAX_KN and p.m >= AUTO_TSM2L_MIN_M:
         return Family.TSM2L, (f"k, n <= {AUTO_TSM2L_MAX_KN} with m >= {AUTO_TSM2L_MIN_M}: tall-and-skinny A "
@@ -339,7 +355,7 @@ def notes(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> tuple[str, ...]:
     lines: tuple[str, ...] = (f"{plan.family.value}: n = {p.n} vs t2 threshold {plan.t2_threshold:.1f}: {bound}; "
                               f"Little's law needs {bytes_needed_in_flight(hw) / 1024:.1f} KiB in flight per SM",)
     sizes = cluster_sizes(p.k, plan.kslices)
-    if plan.family is Family.TSM2R and kernel.layout_a is Layout.COL and has_clusters(hw) and len(sizes) > 1:
+    if plan.family is Family.TSM2R and column_kernel(kernel, plan) and has_clusters(hw) and len(sizes) > 1:
         lines += (f"tsm2r: the first call on a GPU times clusters of {sizes[0]}-{sizes[-1]} blocks and keeps the "
                   f"fastest (the model's choice: {plan.cluster}; GEMMC_TUNE=0 keeps it)",)
     return lines
@@ -353,7 +369,7 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
     n = 16: 1, 2, 3, 4, 5, 6, 7 blocks took 698, 434, 427, 516, 462, 433, 387 us; f64 n = 16: 834, 713, -, 846,
     745, 786, 747; bench/results/2026-11-22_h100_tsm2r-wide_call1.json). Empty: nothing to time."""
     plan = kernel.plan
-    if (not isinstance(plan, Tsm2Plan) or plan.family is not Family.TSM2R or kernel.layout_a is not Layout.COL
+    if (not isinstance(plan, Tsm2Plan) or plan.family is not Family.TSM2R or not column_kernel(kernel, plan)
             or not has_clusters(hw)):
         return ()
     p = kernel.problems[0]
@@ -376,7 +392,7 @@ def worklist(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> WorkList:
     p = kernel.problems[0]
     if plan.family is Family.TSM2L:
         grid = (max(1, ceil_div(ceil_div(p.m, plan.tcf), plan.t1)), 1, 1)
-    elif kernel.layout_a is Layout.COL:  # a lane owns rows_per_warp consecutive rows; a cluster splits k; the
+    elif column_kernel(kernel, plan):  # a lane owns rows_per_warp consecutive rows; a cluster splits k; the
         # passes over n of a row tile are neighbours in x, so that they share A in L2
         grid = (column_row_blocks(p, plan.t2, plan.rows_per_warp, hw) * plan.cluster, 1, 1)
     else:  # a warp owns rows_per_warp rows

@@ -57,7 +57,9 @@ __device__ __forceinline__ bool gemmc_vec_ok(const T* p, long long ld, long long
 // are added in a fixed order at the end (deterministic): the block's KW warps through shared memory, then the
 // cluster's S blocks through distributed shared memory, each block storing its share of the tile.
 //
-// Row-major A: one warp per group of RW rows; the lanes split k into 16-byte vectors (a warp reads WARP x 16
+// Row-major A on the f64 tensor cores runs the kernel above, its batches of A copied by rows (16-byte pieces of a
+// row's k values) and stored [rows][T3], which the fragment loads read as 32 consecutive elements.
+// Otherwise, row-major A: one warp per group of RW rows; the lanes split k into 16-byte vectors (a warp reads WARP x 16
 // contiguous bytes of a row), B is staged transposed so that each lane reads its 4 k values of one column as
 // one vector, and the lanes' partial sums are reduced with shuffles in a fixed order.
 // Thread-block clusters (sm_90): the rank of this block, a barrier over the cluster that orders shared-memory
@@ -89,10 +91,12 @@ template <typename T, int T2, int KS, int S, int T3, int STAGES, int RW, int WAR
 __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __restrict__ A, const T* __restrict__ B,
                                             T* __restrict__ C, T alpha, T beta, T* __restrict__ smem) {
   const int tid = threadIdx.x, lane = tid % WARP, warp = tid / WARP;
-  // Column-major A: the passes over n of one row tile are neighbours in x (after the cluster's S blocks), so they
-  // run together and all but the first read A from L2. Row-major A: the pass is blockIdx.y.
+  // The column kernel (column-major A, and row-major A on the f64 tensor cores): the passes over n of one row tile
+  // are neighbours in x (after the cluster's S blocks), so they run together and all but the first read A from L2.
+  // The row kernel: the pass is blockIdx.y.
+  constexpr bool COLUMN = !A_ROW || MMA != 0;
   const long long passes = (p.n + T2 - 1) / T2;
-  const long long n0 = (A_ROW ? (long long)blockIdx.y : (long long)blockIdx.x / S % passes) * T2;
+  const long long n0 = (COLUMN ? (long long)blockIdx.x / S % passes : (long long)blockIdx.y) * T2;
   const long long ncols = p.n - n0 < T2 ? p.n - n0 : T2;
   // B(k, j) of this pass, zero outside the matrix.
   auto b_at = [&](long long k, int j) -> T {
@@ -107,7 +111,7 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
     *c = out;
   };
 
-  if (!A_ROW) {
+  if constexpr (COLUMN) {
     constexpr int R = RW;            // consecutive rows per lane: one 16-byte vector of a column (or less)
     constexpr int MT = WARP * R;     // rows per block (the row tile)
     constexpr int P = S * KS;        // k slices per row tile
@@ -123,6 +127,11 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
     const long long ke = kb + per < p.k ? kb + per : p.k;
     // A warp reads WARP x R consecutive rows of a column (512 bytes): wide enough for full DRAM bursts.
     const bool avec = R > 1 && (p.lda % R == 0) && (reinterpret_cast<unsigned long long>(A) % (R * sizeof(T)) == 0);
+    // Row-major A (f64 tensor cores only): the batch is stored by rows, [MT][T3], copied in 16-byte pieces of a row.
+    constexpr int AV = 16 / (int)sizeof(T), ACH = T3 / AV;  // elements per piece, pieces per row of a batch
+    static_assert(!A_ROW || (MMA != 0 && T3 % AV == 0 && MT * T3 <= T3 * (MT + 32 / (int)sizeof(T))),
+                  "row-major A runs the column kernel on the tensor cores, with whole 16-byte pieces per row");
+    const bool arow_vec = (p.lda % AV == 0) && (reinterpret_cast<unsigned long long>(A) % 16 == 0);
     const bool rows_full = m + R <= p.m;
     // B along k (column-major B) or along n (row-major B) in vectors: the slices start at multiples of T3.
     const bool bvec = VB > 1 && (p.ldb % VB == 0) &&
@@ -144,15 +153,30 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
       const long long k0 = kb + b * T3;
       T* as = ring + (b % STAGES) * STAGE;
       T* bs = as + AS;
+      if constexpr (A_ROW) {  // piece c: row c / ACH of the tile, k0 + (c % ACH) * AV ..; a warp reads whole sectors
 #pragma unroll
-      for (int u = 0; u < T3; ++u) {
-        T* dst = as + u * ACOL + lane * R;
-        const T* col = A + (k0 + u) * p.lda + m;
-        if (k0 + u < ke && avec && rows_full) {
-          gemmc_cp_async<(int)(R * sizeof(T))>(dst, col);
-        } else {
+        for (int c0 = 0; c0 < MT * ACH; c0 += WARP) {
+          const int c = c0 + lane, row = c / ACH, u = c % ACH * AV;
+          const long long gm = tile * MT + row;
+          T* dst = as + row * T3 + u;
+          if (arow_vec && gm < p.m && k0 + u + AV <= ke) {
+            gemmc_cp_async<16>(dst, A + gm * p.lda + k0 + u);
+          } else {
 #pragma unroll
-          for (int r = 0; r < R; ++r) dst[r] = (k0 + u < ke && m + r < p.m) ? col[r] : T(0);
+            for (int q = 0; q < AV; ++q) dst[q] = (gm < p.m && k0 + u + q < ke) ? A[gm * p.lda + k0 + u + q] : T(0);
+          }
+        }
+      } else {
+#pragma unroll
+        for (int u = 0; u < T3; ++u) {
+          T* dst = as + u * ACOL + lane * R;
+          const T* col = A + (k0 + u) * p.lda + m;
+          if (k0 + u < ke && avec && rows_full) {
+            gemmc_cp_async<(int)(R * sizeof(T))>(dst, col);
+          } else {
+#pragma unroll
+            for (int r = 0; r < R; ++r) dst[r] = (k0 + u < ke && m + r < p.m) ? col[r] : T(0);
+          }
         }
       }
       if (bvec && k0 + T3 <= ke) {
