@@ -252,7 +252,9 @@ class Estimate:
 
 
 STEP_OVERHEAD = 40  # instructions per thread per k step besides the math: loads, stores, barrier, addressing
-STEP_LATENCY_CYCLES = 1000  # one k step of a lone block: a global load round trip plus a barrier (H100, see above)
+# One k step of a lone block: a global load round trip plus a barrier. On the H100 a lone wave of 32x32x32 tiles took
+# 0.54 us per k step (about 950 cycles; bench/results/2026-11-22_h100_simt-floor.log).
+STEP_LATENCY_CYCLES = 1000
 SCHEDULERS = 4  # warp schedulers per SM (every NVIDIA target since Volta; CDNA: 4 SIMDs per CU)
 SIMULATED_WAVES = 4  # launches of up to this many waves of resident blocks are list-scheduled tile by tile
 
@@ -317,6 +319,8 @@ def estimate(plan: SimtPlan, problems: Batch, count: int, hw: Hardware, choice: 
     leaves (its block size, registers and shared memory), and the launch lasts until the last one ends
     (`makespan`). Predicated edges do full-tile work; small micro-tiles and k-sliced tiles pay for their loads
     and staging; few blocks leave SMs idle. Batching is left to its rule (choose_batching in passes/simt.py).
+    Without the issue-slot term 16x16 tiles (1x2 micro-tiles) looked faster than 32x32 ones on the Inception
+    modules; they measured 12.6 against 8.5 us (bench/results/2026-11-22_h100_simt_tiles_call2.log).
 
     Ranks the candidates of bench/irregular.py's 26 cases within 2.6% of the fastest measured (geometric
     mean; worst 14%), where padded FLOPs over the busy share of the machine was 17% off (worst 83%)
