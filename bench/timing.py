@@ -114,6 +114,21 @@ def checked_gemmc_us(kern: Any, As: list, Bs: list, Cs: list, label: str = "") -
     return device_seconds(gemmc_graph(lambda: kern(As, Bs, Cs))) * 1e6, err["rel_fro"]
 
 
+def compare(name: str, shapes, variants) -> str:
+    """The A/B experiments' line for one case: each (label, kernel) of `variants` (built as it is reached) checked
+    and timed on the same inputs (checked_gemmc_us), with its registers, time, TFLOP/s and error."""
+    from gemmc.runtime.launch import kernel_function
+
+    As, Bs, Cs = inputs(shapes)
+    flops = sum(2 * m * n * k for m, n, k in shapes)
+    parts = []
+    for label, kern in variants:
+        us, err = checked_gemmc_us(kern, As, Bs, Cs, label=f"{name} {label}")
+        parts.append(f"{label} ({kernel_function(kern).num_regs} regs) {us:8.1f} us "
+                     f"({flops / us / 1e6:5.1f} TFLOP/s, err {err:.1e})")
+    return " | ".join(parts)
+
+
 def compile_schedule(text: str) -> str:
     """In a worker process: NVRTC-compile every kernel of a schedule (its pre-pass, and the alternatives its first
     call will time: gemmc.runtime.tune) into the disk caches."""

@@ -54,8 +54,6 @@ def edged(shapes, tile: str, mode: Batching) -> CompiledKernel:
 def main() -> None:
     import torch
 
-    from gemmc.runtime.launch import kernel_function
-
     torch.backends.cuda.matmul.allow_tf32 = False
     print(f"gpu: {timing.gpu_name()}", flush=True)
     named = dict(random_cases(False))
@@ -63,15 +61,9 @@ def main() -> None:
     for case, mode in CASES:
         [name] = [n for n in named if re.search(re.escape(case) if "^" in case else case, n)]
         shapes = named[name]
-        As, Bs, Cs = timing.inputs(shapes)
-        flops = sum(2 * m * n * k for m, n, k in shapes)
-        times = []
-        for tile in ("128x128x16 threads 256", "128x128x32 threads 256"):
-            kern = edged(shapes, tile, mode)
-            us, err = timing.checked_gemmc_us(kern, As, Bs, Cs, label=f"{name} {tile}")
-            regs = kernel_function(kern).num_regs
-            times.append(f"{tile} ({regs} regs) {us:8.1f} us ({flops / us / 1e6:5.1f} TFLOP/s, err {err:.1e})")
-        print(f"{name:28s} {mode.value:9s} | " + " | ".join(times), flush=True)
+        line = timing.compare(name, shapes, ((tile, edged(shapes, tile, mode))
+                                             for tile in ("128x128x16 threads 256", "128x128x32 threads 256")))
+        print(f"{name:28s} {mode.value:9s} | {line}", flush=True)
 
 
 if __name__ == "__main__":

@@ -74,14 +74,9 @@ def main() -> None:
             continue
         [name] = [n for n in named if re.search(case, n)]
         shapes = named[name]
-        As, Bs, Cs = timing.inputs(shapes)
-        flops = sum(2 * m * n * k for m, n, k in shapes)
         plain = gemmc.compile_string(schedule(shapes, tile))["irregular"]
-        times = []
-        for label, kern in (("plain", plain), ("edges", edged(plain))):
-            us, err = timing.checked_gemmc_us(kern, As, Bs, Cs, label=f"{name} {label}")
-            times.append(f"{label} {us:8.1f} us ({flops / us / 1e6:5.1f} TFLOP/s, err {err:.1e})")
-        print(f"{name:28s} {tile:32s} " + " | ".join(times), flush=True)
+        line = timing.compare(name, shapes, (("plain", plain), ("edges", edged(plain))))
+        print(f"{name:28s} {tile:32s} {line}", flush=True)
 
 
 if __name__ == "__main__":

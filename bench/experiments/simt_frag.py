@@ -81,14 +81,9 @@ def main() -> None:
             shapes = named[name]
         else:
             name, shapes = f"{case[0][0]}^3", case
-        As, Bs, Cs = timing.inputs(shapes)
-        flops = sum(2 * m * n * k for m, n, k in shapes)
-        times = []
-        for frag, pad in ((16, 16), (8, 16), (8, 8)):
-            kern = compiled(shapes, tile, frag, pad)
-            us, err = timing.checked_gemmc_us(kern, As, Bs, Cs, label=f"{name} frag{frag}/pad{pad}")
-            times.append(f"frag{frag}/pad{pad} {us:8.1f} us ({flops / us / 1e6:5.1f} TFLOP/s, err {err:.1e})")
-        print(f"{name:28s} {tile:32s} " + " | ".join(times), flush=True)
+        line = timing.compare(name, shapes, ((f"frag{frag}/pad{pad}", compiled(shapes, tile, frag, pad))
+                                             for frag, pad in ((16, 16), (8, 16), (8, 8))))
+        print(f"{name:28s} {tile:32s} {line}", flush=True)
 
 
 if __name__ == "__main__":

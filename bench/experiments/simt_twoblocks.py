@@ -35,7 +35,6 @@ from irregular import random_cases, schedule, with_simt_plan  # noqa: E402
 import gemmc  # noqa: E402
 from gemmc.api import CompiledKernel  # noqa: E402
 from gemmc.passes import simt  # noqa: E402
-from gemmc.runtime.launch import kernel_function  # noqa: E402
 
 CASES = [  # (case regex, tile)
     ("MN<=512 K<=128 x256", "128x128x16 threads 256"),
@@ -61,18 +60,10 @@ def main() -> None:
     rows = [(n, shapes, tile) for case, tile in CASES for n, shapes in named.items() if re.search(case, n)]
     rows.append(("4096^3", [(4096, 4096, 4096)], "128x128x16 threads 256"))
     for name, shapes, tile in rows:
-        As, Bs, Cs = timing.inputs(shapes)
-        flops = sum(2 * m * n * k for m, n, k in shapes)
         explicit = gemmc.compile_string(schedule(shapes, tile))["irregular"]
         plain = with_simt_plan(explicit, simt.with_edges(explicit.ir.plan), "<edges>")  # as `tile auto` would
-        times = []
-        for blocks in (1, 2):
-            kern = bounded(plain, blocks)
-            us, err = timing.checked_gemmc_us(kern, As, Bs, Cs, label=f"{name} {blocks}")
-            regs = kernel_function(kern).num_regs
-            times.append(f"{blocks}/SM {regs:3d} regs {us:8.1f} us ({flops / us / 1e6:5.1f} TFLOP/s, err {err:.1e})")
-        print(f"{name:28s} {tile:24s} " + " | ".join(times), flush=True)
-
+        line = timing.compare(name, shapes, ((f"{blocks}/SM", bounded(plain, blocks)) for blocks in (1, 2)))
+        print(f"{name:28s} {tile:24s} {line}", flush=True)
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ def variant(kern: CompiledKernel, **changes) -> CompiledKernel:
     if "cluster" not in changes and ({"t2", "rows_per_warp", "stages"} & changes.keys()):
         p = kern.ir.problems[0]
         cluster, predicted = tsm2.choose_cluster(
-            hw, p.k, plan.kslices, tsm2.column_row_blocks(p, plan.t2, plan.rows_per_warp, hw), blocks,
+            hw, p.k, plan.kslices, plan.t3, tsm2.column_row_blocks(p, plan.t2, plan.rows_per_warp, hw), blocks,
             tsm2.column_bytes_in_flight(plan.t3, plan.stages, plan.rows_per_warp, dtype.nbytes, hw))
         plan = dataclasses.replace(plan, cluster=cluster, predicted_bandwidth=predicted)
     plan = dataclasses.replace(plan, t1=plan.kslices * hw.warp_size, smem=smem,

@@ -361,10 +361,8 @@ def edge_variants(plan: SimtPlan, table: np.ndarray, m: np.ndarray, n: np.ndarra
     column = tiling.palette_column
     bm, bn = column(plan.variants, "bm")[variant], column(plan.variants, "bn")[variant]
     problem = table[:, 0]
-    short = (m[problem] - table[:, 1] <= bm // 2).astype(np.int64) + 2 * (n[problem] - table[:, 2] <= bn // 2)
-    lookup = np.array([(i, *row) for i, row in enumerate(plan.edges)], dtype=np.int64)  # [variant][short]
-    edge = lookup[variant, short]
-    return np.where(edge >= 0, edge, variant)
+    kind = (m[problem] - table[:, 1] <= bm // 2).astype(np.int64) + 2 * (n[problem] - table[:, 2] <= bn // 2)
+    return tiling.edge_lookup(plan)[variant, kind]
 
 
 def worklist(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> WorkList:

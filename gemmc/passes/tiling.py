@@ -239,13 +239,11 @@ def coordinated(problems: Batch, count: int, threshold: int, max_outputs: int = 
 
 @dataclass(frozen=True, slots=True)
 class Estimate:
-    """gemmc's cost model for choosing a plan: its launch simulated tile by tile (`estimate`)."""
+    """gemmc's cost model for choosing a plan: its launch simulated tile by tile (`estimate`), and the TLP figures
+    inspect shows."""
 
-    padded_gflop: float  # what the launched tiles compute, edge tiles at their own size
-    useful_gflop: float
     active_warps: int  # phi of Eq. 4, over the problems' own tiles
     occupancy: Occupancy
-    utilization: float  # active warps over resident-warp capacity, capped at 1
     seconds: float
     tlp_old: int
     tlp_new: int
@@ -278,10 +276,20 @@ def issue_efficiency(v: SimtVariant, elem_bytes: int = 4) -> float:
     return fmas / (fmas + loads * ks + STEP_OVERHEAD)
 
 
+def edge_lookup(plan: SimtPlan) -> np.ndarray:
+    """variant x kind -> the variant a tile of that kind runs, for every variant of the plan. Kinds: 0 whole, 1 the
+    last row of tiles needs at most half the height, 2 the last column at most half the width, 3 both (the edge
+    tiles of passes/simt.py's with_edges); a variant without such a half runs its own."""
+    own = np.arange(len(plan.variants))
+    lookup = np.stack([own] * 4, axis=1)
+    for i, row in enumerate(plan.edges):
+        lookup[i, 1:] = [e if e >= 0 else i for e in row]
+    return lookup
+
+
 def launched_tiles(plan: SimtPlan, s: Sizes, a: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The tiles a plan launches, per problem and kind (whole, half height, half width, both halves: the edge
-    tiles of passes/simt.py's with_edges): (variant, count), each problems x 4. `a`: plan.assignment as an array,
-    where the caller has it."""
+    """The tiles a plan launches, per problem and kind (edge_lookup's): (variant, count), each problems x 4. `a`:
+    plan.assignment as an array, where the caller has it."""
     a = np.asarray(plan.assignment, dtype=np.int64) if a is None else a
     bm, bn = palette_column(plan.variants, "bm")[a], palette_column(plan.variants, "bn")[a]
     tiles_m, tiles_n = -(-s.m // bm), -(-s.n // bn)
@@ -289,11 +297,7 @@ def launched_tiles(plan: SimtPlan, s: Sizes, a: np.ndarray | None = None) -> tup
     short_n = (s.n - (tiles_n - 1) * bn <= bn // 2).astype(np.int64)
     counts = np.stack([(tiles_m - short_m) * (tiles_n - short_n), short_m * (tiles_n - short_n),
                        (tiles_m - short_m) * short_n, short_m * short_n], axis=1)
-    own = np.arange(len(plan.variants))
-    lookup = np.stack([own] * 4, axis=1)  # variant x kind -> the variant that tile runs
-    for i, row in enumerate(plan.edges):
-        lookup[i, 1:] = [e if e >= 0 else i for e in row]
-    return lookup[a], counts
+    return edge_lookup(plan)[a], counts
 
 
 def makespan(durations: np.ndarray, counts: np.ndarray, slots: int) -> float:
@@ -338,10 +342,7 @@ def estimate(plan: SimtPlan, problems: Batch, count: int, hw: Hardware, choice: 
     k = s.k[:, None]
     tiles = tile_counts(s, bm[own], bn[own]) * count
     warps = int((tiles * -(-threads[own] // hw.warp_size)).sum())  # phi of Eq. 4
-    capacity = occ.warps_per_sm * hw.sm_count
     blocks = int(counts.sum())
-    padded = int((counts * bm[variant] * bn[variant] * k * 2).sum())
-    useful = int((2 * s.m * s.n * s.k).sum()) * count
     if not occ.blocks_per_sm:
         seconds = float("inf")
     else:
@@ -349,5 +350,4 @@ def estimate(plan: SimtPlan, problems: Batch, count: int, hw: Hardware, choice: 
         step = STEP_LATENCY_CYCLES + issue[variant] * wave_warps / SCHEDULERS
         seconds = makespan((-(-k // bk[variant]) * step).ravel(), counts.ravel(),
                            occ.blocks_per_sm * hw.sm_count) / hw.clock_hz
-    return Estimate(padded / 1e9, useful / 1e9, warps, occ, min(1.0, warps / capacity) if capacity else 0.0,
-                    seconds, blocks * plan.threads, warps * hw.warp_size)  # Eq. 3 (tlp_old) and Eq. 4 (tlp_new)
+    return Estimate(warps, occ, seconds, blocks * plan.threads, warps * hw.warp_size)  # tlp_old: Eq. 3, tlp_new: Eq. 4

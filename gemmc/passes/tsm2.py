@@ -165,9 +165,10 @@ def has_clusters(hw: Hardware) -> bool:
     return hw.compute_capability >= 90
 
 
-def cluster_sizes(k: int, kw: int) -> list[int]:
-    """Blocks a cluster may have: at most MAX_CLUSTER, and no more than gives each of their warps a batch of k."""
-    return list(range(1, min(MAX_CLUSTER, max(1, ceil_div(k, kw * T3_BATCH))) + 1))
+def cluster_sizes(k: int, kw: int, t3: int) -> list[int]:
+    """Blocks a cluster may have: at most MAX_CLUSTER, and no more than gives each of their warps a batch of t3
+    columns of k."""
+    return list(range(1, min(MAX_CLUSTER, max(1, ceil_div(k, kw * t3))) + 1))
 
 
 def cluster_fill(size: int) -> float:
@@ -181,7 +182,7 @@ def cluster_bandwidth(hw: Hardware, size: int, row_blocks: int, blocks_per_sm: i
     return streaming_bandwidth(hw, row_blocks * size, blocks_per_sm, kw, bytes_per_warp, cluster_fill(size))
 
 
-def choose_cluster(hw: Hardware, k: int, kw: int, row_blocks: int, blocks_per_sm: int,
+def choose_cluster(hw: Hardware, k: int, kw: int, t3: int, row_blocks: int, blocks_per_sm: int,
                    bytes_per_warp: int) -> tuple[int, float]:
     """Blocks of a cluster that split k, and the bandwidth the model predicts with them: the smallest size (fewer
     reductions) within 1% of the best prediction of `streaming_bandwidth`, at most MAX_CLUSTER and no more than
@@ -191,7 +192,7 @@ def choose_cluster(hw: Hardware, k: int, kw: int, row_blocks: int, blocks_per_sm
     140 us (8: a second wave)."""
     if not has_clusters(hw):
         return 1, streaming_bandwidth(hw, row_blocks, blocks_per_sm, kw, bytes_per_warp)
-    sizes = cluster_sizes(k, kw)
+    sizes = cluster_sizes(k, kw, t3)
     predicted = {s: cluster_bandwidth(hw, s, row_blocks, blocks_per_sm, kw, bytes_per_warp) for s in sizes}
     # One wave where it comes within 10% of the best: the model's waves are too kind to a launch's tail (f64
     # m = 8192, n = 16: 3 blocks per cluster, one wave, 234 us; 8, two waves, 261 us; the model prefers 8).
@@ -263,7 +264,7 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Ts
         else:
             stages = STAGES  # a deeper ring that costs resident blocks is no gain
         blocks_per_sm = max(1, occ.blocks_per_sm)
-        cluster, predicted = choose_cluster(hw, p.k, kw, column_row_blocks(p, t2, rows_per_warp, hw), blocks_per_sm,
+        cluster, predicted = choose_cluster(hw, p.k, kw, t3, column_row_blocks(p, t2, rows_per_warp, hw), blocks_per_sm,
                                             column_bytes_in_flight(t3, stages, rows_per_warp, dtype.nbytes, hw))
         # The model counts on blocks_per_sm resident blocks: ask the compiler for it (CUDA's __launch_bounds__;
         # HIP's second argument means something else).
@@ -354,7 +355,7 @@ def notes(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> tuple[str, ...]:
     bound = "memory-bound" if p.n <= plan.t2_threshold else "compute-bound"
     lines: tuple[str, ...] = (f"{plan.family.value}: n = {p.n} vs t2 threshold {plan.t2_threshold:.1f}: {bound}; "
                               f"Little's law needs {bytes_needed_in_flight(hw) / 1024:.1f} KiB in flight per SM",)
-    sizes = cluster_sizes(p.k, plan.kslices)
+    sizes = cluster_sizes(p.k, plan.kslices, plan.t3)
     if plan.family is Family.TSM2R and column_kernel(kernel, plan) and has_clusters(hw) and len(sizes) > 1:
         lines += (f"tsm2r: the first call on a GPU times clusters of {sizes[0]}-{sizes[-1]} blocks and keeps the "
                   f"fastest (the model's choice: {plan.cluster}; GEMMC_TUNE=0 keeps it)",)
@@ -377,7 +378,7 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
     in_flight = column_bytes_in_flight(plan.t3, plan.stages, plan.rows_per_warp, plan.elem_bytes, hw)
     blocks_per_sm = max(1, occupancy(hw, plan.t1, plan.regs, plan.smem).blocks_per_sm)
     out = []
-    for size in (plan.cluster, *(s for s in cluster_sizes(p.k, plan.kslices) if s != plan.cluster)):
+    for size in (plan.cluster, *(s for s in cluster_sizes(p.k, plan.kslices, plan.t3) if s != plan.cluster)):
         variant = replace(plan, cluster=size, predicted_bandwidth=cluster_bandwidth(
             hw, size, row_blocks, blocks_per_sm, plan.kslices, in_flight))
         planned = replace(kernel, plan=variant)

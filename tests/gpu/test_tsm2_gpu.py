@@ -22,11 +22,12 @@ def test_tsm2r(dtype, layouts, m, n, k):
 
 # f64 with n > 8 runs on the tensor cores (m16n8k4 on sm_90): fragments of 16 rows x 8 columns with m, n not
 # multiples of them (n = 9, 12: a partial fragment), n = 32 (one row per lane), n = 40 (two passes: the second has
-# 8 columns of 32), one k slice shorter than a batch, beta. Row-major A: its batches copied by rows (k = 7, 2011,
-# 3001: rows that end inside a 16-byte piece).
+# 8 columns of 32), one k slice shorter than a batch, beta. Row-major A: its batches copied by rows, in 16-byte
+# pieces where the row length allows (even k: 2018, 3000, the last batch of a slice partial) and element by
+# element where it does not (odd k: rows that end inside a piece).
 @pytest.mark.parametrize("layouts", ["ccc", "crc", "ccr", "crr", "rrr", "rcc", "rrc"])
 @pytest.mark.parametrize("m, n, k", [(1009, 9, 3001), (4093, 12, 2011), (257, 32, 5003), (3001, 40, 1031),
-                                     (17, 24, 7)])
+                                     (17, 24, 7), (1001, 32, 2018), (4093, 16, 3000)])
 def test_tsm2r_f64_tensor_cores(layouts, m, n, k):
     check_schedule(f"kernel k {{ dtype f64 {layout_line(layouts)} alpha 1.5 beta -0.5 gemm {m} x {n} x {k} "
                    "algorithm tsm2r }")
@@ -116,8 +117,9 @@ def test_tsm2r_64_bit_indexing(a_layout):
     check_64_bit("tsm2r", a_layout, (1 << 20) + 7, 2, 4099, chunk=1 << 16, seed=11)
 
 
-@pytest.mark.parametrize("dtype, n, a_layout", [("f32", 13, "col"), ("f64", 32, "col"), ("f64", 32, "row")])
-def test_every_tuning_candidate_is_correct(dtype, n, a_layout):
+@pytest.mark.parametrize("dtype, n, k, a_layout", [("f32", 13, 20011, "col"), ("f64", 32, 20011, "col"),
+                                                   ("f64", 32, 20011, "row"), ("f64", 32, 20012, "row")])
+def test_every_tuning_candidate_is_correct(dtype, n, k, a_layout):
     # The tuning step may pick any of the planner's alternatives (cluster sizes 1-7): each against float64.
     import gemmc
     from gemmc.api import CompiledKernel
@@ -125,7 +127,7 @@ def test_every_tuning_candidate_is_correct(dtype, n, a_layout):
     from gemmc.runtime.check import check_kernel
 
     kern = gemmc.compile_string(f"kernel k {{ dtype {dtype} layout A {a_layout}, B col, C col alpha 1.5 beta -0.5 "
-                                f"gemm 3001 x {n} x 20011 algorithm tsm2r }}")["k"]
+                                f"gemm 3001 x {n} x {k} algorithm tsm2r }}")["k"]
     found = tsm2.alternatives(kern.ir, kern.target)
     assert len(found) == tsm2.MAX_CLUSTER
     for label, ir in found:
