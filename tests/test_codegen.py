@@ -21,8 +21,8 @@ def example_kernels(target: str | None = None):
         try:
             prog = gemmc.compile_file(path, target=target)
         except gemmc.GemmcError as err:
-            if target and target.startswith("hip") and all(d.code == "E900" for d in err.diagnostics):
-                continue  # a family that has no HIP version says so with E900
+            if target and all(d.code == "E900" for d in err.diagnostics):
+                continue  # what the target lacks (a family on HIP, ksplit's clusters before sm_90) says so with E900
             raise
         for k in prog:
             yield path.stem, k

@@ -145,8 +145,11 @@ def test_tile_auto_offers_the_other_tilings_for_timing_and_forced_choices_none()
     methods = {ir.plan.method for _, ir in found}
     assert methods == {"uniform", "coordinated", "loadbalanced-eq3", "loadbalanced"}
     assert {ir.plan.batching.value for _, ir in found} == {"none", "threshold"}
-    keys = [(ir.plan.variants, ir.plan.assignment, ir.work.block_offsets, ir.work.tiles.data) for _, ir in found]
+    keys = [(ir.plan.variants, ir.plan.assignment, ir.work.block_offsets, ir.work.tiles.data, ir.work.grid)
+            for _, ir in found]
     assert len(set(keys)) == len(keys) == len(set(labels))
+    split = [ir for _, ir in found if ir.plan.ksplit > 1]  # the split-k forms of the cheapest tilings under a wave
+    assert split and all(ir.plan.batching.value == "none" and ir.work.one_tile_per_block for ir in split)
     assert all(covers_every_output_once(ir) for _, ir in found)
     body = open("examples/inception_all.gs").read().split("batch {", 1)[1].split("}", 1)[0]
     for fixed in ("tile auto(coordinated)", "tile 64x64x16 threads 256"):

@@ -25,6 +25,8 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "variants": variants,
         "block_threads": plan.threads,
         "min_blocks": plan.min_blocks,
+        "ksplit": plan.ksplit,
+        "cluster_attribute": f"__cluster_dims__({plan.ksplit}, 1, 1)" if plan.ksplit > 1 else "",
         "stages": plan.stages,
         "pad": plan.pad,
         # Row-major A (m x k) and column-major B (k x n) are contiguous along k.
@@ -38,4 +40,5 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
 def knobs(kernel: Kernel) -> list[str]:
     plan = kernel.plan
     assert isinstance(plan, SimtPlan)
-    return [f"variant {i}: {v}" for i, v in enumerate(plan.variants)] + [f"pipeline stages {plan.stages}"]
+    split = [f"k split over clusters of {plan.ksplit} blocks"] if plan.ksplit > 1 else []
+    return [f"variant {i}: {v}" for i, v in enumerate(plan.variants)] + [f"pipeline stages {plan.stages}"] + split

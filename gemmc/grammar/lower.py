@@ -137,8 +137,8 @@ class _Lowering:
                 if mode:
                     out["tile_mode"] = mode
             return
-        slices = self.integer(words[3], "kslices") if len(words) == 4 else 1
-        out["tile"] = TileShape(*self.dims(words[:3]), slices)
+        options = {key.text: self.integer(value, key.text) for key, value in zip(words[3::2], words[4::2], strict=True)}
+        out["tile"] = TileShape(*self.dims(words[:3]), options.get("kslices", 1), options.get("ksplit", 1))
 
     def stmt_threads(self, stmt: Stmt, out: dict) -> None:
         if stmt.values[0].text != "auto":

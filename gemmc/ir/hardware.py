@@ -48,6 +48,11 @@ class Hardware:
         return int(self.arch.removeprefix("sm_")) if self.vendor == "cuda" else 0
 
     @property
+    def has_clusters(self) -> bool:
+        """Thread-block clusters and distributed shared memory: sm_90 and newer."""
+        return self.compute_capability >= 90
+
+    @property
     def has_tensor_cores(self) -> bool:
         """mma.sync with f16/bf16/tf32 inputs (sm_80 and newer); HIP MFMA is not generated yet."""
         return self.compute_capability >= 80

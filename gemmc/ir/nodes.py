@@ -37,9 +37,11 @@ class TileShape:
     n: int
     k: int
     slices: int = 1  # `kslices S`: the block's threads split each k-tile S ways (SimtVariant.slices)
+    split: int = 1  # `ksplit C`: the blocks of a C-block cluster split each tile's k-tiles (SimtPlan.ksplit)
 
     def __str__(self) -> str:
-        return f"{self.m}x{self.n}x{self.k}" + (f" kslices {self.slices}" if self.slices > 1 else "")
+        return (f"{self.m}x{self.n}x{self.k}" + (f" kslices {self.slices}" if self.slices > 1 else "")
+                + (f" ksplit {self.split}" if self.split > 1 else ""))
 
 
 @dataclass(frozen=True, slots=True)

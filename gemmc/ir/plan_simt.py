@@ -86,6 +86,9 @@ class SimtPlan(FamilyPlan):
     # Edge tiles (passes/simt.py: with_edges): per variant, the variants of its tiles whose last rows (columns, both)
     # need at most half the tile: (half m, half n, half both), -1 where the variant has none. Empty: no edge tiles.
     edges: tuple[tuple[int, int, int], ...] = ()
+    # Split k: each tile's k-tiles are shared by the `ksplit` blocks of a thread-block cluster (sm_90), whose sums
+    # rank 0 adds through distributed shared memory (templates/simt.cu.j2). One tile per cluster: never batched.
+    ksplit: int = 1
 
     @property
     def threads(self) -> int:
@@ -123,9 +126,11 @@ class SimtPlan(FamilyPlan):
         return 8 // self.elem_bytes
 
     def variant_smem(self, v: SimtVariant) -> int:
-        """The k-tile buffers, or the partial sums of a sliced variant's other slices if they need more."""
+        """The k-tile buffers, or the partial sums of a sliced variant's other slices (or of a split k's block: a
+        whole tile) if they need more."""
         buffers = self.stages * v.bk * (v.bm + v.bn + 2 * self.pad)
-        return max(buffers, (v.slices - 1) * v.bm * v.bn) * self.elem_bytes
+        partials = max(v.slices - 1, 1 if self.ksplit > 1 else 0) * v.bm * v.bn
+        return max(buffers, partials) * self.elem_bytes
 
     @property
     def smem_bytes(self) -> int:
@@ -150,6 +155,7 @@ class SimtPlan(FamilyPlan):
     def lines(self) -> tuple[str, ...]:
         out = [f"tiling {self.method}, batching {self.batching.value}"
                + (f" (theta {self.theta})" if self.theta else "")
+               + (f", k split over clusters of {self.ksplit} blocks" if self.ksplit > 1 else "")
                + f", stages {self.stages}, block {self.threads} threads, shared memory {self.smem_bytes} B"
                + (f", bound {self.min_blocks} blocks/SM ({self.reg_cap} registers)" if self.min_blocks else "")]
         if self.tlp_threshold:

@@ -16,7 +16,7 @@ from statistics import median
 
 import numpy as np
 
-from gemmc.errors import Diagnostic, GemmcError
+from gemmc.errors import Diagnostic, GemmcError, InternalError
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, WorkList
 from gemmc.ir.plan_simt import SimtPlan, SimtVariant, micro_tile
@@ -86,6 +86,21 @@ def check_variants(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> None:
                                     "use more threads or a smaller tile"))
     if diags:
         raise GemmcError(diags)
+
+
+def check_split(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> None:
+    """`ksplit` where the target and the schedule allow it (can_split), reported at the line at fault."""
+    where = kernel.where("tile")
+    if not hw.has_clusters:
+        raise GemmcError(Diagnostic("E900", f"ksplit needs thread-block clusters, which {hw.arch} lacks", where,
+                                    "clusters are sm_90 and newer; kslices splits k within a block"))
+    if plan.ksplit > MAX_CLUSTER_BLOCKS:
+        raise GemmcError(Diagnostic("E204", f"ksplit {plan.ksplit} exceeds the {MAX_CLUSTER_BLOCKS} blocks of a "
+                                    "portable cluster", where))
+    if kernel.batching not in (Batching.AUTO, Batching.NONE):
+        raise GemmcError(Diagnostic("E202", f"ksplit runs one tile per cluster; batching {kernel.batching.value} "
+                                    "puts several tiles in a block", kernel.where("batching"),
+                                    "use batching none (or auto) with ksplit"))
 
 
 def bound_blocks(plan: SimtPlan, hw: Hardware) -> tuple[int, int]:
@@ -173,14 +188,55 @@ def costed(kernel: Kernel, hw: Hardware, sizes: Sizes,
 
 
 def label(plan: SimtPlan) -> str:
-    """A candidate's name: its method and its tile, or how many tiles it mixes."""
+    """A candidate's name: its method and its tile, or how many tiles it mixes, and its k split."""
     main = sorted(set(plan.assignment))  # the problems' own tiles (the rest are their edge tiles)
-    return f"{plan.method} " + (plan.variants[main[0]].name if len(main) == 1 else f"{len(main)} tiles")
+    return (f"{plan.method} " + (plan.variants[main[0]].name if len(main) == 1 else f"{len(main)} tiles")
+            + (f" ksplit {plan.ksplit}" if plan.ksplit > 1 else ""))
+
+
+# Split k (`ksplit`): for small launches that leave SMs idle and wait on each k step's round trip. A proxy (each
+# GEMM as s GEMMs of k / s, no reduction; bench/results/2026-11-23_h100_simt-splitk-proxy.log) ran the Inception
+# modules and the 8-GEMM batches 4-35% faster with s = 2..4. The real split (..._irregular_splitk-small.json) pays
+# about 1 us more for its cluster barriers and reduction: it is the fastest candidate only where K is long
+# (MN <= 128, K <= 512 x8: 8.5 -> 6.5 us), and 0-30% slower than the unsplit tiles on the Inception modules.
+MAX_KSPLIT = 4
+SPLIT_CANDIDATES = 2  # the model's cheapest this many tilings of less than a wave get split forms
+
+
+def can_split(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> bool:
+    """A split k needs clusters (sm_90), one tile per cluster and one thread count over the plan's variants."""
+    return (hw.has_clusters and kernel.batching in (Batching.AUTO, Batching.NONE)
+            and len({v.threads for v in plan.variants}) == 1)
+
+
+def split_forms(kernel: Kernel, hw: Hardware, sizes: Sizes,
+                scored: list[tuple[float, SimtPlan]]) -> list[tuple[float, SimtPlan]]:
+    """Clusters of 2..MAX_KSPLIT blocks per tile for the cheapest SPLIT_CANDIDATES plans of `scored` whose tiles
+    fill less than a wave, each costed by tiling.estimate."""
+    count = kernel.count or 1
+    out: list[tuple[float, SimtPlan]] = []
+    for _, p in sorted(scored, key=lambda s: s[0]):
+        if len(out) == SPLIT_CANDIDATES * (MAX_KSPLIT - 1):
+            break
+        occ = occupancy(hw, p.threads, p.regs_estimate, p.smem_bytes)
+        if not can_split(kernel, p, hw) or tiling_of(p).counts(sizes, count).sum() >= occ.blocks_per_sm * hw.sm_count:
+            continue
+        for c in range(2, MAX_KSPLIT + 1):
+            q = dataclasses.replace(p, ksplit=c, candidates=())
+            est = tiling.estimate(q, sizes, count, hw, tiling_of(q).choice)
+            out.append((est.seconds, dataclasses.replace(q, estimate_us=est.seconds * 1e6)))
+    return out
+
+
+def scored_plans(kernel: Kernel, hw: Hardware, sizes: Sizes) -> list[tuple[float, SimtPlan]]:
+    """Every candidate tiling's plan and its split-k forms, each with the model's estimate."""
+    scored = costed(kernel, hw, sizes, candidate_tilings(kernel, hw, sizes))
+    return scored + (split_forms(kernel, hw, sizes, scored) if kernel.tile_mode is TileMode.AUTO else [])
 
 
 def auto_plan(kernel: Kernel, hw: Hardware, sizes: Sizes) -> SimtPlan:
     """Cost every candidate tiling with tiling.estimate and keep the cheapest (ties: the earlier candidate)."""
-    scored = costed(kernel, hw, sizes, candidate_tilings(kernel, hw, sizes))
+    scored = scored_plans(kernel, hw, sizes)
     _, best = min(scored, key=lambda s: s[0])
     weighed = tuple((label(p), s * 1e6) for s, p in scored)
     return dataclasses.replace(best, candidates=weighed if len(weighed) > 1 else ())
@@ -199,6 +255,8 @@ def choose_batching(kernel: Kernel, plan: SimtPlan, hw: Hardware, sizes: Sizes |
     none."""
     if kernel.batching is not Batching.AUTO:
         return kernel.batching, f"batching {kernel.batching.value} from the schedule"
+    if plan.ksplit > 1:
+        return Batching.NONE, f"batching none: k split over clusters of {plan.ksplit} blocks, one tile each"
     occ = occupancy(hw, plan.threads, plan.regs_estimate, plan.smem_bytes)
     s = sizes if sizes is not None else Sizes.of(kernel.problems)
     blocks = int(tiling_of(plan).counts(s, kernel.count or 1).sum())
@@ -216,7 +274,8 @@ def plan(kernel: Kernel, hw: Hardware) -> SimtPlan:
                                     kernel.where("pipeline"), "deeper pipelines are the tensor-core family's"))
     sizes = Sizes.of(kernel.problems)
     if kernel.tile is not None:
-        result = _plan_from(kernel, hw, everyone("explicit", explicit_variant(kernel, hw), len(kernel.problems)))
+        result = _plan_from(kernel, hw, everyone("explicit", explicit_variant(kernel, hw), len(kernel.problems)),
+                            ksplit=kernel.tile.split)
     else:
         result = auto_plan(kernel, hw, sizes)
     return finished(kernel, result, hw, sizes)
@@ -230,12 +289,15 @@ def finished(kernel: Kernel, result: SimtPlan, hw: Hardware, sizes: Sizes,
                                     "barriers, which HIP lacks", kernel.where("tile"),
                                     "use tile auto(coordinated) or tile auto(uniform) for HIP"))
     check_variants(kernel, result, hw)
+    if result.ksplit > 1:
+        check_split(kernel, result, hw)
     mode = mode or choose_batching(kernel, result, hw, sizes)[0]
     theta = batching.THETA if mode in (Batching.THRESHOLD, Batching.BINARY) else 0
     return dataclasses.replace(result, batching=mode, theta=theta,
                                tlp_threshold=result.tlp_threshold or (kernel.tlp_threshold or 0))
 
 
+MAX_CLUSTER_BLOCKS = 8  # the portable cluster size
 MAX_SLICED_THREADS = 512  # a sliced block's threads; 1024 leaves 64 registers per thread
 MIN_SLICE_OUTPUTS = 16  # a slice's micro-tile: 4x4 at least (2x4 issues 3 shared loads per 8 FMAs: MIO-bound)
 
@@ -286,22 +348,23 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
         return ()
     sizes = Sizes.of(kernel.problems)
     model = tiling_of(chosen)
-    tilings = [t for t in candidate_tilings(kernel, hw, sizes)
-               if not (t.method == chosen.method and t.same_variants(model))]
+    others = [(s, p) for s, p in scored_plans(kernel, hw, sizes)
+              if not (p.method == chosen.method and p.ksplit == chosen.ksplit and tiling_of(p).same_variants(model))]
     plans = [chosen]
-    for _, p in sorted(costed(kernel, hw, sizes, tilings), key=lambda s: s[0]):
+    for _, p in sorted(others, key=lambda s: s[0]):
         try:
             plans.append(finished(kernel, dataclasses.replace(p, candidates=chosen.candidates), hw, sizes))
         except GemmcError:
             continue  # a tiling this target cannot run (HIP and mixed thread counts) is not a candidate
     if kernel.batching is Batching.AUTO:
         flip = {Batching.NONE: Batching.THRESHOLD, Batching.THRESHOLD: Batching.NONE}
-        plans = [q for p in plans for q in (p, finished(kernel, p, hw, sizes, flip[p.batching]))]
+        plans = [q for p in plans for q in ((p, finished(kernel, p, hw, sizes, flip[p.batching])) if p.ksplit == 1
+                                             else (p,))]
     out, seen = [], set()
     for p in plans:
         planned = dataclasses.replace(kernel, plan=p)
         work = worklist(planned, p, hw)
-        key = (p.variants, p.assignment, work.block_offsets, work.tiles.data)
+        key = (p.variants, p.assignment, work.block_offsets, work.tiles.data, work.grid)
         if key in seen:
             continue
         seen.add(key)
@@ -380,5 +443,8 @@ def worklist(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> WorkList:
     threshold = plan.tlp_threshold or coordinated_threshold(hw)
     blocks = batching.group(k[problem], micro * k[problem], plan.batching, plan.threads, threshold,
                             plan.theta or batching.THETA)
-    return WorkList(problems=rows, tiles=packed(table[blocks.order]), block_offsets=tuple(blocks.offsets.tolist()),
-                    grid=(len(blocks.offsets) - 1, 1, 1), block=plan.threads, smem_bytes=plan.smem_bytes)
+    offsets = tuple(blocks.offsets.tolist())
+    if plan.ksplit > 1 and offsets != tuple(range(len(table) + 1)):
+        raise InternalError("passes.simt", "a split k needs one tile per cluster (batching none)")
+    return WorkList(problems=rows, tiles=packed(table[blocks.order]), block_offsets=offsets,
+                    grid=((len(offsets) - 1) * plan.ksplit, 1, 1), block=plan.threads, smem_bytes=plan.smem_bytes)

@@ -255,6 +255,10 @@ STEP_OVERHEAD = 40  # instructions per thread per k step besides the math: loads
 STEP_LATENCY_CYCLES = 1000
 SCHEDULERS = 4  # warp schedulers per SM (every NVIDIA target since Volta; CDNA: 4 SIMDs per CU)
 SIMULATED_WAVES = 4  # launches of up to this many waves of resident blocks are list-scheduled tile by tile
+# A split k's cost beyond its share of the k steps (two cluster barriers, rank 0's reads of the others' sums, the
+# cluster launch), in k steps: 5 ranks the 18 small cases of bench/results/2026-11-23_h100_irregular_splitk-small.json
+# within 7.2% of the fastest (geometric mean; 1 step: 27%, picking splits that measured up to 1.9x slower).
+SPLIT_STEPS = 5
 
 
 def step_instructions(v: SimtVariant, elem_bytes: int = 4, fma_issue: float = 1.0) -> float:
@@ -322,7 +326,9 @@ def estimate(plan: SimtPlan, problems: Batch, count: int, hw: Hardware, choice: 
     warp sharing a scheduler; blocks are dispatched longest first onto the resident places the fused kernel
     leaves (its block size, registers and shared memory), and the launch lasts until the last one ends
     (`makespan`). Predicated edges do full-tile work; small micro-tiles and k-sliced tiles pay for their loads
-    and staging; few blocks leave SMs idle. Batching is left to its rule (choose_batching in passes/simt.py).
+    and staging; few blocks leave SMs idle. A split k (plan.ksplit) launches each tile on that many blocks, each
+    with its share of the k steps and SPLIT_STEPS more for the reduction. Batching is left to its rule
+    (choose_batching in passes/simt.py).
     Without the issue-slot term 16x16 tiles (1x2 micro-tiles) looked faster than 32x32 ones on the Inception
     modules; they measured 12.6 against 8.5 us (bench/results/2026-11-22_h100_simt_tiles_call2.log).
 
@@ -334,7 +340,7 @@ def estimate(plan: SimtPlan, problems: Batch, count: int, hw: Hardware, choice: 
     own = np.asarray(plan.assignment, dtype=np.int64) if choice is None else choice
     occ = occupancy(hw, plan.threads, plan.regs_estimate, plan.smem_bytes)
     variant, counts = launched_tiles(plan, s, own)
-    counts = counts * count
+    counts = counts * count * plan.ksplit  # a split k launches each tile on ksplit blocks
     column = partial(palette_column, plan.variants)
     bm, bn, bk, threads = column("bm"), column("bn"), column("bk"), column("threads")
     fma_issue = hw.fp32_flops / hw.f64_flops if plan.elem_bytes == 8 else 1.0
@@ -348,6 +354,7 @@ def estimate(plan: SimtPlan, problems: Batch, count: int, hw: Hardware, choice: 
     else:
         wave_warps = min(blocks / hw.sm_count, occ.blocks_per_sm) * occ.warps_per_sm / occ.blocks_per_sm
         step = STEP_LATENCY_CYCLES + issue[variant] * wave_warps / SCHEDULERS
-        seconds = makespan((-(-k // bk[variant]) * step).ravel(), counts.ravel(),
-                           occ.blocks_per_sm * hw.sm_count) / hw.clock_hz
+        ktiles = -(-k // bk[variant])
+        steps = -(-ktiles // plan.ksplit) + (SPLIT_STEPS if plan.ksplit > 1 else 0)
+        seconds = makespan((steps * step).ravel(), counts.ravel(), occ.blocks_per_sm * hw.sm_count) / hw.clock_hz
     return Estimate(warps, occ, seconds, blocks * plan.threads, warps * hw.warp_size)  # tlp_old: Eq. 3, tlp_new: Eq. 4

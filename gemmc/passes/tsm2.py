@@ -160,11 +160,6 @@ def mma_pass_columns(t2: int, dtype: DType) -> int:
     return t2
 
 
-def has_clusters(hw: Hardware) -> bool:
-    """Thread-block clusters and distributed shared memory: sm_90 and newer."""
-    return hw.compute_capability >= 90
-
-
 def cluster_sizes(k: int, kw: int, t3: int) -> list[int]:
     """Blocks a cluster may have: at most MAX_CLUSTER, and no more than gives each of their warps a batch of t3
     columns of k."""
@@ -190,7 +185,7 @@ def choose_cluster(hw: Hardware, k: int, kw: int, t3: int, row_blocks: int, bloc
     resident-block slots. 1 where the target has no clusters. The H100 runs reward resident warps, not deeper
     rings: at m = 8192, f32 n = 16, 4, 5 and 8 blocks (256, 320, 512 blocks for 528 slots) took 140, 115 and
     140 us (8: a second wave)."""
-    if not has_clusters(hw):
+    if not hw.has_clusters:
         return 1, streaming_bandwidth(hw, row_blocks, blocks_per_sm, kw, bytes_per_warp)
     sizes = cluster_sizes(k, kw, t3)
     predicted = {s: cluster_bandwidth(hw, s, row_blocks, blocks_per_sm, kw, bytes_per_warp) for s in sizes}
@@ -356,7 +351,7 @@ def notes(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> tuple[str, ...]:
     lines: tuple[str, ...] = (f"{plan.family.value}: n = {p.n} vs t2 threshold {plan.t2_threshold:.1f}: {bound}; "
                               f"Little's law needs {bytes_needed_in_flight(hw) / 1024:.1f} KiB in flight per SM",)
     sizes = cluster_sizes(p.k, plan.kslices, plan.t3)
-    if plan.family is Family.TSM2R and column_kernel(kernel, plan) and has_clusters(hw) and len(sizes) > 1:
+    if plan.family is Family.TSM2R and column_kernel(kernel, plan) and hw.has_clusters and len(sizes) > 1:
         lines += (f"tsm2r: the first call on a GPU times clusters of {sizes[0]}-{sizes[-1]} blocks and keeps the "
                   f"fastest (the model's choice: {plan.cluster}; GEMMC_TUNE=0 keeps it)",)
     return lines
@@ -371,7 +366,7 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
     745, 786, 747; bench/results/2026-11-22_h100_tsm2r-wide_call1.json). Empty: nothing to time."""
     plan = kernel.plan
     if (not isinstance(plan, Tsm2Plan) or plan.family is not Family.TSM2R or not column_kernel(kernel, plan)
-            or not has_clusters(hw)):
+            or not hw.has_clusters):
         return ()
     p = kernel.problems[0]
     row_blocks = column_row_blocks(p, plan.t2, plan.rows_per_warp, hw)

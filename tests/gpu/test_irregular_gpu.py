@@ -78,6 +78,28 @@ def test_sliced_k_f64():
     check_schedule(f"kernel k {{ dtype f64 tile 32x32x8 kslices 2 threads 512 layout B col {batch(ODD)} }}")
 
 
+SPLIT = ["32x32x32 ksplit 2 threads 128", "32x32x32 kslices 4 ksplit 3 threads 256", "64x64x16 ksplit 4",
+         "16x16x32 kslices 4 ksplit 2 threads 64", "128x128x16 ksplit 2", "32x32x32 kslices 2 ksplit 8 threads 128"]
+
+
+@pytest.mark.parametrize("layout", ["A row, B row, C row", "A col, B col, C col"])
+@pytest.mark.parametrize("tile", SPLIT)
+def test_split_k(tile, layout):
+    # The cluster's blocks share each tile's k-tiles (K = 1 and 5 leave the last ranks none; 251 a partial last
+    # k-tile) and rank 0 adds their sums; alpha and beta (C read once, by rank 0). 16x16x32 in 4 slices of 16
+    # threads: a warp holds two slices, one of which leaves before the cluster barriers.
+    check_schedule(f"kernel k {{ tile {tile} layout {layout} {batch(ODD + random_shapes(4, 20, 300))} }}")
+
+
+def test_split_k_f64_and_auto():
+    check_schedule(f"kernel k {{ dtype f64 tile 32x32x8 kslices 2 ksplit 3 threads 256 {batch(ODD)} }}")
+    long_k = [(35, 29, 366), (108, 61, 96), (28, 112, 96), (73, 61, 252), (113, 87, 311), (102, 123, 123),
+              (105, 122, 412), (44, 87, 371)]  # examples/split_k.gs
+    text = f"kernel k {{ tile auto {batch(long_k)} }}"
+    assert gemmc.compile_string(text)["k"].ir.plan.ksplit > 1  # the model's choice for few tiles with long K
+    check_schedule(text)
+
+
 def test_mixed_thread_counts_in_one_launch():
     # Small and large problems: the load-balanced plan mixes 128- and 256-thread variants in one launch, and
     # batching puts tiles of different variants into one block.

@@ -86,6 +86,10 @@ __device__ __forceinline__ double gemmc_dsmem_load(const double* local, int rank
   asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(r) : "memory");
   return v;
 }
+// The same barrier where a warp's threads may arrive apart (some have left: they count as arrived).
+__device__ __forceinline__ void gemmc_cluster_sync_divergent() {
+  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
 template <typename T, int T2, int KS, int S, int T3, int STAGES, int RW, int WARP, int MMA, bool A_ROW, bool B_ROW,
           bool C_ROW, bool BETA_ZERO>
 __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __restrict__ A, const T* __restrict__ B,

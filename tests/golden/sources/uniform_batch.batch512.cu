@@ -141,7 +141,8 @@ template <typename T, int BM, int BN, int BK, int TM, int TN, int NT, int KS, in
           bool B_KC, bool C_ROW, bool BETA_ZERO>
 __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long long m0, long long n0,
                                                 const T* __restrict__ A, const T* __restrict__ B,
-                                                T* __restrict__ C, T alpha, T beta, T* __restrict__ smem, int tid) {
+                                                T* __restrict__ C, T alpha, T beta, T* __restrict__ smem, int tid,
+                                                int rank) {
   constexpr int NS = NT / KS, KSLICE = BK / KS;  // threads and k per slice
   constexpr int TX = BN / TN, TY = BM / TM;
   constexpr int VM = gemmc_frag_width<T>(TM), VN = gemmc_frag_width<T>(TN);
@@ -156,11 +157,13 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   T* As = smem;
   T* Bs = smem + STAGES * A_STAGE;
 
-  const long long M = p.m, N = p.n, K = p.k, lda = p.lda, ldb = p.ldb;
-  const bool vec_a = gemmc_vec_ok<T, LA::V>(A, lda, A_KC ? K : M);
-  const bool vec_b = gemmc_vec_ok<T, LB::V>(B, ldb, B_KC ? K : N);
-  la.init(A_KC ? A + m0 * lda : A + m0, lda, M - m0, tid);  // operand at (m0, 0)
-  lb.init(B_KC ? B + n0 * ldb : B + n0, ldb, N - n0, tid);  // operand at (n0, 0)
+  const long long M = p.m, N = p.n, lda = p.lda, ldb = p.ldb;
+  const long long kb = 0, K = p.k;
+  (void)rank;
+  const bool vec_a = gemmc_vec_ok<T, LA::V>(A, lda, A_KC ? p.k : M);
+  const bool vec_b = gemmc_vec_ok<T, LB::V>(B, ldb, B_KC ? p.k : N);
+  la.init(A_KC ? A + m0 * lda + kb : A + kb * lda + m0, lda, M - m0, tid);  // operand at (m0, kb)
+  lb.init(B_KC ? B + n0 * ldb + kb : B + kb * ldb + n0, ldb, N - n0, tid);  // operand at (n0, kb)
   const long long kstep_a = A_KC ? BK : BK * lda, kstep_b = B_KC ? BK : BK * ldb;
   // Thread (tx, ty) of its slice's micro-tile grid: warps tile the grid WX lanes wide where the shape allows.
   const int slice = tid / NS, st = tid % NS;
@@ -176,11 +179,13 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
 
   const int ktiles = (int)((K + BK - 1) / BK);
   const int klast = (int)(K - (long long)(ktiles - 1) * BK);  // k in the last k-tile: 1..BK
-  la.load(ktiles == 1 ? klast : BK, M - m0, vec_a, tid);
-  lb.load(ktiles == 1 ? klast : BK, N - n0, vec_b, tid);
-  la.store(As, tid);
-  lb.store(Bs, tid);
-  GEMMC_BARRIER(1, NT);
+  {
+    la.load(ktiles == 1 ? klast : BK, M - m0, vec_a, tid);
+    lb.load(ktiles == 1 ? klast : BK, N - n0, vec_b, tid);
+    la.store(As, tid);
+    lb.store(Bs, tid);
+    GEMMC_BARRIER(1, NT);
+  }
 
   const T* as = As + slice * KSLICE * LDA + ty * VM;
   const T* bs = Bs + slice * KSLICE * LDB + tx * VN;
@@ -302,6 +307,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemmc_batch512_simt_f32_rrr
   const int tid = threadIdx.x;
   const int first = block_offsets ? block_offsets[blockIdx.x] : (int)blockIdx.x;
   const int last = block_offsets ? block_offsets[blockIdx.x + 1] : first + 1;
+  const int rank = 0;
   for (int t = first; t < last; ++t) {
     if (t != first) __syncthreads();  // the previous tile's last reads of shared memory are done
     const int4 tile = tiles[t];
@@ -310,7 +316,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemmc_batch512_simt_f32_rrr
       case 0:  // 128x128x8, 256 threads, micro-tile 8x8
         if (tid < 256)
           gemmc_simt_tile<float, 128, 128, 8, 8, 8, 256, 1, 2, 2, true, false, true, true>(
-              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid);
+              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid, rank);
         break;
       default:
         break;
