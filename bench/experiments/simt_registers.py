@@ -3,6 +3,7 @@
 calibration data of that estimate and of `SimtPlan.min_blocks`:
 
     python3 bench/experiments/simt_registers.py [--bounds]   # --bounds: also as planned (__launch_bounds__)
+    python3 bench/experiments/simt_registers.py --bounds --tile "32x32x32 kslices 2 ksplit 2 threads 128" ...
 """
 
 from __future__ import annotations
@@ -56,9 +57,11 @@ def measure(dtype: str, tile: str, bounds: bool) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--bounds", action="store_true")
+    parser.add_argument("--tile", action="append", help="f32 tiles to report instead of the catalogue (repeatable)")
     args = parser.parse_args()
+    rows = [("f32", f"tile {t}") for t in args.tile] if args.tile else configs()
     with ThreadPoolExecutor(2) as pool:
-        for line in pool.map(lambda c: measure(*c, args.bounds), configs()):
+        for line in pool.map(lambda c: measure(*c, args.bounds), rows):
             print(line, flush=True)
 
 

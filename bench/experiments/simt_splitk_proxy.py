@@ -63,13 +63,10 @@ def main() -> None:
             t = kern.tuning
             choice = t.labels[t.chosen] if t is not None else "untuned"
             cells.append(f"s{s} {us:6.2f} us [{choice}]")
-        if name.startswith("inception"):
-            As, Bs, Cs = timing.inputs(shapes)
-            for tile in BK64:
-                kern = gemmc.compile_string(schedule(shapes, tile))["irregular"]
-                us, _ = timing.checked_gemmc_us(kern, As, Bs, Cs, label=f"{name} {tile}")
-                cells.append(f"{tile}: {us:6.2f} us")
         print(f"{name:28s} " + " | ".join(cells), flush=True)
+        if name.startswith("inception"):
+            variants = ((tile, gemmc.compile_string(schedule(shapes, tile))["irregular"]) for tile in BK64)
+            print(f"{name:28s} " + timing.compare(name, shapes, variants), flush=True)
 
 
 if __name__ == "__main__":

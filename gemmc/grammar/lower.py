@@ -137,7 +137,11 @@ class _Lowering:
                 if mode:
                     out["tile_mode"] = mode
             return
-        options = {key.text: self.integer(value, key.text) for key, value in zip(words[3::2], words[4::2], strict=True)}
+        options: dict[str, int] = {}
+        for key, value in zip(words[3::2], words[4::2], strict=True):
+            if key.text in options:
+                self.error("E200", f"'{key.text}' is given twice in the tile", key.span)
+            options[key.text] = self.integer(value, key.text)
         out["tile"] = TileShape(*self.dims(words[:3]), options.get("kslices", 1), options.get("ksplit", 1))
 
     def stmt_threads(self, stmt: Stmt, out: dict) -> None:

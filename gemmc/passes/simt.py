@@ -88,19 +88,23 @@ def check_variants(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> None:
         raise GemmcError(diags)
 
 
-def check_split(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> None:
-    """`ksplit` where the target and the schedule allow it (can_split), reported at the line at fault."""
+def split_problem(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> Diagnostic | None:
+    """Why this target and schedule cannot split the plan's k over clusters of plan.ksplit blocks, at the line at
+    fault; None where they can. `tile auto` offers split forms only where this is None (split_forms); an explicit
+    `ksplit` gets it as its error (finished)."""
     where = kernel.where("tile")
     if not hw.has_clusters:
-        raise GemmcError(Diagnostic("E900", f"ksplit needs thread-block clusters, which {hw.arch} lacks", where,
-                                    "clusters are sm_90 and newer; kslices splits k within a block"))
+        return Diagnostic("E900", f"ksplit needs thread-block clusters, which {hw.arch} lacks", where,
+                          "clusters are sm_90 and newer; kslices splits k within a block")
     if plan.ksplit > MAX_CLUSTER_BLOCKS:
-        raise GemmcError(Diagnostic("E204", f"ksplit {plan.ksplit} exceeds the {MAX_CLUSTER_BLOCKS} blocks of a "
-                                    "portable cluster", where))
+        return Diagnostic("E204", f"ksplit {plan.ksplit} exceeds the {MAX_CLUSTER_BLOCKS} blocks of a portable "
+                          "cluster", where)
     if kernel.batching not in (Batching.AUTO, Batching.NONE):
-        raise GemmcError(Diagnostic("E202", f"ksplit runs one tile per cluster; batching {kernel.batching.value} "
-                                    "puts several tiles in a block", kernel.where("batching"),
-                                    "use batching none (or auto) with ksplit"))
+        return Diagnostic("E202", f"ksplit runs one tile per cluster; batching {kernel.batching.value} puts several "
+                          "tiles in a block", kernel.where("batching"), "use batching none (or auto) with ksplit")
+    if len({v.threads for v in plan.variants}) > 1:  # untested with some threads idle: not offered, not accepted
+        return Diagnostic("E900", "ksplit with variants of different thread counts in one launch", where)
+    return None
 
 
 def bound_blocks(plan: SimtPlan, hw: Hardware) -> tuple[int, int]:
@@ -203,12 +207,6 @@ MAX_KSPLIT = 4
 SPLIT_CANDIDATES = 2  # the model's cheapest this many tilings of less than a wave get split forms
 
 
-def can_split(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> bool:
-    """A split k needs clusters (sm_90), one tile per cluster and one thread count over the plan's variants."""
-    return (hw.has_clusters and kernel.batching in (Batching.AUTO, Batching.NONE)
-            and len({v.threads for v in plan.variants}) == 1)
-
-
 def split_forms(kernel: Kernel, hw: Hardware, sizes: Sizes,
                 scored: list[tuple[float, SimtPlan]]) -> list[tuple[float, SimtPlan]]:
     """Clusters of 2..MAX_KSPLIT blocks per tile for the cheapest SPLIT_CANDIDATES plans of `scored` whose tiles
@@ -219,7 +217,8 @@ def split_forms(kernel: Kernel, hw: Hardware, sizes: Sizes,
         if len(out) == SPLIT_CANDIDATES * (MAX_KSPLIT - 1):
             break
         occ = occupancy(hw, p.threads, p.regs_estimate, p.smem_bytes)
-        if not can_split(kernel, p, hw) or tiling_of(p).counts(sizes, count).sum() >= occ.blocks_per_sm * hw.sm_count:
+        if (split_problem(kernel, dataclasses.replace(p, ksplit=2), hw)
+                or tiling_of(p).counts(sizes, count).sum() >= occ.blocks_per_sm * hw.sm_count):
             continue
         for c in range(2, MAX_KSPLIT + 1):
             q = dataclasses.replace(p, ksplit=c, candidates=())
@@ -289,8 +288,8 @@ def finished(kernel: Kernel, result: SimtPlan, hw: Hardware, sizes: Sizes,
                                     "barriers, which HIP lacks", kernel.where("tile"),
                                     "use tile auto(coordinated) or tile auto(uniform) for HIP"))
     check_variants(kernel, result, hw)
-    if result.ksplit > 1:
-        check_split(kernel, result, hw)
+    if result.ksplit > 1 and (problem := split_problem(kernel, result, hw)):
+        raise GemmcError(problem)
     mode = mode or choose_batching(kernel, result, hw, sizes)[0]
     theta = batching.THETA if mode in (Batching.THRESHOLD, Batching.BINARY) else 0
     return dataclasses.replace(result, batching=mode, theta=theta,
