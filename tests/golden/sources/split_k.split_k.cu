@@ -302,8 +302,12 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
 #pragma unroll
           for (int j = 0; j < TN; ++j) acc[i][j] += gemmc_dsmem_load(part + (i * TN + j) * NS, q);
     }
-    gemmc_cluster_sync_divergent();  // no block leaves while rank 0 still reads its shared memory
-    if (rank > 0) return;
+    // Ranks 1.. stay until rank 0 has read their sums. Rank 0 does not wait: it never arrives at this barrier,
+    // and its threads count as arrived once they exit (PTX ISA, `exit`), so it goes straight on to C.
+    if (rank > 0) {
+      gemmc_cluster_sync_divergent();
+      return;
+    }
   }
 
   // Epilogue: C = alpha * acc + beta * C, predicated on the matrix edge; beta == 0 never reads C. Along C's
