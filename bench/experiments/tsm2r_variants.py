@@ -35,9 +35,10 @@ MMA_CASES = [("f64", 8192, 32), ("f64", 30720, 32), ("f64", 8192, 24)]
 WIDE_CASES = [("f64", 8192, 32), ("f64", 16384, 32), ("f64", 16384, 16), ("f32", 16384, 16)]
 N32_CASES = [("f64", 16384, 32), ("f64", 30720, 32)]
 ROWT3_CASES = [("f64", 16384, 16), ("f64", 16384, 32)]
+ROWMMA_CASES = [("f64", 16384, 1), ("f64", 16384, 2), ("f64", 16384, 4), ("f64", 16384, 8), ("f64", 30720, 8)]
 
 
-A_LAYOUT = "col"  # A's layout (the rowt3 study: row); B and C stay column-major
+A_LAYOUT = "col"  # A's layout (row in ROW_STUDIES); B and C stay column-major
 
 
 def base(dtype: str, m: int, n: int) -> CompiledKernel:
@@ -68,7 +69,23 @@ def variant(kern: CompiledKernel, **changes) -> CompiledKernel:
     return CompiledKernel(ir, hw, "<variant>")
 
 
+def replanned(kern: CompiledKernel, **constants) -> CompiledKernel:
+    """`kern` planned afresh with some of the planner's constants (gemmc.passes.tsm2) changed."""
+    saved = {name: getattr(tsm2, name) for name in constants}
+    try:
+        for name, value in constants.items():
+            setattr(tsm2, name, value)
+        plan = tsm2.plan(kern.ir, kern.target)
+    finally:
+        for name, value in saved.items():
+            setattr(tsm2, name, value)
+    ir = dataclasses.replace(kern.ir, plan=plan)
+    ir = dataclasses.replace(ir, work=tsm2.worklist(ir, plan, kern.target))
+    return CompiledKernel(ir, kern.target, "<variant>")
+
+
 STUDY = "ring"
+ROW_STUDIES = ("rowt3", "rowmma")  # the studies of row-major A
 
 
 def variants(dtype: str, m: int, n: int, study: str | None = None) -> list[tuple[str, CompiledKernel]]:
@@ -78,6 +95,10 @@ def variants(dtype: str, m: int, n: int, study: str | None = None) -> list[tuple
     if (study or STUDY) == "rowt3":  # row-major A on the f64 tensor cores: longer pieces of each row per batch
         out += [(f"t3 {t3} stages {st} cluster {c}", variant(kern, t3=t3, stages=st, cluster=c))
                 for t3, st in ((8, 3), (16, 2)) for c in sorted({1, plan.cluster})]
+        return out
+    if (study or STUDY) == "rowmma":  # row-major f64, n <= 8: the tensor cores' column kernel against the row kernel
+        out += [(f"cluster {c}", variant(kern, cluster=c)) for c in (1, 2, 4) if c != plan.cluster]
+        out.append(("row kernel", replanned(kern, ROW_MMA_MIN_N=tsm2.MMA_MIN_N)))
         return out
     if (study or STUDY) == "n32":  # f64 n = 32: ring depth at the clusters the tuning step picked, graph vs loop
         out += [(f"stages {st} cluster {c}", variant(kern, stages=st, cluster=c)) for st in (3, 4, 6) for c in (1, 2)
@@ -117,7 +138,7 @@ def compile_one(args: tuple[str, str, int, int, str]) -> str:
 
     label, dtype, m, n, study = args
     global A_LAYOUT
-    A_LAYOUT = "row" if study == "rowt3" else "col"  # a worker process starts from the module's defaults
+    A_LAYOUT = "row" if study in ROW_STUDIES else "col"  # a worker process starts from the module's defaults
     kern = dict(variants(dtype, m, n, study))[label]
     device_function(kern.rendered, kern.rendered.entry)
     return label
@@ -172,14 +193,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--jobs", type=int, default=12)
-    parser.add_argument("--study", choices=("ring", "mma", "wide", "n32", "rowt3"), default="ring")
+    parser.add_argument("--study", choices=("ring", "mma", "wide", "n32", "rowt3", "rowmma"), default="ring")
     args = parser.parse_args()
     global STUDY
     STUDY = args.study
     cases = {"ring": CASES, "mma": MMA_CASES, "wide": WIDE_CASES, "n32": N32_CASES,
-             "rowt3": ROWT3_CASES}[args.study]
+             "rowt3": ROWT3_CASES, "rowmma": ROWMMA_CASES}[args.study]
     global A_LAYOUT
-    A_LAYOUT = "row" if args.study == "rowt3" else "col"
+    A_LAYOUT = "row" if args.study in ROW_STUDIES else "col"
     jobs = [(label, dtype, m, n, args.study) for dtype, m, n in cases for label, _ in variants(dtype, m, n)]
     import multiprocessing
 
@@ -190,7 +211,7 @@ def main() -> None:
         rows += time_case(dtype, m, n)
         torch.cuda.empty_cache()
     suite = {"ring": "tsm2r-variants", "mma": "tsm2r-mma", "wide": "tsm2r-wide",
-             "n32": "tsm2r-n32", "rowt3": "tsm2r-rowt3"}[args.study]
+             "n32": "tsm2r-n32", "rowt3": "tsm2r-rowt3", "rowmma": "tsm2r-rowmma"}[args.study]
     path = timing.write_results(args.out, suite, rows)
     print(timing.table(rows, ["case", "variant", "mma", "t3", "stages", "cluster", "warps", "min_blocks", "regs", "us",
                               "loop_us", "tbs", "predicted_tbs", "of_roof", "vs_cublas", "err"]))

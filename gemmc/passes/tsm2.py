@@ -59,13 +59,23 @@ AUTO_TSM2R_MAX_N = 32
 # only for the narrowest B: at m = k = 16384 it beat the SIMT family at n <= 4 (f32 446 against 561 us, f64 882
 # against 1160) and lost from n = 8 (f32 616-889 against 561, f64 1230-1560 against 1160), by 3-5x at n = 32
 # (bench/results/2026-11-23_h100_tallskinny-tsm2r-16384-rowmajor3.json, `..._16384-rowmajor1.json`). f64 with
-# n > MMA_MIN_N on the f64 tensor cores runs the column kernel instead, its batches copied by rows: 787-798 us at
-# n = 16 / 32 against SIMT's 1570 (`..._tsm2r-rowt3.json`), so auto takes it up to AUTO_TSM2R_MAX_N.
+# n > ROW_MMA_MIN_N on the f64 tensor cores runs the column kernel instead, its batches copied by rows: 768-804 us
+# at n = 3-32 against SIMT's 1140-1590 (`..._tallskinny-tsm2r-16384_30720-n1_2_4_8-f64-rowmajor.json`), so auto
+# takes it up to AUTO_TSM2R_MAX_N.
 AUTO_TSM2R_MAX_N_ROW_A = 4
 # f64 tensor cores: B's bytes per batch at most this share of A's. n = 32 with 64 rows per warp (B half of A) ran at
 # 84-96% of the roof; with 32 rows (B equal to A) at 18-35% (bench/results/2026-11-22_h100_tsm2r-wide_call1.json).
 MAX_B_SHARE = 0.5
-MMA_MIN_N = 8  # f64 n <= 8 streams at 97-101% of the copy roof with FMAs: tensor cores from n = 9
+# Row-major A on the f64 tensor cores copies its batches (t3 16) in 16-byte pieces of 64 rows, and ptxas keeps their
+# addresses: 230 registers at n = 8, 246 at 16, 255 at 32 (sm_90, nvcc 13). With the column kernel's estimate
+# (96-192) the plan asked for 3 blocks per SM at n < 8, and ptxas spilled 32-88 bytes under that bound.
+ROW_MMA_REGS = 232
+MMA_MIN_N = 8  # column-major f64 n <= 8 streams at 97-101% of the copy roof with FMAs: tensor cores from n = 9
+# Row-major f64 has no FMA column kernel: the row kernel or the column kernel on the tensor cores (batches copied by
+# rows). At m = k = 16384 the row kernel took 747 / 757 / 862 / 1796 us at n = 1 / 2 / 4 / 8 and the tensor cores
+# 776-785 / 769-777 / 769-773 / 771 (cuBLAS ~706; bench/results/2026-11-23_h100_tsm2r-rowmma.json): the tensor cores
+# from n = 3.
+ROW_MMA_MIN_N = 2
 AUTO_TSM2R_MIN_MK = 8192
 AUTO_TSM2L_MAX_KN = 16
 AUTO_TSM2L_MIN_M = 65536
@@ -139,13 +149,15 @@ def column_regs(t2: int, t3: int, rows: int, dtype: DType) -> int:
     return w * (rows * t2 + t3 * rows + t3) + REGS_OVERHEAD
 
 
-def f64_mma_rows(hw: Hardware, dtype: DType, t2: int) -> int:
-    """Column-major f64 TSM2R with more than MMA_MIN_N columns runs its FMAs on the f64 tensor cores where they
-    are full-rate parts of the machine (the data-center GPUs: f64 at least a quarter of the f32 rate, sm_80 and
-    sm_90): rows of the mma.sync fragment, 16 (m16n8k4, sm_90) or 8 (m8n8k4, sm_80); 0: FMAs on the CUDA cores.
-    On the H100 the stream at n = 32 needs 2 x 32 x 2.95e12 / 8 = 24 TFLOP/s: 70% of the CUDA cores' f64 peak
-    (34 TFLOP/s) and every issue slot around it (20% of the roof measured), 36% of the tensor cores' (67)."""
-    if dtype is not DType.F64 or t2 <= MMA_MIN_N or not hw.has_tensor_cores or 4 * hw.fp64_flops < hw.fp32_flops:
+def f64_mma_rows(hw: Hardware, dtype: DType, t2: int, a_layout: Layout) -> int:
+    """f64 TSM2R with more than MMA_MIN_N columns (ROW_MMA_MIN_N for row-major A) runs its FMAs on the f64 tensor
+    cores where they are full-rate parts of the machine (the data-center GPUs: f64 at least a quarter of the f32
+    rate, sm_80 and sm_90): rows of the mma.sync fragment, 16 (m16n8k4, sm_90) or 8 (m8n8k4, sm_80); 0: FMAs on
+    the CUDA cores. On the H100 the stream at n = 32 needs 2 x 32 x 2.95e12 / 8 = 24 TFLOP/s: 70% of the CUDA
+    cores' f64 peak (34 TFLOP/s) and every issue slot around it (20% of the roof measured), 36% of the tensor
+    cores' (67)."""
+    min_n = ROW_MMA_MIN_N if a_layout is Layout.ROW else MMA_MIN_N
+    if dtype is not DType.F64 or t2 <= min_n or not hw.has_tensor_cores or 4 * hw.fp64_flops < hw.fp32_flops:
         return 0
     return 16 if hw.compute_capability >= 90 else 8
 
@@ -237,8 +249,8 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Ts
     t2 = choose_t2(p.n, threshold)
     w = dtype.nbytes // 4 or 1
     need = bytes_needed_in_flight(hw)
-    if a_layout is Layout.COL or f64_mma_rows(hw, dtype, t2):  # the column kernel (row-major A: tensor cores only)
-        mma = f64_mma_rows(hw, dtype, t2)
+    mma = f64_mma_rows(hw, dtype, t2, a_layout)
+    if a_layout is Layout.COL or mma:  # the column kernel (row-major A: tensor cores only)
         if mma:
             t2 = mma_pass_columns(t2, dtype)
         rows_per_warp = column_rows_per_lane(t2, dtype, MMA_ACC_REGS if mma else ACC_REGS)
@@ -247,6 +259,8 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Ts
         t3 = ROW_T3_BATCH if a_layout is Layout.ROW and mma == 16 else T3_BATCH
         # On the tensor cores a warp reads A's fragments one k step of 4 at a time, whatever the batch's length.
         regs = column_regs(t2, T3_BATCH if mma else t3, rows_per_warp, dtype)
+        if mma and a_layout is Layout.ROW:
+            regs = max(regs, ROW_MMA_REGS)
 
         def resident(stages: int) -> tuple[int, Occupancy]:  # shared memory and occupancy with a ring this deep
             smem = column_smem(kw, t2, t3, stages, rows_per_warp, dtype, hw, mma)
@@ -304,7 +318,7 @@ def classify(kernel: Kernel, hw: Hardware) -> tuple[Family | None, str]:
     if kernel.count is not None or len(kernel.problems) != 1 or kernel.dtype not in (DType.F32, DType.F64):
         return None, ""
     p = kernel.problems[0]
-    row_a = kernel.layout_a is Layout.ROW and not f64_mma_rows(hw, kernel.dtype, p.n)  # the row kernel
+    row_a = kernel.layout_a is Layout.ROW and not f64_mma_rows(hw, kernel.dtype, p.n, Layout.ROW)  # the row kernel
     max_n = AUTO_TSM2R_MAX_N_ROW_A if row_a else AUTO_TSM2R_MAX_N
     if p.n <= max_n and p.m >= AUTO_TSM2R_MIN_MK and p.k >= AUTO_TSM2R_MIN_MK:
         return Family.TSM2R, (f"n = {p.n} <= {max_n}{' (row-major A, row kernel)' if row_a else ''} with m, k >= "
