@@ -36,6 +36,7 @@ CASES = ["inception-3$", "inception-8$", "inception-1$", "MN<=128 K<=128 x8$", "
 TILES = [("32x32x32 kslices 2", 128), ("32x32x32 kslices 4", 128)]
 MEET = re.compile(r"  \{  // the cluster's blocks meet.*?      return;\n    \}\n  \}\n", re.S)
 LEAVE = re.compile(r"    if \(rank > 0\) \{\n      gemmc_cluster_sync_divergent\(\);\n      return;\n    \}\n")
+ARRIVE = "  gemmc_cluster_arrive_relaxed_divergent();\n"
 
 
 def patched(kern, label: str, edits) -> tuple[str, object]:
@@ -59,10 +60,10 @@ def variants(shapes, tile: str, threads: int):
     alone = "kt_per = (kt_all + 2 - 1) / 2;"
     checked = [("unsplit", unsplit), ("split 2", split),
                patched(split, "rank 0 alone", [(alone, "kt_per = kt_all;"),
-                                               (MEET, "  if (rank > 0) return;\n")]),
+                                               (MEET, "  if (rank > 0) return;\n"), (ARRIVE, "")]),
                patched(split, "rank 0 waits at the 2nd barrier too (stop 13)",
-                       [(LEAVE, "    gemmc_cluster_sync_divergent();\n    if (rank > 0) return;\n")])]
-    timed = [patched(split, "no reduction", [(MEET, "  if (rank > 0) return;\n")]),
+                       [(LEAVE, "    gemmc_cluster_sync_divergent();\n    if (rank > 0) return;\n"), (ARRIVE, "")])]
+    timed = [patched(split, "no reduction", [(MEET, "  if (rank > 0) return;\n"), (ARRIVE, "")]),
              patched(split, "barriers, local reads", [("gemmc_dsmem_load(part + (i * TN + j) * NS, q)",
                                                       "part[(i * TN + j) * NS]")])]
     return checked, timed

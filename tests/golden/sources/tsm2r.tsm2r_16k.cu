@@ -90,6 +90,11 @@ __device__ __forceinline__ double gemmc_dsmem_load(const double* local, int rank
 __device__ __forceinline__ void gemmc_cluster_sync_divergent() {
   asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
 }
+// Arrival alone, relaxed (non-aligned): the thread never waits for this phase and orders nothing by it; the caller
+// arrives only once what it must have finished has been consumed.
+__device__ __forceinline__ void gemmc_cluster_arrive_relaxed_divergent() {
+  asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+}
 template <typename T, int T2, int KS, int S, int T3, int STAGES, int RW, int WARP, int MMA, bool A_ROW, bool B_ROW,
           bool C_ROW, bool BETA_ZERO>
 __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __restrict__ A, const T* __restrict__ B,
