@@ -200,9 +200,10 @@ def label(plan: SimtPlan) -> str:
 
 # Split k (`ksplit`): for small launches that leave SMs idle and wait on each k step's round trip. A proxy (each
 # GEMM as s GEMMs of k / s, no reduction; bench/results/2026-11-23_h100_simt-splitk-proxy.log) ran the Inception
-# modules and the 8-GEMM batches 4-35% faster with s = 2..4. The real split (..._irregular_splitk-small.json) pays
-# about 1 us more for its cluster barriers and reduction: it is the fastest candidate only where K is long
-# (MN <= 128, K <= 512 x8: 8.5 -> 6.5 us), and 0-30% slower than the unsplit tiles on the Inception modules.
+# modules and the 8-GEMM batches 4-35% faster with s = 2..4. The real split pays for launching clusters (~1-1.5 us),
+# the barrier where rank 0 waits for the others' sums and its reads of them (bench/results/
+# 2026-11-23_h100_simt-split-cost4.log): it is the fastest candidate where K is long (MN <= 128, K <= 512 x8: 9.3 ->
+# 7.7 us) and on some Inception modules by a little (..._irregular_stop14-final.json), slower on the others.
 MAX_KSPLIT = 4
 SPLIT_CANDIDATES = 2  # the model's cheapest this many tilings of less than a wave get split forms
 

@@ -255,9 +255,11 @@ STEP_OVERHEAD = 40  # instructions per thread per k step besides the math: loads
 STEP_LATENCY_CYCLES = 1000
 SCHEDULERS = 4  # warp schedulers per SM (every NVIDIA target since Volta; CDNA: 4 SIMDs per CU)
 SIMULATED_WAVES = 4  # launches of up to this many waves of resident blocks are list-scheduled tile by tile
-# A split k's cost beyond its share of the k steps (two cluster barriers, rank 0's reads of the others' sums, the
-# cluster launch), in k steps: 5 ranks the 18 small cases of bench/results/2026-11-23_h100_irregular_splitk-small.json
-# within 7.2% of the fastest (geometric mean; 1 step: 27%, picking splits that measured up to 1.9x slower).
+# A split k's cost beyond its share of the k steps (the cluster launch, the barrier where rank 0 waits for the others'
+# sums, its reads of them; bench/results/2026-11-23_h100_simt-split-cost4.log), in k steps: 5 ranks the 18 small
+# cases of bench/results/2026-11-23_h100_irregular_splitk-small.json within 7.2% of the fastest (geometric mean; 1
+# step: 27%, picking splits that measured up to 1.9x slower), and the 26 cases of the cheaper split
+# (..._irregular_stop14-final.json) within 4.2% (3 or 4 steps: 4.5%; bench/experiments/cost_model.py).
 SPLIT_STEPS = 5
 
 

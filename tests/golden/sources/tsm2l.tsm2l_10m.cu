@@ -106,6 +106,7 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
     }
   }
 }
+
 extern "C" __global__ void __launch_bounds__(256) gemmc_tsm2l_10m_tsm2l_f64_rrr(
     const gemmc_problem* __restrict__ problems, const int* __restrict__ block_offsets,
     const int4* __restrict__ tiles, const double* const* __restrict__ A, const double* const* __restrict__ B,

@@ -59,9 +59,9 @@ __device__ __forceinline__ bool gemmc_vec_ok(const T* p, long long ld, long long
 //
 // Row-major A on the f64 tensor cores runs the kernel above, its batches of A copied by rows (16-byte pieces of a
 // row's k values) and stored [rows][T3], which the fragment loads read as 32 consecutive elements.
-// Otherwise, row-major A: one warp per group of RW rows; the lanes split k into 16-byte vectors (a warp reads WARP x 16
-// contiguous bytes of a row), B is staged transposed so that each lane reads its 4 k values of one column as
-// one vector, and the lanes' partial sums are reduced with shuffles in a fixed order.
+// Otherwise, row-major A: one warp per group of RW rows; the lanes split k into 16-byte vectors (a warp reads
+// WARP x 16 contiguous bytes of a row), B is staged transposed so that each lane reads its 4 k values of one
+// column as one vector, and the lanes' partial sums are reduced with shuffles in a fixed order.
 // Thread-block clusters (sm_90): the rank of this block, a barrier over the cluster that orders shared-memory
 // writes before it against reads after it, and a load from another block's shared memory.
 __device__ __forceinline__ int gemmc_cluster_rank() {
@@ -138,7 +138,7 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
     const bool avec = R > 1 && (p.lda % R == 0) && (reinterpret_cast<unsigned long long>(A) % (R * sizeof(T)) == 0);
     // Row-major A (f64 tensor cores only): the batch is stored by rows, [MT][T3], copied in 16-byte pieces of a row.
     constexpr int AV = 16 / (int)sizeof(T), ACH = T3 / AV;  // elements per piece, pieces per row of a batch
-    static_assert(!A_ROW || (MMA != 0 && T3 % AV == 0 && MT * T3 <= T3 * (MT + 32 / (int)sizeof(T))),
+    static_assert(!A_ROW || (MMA != 0 && T3 % AV == 0),
                   "row-major A runs the column kernel on the tensor cores, with whole 16-byte pieces per row");
     const bool arow_vec = (p.lda % AV == 0) && (reinterpret_cast<unsigned long long>(A) % 16 == 0);
     const bool rows_full = m + R <= p.m;
