@@ -40,6 +40,19 @@ def test_tcf_grows_with_m_like_the_paper():
     assert tcfs[:2] == [1, 1] and tcfs == sorted(tcfs) and tcfs[-1] >= 4
 
 
+def test_tsm2l_stages_row_major_rows_an_odd_number_of_vectors_apart():
+    # A warp's staging rows (templates/tsm2l.cu.j2): one per lane, an odd number of 16-byte vectors long, so that
+    # a quarter warp's reads of 8 rows hit 8 distinct groups of banks; none where no row is read as vectors.
+    row, col = Layout.ROW, Layout.COL
+    assert tsm2.tsm2l_stage_elems(16, 16, DType.F64, row, row) == 18  # 8 vectors -> 9
+    assert tsm2.tsm2l_stage_elems(16, 8, DType.F32, row, row) == 20  # the wider of A's and C's rows
+    assert tsm2.tsm2l_stage_elems(8, 12, DType.F32, col, row) == 12  # C only: 3 vectors, odd already
+    assert tsm2.tsm2l_stage_elems(7, 16, DType.F64, row, col) == 0  # k = 7 is no whole number of vectors
+    plan = tsm2.tsm2l_params(Problem("p", 10**7, 16, 16), DType.F64, H100, row, row)
+    assert plan.smem == (16 * 16 + tsm2.T1 * 18) * 8  # B, then 256 rows of 18 doubles
+    assert tsm2.tsm2l_params(Problem("p", 10**7, 16, 16), DType.F64, H100).smem == 16 * 16 * 8
+
+
 def test_h100_parameters_saturate_littles_law():
     plan = tsm2.tsm2r_params(Problem("p", 16384, 8, 16384), DType.F32, Layout.COL, H100)
     assert plan.t2 == 8 and plan.predicted_bandwidth == pytest.approx(H100.mem_bandwidth)

@@ -294,16 +294,29 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Ts
                     regs=regs)
 
 
-def tsm2l_params(p: Problem, dtype: DType, hw: Hardware) -> Tsm2Plan:
+def tsm2l_stage_elems(k: int, n: int, dtype: DType, a_layout: Layout, c_layout: Layout) -> int:
+    """Elements of one warp's shared-memory rows through which row-major A and C pass (templates/tsm2l.cu.j2):
+    one row per lane, an odd number of 16-byte vectors long; 0 where neither is read as vectors."""
+    vec = 16 // dtype.nbytes
+    staged = [x for x, layout in ((k, a_layout), (n, c_layout)) if layout is Layout.ROW and x % vec == 0]
+    if not staged:
+        return 0
+    wide = max(staged)
+    return wide if (wide // vec) % 2 else wide + vec
+
+
+def tsm2l_params(p: Problem, dtype: DType, hw: Hardware, a_layout: Layout = Layout.COL,
+                 c_layout: Layout = Layout.COL) -> Tsm2Plan:
     """tcf (§3.2): about WAVES waves of resident threads, then more rows per thread (paper, V100 single:
-    tcf 1, 1, 2, 8 for m = 1e4 .. 1e7)."""
+    tcf 1, 1, 2, 8 for m = 1e4 .. 1e7). Shared memory: B, then each warp's staging rows for row-major A and C."""
     w = dtype.nbytes // 4 or 1
     capacity = hw.sm_count * hw.max_threads_per_sm
     # The rows a thread holds are registers: keep them to TSM2L_ROW_REGS so that 8+ warps stay resident per SM.
     tcf = max(c for c in TCF_CHOICES
               if c == 1 or (p.m >= c * WAVES * capacity and w * c * p.k <= TSM2L_ROW_REGS))
     regs = w * (tcf * p.k + 2) + 24
-    smem = p.k * p.n * dtype.nbytes
+    vec = 16 // dtype.nbytes
+    smem = (ceil_div(p.k * p.n, vec) * vec + T1 * tsm2l_stage_elems(p.k, p.n, dtype, a_layout, c_layout)) * dtype.nbytes
     threads = ceil_div(p.m, tcf)
     inflight = resident_threads(hw, threads, regs, smem) * tcf * p.k * dtype.nbytes
     predicted = hw.mem_bandwidth * min(1.0, inflight / bytes_needed_in_flight(hw))
@@ -355,7 +368,7 @@ def plan(kernel: Kernel, hw: Hardware) -> Tsm2Plan:
     assert kernel.family in (Family.TSM2R, Family.TSM2L)
     p = _check(kernel, kernel.family)
     if kernel.family is Family.TSM2L:
-        return tsm2l_params(p, kernel.dtype, hw)
+        return tsm2l_params(p, kernel.dtype, hw, kernel.layout_a, kernel.layout_c)
     return tsm2r_params(p, kernel.dtype, kernel.layout_a, hw)
 
 

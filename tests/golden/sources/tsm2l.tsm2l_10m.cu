@@ -3,7 +3,7 @@
 // dtype f64, layout A row B row C row, alpha 1.0, beta 0.0
 // precision f64, algorithm tsm2l, batching auto
 // batch of 1 problem(s)
-// tsm2l: t1 256, tcf 4; shared memory 2048 B, ~156 regs
+// tsm2l: t1 256, tcf 4; shared memory 38912 B, ~156 regs
 // t2 threshold 92.2 (n above it is compute-bound); predicted 2.95 TB/s
 
 
@@ -12,6 +12,7 @@
 #define GEMMC_BARRIER(id, nthreads) asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(nthreads) : "memory")
 #define GEMMC_FMA(a, b, c) fma((a), (b), (c))
 #define GEMMC_SHFL_DOWN(v, delta) __shfl_down_sync(0xffffffffu, (v), (delta))
+#define GEMMC_SYNCWARP() __syncwarp()
 
 // One row of the problem table: sizes and leading dimensions in elements (64-bit: m * k may exceed 2^32).
 struct gemmc_problem {
@@ -35,14 +36,23 @@ __device__ __forceinline__ bool gemmc_vec_ok(const T* p, long long ld, long long
 // in: K, N). Memory-bound on reading A and writing C. B lives in shared memory (read as broadcasts); each thread
 // computes whole rows of C from a row of A held in registers, TCF rows per thread strided by the grid's
 // thread count (the paper's thread-count factor: fewer, longer-lived threads, more loads in flight each).
-// Column-major A and C: a warp's 32 rows of one column are one coalesced access. Row-major: a thread's row is
-// contiguous and a warp's rows are adjacent, so every byte of the lines it touches is used; the row is read and
-// written in 16-byte vectors where K (N), the leading dimension and the pointer allow, so that a warp's access
-// touches each sector in as few requests as the row's length allows (one scalar per row would ask the L1 for 32
-// sectors per instruction, K or N times over).
-template <typename T, int K, int N, int TCF, bool A_ROW, bool B_ROW, bool C_ROW, bool BETA_ZERO>
+// Column-major A and C: a warp's W rows of one column are one coalesced access. Row-major, where K (N), the
+// leading dimension and the pointer allow 16-byte vectors: the warp's W rows are one contiguous run (when the
+// leading dimension is K), which its lanes read in consecutive vectors (lane l takes vectors l, l + W, ...) and
+// pass through the warp's slice of shared memory to the lane that owns the row; C's rows go the same way back.
+// A lane reading its own row instead (W rows 8 K bytes apart per instruction) reached 55% of the copy roof in
+// f64 at k = n = 16. Otherwise a row is read and written element by element.
+template <typename T, int K, int N, int TCF, int W, bool A_ROW, bool B_ROW, bool C_ROW, bool BETA_ZERO>
 __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __restrict__ A, const T* __restrict__ B,
-                                            T* __restrict__ C, T alpha, T beta, T* __restrict__ bs) {
+                                            T* __restrict__ C, T alpha, T beta, T* __restrict__ smem) {
+  constexpr int V = 16 / sizeof(T);  // elements per 16-byte vector
+  constexpr bool A_VEC = A_ROW && K % V == 0, C_VEC = C_ROW && N % V == 0;
+  // A warp's staging rows: SR elements apart, an odd number of vectors, so that the 16-byte reads of a quarter
+  // warp (8 lanes, 8 rows, one column) fall in 8 distinct groups of banks.
+  constexpr int WIDE = (A_VEC && K > N) || !C_VEC ? K : N;
+  constexpr int SR = (WIDE / V) % 2 ? WIDE : WIDE + V;
+  constexpr int BS = (K * N + V - 1) / V * V;  // B's elements, rounded up to keep the staging rows aligned
+  T* bs = smem;
   for (int i = threadIdx.x; i < K * N; i += blockDim.x) {
     const int k = i / N, j = i % N;
     bs[i] = B_ROW ? B[(long long)k * p.ldb + j] : B[(long long)j * p.ldb + k];
@@ -50,20 +60,30 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
   __syncthreads();
   const long long stride = (long long)gridDim.x * blockDim.x;
   const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  constexpr int V = 16 / sizeof(T);  // elements per 16-byte vector
-  const bool a_vec = A_ROW && K % V == 0 && gemmc_vec_ok<T, V>(A, p.lda, K);
-  const bool c_vec = C_ROW && N % V == 0 && gemmc_vec_ok<T, V>(C, p.ldc, N);
-  T a[TCF][K];
+  const int lane = threadIdx.x % W;
+  T* stage = smem + BS + (threadIdx.x / W) * W * SR;
+  // Uniform over the grid, so that a warp's lanes take the same branch around its warp barriers.
+  const bool a_vec = A_VEC && gemmc_vec_ok<T, V>(A, p.lda, K);
+  const bool c_vec = C_VEC && gemmc_vec_ok<T, V>(C, p.ldc, N);
+  T a[TCF][K];  // staged: vectors lane + W * i of the warp's rows, then (after the exchange) the lane's own row
 #pragma unroll
   for (int r = 0; r < TCF; ++r) {  // every row's loads first: TCF x K loads in flight per thread
     const long long m = first + r * stride;
-    if constexpr (A_ROW && K % V == 0) {
-      if (a_vec && m < p.m) {
+    if constexpr (A_VEC) {
+      if (a_vec) {
 #pragma unroll
-        for (int v = 0; v < K / V; ++v) {
-          const gemmc_vec<T, V> x = *reinterpret_cast<const gemmc_vec<T, V>*>(A + m * p.lda + v * V);
+        for (int i = 0; i < K / V; ++i) {
+          const int g = lane + W * i;
+          const long long mg = m - lane + g / (K / V);
+          gemmc_vec<T, V> x;
+          if (mg < p.m) {
+            x = *reinterpret_cast<const gemmc_vec<T, V>*>(A + mg * p.lda + (g % (K / V)) * V);
+          } else {
 #pragma unroll
-          for (int q = 0; q < V; ++q) a[r][v * V + q] = x.v[q];
+            for (int q = 0; q < V; ++q) x.v[q] = T(0);
+          }
+#pragma unroll
+          for (int q = 0; q < V; ++q) a[r][i * V + q] = x.v[q];
         }
         continue;
       }
@@ -74,7 +94,27 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
 #pragma unroll
   for (int r = 0; r < TCF; ++r) {
     const long long m = first + r * stride;
-    if (m >= p.m) continue;
+    if constexpr (A_VEC) {
+      if (a_vec) {  // the warp's vectors to shared memory, the lane's own row back
+#pragma unroll
+        for (int i = 0; i < K / V; ++i) {
+          const int g = lane + W * i;
+          gemmc_vec<T, V> x;
+#pragma unroll
+          for (int q = 0; q < V; ++q) x.v[q] = a[r][i * V + q];
+          *reinterpret_cast<gemmc_vec<T, V>*>(stage + (g / (K / V)) * SR + (g % (K / V)) * V) = x;
+        }
+        GEMMC_SYNCWARP();
+#pragma unroll
+        for (int v = 0; v < K / V; ++v) {
+          const gemmc_vec<T, V> x = *reinterpret_cast<const gemmc_vec<T, V>*>(stage + lane * SR + v * V);
+#pragma unroll
+          for (int q = 0; q < V; ++q) a[r][v * V + q] = x.v[q];
+        }
+        GEMMC_SYNCWARP();  // every lane has its row before the buffer is written again
+      }
+    }
+    if (!(C_VEC && c_vec) && m >= p.m) continue;
     T out[N];
 #pragma unroll
     for (int j = 0; j < N; ++j) {
@@ -83,18 +123,32 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
       for (int k = 0; k < K; ++k) acc = GEMMC_FMA(a[r][k], bs[k * N + j], acc);
       out[j] = alpha * acc;
     }
-    if constexpr (C_ROW && N % V == 0) {
-      if (c_vec) {
+    if constexpr (C_VEC) {
+      if (c_vec) {  // the lane's row to shared memory, the warp's vectors lane + W * i back and out
 #pragma unroll
         for (int v = 0; v < N / V; ++v) {
-          gemmc_vec<T, V>* c = reinterpret_cast<gemmc_vec<T, V>*>(C + m * p.ldc + v * V);
           gemmc_vec<T, V> x;
-          if (!BETA_ZERO && beta != T(0)) x = *c;
 #pragma unroll
-          for (int q = 0; q < V; ++q)
-            x.v[q] = (!BETA_ZERO && beta != T(0)) ? GEMMC_FMA(beta, x.v[q], out[v * V + q]) : out[v * V + q];
-          *c = x;
+          for (int q = 0; q < V; ++q) x.v[q] = out[v * V + q];
+          *reinterpret_cast<gemmc_vec<T, V>*>(stage + lane * SR + v * V) = x;
         }
+        GEMMC_SYNCWARP();
+#pragma unroll
+        for (int i = 0; i < N / V; ++i) {
+          const int g = lane + W * i;
+          const long long mg = m - lane + g / (N / V);
+          gemmc_vec<T, V> x = *reinterpret_cast<const gemmc_vec<T, V>*>(stage + (g / (N / V)) * SR + (g % (N / V)) * V);
+          if (mg < p.m) {
+            gemmc_vec<T, V>* c = reinterpret_cast<gemmc_vec<T, V>*>(C + mg * p.ldc + (g % (N / V)) * V);
+            if (!BETA_ZERO && beta != T(0)) {
+              const gemmc_vec<T, V> old = *c;
+#pragma unroll
+              for (int q = 0; q < V; ++q) x.v[q] = GEMMC_FMA(beta, old.v[q], x.v[q]);
+            }
+            *c = x;
+          }
+        }
+        GEMMC_SYNCWARP();  // the buffer is read out before the next row writes it
         continue;
       }
     }
@@ -116,6 +170,6 @@ extern "C" __global__ void __launch_bounds__(256) gemmc_tsm2l_10m_tsm2l_f64_rrr(
   const double beta_ = 0.0;
   (void)alpha; (void)beta;
   (void)block_offsets; (void)tiles;  // TSM2 maps blocks to rows by arithmetic: no work list
-  gemmc_tsm2l<double, 16, 16, 4, true, true, true, true>(
+  gemmc_tsm2l<double, 16, 16, 4, 32, true, true, true, true>(
       problems[0], A[0], B[0], C[0], alpha_, beta_, reinterpret_cast<double*>(gemmc_smem_raw));
 }

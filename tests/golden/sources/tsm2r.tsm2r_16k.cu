@@ -12,6 +12,7 @@
 #define GEMMC_BARRIER(id, nthreads) asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(nthreads) : "memory")
 #define GEMMC_FMA(a, b, c) fma((a), (b), (c))
 #define GEMMC_SHFL_DOWN(v, delta) __shfl_down_sync(0xffffffffu, (v), (delta))
+#define GEMMC_SYNCWARP() __syncwarp()
 // Asynchronous global->shared copy of 4, 8 or 16 bytes (sm_80+): the bytes are in flight without holding
 // registers. A thread sees its own copies after gemmc_cp_async_wait<N>() (at most N newer groups pending).
 template <int BYTES>
@@ -25,7 +26,6 @@ __device__ __forceinline__ void gemmc_cp_async(void* smem, const void* gmem) {
 __device__ __forceinline__ void gemmc_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void gemmc_cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-#define GEMMC_SYNCWARP() __syncwarp()
 
 // One row of the problem table: sizes and leading dimensions in elements (64-bit: m * k may exceed 2^32).
 struct gemmc_problem {
