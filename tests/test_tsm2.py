@@ -70,8 +70,8 @@ def test_h100_parameters_saturate_littles_law():
     ("gemm 16384 x 4 x 16384", Family.TSM2R),  # row-major A (the default): TSM2R's row kernel
     ("gemm 16384 x 8 x 16384", Family.SIMT),  # wins at n <= 4 only (H100)
     ("layout A row, B col, C col gemm 16384 x 32 x 16384", Family.SIMT),
-    ("dtype f64 gemm 16384 x 2 x 16384", Family.TSM2R),  # f64, row-major A: the row kernel up to n = 2,
-    ("dtype f64 gemm 16384 x 8 x 16384", Family.TSM2R),  # then the tensor cores' column kernel
+    ("dtype f64 gemm 16384 x 1 x 16384", Family.TSM2R),  # f64, row-major A: the tensor cores' column kernel
+    ("dtype f64 gemm 16384 x 8 x 16384", Family.TSM2R),
     ("dtype f64 gemm 16384 x 32 x 16384", Family.TSM2R),
     ("layout A col, B row, C row gemm 16384 x 32 x 16384", Family.TSM2R),
 ])
@@ -79,12 +79,20 @@ def test_auto_rule(text, family):
     assert gemmc.compile_string(f"kernel k {{ {text} }}")["k"].ir.family is family
 
 
-@pytest.mark.parametrize("dtype, layout, n, mma", [("f64", "row", 2, 0), ("f64", "row", 3, 16), ("f64", "col", 8, 0),
-                                                   ("f64", "col", 9, 16), ("f32", "row", 8, 0)])
-def test_f64_tensor_cores_from_the_layouts_own_n(dtype, layout, n, mma):
-    kern = gemmc.compile_string(f"kernel k {{ dtype {dtype} layout A {layout}, B row, C row "
+@pytest.mark.parametrize("target, dtype, layout, n, mma", [
+    ("sm_90", "f64", "row", 1, 16), ("sm_80", "f64", "row", 2, 0), ("sm_80", "f64", "row", 3, 8),
+    ("sm_90", "f64", "col", 8, 0), ("sm_90", "f64", "col", 9, 16), ("sm_90", "f32", "row", 8, 0)])
+def test_f64_tensor_cores_from_the_layouts_own_n(target, dtype, layout, n, mma):
+    kern = gemmc.compile_string(f"target cuda {target} kernel k {{ dtype {dtype} layout A {layout}, B row, C row "
                                 f"gemm 16384 x {n} x 16384 algorithm tsm2r }}")["k"]
     assert kern.ir.plan.mma == mma
+
+
+@pytest.mark.parametrize("n, t3", [(1, 32), (16, 32), (17, 16), (32, 16)])
+def test_row_major_f64_batches_are_wide_up_to_16_columns(n, t3):
+    # 256-byte pieces of each row per batch up to n = 16, 128-byte above (B's batch doubles with t3).
+    kern = gemmc.compile_string(f"kernel k {{ dtype f64 gemm 16384 x {n} x 16384 algorithm tsm2r }}")["k"]
+    assert kern.ir.plan.t3 == t3
 
 
 @pytest.mark.parametrize("text, message", [

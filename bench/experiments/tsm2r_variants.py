@@ -35,6 +35,9 @@ MMA_CASES = [("f64", 8192, 32), ("f64", 30720, 32), ("f64", 8192, 24)]
 WIDE_CASES = [("f64", 8192, 32), ("f64", 16384, 32), ("f64", 16384, 16), ("f32", 16384, 16)]
 N32_CASES = [("f64", 16384, 32), ("f64", 30720, 32)]
 ROWT3_CASES = [("f64", 16384, 16), ("f64", 16384, 32)]
+ROWT32_CASES = [("f64", 16384, 16), ("f64", 16384, 32), ("f64", 30720, 16), ("f64", 30720, 32)]
+ROWSMALL_CASES = [("f64", 8192, 1), ("f64", 8192, 2), ("f64", 16384, 1), ("f64", 16384, 2), ("f64", 30720, 1),
+                  ("f64", 30720, 2)]
 ROWMMA_CASES = [("f64", 16384, 1), ("f64", 16384, 2), ("f64", 16384, 4), ("f64", 16384, 8), ("f64", 30720, 8)]
 
 
@@ -85,7 +88,7 @@ def replanned(kern: CompiledKernel, **constants) -> CompiledKernel:
 
 
 STUDY = "ring"
-ROW_STUDIES = ("rowt3", "rowmma")  # the studies of row-major A
+ROW_STUDIES = ("rowt3", "rowmma", "rowt32", "rowsmall")  # the studies of row-major A
 
 
 def variants(dtype: str, m: int, n: int, study: str | None = None) -> list[tuple[str, CompiledKernel]]:
@@ -95,6 +98,14 @@ def variants(dtype: str, m: int, n: int, study: str | None = None) -> list[tuple
     if (study or STUDY) == "rowt3":  # row-major A on the f64 tensor cores: longer pieces of each row per batch
         out += [(f"t3 {t3} stages {st} cluster {c}", variant(kern, t3=t3, stages=st, cluster=c))
                 for t3, st in ((8, 3), (16, 2)) for c in sorted({1, plan.cluster})]
+        return out
+    if (study or STUDY) == "rowt32":  # row-major A, f64 n = 16-32: 256-byte pieces of each row per batch
+        out += [(f"t3 32 cluster {c}", variant(kern, t3=32, stages=2, cluster=c)) for c in sorted({1, 2, plan.cluster})]
+        out += [(f"t3 32 2 warps cluster {c}", variant(kern, t3=32, stages=2, kslices=2, cluster=c)) for c in (1, 2)]
+        out += [(f"t3 16 cluster {c}", variant(kern, cluster=c)) for c in (1, 2) if c != plan.cluster]
+        return out
+    if (study or STUDY) == "rowsmall":  # row-major f64, n <= 2: the row kernel (the plan) against the tensor cores
+        out.append(("tensor cores", replanned(kern, ROW_MMA_MIN_N=0)))
         return out
     if (study or STUDY) == "rowmma":  # row-major f64, n <= 8: the tensor cores' column kernel against the row kernel
         out += [(f"cluster {c}", variant(kern, cluster=c)) for c in (1, 2, 4) if c != plan.cluster]
@@ -193,12 +204,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--jobs", type=int, default=12)
-    parser.add_argument("--study", choices=("ring", "mma", "wide", "n32", "rowt3", "rowmma"), default="ring")
+    parser.add_argument("--study", choices=("ring", "mma", "wide", "n32", "rowt3", "rowmma", "rowt32", "rowsmall"),
+                        default="ring")
     args = parser.parse_args()
     global STUDY
     STUDY = args.study
     cases = {"ring": CASES, "mma": MMA_CASES, "wide": WIDE_CASES, "n32": N32_CASES,
-             "rowt3": ROWT3_CASES, "rowmma": ROWMMA_CASES}[args.study]
+             "rowt3": ROWT3_CASES, "rowmma": ROWMMA_CASES, "rowt32": ROWT32_CASES,
+             "rowsmall": ROWSMALL_CASES}[args.study]
     global A_LAYOUT
     A_LAYOUT = "row" if args.study in ROW_STUDIES else "col"
     jobs = [(label, dtype, m, n, args.study) for dtype, m, n in cases for label, _ in variants(dtype, m, n)]
@@ -211,7 +224,8 @@ def main() -> None:
         rows += time_case(dtype, m, n)
         torch.cuda.empty_cache()
     suite = {"ring": "tsm2r-variants", "mma": "tsm2r-mma", "wide": "tsm2r-wide",
-             "n32": "tsm2r-n32", "rowt3": "tsm2r-rowt3", "rowmma": "tsm2r-rowmma"}[args.study]
+             "n32": "tsm2r-n32", "rowt3": "tsm2r-rowt3", "rowmma": "tsm2r-rowmma",
+             "rowt32": "tsm2r-rowt32", "rowsmall": "tsm2r-rowsmall"}[args.study]
     path = timing.write_results(args.out, suite, rows)
     print(timing.table(rows, ["case", "variant", "mma", "t3", "stages", "cluster", "warps", "min_blocks", "regs", "us",
                               "loop_us", "tbs", "predicted_tbs", "of_roof", "vs_cublas", "err"]))

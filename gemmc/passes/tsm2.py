@@ -27,7 +27,12 @@ T3_BATCH = 4  # column-major TSM2R: A vectors (16 bytes or less) per lane per ba
 # Row-major A on the f64 tensor cores: k values of each row per batch. A batch reads a piece of every row of the
 # tile; at 4 (32-byte pieces) f64 n = 16 / 32 at m = k = 16384 streamed at 61% of the roof, at 8 at 62%, at 16
 # (128-byte pieces, 2 stages) at 90% (bench/results/2026-11-23_h100_tsm2r-rowt3.json). sm_90's m16n8k4 path.
+# 256-byte pieces (32) for up to 16 columns: n = 16 at 16384 / 30720 778 -> 727 / 2720 -> 2546 us (92% -> 98% of the
+# roof, one block of 172 KiB per SM); at n = 32 (B twice the size, 205 KiB, 92 bytes of spills) 778 -> 796 / 2786
+# -> 2935-3374, so wider B keeps 16 (bench/results/2026-11-23_h100_tsm2r-rowt32.json).
 ROW_T3_BATCH = 16
+ROW_T3_WIDE = 32
+ROW_T3_WIDE_MAX_N = 16
 # Batches in a warp's shared-memory ring: at least one in flight while one is used, more only where the resident
 # warps cannot meet Little's law with one (`ring_stages`). Deeper rings (3, 4, 6, 8) were never faster where an SM
 # holds 12+ warps (bench/results/2026-11-22_h100_tsm2r-variants_run2.json: 2 stages within 1% of the best depth
@@ -59,23 +64,28 @@ AUTO_TSM2R_MAX_N = 32
 # only for the narrowest B: at m = k = 16384 it beat the SIMT family at n <= 4 (f32 446 against 561 us, f64 882
 # against 1160) and lost from n = 8 (f32 616-889 against 561, f64 1230-1560 against 1160), by 3-5x at n = 32
 # (bench/results/2026-11-23_h100_tallskinny-tsm2r-16384-rowmajor3.json, `..._16384-rowmajor1.json`). f64 with
-# n > ROW_MMA_MIN_N on the f64 tensor cores runs the column kernel instead, its batches copied by rows: 768-804 us
-# at n = 3-32 against SIMT's 1140-1590 (`..._tallskinny-tsm2r-16384_30720-n1_2_4_8-f64-rowmajor.json`), so auto
-# takes it up to AUTO_TSM2R_MAX_N.
+# n > ROW_MMA_MIN_N (every n on sm_90) on the f64 tensor cores runs the column kernel instead, its batches copied
+# by rows: 768-804 us at n = 3-32 against SIMT's 1140-1590 (`..._tallskinny-tsm2r-16384_30720-n1_2_4_8-f64-
+# rowmajor.json`; 707-793 since stop 15), so auto takes it up to AUTO_TSM2R_MAX_N.
 AUTO_TSM2R_MAX_N_ROW_A = 4
 # f64 tensor cores: B's bytes per batch at most this share of A's. n = 32 with 64 rows per warp (B half of A) ran at
 # 84-96% of the roof; with 32 rows (B equal to A) at 18-35% (bench/results/2026-11-22_h100_tsm2r-wide_call1.json).
 MAX_B_SHARE = 0.5
-# Row-major A on the f64 tensor cores copies its batches (t3 16) in 16-byte pieces of 64 rows, and ptxas keeps their
-# addresses: 230 registers at n = 8, 246 at 16, 255 at 32 (sm_90, nvcc 13). With the column kernel's estimate
-# (96-192) the plan asked for 3 blocks per SM at n < 8, and ptxas spilled 32-88 bytes under that bound.
+# Row-major A on the f64 tensor cores: a floor on the register estimate. With the column kernel's estimate (96-192)
+# the plan asked for 3 blocks per SM at n < 8, and ptxas spilled 32-88 bytes under that bound (stop 14, when the
+# batch copies kept a 64-bit address per piece: 230-255 registers). Since stop 15 (one pointer and a stride per
+# lane, the edge copies not unrolled) ptxas gives 124 / 158 / 250 / 240 / 246 registers at n = 3 / 8 / 16 / 24 / 32
+# (sm_90, nvcc 13, no spills); shared memory keeps n <= 16 (t3 32) at one block per SM and n = 24-32 at two.
 ROW_MMA_REGS = 232
 MMA_MIN_N = 8  # column-major f64 n <= 8 streams at 97-101% of the copy roof with FMAs: tensor cores from n = 9
 # Row-major f64 has no FMA column kernel: the row kernel or the column kernel on the tensor cores (batches copied by
 # rows). At m = k = 16384 the row kernel took 747 / 757 / 862 / 1796 us at n = 1 / 2 / 4 / 8 and the tensor cores
 # 776-785 / 769-777 / 769-773 / 771 (cuBLAS ~706; bench/results/2026-11-23_h100_tsm2r-rowmma.json): the tensor cores
-# from n = 3.
-ROW_MMA_MIN_N = 2
+# from n = 3 (ROW_MMA_MIN_N_SM80, kept where it was not re-measured). Since stop 15's batches (t3 32, B copied
+# asynchronously) the tensor cores take 707 / 710 us at n = 1 / 2 against the row kernel's 746 / 759, 2500 against
+# 2600 / 2662 at 30720, and tie at 8192 (bench/results/2026-11-23_h100_tsm2r-rowsmall.json): on sm_90 from n = 1.
+ROW_MMA_MIN_N = 0
+ROW_MMA_MIN_N_SM80 = 2
 AUTO_TSM2R_MIN_MK = 8192
 AUTO_TSM2L_MAX_KN = 16
 AUTO_TSM2L_MIN_M = 65536
@@ -150,13 +160,15 @@ def column_regs(t2: int, t3: int, rows: int, dtype: DType) -> int:
 
 
 def f64_mma_rows(hw: Hardware, dtype: DType, t2: int, a_layout: Layout) -> int:
-    """f64 TSM2R with more than MMA_MIN_N columns (ROW_MMA_MIN_N for row-major A) runs its FMAs on the f64 tensor
+    """f64 TSM2R with more than MMA_MIN_N columns (for row-major A: ROW_MMA_MIN_N on sm_90, every n, and
+    ROW_MMA_MIN_N_SM80 before) runs its FMAs on the f64 tensor
     cores where they are full-rate parts of the machine (the data-center GPUs: f64 at least a quarter of the f32
     rate, sm_80 and sm_90): rows of the mma.sync fragment, 16 (m16n8k4, sm_90) or 8 (m8n8k4, sm_80); 0: FMAs on
     the CUDA cores. On the H100 the stream at n = 32 needs 2 x 32 x 2.95e12 / 8 = 24 TFLOP/s: 70% of the CUDA
     cores' f64 peak (34 TFLOP/s) and every issue slot around it (20% of the roof measured), 36% of the tensor
     cores' (67)."""
-    min_n = ROW_MMA_MIN_N if a_layout is Layout.ROW else MMA_MIN_N
+    row_min_n = ROW_MMA_MIN_N if hw.compute_capability >= 90 else ROW_MMA_MIN_N_SM80
+    min_n = row_min_n if a_layout is Layout.ROW else MMA_MIN_N
     if dtype is not DType.F64 or t2 <= min_n or not hw.has_tensor_cores or 4 * hw.fp64_flops < hw.fp32_flops:
         return 0
     return 16 if hw.compute_capability >= 90 else 8
@@ -256,7 +268,9 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Ts
         rows_per_warp = column_rows_per_lane(t2, dtype, MMA_ACC_REGS if mma else ACC_REGS)
         kw = COL_WARPS
         # (sm_80's m8n8k4 fragments spill 160 bytes with batches of 16 under ptxas: they keep 4, untimed)
-        t3 = ROW_T3_BATCH if a_layout is Layout.ROW and mma == 16 else T3_BATCH
+        t3 = T3_BATCH
+        if a_layout is Layout.ROW and mma == 16:
+            t3 = ROW_T3_WIDE if t2 <= ROW_T3_WIDE_MAX_N else ROW_T3_BATCH
         # On the tensor cores a warp reads A's fragments one k step of 4 at a time, whatever the batch's length.
         regs = column_regs(t2, T3_BATCH if mma else t3, rows_per_warp, dtype)
         if mma and a_layout is Layout.ROW:

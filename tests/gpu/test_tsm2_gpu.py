@@ -24,12 +24,13 @@ def test_tsm2r(dtype, layouts, m, n, k):
 # multiples of them (n = 9, 12: a partial fragment), n = 32 (one row per lane), n = 40 (two passes: the second has
 # 8 columns of 32), one k slice shorter than a batch, beta. Row-major A: its batches copied by rows, in 16-byte
 # pieces where the row length allows (even k: 2018, 3000, the last batch of a slice partial) and element by
-# element where it does not (odd k: rows that end inside a piece). Row-major A takes the tensor cores from n = 3
-# (n = 3, 5: one partly used fragment of 8 columns); column-major A runs those n on the FMAs.
+# element where it does not (odd k: rows that end inside a piece). Row-major A takes the tensor cores for every n on
+# sm_90 (n = 1, 2, 3, 5: one partly used fragment of 8 columns; batches of 32 k up to n = 16; B's odd rows copied
+# element by element); column-major A runs those n on the FMAs.
 @pytest.mark.parametrize("layouts", ["ccc", "crc", "ccr", "crr", "rrr", "rcc", "rrc"])
 @pytest.mark.parametrize("m, n, k", [(1009, 9, 3001), (4093, 12, 2011), (257, 32, 5003), (3001, 40, 1031),
                                      (17, 24, 7), (1001, 32, 2018), (4093, 16, 3000), (1009, 3, 2018),
-                                     (4093, 5, 3001)])
+                                     (4093, 5, 3001), (1001, 1, 3001), (257, 2, 2018)])
 def test_tsm2r_f64_tensor_cores(layouts, m, n, k):
     check_schedule(f"kernel k {{ dtype f64 {layout_line(layouts)} alpha 1.5 beta -0.5 gemm {m} x {n} x {k} "
                    "algorithm tsm2r }")

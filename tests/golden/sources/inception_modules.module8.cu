@@ -13,6 +13,8 @@
 #define GEMMC_FMA(a, b, c) fma((a), (b), (c))
 #define GEMMC_SHFL_DOWN(v, delta) __shfl_down_sync(0xffffffffu, (v), (delta))
 #define GEMMC_SYNCWARP() __syncwarp()
+// The compiler may no longer assume it knows x's value here (so it cannot hoist what is computed from it).
+#define GEMMC_OPAQUE(x) asm volatile("" : "+l"(x))
 
 // One row of the problem table: sizes and leading dimensions in elements (64-bit: m * k may exceed 2^32).
 struct gemmc_problem {

@@ -13,6 +13,8 @@
 #define GEMMC_FMA(a, b, c) fma((a), (b), (c))
 #define GEMMC_SHFL_DOWN(v, delta) __shfl_down_sync(0xffffffffu, (v), (delta))
 #define GEMMC_SYNCWARP() __syncwarp()
+// The compiler may no longer assume it knows x's value here (so it cannot hoist what is computed from it).
+#define GEMMC_OPAQUE(x) asm volatile("" : "+l"(x))
 // Asynchronous global->shared copy of 4, 8 or 16 bytes (sm_80+): the bytes are in flight without holding
 // registers. A thread sees its own copies after gemmc_cp_async_wait<N>() (at most N newer groups pending).
 template <int BYTES>

@@ -13,6 +13,8 @@
 #define GEMMC_FMA(a, b, c) fma((a), (b), (c))
 #define GEMMC_SHFL_DOWN(v, delta) __shfl_down_sync(0xffffffffu, (v), (delta))
 #define GEMMC_SYNCWARP() __syncwarp()
+// The compiler may no longer assume it knows x's value here (so it cannot hoist what is computed from it).
+#define GEMMC_OPAQUE(x) asm volatile("" : "+l"(x))
 // Asynchronous global->shared copy of 4, 8 or 16 bytes (sm_80+): the bytes are in flight without holding
 // registers. A thread sees its own copies after gemmc_cp_async_wait<N>() (at most N newer groups pending).
 template <int BYTES>
@@ -141,7 +143,7 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
     static_assert(!A_ROW || (MMA != 0 && T3 % AV == 0),
                   "row-major A runs the column kernel on the tensor cores, with whole 16-byte pieces per row");
     const bool arow_vec = (p.lda % AV == 0) && (reinterpret_cast<unsigned long long>(A) % 16 == 0);
-    const bool rows_full = m + R <= p.m;
+    const bool rows_full = m + R <= p.m, tile_full = (tile + 1) * MT <= p.m;
     // B along k (column-major B) or along n (row-major B) in vectors: the slices start at multiples of T3.
     const bool bvec = VB > 1 && (p.ldb % VB == 0) &&
                       (reinterpret_cast<unsigned long long>(B) % (VB * sizeof(T)) == 0) && (!B_ROW || p.n % VB == 0);
@@ -163,16 +165,29 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
       T* as = ring + (b % STAGES) * STAGE;
       T* bs = as + AS;
       if constexpr (A_ROW) {  // piece c: row c / ACH of the tile, k0 + (c % ACH) * AV ..; a warp reads whole sectors
+        if (WARP % ACH == 0 && arow_vec && tile_full && k0 + T3 <= ke) {
+          // A whole batch: a lane's pieces share their k offset and lie WARP / ACH rows apart, so one pointer and
+          // a stride address them all. The stride is opaque to the compiler, which would otherwise keep a 64-bit
+          // address per piece across the batch loop (ptxas: 246-255 registers, spills at t3 16 and n = 32). The
+          // edge loop below is not unrolled for the same reason.
+          long long step = (long long)(WARP / ACH) * p.lda;
+          GEMMC_OPAQUE(step);
+          const T* src = A + (tile * MT + lane / ACH) * p.lda + k0 + lane % ACH * AV;
+          T* dst = as + lane / ACH * T3 + lane % ACH * AV;
 #pragma unroll
-        for (int c0 = 0; c0 < MT * ACH; c0 += WARP) {
-          const int c = c0 + lane, row = c / ACH, u = c % ACH * AV;
-          const long long gm = tile * MT + row;
-          T* dst = as + row * T3 + u;
-          if (arow_vec && gm < p.m && k0 + u + AV <= ke) {
-            gemmc_cp_async<16>(dst, A + gm * p.lda + k0 + u);
-          } else {
+          for (int i = 0; i < MT * ACH / WARP; ++i) gemmc_cp_async<16>(dst + i * (WARP / ACH) * T3, src + i * step);
+        } else {  // the edges (the last rows, a slice's last batch, unaligned A): element by element where needed
+#pragma unroll 1
+          for (int c0 = 0; c0 < MT * ACH; c0 += WARP) {
+            const int c = c0 + lane, row = c / ACH, u = c % ACH * AV;
+            const long long gm = tile * MT + row;
+            T* dst = as + row * T3 + u;
+            if (arow_vec && gm < p.m && k0 + u + AV <= ke) {
+              gemmc_cp_async<16>(dst, A + gm * p.lda + k0 + u);
+            } else {
 #pragma unroll
-            for (int q = 0; q < AV; ++q) dst[q] = (gm < p.m && k0 + u + q < ke) ? A[gm * p.lda + k0 + u + q] : T(0);
+              for (int q = 0; q < AV; ++q) dst[q] = (gm < p.m && k0 + u + q < ke) ? A[gm * p.lda + k0 + u + q] : T(0);
+            }
           }
         }
       } else {
@@ -203,10 +218,14 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
             }
           }
         }
-      } else {
+      } else {  // element by element (odd rows of row-major B, unaligned B, a partial batch): asynchronous inside B
+        const bool whole = k0 + T3 <= ke;
         for (int e = lane; e < T3 * T2; e += WARP) {
           const int u = B_ROW ? e / T2 : e % T3, j = B_ROW ? e % T2 : e / T3;
-          bs[e] = b_at(k0 + u, j);
+          if (whole && j < ncols)
+            gemmc_cp_async<(int)sizeof(T)>(bs + e, B_ROW ? B + (k0 + u) * p.ldb + n0 + j : B + (n0 + j) * p.ldb + k0 + u);
+          else
+            bs[e] = b_at(k0 + u, j);
         }
       }
       gemmc_cp_async_commit();
