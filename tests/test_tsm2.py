@@ -49,7 +49,8 @@ def test_tsm2l_stages_row_major_rows_an_odd_number_of_vectors_apart():
     assert tsm2.tsm2l_stage_elems(8, 12, DType.F32, col, row) == 12  # C only: 3 vectors, odd already
     assert tsm2.tsm2l_stage_elems(7, 16, DType.F64, row, col) == 0  # k = 7 is no whole number of vectors
     plan = tsm2.tsm2l_params(Problem("p", 10**7, 16, 16), DType.F64, H100, row, row)
-    assert plan.smem == (16 * 16 + tsm2.T1 * 18) * 8  # B, then 256 rows of 18 doubles
+    assert plan.stage_row == 18 and plan.smem == (16 * 16 + tsm2.T1 * 18) * 8  # B, then 256 rows of 18 doubles
+    assert "rows staged through shared memory (18 elements each)" in plan.lines()[0]
     assert tsm2.tsm2l_params(Problem("p", 10**7, 16, 16), DType.F64, H100).smem == 16 * 16 * 8
 
 

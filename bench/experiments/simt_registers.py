@@ -23,11 +23,12 @@ from gemmc.passes.simt import UNIFORM_F32, UNIFORM_F64  # noqa: E402
 from gemmc.passes.tiling import COORDINATED, LOADBALANCED_LEVELS  # noqa: E402
 
 
-def ptxas(source: str, entry: str) -> tuple[int, int]:
+def ptxas(source: str, entry: str, arch: str = "sm_90") -> tuple[int, int]:
+    """(registers per thread, bytes of spill stores) that ptxas reports for `source` (one kernel)."""
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "k.cu"
         path.write_text(source)
-        out = subprocess.run(["nvcc", "-arch=sm_90", "-Xptxas", "-v", "--cubin", "-o", str(Path(d) / "k.cubin"),
+        out = subprocess.run(["nvcc", f"-arch={arch}", "-Xptxas", "-v", "--cubin", "-o", str(Path(d) / "k.cubin"),
                               str(path)], capture_output=True, text=True, check=True).stderr
     regs = int(re.search(r"Used (\d+) registers", out).group(1))
     spill = int(re.search(r"(\d+) bytes spill stores", out).group(1))

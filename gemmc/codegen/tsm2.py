@@ -26,6 +26,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
     return {
         "threads": plan.t1, "t2": plan.t2, "t3": plan.t3, "tcf": plan.tcf, "kslices": plan.kslices,
         "rows_per_warp": plan.rows_per_warp, "warp": hw.warp_size, "k": p.k, "n": p.n, "cluster": plan.cluster,
+        "stage_row": plan.stage_row,
         "min_blocks": plan.min_blocks, "stages": plan.stages, "mma": plan.mma, "cp_async": plan.family is Family.TSM2R,
         "cluster_attribute": f"__cluster_dims__({plan.cluster}, 1, 1)" if plan.cluster > 1 else "",
         "a_row": cbool(kernel.layout_a is Layout.ROW), "b_row": cbool(kernel.layout_b is Layout.ROW),

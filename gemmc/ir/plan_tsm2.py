@@ -26,6 +26,7 @@ class Tsm2Plan(FamilyPlan):
     min_blocks: int = 0  # resident blocks per SM the plan counts on, asked of the compiler (0: no request)
     stages: int = 1  # TSM2R, column-major A: batches in each warp's shared-memory ring (cp.async)
     mma: int = 0  # TSM2R, column-major A, f64: rows of the f64 tensor-core fragment (16: m16n8k4, 8: m8n8k4), 0: FMAs
+    stage_row: int = 0  # TSM2L: elements of each lane's shared-memory row for row-major A and C (0: none staged)
 
     @property
     def threads(self) -> int:
@@ -41,7 +42,8 @@ class Tsm2Plan(FamilyPlan):
 
     def lines(self) -> tuple[str, ...]:
         if self.family is Family.TSM2L:
-            knobs = f"t1 {self.t1}, tcf {self.tcf}"
+            staged = f", rows staged through shared memory ({self.stage_row} elements each)" if self.stage_row else ""
+            knobs = f"t1 {self.t1}, tcf {self.tcf}{staged}"
         else:
             knobs = (f"t1 {self.t1}, t2 {self.t2}, t3 {self.t3}, k slices {self.kslices}"
                      + (f" x cluster {self.cluster}" if self.cluster > 1 else "")

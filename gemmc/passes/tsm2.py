@@ -28,8 +28,8 @@ T3_BATCH = 4  # column-major TSM2R: A vectors (16 bytes or less) per lane per ba
 # tile; at 4 (32-byte pieces) f64 n = 16 / 32 at m = k = 16384 streamed at 61% of the roof, at 8 at 62%, at 16
 # (128-byte pieces, 2 stages) at 90% (bench/results/2026-11-23_h100_tsm2r-rowt3.json). sm_90's m16n8k4 path.
 # 256-byte pieces (32) for up to 16 columns: n = 16 at 16384 / 30720 778 -> 727 / 2720 -> 2546 us (92% -> 98% of the
-# roof, one block of 172 KiB per SM); at n = 32 (B twice the size, 205 KiB, 92 bytes of spills) 778 -> 796 / 2786
-# -> 2935-3374, so wider B keeps 16 (bench/results/2026-11-23_h100_tsm2r-rowt32.json).
+# roof, one block of 172 KiB per SM); at n = 32 (B twice the size, 205 KiB, 255 registers with spills) 778 -> 796 /
+# 2786 -> 2935-3374, so wider B keeps 16 (bench/results/2026-11-23_h100_tsm2r-rowt32.json).
 ROW_T3_BATCH = 16
 ROW_T3_WIDE = 32
 ROW_T3_WIDE_MAX_N = 16
@@ -71,11 +71,12 @@ AUTO_TSM2R_MAX_N_ROW_A = 4
 # f64 tensor cores: B's bytes per batch at most this share of A's. n = 32 with 64 rows per warp (B half of A) ran at
 # 84-96% of the roof; with 32 rows (B equal to A) at 18-35% (bench/results/2026-11-22_h100_tsm2r-wide_call1.json).
 MAX_B_SHARE = 0.5
-# Row-major A on the f64 tensor cores: a floor on the register estimate. With the column kernel's estimate (96-192)
-# the plan asked for 3 blocks per SM at n < 8, and ptxas spilled 32-88 bytes under that bound (stop 14, when the
-# batch copies kept a 64-bit address per piece: 230-255 registers). Since stop 15 (one pointer and a stride per
-# lane, the edge copies not unrolled) ptxas gives 124 / 158 / 250 / 240 / 246 registers at n = 3 / 8 / 16 / 24 / 32
-# (sm_90, nvcc 13, no spills); shared memory keeps n <= 16 (t3 32) at one block per SM and n = 24-32 at two.
+# Row-major A on the f64 tensor cores: a floor on the register estimate, which the column kernel's formula puts at
+# 72-96 for n < 8. In stop 14 the plan then asked sm_90 for 3 blocks per SM and ptxas spilled 32-88 bytes. Since
+# stop 15 sm_90 runs one or two blocks per SM by shared memory (t3 32 / 16) and the floor changes none of its plans
+# (ptxas: 124 / 158 / 250 / 238 / 254 registers at n = 3 / 8 / 16 / 24 / 32, no spills); on sm_80 (m8n8k4, t3 4,
+# untimed) it keeps the request at 2 blocks: without it, 5-6 blocks and 28 bytes of spills at n = 3 (bench/results/
+# 2026-11-23_devhost_stop15_tsm2_registers.txt).
 ROW_MMA_REGS = 232
 MMA_MIN_N = 8  # column-major f64 n <= 8 streams at 97-101% of the copy roof with FMAs: tensor cores from n = 9
 # Row-major f64 has no FMA column kernel: the row kernel or the column kernel on the tensor cores (batches copied by
@@ -160,13 +161,12 @@ def column_regs(t2: int, t3: int, rows: int, dtype: DType) -> int:
 
 
 def f64_mma_rows(hw: Hardware, dtype: DType, t2: int, a_layout: Layout) -> int:
-    """f64 TSM2R with more than MMA_MIN_N columns (for row-major A: ROW_MMA_MIN_N on sm_90, every n, and
-    ROW_MMA_MIN_N_SM80 before) runs its FMAs on the f64 tensor
-    cores where they are full-rate parts of the machine (the data-center GPUs: f64 at least a quarter of the f32
-    rate, sm_80 and sm_90): rows of the mma.sync fragment, 16 (m16n8k4, sm_90) or 8 (m8n8k4, sm_80); 0: FMAs on
-    the CUDA cores. On the H100 the stream at n = 32 needs 2 x 32 x 2.95e12 / 8 = 24 TFLOP/s: 70% of the CUDA
-    cores' f64 peak (34 TFLOP/s) and every issue slot around it (20% of the roof measured), 36% of the tensor
-    cores' (67)."""
+    """f64 TSM2R with more than MMA_MIN_N columns (row-major A: more than ROW_MMA_MIN_N on sm_90, which is every n,
+    and ROW_MMA_MIN_N_SM80 before) runs its FMAs on the f64 tensor cores where they are full-rate parts of the
+    machine (the data-center GPUs: f64 at least a quarter of the f32 rate, sm_80 and sm_90): rows of the mma.sync
+    fragment, 16 (m16n8k4, sm_90) or 8 (m8n8k4, sm_80); 0: FMAs on the CUDA cores. On the H100 the stream at n = 32
+    needs 2 x 32 x 2.95e12 / 8 = 24 TFLOP/s: 70% of the CUDA cores' f64 peak (34 TFLOP/s) and every issue slot
+    around it (20% of the roof measured), 36% of the tensor cores' (67)."""
     row_min_n = ROW_MMA_MIN_N if hw.compute_capability >= 90 else ROW_MMA_MIN_N_SM80
     min_n = row_min_n if a_layout is Layout.ROW else MMA_MIN_N
     if dtype is not DType.F64 or t2 <= min_n or not hw.has_tensor_cores or 4 * hw.fp64_flops < hw.fp32_flops:
@@ -330,13 +330,14 @@ def tsm2l_params(p: Problem, dtype: DType, hw: Hardware, a_layout: Layout = Layo
               if c == 1 or (p.m >= c * WAVES * capacity and w * c * p.k <= TSM2L_ROW_REGS))
     regs = w * (tcf * p.k + 2) + 24
     vec = 16 // dtype.nbytes
-    smem = (ceil_div(p.k * p.n, vec) * vec + T1 * tsm2l_stage_elems(p.k, p.n, dtype, a_layout, c_layout)) * dtype.nbytes
+    stage_row = tsm2l_stage_elems(p.k, p.n, dtype, a_layout, c_layout)
+    smem = (ceil_div(p.k * p.n, vec) * vec + T1 * stage_row) * dtype.nbytes  # B (whole vectors), then the rows
     threads = ceil_div(p.m, tcf)
     inflight = resident_threads(hw, threads, regs, smem) * tcf * p.k * dtype.nbytes
     predicted = hw.mem_bandwidth * min(1.0, inflight / bytes_needed_in_flight(hw))
     return Tsm2Plan(family=Family.TSM2L, t1=T1, t2=p.n, t3=p.k, tcf=tcf, kslices=1, rows_per_warp=1,
                     elem_bytes=dtype.nbytes, t2_threshold=t2_threshold(hw, dtype), predicted_bandwidth=predicted,
-                    smem=smem, regs=regs)
+                    smem=smem, regs=regs, stage_row=stage_row)
 
 
 def classify(kernel: Kernel, hw: Hardware) -> tuple[Family | None, str]:

@@ -3,7 +3,7 @@
 // dtype f64, layout A row B row C row, alpha 1.0, beta 0.0
 // precision f64, algorithm tsm2l, batching auto
 // batch of 1 problem(s)
-// tsm2l: t1 256, tcf 4; shared memory 38912 B, ~156 regs
+// tsm2l: t1 256, tcf 4, rows staged through shared memory (18 elements each); shared memory 38912 B, ~156 regs
 // t2 threshold 92.2 (n above it is compute-bound); predicted 2.95 TB/s
 
 
@@ -44,16 +44,16 @@ __device__ __forceinline__ bool gemmc_vec_ok(const T* p, long long ld, long long
 // pass through the warp's slice of shared memory to the lane that owns the row; C's rows go the same way back.
 // A lane reading its own row instead (W rows 8 K bytes apart per instruction) reached 55% of the copy roof in
 // f64 at k = n = 16. Otherwise a row is read and written element by element.
-template <typename T, int K, int N, int TCF, int W, bool A_ROW, bool B_ROW, bool C_ROW, bool BETA_ZERO>
+template <typename T, int K, int N, int TCF, int W, int SR, bool A_ROW, bool B_ROW, bool C_ROW, bool BETA_ZERO>
 __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __restrict__ A, const T* __restrict__ B,
                                             T* __restrict__ C, T alpha, T beta, T* __restrict__ smem) {
   constexpr int V = 16 / sizeof(T);  // elements per 16-byte vector
   constexpr bool A_VEC = A_ROW && K % V == 0, C_VEC = C_ROW && N % V == 0;
-  // A warp's staging rows: SR elements apart, an odd number of vectors, so that the 16-byte reads of a quarter
-  // warp (8 lanes, 8 rows, one column) fall in 8 distinct groups of banks.
-  constexpr int WIDE = (A_VEC && K > N) || !C_VEC ? K : N;
-  constexpr int SR = (WIDE / V) % 2 ? WIDE : WIDE + V;
-  constexpr int BS = (K * N + V - 1) / V * V;  // B's elements, rounded up to keep the staging rows aligned
+  // A warp's staging rows, one per lane, SR elements apart (the plan's stage_row: an odd number of vectors, so that
+  // the 16-byte reads of a quarter warp, 8 lanes in 8 rows, fall in 8 distinct groups of banks), after B.
+  static_assert(!(A_VEC || C_VEC) || (SR >= (A_VEC ? K : 0) && SR >= (C_VEC ? N : 0) && SR % V == 0),
+                "the plan's staging rows hold the rows that pass through them");
+  constexpr int BS = (K * N + V - 1) / V * V;  // B's elements, rounded up to whole vectors (as the plan counts them)
   T* bs = smem;
   for (int i = threadIdx.x; i < K * N; i += blockDim.x) {
     const int k = i / N, j = i % N;
@@ -172,6 +172,6 @@ extern "C" __global__ void __launch_bounds__(256) gemmc_tsm2l_10m_tsm2l_f64_rrr(
   const double beta_ = 0.0;
   (void)alpha; (void)beta;
   (void)block_offsets; (void)tiles;  // TSM2 maps blocks to rows by arithmetic: no work list
-  gemmc_tsm2l<double, 16, 16, 4, 32, true, true, true, true>(
+  gemmc_tsm2l<double, 16, 16, 4, 32, 18, true, true, true, true>(
       problems[0], A[0], B[0], C[0], alpha_, beta_, reinterpret_cast<double*>(gemmc_smem_raw));
 }

@@ -168,8 +168,9 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
         if (WARP % ACH == 0 && arow_vec && tile_full && k0 + T3 <= ke) {
           // A whole batch: a lane's pieces share their k offset and lie WARP / ACH rows apart, so one pointer and
           // a stride address them all. The stride is opaque to the compiler, which would otherwise keep a 64-bit
-          // address per piece across the batch loop (ptxas: 246-255 registers, spills at t3 16 and n = 32). The
-          // edge loop below is not unrolled for the same reason.
+          // address per piece across the batch loop (ptxas: up to 255 registers and 72-80 bytes of spills at
+          // n = 24-32; bench/results/2026-11-23_devhost_stop15_tsm2_registers.txt). The edge loop below is not
+          // unrolled for the same reason.
           long long step = (long long)(WARP / ACH) * p.lda;
           GEMMC_OPAQUE(step);
           const T* src = A + (tile * MT + lane / ACH) * p.lda + k0 + lane % ACH * AV;
