@@ -150,7 +150,7 @@ def test_renders_cover_every_column_major_path():
     f64 = _render("r_col_f64", "sm_90").ir
     assert (f64.plan.t2, f64.plan.rows_per_warp, f64.plan.stages, f64.plan.min_blocks) == (32, 2, 3, 2)
     n40 = _render("r_col_f64_n40", "sm_90").ir
-    assert n40.plan.t2 == 32 and n40.work.grid[0] == 8192 // 64 * n40.plan.cluster * 2
+    assert n40.plan.t2 == 32 and n40.work.grid[0] == 8192 // (64 * n40.plan.row_groups) * n40.plan.cluster * 2
     assert {plan.stages for plan in plans} == {2, 3}
     assert min(plan.cluster for plan in plans) == 1 and max(plan.cluster for plan in plans) > 1
 
@@ -169,6 +169,27 @@ def test_alternatives_are_the_cluster_sizes_model_first():
     assert tsm2.alternatives(_render("r_col_f32_m8k", "sm_80").ir, TARGETS["sm_80"]) == ()
     for name in ("r_row_f32", "l_col_f32"):
         assert tsm2.alternatives(_render(name, "sm_90").ir, H100) == ()
+
+
+def test_f64_tensor_cores_share_b_between_the_warps_of_a_k_slice():
+    # Column-major A on sm_90's f64 tensor cores: 2 k slices of 2 warps (a row tile of 128 rows), and the tuning
+    # step times slices of 1 warp too; row-major A, sm_80 and the FMAs keep slices of one warp.
+    kernel = _render("r_col_f64", "sm_90").ir
+    plan = kernel.plan
+    assert (plan.mma, plan.kslices, plan.row_groups, plan.t1) == (16, 2, 2, 128)
+    assert kernel.work.grid[0] == 30720 // 128 * plan.cluster
+    assert plan.smem == tsm2.column_smem(2, 32, 4, plan.stages, 2, DType.F64, H100, 16, 2)
+    assert "k slices 2 of 2 warps" in plan.lines()[0]
+    found = tsm2.alternatives(kernel, H100)
+    assert found[0][1].plan == plan and len(found) == 2 * tsm2.MAX_CLUSTER
+    single = [alt for label, alt in found if label.endswith("1-warp slices")]
+    assert {(alt.plan.kslices, alt.plan.row_groups) for alt in single} == {(4, 1)} and len(single) == tsm2.MAX_CLUSTER
+    assert all(alt.work.grid[0] == 30720 // 64 * alt.plan.cluster for alt in single)
+    assert "with k slices of 2 warps and of 1" in " ".join(kernel.notes)
+    for name, arch in (("r_col_f64", "sm_80"), ("r_col_f32_m8k", "sm_90")):
+        assert _render(name, arch).ir.plan.row_groups == 1
+    row = tsm2.tsm2r_params(Problem("p", 8192, 32, 8192), DType.F64, Layout.ROW, H100)
+    assert (row.mma, row.row_groups, row.kslices) == (16, 1, 4)
 
 
 def test_f64_tensor_cores_only_where_they_pay():
@@ -218,7 +239,7 @@ def test_tuning_choices_are_cached_per_shape():
         return gemmc.compile_string(f"kernel k {{ dtype f64 layout A col, B col, C col gemm {m} x 32 x {m} "
                                     "algorithm tsm2r }")["k"]
 
-    small, large = kernel(16384), kernel(30720)
+    small, large = kernel(30720), kernel(32768)
     assert small.source == large.source
     assert cache_key(small, "H100") != cache_key(large, "H100") and cache_key(small, "H100") != cache_key(small, "A100")
-    assert cache_key(small, "H100") == cache_key(kernel(16384), "H100")
+    assert cache_key(small, "H100") == cache_key(kernel(30720), "H100")

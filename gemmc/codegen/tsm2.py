@@ -25,6 +25,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
     p = kernel.problems[0]
     return {
         "threads": plan.t1, "t2": plan.t2, "t3": plan.t3, "tcf": plan.tcf, "kslices": plan.kslices,
+        "row_groups": plan.row_groups,
         "rows_per_warp": plan.rows_per_warp, "warp": hw.warp_size, "k": p.k, "n": p.n, "cluster": plan.cluster,
         "stage_row": plan.stage_row,
         "min_blocks": plan.min_blocks, "stages": plan.stages, "mma": plan.mma, "cp_async": plan.family is Family.TSM2R,

@@ -27,6 +27,7 @@ class Tsm2Plan(FamilyPlan):
     stages: int = 1  # TSM2R, column-major A: batches in each warp's shared-memory ring (cp.async)
     mma: int = 0  # TSM2R, column-major A, f64: rows of the f64 tensor-core fragment (16: m16n8k4, 8: m8n8k4), 0: FMAs
     stage_row: int = 0  # TSM2L: elements of each lane's shared-memory row for row-major A and C (0: none staged)
+    row_groups: int = 1  # TSM2R column kernel: warps of each k slice, owning neighbouring rows and sharing its B
 
     @property
     def threads(self) -> int:
@@ -46,6 +47,7 @@ class Tsm2Plan(FamilyPlan):
             knobs = f"t1 {self.t1}, tcf {self.tcf}{staged}"
         else:
             knobs = (f"t1 {self.t1}, t2 {self.t2}, t3 {self.t3}, k slices {self.kslices}"
+                     + (f" of {self.row_groups} warps" if self.row_groups > 1 else "")
                      + (f" x cluster {self.cluster}" if self.cluster > 1 else "")
                      + (f", {self.stages} stages" if self.stages > 1 else "") + f", rows/warp {self.rows_per_warp}"
                      + (f", f64 tensor cores m{self.mma}n8k4" if self.mma else ""))

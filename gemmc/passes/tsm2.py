@@ -41,12 +41,23 @@ STAGES = 2
 MAX_STAGES = 8
 CLUSTER_FILL = 0.92  # share of the resident-block slots clusters can use: 480 blocks for 528 slots ran as one wave
                      # (m = 30720, clusters of 2), 512 did not (m = 8192, clusters of 8)
-COL_WARPS = 4  # warps per column-major TSM2R block, each with its own k slice (t1 = 128)
+COL_WARPS = 4  # warps per column-major TSM2R block (t1 = 128), in k slices of one warp or of MMA_ROW_GROUPS
 ACC_REGS = 64  # registers a lane may spend on C accumulators, so that 4+ blocks of 128 threads stay resident
 # f64 on the tensor cores: 128, so that n = 32 runs in one pass of 64 rows per warp (2 blocks per SM, the ring
 # deepened to meet Little's law): at m = k = 8192 / 16384 one pass took 215 / 748 us where two passes of 16 columns
 # (64 accumulator registers, 4 blocks per SM) took 259-268 / 906 (bench/results/2026-11-22_h100_tsm2r-wide_call1.json).
 MMA_ACC_REGS = 128
+# f64 tensor cores, column-major A (sm_90): the block's 4 warps form 2 k slices of 2 warps each, which own
+# neighbouring rows (a row tile of 128) and share the slice's batches of B. B's bytes through L2 and shared memory
+# fall from half of A's to a quarter at n = 32 (Nsight Compute had L2 84% busy at 80% of DRAM's peak). Measured
+# against 4 slices of one warp, each at its best cluster, in one process (tsm2r_variants.py --study groups
+# --rounds 3): n = 32 at m = k = 30720 2804 -> 2583 us with barriers per slice (run 2) and 2954 -> 2694 with the
+# block's barrier (run 3, the template's: racecheck flagged the per-slice named barriers under clusters), at 16384
+# 729 -> 710 and 789 -> 715; n = 16 even. 8192 is faster with slices of one warp (185 against 204-246 us), so the
+# tuning step times both (`alternatives`). One slice of 4 warps was slower at 16384 (fewer blocks), 32 rows per
+# warp 0.71-0.86x cuBLAS. Row-major A gained 1-2% (`--study rowgroups`), inside the noise, and keeps slices of one
+# warp; sm_80 was not measured (bench/results/2026-11-23_h100_tsm2r-groups-run{2,3}.json).
+MMA_ROW_GROUPS = 2
 MAX_CLUSTER = 7  # below the portable 8: clusters of 8 can use only 120 of the H100's 132 SMs (GPCs of 16-18)
 REGS_OVERHEAD = 40  # registers beyond the model's arrays: indices, pointers, predicates, copy addresses (ptxas, sm_90)
 TCF_CHOICES = (1, 2, 4, 8)
@@ -141,14 +152,15 @@ def ring_stages(hw: Hardware, warps_per_sm: int, batch_bytes: int) -> int:
     return min(MAX_STAGES, max(STAGES, 1 + math.ceil(bytes_needed_in_flight(hw) / in_flight)))
 
 
-def column_smem(kw: int, t2: int, t3: int, stages: int, rows: int, dtype: DType, hw: Hardware, mma: int = 0) -> int:
-    """Column-major TSM2R shared memory: per warp, a ring of `stages` batches (t3 columns x warp x rows of A, each
-    column padded by 32 bytes for the tensor cores' fragment loads, and the batch's t3 x t2 values of B padded to
-    16 bytes), reused after the k loop for the warp's partial sums (t2 x rows x warp). The template computes the
-    same region size."""
+def column_smem(kw: int, t2: int, t3: int, stages: int, rows: int, dtype: DType, hw: Hardware, mma: int = 0,
+                groups: int = 1) -> int:
+    """Column-major TSM2R shared memory: per k slice (of `groups` warps), a ring of `stages` batches (for each warp
+    t3 columns x warp x rows of A, each column padded by 32 bytes for the tensor cores' fragment loads, then the
+    batch's t3 x t2 values of B padded to 16 bytes), reused after the k loop for the slice's partial sums (t2 x
+    groups x rows x warp). The template computes the same region size."""
     b_part = ceil_div(t3 * t2 * dtype.nbytes, 16) * 16 // dtype.nbytes
     column = hw.warp_size * rows + (32 // dtype.nbytes if mma else 0)
-    region = max(stages * (t3 * column + b_part), t2 * rows * hw.warp_size)
+    region = max(stages * (groups * t3 * column + b_part), t2 * groups * rows * hw.warp_size)
     return kw * region * dtype.nbytes
 
 
@@ -202,7 +214,7 @@ def cluster_bandwidth(hw: Hardware, size: int, row_blocks: int, blocks_per_sm: i
 
 
 def choose_cluster(hw: Hardware, k: int, kw: int, t3: int, row_blocks: int, blocks_per_sm: int,
-                   bytes_per_warp: int) -> tuple[int, float]:
+                   bytes_per_warp: int, groups: int = 1) -> tuple[int, float]:
     """Blocks of a cluster that split k, and the bandwidth the model predicts with them: the smallest size (fewer
     reductions) within 1% of the best prediction of `streaming_bandwidth`, at most MAX_CLUSTER and no more than
     gives each warp one batch. A cluster's blocks must share one GPC, so clusters get CLUSTER_FILL of the
@@ -210,9 +222,9 @@ def choose_cluster(hw: Hardware, k: int, kw: int, t3: int, row_blocks: int, bloc
     rings: at m = 8192, f32 n = 16, 4, 5 and 8 blocks (256, 320, 512 blocks for 528 slots) took 140, 115 and
     140 us (8: a second wave)."""
     if not hw.has_clusters:
-        return 1, streaming_bandwidth(hw, row_blocks, blocks_per_sm, kw, bytes_per_warp)
+        return 1, streaming_bandwidth(hw, row_blocks, blocks_per_sm, kw * groups, bytes_per_warp)
     sizes = cluster_sizes(k, kw, t3)
-    predicted = {s: cluster_bandwidth(hw, s, row_blocks, blocks_per_sm, kw, bytes_per_warp) for s in sizes}
+    predicted = {s: cluster_bandwidth(hw, s, row_blocks, blocks_per_sm, kw * groups, bytes_per_warp) for s in sizes}
     # One wave where it comes within 10% of the best: the model's waves are too kind to a launch's tail (f64
     # m = 8192, n = 16: 3 blocks per cluster, one wave, 234 us; 8, two waves, 261 us; the model prefers 8).
     one_wave = [s for s in sizes if row_blocks * s <= cluster_fill(s) * blocks_per_sm * hw.sm_count]
@@ -240,9 +252,10 @@ def streaming_bandwidth(hw: Hardware, blocks: int, blocks_per_sm: int, warps_per
     return blocks / time if time else hw.mem_bandwidth
 
 
-def column_row_blocks(p: Problem, t2: int, rows_per_lane: int, hw: Hardware) -> int:
-    """Column-major TSM2R: row tiles (a warp of lanes x rows per lane) times passes over n, before clusters."""
-    return ceil_div(p.m, hw.warp_size * rows_per_lane) * ceil_div(p.n, t2)
+def column_row_blocks(p: Problem, t2: int, rows_per_lane: int, hw: Hardware, groups: int = 1) -> int:
+    """Column-major TSM2R: row tiles (`groups` warps of lanes x rows per lane) times passes over n, before
+    clusters."""
+    return ceil_div(p.m, groups * hw.warp_size * rows_per_lane) * ceil_div(p.n, t2)
 
 
 def column_bytes_in_flight(t3: int, stages: int, rows_per_lane: int, elem_bytes: int, hw: Hardware) -> int:
@@ -256,7 +269,13 @@ def column_kernel(kernel: Kernel, plan: Tsm2Plan) -> bool:
     return kernel.layout_a is Layout.COL or plan.mma > 0
 
 
-def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Tsm2Plan:
+def default_row_groups(mma: int, a_layout: Layout) -> int:
+    """Warps per k slice of the column kernel: MMA_ROW_GROUPS for column-major A on sm_90's f64 tensor cores."""
+    return MMA_ROW_GROUPS if mma == 16 and a_layout is Layout.COL else 1
+
+
+def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, groups: int | None = None) -> Tsm2Plan:
+    """TSM2R's plan; `groups` (warps per k slice of the column kernel) overrides the default."""
     threshold = t2_threshold(hw, dtype)
     t2 = choose_t2(p.n, threshold)
     w = dtype.nbytes // 4 or 1
@@ -266,7 +285,8 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Ts
         if mma:
             t2 = mma_pass_columns(t2, dtype)
         rows_per_warp = column_rows_per_lane(t2, dtype, MMA_ACC_REGS if mma else ACC_REGS)
-        kw = COL_WARPS
+        groups = groups or default_row_groups(mma, a_layout)
+        kw = COL_WARPS // groups  # k slices per block
         # (sm_80's m8n8k4 fragments spill 160 bytes with batches of 16 under ptxas: they keep 4, untimed)
         t3 = T3_BATCH
         if a_layout is Layout.ROW and mma == 16:
@@ -277,8 +297,8 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Ts
             regs = max(regs, ROW_MMA_REGS)
 
         def resident(stages: int) -> tuple[int, Occupancy]:  # shared memory and occupancy with a ring this deep
-            smem = column_smem(kw, t2, t3, stages, rows_per_warp, dtype, hw, mma)
-            return smem, occupancy(hw, kw * hw.warp_size, regs, smem)
+            smem = column_smem(kw, t2, t3, stages, rows_per_warp, dtype, hw, mma, groups)
+            return smem, occupancy(hw, COL_WARPS * hw.warp_size, regs, smem)
 
         smem, occ = resident(STAGES)
         stages = ring_stages(hw, occ.warps_per_sm, column_bytes_in_flight(t3, 2, rows_per_warp, dtype.nbytes, hw))
@@ -287,14 +307,15 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware) -> Ts
         else:
             stages = STAGES  # a deeper ring that costs resident blocks is no gain
         blocks_per_sm = max(1, occ.blocks_per_sm)
-        cluster, predicted = choose_cluster(hw, p.k, kw, t3, column_row_blocks(p, t2, rows_per_warp, hw), blocks_per_sm,
-                                            column_bytes_in_flight(t3, stages, rows_per_warp, dtype.nbytes, hw))
+        cluster, predicted = choose_cluster(hw, p.k, kw, t3, column_row_blocks(p, t2, rows_per_warp, hw, groups),
+                                            blocks_per_sm,
+                                            column_bytes_in_flight(t3, stages, rows_per_warp, dtype.nbytes, hw), groups)
         # The model counts on blocks_per_sm resident blocks: ask the compiler for it (CUDA's __launch_bounds__;
         # HIP's second argument means something else).
-        return Tsm2Plan(family=Family.TSM2R, t1=kw * hw.warp_size, t2=t2, t3=t3, tcf=1, kslices=kw,
+        return Tsm2Plan(family=Family.TSM2R, t1=COL_WARPS * hw.warp_size, t2=t2, t3=t3, tcf=1, kslices=kw,
                         rows_per_warp=rows_per_warp, elem_bytes=dtype.nbytes, t2_threshold=threshold,
                         predicted_bandwidth=predicted, smem=smem, regs=regs, cluster=cluster, stages=stages,
-                        min_blocks=blocks_per_sm if hw.vendor == "cuda" else 0, mma=mma)
+                        min_blocks=blocks_per_sm if hw.vendor == "cuda" else 0, mma=mma, row_groups=groups)
     rows_per_warp = 4 if t2 <= 16 else 2
     t3 = 4 * rows_per_warp  # elements of A in flight per lane per step
     regs = w * (rows_per_warp * t2 + t3 + 4) + 24
@@ -394,8 +415,9 @@ def notes(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> tuple[str, ...]:
                               f"Little's law needs {bytes_needed_in_flight(hw) / 1024:.1f} KiB in flight per SM",)
     sizes = cluster_sizes(p.k, plan.kslices, plan.t3)
     if plan.family is Family.TSM2R and column_kernel(kernel, plan) and hw.has_clusters and len(sizes) > 1:
-        lines += (f"tsm2r: the first call on a GPU times clusters of {sizes[0]}-{sizes[-1]} blocks and keeps the "
-                  f"fastest (the model's choice: {plan.cluster}; GEMMC_TUNE=0 keeps it)",)
+        slices = f", with k slices of {plan.row_groups} warps and of 1," if plan.row_groups > 1 else ""
+        lines += (f"tsm2r: the first call on a GPU times clusters of {sizes[0]}-{sizes[-1]} blocks{slices} and keeps "
+                  f"the fastest (the model's choice: {plan.cluster}; GEMMC_TUNE=0 keeps it)",)
     return lines
 
 
@@ -405,22 +427,32 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
     targets with clusters, every cluster size that gives each warp a batch, the model's first. Measured at m = k
     = 16384 the cluster sizes differ by up to 1.6x in an order no occupancy or Little's-law term follows (f32
     n = 16: 1, 2, 3, 4, 5, 6, 7 blocks took 698, 434, 427, 516, 462, 433, 387 us; f64 n = 16: 834, 713, -, 846,
-    745, 786, 747; bench/results/2026-11-22_h100_tsm2r-wide_call1.json). Empty: nothing to time."""
+    745, 786, 747; bench/results/2026-11-22_h100_tsm2r-wide_call1.json). Where the k slices have MMA_ROW_GROUPS
+    warps, every cluster size with slices of one warp too: at m = k = 8192, f64 n = 32, those took 184-186 us at
+    their best cluster and the grouped slices 201-246 (bench/results/2026-11-23_h100_tsm2r-groups-run3.json,
+    2026-11-23_h100_tallskinny-tsm2r-f64-stop16.json). Empty: nothing to time."""
     plan = kernel.plan
     if (not isinstance(plan, Tsm2Plan) or plan.family is not Family.TSM2R or not column_kernel(kernel, plan)
             or not hw.has_clusters):
         return ()
     p = kernel.problems[0]
-    row_blocks = column_row_blocks(p, plan.t2, plan.rows_per_warp, hw)
-    in_flight = column_bytes_in_flight(plan.t3, plan.stages, plan.rows_per_warp, plan.elem_bytes, hw)
-    blocks_per_sm = max(1, occupancy(hw, plan.t1, plan.regs, plan.smem).blocks_per_sm)
     out = []
-    for size in (plan.cluster, *(s for s in cluster_sizes(p.k, plan.kslices, plan.t3) if s != plan.cluster)):
-        variant = replace(plan, cluster=size, predicted_bandwidth=cluster_bandwidth(
-            hw, size, row_blocks, blocks_per_sm, plan.kslices, in_flight))
-        planned = replace(kernel, plan=variant)
-        out.append((f"cluster {size}" + (" (model)" if size == plan.cluster else ""),
-                    replace(planned, work=worklist(planned, variant, hw))))
+    bases = [plan]
+    if plan.row_groups > 1:
+        bases.append(tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, groups=1))
+    for base in bases:
+        row_blocks = column_row_blocks(p, base.t2, base.rows_per_warp, hw, base.row_groups)
+        in_flight = column_bytes_in_flight(base.t3, base.stages, base.rows_per_warp, base.elem_bytes, hw)
+        blocks_per_sm = max(1, occupancy(hw, base.t1, base.regs, base.smem).blocks_per_sm)
+        first = plan.cluster if base is plan else None
+        for size in (*((first,) if first else ()), *(s for s in cluster_sizes(p.k, base.kslices, base.t3)
+                                                     if s != first)):
+            variant = replace(base, cluster=size, predicted_bandwidth=cluster_bandwidth(
+                hw, size, row_blocks, blocks_per_sm, base.kslices * base.row_groups, in_flight))
+            planned = replace(kernel, plan=variant)
+            label = (f"cluster {size}" + (" (model)" if base is plan and size == plan.cluster else "")
+                     + (", 1-warp slices" if base is not plan else ""))
+            out.append((label, replace(planned, work=worklist(planned, variant, hw))))
     return tuple(out)
 
 
@@ -432,7 +464,7 @@ def worklist(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> WorkList:
         grid = (max(1, ceil_div(ceil_div(p.m, plan.tcf), plan.t1)), 1, 1)
     elif column_kernel(kernel, plan):  # a lane owns rows_per_warp consecutive rows; a cluster splits k; the
         # passes over n of a row tile are neighbours in x, so that they share A in L2
-        grid = (column_row_blocks(p, plan.t2, plan.rows_per_warp, hw) * plan.cluster, 1, 1)
+        grid = (column_row_blocks(p, plan.t2, plan.rows_per_warp, hw, plan.row_groups) * plan.cluster, 1, 1)
     else:  # a warp owns rows_per_warp rows
         grid = (ceil_div(p.m, plan.kslices * plan.rows_per_warp), ceil_div(p.n, plan.t2), 1)
     return WorkList(problems=rows, tiles=TileTable(), block_offsets=(), grid=grid, block=plan.t1, smem_bytes=plan.smem)

@@ -36,6 +36,34 @@ def test_tsm2r_f64_tensor_cores(layouts, m, n, k):
                    "algorithm tsm2r }")
 
 
+# k slices of several warps that share B's batches (Tsm2Plan.row_groups), whatever the planner picks: (rows per
+# lane, warps per slice, slices per block, cluster), on the tensor cores' shapes above and both layouts of A.
+@pytest.mark.parametrize("layouts", ["ccc", "crr", "rrr", "rcc"])
+@pytest.mark.parametrize("m, n, k", [(1009, 9, 3001), (257, 32, 5003), (3001, 40, 1031), (17, 24, 7),
+                                     (1001, 32, 2018), (4093, 3, 3001)])
+@pytest.mark.parametrize("rows, groups, slices, cluster", [(2, 2, 2, 1), (2, 4, 1, 2), (1, 4, 1, 3), (1, 2, 3, 1)])
+def test_tsm2r_row_groups(layouts, m, n, k, rows, groups, slices, cluster):
+    from dataclasses import replace
+
+    import gemmc
+    from gemmc.api import CompiledKernel
+    from gemmc.passes import tsm2
+    from gemmc.runtime.check import check_kernel
+
+    kern = gemmc.compile_string(f"kernel k {{ dtype f64 {layout_line(layouts)} alpha 1.5 beta -0.5 "
+                                f"gemm {m} x {n} x {k} algorithm tsm2r }}")["k"]
+    plan, hw = kern.ir.plan, kern.target
+    if not plan.mma:
+        pytest.skip("column-major A with n <= 8 runs the FMAs")
+    smem = tsm2.column_smem(slices, plan.t2, plan.t3, plan.stages, rows, kern.ir.dtype, hw, plan.mma, groups)
+    plan = replace(plan, rows_per_warp=rows, row_groups=groups, kslices=slices, t1=slices * groups * hw.warp_size,
+                   smem=smem, cluster=cluster, min_blocks=1)
+    ir = replace(kern.ir, plan=plan)
+    ir = replace(ir, work=tsm2.worklist(ir, plan, hw))
+    err = check_kernel(CompiledKernel(ir, hw, "<groups>"), seed=3, alpha=1.5, beta=-0.5, time_it=False)["errors"]
+    assert err["nonfinite"] == 0 and err["rel_fro"] < 1e-12, err
+
+
 @pytest.mark.parametrize("layouts", LAYOUTS)
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("m, n, k", [(1, 1, 1), (100003, 7, 9), (65537, 16, 16), (333, 3, 32)])
@@ -123,7 +151,8 @@ def test_tsm2r_64_bit_indexing(a_layout):
 @pytest.mark.parametrize("dtype, n, k, a_layout", [("f32", 13, 20011, "col"), ("f64", 32, 20011, "col"),
                                                    ("f64", 32, 20011, "row"), ("f64", 32, 20012, "row")])
 def test_every_tuning_candidate_is_correct(dtype, n, k, a_layout):
-    # The tuning step may pick any of the planner's alternatives (cluster sizes 1-7): each against float64.
+    # The tuning step may pick any of the planner's alternatives (cluster sizes 1-7, and for column-major f64 on the
+    # tensor cores k slices of 2 warps and of 1): each against float64.
     import gemmc
     from gemmc.api import CompiledKernel
     from gemmc.passes import tsm2
@@ -132,7 +161,7 @@ def test_every_tuning_candidate_is_correct(dtype, n, k, a_layout):
     kern = gemmc.compile_string(f"kernel k {{ dtype {dtype} layout A {a_layout}, B col, C col alpha 1.5 beta -0.5 "
                                 f"gemm 3001 x {n} x {k} algorithm tsm2r }}")["k"]
     found = tsm2.alternatives(kern.ir, kern.target)
-    assert len(found) == tsm2.MAX_CLUSTER
+    assert len(found) == tsm2.MAX_CLUSTER * (2 if kern.ir.plan.row_groups > 1 else 1)
     for label, ir in found:
         err = check_kernel(CompiledKernel(ir, kern.target, "<alt>"), seed=5, alpha=1.5, beta=-0.5,
                            time_it=False)["errors"]

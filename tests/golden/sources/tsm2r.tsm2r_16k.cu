@@ -52,12 +52,14 @@ __device__ __forceinline__ bool gemmc_vec_ok(const T* p, long long ld, long long
 // C values in registers.
 //
 // Column-major A (the paper's layout): each lane owns RW consecutive rows (one 16-byte vector of a column), so a
-// warp reads WARP x RW consecutive rows of a column at once. k is split S x KW ways: over the S blocks of a
-// thread-block cluster (grid.x = row tiles x S) and the KW warps of each block. Every warp streams its own
-// contiguous k slice with no barrier, T3 vector loads of A in flight (the next batch is loaded before the current
-// one is used), and reads B with warp-uniform loads (one address per warp: an L1/L2 broadcast). The partial sums
-// are added in a fixed order at the end (deterministic): the block's KW warps through shared memory, then the
-// cluster's S blocks through distributed shared memory, each block storing its share of the tile.
+// warp reads WARP x RW consecutive rows of a column at once. A block's warps form KS k slices of RG warps each;
+// the RG warps of a slice own neighbouring rows (the block's row tile is RG x WARP x RW rows) and share the
+// slice's batches of B, so B crosses L2 once per RG warps. k is split S x KS ways: over the S blocks of a
+// thread-block cluster (grid.x = row tiles x S) and the slices of each block. Every slice streams its own
+// contiguous k range, T3 vector loads of A in flight (the next batch is loaded before the current one is used),
+// with one barrier per batch: the warp's when RG is 1, else the block's (its slices then run in step). The
+// partial sums are added in a fixed order at the end (deterministic): the block's KS slices through shared
+// memory, then the cluster's S blocks through distributed shared memory, each block storing its share of the tile.
 //
 // Row-major A on the f64 tensor cores runs the kernel above, its batches of A copied by rows (16-byte pieces of a
 // row's k values) and stored [rows][T3], which the fragment loads read as 32 consecutive elements.
@@ -97,11 +99,12 @@ __device__ __forceinline__ void gemmc_cluster_sync_divergent() {
 __device__ __forceinline__ void gemmc_cluster_arrive_relaxed_divergent() {
   asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
 }
-template <typename T, int T2, int KS, int S, int T3, int STAGES, int RW, int WARP, int MMA, bool A_ROW, bool B_ROW,
-          bool C_ROW, bool BETA_ZERO>
+template <typename T, int T2, int KS, int RG, int S, int T3, int STAGES, int RW, int WARP, int MMA, bool A_ROW,
+          bool B_ROW, bool C_ROW, bool BETA_ZERO>
 __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __restrict__ A, const T* __restrict__ B,
                                             T* __restrict__ C, T alpha, T beta, T* __restrict__ smem) {
   const int tid = threadIdx.x, lane = tid % WARP, warp = tid / WARP;
+  constexpr int NT = KS * RG * WARP;  // threads per block
   // The column kernel (column-major A, and row-major A on the f64 tensor cores): the passes over n of one row tile
   // are neighbours in x (after the cluster's S blocks), so they run together and all but the first read A from L2.
   // The row kernel: the pass is blockIdx.y.
@@ -124,46 +127,58 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
 
   if constexpr (COLUMN) {
     constexpr int R = RW;            // consecutive rows per lane: one 16-byte vector of a column (or less)
-    constexpr int MT = WARP * R;     // rows per block (the row tile)
+    constexpr int MT = WARP * R;     // rows per warp
+    constexpr int BT = RG * MT;      // rows per block (the row tile)
     constexpr int P = S * KS;        // k slices per row tile
+    const int rg = warp % RG, ks = warp / RG;  // this warp's rows within the tile, and its k slice
     // B elements per uniform load (16 bytes at most): along n for row-major B, along k (within a batch) otherwise.
     constexpr int VW = 16 / sizeof(T);
     constexpr int VB = B_ROW ? (T2 % VW == 0 ? VW : 1) : (T3 % VW == 0 ? VW : T3);
     const int rank = gemmc_cluster_rank();
     const long long tile = (long long)blockIdx.x / S / passes;
-    const long long m = (tile * WARP + lane) * R;
+    const long long wrow = tile * BT + rg * MT;  // this warp's first row
+    const long long m = wrow + lane * R;
     // This warp's k slice: whole batches of T3 columns, so only the last slice ends in a partial batch.
     const long long per = ((p.k + P - 1) / P + T3 - 1) / T3 * T3;
-    const long long kb = (long long)(rank * KS + warp) * per;
+    const long long kb = (long long)(rank * KS + ks) * per;
     const long long ke = kb + per < p.k ? kb + per : p.k;
-    // A warp reads WARP x R consecutive rows of a column (512 bytes): wide enough for full DRAM bursts.
-    const bool avec = R > 1 && (p.lda % R == 0) && (reinterpret_cast<unsigned long long>(A) % (R * sizeof(T)) == 0);
+    // A warp reads WARP x R consecutive rows of a column (512 bytes with 16-byte vectors): wide enough for full DRAM
+    // bursts. One row per lane is copied asynchronously as one element (an element is always aligned).
+    const bool avec = R == 1 || ((p.lda % R == 0) && (reinterpret_cast<unsigned long long>(A) % (R * sizeof(T)) == 0));
     // Row-major A (f64 tensor cores only): the batch is stored by rows, [MT][T3], copied in 16-byte pieces of a row.
     constexpr int AV = 16 / (int)sizeof(T), ACH = T3 / AV;  // elements per piece, pieces per row of a batch
     static_assert(!A_ROW || (MMA != 0 && T3 % AV == 0),
                   "row-major A runs the column kernel on the tensor cores, with whole 16-byte pieces per row");
     const bool arow_vec = (p.lda % AV == 0) && (reinterpret_cast<unsigned long long>(A) % 16 == 0);
-    const bool rows_full = m + R <= p.m, tile_full = (tile + 1) * MT <= p.m;
+    const bool rows_full = m + R <= p.m, tile_full = wrow + MT <= p.m;
     // B along k (column-major B) or along n (row-major B) in vectors: the slices start at multiples of T3.
     const bool bvec = VB > 1 && (p.ldb % VB == 0) &&
                       (reinterpret_cast<unsigned long long>(B) % (VB * sizeof(T)) == 0) && (!B_ROW || p.n % VB == 0);
-    // This warp's ring of STAGES batches in shared memory: per stage, T3 columns x WARP lanes x R rows of A (each
-    // lane reads back only the rows it copied itself) and the batch's T3 x T2 values of B (all lanes read them:
-    // [T2][T3] for column-major B, [T3][T2] for row-major), padded to 16 bytes. After the loop the same region
-    // holds the warp's partial sums.
+    // This slice's ring of STAGES batches in shared memory: per stage, for each of its RG warps T3 columns x WARP
+    // lanes x R rows of A (each lane reads back only the rows it copied itself), then the batch's T3 x T2 values of
+    // B, which every lane of the slice reads ([T2][T3] for column-major B, [T3][T2] for row-major), padded to 16
+    // bytes. After the loop the same region holds the slice's partial sums, [T2][BT].
     // With tensor cores (MMA = the fragment's rows) each column of A is padded by 32 bytes: the lanes of a fragment
     // load read 4 columns at once, and 32 bytes apart they fall in different banks.
     constexpr int ACOL = MT + (MMA ? 32 / (int)sizeof(T) : 0);  // elements from one column of A to the next
     constexpr int AS = T3 * ACOL, BS = (T3 * T2 * (int)sizeof(T) + 15) / 16 * 16 / (int)sizeof(T);
-    constexpr int STAGE = AS + BS;
-    constexpr int REGION = STAGES * STAGE > T2 * MT ? STAGES * STAGE : T2 * MT;
-    T* ring = smem + warp * REGION;
+    constexpr int STAGE = RG * AS + BS;
+    constexpr int REGION = STAGES * STAGE > T2 * BT ? STAGES * STAGE : T2 * BT;
+    T* ring = smem + ks * REGION;
+    const int glane = rg * WARP + lane;  // this thread within its slice, which copies B's batches
+    // The slice's barrier: every lane's copies of a batch have landed, and every lane is done with the stage
+    // refilled next. With several warps per slice, the block's barrier: its slices then run the same number of
+    // batches (those past a slice's end of k are zero-filled), in step.
+    auto slice_sync = [&] {
+      if constexpr (RG == 1) GEMMC_SYNCWARP();
+      else __syncthreads();
+    };
     // Copy batch `b` (columns kb + b * T3 ..) into its stage: 16-byte (or R-element) asynchronous copies where
     // the vector is whole and aligned, plain zero-filled copies at the edges.
     auto copy_batch = [&](long long b) {
       const long long k0 = kb + b * T3;
-      T* as = ring + (b % STAGES) * STAGE;
-      T* bs = as + AS;
+      T* as = ring + (b % STAGES) * STAGE + rg * AS;
+      T* bs = ring + (b % STAGES) * STAGE + RG * AS;
       if constexpr (A_ROW) {  // piece c: row c / ACH of the tile, k0 + (c % ACH) * AV ..; a warp reads whole sectors
         if (WARP % ACH == 0 && arow_vec && tile_full && k0 + T3 <= ke) {
           // A whole batch: a lane's pieces share their k offset and lie WARP / ACH rows apart, so one pointer and
@@ -173,7 +188,7 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
           // unrolled for the same reason.
           long long step = (long long)(WARP / ACH) * p.lda;
           GEMMC_OPAQUE(step);
-          const T* src = A + (tile * MT + lane / ACH) * p.lda + k0 + lane % ACH * AV;
+          const T* src = A + (wrow + lane / ACH) * p.lda + k0 + lane % ACH * AV;
           T* dst = as + lane / ACH * T3 + lane % ACH * AV;
 #pragma unroll
           for (int i = 0; i < MT * ACH / WARP; ++i) gemmc_cp_async<16>(dst + i * (WARP / ACH) * T3, src + i * step);
@@ -181,7 +196,7 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
 #pragma unroll 1
           for (int c0 = 0; c0 < MT * ACH; c0 += WARP) {
             const int c = c0 + lane, row = c / ACH, u = c % ACH * AV;
-            const long long gm = tile * MT + row;
+            const long long gm = wrow + row;
             T* dst = as + row * T3 + u;
             if (arow_vec && gm < p.m && k0 + u + AV <= ke) {
               gemmc_cp_async<16>(dst, A + gm * p.lda + k0 + u);
@@ -207,8 +222,8 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
       if (bvec && k0 + T3 <= ke) {
         constexpr int CHUNKS = T3 * T2 / VB;
 #pragma unroll
-        for (int c0 = 0; c0 < CHUNKS; c0 += WARP) {
-          const int c = c0 + lane;
+        for (int c0 = 0; c0 < CHUNKS; c0 += RG * WARP) {
+          const int c = c0 + glane;
           if (c < CHUNKS) {
             if (B_ROW) {  // chunk c: row u, columns j .. j + VB - 1
               const int u = c / (T2 / VB), j = c % (T2 / VB) * VB;
@@ -221,7 +236,7 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
         }
       } else {  // element by element (odd rows of row-major B, unaligned B, a partial batch): asynchronous inside B
         const bool whole = k0 + T3 <= ke;
-        for (int e = lane; e < T3 * T2; e += WARP) {
+        for (int e = glane; e < T3 * T2; e += RG * WARP) {
           const int u = B_ROW ? e / T2 : e % T3, j = B_ROW ? e % T2 : e / T3;
           if (whole && j < ncols)
             gemmc_cp_async<(int)sizeof(T)>(bs + e, B_ROW ? B + (k0 + u) * p.ldb + n0 + j : B + (n0 + j) * p.ldb + k0 + u);
@@ -247,15 +262,16 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
 #pragma unroll
         for (int e = 0; e < MM / 4; ++e) dfr[i][q][e] = T(0);
     const int g = lane / 4, t4 = lane % 4;
-    const long long batches = (ke - kb + T3 - 1) / T3;  // <= 0 when this slice is past the end of k
+    // <= 0 when this slice is past the end of k (slices of one warp); every slice's count with several warps
+    const long long batches = RG == 1 ? (ke - kb + T3 - 1) / T3 : per / T3;
 #pragma unroll
     for (int b = 0; b < STAGES - 1; ++b) copy_batch(b);
     for (long long b = 0; b < batches; ++b) {
       gemmc_cp_async_wait<STAGES - 2>();  // this lane's copies of batch b have landed
-      GEMMC_SYNCWARP();  // and every lane's (B); every lane is also done reading the stage refilled next
+      slice_sync();  // and every lane's (B); every lane is also done reading the stage refilled next
       copy_batch(b + STAGES - 1);
-      const T* as = ring + (b % STAGES) * STAGE;
-      const T* bs = as + AS;
+      const T* as = ring + (b % STAGES) * STAGE + rg * AS;
+      const T* bs = ring + (b % STAGES) * STAGE + RG * AS;
       T a[T3][R];
 #pragma unroll
       for (int u = 0; u < T3; ++u) {
@@ -282,9 +298,11 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
       }
     }
     gemmc_cp_async_wait<0>();  // the copies past the slice (zero fills and none) are done before the ring is reused
-    GEMMC_SYNCWARP();
-    // The KS warps' partial sums ([T2][MT] in each warp's region), added in warp order into warp 0's: the block's.
+    slice_sync();  // every warp of the slice is past the loop: its region now takes the slice's sums
+    // The KS slices' partial sums ([T2][BT] in each slice's region), added in slice order into slice 0's: the
+    // block's.
     T* red = smem;
+    T* sums = ring + rg * MT;  // this warp's rows of its slice's sums
     if (MMA) {  // fragment element (i, q, 2h + c): row i * MM + 8h + g, column q * 8 + 2 * t4 + c
 #pragma unroll
       for (int i = 0; i < MI; ++i)
@@ -293,16 +311,16 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
 #pragma unroll
           for (int e = 0; e < MM / 4; ++e) {
             const int j = q * 8 + 2 * t4 + e % 2;
-            if (T2 % 8 == 0 || j < T2) ring[j * MT + i * MM + e / 2 * 8 + g] = dfr[i][q][e];
+            if (T2 % 8 == 0 || j < T2) sums[j * BT + i * MM + e / 2 * 8 + g] = dfr[i][q][e];
           }
     } else {
 #pragma unroll
       for (int j = 0; j < T2; ++j)
 #pragma unroll
-        for (int r = 0; r < R; ++r) ring[j * MT + lane * R + r] = acc[r][j];
+        for (int r = 0; r < R; ++r) sums[j * BT + lane * R + r] = acc[r][j];
     }
     __syncthreads();
-    for (int v = tid; v < T2 * MT; v += KS * WARP) {
+    for (int v = tid; v < T2 * BT; v += NT) {
       T sum = red[v];
 #pragma unroll
       for (int w = 1; w < KS; ++w) sum += red[w * REGION + v];
@@ -310,9 +328,9 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
     }
     gemmc_cluster_sync();  // every block's sum is visible to the cluster
     // The cluster's threads split the tile; each adds the S blocks' sums in rank order.
-    for (int v = rank * KS * WARP + tid; v < T2 * MT; v += S * KS * WARP) {
-      const int j = v / MT;
-      const long long row = tile * MT + v % MT;
+    for (int v = rank * NT + tid; v < T2 * BT; v += S * NT) {
+      const int j = v / BT;
+      const long long row = tile * BT + v % BT;
       if (j >= ncols || row >= p.m) continue;
       T sum = gemmc_dsmem_load(red + v, 0);
 #pragma unroll
@@ -321,6 +339,7 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
     }
     gemmc_cluster_sync();  // no block exits while another still reads its shared memory
   } else {
+    static_assert(RG == 1, "the row kernel's warps own rows, not k slices");
     constexpr int KC = WARP * 4;  // k values per chunk: one 16-byte vector (4 elements) per lane
     const long long m0 = ((long long)blockIdx.x * KS + warp) * RW;
     T acc[RW][T2];
@@ -331,7 +350,7 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
     T* bs = smem;  // [T2][KC], transposed: a lane's 4 k values of one column are contiguous
     const bool vec = (p.lda % 4 == 0) && (p.k % 4 == 0) && (reinterpret_cast<unsigned long long>(A) % (4 * sizeof(T)) == 0);
     for (long long kc = 0; kc < p.k; kc += KC) {
-      for (int i = tid; i < KC * T2; i += KS * WARP) bs[i] = b_at(kc + i % KC, i / KC);
+      for (int i = tid; i < KC * T2; i += NT) bs[i] = b_at(kc + i % KC, i / KC);
       __syncthreads();
       const long long k = kc + 4 * lane;
       T a[RW][4];
@@ -380,6 +399,6 @@ extern "C" __global__ void __launch_bounds__(128, 5) __cluster_dims__(4, 1, 1) g
   const float beta_ = 0.0f;
   (void)alpha; (void)beta;
   (void)block_offsets; (void)tiles;  // TSM2 maps blocks to rows by arithmetic: no work list
-  gemmc_tsm2r<float, 8, 4, 4, 4, 2, 4, 32, 0, false, false, false, true>(
+  gemmc_tsm2r<float, 8, 4, 1, 4, 4, 2, 4, 32, 0, false, false, false, true>(
       problems[0], A[0], B[0], C[0], alpha_, beta_, reinterpret_cast<float*>(gemmc_smem_raw));
 }
