@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import statistics
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -38,6 +39,8 @@ ROWT3_CASES = [("f64", 16384, 16), ("f64", 16384, 32)]
 ROWT32_CASES = [("f64", 16384, 16), ("f64", 16384, 32), ("f64", 30720, 16), ("f64", 30720, 32)]
 ROWSMALL_CASES = [("f64", 8192, 1), ("f64", 8192, 2), ("f64", 16384, 1), ("f64", 16384, 2), ("f64", 30720, 1),
                   ("f64", 30720, 2)]
+GROUPS_CASES = [("f64", 8192, 32), ("f64", 16384, 32), ("f64", 30720, 32), ("f64", 30720, 16)]
+ROWGROUPS_CASES = [("f64", 16384, 32), ("f64", 30720, 32)]
 ROWMMA_CASES = [("f64", 16384, 1), ("f64", 16384, 2), ("f64", 16384, 4), ("f64", 16384, 8), ("f64", 30720, 8)]
 
 
@@ -55,17 +58,20 @@ def variant(kern: CompiledKernel, **changes) -> CompiledKernel:
     hw = kern.target
     plan = dataclasses.replace(kern.ir.plan, **changes)
     dtype = kern.ir.dtype
-    if "t2" in changes or "rows_per_warp" in changes:
+    if ("t2" in changes or "rows_per_warp" in changes) and "regs" not in changes:
         plan = dataclasses.replace(plan, regs=tsm2.column_regs(plan.t2, plan.t3, plan.rows_per_warp, dtype))
-    smem = tsm2.column_smem(plan.kslices, plan.t2, plan.t3, plan.stages, plan.rows_per_warp, dtype, hw, plan.mma)
-    blocks = max(1, occupancy(hw, plan.kslices * hw.warp_size, plan.regs, smem).blocks_per_sm)
-    if "cluster" not in changes and ({"t2", "rows_per_warp", "stages"} & changes.keys()):
+    smem = tsm2.column_smem(plan.kslices, plan.t2, plan.t3, plan.stages, plan.rows_per_warp, dtype, hw, plan.mma,
+                            plan.row_groups)
+    threads = plan.kslices * plan.row_groups * hw.warp_size
+    blocks = max(1, occupancy(hw, threads, plan.regs, smem).blocks_per_sm)
+    if "cluster" not in changes and ({"t2", "rows_per_warp", "stages", "row_groups"} & changes.keys()):
         p = kern.ir.problems[0]
         cluster, predicted = tsm2.choose_cluster(
-            hw, p.k, plan.kslices, plan.t3, tsm2.column_row_blocks(p, plan.t2, plan.rows_per_warp, hw), blocks,
-            tsm2.column_bytes_in_flight(plan.t3, plan.stages, plan.rows_per_warp, dtype.nbytes, hw))
+            hw, p.k, plan.kslices, plan.t3,
+            tsm2.column_row_blocks(p, plan.t2, plan.rows_per_warp, hw, plan.row_groups), blocks,
+            tsm2.column_bytes_in_flight(plan.t3, plan.stages, plan.rows_per_warp, dtype.nbytes, hw), plan.row_groups)
         plan = dataclasses.replace(plan, cluster=cluster, predicted_bandwidth=predicted)
-    plan = dataclasses.replace(plan, t1=plan.kslices * hw.warp_size, smem=smem,
+    plan = dataclasses.replace(plan, t1=threads, smem=smem,
                                min_blocks=changes.get("min_blocks", blocks))
     ir = dataclasses.replace(kern.ir, plan=plan)
     ir = dataclasses.replace(ir, work=tsm2.worklist(ir, plan, hw))
@@ -88,7 +94,25 @@ def replanned(kern: CompiledKernel, **constants) -> CompiledKernel:
 
 
 STUDY = "ring"
-ROW_STUDIES = ("rowt3", "rowmma", "rowt32", "rowsmall")  # the studies of row-major A
+ROUNDS = 1  # passes over a case's variants (--rounds)
+ROW_STUDIES = ("rowt3", "rowmma", "rowt32", "rowsmall", "rowgroups")  # the studies of row-major A
+
+
+def grouped(kern: CompiledKernel) -> list[tuple[str, CompiledKernel]]:
+    """The f64 tensor cores' column kernel with k slices of one or several warps (sharing B's batches): (rows
+    per lane, warps per slice, slices per block, clusters). Run 1 (before stop 16's planner change) had 4 slices
+    of one warp as its plan and 32 rows per warp with synchronous copies; run 2 the slices' named barriers; run 3
+    the block barrier. 64 rows per warp keep the plan's register estimate (2
+    blocks per SM); 32 rows have 64 fewer accumulator registers (ptxas: 150-168, sm_90), so 3 blocks of 4 warps
+    per SM, 12 warps, as cuBLAS's kernel holds."""
+    plan = kern.ir.plan
+    out = []
+    for rows, groups, slices, clusters in ((2, 1, 4, (1, 2)), (2, 2, 2, (1, 2)), (2, 4, 1, (2, 4)), (1, 4, 1, (2, 4))):
+        changes = dict(rows_per_warp=rows, row_groups=groups, kslices=slices)
+        changes.update(regs=plan.regs) if rows == 2 else changes.update(regs=160, min_blocks=3)
+        for c in clusters:
+            out.append((f"r{rows} {groups}x{slices} warps cluster {c}", variant(kern, cluster=c, **changes)))
+    return out
 
 
 def variants(dtype: str, m: int, n: int, study: str | None = None) -> list[tuple[str, CompiledKernel]]:
@@ -104,6 +128,9 @@ def variants(dtype: str, m: int, n: int, study: str | None = None) -> list[tuple
         out += [(f"t3 32 2 warps cluster {c}", variant(kern, t3=32, stages=2, kslices=2, cluster=c)) for c in (1, 2)]
         out += [(f"t3 16 cluster {c}", variant(kern, cluster=c)) for c in (1, 2) if c != plan.cluster]
         return out
+    if (study or STUDY) in ("groups", "rowgroups"):  # f64 n = 16-32: B shared by the warps of a k slice
+        out += [(f"cluster {c}", variant(kern, cluster=c)) for c in (1, 2) if c != plan.cluster]
+        return out + grouped(kern)
     if (study or STUDY) == "rowsmall":  # row-major f64, n <= 2: the row kernel (the plan) against the tensor cores
         out.append(("tensor cores", replanned(kern, ROW_MMA_MIN_N=0)))
         return out
@@ -167,30 +194,39 @@ def time_case(dtype: str, m: int, n: int) -> list[dict]:
     B = torch.randn(n, k, device="cuda", dtype=tdt).t()
     ref = A.double() @ B.double()
     nbytes = (m * k + k * n + m * n) * A.element_size()
-    rows = []
-    for label, kern in variants(dtype, m, n):
+    out = torch.empty(n, m, device="cuda", dtype=tdt).t()
+    kerns = variants(dtype, m, n)
+    rows, graphs = [], []
+    for label, kern in kerns:
         C = torch.full((n, m), float("nan"), device="cuda", dtype=tdt).t()
         kern([A], [B], [C])
         err = float((C.double() - ref).norm() / ref.norm())
-        t = timing.device_seconds(timing.gemmc_graph(lambda kern=kern, C=C: kern([A], [B], [C])), calls=20,
-                                  windows=5)
+        graphs.append(timing.gemmc_graph(lambda kern=kern, C=C: kern([A], [B], [C])))
         loop = timing.device_seconds(lambda kern=kern, C=C: kern([A], [B], [C]), calls=20, windows=5)
         plan = kern.ir.plan
         rows.append({"case": f"{dtype} m=k={m} n={n}", "variant": label, "mma": plan.mma, "t3": plan.t3,
                      "stages": plan.stages, "cluster": plan.cluster,
-                     "warps": plan.kslices, "min_blocks": plan.min_blocks, "regs": int(kernel_function(kern).num_regs),
-                     "us": t * 1e6, "loop_us": loop * 1e6, "tbs": nbytes / t / 1e12,
-                     "predicted_tbs": plan.predicted_bandwidth / 1e12,
-                     "err": err})
-        print(json.dumps(rows[-1]), flush=True)
+                     "warps": plan.kslices, "groups": plan.row_groups, "rows": plan.rows_per_warp,
+                     "min_blocks": plan.min_blocks, "regs": int(kernel_function(kern).num_regs),
+                     "loop_us": loop * 1e6, "predicted_tbs": plan.predicted_bandwidth / 1e12, "err": err})
+    # ROUNDS passes over the variants and cuBLAS, each timed from its graph in turn; the median per variant (the
+    # power cap moves a kernel's time by 5-10% from window to window).
+    times: list[list[float]] = [[] for _ in kerns]
+    cublas = []
+    for _ in range(ROUNDS):
+        for i, graph in enumerate(graphs):
+            times[i].append(timing.device_seconds(graph, calls=20, windows=5))
+        cublas.append(timing.device_seconds(lambda: torch.mm(A, B, out=out), calls=20, windows=5))
+    t_cublas = statistics.median(cublas)
     # The references of bench/tallskinny.py in the same process: cuBLAS (torch.mm) and a copy of the same bytes.
-    out = torch.empty(n, m, device="cuda", dtype=tdt).t()
-    t_cublas = timing.device_seconds(lambda: torch.mm(A, B, out=out), calls=20, windows=5)
     src = torch.empty(nbytes // 4, device="cuda", dtype=torch.float32).uniform_()
     dst = torch.empty_like(src)
     roof = 2 * nbytes / timing.device_seconds(lambda: dst.copy_(src), calls=20, windows=5)
-    for row in rows:
-        row.update(cublas_us=t_cublas * 1e6, vs_cublas=t_cublas * 1e6 / row["us"], of_roof=row["tbs"] * 1e12 / roof)
+    for row, ts in zip(rows, times, strict=True):
+        t = statistics.median(ts)
+        row.update(us=t * 1e6, rounds_us=[round(x * 1e6, 1) for x in ts], tbs=nbytes / t / 1e12,
+                   cublas_us=t_cublas * 1e6, vs_cublas=t_cublas / t, of_roof=nbytes / t / roof)
+        print(json.dumps(row), flush=True)
     return rows
 
 
@@ -204,14 +240,16 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--jobs", type=int, default=12)
-    parser.add_argument("--study", choices=("ring", "mma", "wide", "n32", "rowt3", "rowmma", "rowt32", "rowsmall"),
+    parser.add_argument("--rounds", type=int, default=1, help="time every variant this many times in turn")
+    parser.add_argument("--study", choices=("ring", "mma", "wide", "n32", "rowt3", "rowmma", "rowt32", "rowsmall",
+                                                       "groups", "rowgroups"),
                         default="ring")
     args = parser.parse_args()
-    global STUDY
-    STUDY = args.study
+    global STUDY, ROUNDS
+    STUDY, ROUNDS = args.study, args.rounds
     cases = {"ring": CASES, "mma": MMA_CASES, "wide": WIDE_CASES, "n32": N32_CASES,
              "rowt3": ROWT3_CASES, "rowmma": ROWMMA_CASES, "rowt32": ROWT32_CASES,
-             "rowsmall": ROWSMALL_CASES}[args.study]
+             "rowsmall": ROWSMALL_CASES, "groups": GROUPS_CASES, "rowgroups": ROWGROUPS_CASES}[args.study]
     global A_LAYOUT
     A_LAYOUT = "row" if args.study in ROW_STUDIES else "col"
     jobs = [(label, dtype, m, n, args.study) for dtype, m, n in cases for label, _ in variants(dtype, m, n)]
@@ -225,9 +263,11 @@ def main() -> None:
         torch.cuda.empty_cache()
     suite = {"ring": "tsm2r-variants", "mma": "tsm2r-mma", "wide": "tsm2r-wide",
              "n32": "tsm2r-n32", "rowt3": "tsm2r-rowt3", "rowmma": "tsm2r-rowmma",
-             "rowt32": "tsm2r-rowt32", "rowsmall": "tsm2r-rowsmall"}[args.study]
+             "rowt32": "tsm2r-rowt32", "rowsmall": "tsm2r-rowsmall", "groups": "tsm2r-groups",
+             "rowgroups": "tsm2r-rowgroups"}[args.study]
     path = timing.write_results(args.out, suite, rows)
-    print(timing.table(rows, ["case", "variant", "mma", "t3", "stages", "cluster", "warps", "min_blocks", "regs", "us",
+    print(timing.table(rows, ["case", "variant", "mma", "t3", "stages", "cluster", "warps", "groups", "rows",
+                              "min_blocks", "regs", "us",
                               "loop_us", "tbs", "predicted_tbs", "of_roof", "vs_cublas", "err"]))
     print(f"wrote {path}")
 
