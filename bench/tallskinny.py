@@ -93,13 +93,13 @@ def run(algorithm: str, m: int, n: int, k: int, dtype: str) -> dict:
     return row
 
 
-def crossover(n_values, dtypes) -> list[dict]:
-    """TSM2R against the SIMT family at m = k = 16384 for each n, in the run's layout, and what `algorithm auto`
+def crossover(n_values, dtypes, mk: int = 16384) -> list[dict]:
+    """TSM2R against the SIMT family at m = k = mk for each n, in the run's layout, and what `algorithm auto`
     picks there."""
     import torch
 
     rows = []
-    m = k = 16384
+    m = k = mk
     for dtype in dtypes:
         tdt = torch.float32 if dtype == "f32" else torch.float64
         A = laid_out(torch.randn(m, k, device="cuda", dtype=tdt))
@@ -113,7 +113,8 @@ def crossover(n_values, dtypes) -> list[dict]:
                 times[algorithm] = timing.device_seconds(timing.gemmc_graph(call), calls=20)
             auto = gemmc.compile_string(f"kernel t {{ dtype {dtype} layout A {LAYOUT}, B {LAYOUT}, C {LAYOUT} "
                                         f"gemm {m} x {n} x {k} }}")["t"]
-            rows.append({"dtype": dtype, "n": n, "tsm2r_us": times["tsm2r"] * 1e6, "simt_us": times["simt"] * 1e6,
+            rows.append({"dtype": dtype, "m": m, "k": k, "n": n, "tsm2r_us": times["tsm2r"] * 1e6,
+                         "simt_us": times["simt"] * 1e6,
                          "auto_picks": auto.ir.family.value,
                          "faster": "tsm2r" if times["tsm2r"] < times["simt"] else "simt"})
         torch.cuda.empty_cache()
@@ -133,6 +134,9 @@ def main() -> None:
     parser.add_argument("--dtypes", default="f32,f64", help="comma-separated (default f32,f64)")
     parser.add_argument("--no-crossover", action="store_true", help="skip the TSM2R-vs-SIMT crossover in n")
     parser.add_argument("--jobs", type=int, default=12, help="parallel NVRTC compiles before timing")
+    parser.add_argument("--cross-ns", help="the crossover's n values (default 1,2,4,8,16,24,32,48,64)")
+    parser.add_argument("--cross-dtypes", help="the crossover's dtypes (default f32 column-major, --dtypes row-major)")
+    parser.add_argument("--cross-mk", type=int, default=16384, help="the crossover's m = k (default 16384)")
     parser.add_argument("--layout", choices=("col", "row"), default="col",
                         help="every operand's layout (default col, the paper's)")
     args = parser.parse_args()
@@ -145,13 +149,16 @@ def main() -> None:
     ns = tuple(int(n) for n in args.ns.split(",")) if args.ns else (1, 2, 4, 8, 16, 32)
     dtypes = tuple(args.dtypes.split(","))
     cross_n = () if args.no_crossover or args.only == "tsm2l" else (1, 2, 4, 8, 16, 24, 32, 48, 64)
+    cross_n = tuple(int(n) for n in args.cross_ns.split(",")) if args.cross_ns and cross_n else cross_n
     cross_dtypes = ("f32",) if LAYOUT == "col" else dtypes  # column-major: f32, as measured since the first run
+    cross_dtypes = tuple(args.cross_dtypes.split(",")) if args.cross_dtypes else cross_dtypes
     texts = []
     texts += [schedule("tsm2r", mk, n, mk, dtype) for dtype in dtypes for mk in sizes
              for n in ns] if args.only != "tsm2l" else []
     texts += [schedule("tsm2l", m, kn, kn, dtype) for dtype in dtypes for m in (10**5, 10**6, 10**7)
               for kn in (8, 16)] if args.only != "tsm2r" else []
-    texts += [schedule(a, 16384, n, 16384, d) for d in cross_dtypes for n in cross_n for a in ("tsm2r", "simt")]
+    texts += [schedule(a, args.cross_mk, n, args.cross_mk, d) for d in cross_dtypes for n in cross_n
+              for a in ("tsm2r", "simt")]
     timing.precompile(texts, args.jobs)
     for dtype in dtypes:
         for mk in sizes if args.only != "tsm2l" else ():
@@ -166,17 +173,17 @@ def main() -> None:
                 torch.cuda.empty_cache()
                 print(rows[-1]["case"], f"{rows[-1]['gemmc_tbs']:.2f} TB/s ({rows[-1]['of_roof']:.0%} of roof), "
                       f"cuBLAS {rows[-1]['cublas_tbs']:.2f}", flush=True)
-    cross = crossover(cross_n, cross_dtypes) if cross_n else []
+    cross = crossover(cross_n, cross_dtypes, args.cross_mk) if cross_n else []
     suite = "tallskinny" + (f"-{args.only}" if args.only else "") + (f"-{'_'.join(map(str, sizes))}"
                                                                       if args.sizes else "")
     suite += f"-n{'_'.join(map(str, ns))}" if args.ns else ""
     suite += f"-{'_'.join(dtypes)}" if args.dtypes != "f32,f64" else ""
     suite += "-rowmajor" if LAYOUT == "row" else ""
-    path = timing.write_results(args.out, suite, rows, {"crossover_m_k_16384": cross})
+    path = timing.write_results(args.out, suite, rows, {f"crossover_m_k_{args.cross_mk}": cross})
     print(timing.table(rows, ["case", "gemmc_us", "gemmc_host_us", "cublas_us", "gemmc_tbs", "cublas_tbs", "roof_tbs",
                               "of_roof", "vs_cublas", "predicted_tbs", "gemmc_err"]))
     if cross:
-        print(timing.table(cross, ["dtype", "n", "tsm2r_us", "simt_us", "faster", "auto_picks"]))
+        print(timing.table(cross, ["dtype", "m", "n", "tsm2r_us", "simt_us", "faster", "auto_picks"]))
     print(f"wrote {path}")
 
 

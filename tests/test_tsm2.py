@@ -75,9 +75,21 @@ def test_h100_parameters_saturate_littles_law():
     ("dtype f64 gemm 16384 x 8 x 16384", Family.TSM2R),
     ("dtype f64 gemm 16384 x 32 x 16384", Family.TSM2R),
     ("layout A col, B row, C row gemm 16384 x 32 x 16384", Family.TSM2R),
+    # f64 on sm_90's tensor cores: TSM2R up to n = 128 in both layouts (1.3-2.2x SIMT where measured)
+    ("dtype f64 gemm 16384 x 128 x 16384", Family.TSM2R),
+    ("dtype f64 layout A col, B col, C col gemm 8192 x 64 x 8192", Family.TSM2R),
+    ("dtype f64 gemm 16384 x 129 x 16384", Family.SIMT),
+    ("layout A col, B col, C col gemm 16384 x 64 x 16384", Family.SIMT),  # f32 keeps n <= 32
 ])
 def test_auto_rule(text, family):
     assert gemmc.compile_string(f"kernel k {{ {text} }}")["k"].ir.family is family
+
+
+def test_auto_rule_says_why_and_keeps_sm80_at_32_columns():
+    kern = gemmc.compile_string("kernel k { dtype f64 gemm 16384 x 64 x 16384 }")["k"]
+    assert any("n = 64 <= 128 (f64 tensor cores)" in note for note in kern.ir.notes)
+    sm80 = gemmc.compile_string("target cuda sm_80 kernel k { dtype f64 gemm 16384 x 64 x 16384 }")["k"]
+    assert sm80.ir.family is Family.SIMT  # m8n8k4 was not measured against SIMT above n = 32
 
 
 @pytest.mark.parametrize("target, dtype, layout, n, mma", [

@@ -79,6 +79,12 @@ AUTO_TSM2R_MAX_N = 32
 # by rows: 768-804 us at n = 3-32 against SIMT's 1140-1590 (`..._tallskinny-tsm2r-16384_30720-n1_2_4_8-f64-
 # rowmajor.json`; 707-793 since stop 15), so auto takes it up to AUTO_TSM2R_MAX_N.
 AUTO_TSM2R_MAX_N_ROW_A = 4
+# f64 on sm_90's f64 tensor cores (either layout of A; passes of 32 columns above n = 32): TSM2R against SIMT at
+# n = 32 / 48 / 64 / 96 / 128, m = k = 16384, column-major 714 / 1320 / 1480 / 2040 / 2470 us against 1420 / 1920 /
+# 1960 / 3360 / 3820, row-major 782 / 1120 / 1180 / 1740 / 2180 against 1580 / 1970 / 1990 / 3610 / 3920; at 8192
+# 1.6-2.2x in both layouts (bench/results/2026-11-23_h100_tallskinny-tsm2r-{16384,8192}-n32-f64[-rowmajor]-
+# crossover.json). Auto takes it up to the largest n measured.
+AUTO_TSM2R_MAX_N_F64_MMA = 128
 # f64 tensor cores: B's bytes per batch at most this share of A's. n = 32 with 64 rows per warp (B half of A) ran at
 # 84-96% of the roof; with 32 rows (B equal to A) at 18-35% (bench/results/2026-11-22_h100_tsm2r-wide_call1.json).
 MAX_B_SHARE = 0.5
@@ -368,10 +374,13 @@ def classify(kernel: Kernel, hw: Hardware) -> tuple[Family | None, str]:
         return None, ""
     p = kernel.problems[0]
     row_a = kernel.layout_a is Layout.ROW and not f64_mma_rows(hw, kernel.dtype, p.n, Layout.ROW)  # the row kernel
-    max_n = AUTO_TSM2R_MAX_N_ROW_A if row_a else AUTO_TSM2R_MAX_N
+    mma = f64_mma_rows(hw, kernel.dtype, p.n, kernel.layout_a) == 16  # sm_90's f64 tensor cores
+    max_n = AUTO_TSM2R_MAX_N_F64_MMA if mma else AUTO_TSM2R_MAX_N_ROW_A if row_a else AUTO_TSM2R_MAX_N
     if p.n <= max_n and p.m >= AUTO_TSM2R_MIN_MK and p.k >= AUTO_TSM2R_MIN_MK:
-        return Family.TSM2R, (f"n = {p.n} <= {max_n}{' (row-major A, row kernel)' if row_a else ''} with m, k >= "
-                              f"{AUTO_TSM2R_MIN_MK}: tall-and-skinny B, memory-bound (TSM2R)")
+        kind = " (row-major A, row kernel)" if row_a else " (f64 tensor cores)" if mma else ""
+        bound = "memory-bound" if p.n <= t2_threshold(hw, kernel.dtype) else "past the t2 threshold"
+        return Family.TSM2R, (f"n = {p.n} <= {max_n}{kind} with m, k >= {AUTO_TSM2R_MIN_MK}: tall-and-skinny B, "
+                              f"{bound} (TSM2R)")
     if p.k <= AUTO_TSM2L_MAX_KN and p.n <= AUTO_TSM2L_MAX_KN and p.m >= AUTO_TSM2L_MIN_M:
         return Family.TSM2L, (f"k, n <= {AUTO_TSM2L_MAX_KN} with m >= {AUTO_TSM2L_MIN_M}: tall-and-skinny A "
                               "(TSM2L)")

@@ -36,6 +36,17 @@ def test_tsm2r_f64_tensor_cores(layouts, m, n, k):
                    "algorithm tsm2r }")
 
 
+# algorithm auto sends f64 up to n = 128 to TSM2R on sm_90's tensor cores: several passes of 32 columns, the last
+# partial (n = 97), at the rule's smallest m = k.
+@pytest.mark.parametrize("a_layout", ["col", "row"])
+def test_auto_f64_wide_b_runs_tsm2r(a_layout):
+    import gemmc
+
+    text = f"kernel k {{ dtype f64 layout A {a_layout}, B col, C col alpha 1.5 beta -0.5 gemm 8192 x 97 x 8193 }}"
+    assert gemmc.compile_string(text)["k"].ir.family.value == "tsm2r"
+    check_schedule(text)
+
+
 # k slices of several warps that share B's batches (Tsm2Plan.row_groups), whatever the planner picks: (rows per
 # lane, warps per slice, slices per block, cluster), on the tensor cores' shapes above and both layouts of A.
 @pytest.mark.parametrize("layouts", ["ccc", "crr", "rrr", "rcc"])
