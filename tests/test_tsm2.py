@@ -101,11 +101,15 @@ def test_f64_tensor_cores_from_the_layouts_own_n(target, dtype, layout, n, mma):
     assert kern.ir.plan.mma == mma
 
 
-@pytest.mark.parametrize("n, t3", [(1, 32), (16, 32), (17, 16), (32, 16)])
-def test_row_major_f64_batches_are_wide_up_to_16_columns(n, t3):
-    # 256-byte pieces of each row per batch up to n = 16, 128-byte above (B's batch doubles with t3).
+@pytest.mark.parametrize("n, slices, groups", [(1, 4, 1), (16, 4, 1), (17, 1, 4), (32, 1, 4), (64, 1, 4)])
+def test_row_major_f64_batches_are_wide_and_share_b_past_16_columns(n, slices, groups):
+    # 256-byte pieces of each row per batch at every n; past 16 columns one k slice of 4 warps shares B's batches
+    # (4 slices of one warp would need 205 KiB), and the tuning step times slices of one warp too.
     kern = gemmc.compile_string(f"kernel k {{ dtype f64 gemm 16384 x {n} x 16384 algorithm tsm2r }}")["k"]
-    assert kern.ir.plan.t3 == t3
+    plan = kern.ir.plan
+    assert (plan.t3, plan.kslices, plan.row_groups, plan.t1) == (32, slices, groups, 128)
+    assert plan.smem <= TARGETS["sm_90"].smem_per_block
+    assert len(tsm2.alternatives(kern.ir, kern.target)) == tsm2.MAX_CLUSTER * (2 if groups > 1 else 1)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -185,7 +189,7 @@ def test_alternatives_are_the_cluster_sizes_model_first():
 
 def test_f64_tensor_cores_share_b_between_the_warps_of_a_k_slice():
     # Column-major A on sm_90's f64 tensor cores: 2 k slices of 2 warps (a row tile of 128 rows), and the tuning
-    # step times slices of 1 warp too; row-major A, sm_80 and the FMAs keep slices of one warp.
+    # step times slices of 1 warp too; sm_80, the FMAs and row-major A up to 16 columns keep slices of one warp.
     kernel = _render("r_col_f64", "sm_90").ir
     plan = kernel.plan
     assert (plan.mma, plan.kslices, plan.row_groups, plan.t1) == (16, 2, 2, 128)
@@ -200,8 +204,8 @@ def test_f64_tensor_cores_share_b_between_the_warps_of_a_k_slice():
     assert "with k slices of 2 warps and of 1" in " ".join(kernel.notes)
     for name, arch in (("r_col_f64", "sm_80"), ("r_col_f32_m8k", "sm_90")):
         assert _render(name, arch).ir.plan.row_groups == 1
-    row = tsm2.tsm2r_params(Problem("p", 8192, 32, 8192), DType.F64, Layout.ROW, H100)
-    assert (row.mma, row.row_groups, row.kslices) == (16, 1, 4)
+    row = tsm2.tsm2r_params(Problem("p", 8192, 16, 8192), DType.F64, Layout.ROW, H100)
+    assert (row.mma, row.row_groups, row.kslices) == (16, 1, 4)  # row-major A shares B past 16 columns only
 
 
 def test_f64_tensor_cores_only_where_they_pay():

@@ -95,7 +95,7 @@ def replanned(kern: CompiledKernel, **constants) -> CompiledKernel:
 
 STUDY = "ring"
 ROUNDS = 1  # passes over a case's variants (--rounds)
-ROW_STUDIES = ("rowt3", "rowmma", "rowt32", "rowsmall", "rowgroups")  # the studies of row-major A
+ROW_STUDIES = ("rowt3", "rowmma", "rowt32", "rowsmall", "rowgroups", "rowgroups2")  # the studies of row-major A
 
 
 def grouped(kern: CompiledKernel) -> list[tuple[str, CompiledKernel]]:
@@ -127,6 +127,12 @@ def variants(dtype: str, m: int, n: int, study: str | None = None) -> list[tuple
         out += [(f"t3 32 cluster {c}", variant(kern, t3=32, stages=2, cluster=c)) for c in sorted({1, 2, plan.cluster})]
         out += [(f"t3 32 2 warps cluster {c}", variant(kern, t3=32, stages=2, kslices=2, cluster=c)) for c in (1, 2)]
         out += [(f"t3 16 cluster {c}", variant(kern, cluster=c)) for c in (1, 2) if c != plan.cluster]
+        return out
+    if (study or STUDY) == "rowgroups2":  # row-major f64 n = 32: slices sharing B, and 256-byte row pieces (t3 32)
+        for groups, slices, t3, clusters in ((1, 4, 16, (1, 2)), (1, 4, 32, (1, 2)), (2, 2, 16, (1, 2)),
+                                             (2, 2, 32, (1, 2, 4)), (4, 1, 32, (2, 4))):
+            out += [(f"{groups}x{slices} warps t3 {t3} cluster {c}",
+                     variant(kern, row_groups=groups, kslices=slices, t3=t3, stages=2, cluster=c)) for c in clusters]
         return out
     if (study or STUDY) in ("groups", "rowgroups"):  # f64 n = 16-32: B shared by the warps of a k slice
         out += [(f"cluster {c}", variant(kern, cluster=c)) for c in (1, 2) if c != plan.cluster]
@@ -242,14 +248,15 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=12)
     parser.add_argument("--rounds", type=int, default=1, help="time every variant this many times in turn")
     parser.add_argument("--study", choices=("ring", "mma", "wide", "n32", "rowt3", "rowmma", "rowt32", "rowsmall",
-                                                       "groups", "rowgroups"),
+                                                       "groups", "rowgroups", "rowgroups2"),
                         default="ring")
     args = parser.parse_args()
     global STUDY, ROUNDS
     STUDY, ROUNDS = args.study, args.rounds
     cases = {"ring": CASES, "mma": MMA_CASES, "wide": WIDE_CASES, "n32": N32_CASES,
              "rowt3": ROWT3_CASES, "rowmma": ROWMMA_CASES, "rowt32": ROWT32_CASES,
-             "rowsmall": ROWSMALL_CASES, "groups": GROUPS_CASES, "rowgroups": ROWGROUPS_CASES}[args.study]
+             "rowsmall": ROWSMALL_CASES, "groups": GROUPS_CASES, "rowgroups": ROWGROUPS_CASES,
+             "rowgroups2": ROWGROUPS_CASES}[args.study]
     global A_LAYOUT
     A_LAYOUT = "row" if args.study in ROW_STUDIES else "col"
     jobs = [(label, dtype, m, n, args.study) for dtype, m, n in cases for label, _ in variants(dtype, m, n)]
@@ -264,7 +271,7 @@ def main() -> None:
     suite = {"ring": "tsm2r-variants", "mma": "tsm2r-mma", "wide": "tsm2r-wide",
              "n32": "tsm2r-n32", "rowt3": "tsm2r-rowt3", "rowmma": "tsm2r-rowmma",
              "rowt32": "tsm2r-rowt32", "rowsmall": "tsm2r-rowsmall", "groups": "tsm2r-groups",
-             "rowgroups": "tsm2r-rowgroups"}[args.study]
+             "rowgroups": "tsm2r-rowgroups", "rowgroups2": "tsm2r-rowgroups2"}[args.study]
     path = timing.write_results(args.out, suite, rows)
     print(timing.table(rows, ["case", "variant", "mma", "t3", "stages", "cluster", "warps", "groups", "rows",
                               "min_blocks", "regs", "us",

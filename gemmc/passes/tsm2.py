@@ -27,12 +27,14 @@ T3_BATCH = 4  # column-major TSM2R: A vectors (16 bytes or less) per lane per ba
 # Row-major A on the f64 tensor cores: k values of each row per batch. A batch reads a piece of every row of the
 # tile; at 4 (32-byte pieces) f64 n = 16 / 32 at m = k = 16384 streamed at 61% of the roof, at 8 at 62%, at 16
 # (128-byte pieces, 2 stages) at 90% (bench/results/2026-11-23_h100_tsm2r-rowt3.json). sm_90's m16n8k4 path.
-# 256-byte pieces (32) for up to 16 columns: n = 16 at 16384 / 30720 778 -> 727 / 2720 -> 2546 us (92% -> 98% of the
-# roof, one block of 172 KiB per SM); at n = 32 (B twice the size, 205 KiB, 255 registers with spills) 778 -> 796 /
-# 2786 -> 2935-3374, so wider B keeps 16 (bench/results/2026-11-23_h100_tsm2r-rowt32.json).
-ROW_T3_BATCH = 16
-ROW_T3_WIDE = 32
-ROW_T3_WIDE_MAX_N = 16
+# 256-byte pieces (32): n = 16 at 16384 / 30720 778 -> 727 / 2720 -> 2546 us (92% -> 98% of the roof, one block of
+# 172 KiB per SM; bench/results/2026-11-23_h100_tsm2r-rowt32.json). At n = 32 four 1-warp slices' batches of B
+# took 205 KiB and were slower in stop 15; one slice of 4 warps that share B (ROW_MMA_GROUPS, 152 KiB) is faster:
+# 789 -> 747 us at 16384, 2780 -> 2649 at 30720, and 1-warp slices with 32 k 751 / 2707 (stop 16, --study
+# rowgroups2, bench/results/2026-11-23_h100_tsm2r-rowgroups2.json). So every n takes 32.
+ROW_T3_BATCH = 32
+ROW_GROUPS_MIN_N = 17  # row-major A: from this t2 up, one k slice of ROW_MMA_GROUPS warps sharing B
+ROW_MMA_GROUPS = 4
 # Batches in a warp's shared-memory ring: at least one in flight while one is used, more only where the resident
 # warps cannot meet Little's law with one (`ring_stages`). Deeper rings (3, 4, 6, 8) were never faster where an SM
 # holds 12+ warps (bench/results/2026-11-22_h100_tsm2r-variants_run2.json: 2 stages within 1% of the best depth
@@ -55,8 +57,9 @@ MMA_ACC_REGS = 128
 # block's barrier (run 3, the template's: racecheck flagged the per-slice named barriers under clusters), at 16384
 # 729 -> 710 and 789 -> 715; n = 16 even. 8192 is faster with slices of one warp (185 against 204-246 us), so the
 # tuning step times both (`alternatives`). One slice of 4 warps was slower at 16384 (fewer blocks), 32 rows per
-# warp 0.71-0.86x cuBLAS. Row-major A gained 1-2% (`--study rowgroups`), inside the noise, and keeps slices of one
-# warp; sm_80 was not measured (bench/results/2026-11-23_h100_tsm2r-groups-run{2,3}.json).
+# warp 0.71-0.86x cuBLAS. Row-major A (batches of 16 k) gained 1-2% from 2 x 2 (`--study rowgroups`); with batches
+# of 32 k it takes one slice of 4 warps (ROW_MMA_GROUPS, above). sm_80 was not measured
+# (bench/results/2026-11-23_h100_tsm2r-groups-run{2,3}.json).
 MMA_ROW_GROUPS = 2
 MAX_CLUSTER = 7  # below the portable 8: clusters of 8 can use only 120 of the H100's 132 SMs (GPCs of 16-18)
 REGS_OVERHEAD = 40  # registers beyond the model's arrays: indices, pointers, predicates, copy addresses (ptxas, sm_90)
@@ -244,14 +247,17 @@ def choose_cluster(hw: Hardware, k: int, kw: int, t3: int, row_blocks: int, bloc
 def streaming_bandwidth(hw: Hardware, blocks: int, blocks_per_sm: int, warps_per_block: int,
                         bytes_per_warp: int, fill: float = 1.0) -> float:
     """Little's law over the launch: each wave of resident blocks keeps warps x bytes_per_warp in flight per SM
-    and streams at bandwidth x min(1, in flight / needed); every block moves the same bytes, so the launch's
-    bandwidth is blocks over the sum of the waves' times (a partial last wave runs with fewer loads in flight)."""
+    and streams at bandwidth x min(1, in flight / needed), and at most its busy SMs' share of the bandwidth (an SM
+    streams about its share and no more: f64 n = 32 at m = k = 8192 on 64 of the 132 SMs took 436 us against 185
+    on all, bench/results/2026-11-23_h100_tsm2r-groups-run3.json); every block moves the same bytes, so the
+    launch's bandwidth is blocks over the sum of the waves' times (a partial last wave streams slower)."""
     need = bytes_needed_in_flight(hw)
     slots = max(1, int(fill * blocks_per_sm * hw.sm_count))
 
     def rate(resident_blocks: int) -> float:
         inflight = resident_blocks / hw.sm_count * warps_per_block * bytes_per_warp
-        return hw.mem_bandwidth * min(1.0, inflight / need)
+        busy = min(1.0, resident_blocks / hw.sm_count)
+        return hw.mem_bandwidth * min(1.0, inflight / need, busy)
 
     waves, tail = divmod(blocks, slots)
     time = waves * slots / rate(slots) + (tail / rate(tail) if tail else 0.0)
@@ -275,9 +281,14 @@ def column_kernel(kernel: Kernel, plan: Tsm2Plan) -> bool:
     return kernel.layout_a is Layout.COL or plan.mma > 0
 
 
-def default_row_groups(mma: int, a_layout: Layout) -> int:
-    """Warps per k slice of the column kernel: MMA_ROW_GROUPS for column-major A on sm_90's f64 tensor cores."""
-    return MMA_ROW_GROUPS if mma == 16 and a_layout is Layout.COL else 1
+def default_row_groups(mma: int, a_layout: Layout, t2: int) -> int:
+    """Warps per k slice of the column kernel on sm_90's f64 tensor cores: MMA_ROW_GROUPS for column-major A,
+    ROW_MMA_GROUPS for row-major A with t2 >= ROW_GROUPS_MIN_N; else 1."""
+    if mma != 16:
+        return 1
+    if a_layout is Layout.COL:
+        return MMA_ROW_GROUPS
+    return ROW_MMA_GROUPS if t2 >= ROW_GROUPS_MIN_N else 1
 
 
 def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, groups: int | None = None) -> Tsm2Plan:
@@ -291,12 +302,12 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, group
         if mma:
             t2 = mma_pass_columns(t2, dtype)
         rows_per_warp = column_rows_per_lane(t2, dtype, MMA_ACC_REGS if mma else ACC_REGS)
-        groups = groups or default_row_groups(mma, a_layout)
+        groups = groups or default_row_groups(mma, a_layout, t2)
         kw = COL_WARPS // groups  # k slices per block
         # (sm_80's m8n8k4 fragments spill 160 bytes with batches of 16 under ptxas: they keep 4, untimed)
         t3 = T3_BATCH
         if a_layout is Layout.ROW and mma == 16:
-            t3 = ROW_T3_WIDE if t2 <= ROW_T3_WIDE_MAX_N else ROW_T3_BATCH
+            t3 = ROW_T3_BATCH
         # On the tensor cores a warp reads A's fragments one k step of 4 at a time, whatever the batch's length.
         regs = column_regs(t2, T3_BATCH if mma else t3, rows_per_warp, dtype)
         if mma and a_layout is Layout.ROW:
