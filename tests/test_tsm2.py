@@ -68,8 +68,9 @@ def test_h100_parameters_saturate_littles_law():
     ("gemm 1000 x 16 x 16", Family.SIMT),
     ("gemm 16384 x 8 x 16384 count 2", Family.SIMT),
     ("gemm 16384 x 8 x 16384 tile 64x64x8", Family.SIMT),
-    ("gemm 16384 x 4 x 16384", Family.TSM2R),  # row-major A (the default): TSM2R's row kernel
-    ("gemm 16384 x 8 x 16384", Family.SIMT),  # wins at n <= 4 only (H100)
+    ("gemm 16384 x 2 x 16384", Family.TSM2R),  # row-major A (the default): TSM2R's row kernel
+    ("gemm 16384 x 24 x 16384", Family.TSM2R),  # the column kernel, A copied by rows (H100: 1.3-1.4x SIMT)
+    ("gemm 16384 x 25 x 16384", Family.SIMT),
     ("layout A row, B col, C col gemm 16384 x 32 x 16384", Family.SIMT),
     ("dtype f64 gemm 16384 x 1 x 16384", Family.TSM2R),  # f64, row-major A: the tensor cores' column kernel
     ("dtype f64 gemm 16384 x 8 x 16384", Family.TSM2R),
@@ -83,6 +84,16 @@ def test_h100_parameters_saturate_littles_law():
 ])
 def test_auto_rule(text, family):
     assert gemmc.compile_string(f"kernel k {{ {text} }}")["k"].ir.family is family
+
+
+@pytest.mark.parametrize("n, by_rows, rows", [(2, False, 4), (3, True, 2), (16, True, 2), (32, True, 2)])
+def test_row_major_f32_copies_a_by_rows_past_2_columns(n, by_rows, rows):
+    # n <= 2: the row kernel (k slices of 8 warps over rows); past it the column kernel with 128-byte row pieces.
+    plan = gemmc.compile_string(f"kernel k {{ dtype f32 gemm 16384 x {n} x 16384 algorithm tsm2r }}")["k"].ir.plan
+    assert (plan.a_by_rows, plan.rows_per_warp) == (by_rows, rows)
+    if by_rows:
+        assert (plan.t3, plan.kslices, plan.mma) == (32, 4, 0) and "A copied by rows" in plan.lines()[0]
+        assert plan.smem == tsm2.column_smem(4, n, 32, plan.stages, 2, DType.F32, H100, 0, 1, True)
 
 
 def test_auto_rule_says_why_and_keeps_sm80_at_32_columns():
@@ -140,7 +151,8 @@ RENDERS = {
     "r_col_f64": "dtype f64 layout A col, B col, C col gemm 30720 x 32 x 30720 algorithm tsm2r",
     "r_col_f64_n12": "dtype f64 layout A col, B col, C row gemm 8195 x 12 x 8192 algorithm tsm2r beta runtime",
     "r_col_f64_n40": "dtype f64 layout A col, B col, C col gemm 8192 x 40 x 8192 algorithm tsm2r",
-    "r_row_f32": "dtype f32 gemm 8192 x 16 x 8192 algorithm tsm2r alpha runtime",
+    "r_row_f32": "dtype f32 gemm 8192 x 16 x 8192 algorithm tsm2r alpha runtime",  # the column kernel, by rows
+    "r_row_f32_n2": "dtype f32 layout A row, B col, C row gemm 8192 x 2 x 8192 algorithm tsm2r",  # the row kernel
     "l_col_f32": "dtype f32 layout A col, B col, C col gemm 10000000 x 8 x 8 algorithm tsm2l",
     "l_row_f64": "dtype f64 gemm 1000 x 5 x 7 algorithm tsm2l beta runtime",
 }
@@ -181,9 +193,9 @@ def test_alternatives_are_the_cluster_sizes_model_first():
                                    predicted_bandwidth=kernel.plan.predicted_bandwidth) == kernel.plan
         assert alt.work.grid[0] == 8192 // 128 * alt.plan.cluster and alt.work.problems == kernel.work.problems
     assert "times clusters of 1-7 blocks" in " ".join(kernel.notes)
-    # nothing to time where there are no clusters, for row-major A and for TSM2L
+    # nothing to time where there are no clusters, for the row kernel and for TSM2L
     assert tsm2.alternatives(_render("r_col_f32_m8k", "sm_80").ir, TARGETS["sm_80"]) == ()
-    for name in ("r_row_f32", "l_col_f32"):
+    for name in ("r_row_f32_n2", "l_col_f32"):
         assert tsm2.alternatives(_render(name, "sm_90").ir, H100) == ()
 
 

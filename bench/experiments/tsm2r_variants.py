@@ -41,6 +41,7 @@ ROWSMALL_CASES = [("f64", 8192, 1), ("f64", 8192, 2), ("f64", 16384, 1), ("f64",
                   ("f64", 30720, 2)]
 GROUPS_CASES = [("f64", 8192, 32), ("f64", 16384, 32), ("f64", 30720, 32), ("f64", 30720, 16)]
 ROWGROUPS_CASES = [("f64", 16384, 32), ("f64", 30720, 32)]
+ROWFMA_CASES = [("f32", 16384, 8), ("f32", 16384, 16), ("f32", 16384, 32), ("f32", 30720, 16)]
 ROWMMA_CASES = [("f64", 16384, 1), ("f64", 16384, 2), ("f64", 16384, 4), ("f64", 16384, 8), ("f64", 30720, 8)]
 
 
@@ -61,7 +62,7 @@ def variant(kern: CompiledKernel, **changes) -> CompiledKernel:
     if ("t2" in changes or "rows_per_warp" in changes) and "regs" not in changes:
         plan = dataclasses.replace(plan, regs=tsm2.column_regs(plan.t2, plan.t3, plan.rows_per_warp, dtype))
     smem = tsm2.column_smem(plan.kslices, plan.t2, plan.t3, plan.stages, plan.rows_per_warp, dtype, hw, plan.mma,
-                            plan.row_groups)
+                            plan.row_groups, plan.a_by_rows)
     threads = plan.kslices * plan.row_groups * hw.warp_size
     blocks = max(1, occupancy(hw, threads, plan.regs, smem).blocks_per_sm)
     if "cluster" not in changes and ({"t2", "rows_per_warp", "stages", "row_groups"} & changes.keys()):
@@ -95,7 +96,8 @@ def replanned(kern: CompiledKernel, **constants) -> CompiledKernel:
 
 STUDY = "ring"
 ROUNDS = 1  # passes over a case's variants (--rounds)
-ROW_STUDIES = ("rowt3", "rowmma", "rowt32", "rowsmall", "rowgroups", "rowgroups2")  # the studies of row-major A
+# the studies of row-major A
+ROW_STUDIES = ("rowt3", "rowmma", "rowt32", "rowsmall", "rowgroups", "rowgroups2", "rowfma")
 
 
 def grouped(kern: CompiledKernel) -> list[tuple[str, CompiledKernel]]:
@@ -127,6 +129,15 @@ def variants(dtype: str, m: int, n: int, study: str | None = None) -> list[tuple
         out += [(f"t3 32 cluster {c}", variant(kern, t3=32, stages=2, cluster=c)) for c in sorted({1, 2, plan.cluster})]
         out += [(f"t3 32 2 warps cluster {c}", variant(kern, t3=32, stages=2, kslices=2, cluster=c)) for c in (1, 2)]
         out += [(f"t3 16 cluster {c}", variant(kern, cluster=c)) for c in (1, 2) if c != plan.cluster]
+        return out
+    if (study or STUDY) == "rowfma":  # row-major A on the CUDA cores: the column kernel, batches copied by rows
+        for rows, t3 in ((4, 16), (4, 32), (2, 32)):
+            if rows * n > 64:
+                continue
+            regs = tsm2.column_regs(n, 16 // (4 if dtype == "f32" else 8), rows, kern.ir.dtype)
+            out += [(f"by rows r{rows} t3 {t3} cluster {c}",
+                     variant(kern, a_by_rows=True, mma=0, kslices=4, row_groups=1, rows_per_warp=rows, t3=t3, stages=2,
+                             t2=n, regs=regs, cluster=c)) for c in (1, 2, 4)]
         return out
     if (study or STUDY) == "rowgroups2":  # row-major f64 n = 32: slices sharing B, and 256-byte row pieces (t3 32)
         for groups, slices, t3, clusters in ((1, 4, 16, (1, 2)), (1, 4, 32, (1, 2)), (2, 2, 16, (1, 2)),
@@ -248,7 +259,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=12)
     parser.add_argument("--rounds", type=int, default=1, help="time every variant this many times in turn")
     parser.add_argument("--study", choices=("ring", "mma", "wide", "n32", "rowt3", "rowmma", "rowt32", "rowsmall",
-                                                       "groups", "rowgroups", "rowgroups2"),
+                                                       "groups", "rowgroups", "rowgroups2", "rowfma"),
                         default="ring")
     args = parser.parse_args()
     global STUDY, ROUNDS
@@ -256,7 +267,7 @@ def main() -> None:
     cases = {"ring": CASES, "mma": MMA_CASES, "wide": WIDE_CASES, "n32": N32_CASES,
              "rowt3": ROWT3_CASES, "rowmma": ROWMMA_CASES, "rowt32": ROWT32_CASES,
              "rowsmall": ROWSMALL_CASES, "groups": GROUPS_CASES, "rowgroups": ROWGROUPS_CASES,
-             "rowgroups2": ROWGROUPS_CASES}[args.study]
+             "rowgroups2": ROWGROUPS_CASES, "rowfma": ROWFMA_CASES}[args.study]
     global A_LAYOUT
     A_LAYOUT = "row" if args.study in ROW_STUDIES else "col"
     jobs = [(label, dtype, m, n, args.study) for dtype, m, n in cases for label, _ in variants(dtype, m, n)]
@@ -271,7 +282,7 @@ def main() -> None:
     suite = {"ring": "tsm2r-variants", "mma": "tsm2r-mma", "wide": "tsm2r-wide",
              "n32": "tsm2r-n32", "rowt3": "tsm2r-rowt3", "rowmma": "tsm2r-rowmma",
              "rowt32": "tsm2r-rowt32", "rowsmall": "tsm2r-rowsmall", "groups": "tsm2r-groups",
-             "rowgroups": "tsm2r-rowgroups", "rowgroups2": "tsm2r-rowgroups2"}[args.study]
+             "rowgroups": "tsm2r-rowgroups", "rowgroups2": "tsm2r-rowgroups2", "rowfma": "tsm2r-rowfma2"}[args.study]
     path = timing.write_results(args.out, suite, rows)
     print(timing.table(rows, ["case", "variant", "mma", "t3", "stages", "cluster", "warps", "groups", "rows",
                               "min_blocks", "regs", "us",

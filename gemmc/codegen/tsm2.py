@@ -32,6 +32,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "cluster_attribute": f"__cluster_dims__({plan.cluster}, 1, 1)" if plan.cluster > 1 else "",
         "a_row": cbool(kernel.layout_a is Layout.ROW), "b_row": cbool(kernel.layout_b is Layout.ROW),
         "c_row": cbool(kernel.layout_c is Layout.ROW), "beta_zero": cbool(kernel.beta == 0.0),
+        "a_by_rows": cbool(plan.a_by_rows),
     }
 
 

@@ -28,6 +28,7 @@ class Tsm2Plan(FamilyPlan):
     mma: int = 0  # TSM2R, column-major A, f64: rows of the f64 tensor-core fragment (16: m16n8k4, 8: m8n8k4), 0: FMAs
     stage_row: int = 0  # TSM2L: elements of each lane's shared-memory row for row-major A and C (0: none staged)
     row_groups: int = 1  # TSM2R column kernel: warps of each k slice, owning neighbouring rows and sharing its B
+    a_by_rows: bool = False  # TSM2R, row-major A in the column kernel (batches copied by rows), not the row kernel
 
     @property
     def threads(self) -> int:
@@ -50,7 +51,8 @@ class Tsm2Plan(FamilyPlan):
                      + (f" of {self.row_groups} warps" if self.row_groups > 1 else "")
                      + (f" x cluster {self.cluster}" if self.cluster > 1 else "")
                      + (f", {self.stages} stages" if self.stages > 1 else "") + f", rows/warp {self.rows_per_warp}"
-                     + (f", f64 tensor cores m{self.mma}n8k4" if self.mma else ""))
+                     + (f", f64 tensor cores m{self.mma}n8k4" if self.mma else "")
+                     + (", A copied by rows" if self.a_by_rows else ""))
         return (f"{self.family.value}: {knobs}; shared memory {self.smem} B, ~{self.regs} regs",
                 f"t2 threshold {self.t2_threshold:.1f} (n above it is compute-bound); predicted "
                 f"{self.predicted_bandwidth / 1e12:.2f} TB/s")

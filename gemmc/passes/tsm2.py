@@ -82,6 +82,20 @@ AUTO_TSM2R_MAX_N = 32
 # by rows: 768-804 us at n = 3-32 against SIMT's 1140-1590 (`..._tallskinny-tsm2r-16384_30720-n1_2_4_8-f64-
 # rowmajor.json`; 707-793 since stop 15), so auto takes it up to AUTO_TSM2R_MAX_N.
 AUTO_TSM2R_MAX_N_ROW_A = 4
+# Row-major A on the CUDA cores past ROW_KERNEL_MAX_N columns (stop 16): the column kernel, its batches copied by
+# rows (ROW_FMA_PIECE bytes of each row) into rows an odd number of 16-byte vectors apart, which the lanes read as
+# vectors (rows r x 32 + lane). At m = k = 16384, f32 (--study rowfma, bench/results/2026-11-23_h100_tsm2r-
+# rowfma2.json; cuBLAS 608-711 us): n = 8 / 16 / 32 400 / 505 / 931 us with 2 rows per lane, against the row
+# kernel's 851 / 2321 / 3979 and SIMT's 561 / 562 / 566 (stop 12's crossover). Stop 12's version of this path read
+# the rows unpadded (8-way bank conflicts) and was no faster than SIMT. 4 rows per lane, 64-byte pieces and clusters
+# were slower. The benchmark with every operand row-major (`..._tallskinny-tsm2r-f32-rowmajor-byrows.json`): n = 8
+# / 16 / 24 / 32 at 396 / 409 / 438 / 581 us against SIMT's 563 / 568 / 569 / 570, and the row kernel at n = 4 551
+# (65% of the roof) where n = 1 / 2 ran at 99% / 90%: the row kernel keeps n <= 2, `algorithm auto` takes TSM2R
+# for row-major f32 up to n = 24.
+ROW_KERNEL_MAX_N = 2
+ROW_FMA_ROWS = 2
+ROW_FMA_PIECE = 128
+AUTO_TSM2R_MAX_N_ROW_FMA = 24
 # f64 on sm_90's f64 tensor cores (either layout of A; passes of 32 columns above n = 32): TSM2R against SIMT at
 # n = 32 / 48 / 64 / 96 / 128, m = k = 16384, column-major 714 / 1320 / 1480 / 2040 / 2470 us against 1420 / 1920 /
 # 1960 / 3360 / 3820, row-major 782 / 1120 / 1180 / 1740 / 2180 against 1580 / 1970 / 1990 / 3610 / 3920; at 8192
@@ -162,14 +176,16 @@ def ring_stages(hw: Hardware, warps_per_sm: int, batch_bytes: int) -> int:
 
 
 def column_smem(kw: int, t2: int, t3: int, stages: int, rows: int, dtype: DType, hw: Hardware, mma: int = 0,
-                groups: int = 1) -> int:
+                groups: int = 1, a_row: bool = False) -> int:
     """Column-major TSM2R shared memory: per k slice (of `groups` warps), a ring of `stages` batches (for each warp
     t3 columns x warp x rows of A, each column padded by 32 bytes for the tensor cores' fragment loads, then the
     batch's t3 x t2 values of B padded to 16 bytes), reused after the k loop for the slice's partial sums (t2 x
-    groups x rows x warp). The template computes the same region size."""
+    groups x rows x warp; row-major A on the FMAs: the warp's rows x t3, each row padded by 16 bytes). The template
+    computes the same region size."""
     b_part = ceil_div(t3 * t2 * dtype.nbytes, 16) * 16 // dtype.nbytes
     column = hw.warp_size * rows + (32 // dtype.nbytes if mma else 0)
-    region = max(stages * (groups * t3 * column + b_part), t2 * groups * rows * hw.warp_size)
+    a_part = hw.warp_size * rows * (t3 + 16 // dtype.nbytes) if a_row and not mma else t3 * column
+    region = max(stages * (groups * a_part + b_part), t2 * groups * rows * hw.warp_size)
     return kw * region * dtype.nbytes
 
 
@@ -276,9 +292,9 @@ def column_bytes_in_flight(t3: int, stages: int, rows_per_lane: int, elem_bytes:
 
 
 def column_kernel(kernel: Kernel, plan: Tsm2Plan) -> bool:
-    """TSM2R's column kernel runs column-major A, and row-major A on the f64 tensor cores (batches copied by rows);
-    the row kernel the rest of row-major A."""
-    return kernel.layout_a is Layout.COL or plan.mma > 0
+    """TSM2R's column kernel runs column-major A, and row-major A where the plan copies its batches by rows (the f64
+    tensor cores); the row kernel the rest of row-major A."""
+    return kernel.layout_a is Layout.COL or plan.a_by_rows
 
 
 def default_row_groups(mma: int, a_layout: Layout, t2: int) -> int:
@@ -298,23 +314,31 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, group
     w = dtype.nbytes // 4 or 1
     need = bytes_needed_in_flight(hw)
     mma = f64_mma_rows(hw, dtype, t2, a_layout)
-    if a_layout is Layout.COL or mma:  # the column kernel (row-major A: tensor cores only)
+    # (HIP keeps the row kernel: its 64-lane warps would need 245 KiB for these batches, gfx90a has 64)
+    by_rows = a_layout is Layout.ROW and (mma > 0 or (t2 > ROW_KERNEL_MAX_N and hw.vendor == "cuda"))
+    if a_layout is Layout.COL or by_rows:  # the column kernel (row-major A: batches copied by rows)
         if mma:
             t2 = mma_pass_columns(t2, dtype)
         rows_per_warp = column_rows_per_lane(t2, dtype, MMA_ACC_REGS if mma else ACC_REGS)
+        if by_rows and not mma:
+            rows_per_warp = ROW_FMA_ROWS
         groups = groups or default_row_groups(mma, a_layout, t2)
         kw = COL_WARPS // groups  # k slices per block
         # (sm_80's m8n8k4 fragments spill 160 bytes with batches of 16 under ptxas: they keep 4, untimed)
         t3 = T3_BATCH
         if a_layout is Layout.ROW and mma == 16:
             t3 = ROW_T3_BATCH
-        # On the tensor cores a warp reads A's fragments one k step of 4 at a time, whatever the batch's length.
-        regs = column_regs(t2, T3_BATCH if mma else t3, rows_per_warp, dtype)
+        elif by_rows and not mma:
+            t3 = ROW_FMA_PIECE // dtype.nbytes
+        # On the tensor cores a warp reads A's fragments one k step of 4 at a time, whatever the batch's length; the
+        # FMAs on rows copied by rows hold one 16-byte vector of each row at a time.
+        held = T3_BATCH if mma else 16 // dtype.nbytes if by_rows else t3
+        regs = column_regs(t2, held, rows_per_warp, dtype)
         if mma and a_layout is Layout.ROW:
             regs = max(regs, ROW_MMA_REGS)
 
         def resident(stages: int) -> tuple[int, Occupancy]:  # shared memory and occupancy with a ring this deep
-            smem = column_smem(kw, t2, t3, stages, rows_per_warp, dtype, hw, mma, groups)
+            smem = column_smem(kw, t2, t3, stages, rows_per_warp, dtype, hw, mma, groups, a_layout is Layout.ROW)
             return smem, occupancy(hw, COL_WARPS * hw.warp_size, regs, smem)
 
         smem, occ = resident(STAGES)
@@ -332,7 +356,8 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, group
         return Tsm2Plan(family=Family.TSM2R, t1=COL_WARPS * hw.warp_size, t2=t2, t3=t3, tcf=1, kslices=kw,
                         rows_per_warp=rows_per_warp, elem_bytes=dtype.nbytes, t2_threshold=threshold,
                         predicted_bandwidth=predicted, smem=smem, regs=regs, cluster=cluster, stages=stages,
-                        min_blocks=blocks_per_sm if hw.vendor == "cuda" else 0, mma=mma, row_groups=groups)
+                        min_blocks=blocks_per_sm if hw.vendor == "cuda" else 0, mma=mma, row_groups=groups,
+                        a_by_rows=by_rows)
     rows_per_warp = 4 if t2 <= 16 else 2
     t3 = 4 * rows_per_warp  # elements of A in flight per lane per step
     regs = w * (rows_per_warp * t2 + t3 + 4) + 24
@@ -384,11 +409,12 @@ def classify(kernel: Kernel, hw: Hardware) -> tuple[Family | None, str]:
     if kernel.count is not None or len(kernel.problems) != 1 or kernel.dtype not in (DType.F32, DType.F64):
         return None, ""
     p = kernel.problems[0]
-    row_a = kernel.layout_a is Layout.ROW and not f64_mma_rows(hw, kernel.dtype, p.n, Layout.ROW)  # the row kernel
+    row_a = kernel.layout_a is Layout.ROW and not f64_mma_rows(hw, kernel.dtype, p.n, Layout.ROW)  # CUDA cores
     mma = f64_mma_rows(hw, kernel.dtype, p.n, kernel.layout_a) == 16  # sm_90's f64 tensor cores
-    max_n = AUTO_TSM2R_MAX_N_F64_MMA if mma else AUTO_TSM2R_MAX_N_ROW_A if row_a else AUTO_TSM2R_MAX_N
+    row_max = AUTO_TSM2R_MAX_N_ROW_FMA if kernel.dtype is DType.F32 and hw.vendor == "cuda" else AUTO_TSM2R_MAX_N_ROW_A
+    max_n = AUTO_TSM2R_MAX_N_F64_MMA if mma else row_max if row_a else AUTO_TSM2R_MAX_N
     if p.n <= max_n and p.m >= AUTO_TSM2R_MIN_MK and p.k >= AUTO_TSM2R_MIN_MK:
-        kind = " (row-major A, row kernel)" if row_a else " (f64 tensor cores)" if mma else ""
+        kind = " (row-major A)" if row_a else " (f64 tensor cores)" if mma else ""
         bound = "memory-bound" if p.n <= t2_threshold(hw, kernel.dtype) else "past the t2 threshold"
         return Family.TSM2R, (f"n = {p.n} <= {max_n}{kind} with m, k >= {AUTO_TSM2R_MIN_MK}: tall-and-skinny B, "
                               f"{bound} (TSM2R)")

@@ -36,6 +36,32 @@ def test_tsm2r_f64_tensor_cores(layouts, m, n, k):
                    "algorithm tsm2r }")
 
 
+# Row-major A through the column kernel on the FMAs (batches copied by rows, a lane's rows read as 16-byte vectors),
+# forced whatever the planner picks: rows per lane and batch length, odd shapes, both layouts of B and C.
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("layouts", ["rcc", "rrr", "rcr"])
+@pytest.mark.parametrize("m, n, k", [(1009, 9, 3001), (257, 16, 5003), (3001, 7, 1031), (17, 5, 7), (4093, 16, 3000)])
+@pytest.mark.parametrize("rows, t3, cluster", [(4, 16, 1), (2, 32, 3)])
+def test_tsm2r_row_major_on_the_fmas(dtype, layouts, m, n, k, rows, t3, cluster):
+    from dataclasses import replace
+
+    import gemmc
+    from gemmc.api import CompiledKernel
+    from gemmc.passes import tsm2
+    from gemmc.runtime.check import check_kernel
+
+    kern = gemmc.compile_string(f"kernel k {{ dtype {dtype} {layout_line(layouts)} alpha 1.5 beta -0.5 "
+                                f"gemm {m} x {n} x {k} algorithm tsm2r }}")["k"]
+    hw, t2 = kern.target, min(n, tsm2.T2_MAX)
+    smem = tsm2.column_smem(4, t2, t3, 2, rows, kern.ir.dtype, hw, 0, 1, True)
+    plan = replace(kern.ir.plan, a_by_rows=True, mma=0, kslices=4, row_groups=1, rows_per_warp=rows, t3=t3, t2=t2,
+                   stages=2, t1=4 * hw.warp_size, smem=smem, cluster=cluster, min_blocks=1)
+    ir = replace(kern.ir, plan=plan)
+    ir = replace(ir, work=tsm2.worklist(ir, plan, hw))
+    err = check_kernel(CompiledKernel(ir, hw, "<rows>"), seed=4, alpha=1.5, beta=-0.5, time_it=False)["errors"]
+    assert err["nonfinite"] == 0 and err["rel_fro"] < (1e-5 if dtype == "f32" else 1e-12), err
+
+
 # algorithm auto sends f64 up to n = 128 to TSM2R on sm_90's tensor cores: several passes of 32 columns, the last
 # partial (n = 97), at the rule's smallest m = k.
 @pytest.mark.parametrize("a_layout", ["col", "row"])

@@ -61,8 +61,8 @@ __device__ __forceinline__ bool gemmc_vec_ok(const T* p, long long ld, long long
 // partial sums are added in a fixed order at the end (deterministic): the block's KS slices through shared
 // memory, then the cluster's S blocks through distributed shared memory, each block storing its share of the tile.
 //
-// Row-major A on the f64 tensor cores runs the kernel above, its batches of A copied by rows (16-byte pieces of a
-// row's k values) and stored [rows][T3], which the fragment loads read as 32 consecutive elements.
+// Row-major A can run the kernel above (A_BY_ROWS; the plan's choice, always on the f64 tensor cores): its batches
+// of A are copied by rows (16-byte pieces of a row's k values) and stored by rows, [rows][AROW].
 // Otherwise, row-major A: one warp per group of RW rows; the lanes split k into 16-byte vectors (a warp reads
 // WARP x 16 contiguous bytes of a row), B is staged transposed so that each lane reads its 4 k values of one
 // column as one vector, and the lanes' partial sums are reduced with shuffles in a fixed order.
@@ -99,8 +99,8 @@ __device__ __forceinline__ void gemmc_cluster_sync_divergent() {
 __device__ __forceinline__ void gemmc_cluster_arrive_relaxed_divergent() {
   asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
 }
-template <typename T, int T2, int KS, int RG, int S, int T3, int STAGES, int RW, int WARP, int MMA, bool A_ROW,
-          bool B_ROW, bool C_ROW, bool BETA_ZERO>
+template <typename T, int T2, int KS, int RG, int S, int T3, int STAGES, int RW, int WARP, int MMA, bool A_BY_ROWS,
+          bool A_ROW, bool B_ROW, bool C_ROW, bool BETA_ZERO>
 __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __restrict__ A, const T* __restrict__ B,
                                             T* __restrict__ C, T alpha, T beta, T* __restrict__ smem) {
   const int tid = threadIdx.x, lane = tid % WARP, warp = tid / WARP;
@@ -108,7 +108,7 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
   // The column kernel (column-major A, and row-major A on the f64 tensor cores): the passes over n of one row tile
   // are neighbours in x (after the cluster's S blocks), so they run together and all but the first read A from L2.
   // The row kernel: the pass is blockIdx.y.
-  constexpr bool COLUMN = !A_ROW || MMA != 0;
+  constexpr bool COLUMN = !A_ROW || A_BY_ROWS;
   const long long passes = (p.n + T2 - 1) / T2;
   const long long n0 = (COLUMN ? (long long)blockIdx.x / S % passes : (long long)blockIdx.y) * T2;
   const long long ncols = p.n - n0 < T2 ? p.n - n0 : T2;
@@ -145,10 +145,9 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
     // A warp reads WARP x R consecutive rows of a column (512 bytes with 16-byte vectors): wide enough for full DRAM
     // bursts. One row per lane is copied asynchronously as one element (an element is always aligned).
     const bool avec = R == 1 || ((p.lda % R == 0) && (reinterpret_cast<unsigned long long>(A) % (R * sizeof(T)) == 0));
-    // Row-major A (f64 tensor cores only): the batch is stored by rows, [MT][T3], copied in 16-byte pieces of a row.
+    // Row-major A: the batch is stored by rows, [MT][AROW], copied in 16-byte pieces of a row.
     constexpr int AV = 16 / (int)sizeof(T), ACH = T3 / AV;  // elements per piece, pieces per row of a batch
-    static_assert(!A_ROW || (MMA != 0 && T3 % AV == 0),
-                  "row-major A runs the column kernel on the tensor cores, with whole 16-byte pieces per row");
+    static_assert(!A_ROW || T3 % AV == 0, "row-major A in the column kernel: whole 16-byte pieces per row");
     const bool arow_vec = (p.lda % AV == 0) && (reinterpret_cast<unsigned long long>(A) % 16 == 0);
     const bool rows_full = m + R <= p.m, tile_full = wrow + MT <= p.m;
     // B along k (column-major B) or along n (row-major B) in vectors: the slices start at multiples of T3.
@@ -161,7 +160,12 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
     // With tensor cores (MMA = the fragment's rows) each column of A is padded by 32 bytes: the lanes of a fragment
     // load read 4 columns at once, and 32 bytes apart they fall in different banks.
     constexpr int ACOL = MT + (MMA ? 32 / (int)sizeof(T) : 0);  // elements from one column of A to the next
-    constexpr int AS = T3 * ACOL, BS = (T3 * T2 * (int)sizeof(T) + 15) / 16 * 16 / (int)sizeof(T);
+    // Row-major A: from one row of the batch to the next. The FMAs read a lane's rows (r x WARP + lane) as 16-byte
+    // vectors, so the rows are an odd number of 16-byte vectors apart: a quarter warp's reads hit 8 bank groups.
+    constexpr int AROW = T3 + (MMA ? 0 : AV);
+    static_assert(MMA || !A_ROW || (AROW / AV) % 2 == 1, "row-major A: rows an odd number of vectors apart");
+    constexpr int AS = A_ROW ? (MT * AROW > T3 * ACOL ? MT * AROW : T3 * ACOL) : T3 * ACOL;
+    constexpr int BS = (T3 * T2 * (int)sizeof(T) + 15) / 16 * 16 / (int)sizeof(T);
     constexpr int STAGE = RG * AS + BS;
     constexpr int REGION = STAGES * STAGE > T2 * BT ? STAGES * STAGE : T2 * BT;
     T* ring = smem + ks * REGION;
@@ -189,15 +193,15 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
           long long step = (long long)(WARP / ACH) * p.lda;
           GEMMC_OPAQUE(step);
           const T* src = A + (wrow + lane / ACH) * p.lda + k0 + lane % ACH * AV;
-          T* dst = as + lane / ACH * T3 + lane % ACH * AV;
+          T* dst = as + lane / ACH * AROW + lane % ACH * AV;
 #pragma unroll
-          for (int i = 0; i < MT * ACH / WARP; ++i) gemmc_cp_async<16>(dst + i * (WARP / ACH) * T3, src + i * step);
+          for (int i = 0; i < MT * ACH / WARP; ++i) gemmc_cp_async<16>(dst + i * (WARP / ACH) * AROW, src + i * step);
         } else {  // the edges (the last rows, a slice's last batch, unaligned A): element by element where needed
 #pragma unroll 1
           for (int c0 = 0; c0 < MT * ACH; c0 += WARP) {
             const int c = c0 + lane, row = c / ACH, u = c % ACH * AV;
             const long long gm = wrow + row;
-            T* dst = as + row * T3 + u;
+            T* dst = as + row * AROW + u;
             if (arow_vec && gm < p.m && k0 + u + AV <= ke) {
               gemmc_cp_async<16>(dst, A + gm * p.lda + k0 + u);
             } else {
@@ -272,28 +276,43 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
       copy_batch(b + STAGES - 1);
       const T* as = ring + (b % STAGES) * STAGE + rg * AS;
       const T* bs = ring + (b % STAGES) * STAGE + RG * AS;
-      T a[T3][R];
+      // The FMAs, UC k values of the batch at a time: all T3 of a lane's column vectors, or one 16-byte vector of
+      // each of its rows (row-major A: rows r x WARP + lane of the warp's tile).
+      constexpr int UC = A_ROW ? AV : T3;
 #pragma unroll
-      for (int u = 0; u < T3; ++u) {
-        const gemmc_vec<T, R> v = *reinterpret_cast<const gemmc_vec<T, R>*>(as + u * ACOL + lane * R);
+      for (int u0 = 0; u0 < T3; u0 += UC) {
+        T a[UC][R];
+        if constexpr (A_ROW) {
 #pragma unroll
-        for (int r = 0; r < R; ++r) a[u][r] = v.v[r];
-      }
-      if (B_ROW) {
+          for (int r = 0; r < R; ++r) {
+            const gemmc_vec<T, UC> v = *reinterpret_cast<const gemmc_vec<T, UC>*>(as + (r * WARP + lane) * AROW + u0);
 #pragma unroll
-        for (int u = 0; u < T3; ++u)
+            for (int q = 0; q < UC; ++q) a[q][r] = v.v[q];
+          }
+        } else {
 #pragma unroll
-          for (int j = 0; j < T2; ++j)
+          for (int q = 0; q < UC; ++q) {
+            const gemmc_vec<T, R> v = *reinterpret_cast<const gemmc_vec<T, R>*>(as + (u0 + q) * ACOL + lane * R);
 #pragma unroll
-            for (int r = 0; r < R; ++r) acc[r][j] = GEMMC_FMA(a[u][r], bs[u * T2 + j], acc[r][j]);
-      } else {
+            for (int r = 0; r < R; ++r) a[q][r] = v.v[r];
+          }
+        }
+        if (B_ROW) {
 #pragma unroll
-        for (int j = 0; j < T2; ++j) {
-          if (j >= ncols) break;  // uniform: the columns past n are never stored
+          for (int q = 0; q < UC; ++q)
 #pragma unroll
-          for (int u = 0; u < T3; ++u)
+            for (int j = 0; j < T2; ++j)
 #pragma unroll
-            for (int r = 0; r < R; ++r) acc[r][j] = GEMMC_FMA(a[u][r], bs[j * T3 + u], acc[r][j]);
+              for (int r = 0; r < R; ++r) acc[r][j] = GEMMC_FMA(a[q][r], bs[(u0 + q) * T2 + j], acc[r][j]);
+        } else {
+#pragma unroll
+          for (int j = 0; j < T2; ++j) {
+            if (j >= ncols) break;  // uniform: the columns past n are never stored
+#pragma unroll
+            for (int q = 0; q < UC; ++q)
+#pragma unroll
+              for (int r = 0; r < R; ++r) acc[r][j] = GEMMC_FMA(a[q][r], bs[j * T3 + u0 + q], acc[r][j]);
+          }
         }
       }
     }
@@ -317,7 +336,7 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
 #pragma unroll
       for (int j = 0; j < T2; ++j)
 #pragma unroll
-        for (int r = 0; r < R; ++r) sums[j * BT + lane * R + r] = acc[r][j];
+        for (int r = 0; r < R; ++r) sums[j * BT + (A_ROW ? r * WARP + lane : lane * R + r)] = acc[r][j];
     }
     __syncthreads();
     for (int v = tid; v < T2 * BT; v += NT) {
@@ -399,6 +418,6 @@ extern "C" __global__ void __launch_bounds__(128, 5) __cluster_dims__(4, 1, 1) g
   const float beta_ = 0.0f;
   (void)alpha; (void)beta;
   (void)block_offsets; (void)tiles;  // TSM2 maps blocks to rows by arithmetic: no work list
-  gemmc_tsm2r<float, 8, 4, 1, 4, 4, 2, 4, 32, 0, false, false, false, true>(
+  gemmc_tsm2r<float, 8, 4, 1, 4, 4, 2, 4, 32, 0, false, false, false, false, true>(
       problems[0], A[0], B[0], C[0], alpha_, beta_, reinterpret_cast<float*>(gemmc_smem_raw));
 }
