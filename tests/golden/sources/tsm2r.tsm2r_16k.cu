@@ -105,7 +105,7 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
                                             T* __restrict__ C, T alpha, T beta, T* __restrict__ smem) {
   const int tid = threadIdx.x, lane = tid % WARP, warp = tid / WARP;
   constexpr int NT = KS * RG * WARP;  // threads per block
-  // The column kernel (column-major A, and row-major A on the f64 tensor cores): the passes over n of one row tile
+  // The column kernel (column-major A, and row-major A copied by rows): the passes over n of one row tile
   // are neighbours in x (after the cluster's S blocks), so they run together and all but the first read A from L2.
   // The row kernel: the pass is blockIdx.y.
   constexpr bool COLUMN = !A_ROW || A_BY_ROWS;
@@ -126,7 +126,8 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
   };
 
   if constexpr (COLUMN) {
-    constexpr int R = RW;            // consecutive rows per lane: one 16-byte vector of a column (or less)
+    constexpr int R = RW;            // rows per lane: one 16-byte vector of a column (or less); row-major A on the
+                                     // FMAs: rows r x WARP + lane
     constexpr int MT = WARP * R;     // rows per warp
     constexpr int BT = RG * MT;      // rows per block (the row tile)
     constexpr int P = S * KS;        // k slices per row tile
