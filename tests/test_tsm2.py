@@ -68,7 +68,7 @@ def test_h100_parameters_saturate_littles_law():
     ("gemm 1000 x 16 x 16", Family.SIMT),
     ("gemm 16384 x 8 x 16384 count 2", Family.SIMT),
     ("gemm 16384 x 8 x 16384 tile 64x64x8", Family.SIMT),
-    ("gemm 16384 x 2 x 16384", Family.TSM2R),  # row-major A (the default): TSM2R's row kernel
+    ("gemm 16384 x 1 x 16384", Family.TSM2R),  # row-major A (the default): TSM2R's row kernel
     ("gemm 16384 x 24 x 16384", Family.TSM2R),  # the column kernel, A copied by rows (H100: 1.3-1.4x SIMT)
     ("gemm 16384 x 25 x 16384", Family.SIMT),
     ("layout A row, B col, C col gemm 16384 x 32 x 16384", Family.SIMT),
@@ -86,9 +86,9 @@ def test_auto_rule(text, family):
     assert gemmc.compile_string(f"kernel k {{ {text} }}")["k"].ir.family is family
 
 
-@pytest.mark.parametrize("n, by_rows, rows", [(2, False, 4), (3, True, 2), (16, True, 2), (32, True, 2)])
-def test_row_major_f32_copies_a_by_rows_past_2_columns(n, by_rows, rows):
-    # n <= 2: the row kernel (k slices of 8 warps over rows); past it the column kernel with 128-byte row pieces.
+@pytest.mark.parametrize("n, by_rows, rows", [(1, False, 4), (2, True, 2), (16, True, 2), (32, True, 2)])
+def test_row_major_f32_copies_a_by_rows_past_1_column(n, by_rows, rows):
+    # n = 1: the row kernel (k slices of 8 warps over rows); past it the column kernel with 128-byte row pieces.
     plan = gemmc.compile_string(f"kernel k {{ dtype f32 gemm 16384 x {n} x 16384 algorithm tsm2r }}")["k"].ir.plan
     assert (plan.a_by_rows, plan.rows_per_warp) == (by_rows, rows)
     if by_rows:
@@ -152,7 +152,7 @@ RENDERS = {
     "r_col_f64_n12": "dtype f64 layout A col, B col, C row gemm 8195 x 12 x 8192 algorithm tsm2r beta runtime",
     "r_col_f64_n40": "dtype f64 layout A col, B col, C col gemm 8192 x 40 x 8192 algorithm tsm2r",
     "r_row_f32": "dtype f32 gemm 8192 x 16 x 8192 algorithm tsm2r alpha runtime",  # the column kernel, by rows
-    "r_row_f32_n2": "dtype f32 layout A row, B col, C row gemm 8192 x 2 x 8192 algorithm tsm2r",  # the row kernel
+    "r_row_f32_n1": "dtype f32 layout A row, B col, C row gemm 8192 x 1 x 8192 algorithm tsm2r",  # the row kernel
     "l_col_f32": "dtype f32 layout A col, B col, C col gemm 10000000 x 8 x 8 algorithm tsm2l",
     "l_row_f64": "dtype f64 gemm 1000 x 5 x 7 algorithm tsm2l beta runtime",
 }
@@ -195,7 +195,7 @@ def test_alternatives_are_the_cluster_sizes_model_first():
     assert "times clusters of 1-7 blocks" in " ".join(kernel.notes)
     # nothing to time where there are no clusters, for the row kernel and for TSM2L
     assert tsm2.alternatives(_render("r_col_f32_m8k", "sm_80").ir, TARGETS["sm_80"]) == ()
-    for name in ("r_row_f32_n2", "l_col_f32"):
+    for name in ("r_row_f32_n1", "l_col_f32"):
         assert tsm2.alternatives(_render(name, "sm_90").ir, H100) == ()
 
 

@@ -90,9 +90,11 @@ AUTO_TSM2R_MAX_N_ROW_A = 4
 # the rows unpadded (8-way bank conflicts) and was no faster than SIMT. 4 rows per lane, 64-byte pieces and clusters
 # were slower. The benchmark with every operand row-major (`..._tallskinny-tsm2r-f32-rowmajor-byrows.json`): n = 8
 # / 16 / 24 / 32 at 396 / 409 / 438 / 581 us against SIMT's 563 / 568 / 569 / 570, and the row kernel at n = 4 551
-# (65% of the roof) where n = 1 / 2 ran at 99% / 90%: the row kernel keeps n <= 2, `algorithm auto` takes TSM2R
+# (65% of the roof) where n = 1 / 2 ran at 99% / 90%. Copied by rows, n = 3 took 103 / 393 / 1360 us at m = k =
+# 8192 / 16384 / 30720 against the row kernel's 123 / 390 / 1360 at n = 2 and 123 / 360 / 1290 at n = 1
+# (`..._tallskinny-tsm2r-f32-rowmajor-stop16.json`): the row kernel keeps n = 1, and `algorithm auto` takes TSM2R
 # for row-major f32 up to n = 24.
-ROW_KERNEL_MAX_N = 2
+ROW_KERNEL_MAX_N = 1
 ROW_FMA_ROWS = 2
 ROW_FMA_PIECE = 128
 AUTO_TSM2R_MAX_N_ROW_FMA = 24

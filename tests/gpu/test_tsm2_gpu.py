@@ -14,7 +14,7 @@ pytestmark = pytest.mark.gpu
 # Column-major A on sm_90 splits k over clusters of 8, 7, 5, 2 blocks and (262147 x 3 x 97 f32: enough blocks
 # without) none; n = 33 is two passes of 32 columns.
 @pytest.mark.parametrize("m, n, k", [(1, 1, 1), (4099, 7, 1031), (257, 33, 3001), (63, 1, 129), (2000, 16, 4000),
-                                     (262147, 3, 97), (30011, 16, 2053)])
+                                     (262147, 3, 97), (30011, 16, 2053), (8191, 2, 4099)])
 def test_tsm2r(dtype, layouts, m, n, k):
     check_schedule(f"kernel k {{ dtype {dtype} {layout_line(layouts)} alpha 1.5 beta 0 gemm {m} x {n} x {k} "
                    "algorithm tsm2r }")
