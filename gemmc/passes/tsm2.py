@@ -309,6 +309,20 @@ def default_row_groups(mma: int, a_layout: Layout, t2: int) -> int:
     return ROW_MMA_GROUPS if t2 >= ROW_GROUPS_MIN_N else 1
 
 
+def column_shape(t2: int, dtype: DType, a_layout: Layout, mma: int, by_rows: bool) -> tuple[int, int, int]:
+    """The column kernel's rows per lane, batch length t3, and how many of a batch's k values a lane holds at once,
+    by the kernel's form: row-major A on the FMAs (ROW_FMA_ROWS rows, ROW_FMA_PIECE bytes of each, one 16-byte
+    vector of each row at a time), row-major A on sm_90's tensor cores (ROW_T3_BATCH k of each row), else one
+    16-byte vector of a column per lane (fewer rows where the accumulators would not fit) and T3_BATCH columns. On
+    the tensor cores a warp reads A's fragments one k step of 4 at a time, whatever the batch's length."""
+    if by_rows and not mma:
+        return ROW_FMA_ROWS, ROW_FMA_PIECE // dtype.nbytes, 16 // dtype.nbytes
+    rows = column_rows_per_lane(t2, dtype, MMA_ACC_REGS if mma else ACC_REGS)
+    # (sm_80's m8n8k4 fragments spill 160 bytes with batches of 16 under ptxas: they keep 4, untimed)
+    t3 = ROW_T3_BATCH if a_layout is Layout.ROW and mma == 16 else T3_BATCH
+    return rows, t3, T3_BATCH if mma else t3
+
+
 def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, groups: int | None = None) -> Tsm2Plan:
     """TSM2R's plan; `groups` (warps per k slice of the column kernel) overrides the default."""
     threshold = t2_threshold(hw, dtype)
@@ -321,20 +335,9 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, group
     if a_layout is Layout.COL or by_rows:  # the column kernel (row-major A: batches copied by rows)
         if mma:
             t2 = mma_pass_columns(t2, dtype)
-        rows_per_warp = column_rows_per_lane(t2, dtype, MMA_ACC_REGS if mma else ACC_REGS)
-        if by_rows and not mma:
-            rows_per_warp = ROW_FMA_ROWS
+        rows_per_warp, t3, held = column_shape(t2, dtype, a_layout, mma, by_rows)
         groups = groups or default_row_groups(mma, a_layout, t2)
         kw = COL_WARPS // groups  # k slices per block
-        # (sm_80's m8n8k4 fragments spill 160 bytes with batches of 16 under ptxas: they keep 4, untimed)
-        t3 = T3_BATCH
-        if a_layout is Layout.ROW and mma == 16:
-            t3 = ROW_T3_BATCH
-        elif by_rows and not mma:
-            t3 = ROW_FMA_PIECE // dtype.nbytes
-        # On the tensor cores a warp reads A's fragments one k step of 4 at a time, whatever the batch's length; the
-        # FMAs on rows copied by rows hold one 16-byte vector of each row at a time.
-        held = T3_BATCH if mma else 16 // dtype.nbytes if by_rows else t3
         regs = column_regs(t2, held, rows_per_warp, dtype)
         if mma and a_layout is Layout.ROW:
             regs = max(regs, ROW_MMA_REGS)
