@@ -193,10 +193,22 @@ def test_alternatives_are_the_cluster_sizes_model_first():
                                    predicted_bandwidth=kernel.plan.predicted_bandwidth) == kernel.plan
         assert alt.work.grid[0] == 8192 // 128 * alt.plan.cluster and alt.work.problems == kernel.work.problems
     assert "times clusters of 1-7 blocks" in " ".join(kernel.notes)
-    # nothing to time where there are no clusters, for the row kernel and for TSM2L
+    # nothing to time where there are no clusters and for TSM2L
     assert tsm2.alternatives(_render("r_col_f32_m8k", "sm_80").ir, TARGETS["sm_80"]) == ()
-    for name in ("r_row_f32_n1", "l_col_f32"):
-        assert tsm2.alternatives(_render(name, "sm_90").ir, H100) == ()
+    assert tsm2.alternatives(_render("l_col_f32", "sm_90").ir, H100) == ()
+
+
+def test_the_row_kernel_is_timed_against_the_column_kernel_by_rows():
+    # Row-major f32 n = 1 plans the row kernel; the tuning step also times the column kernel with A copied by rows
+    # at every cluster size (it won at m = k = 8192, lost at 16384-30720).
+    kernel = _render("r_row_f32_n1", "sm_90").ir
+    found = tsm2.alternatives(kernel, H100)
+    assert found[0] == ("row kernel (model)", found[0][1]) and not found[0][1].plan.a_by_rows
+    assert found[0][1].work.grid == kernel.work.grid
+    by_rows = [alt.plan for _, alt in found[1:]]
+    assert all(plan.a_by_rows and plan.t3 == 32 for plan in by_rows)
+    assert sorted(plan.cluster for plan in by_rows) == list(range(1, tsm2.MAX_CLUSTER + 1))
+    assert "against this row kernel" in " ".join(kernel.notes)
 
 
 def test_f64_tensor_cores_share_b_between_the_warps_of_a_k_slice():

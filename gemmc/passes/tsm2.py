@@ -323,15 +323,18 @@ def column_shape(t2: int, dtype: DType, a_layout: Layout, mma: int, by_rows: boo
     return rows, t3, T3_BATCH if mma else t3
 
 
-def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, groups: int | None = None) -> Tsm2Plan:
-    """TSM2R's plan; `groups` (warps per k slice of the column kernel) overrides the default."""
+def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, groups: int | None = None,
+                 by_rows: bool | None = None) -> Tsm2Plan:
+    """TSM2R's plan; `groups` (warps per k slice of the column kernel) and `by_rows` (row-major A in the column
+    kernel, its batches copied by rows) override the defaults."""
     threshold = t2_threshold(hw, dtype)
     t2 = choose_t2(p.n, threshold)
     w = dtype.nbytes // 4 or 1
     need = bytes_needed_in_flight(hw)
     mma = f64_mma_rows(hw, dtype, t2, a_layout)
     # (HIP keeps the row kernel: its 64-lane warps would need 245 KiB for these batches, gfx90a has 64)
-    by_rows = a_layout is Layout.ROW and (mma > 0 or (t2 > ROW_KERNEL_MAX_N and hw.vendor == "cuda"))
+    if by_rows is None:
+        by_rows = a_layout is Layout.ROW and (mma > 0 or (t2 > ROW_KERNEL_MAX_N and hw.vendor == "cuda"))
     if a_layout is Layout.COL or by_rows:  # the column kernel (row-major A: batches copied by rows)
         if mma:
             t2 = mma_pass_columns(t2, dtype)
@@ -465,7 +468,11 @@ def notes(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> tuple[str, ...]:
     lines: tuple[str, ...] = (f"{plan.family.value}: n = {p.n} vs t2 threshold {plan.t2_threshold:.1f}: {bound}; "
                               f"Little's law needs {bytes_needed_in_flight(hw) / 1024:.1f} KiB in flight per SM",)
     sizes = cluster_sizes(p.k, plan.kslices, plan.t3)
-    if plan.family is Family.TSM2R and column_kernel(kernel, plan) and hw.has_clusters and len(sizes) > 1:
+    if (plan.family is Family.TSM2R and not column_kernel(kernel, plan) and not plan.mma and hw.vendor == "cuda"
+            and hw.has_clusters):  # the row kernel: `alternatives` offers the column kernel by rows
+        lines += ("tsm2r: the first call on a GPU times the column kernel with A copied by rows (each cluster size) "
+                  "against this row kernel and keeps the fastest (GEMMC_TUNE=0 keeps this one)",)
+    elif plan.family is Family.TSM2R and column_kernel(kernel, plan) and hw.has_clusters and len(sizes) > 1:
         slices = f", with k slices of {plan.row_groups} warps and of 1," if plan.row_groups > 1 else ""
         lines += (f"tsm2r: the first call on a GPU times clusters of {sizes[0]}-{sizes[-1]} blocks{slices} and keeps "
                   f"the fastest (the model's choice: {plan.cluster}; GEMMC_TUNE=0 keeps it)",)
@@ -481,15 +488,22 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
     745, 786, 747; bench/results/2026-11-22_h100_tsm2r-wide_call1.json). Where the k slices have MMA_ROW_GROUPS
     warps, every cluster size with slices of one warp too: at m = k = 8192, f64 n = 32, those took 184-186 us at
     their best cluster and the grouped slices 201-246 (bench/results/2026-11-23_h100_tsm2r-groups-run3.json,
-    2026-11-23_h100_tallskinny-tsm2r-f64-stop16.json). Empty: nothing to time."""
+    2026-11-23_h100_tallskinny-tsm2r-f64-stop16.json). Where the plan is the row kernel (row-major A, n = 1 on
+    CUDA), the column kernel with A copied by rows at every cluster size: at m = k = 8192 f32 it took 102-104 us at
+    n = 2-3 where the row kernel took 123, at 16384-30720 the row kernel was 7-9% ahead at n = 1
+    (bench/results/2026-11-23_h100_tallskinny-tsm2r-f32-rowmajor-n2.json). Empty: nothing to time."""
     plan = kernel.plan
-    if (not isinstance(plan, Tsm2Plan) or plan.family is not Family.TSM2R or not column_kernel(kernel, plan)
-            or not hw.has_clusters):
+    if not isinstance(plan, Tsm2Plan) or plan.family is not Family.TSM2R or not hw.has_clusters:
         return ()
     p = kernel.problems[0]
     out = []
     bases = [plan]
-    if plan.row_groups > 1:
+    if not column_kernel(kernel, plan):  # the row kernel: the model's choice, then the column kernel by rows
+        if kernel.layout_a is not Layout.ROW or plan.mma or hw.vendor != "cuda":
+            return ()
+        out.append(("row kernel (model)", replace(kernel, work=worklist(kernel, plan, hw))))
+        bases = [tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, by_rows=True)]
+    elif plan.row_groups > 1:
         bases.append(tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, groups=1))
     for base in bases:
         row_blocks = column_row_blocks(p, base.t2, base.rows_per_warp, hw, base.row_groups)
@@ -501,8 +515,9 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
             variant = replace(base, cluster=size, predicted_bandwidth=cluster_bandwidth(
                 hw, size, row_blocks, blocks_per_sm, base.kslices * base.row_groups, in_flight))
             planned = replace(kernel, plan=variant)
+            other = ", A copied by rows" if not column_kernel(kernel, plan) else ", 1-warp slices"
             label = (f"cluster {size}" + (" (model)" if base is plan and size == plan.cluster else "")
-                     + (", 1-warp slices" if base is not plan else ""))
+                     + (other if base is not plan else ""))
             out.append((label, replace(planned, work=worklist(planned, variant, hw))))
     return tuple(out)
 

@@ -186,10 +186,11 @@ def test_tsm2r_64_bit_indexing(a_layout):
 
 
 @pytest.mark.parametrize("dtype, n, k, a_layout", [("f32", 13, 20011, "col"), ("f64", 32, 20011, "col"),
-                                                   ("f64", 32, 20011, "row"), ("f64", 32, 20012, "row")])
+                                                   ("f64", 32, 20011, "row"), ("f64", 32, 20012, "row"),
+                                                   ("f32", 1, 20012, "row")])
 def test_every_tuning_candidate_is_correct(dtype, n, k, a_layout):
-    # The tuning step may pick any of the planner's alternatives (cluster sizes 1-7, and for column-major f64 on the
-    # tensor cores k slices of 2 warps and of 1): each against float64.
+    # The tuning step may pick any of the planner's alternatives (cluster sizes 1-7; k slices of several warps and of
+    # one; the row kernel and the column kernel by rows): each against float64.
     import gemmc
     from gemmc.api import CompiledKernel
     from gemmc.passes import tsm2
@@ -198,7 +199,9 @@ def test_every_tuning_candidate_is_correct(dtype, n, k, a_layout):
     kern = gemmc.compile_string(f"kernel k {{ dtype {dtype} layout A {a_layout}, B col, C col alpha 1.5 beta -0.5 "
                                 f"gemm 3001 x {n} x {k} algorithm tsm2r }}")["k"]
     found = tsm2.alternatives(kern.ir, kern.target)
-    assert len(found) == tsm2.MAX_CLUSTER * (2 if kern.ir.plan.row_groups > 1 else 1)
+    plan = kern.ir.plan
+    assert len(found) == (1 + tsm2.MAX_CLUSTER if not tsm2.column_kernel(kern.ir, plan)
+                          else tsm2.MAX_CLUSTER * (2 if plan.row_groups > 1 else 1))
     for label, ir in found:
         err = check_kernel(CompiledKernel(ir, kern.target, "<alt>"), seed=5, alpha=1.5, beta=-0.5,
                            time_it=False)["errors"]
