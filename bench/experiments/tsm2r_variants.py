@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import statistics
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -42,14 +43,19 @@ ROWSMALL_CASES = [("f64", 8192, 1), ("f64", 8192, 2), ("f64", 16384, 1), ("f64",
 GROUPS_CASES = [("f64", 8192, 32), ("f64", 16384, 32), ("f64", 30720, 32), ("f64", 30720, 16)]
 ROWGROUPS_CASES = [("f64", 16384, 32), ("f64", 30720, 32)]
 ROWFMA_CASES = [("f32", 16384, 8), ("f32", 16384, 16), ("f32", 16384, 32), ("f32", 30720, 16)]
+ROW8192_CASES = [("f32", 8192, 8), ("f32", 8192, 16), ("f32", 16384, 16), ("f64", 8192, 1), ("f64", 8192, 32),
+                 ("f64", 16384, 32)]
+ROWFMA3_CASES = [("f32", 8192, 4), ("f32", 8192, 8), ("f32", 8192, 16), ("f32", 16384, 16)]
 ROWMMA_CASES = [("f64", 16384, 1), ("f64", 16384, 2), ("f64", 16384, 4), ("f64", 16384, 8), ("f64", 30720, 8)]
 
 
-A_LAYOUT = "col"  # A's layout (row in ROW_STUDIES); B and C stay column-major
+A_LAYOUT = "col"  # A's layout (row in ROW_STUDIES)
+BC_LAYOUT = os.environ.get("TSM2R_BC_LAYOUT", "col")  # B's and C's (the worker processes read it too)
 
 
 def base(dtype: str, m: int, n: int) -> CompiledKernel:
-    return gemmc.compile_string(f"kernel t {{ dtype {dtype} layout A {A_LAYOUT}, B col, C col gemm {m} x {n} x {m} "
+    return gemmc.compile_string(f"kernel t {{ dtype {dtype} layout A {A_LAYOUT}, B {BC_LAYOUT}, C {BC_LAYOUT} "
+                                f"gemm {m} x {n} x {m} "
                                 "algorithm tsm2r }")["t"]
 
 
@@ -97,7 +103,7 @@ def replanned(kern: CompiledKernel, **constants) -> CompiledKernel:
 STUDY = "ring"
 ROUNDS = 1  # passes over a case's variants (--rounds)
 # the studies of row-major A
-ROW_STUDIES = ("rowt3", "rowmma", "rowt32", "rowsmall", "rowgroups", "rowgroups2", "rowfma")
+ROW_STUDIES = ("rowt3", "rowmma", "rowt32", "rowsmall", "rowgroups", "rowgroups2", "rowfma", "row8192", "rowfma3")
 
 
 def grouped(kern: CompiledKernel) -> list[tuple[str, CompiledKernel]]:
@@ -138,6 +144,21 @@ def variants(dtype: str, m: int, n: int, study: str | None = None) -> list[tuple
             out += [(f"by rows r{rows} t3 {t3} cluster {c}",
                      variant(kern, a_by_rows=True, mma=0, kslices=4, row_groups=1, rows_per_warp=rows, t3=t3, stages=2,
                              t2=n, regs=regs, cluster=c)) for c in (1, 2, 4)]
+        return out
+    if (study or STUDY) in ("row8192", "rowfma3"):  # row-major misses at m = 8192: rows per warp, slices, clusters
+        if dtype == "f32":  # the column kernel by rows: 1 or 2 rows per lane (32 or 64 rows per warp)
+            for rows in (1, 2):
+                regs = tsm2.column_regs(n, 4, rows, kern.ir.dtype)  # as the planner: 16-byte vectors
+                out += [(f"by rows r{rows} cluster {c}",
+                         variant(kern, rows_per_warp=rows, regs=regs, cluster=c)) for c in (1, 2, 3)]
+            return out
+        shapes = ((2, 1, 4, (1, 2, 3)), (1, 1, 4, (1, 2, 4))) if n <= 16 else \
+            ((2, 4, 1, (3, 4)), (2, 2, 2, (1, 2)), (2, 1, 4, (1, 2)), (1, 4, 1, (2, 4)), (1, 2, 2, (1, 2)))
+        for rows, groups, slices, clusters in shapes:
+            changes = dict(rows_per_warp=rows, row_groups=groups, kslices=slices, t3=32, stages=2)
+            changes.update(regs=plan.regs) if rows == 2 else changes.update(regs=160, min_blocks=3)
+            out += [(f"r{rows} {groups}x{slices} warps cluster {c}", variant(kern, cluster=c, **changes))
+                    for c in clusters]
         return out
     if (study or STUDY) == "rowgroups2":  # row-major f64 n = 32: slices sharing B, and 256-byte row pieces (t3 32)
         for groups, slices, t3, clusters in ((1, 4, 16, (1, 2)), (1, 4, 32, (1, 2)), (2, 2, 16, (1, 2)),
@@ -188,6 +209,28 @@ def variants(dtype: str, m: int, n: int, study: str | None = None) -> list[tuple
     return out
 
 
+def max_active_clusters(kern: CompiledKernel) -> int:
+    """cuOccupancyMaxActiveClusters for the kernel's compiled cluster size, block and shared memory: how many of
+    its clusters the GPU holds at once (clusters of one block: its resident blocks). An SM of a GPC that cannot
+    hold a whole cluster stays idle, so this can be less than SMs x blocks per SM / cluster."""
+    import ctypes
+
+    from gemmc.runtime.launch import kernel_function
+
+    class LaunchConfig(ctypes.Structure):
+        _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("smem", ctypes.c_uint),
+                    ("stream", ctypes.c_void_p), ("attrs", ctypes.c_void_p), ("nattrs", ctypes.c_uint)]
+
+    work, cluster = kern.ir.work, kern.ir.plan.cluster
+    config = LaunchConfig((cluster * 64, 1, 1), (work.block, 1, 1), work.smem_bytes, None, None, 0)
+    count = ctypes.c_int(-1)
+    libcuda = ctypes.CDLL("libcuda.so.1")
+    fn = kernel_function(kern)
+    fn = getattr(fn, "kernel", fn)  # a RawKernel's cupy.cuda.function.Function
+    status = libcuda.cuOccupancyMaxActiveClusters(ctypes.byref(count), ctypes.c_void_p(fn.ptr), ctypes.byref(config))
+    return count.value if status == 0 else -status
+
+
 def compile_one(args: tuple[str, str, int, int, str]) -> str:
     from gemmc.runtime.compile import device_function
 
@@ -208,23 +251,27 @@ def time_case(dtype: str, m: int, n: int) -> list[dict]:
     k = m
     A = torch.randn(m, k, device="cuda", dtype=tdt)  # row-major m x k, or column-major below
     A = A if A_LAYOUT == "row" else torch.randn(k, m, device="cuda", dtype=tdt).t()
-    B = torch.randn(n, k, device="cuda", dtype=tdt).t()
+    B = torch.randn(n, k, device="cuda", dtype=tdt).t() if BC_LAYOUT == "col" else torch.randn(k, n, device="cuda",
+                                                                                                 dtype=tdt)
     ref = A.double() @ B.double()
     nbytes = (m * k + k * n + m * n) * A.element_size()
-    out = torch.empty(n, m, device="cuda", dtype=tdt).t()
+    out = torch.empty(n, m, device="cuda", dtype=tdt).t() if BC_LAYOUT == "col" else torch.empty(m, n, device="cuda",
+                                                                                                   dtype=tdt)
     kerns = variants(dtype, m, n)
     rows, graphs = [], []
     for label, kern in kerns:
-        C = torch.full((n, m), float("nan"), device="cuda", dtype=tdt).t()
+        C = torch.full((n, m), float("nan"), device="cuda", dtype=tdt).t() if BC_LAYOUT == "col" else \
+            torch.full((m, n), float("nan"), device="cuda", dtype=tdt)
         kern([A], [B], [C])
         err = float((C.double() - ref).norm() / ref.norm())
         graphs.append(timing.gemmc_graph(lambda kern=kern, C=C: kern([A], [B], [C])))
         loop = timing.device_seconds(lambda kern=kern, C=C: kern([A], [B], [C]), calls=20, windows=5)
         plan = kern.ir.plan
-        rows.append({"case": f"{dtype} m=k={m} n={n}", "variant": label, "mma": plan.mma, "t3": plan.t3,
-                     "stages": plan.stages, "cluster": plan.cluster,
+        rows.append({"case": f"{dtype} m=k={m} n={n} B, C {BC_LAYOUT}", "variant": label, "mma": plan.mma,
+                     "t3": plan.t3, "stages": plan.stages, "cluster": plan.cluster,
                      "warps": plan.kslices, "groups": plan.row_groups, "rows": plan.rows_per_warp,
                      "min_blocks": plan.min_blocks, "regs": int(kernel_function(kern).num_regs),
+                     "blocks": kern.ir.work.grid[0], "max_clusters": max_active_clusters(kern),
                      "loop_us": loop * 1e6, "predicted_tbs": plan.predicted_bandwidth / 1e12, "err": err})
     # ROUNDS passes over the variants and cuBLAS, each timed from its graph in turn; the median per variant (the
     # power cap moves a kernel's time by 5-10% from window to window).
@@ -248,8 +295,6 @@ def time_case(dtype: str, m: int, n: int) -> list[dict]:
 
 
 def main() -> None:
-    import os
-
     import torch
 
     os.environ["GEMMC_TUNE"] = "0"  # the variants are timed as planned, not replaced by the tuning step's choice
@@ -259,7 +304,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=12)
     parser.add_argument("--rounds", type=int, default=1, help="time every variant this many times in turn")
     parser.add_argument("--study", choices=("ring", "mma", "wide", "n32", "rowt3", "rowmma", "rowt32", "rowsmall",
-                                                       "groups", "rowgroups", "rowgroups2", "rowfma"),
+                                            "groups", "rowgroups", "rowgroups2", "rowfma", "row8192", "rowfma3"),
                         default="ring")
     args = parser.parse_args()
     global STUDY, ROUNDS
@@ -267,7 +312,8 @@ def main() -> None:
     cases = {"ring": CASES, "mma": MMA_CASES, "wide": WIDE_CASES, "n32": N32_CASES,
              "rowt3": ROWT3_CASES, "rowmma": ROWMMA_CASES, "rowt32": ROWT32_CASES,
              "rowsmall": ROWSMALL_CASES, "groups": GROUPS_CASES, "rowgroups": ROWGROUPS_CASES,
-             "rowgroups2": ROWGROUPS_CASES, "rowfma": ROWFMA_CASES}[args.study]
+             "rowgroups2": ROWGROUPS_CASES, "rowfma": ROWFMA_CASES,
+             "row8192": ROW8192_CASES, "rowfma3": ROWFMA3_CASES}[args.study]
     global A_LAYOUT
     A_LAYOUT = "row" if args.study in ROW_STUDIES else "col"
     jobs = [(label, dtype, m, n, args.study) for dtype, m, n in cases for label, _ in variants(dtype, m, n)]
@@ -282,8 +328,9 @@ def main() -> None:
     suite = {"ring": "tsm2r-variants", "mma": "tsm2r-mma", "wide": "tsm2r-wide",
              "n32": "tsm2r-n32", "rowt3": "tsm2r-rowt3", "rowmma": "tsm2r-rowmma",
              "rowt32": "tsm2r-rowt32", "rowsmall": "tsm2r-rowsmall", "groups": "tsm2r-groups",
-             "rowgroups": "tsm2r-rowgroups", "rowgroups2": "tsm2r-rowgroups2", "rowfma": "tsm2r-rowfma2"}[args.study]
-    path = timing.write_results(args.out, suite, rows)
+             "rowgroups": "tsm2r-rowgroups", "rowgroups2": "tsm2r-rowgroups2", "rowfma": "tsm2r-rowfma2",
+             "row8192": "tsm2r-row8192", "rowfma3": "tsm2r-rowfma3"}[args.study]
+    path = timing.write_results(args.out, suite if BC_LAYOUT == "col" else f"{suite}-bc{BC_LAYOUT}", rows)
     print(timing.table(rows, ["case", "variant", "mma", "t3", "stages", "cluster", "warps", "groups", "rows",
                               "min_blocks", "regs", "us",
                               "loop_us", "tbs", "predicted_tbs", "of_roof", "vs_cublas", "err"]))
