@@ -306,9 +306,11 @@ __device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __r
 #pragma unroll
               for (int r = 0; r < R; ++r) acc[r][j] = GEMMC_FMA(a[q][r], bs[(u0 + q) * T2 + j], acc[r][j]);
         } else {
+          // Every column, also those past n in the last pass (their sums are never stored): a `break` at n here
+          // made row-major A with column-major B 1.2-2x slower (m = k = 8192, f32 n = 16: 232 -> 113 us;
+          // bench/results/2026-11-23_h100_tsm2r-rowfma3*.json).
 #pragma unroll
           for (int j = 0; j < T2; ++j) {
-            if (j >= ncols) break;  // uniform: the columns past n are never stored
 #pragma unroll
             for (int q = 0; q < UC; ++q)
 #pragma unroll
