@@ -115,12 +115,20 @@ def test_f64_tensor_cores_from_the_layouts_own_n(target, dtype, layout, n, mma):
 @pytest.mark.parametrize("n, slices, groups", [(1, 4, 1), (16, 4, 1), (17, 1, 4), (32, 1, 4), (64, 1, 4)])
 def test_row_major_f64_batches_are_wide_and_share_b_past_16_columns(n, slices, groups):
     # 256-byte pieces of each row per batch at every n; past 16 columns one k slice of 4 warps shares B's batches
-    # (4 slices of one warp would need 205 KiB), and the tuning step times slices of one warp too.
+    # (4 slices of one warp would need 205 KiB), and the tuning step times slices of one warp too, and 32 rows per
+    # warp in slices of 2 warps in clusters of 1-2 blocks.
     kern = gemmc.compile_string(f"kernel k {{ dtype f64 gemm 16384 x {n} x 16384 algorithm tsm2r }}")["k"]
     plan = kern.ir.plan
     assert (plan.t3, plan.kslices, plan.row_groups, plan.t1) == (32, slices, groups, 128)
     assert plan.smem <= TARGETS["sm_90"].smem_per_block
-    assert len(tsm2.alternatives(kern.ir, kern.target)) == tsm2.MAX_CLUSTER * (2 if groups > 1 else 1)
+    found = tsm2.alternatives(kern.ir, kern.target)
+    small = [alt for label, alt in found if "32 rows per warp" in label]
+    assert len(found) == tsm2.MAX_CLUSTER * (2 if groups > 1 else 1) + len(small)
+    assert [(k.plan.cluster, k.plan.rows_per_warp, k.plan.row_groups, k.plan.kslices) for k in small] == \
+        ([(1, 1, 2, 2), (2, 1, 2, 2)] if groups > 1 else [])
+    passes = -(-n // plan.t2)
+    assert all(k.plan.smem <= TARGETS["sm_90"].smem_per_block
+               and k.work.grid[0] == 16384 // 64 * passes * k.plan.cluster for k in small)
 
 
 @pytest.mark.parametrize("text, message", [

@@ -35,6 +35,11 @@ T3_BATCH = 4  # column-major TSM2R: A vectors (16 bytes or less) per lane per ba
 ROW_T3_BATCH = 32
 ROW_GROUPS_MIN_N = 17  # row-major A: from this t2 up, one k slice of ROW_MMA_GROUPS warps sharing B
 ROW_MMA_GROUPS = 4
+# ... and the tuning step also times 32 rows per warp in k slices of 2 warps, in clusters of 1-2 blocks: at m = k =
+# 8192 / 16384, n = 32, they took 194 / 731 us against 200 / 741-749 for the best of the other shapes in the same
+# run (bench/results/2026-11-23_h100_tsm2r-row8192.json; larger clusters leave SMs idle at one block per SM).
+ROW_ALT_GROUPS = 2
+ROW_ALT_MAX_CLUSTER = 2
 # Batches in a warp's shared-memory ring: at least one in flight while one is used, more only where the resident
 # warps cannot meet Little's law with one (`ring_stages`). Deeper rings (3, 4, 6, 8) were never faster where an SM
 # holds 12+ warps (bench/results/2026-11-22_h100_tsm2r-variants_run2.json: 2 stages within 1% of the best depth
@@ -324,9 +329,9 @@ def column_shape(t2: int, dtype: DType, a_layout: Layout, mma: int, by_rows: boo
 
 
 def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, groups: int | None = None,
-                 by_rows: bool | None = None) -> Tsm2Plan:
-    """TSM2R's plan; `groups` (warps per k slice of the column kernel) and `by_rows` (row-major A in the column
-    kernel, its batches copied by rows) override the defaults."""
+                 by_rows: bool | None = None, rows: int | None = None) -> Tsm2Plan:
+    """TSM2R's plan; `groups` (warps per k slice of the column kernel), `by_rows` (row-major A in the column
+    kernel, its batches copied by rows) and `rows` (the column kernel's rows per lane) override the defaults."""
     threshold = t2_threshold(hw, dtype)
     t2 = choose_t2(p.n, threshold)
     w = dtype.nbytes // 4 or 1
@@ -339,6 +344,7 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, group
         if mma:
             t2 = mma_pass_columns(t2, dtype)
         rows_per_warp, t3, held = column_shape(t2, dtype, a_layout, mma, by_rows)
+        rows_per_warp = rows or rows_per_warp
         groups = groups or default_row_groups(mma, a_layout, t2)
         kw = COL_WARPS // groups  # k slices per block
         regs = column_regs(t2, held, rows_per_warp, dtype)
@@ -474,6 +480,9 @@ def notes(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> tuple[str, ...]:
                   "against this row kernel and keeps the fastest (GEMMC_TUNE=0 keeps this one)",)
     elif plan.family is Family.TSM2R and column_kernel(kernel, plan) and hw.has_clusters and len(sizes) > 1:
         slices = f", with k slices of {plan.row_groups} warps and of 1," if plan.row_groups > 1 else ""
+        if plan.row_groups > 1 and kernel.layout_a is Layout.ROW:
+            slices = (f", with k slices of {plan.row_groups} warps and of 1 (and 32 rows per warp in "
+                      f"{ROW_ALT_GROUPS}-warp slices, clusters up to {ROW_ALT_MAX_CLUSTER}),")
         lines += (f"tsm2r: the first call on a GPU times clusters of {sizes[0]}-{sizes[-1]} blocks{slices} and keeps "
                   f"the fastest (the model's choice: {plan.cluster}; GEMMC_TUNE=0 keeps it)",)
     return lines
@@ -488,7 +497,9 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
     745, 786, 747; bench/results/2026-11-22_h100_tsm2r-wide_call1.json). Where the k slices have MMA_ROW_GROUPS
     warps, every cluster size with slices of one warp too: at m = k = 8192, f64 n = 32, those took 184-186 us at
     their best cluster and the grouped slices 201-246 (bench/results/2026-11-23_h100_tsm2r-groups-run3.json,
-    2026-11-23_h100_tallskinny-tsm2r-f64-stop16.json). Where the plan is the row kernel (row-major A, n = 1 on
+    2026-11-23_h100_tallskinny-tsm2r-f64-stop16.json); with row-major A (one slice of ROW_MMA_GROUPS warps) also
+    32 rows per warp in slices of ROW_ALT_GROUPS warps, in clusters up to ROW_ALT_MAX_CLUSTER. Where the plan is the
+    row kernel (row-major A, n = 1 on
     CUDA), the column kernel with A copied by rows at every cluster size: at m = k = 8192 f32 it took 102-104 us at
     n = 2-3 where the row kernel took 123, at 16384-30720 the row kernel was 7-9% ahead at n = 1
     (bench/results/2026-11-23_h100_tallskinny-tsm2r-f32-rowmajor-n2.json). Empty: nothing to time."""
@@ -497,27 +508,30 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
         return ()
     p = kernel.problems[0]
     out = []
-    bases = [plan]
+    sizes = [plan.cluster, *(s for s in cluster_sizes(p.k, plan.kslices, plan.t3) if s != plan.cluster)]
+    bases: list[tuple[Tsm2Plan, str, list[int]]] = [(plan, "", sizes)]  # (plan, label, cluster sizes)
     if not column_kernel(kernel, plan):  # the row kernel: the model's choice, then the column kernel by rows
         if kernel.layout_a is not Layout.ROW or plan.mma or hw.vendor != "cuda":
             return ()
         out.append(("row kernel (model)", replace(kernel, work=worklist(kernel, plan, hw))))
-        bases = [tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, by_rows=True)]
+        by_rows = tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, by_rows=True)
+        bases = [(by_rows, ", A copied by rows", cluster_sizes(p.k, by_rows.kslices, by_rows.t3))]
     elif plan.row_groups > 1:
-        bases.append(tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, groups=1))
-    for base in bases:
+        single = tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, groups=1)
+        bases.append((single, ", 1-warp slices", cluster_sizes(p.k, single.kslices, single.t3)))
+        if kernel.layout_a is Layout.ROW:
+            small = tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, groups=ROW_ALT_GROUPS, rows=1)
+            sizes = [s for s in cluster_sizes(p.k, small.kslices, small.t3) if s <= ROW_ALT_MAX_CLUSTER]
+            bases.append((small, f", 32 rows per warp in {ROW_ALT_GROUPS}-warp slices", sizes))
+    for base, other, sizes in bases:
         row_blocks = column_row_blocks(p, base.t2, base.rows_per_warp, hw, base.row_groups)
         in_flight = column_bytes_in_flight(base.t3, base.stages, base.rows_per_warp, base.elem_bytes, hw)
         blocks_per_sm = max(1, occupancy(hw, base.t1, base.regs, base.smem).blocks_per_sm)
-        first = plan.cluster if base is plan else None
-        for size in (*((first,) if first else ()), *(s for s in cluster_sizes(p.k, base.kslices, base.t3)
-                                                     if s != first)):
+        for size in sizes:
             variant = replace(base, cluster=size, predicted_bandwidth=cluster_bandwidth(
                 hw, size, row_blocks, blocks_per_sm, base.kslices * base.row_groups, in_flight))
             planned = replace(kernel, plan=variant)
-            other = ", A copied by rows" if not column_kernel(kernel, plan) else ", 1-warp slices"
-            label = (f"cluster {size}" + (" (model)" if base is plan and size == plan.cluster else "")
-                     + (other if base is not plan else ""))
+            label = f"cluster {size}" + (" (model)" if base is plan and size == plan.cluster else "") + other
             out.append((label, replace(planned, work=worklist(planned, variant, hw))))
     return tuple(out)
 
