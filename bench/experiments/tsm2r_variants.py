@@ -46,6 +46,8 @@ ROWFMA_CASES = [("f32", 16384, 8), ("f32", 16384, 16), ("f32", 16384, 32), ("f32
 ROW8192_CASES = [("f32", 8192, 8), ("f32", 8192, 16), ("f32", 16384, 16), ("f64", 8192, 1), ("f64", 8192, 32),
                  ("f64", 16384, 32)]
 ROWFMA3_CASES = [("f32", 8192, 4), ("f32", 8192, 8), ("f32", 8192, 16), ("f32", 16384, 16)]
+ROWFMA4_CASES = [("f32", 8192, 4), ("f32", 8192, 8), ("f32", 8192, 16), ("f32", 16384, 8), ("f32", 16384, 16),
+                 ("f32", 30720, 16)]
 ROWMMA_CASES = [("f64", 16384, 1), ("f64", 16384, 2), ("f64", 16384, 4), ("f64", 16384, 8), ("f64", 30720, 8)]
 
 
@@ -103,7 +105,8 @@ def replanned(kern: CompiledKernel, **constants) -> CompiledKernel:
 STUDY = "ring"
 ROUNDS = 1  # passes over a case's variants (--rounds)
 # the studies of row-major A
-ROW_STUDIES = ("rowt3", "rowmma", "rowt32", "rowsmall", "rowgroups", "rowgroups2", "rowfma", "row8192", "rowfma3")
+ROW_STUDIES = ("rowt3", "rowmma", "rowt32", "rowsmall", "rowgroups", "rowgroups2", "rowfma", "row8192", "rowfma3",
+               "rowfma4")
 
 
 def grouped(kern: CompiledKernel) -> list[tuple[str, CompiledKernel]]:
@@ -145,12 +148,16 @@ def variants(dtype: str, m: int, n: int, study: str | None = None) -> list[tuple
                      variant(kern, a_by_rows=True, mma=0, kslices=4, row_groups=1, rows_per_warp=rows, t3=t3, stages=2,
                              t2=n, regs=regs, cluster=c)) for c in (1, 2, 4)]
         return out
-    if (study or STUDY) in ("row8192", "rowfma3"):  # row-major misses at m = 8192: rows per warp, slices, clusters
+    if (study or STUDY) in ("row8192", "rowfma3", "rowfma4"):  # row-major at m = 8192: rows per warp, slices, clusters
         if dtype == "f32":  # the column kernel by rows: 1 or 2 rows per lane (32 or 64 rows per warp)
             for rows in (1, 2):
                 regs = tsm2.column_regs(n, 4, rows, kern.ir.dtype)  # as the planner: 16-byte vectors
                 out += [(f"by rows r{rows} cluster {c}",
                          variant(kern, rows_per_warp=rows, regs=regs, cluster=c)) for c in (1, 2, 3)]
+            if (study or STUDY) == "rowfma4":  # 256-byte pieces of each row (t3 64), as row-major f64 reads them
+                out += [(f"by rows r{rows} t3 64 cluster {c}",
+                         variant(kern, rows_per_warp=rows, t3=64, regs=tsm2.column_regs(n, 4, rows, kern.ir.dtype),
+                                 cluster=c)) for rows in (1, 2) for c in (1, 2)]
             return out
         shapes = ((2, 1, 4, (1, 2, 3)), (1, 1, 4, (1, 2, 4))) if n <= 16 else \
             ((2, 4, 1, (3, 4)), (2, 2, 2, (1, 2)), (2, 1, 4, (1, 2)), (1, 4, 1, (2, 4)), (1, 2, 2, (1, 2)))
@@ -304,7 +311,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=12)
     parser.add_argument("--rounds", type=int, default=1, help="time every variant this many times in turn")
     parser.add_argument("--study", choices=("ring", "mma", "wide", "n32", "rowt3", "rowmma", "rowt32", "rowsmall",
-                                            "groups", "rowgroups", "rowgroups2", "rowfma", "row8192", "rowfma3"),
+                                            "groups", "rowgroups", "rowgroups2", "rowfma", "row8192", "rowfma3",
+                                            "rowfma4"),
                         default="ring")
     args = parser.parse_args()
     global STUDY, ROUNDS
@@ -313,7 +321,8 @@ def main() -> None:
              "rowt3": ROWT3_CASES, "rowmma": ROWMMA_CASES, "rowt32": ROWT32_CASES,
              "rowsmall": ROWSMALL_CASES, "groups": GROUPS_CASES, "rowgroups": ROWGROUPS_CASES,
              "rowgroups2": ROWGROUPS_CASES, "rowfma": ROWFMA_CASES,
-             "row8192": ROW8192_CASES, "rowfma3": ROWFMA3_CASES}[args.study]
+             "row8192": ROW8192_CASES, "rowfma3": ROWFMA3_CASES,
+             "rowfma4": ROWFMA4_CASES}[args.study]
     global A_LAYOUT
     A_LAYOUT = "row" if args.study in ROW_STUDIES else "col"
     jobs = [(label, dtype, m, n, args.study) for dtype, m, n in cases for label, _ in variants(dtype, m, n)]
@@ -329,7 +338,8 @@ def main() -> None:
              "n32": "tsm2r-n32", "rowt3": "tsm2r-rowt3", "rowmma": "tsm2r-rowmma",
              "rowt32": "tsm2r-rowt32", "rowsmall": "tsm2r-rowsmall", "groups": "tsm2r-groups",
              "rowgroups": "tsm2r-rowgroups", "rowgroups2": "tsm2r-rowgroups2", "rowfma": "tsm2r-rowfma2",
-             "row8192": "tsm2r-row8192", "rowfma3": "tsm2r-rowfma3"}[args.study]
+             "row8192": "tsm2r-row8192", "rowfma3": "tsm2r-rowfma3",
+             "rowfma4": "tsm2r-rowfma4"}[args.study]
     path = timing.write_results(args.out, suite if BC_LAYOUT == "col" else f"{suite}-bc{BC_LAYOUT}", rows)
     print(timing.table(rows, ["case", "variant", "mma", "t3", "stages", "cluster", "warps", "groups", "rows",
                               "min_blocks", "regs", "us",
