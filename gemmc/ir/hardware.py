@@ -9,6 +9,7 @@ thresholds are derived from these numbers in the passes that use them.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 
@@ -33,6 +34,10 @@ class Hardware:
     clock_hz: float = 1.755e9  # SM clock under load (nominal boost)
     fp64_flops: float = 0.0  # FLOP/s in f64 on CUDA cores / vector ALUs (nominal); 0: half the f32 rate
     mem_latency_cycles: int = 1000  # a global load's round trip from DRAM, for Little's law
+    # Thread-block clusters: (blocks per SM, cluster size, share of the SMs' block slots the GPU fills with such
+    # clusters at once), measured with cuOccupancyMaxActiveClusters; a cluster's blocks share a GPC, so slots of
+    # a GPC short of a whole cluster stay empty. Sizes not listed fall back to the planner's estimate.
+    cluster_fill: tuple[tuple[int, int, float], ...] = ()
 
     @property
     def f64_flops(self) -> float:
@@ -76,11 +81,20 @@ def _hip(arch: str, cus: int, threads_cu: int, l2: int, bw: float, fp32: float, 
                     fp64_flops=fp64)
 
 
+# The H100 SXM's (132 SMs): clusters of 2 fill every slot, larger ones leave part of each GPC idle
+# (bench/results/2026-11-23_h100_tsm2r-row8192.json, the max_clusters column: e.g. 15 clusters of 7 at one block
+# per SM, 105 of 132 SMs). bench/experiments/cluster_occupancy.py measures every size and occupancy.
+H100_CLUSTER_FILL = ((1, 2, 1.0), (1, 3, 117 / 132), (1, 4, 120 / 132), (1, 7, 105 / 132),
+                     (2, 2, 1.0), (2, 3, 237 / 264), (2, 4, 248 / 264), (3, 2, 1.0), (3, 4, 368 / 396),
+                     (4, 2, 1.0), (4, 3, 489 / 528), (5, 2, 1.0), (5, 3, 609 / 660))
+
 TARGETS: dict[str, Hardware] = {
     "sm_80": _cuda("sm_80", 108, 2048, 32, 167936, 166912, 40 << 20, 1.9e12, 19.5e12, 9.7e12),  # A100 SXM 80 GB
     "sm_86": _cuda("sm_86", 84, 1536, 16, 102400, 101376, 6 << 20, 0.9e12, 35.6e12, 0.56e12),  # RTX 3090 class
     "sm_89": _cuda("sm_89", 142, 1536, 24, 102400, 101376, 96 << 20, 0.86e12, 91.6e12, 1.4e12),  # L40S
-    "sm_90": _cuda("sm_90", 132, 2048, 32, 233472, 232448, 50 << 20, 2.95e12, 67e12, 34e12),  # H100 SXM, copy measured
+    "sm_90": dataclasses.replace(
+        _cuda("sm_90", 132, 2048, 32, 233472, 232448, 50 << 20, 2.95e12, 67e12, 34e12),  # H100 SXM, copy measured
+        cluster_fill=H100_CLUSTER_FILL),
     "gfx908": _hip("gfx908", 120, 2560, 8 << 20, 1.23e12, 23.1e12, 11.5e12),  # MI100
     "gfx90a": _hip("gfx90a", 104, 2048, 8 << 20, 1.6e12, 22.6e12, 22.6e12),  # MI210
     "gfx942": _hip("gfx942", 304, 2048, 4 << 20, 5.3e12, 81.7e12, 81.7e12),  # MI300X

@@ -46,8 +46,13 @@ ROW_ALT_MAX_CLUSTER = 2
 # or faster, by up to 9%): there each warp's batch loop, not its bytes in flight, is what limits.
 STAGES = 2
 MAX_STAGES = 8
-CLUSTER_FILL = 0.92  # share of the resident-block slots clusters can use: 480 blocks for 528 slots ran as one wave
-                     # (m = 30720, clusters of 2), 512 did not (m = 8192, clusters of 8)
+# Share of the resident-block slots clusters can use where the target's measured table (Hardware.cluster_fill)
+# has no entry: 480 blocks for 528 slots ran as one wave (m = 30720, clusters of 2), 512 did not (m = 8192,
+# clusters of 8). The H100's table (stop 17) goes from 0.80 (clusters of 7, one block per SM) to 1.0 (clusters of
+# 2); replayed on every candidate the stop 16-17 benchmarks timed, the model's picks changed in 14 of 117 cases,
+# none slower by more than 0.5%: row-major f64 n = 32 at 8192 / 16384 318 -> 216 / 1008 -> 743 us, column-major
+# f32 n = 32 at 16384 762 -> 680; mean slowdown against the fastest candidate 6.3% -> 3.9%, worst 60% -> 21%.
+CLUSTER_FILL = 0.92
 COL_WARPS = 4  # warps per column-major TSM2R block (t1 = 128), in k slices of one warp or of MMA_ROW_GROUPS
 ACC_REGS = 64  # registers a lane may spend on C accumulators, so that 4+ blocks of 128 threads stay resident
 # f64 on the tensor cores: 128, so that n = 32 runs in one pass of 64 rows per warp (2 blocks per SM, the ring
@@ -234,22 +239,26 @@ def cluster_sizes(k: int, kw: int, t3: int) -> list[int]:
     return list(range(1, min(MAX_CLUSTER, max(1, ceil_div(k, kw * t3))) + 1))
 
 
-def cluster_fill(size: int) -> float:
-    """Share of the resident-block slots a launch with clusters of `size` blocks can use."""
-    return 1.0 if size == 1 else CLUSTER_FILL
+def cluster_fill(hw: Hardware, size: int, blocks_per_sm: int) -> float:
+    """Share of the resident-block slots a launch with clusters of `size` blocks can use: the target's measured
+    table (`Hardware.cluster_fill`), else CLUSTER_FILL."""
+    if size == 1:
+        return 1.0
+    return next((fill for bps, s, fill in hw.cluster_fill if (bps, s) == (blocks_per_sm, size)), CLUSTER_FILL)
 
 
 def cluster_bandwidth(hw: Hardware, size: int, row_blocks: int, blocks_per_sm: int, kw: int,
                       bytes_per_warp: int) -> float:
     """`streaming_bandwidth` of the launch whose row tiles are split over clusters of `size` blocks."""
-    return streaming_bandwidth(hw, row_blocks * size, blocks_per_sm, kw, bytes_per_warp, cluster_fill(size))
+    return streaming_bandwidth(hw, row_blocks * size, blocks_per_sm, kw, bytes_per_warp,
+                               cluster_fill(hw, size, blocks_per_sm))
 
 
 def choose_cluster(hw: Hardware, k: int, kw: int, t3: int, row_blocks: int, blocks_per_sm: int,
                    bytes_per_warp: int, groups: int = 1) -> tuple[int, float]:
     """Blocks of a cluster that split k, and the bandwidth the model predicts with them: the smallest size (fewer
     reductions) within 1% of the best prediction of `streaming_bandwidth`, at most MAX_CLUSTER and no more than
-    gives each warp one batch. A cluster's blocks must share one GPC, so clusters get CLUSTER_FILL of the
+    gives each warp one batch. A cluster's blocks must share one GPC, so clusters get `cluster_fill` of the
     resident-block slots. 1 where the target has no clusters. The H100 runs reward resident warps, not deeper
     rings: at m = 8192, f32 n = 16, 4, 5 and 8 blocks (256, 320, 512 blocks for 528 slots) took 140, 115 and
     140 us (8: a second wave)."""
@@ -259,7 +268,7 @@ def choose_cluster(hw: Hardware, k: int, kw: int, t3: int, row_blocks: int, bloc
     predicted = {s: cluster_bandwidth(hw, s, row_blocks, blocks_per_sm, kw * groups, bytes_per_warp) for s in sizes}
     # One wave where it comes within 10% of the best: the model's waves are too kind to a launch's tail (f64
     # m = 8192, n = 16: 3 blocks per cluster, one wave, 234 us; 8, two waves, 261 us; the model prefers 8).
-    one_wave = [s for s in sizes if row_blocks * s <= cluster_fill(s) * blocks_per_sm * hw.sm_count]
+    one_wave = [s for s in sizes if row_blocks * s <= cluster_fill(hw, s, blocks_per_sm) * blocks_per_sm * hw.sm_count]
     if one_wave and max(predicted[s] for s in one_wave) >= 0.9 * max(predicted.values()):
         sizes = one_wave
     best = max(predicted[s] for s in sizes)

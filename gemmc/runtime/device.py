@@ -21,7 +21,8 @@ def cupy():
 @cache
 def hardware(device_id: int | None = None) -> Hardware:
     """The current device as a `Hardware` record: SMs, registers, shared memory and limits from its properties;
-    bandwidth and FP32 rate from the target table of its architecture (they are not device properties)."""
+    bandwidth, FP32 rate and the cluster fill from the target table of its architecture (they are not device
+    properties; the cluster fill only where the SM count matches the part it was measured on)."""
     cp = cupy()
     dev = cp.cuda.Device(device_id) if device_id is not None else cp.cuda.Device()
     props = cp.cuda.runtime.getDeviceProperties(dev.id)
@@ -31,8 +32,10 @@ def hardware(device_id: int | None = None) -> Hardware:
     else:
         arch = f"sm_{props['major']}{props['minor']}"
     base = TARGETS.get(arch) or TARGETS["sm_90" if not cp.cuda.runtime.is_hip else "gfx90a"]
+    sms = props["multiProcessorCount"]
     return dataclasses.replace(
-        base, arch=arch, sm_count=props["multiProcessorCount"], warp_size=props["warpSize"],
+        base, arch=arch, sm_count=sms, warp_size=props["warpSize"],
+        cluster_fill=base.cluster_fill if sms == base.sm_count else (),  # measured for that part's GPCs only
         max_threads_per_block=props["maxThreadsPerBlock"],
         max_threads_per_sm=props["maxThreadsPerMultiProcessor"],
         max_blocks_per_sm=props.get("maxBlocksPerMultiProcessor", base.max_blocks_per_sm),
