@@ -129,6 +129,8 @@ def test_row_major_f64_batches_are_wide_and_share_b_past_16_columns(n, slices, g
     passes = -(-n // plan.t2)
     assert all(k.plan.smem <= TARGETS["sm_90"].smem_per_block
                and k.work.grid[0] == 16384 // 64 * passes * k.plan.cluster for k in small)
+    # inspect names what is timed (`notes` and `alternatives` read the same `tuning_shapes`)
+    assert ("and of 1-2 with 32 rows per warp in 2-warp slices" in " ".join(kern.ir.notes)) == (groups > 1)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -233,7 +235,7 @@ def test_f64_tensor_cores_share_b_between_the_warps_of_a_k_slice():
     single = [alt for label, alt in found if label.endswith("1-warp slices")]
     assert {(alt.plan.kslices, alt.plan.row_groups) for alt in single} == {(4, 1)} and len(single) == tsm2.MAX_CLUSTER
     assert all(alt.work.grid[0] == 30720 // 64 * alt.plan.cluster for alt in single)
-    assert "with k slices of 2 warps and of 1" in " ".join(kernel.notes)
+    assert "clusters of 1-7 blocks, and of 1-7 with 1-warp slices and keeps" in " ".join(kernel.notes)
     for name, arch in (("r_col_f64", "sm_80"), ("r_col_f32_m8k", "sm_90")):
         assert _render(name, arch).ir.plan.row_groups == 1
     row = tsm2.tsm2r_params(Problem("p", 8192, 16, 8192), DType.F64, Layout.ROW, H100)

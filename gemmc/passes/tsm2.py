@@ -482,19 +482,48 @@ def notes(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> tuple[str, ...]:
     bound = "memory-bound" if p.n <= plan.t2_threshold else "compute-bound"
     lines: tuple[str, ...] = (f"{plan.family.value}: n = {p.n} vs t2 threshold {plan.t2_threshold:.1f}: {bound}; "
                               f"Little's law needs {bytes_needed_in_flight(hw) / 1024:.1f} KiB in flight per SM",)
-    sizes = cluster_sizes(p.k, plan.kslices, plan.t3)
-    if (plan.family is Family.TSM2R and not column_kernel(kernel, plan) and not plan.mma and hw.vendor == "cuda"
-            and hw.has_clusters):  # the row kernel: `alternatives` offers the column kernel by rows
-        lines += ("tsm2r: the first call on a GPU times the column kernel with A copied by rows (each cluster size) "
-                  "against this row kernel and keeps the fastest (GEMMC_TUNE=0 keeps this one)",)
-    elif plan.family is Family.TSM2R and column_kernel(kernel, plan) and hw.has_clusters and len(sizes) > 1:
-        slices = f", with k slices of {plan.row_groups} warps and of 1," if plan.row_groups > 1 else ""
-        if plan.row_groups > 1 and kernel.layout_a is Layout.ROW:
-            slices = (f", with k slices of {plan.row_groups} warps and of 1 (and 32 rows per warp in "
-                      f"{ROW_ALT_GROUPS}-warp slices, clusters up to {ROW_ALT_MAX_CLUSTER}),")
-        lines += (f"tsm2r: the first call on a GPU times clusters of {sizes[0]}-{sizes[-1]} blocks{slices} and keeps "
-                  f"the fastest (the model's choice: {plan.cluster}; GEMMC_TUNE=0 keeps it)",)
+    row_kernel, shapes = tuning_shapes(kernel, plan, hw)
+    if row_kernel:
+        lines += (f"tsm2r: the first call on a GPU times the column kernel with A copied by rows (clusters of "
+                  f"{_span(shapes[0][2])} blocks) against this row kernel and keeps the fastest (GEMMC_TUNE=0 keeps "
+                  "this one)",)
+    elif sum(len(sizes) for _, _, sizes in shapes) > 1:
+        timed = ", and of ".join(f"{_span(sizes)}{' with ' + shape if shape else ' blocks'}"
+                                 for _, shape, sizes in shapes)
+        lines += (f"tsm2r: the first call on a GPU times clusters of {timed} and keeps the fastest (the model's "
+                  f"choice: {plan.cluster}; GEMMC_TUNE=0 keeps it)",)
     return lines
+
+
+def _span(sizes: list[int]) -> str:
+    """Cluster sizes as a reader wants them: "1-7", or "1, 3" where they are not a run."""
+    ordered = sorted(sizes)
+    if len(ordered) > 1 and ordered == list(range(ordered[0], ordered[-1] + 1)):
+        return f"{ordered[0]}-{ordered[-1]}"
+    return ", ".join(map(str, ordered))
+
+
+def tuning_shapes(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> tuple[bool, list[tuple[Tsm2Plan, str, list[int]]]]:
+    """What the tuning step times (`alternatives`) and `notes` reports: whether the plan is the row kernel, timed
+    as it is, and the column-kernel shapes timed, each (plan, what differs from the model's plan, cluster sizes),
+    the model's own shape and cluster first. Nothing where the target has no clusters."""
+    if plan.family is not Family.TSM2R or not hw.has_clusters:
+        return False, []
+    p = kernel.problems[0]
+    if not column_kernel(kernel, plan):  # the row kernel: the model's choice, then the column kernel by rows
+        if kernel.layout_a is not Layout.ROW or plan.mma or hw.vendor != "cuda":
+            return False, []
+        by_rows = tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, by_rows=True)
+        return True, [(by_rows, "A copied by rows", cluster_sizes(p.k, by_rows.kslices, by_rows.t3))]
+    shapes = [(plan, "", [plan.cluster, *(s for s in cluster_sizes(p.k, plan.kslices, plan.t3) if s != plan.cluster)])]
+    if plan.row_groups > 1:
+        single = tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, groups=1)
+        shapes.append((single, "1-warp slices", cluster_sizes(p.k, single.kslices, single.t3)))
+        if kernel.layout_a is Layout.ROW:
+            small = tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, groups=ROW_ALT_GROUPS, rows=1)
+            sizes = [s for s in cluster_sizes(p.k, small.kslices, small.t3) if s <= ROW_ALT_MAX_CLUSTER]
+            shapes.append((small, f"{hw.warp_size} rows per warp in {ROW_ALT_GROUPS}-warp slices", sizes))
+    return False, shapes
 
 
 def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]:
@@ -508,31 +537,17 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
     their best cluster and the grouped slices 201-246 (bench/results/2026-11-23_h100_tsm2r-groups-run3.json,
     2026-11-23_h100_tallskinny-tsm2r-f64-stop16.json); with row-major A (one slice of ROW_MMA_GROUPS warps) also
     32 rows per warp in slices of ROW_ALT_GROUPS warps, in clusters up to ROW_ALT_MAX_CLUSTER. Where the plan is the
-    row kernel (row-major A, n = 1 on
-    CUDA), the column kernel with A copied by rows at every cluster size: at m = k = 8192 f32 it took 102-104 us at
-    n = 2-3 where the row kernel took 123, at 16384-30720 the row kernel was 7-9% ahead at n = 1
-    (bench/results/2026-11-23_h100_tallskinny-tsm2r-f32-rowmajor-n2.json). Empty: nothing to time."""
+    row kernel (row-major A, n = 1 on CUDA), the column kernel with A copied by rows at every cluster size: at m = k
+    = 8192 f32 it took 102-104 us at n = 2-3 where the row kernel took 123, at 16384-30720 the row kernel was 7-9%
+    ahead at n = 1 (bench/results/2026-11-23_h100_tallskinny-tsm2r-f32-rowmajor-n2.json). The shapes are
+    `tuning_shapes`'. Empty: nothing to time."""
     plan = kernel.plan
-    if not isinstance(plan, Tsm2Plan) or plan.family is not Family.TSM2R or not hw.has_clusters:
+    if not isinstance(plan, Tsm2Plan):
         return ()
+    row_kernel, shapes = tuning_shapes(kernel, plan, hw)
     p = kernel.problems[0]
-    out = []
-    sizes = [plan.cluster, *(s for s in cluster_sizes(p.k, plan.kslices, plan.t3) if s != plan.cluster)]
-    bases: list[tuple[Tsm2Plan, str, list[int]]] = [(plan, "", sizes)]  # (plan, label, cluster sizes)
-    if not column_kernel(kernel, plan):  # the row kernel: the model's choice, then the column kernel by rows
-        if kernel.layout_a is not Layout.ROW or plan.mma or hw.vendor != "cuda":
-            return ()
-        out.append(("row kernel (model)", replace(kernel, work=worklist(kernel, plan, hw))))
-        by_rows = tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, by_rows=True)
-        bases = [(by_rows, ", A copied by rows", cluster_sizes(p.k, by_rows.kslices, by_rows.t3))]
-    elif plan.row_groups > 1:
-        single = tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, groups=1)
-        bases.append((single, ", 1-warp slices", cluster_sizes(p.k, single.kslices, single.t3)))
-        if kernel.layout_a is Layout.ROW:
-            small = tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, groups=ROW_ALT_GROUPS, rows=1)
-            sizes = [s for s in cluster_sizes(p.k, small.kslices, small.t3) if s <= ROW_ALT_MAX_CLUSTER]
-            bases.append((small, f", 32 rows per warp in {ROW_ALT_GROUPS}-warp slices", sizes))
-    for base, other, sizes in bases:
+    out = [("row kernel (model)", replace(kernel, work=worklist(kernel, plan, hw)))] if row_kernel else []
+    for base, shape, sizes in shapes:
         row_blocks = column_row_blocks(p, base.t2, base.rows_per_warp, hw, base.row_groups)
         in_flight = column_bytes_in_flight(base.t3, base.stages, base.rows_per_warp, base.elem_bytes, hw)
         blocks_per_sm = max(1, occupancy(hw, base.t1, base.regs, base.smem).blocks_per_sm)
@@ -540,7 +555,8 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
             variant = replace(base, cluster=size, predicted_bandwidth=cluster_bandwidth(
                 hw, size, row_blocks, blocks_per_sm, base.kslices * base.row_groups, in_flight))
             planned = replace(kernel, plan=variant)
-            label = f"cluster {size}" + (" (model)" if base is plan and size == plan.cluster else "") + other
+            label = (f"cluster {size}" + (" (model)" if base is plan and size == plan.cluster else "")
+                     + (f", {shape}" if shape else ""))
             out.append((label, replace(planned, work=worklist(planned, variant, hw))))
     return tuple(out)
 
