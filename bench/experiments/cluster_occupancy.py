@@ -28,9 +28,21 @@ extern "C" __global__ void __cluster_dims__({c}, 1, 1) probe(float* out) {{
 """
 
 
-class LaunchConfig(ctypes.Structure):
+class LaunchConfig(ctypes.Structure):  # CUlaunchConfig
     _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("smem", ctypes.c_uint),
                 ("stream", ctypes.c_void_p), ("attrs", ctypes.c_void_p), ("nattrs", ctypes.c_uint)]
+
+
+def active_clusters(function, cluster: int, block: int, smem: int) -> int:
+    """cuOccupancyMaxActiveClusters: how many clusters of `cluster` blocks (the size the function was compiled
+    with) of `block` threads and `smem` dynamic shared-memory bytes the GPU holds at once; minus the CUDA error
+    code where the call fails. `function`: a CuPy Function or RawKernel."""
+    function = getattr(function, "kernel", function)  # a RawKernel's cupy.cuda.function.Function
+    config = LaunchConfig((cluster * 64, 1, 1), (block, 1, 1), smem, None, None, 0)
+    count = ctypes.c_int(-1)
+    status = ctypes.CDLL("libcuda.so.1").cuOccupancyMaxActiveClusters(
+        ctypes.byref(count), ctypes.c_void_p(function.ptr), ctypes.byref(config))
+    return count.value if status == 0 else -status
 
 
 def main() -> None:
@@ -53,13 +65,9 @@ def main() -> None:
             libcuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(resident), ctypes.c_void_p(fn.ptr), 128,
                                                                 ctypes.c_size_t(smem))
             blocks = resident.value if resident.value > 0 else per_sm
-            count = ctypes.c_int(-1)
-            config = LaunchConfig((c * 64, 1, 1), (128, 1, 1), smem, None, None, 0)
-            status = libcuda.cuOccupancyMaxActiveClusters(ctypes.byref(count), ctypes.c_void_p(fn.ptr),
-                                                          ctypes.byref(config))
-            fill = count.value * c / (blocks * sms) if status == 0 and blocks else float("nan")
-            rows.append({"cluster": c, "blocks_per_sm": blocks, "smem": smem, "max_clusters": count.value,
-                         "status": status, "fill": fill})
+            count = active_clusters(fn, c, 128, smem)
+            fill = count * c / (blocks * sms) if count >= 0 and blocks else float("nan")
+            rows.append({"cluster": c, "blocks_per_sm": blocks, "smem": smem, "max_clusters": count, "fill": fill})
             print(rows[-1], flush=True)
     print("fill by blocks per SM (rows) and cluster size (columns 1-8):")
     for per_sm in range(1, 9):

@@ -23,8 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import timing  # noqa: E402
+from cluster_occupancy import active_clusters  # noqa: E402
 
 import gemmc  # noqa: E402
 from gemmc.api import CompiledKernel  # noqa: E402
@@ -53,6 +55,8 @@ ROWMMA_CASES = [("f64", 16384, 1), ("f64", 16384, 2), ("f64", 16384, 4), ("f64",
 
 A_LAYOUT = "col"  # A's layout (row in ROW_STUDIES)
 BC_LAYOUT = os.environ.get("TSM2R_BC_LAYOUT", "col")  # B's and C's (the worker processes read it too)
+if BC_LAYOUT not in ("row", "col"):
+    raise SystemExit(f"TSM2R_BC_LAYOUT must be row or col, not {BC_LAYOUT!r}")
 
 
 def base(dtype: str, m: int, n: int) -> CompiledKernel:
@@ -217,25 +221,11 @@ def variants(dtype: str, m: int, n: int, study: str | None = None) -> list[tuple
 
 
 def max_active_clusters(kern: CompiledKernel) -> int:
-    """cuOccupancyMaxActiveClusters for the kernel's compiled cluster size, block and shared memory: how many of
-    its clusters the GPU holds at once (clusters of one block: its resident blocks). An SM of a GPC that cannot
-    hold a whole cluster stays idle, so this can be less than SMs x blocks per SM / cluster."""
-    import ctypes
-
+    """How many of the kernel's clusters the GPU holds at once (clusters of one block: its resident blocks). An SM
+    of a GPC that cannot hold a whole cluster stays idle, so this can be less than SMs x blocks per SM / cluster."""
     from gemmc.runtime.launch import kernel_function
 
-    class LaunchConfig(ctypes.Structure):
-        _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("smem", ctypes.c_uint),
-                    ("stream", ctypes.c_void_p), ("attrs", ctypes.c_void_p), ("nattrs", ctypes.c_uint)]
-
-    work, cluster = kern.ir.work, kern.ir.plan.cluster
-    config = LaunchConfig((cluster * 64, 1, 1), (work.block, 1, 1), work.smem_bytes, None, None, 0)
-    count = ctypes.c_int(-1)
-    libcuda = ctypes.CDLL("libcuda.so.1")
-    fn = kernel_function(kern)
-    fn = getattr(fn, "kernel", fn)  # a RawKernel's cupy.cuda.function.Function
-    status = libcuda.cuOccupancyMaxActiveClusters(ctypes.byref(count), ctypes.c_void_p(fn.ptr), ctypes.byref(config))
-    return count.value if status == 0 else -status
+    return active_clusters(kernel_function(kern), kern.ir.plan.cluster, kern.ir.work.block, kern.ir.work.smem_bytes)
 
 
 def compile_one(args: tuple[str, str, int, int, str]) -> str:
