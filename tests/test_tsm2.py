@@ -297,10 +297,11 @@ def test_tuning_choices_are_cached_per_shape():
 
 def test_cluster_fill_reads_the_targets_measured_table():
     # A cluster's blocks share a GPC: on the H100 clusters of 7 at one block per SM fill 105 of 132 SMs (a launch of
-    # 224 such blocks is 3 waves), clusters of 2 every slot; sizes not measured take CLUSTER_FILL.
+    # 224 such blocks is 3 waves), clusters of 2 every slot; sizes not measured (past 8) take CLUSTER_FILL.
     assert tsm2.cluster_fill(H100, 1, 1) == 1.0 and tsm2.cluster_fill(H100, 2, 3) == 1.0
     assert tsm2.cluster_fill(H100, 7, 1) == pytest.approx(105 / 132)
-    assert tsm2.cluster_fill(H100, 6, 1) == tsm2.CLUSTER_FILL
+    assert tsm2.cluster_fill(H100, 6, 1) == pytest.approx(102 / 132)
+    assert tsm2.cluster_fill(H100, 16, 1) == tsm2.CLUSTER_FILL
     assert tsm2.cluster_fill(dataclasses.replace(H100, cluster_fill=()), 7, 1) == tsm2.CLUSTER_FILL
     # so row-major f64 n = 32 (one 4-warp slice, one block per SM) plans clusters of 2, not 7 (1008 -> 743 us)
     plan = tsm2.tsm2r_params(Problem("p", 16384, 32, 16384), DType.F64, Layout.ROW, H100)

@@ -59,10 +59,10 @@ def main() -> None:
     for c in range(1, 9):
         fn = cp.RawModule(code=SOURCE.format(c=c), options=("-std=c++17",)).get_function("probe")
         for per_sm in range(1, 9):
-            smem = min(props["sharedMemPerBlockOptin"], smem_sm // per_sm - reserved)
+            smem = min(props["sharedMemPerBlockOptin"], smem_sm // per_sm // 128 * 128 - reserved)  # 128-byte units
             fn.max_dynamic_shared_size_bytes = smem
             resident = ctypes.c_int(-1)
-            libcuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(resident), ctypes.c_void_p(fn.ptr), 128,
+            libcuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(resident), ctypes.c_void_p(fn.kernel.ptr), 128,
                                                                 ctypes.c_size_t(smem))
             blocks = resident.value if resident.value > 0 else per_sm
             count = active_clusters(fn, c, 128, smem)

@@ -81,12 +81,17 @@ def _hip(arch: str, cus: int, threads_cu: int, l2: int, bw: float, fp32: float, 
                     fp64_flops=fp64)
 
 
-# The H100 SXM's (132 SMs): clusters of 2 fill every slot, larger ones leave part of each GPC idle
-# (bench/results/2026-11-23_h100_tsm2r-row8192.json, the max_clusters column: e.g. 15 clusters of 7 at one block
-# per SM, 105 of 132 SMs). bench/experiments/cluster_occupancy.py measures every size and occupancy.
-H100_CLUSTER_FILL = ((1, 2, 1.0), (1, 3, 117 / 132), (1, 4, 120 / 132), (1, 7, 105 / 132),
-                     (2, 2, 1.0), (2, 3, 237 / 264), (2, 4, 248 / 264), (3, 2, 1.0), (3, 4, 368 / 396),
-                     (4, 2, 1.0), (4, 3, 489 / 528), (5, 2, 1.0), (5, 3, 609 / 660))
+# How many clusters the H100 SXM (132 SMs) holds at once, by resident blocks per SM (rows, 1-8) and cluster size
+# (columns, 1-8), from cuOccupancyMaxActiveClusters (bench/results/2026-11-23_h100_cluster-occupancy.json, written
+# by bench/experiments/cluster_occupancy.py). A cluster's blocks share one GPC, so clusters of 2 fill every slot
+# and larger ones leave part of each GPC idle: e.g. 15 clusters of 7 at one block per SM fill 105 of 132 SMs.
+H100_MAX_CLUSTERS = ((132, 66, 39, 30, 22, 17, 15, 15), (264, 132, 79, 62, 47, 39, 32, 30),
+                     (396, 198, 124, 92, 69, 62, 47, 45), (528, 264, 163, 124, 94, 79, 69, 62),
+                     (660, 330, 203, 154, 124, 101, 84, 77), (792, 396, 248, 186, 146, 124, 101, 92),
+                     (924, 462, 287, 216, 171, 141, 124, 107), (1056, 528, 327, 248, 193, 163, 139, 124))
+H100_CLUSTER_FILL = tuple((bps, size, clusters * size / (bps * 132))
+                          for bps, row in enumerate(H100_MAX_CLUSTERS, 1) for size, clusters in enumerate(row, 1))
+
 
 TARGETS: dict[str, Hardware] = {
     "sm_80": _cuda("sm_80", 108, 2048, 32, 167936, 166912, 40 << 20, 1.9e12, 19.5e12, 9.7e12),  # A100 SXM 80 GB
