@@ -62,8 +62,8 @@ def main() -> None:
             smem = min(props["sharedMemPerBlockOptin"], smem_sm // per_sm // 128 * 128 - reserved)  # 128-byte units
             fn.max_dynamic_shared_size_bytes = smem
             resident = ctypes.c_int(-1)
-            libcuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(resident), ctypes.c_void_p(fn.kernel.ptr), 128,
-                                                                ctypes.c_size_t(smem))
+            libcuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(resident), ctypes.c_void_p(fn.kernel.ptr),
+                                                                128, ctypes.c_size_t(smem))
             blocks = resident.value if resident.value > 0 else per_sm
             count = active_clusters(fn, c, 128, smem)
             fill = count * c / (blocks * sms) if count >= 0 and blocks else float("nan")
