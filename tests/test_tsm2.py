@@ -54,6 +54,18 @@ def test_tsm2l_stages_row_major_rows_an_odd_number_of_vectors_apart():
     assert tsm2.tsm2l_params(Problem("p", 10**7, 16, 16), DType.F64, H100).smem == 16 * 16 * 8
 
 
+def test_tsm2l_blocks_shrink_until_the_staging_rows_fit():
+    # f64 n = 32, row-major C: 256 staging rows of 34 doubles (68 KiB) fit an H100 block, not a gfx90a workgroup's
+    # 64 KiB, which gets 128 threads instead (it was error E300 for a schedule that sets no tile at all).
+    p = Problem("p", 100000, 32, 4)
+    h100 = tsm2.tsm2l_params(p, DType.F64, H100, Layout.ROW, Layout.ROW)
+    assert h100.t1 == tsm2.T1 and h100.smem == (4 * 32 + 256 * 34) * 8
+    mi210 = tsm2.tsm2l_params(p, DType.F64, TARGETS["gfx90a"], Layout.ROW, Layout.ROW)
+    assert mi210.t1 == 128 and mi210.smem == (4 * 32 + 128 * 34) * 8 <= TARGETS["gfx90a"].smem_per_block
+    kernel = _render("l_row_f64_n32", "hip")
+    assert kernel.ir.work.block == 128 and kernel.ir.work.grid[0] == -(-100000 // 128)
+
+
 def test_h100_parameters_saturate_littles_law():
     plan = tsm2.tsm2r_params(Problem("p", 16384, 8, 16384), DType.F32, Layout.COL, H100)
     assert plan.t2 == 8 and plan.predicted_bandwidth == pytest.approx(H100.mem_bandwidth)
@@ -165,6 +177,7 @@ RENDERS = {
     "r_row_f32_n1": "dtype f32 layout A row, B col, C row gemm 8192 x 1 x 8192 algorithm tsm2r",  # the row kernel
     "l_col_f32": "dtype f32 layout A col, B col, C col gemm 10000000 x 8 x 8 algorithm tsm2l",
     "l_row_f64": "dtype f64 gemm 1000 x 5 x 7 algorithm tsm2l beta runtime",
+    "l_row_f64_n32": "dtype f64 gemm 100000 x 32 x 4 algorithm tsm2l",  # staging rows past a CDNA workgroup's LDS
 }
 
 

@@ -161,9 +161,9 @@ def bytes_needed_in_flight(hw: Hardware) -> float:
     return hw.mem_bandwidth * (LOADED_LATENCY * hw.mem_latency_cycles / hw.clock_hz) / hw.sm_count
 
 
-def resident_threads(hw: Hardware, total_threads: int, regs: int, smem: int) -> int:
+def resident_threads(hw: Hardware, total_threads: int, regs: int, smem: int, block: int = T1) -> int:
     """Threads per SM: what occupancy allows, or fewer when the grid has fewer threads than the machine holds."""
-    occ = occupancy(hw, T1, regs, smem)
+    occ = occupancy(hw, block, regs, smem)
     return min(occ.warps_per_sm * hw.warp_size, max(1, total_threads // hw.sm_count))
 
 
@@ -408,7 +408,9 @@ def tsm2l_stage_elems(k: int, n: int, dtype: DType, a_layout: Layout, c_layout: 
 def tsm2l_params(p: Problem, dtype: DType, hw: Hardware, a_layout: Layout = Layout.COL,
                  c_layout: Layout = Layout.COL) -> Tsm2Plan:
     """tcf (§3.2): about WAVES waves of resident threads, then more rows per thread (paper, V100 single:
-    tcf 1, 1, 2, 8 for m = 1e4 .. 1e7). Shared memory: B, then each warp's staging rows for row-major A and C."""
+    tcf 1, 1, 2, 8 for m = 1e4 .. 1e7). Shared memory: B, then each warp's staging rows for row-major A and C.
+    Blocks of T1 threads, halved while their staging rows would not fit the target's shared memory (f64 with
+    k or n near 32, row-major, on the 64 KiB of a CDNA workgroup)."""
     w = dtype.nbytes // 4 or 1
     capacity = hw.sm_count * hw.max_threads_per_sm
     # The rows a thread holds are registers: keep them to TSM2L_ROW_REGS so that 8+ warps stay resident per SM.
@@ -417,11 +419,18 @@ def tsm2l_params(p: Problem, dtype: DType, hw: Hardware, a_layout: Layout = Layo
     regs = w * (tcf * p.k + 2) + 24
     vec = 16 // dtype.nbytes
     stage_row = tsm2l_stage_elems(p.k, p.n, dtype, a_layout, c_layout)
-    smem = (ceil_div(p.k * p.n, vec) * vec + T1 * stage_row) * dtype.nbytes  # B (whole vectors), then the rows
+    t1 = T1
+
+    def smem_of(t1: int) -> int:
+        return (ceil_div(p.k * p.n, vec) * vec + t1 * stage_row) * dtype.nbytes  # B (whole vectors), then the rows
+
+    while smem_of(t1) > hw.smem_per_block and t1 > hw.warp_size:
+        t1 //= 2
+    smem = smem_of(t1)
     threads = ceil_div(p.m, tcf)
-    inflight = resident_threads(hw, threads, regs, smem) * tcf * p.k * dtype.nbytes
+    inflight = resident_threads(hw, threads, regs, smem, t1) * tcf * p.k * dtype.nbytes
     predicted = hw.mem_bandwidth * min(1.0, inflight / bytes_needed_in_flight(hw))
-    return Tsm2Plan(family=Family.TSM2L, t1=T1, t2=p.n, t3=p.k, tcf=tcf, kslices=1, rows_per_warp=1,
+    return Tsm2Plan(family=Family.TSM2L, t1=t1, t2=p.n, t3=p.k, tcf=tcf, kslices=1, rows_per_warp=1,
                     elem_bytes=dtype.nbytes, t2_threshold=t2_threshold(hw, dtype), predicted_bandwidth=predicted,
                     smem=smem, regs=regs, stage_row=stage_row)
 

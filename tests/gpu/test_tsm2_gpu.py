@@ -118,6 +118,28 @@ def test_tsm2l_row_major_vectors_with_beta(dtype, m, n, k):
                    "algorithm tsm2l }")
 
 
+@pytest.mark.parametrize("t1", [64, 128])
+def test_tsm2l_smaller_blocks(t1):
+    # The block size a CDNA workgroup gets where 256 threads' staging rows overflow its LDS (f64, n near 32); CUDA
+    # never plans it, so it is forced here: row-major A and C staged per warp, a partial last block.
+    from dataclasses import replace
+
+    import gemmc
+    from gemmc.api import CompiledKernel
+    from gemmc.passes import tsm2
+    from gemmc.runtime.check import check_kernel
+
+    kern = gemmc.compile_string("kernel k { dtype f64 layout A row, B col, C row alpha 1.5 beta -0.5 "
+                                "gemm 100003 x 32 x 4 algorithm tsm2l }")["k"]
+    plan, hw = kern.ir.plan, kern.target
+    plan = replace(plan, t1=t1, smem=plan.smem - (tsm2.T1 - t1) * plan.stage_row * 8)
+    ir = replace(kern.ir, plan=plan)
+    ir = replace(ir, work=tsm2.worklist(ir, plan, hw))
+    assert ir.work.block == t1
+    err = check_kernel(CompiledKernel(ir, hw, "<t1>"), seed=5, alpha=1.5, beta=-0.5, time_it=False)["errors"]
+    assert err["nonfinite"] == 0 and err["rel_fro"] < 1e-12, err
+
+
 @pytest.mark.parametrize("algorithm", ["tsm2r", "tsm2l"])
 def test_runtime_alpha_beta(algorithm):
     check_schedule(f"kernel k {{ alpha runtime beta runtime gemm 5001 x 5 x 13 algorithm {algorithm} }}", seed=4)
