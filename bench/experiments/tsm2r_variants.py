@@ -48,12 +48,15 @@ ROWFMA_CASES = [("f32", 16384, 8), ("f32", 16384, 16), ("f32", 16384, 32), ("f32
 ROW8192_CASES = [("f32", 8192, 8), ("f32", 8192, 16), ("f32", 16384, 16), ("f64", 8192, 1), ("f64", 8192, 32),
                  ("f64", 16384, 32)]
 ROWFMA3_CASES = [("f32", 8192, 4), ("f32", 8192, 8), ("f32", 8192, 16), ("f32", 16384, 16)]
+# row-major f64 past n = 16: is stop 17's 32-row shape (2 slices of 2 warps) the better default beside n = 32?
+ROWWIDE_CASES = [("f64", 8192, 24), ("f64", 8192, 48), ("f64", 8192, 64), ("f64", 16384, 24), ("f64", 16384, 64),
+                 ("f64", 16384, 128)]
 ROWFMA4_CASES = [("f32", 8192, 4), ("f32", 8192, 8), ("f32", 8192, 16), ("f32", 16384, 8), ("f32", 16384, 16),
                  ("f32", 30720, 16)]
 ROWMMA_CASES = [("f64", 16384, 1), ("f64", 16384, 2), ("f64", 16384, 4), ("f64", 16384, 8), ("f64", 30720, 8)]
 
 
-A_LAYOUT = "col"  # A's layout (row in ROW_STUDIES)
+A_LAYOUT = "col"  # A's layout (row in the row-major studies of STUDIES)
 BC_LAYOUT = os.environ.get("TSM2R_BC_LAYOUT", "col")  # B's and C's (the worker processes read it too)
 if BC_LAYOUT not in ("row", "col"):
     raise SystemExit(f"TSM2R_BC_LAYOUT must be row or col, not {BC_LAYOUT!r}")
@@ -108,9 +111,18 @@ def replanned(kern: CompiledKernel, **constants) -> CompiledKernel:
 
 STUDY = "ring"
 ROUNDS = 1  # passes over a case's variants (--rounds)
-# the studies of row-major A
-ROW_STUDIES = ("rowt3", "rowmma", "rowt32", "rowsmall", "rowgroups", "rowgroups2", "rowfma", "row8192", "rowfma3",
-               "rowfma4")
+# study -> (its cases, the results file's suite name, A row-major)
+STUDIES = {
+    "ring": (CASES, "tsm2r-variants", False), "mma": (MMA_CASES, "tsm2r-mma", False),
+    "wide": (WIDE_CASES, "tsm2r-wide", False), "n32": (N32_CASES, "tsm2r-n32", False),
+    "groups": (GROUPS_CASES, "tsm2r-groups", False),
+    "rowt3": (ROWT3_CASES, "tsm2r-rowt3", True), "rowmma": (ROWMMA_CASES, "tsm2r-rowmma", True),
+    "rowt32": (ROWT32_CASES, "tsm2r-rowt32", True), "rowsmall": (ROWSMALL_CASES, "tsm2r-rowsmall", True),
+    "rowgroups": (ROWGROUPS_CASES, "tsm2r-rowgroups", True), "rowgroups2": (ROWGROUPS_CASES, "tsm2r-rowgroups2", True),
+    "rowfma": (ROWFMA_CASES, "tsm2r-rowfma2", True), "row8192": (ROW8192_CASES, "tsm2r-row8192", True),
+    "rowfma3": (ROWFMA3_CASES, "tsm2r-rowfma3", True), "rowfma4": (ROWFMA4_CASES, "tsm2r-rowfma4", True),
+    "rowwide": (ROWWIDE_CASES, "tsm2r-rowwide", True),
+}
 
 
 def grouped(kern: CompiledKernel) -> list[tuple[str, CompiledKernel]]:
@@ -152,7 +164,7 @@ def variants(dtype: str, m: int, n: int, study: str | None = None) -> list[tuple
                      variant(kern, a_by_rows=True, mma=0, kslices=4, row_groups=1, rows_per_warp=rows, t3=t3, stages=2,
                              t2=n, regs=regs, cluster=c)) for c in (1, 2, 4)]
         return out
-    if (study or STUDY) in ("row8192", "rowfma3", "rowfma4"):  # row-major at m = 8192: rows per warp, slices, clusters
+    if (study or STUDY) in ("row8192", "rowfma3", "rowfma4", "rowwide"):  # row-major: rows per warp, slices, clusters
         if dtype == "f32":  # the column kernel by rows: 1 or 2 rows per lane (32 or 64 rows per warp)
             for rows in (1, 2):
                 regs = tsm2.column_regs(n, 4, rows, kern.ir.dtype)  # as the planner: 16-byte vectors
@@ -233,7 +245,7 @@ def compile_one(args: tuple[str, str, int, int, str]) -> str:
 
     label, dtype, m, n, study = args
     global A_LAYOUT
-    A_LAYOUT = "row" if study in ROW_STUDIES else "col"  # a worker process starts from the module's defaults
+    A_LAYOUT = "row" if STUDIES[study][2] else "col"  # a worker process starts from the module's defaults
     kern = dict(variants(dtype, m, n, study))[label]
     device_function(kern.rendered, kern.rendered.entry)
     return label
@@ -300,21 +312,13 @@ def main() -> None:
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--jobs", type=int, default=12)
     parser.add_argument("--rounds", type=int, default=1, help="time every variant this many times in turn")
-    parser.add_argument("--study", choices=("ring", "mma", "wide", "n32", "rowt3", "rowmma", "rowt32", "rowsmall",
-                                            "groups", "rowgroups", "rowgroups2", "rowfma", "row8192", "rowfma3",
-                                            "rowfma4"),
-                        default="ring")
+    parser.add_argument("--study", choices=tuple(STUDIES), default="ring")
     args = parser.parse_args()
     global STUDY, ROUNDS
     STUDY, ROUNDS = args.study, args.rounds
-    cases = {"ring": CASES, "mma": MMA_CASES, "wide": WIDE_CASES, "n32": N32_CASES,
-             "rowt3": ROWT3_CASES, "rowmma": ROWMMA_CASES, "rowt32": ROWT32_CASES,
-             "rowsmall": ROWSMALL_CASES, "groups": GROUPS_CASES, "rowgroups": ROWGROUPS_CASES,
-             "rowgroups2": ROWGROUPS_CASES, "rowfma": ROWFMA_CASES,
-             "row8192": ROW8192_CASES, "rowfma3": ROWFMA3_CASES,
-             "rowfma4": ROWFMA4_CASES}[args.study]
+    cases, suite, row_a = STUDIES[args.study]
     global A_LAYOUT
-    A_LAYOUT = "row" if args.study in ROW_STUDIES else "col"
+    A_LAYOUT = "row" if row_a else "col"
     jobs = [(label, dtype, m, n, args.study) for dtype, m, n in cases for label, _ in variants(dtype, m, n)]
     import multiprocessing
 
@@ -324,12 +328,6 @@ def main() -> None:
     for dtype, m, n in cases:
         rows += time_case(dtype, m, n)
         torch.cuda.empty_cache()
-    suite = {"ring": "tsm2r-variants", "mma": "tsm2r-mma", "wide": "tsm2r-wide",
-             "n32": "tsm2r-n32", "rowt3": "tsm2r-rowt3", "rowmma": "tsm2r-rowmma",
-             "rowt32": "tsm2r-rowt32", "rowsmall": "tsm2r-rowsmall", "groups": "tsm2r-groups",
-             "rowgroups": "tsm2r-rowgroups", "rowgroups2": "tsm2r-rowgroups2", "rowfma": "tsm2r-rowfma2",
-             "row8192": "tsm2r-row8192", "rowfma3": "tsm2r-rowfma3",
-             "rowfma4": "tsm2r-rowfma4"}[args.study]
     path = timing.write_results(args.out, suite if BC_LAYOUT == "col" else f"{suite}-bc{BC_LAYOUT}", rows)
     print(timing.table(rows, ["case", "variant", "mma", "t3", "stages", "cluster", "warps", "groups", "rows",
                               "min_blocks", "regs", "us",
