@@ -68,6 +68,14 @@ def test_rejections(text, code):
     assert code in str(err.value)
 
 
+def test_f64_on_the_tensor_core_family_points_elsewhere():
+    # A tensor-core precision would not go with f64 data either: the hint names the families that run f64.
+    with pytest.raises(GemmcError) as err:
+        run_pipeline(front_end("kernel k { dtype f64 algorithm tensorcore gemm 8 x 8 x 8 }"))
+    assert err.value.code == "E202" and "use `algorithm simt` for f64" in str(err.value)
+    assert "precision f16" not in str(err.value)
+
+
 def test_stages_from_the_schedule_and_by_fit():
     text = schedule("split f16 x3", gemm="8192 x 8192 x 8192")
     k, _ = planned(text.replace(" dtype f32", " dtype f32\n pipeline stages 3"))

@@ -68,6 +68,8 @@ def kernel_diagnostics(kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
     tc_precision = prec is not None and prec.compute not in (DType.F32, DType.F64)
     if kernel.algorithm is Algorithm.TENSORCORE and not tc_precision:
         err("E202", "algorithm", "algorithm tensorcore needs a tensor-core precision",
+            "the tensor-core family computes f32 data only: use `algorithm simt` for f64 (or `algorithm tsm2r`, on "
+            "sm_90's f64 tensor cores, for a tall-and-skinny B)" if kernel.dtype is DType.F64 else
             "add `precision f16`, `precision tf32` or `precision split f16 x3` (f32 products on tensor cores)")
     elif tc_precision and kernel.algorithm not in (Algorithm.AUTO, Algorithm.TENSORCORE):
         err("E202", "algorithm", f"precision {prec} runs on tensor cores, not with algorithm {kernel.algorithm.value}",
