@@ -89,7 +89,7 @@ H100_MAX_CLUSTERS = ((132, 66, 39, 30, 22, 17, 15, 15), (264, 132, 79, 62, 47, 3
                      (396, 198, 124, 92, 69, 62, 47, 45), (528, 264, 163, 124, 94, 79, 69, 62),
                      (660, 330, 203, 154, 124, 101, 84, 77), (792, 396, 248, 186, 146, 124, 101, 92),
                      (924, 462, 287, 216, 171, 141, 124, 107), (1056, 528, 327, 248, 193, 163, 139, 124))
-H100_CLUSTER_FILL = tuple((bps, size, clusters * size / (bps * 132))
+H100_CLUSTER_FILL = tuple((bps, size, clusters * size / row[0])  # row[0]: clusters of 1, every block slot
                           for bps, row in enumerate(H100_MAX_CLUSTERS, 1) for size, clusters in enumerate(row, 1))
 
 
