@@ -161,8 +161,9 @@ def bytes_needed_in_flight(hw: Hardware) -> float:
     return hw.mem_bandwidth * (LOADED_LATENCY * hw.mem_latency_cycles / hw.clock_hz) / hw.sm_count
 
 
-def resident_threads(hw: Hardware, total_threads: int, regs: int, smem: int, block: int = T1) -> int:
-    """Threads per SM: what occupancy allows, or fewer when the grid has fewer threads than the machine holds."""
+def resident_threads(hw: Hardware, total_threads: int, regs: int, smem: int, block: int) -> int:
+    """Threads per SM with blocks of `block` threads: what occupancy allows, or fewer when the grid has fewer
+    threads than the machine holds."""
     occ = occupancy(hw, block, regs, smem)
     return min(occ.warps_per_sm * hw.warp_size, max(1, total_threads // hw.sm_count))
 
@@ -385,10 +386,11 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, group
     t3 = 4 * rows_per_warp  # elements of A in flight per lane per step
     regs = w * (rows_per_warp * t2 + t3 + 4) + 24
     smem = t2 * hw.warp_size * 4 * dtype.nbytes
-    threads = ceil_div(p.m, KSLICES * rows_per_warp) * T1 * ceil_div(p.n, t2)
-    inflight = resident_threads(hw, threads, regs, smem) * t3 * dtype.nbytes
+    block = KSLICES * hw.warp_size
+    threads = ceil_div(p.m, KSLICES * rows_per_warp) * block * ceil_div(p.n, t2)
+    inflight = resident_threads(hw, threads, regs, smem, block) * t3 * dtype.nbytes
     predicted = hw.mem_bandwidth * min(1.0, inflight / need)
-    return Tsm2Plan(family=Family.TSM2R, t1=KSLICES * hw.warp_size, t2=t2, t3=t3, tcf=1, kslices=KSLICES,
+    return Tsm2Plan(family=Family.TSM2R, t1=block, t2=t2, t3=t3, tcf=1, kslices=KSLICES,
                     rows_per_warp=rows_per_warp, elem_bytes=dtype.nbytes, t2_threshold=threshold,
                     predicted_bandwidth=predicted, smem=smem,
                     regs=regs)
@@ -406,11 +408,11 @@ def tsm2l_stage_elems(k: int, n: int, dtype: DType, a_layout: Layout, c_layout: 
 
 
 def tsm2l_params(p: Problem, dtype: DType, hw: Hardware, a_layout: Layout = Layout.COL,
-                 c_layout: Layout = Layout.COL) -> Tsm2Plan:
+                 c_layout: Layout = Layout.COL, t1: int = T1) -> Tsm2Plan:
     """tcf (§3.2): about WAVES waves of resident threads, then more rows per thread (paper, V100 single:
     tcf 1, 1, 2, 8 for m = 1e4 .. 1e7). Shared memory: B, then each warp's staging rows for row-major A and C.
-    Blocks of T1 threads, halved while their staging rows would not fit the target's shared memory (f64 with
-    k or n near 32, row-major, on the 64 KiB of a CDNA workgroup)."""
+    Blocks of `t1` threads (T1), halved while their staging rows would not fit the target's shared memory (f64
+    with k or n near 32, row-major, on the 64 KiB of a CDNA workgroup)."""
     w = dtype.nbytes // 4 or 1
     capacity = hw.sm_count * hw.max_threads_per_sm
     # The rows a thread holds are registers: keep them to TSM2L_ROW_REGS so that 8+ warps stay resident per SM.
@@ -419,8 +421,6 @@ def tsm2l_params(p: Problem, dtype: DType, hw: Hardware, a_layout: Layout = Layo
     regs = w * (tcf * p.k + 2) + 24
     vec = 16 // dtype.nbytes
     stage_row = tsm2l_stage_elems(p.k, p.n, dtype, a_layout, c_layout)
-    t1 = T1
-
     def smem_of(t1: int) -> int:
         return (ceil_div(p.k * p.n, vec) * vec + t1 * stage_row) * dtype.nbytes  # B (whole vectors), then the rows
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.gpu.helpers import LAYOUTS, check_schedule, layout_line
+from tests.gpu.helpers import LAYOUTS, check_plan, check_schedule, layout_line
 
 pytestmark = pytest.mark.gpu
 
@@ -46,9 +46,7 @@ def test_tsm2r_row_major_on_the_fmas(dtype, layouts, m, n, k, rows, t3, cluster)
     from dataclasses import replace
 
     import gemmc
-    from gemmc.api import CompiledKernel
     from gemmc.passes import tsm2
-    from gemmc.runtime.check import check_kernel
 
     kern = gemmc.compile_string(f"kernel k {{ dtype {dtype} {layout_line(layouts)} alpha 1.5 beta -0.5 "
                                 f"gemm {m} x {n} x {k} algorithm tsm2r }}")["k"]
@@ -56,10 +54,7 @@ def test_tsm2r_row_major_on_the_fmas(dtype, layouts, m, n, k, rows, t3, cluster)
     smem = tsm2.column_smem(4, t2, t3, 2, rows, kern.ir.dtype, hw, 0, 1, True)
     plan = replace(kern.ir.plan, a_by_rows=True, mma=0, kslices=4, row_groups=1, rows_per_warp=rows, t3=t3, t2=t2,
                    stages=2, t1=4 * hw.warp_size, smem=smem, cluster=cluster, min_blocks=1)
-    ir = replace(kern.ir, plan=plan)
-    ir = replace(ir, work=tsm2.worklist(ir, plan, hw))
-    err = check_kernel(CompiledKernel(ir, hw, "<rows>"), seed=4, alpha=1.5, beta=-0.5, time_it=False)["errors"]
-    assert err["nonfinite"] == 0 and err["rel_fro"] < (1e-5 if dtype == "f32" else 1e-12), err
+    check_plan(kern, plan, seed=4)
 
 
 # algorithm auto sends f64 up to n = 128 to TSM2R on sm_90's tensor cores: several passes of 32 columns, the last
@@ -84,9 +79,7 @@ def test_tsm2r_row_groups(layouts, m, n, k, rows, groups, slices, cluster):
     from dataclasses import replace
 
     import gemmc
-    from gemmc.api import CompiledKernel
     from gemmc.passes import tsm2
-    from gemmc.runtime.check import check_kernel
 
     kern = gemmc.compile_string(f"kernel k {{ dtype f64 {layout_line(layouts)} alpha 1.5 beta -0.5 "
                                 f"gemm {m} x {n} x {k} algorithm tsm2r }}")["k"]
@@ -96,10 +89,7 @@ def test_tsm2r_row_groups(layouts, m, n, k, rows, groups, slices, cluster):
     smem = tsm2.column_smem(slices, plan.t2, plan.t3, plan.stages, rows, kern.ir.dtype, hw, plan.mma, groups)
     plan = replace(plan, rows_per_warp=rows, row_groups=groups, kslices=slices, t1=slices * groups * hw.warp_size,
                    smem=smem, cluster=cluster, min_blocks=1)
-    ir = replace(kern.ir, plan=plan)
-    ir = replace(ir, work=tsm2.worklist(ir, plan, hw))
-    err = check_kernel(CompiledKernel(ir, hw, "<groups>"), seed=3, alpha=1.5, beta=-0.5, time_it=False)["errors"]
-    assert err["nonfinite"] == 0 and err["rel_fro"] < 1e-12, err
+    check_plan(kern, plan, seed=3)
 
 
 @pytest.mark.parametrize("layouts", LAYOUTS)
@@ -122,22 +112,15 @@ def test_tsm2l_row_major_vectors_with_beta(dtype, m, n, k):
 def test_tsm2l_smaller_blocks(t1):
     # The block size a CDNA workgroup gets where 256 threads' staging rows overflow its LDS (f64, n near 32); CUDA
     # never plans it, so it is forced here: row-major A and C staged per warp, a partial last block.
-    from dataclasses import replace
-
     import gemmc
-    from gemmc.api import CompiledKernel
+    from gemmc.ir.types import DType, Layout
     from gemmc.passes import tsm2
-    from gemmc.runtime.check import check_kernel
 
     kern = gemmc.compile_string("kernel k { dtype f64 layout A row, B col, C row alpha 1.5 beta -0.5 "
                                 "gemm 100003 x 32 x 4 algorithm tsm2l }")["k"]
-    plan, hw = kern.ir.plan, kern.target
-    plan = replace(plan, t1=t1, smem=plan.smem - (tsm2.T1 - t1) * plan.stage_row * 8)
-    ir = replace(kern.ir, plan=plan)
-    ir = replace(ir, work=tsm2.worklist(ir, plan, hw))
-    assert ir.work.block == t1
-    err = check_kernel(CompiledKernel(ir, hw, "<t1>"), seed=5, alpha=1.5, beta=-0.5, time_it=False)["errors"]
-    assert err["nonfinite"] == 0 and err["rel_fro"] < 1e-12, err
+    plan = tsm2.tsm2l_params(kern.ir.problems[0], DType.F64, kern.target, Layout.ROW, Layout.ROW, t1=t1)
+    assert plan.t1 == t1
+    check_plan(kern, plan, seed=5)
 
 
 @pytest.mark.parametrize("algorithm", ["tsm2r", "tsm2l"])
