@@ -124,25 +124,33 @@ def test_f64_tensor_cores_from_the_layouts_own_n(target, dtype, layout, n, mma):
     assert kern.ir.plan.mma == mma
 
 
-@pytest.mark.parametrize("n, slices, groups", [(1, 4, 1), (16, 4, 1), (17, 1, 4), (32, 1, 4), (64, 1, 4)])
-def test_row_major_f64_batches_are_wide_and_share_b_past_16_columns(n, slices, groups):
-    # 256-byte pieces of each row per batch at every n; past 16 columns one k slice of 4 warps shares B's batches
-    # (4 slices of one warp would need 205 KiB), and the tuning step times slices of one warp too, and 32 rows per
-    # warp in slices of 2 warps in clusters of 1-2 blocks.
-    kern = gemmc.compile_string(f"kernel k {{ dtype f64 gemm 16384 x {n} x 16384 algorithm tsm2r }}")["k"]
+@pytest.mark.parametrize("m, n, rows, other", [(16384, 1, 2, 1), (16384, 16, 2, 1), (8192, 1, 1, 2), (8192, 16, 1, 2),
+                                                (8192, 17, 2, None), (16384, 32, 2, None), (16384, 64, 2, None)])
+def test_row_major_f64_takes_1_warp_slices_and_times_the_other_shapes(m, n, rows, other):
+    # 256-byte pieces of each row per batch and 4 k slices of one warp at every n. Below 17 columns 64 rows per warp,
+    # or 32 where 64-row tiles are fewer than the SMs (8192: 128 tiles), and the tuning step times the other rows in
+    # clusters of 1-2; from 17 it times one slice of 4 warps that share B's batches at every cluster size, and 32
+    # rows per warp in slices of 2 warps in clusters of 1-2.
+    kern = gemmc.compile_string(f"kernel k {{ dtype f64 gemm {m} x {n} x {m} algorithm tsm2r }}")["k"]
     plan = kern.ir.plan
-    assert (plan.t3, plan.kslices, plan.row_groups, plan.t1) == (32, slices, groups, 128)
-    assert plan.smem <= TARGETS["sm_90"].smem_per_block
+    assert (plan.t3, plan.kslices, plan.row_groups, plan.t1, plan.rows_per_warp) == (32, 4, 1, 128, rows)
     found = tsm2.alternatives(kern.ir, kern.target)
-    small = [alt for label, alt in found if "32 rows per warp" in label]
-    assert len(found) == tsm2.MAX_CLUSTER * (2 if groups > 1 else 1) + len(small)
-    assert [(k.plan.cluster, k.plan.rows_per_warp, k.plan.row_groups, k.plan.kslices) for k in small] == \
-        ([(1, 1, 2, 2), (2, 1, 2, 2)] if groups > 1 else [])
+    assert all(alt.plan.smem <= TARGETS["sm_90"].smem_per_block for _, alt in found)
+    shapes = sorted({(alt.plan.rows_per_warp, alt.plan.row_groups, alt.plan.kslices) for _, alt in found})
+    if other is not None:
+        assert shapes == sorted([(rows, 1, 4), (other, 1, 4)])
+        assert [alt.plan.cluster for _, alt in found if alt.plan.rows_per_warp == other] == [1, 2]
+        assert len(found) == tsm2.MAX_CLUSTER + 2
+    else:
+        assert shapes == [(1, 2, 2), (2, 1, 4), (2, 4, 1)]
+        assert [alt.plan.cluster for _, alt in found if alt.plan.row_groups == 2] == [1, 2]
+        assert len(found) == 2 * tsm2.MAX_CLUSTER + 2
     passes = -(-n // plan.t2)
-    assert all(k.plan.smem <= TARGETS["sm_90"].smem_per_block
-               and k.work.grid[0] == 16384 // 64 * passes * k.plan.cluster for k in small)
+    assert all(alt.work.grid[0] == m // (32 * alt.plan.rows_per_warp * alt.plan.row_groups) * passes * alt.plan.cluster
+               for _, alt in found)
     # inspect names what is timed (`notes` and `alternatives` read the same `tuning_shapes`)
-    assert ("and of 1-2 with 32 rows per warp in 2-warp slices" in " ".join(kern.ir.notes)) == (groups > 1)
+    timed = "with 32 rows per warp in 2-warp slices" if other is None else f"with {32 * other} rows per warp"
+    assert f"of 1-2 {timed}" in " ".join(kern.ir.notes)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -248,7 +256,7 @@ def test_f64_tensor_cores_share_b_between_the_warps_of_a_k_slice():
     single = [alt for label, alt in found if label.endswith("1-warp slices")]
     assert {(alt.plan.kslices, alt.plan.row_groups) for alt in single} == {(4, 1)} and len(single) == tsm2.MAX_CLUSTER
     assert all(alt.work.grid[0] == 30720 // 64 * alt.plan.cluster for alt in single)
-    assert "clusters of 1-7 blocks, and of 1-7 with 1-warp slices and keeps" in " ".join(kernel.notes)
+    assert "clusters of 1-7 blocks, and of 1-7 with 1-warp slices, and keeps" in " ".join(kernel.notes)
     for name, arch in (("r_col_f64", "sm_80"), ("r_col_f32_m8k", "sm_90")):
         assert _render(name, arch).ir.plan.row_groups == 1
     row = tsm2.tsm2r_params(Problem("p", 8192, 16, 8192), DType.F64, Layout.ROW, H100)
@@ -317,5 +325,5 @@ def test_cluster_fill_reads_the_targets_measured_table():
     assert tsm2.cluster_fill(H100, 16, 1) == tsm2.CLUSTER_FILL
     assert tsm2.cluster_fill(dataclasses.replace(H100, cluster_fill=()), 7, 1) == tsm2.CLUSTER_FILL
     # so row-major f64 n = 32 (one 4-warp slice, one block per SM) plans clusters of 2, not 7 (1008 -> 743 us)
-    plan = tsm2.tsm2r_params(Problem("p", 16384, 32, 16384), DType.F64, Layout.ROW, H100)
+    plan = tsm2.tsm2r_params(Problem("p", 16384, 32, 16384), DType.F64, Layout.ROW, H100, groups=4)
     assert (plan.row_groups, plan.cluster) == (4, 2)

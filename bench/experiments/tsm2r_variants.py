@@ -53,6 +53,9 @@ ROWWIDE_CASES = [("f64", 8192, 24), ("f64", 8192, 48), ("f64", 8192, 64), ("f64"
                  ("f64", 16384, 128)]
 ROWFMA4_CASES = [("f32", 8192, 4), ("f32", 8192, 8), ("f32", 8192, 16), ("f32", 16384, 8), ("f32", 16384, 16),
                  ("f32", 30720, 16)]
+# row-major f64 n <= 16: 32 rows per warp (twice the row tiles) where 64-row tiles leave SMs idle (8192: 128 tiles)
+ROWSMALL2_CASES = [("f64", 8192, 1), ("f64", 8192, 2), ("f64", 8192, 4), ("f64", 8192, 8), ("f64", 8192, 16),
+                   ("f64", 16384, 1), ("f64", 16384, 8), ("f64", 16384, 16), ("f64", 30720, 2), ("f64", 30720, 16)]
 ROWMMA_CASES = [("f64", 16384, 1), ("f64", 16384, 2), ("f64", 16384, 4), ("f64", 16384, 8), ("f64", 30720, 8)]
 
 
@@ -121,7 +124,7 @@ STUDIES = {
     "rowgroups": (ROWGROUPS_CASES, "tsm2r-rowgroups", True), "rowgroups2": (ROWGROUPS_CASES, "tsm2r-rowgroups2", True),
     "rowfma": (ROWFMA_CASES, "tsm2r-rowfma2", True), "row8192": (ROW8192_CASES, "tsm2r-row8192", True),
     "rowfma3": (ROWFMA3_CASES, "tsm2r-rowfma3", True), "rowfma4": (ROWFMA4_CASES, "tsm2r-rowfma4", True),
-    "rowwide": (ROWWIDE_CASES, "tsm2r-rowwide", True),
+    "rowwide": (ROWWIDE_CASES, "tsm2r-rowwide", True), "rowsmall2": (ROWSMALL2_CASES, "tsm2r-rowsmall2", True),
 }
 
 
@@ -164,7 +167,8 @@ def variants(dtype: str, m: int, n: int, study: str | None = None) -> list[tuple
                      variant(kern, a_by_rows=True, mma=0, kslices=4, row_groups=1, rows_per_warp=rows, t3=t3, stages=2,
                              t2=n, regs=regs, cluster=c)) for c in (1, 2, 4)]
         return out
-    if (study or STUDY) in ("row8192", "rowfma3", "rowfma4", "rowwide"):  # row-major: rows per warp, slices, clusters
+    # row-major: rows per warp, slices, clusters
+    if (study or STUDY) in ("row8192", "rowfma3", "rowfma4", "rowwide", "rowsmall2"):
         if dtype == "f32":  # the column kernel by rows: 1 or 2 rows per lane (32 or 64 rows per warp)
             for rows in (1, 2):
                 regs = tsm2.column_regs(n, 4, rows, kern.ir.dtype)  # as the planner: 16-byte vectors

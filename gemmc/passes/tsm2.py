@@ -33,13 +33,23 @@ T3_BATCH = 4  # column-major TSM2R: A vectors (16 bytes or less) per lane per ba
 # 789 -> 747 us at 16384, 2780 -> 2649 at 30720, and 1-warp slices with 32 k 751 / 2707 (stop 16, --study
 # rowgroups2, bench/results/2026-11-23_h100_tsm2r-rowgroups2.json). So every n takes 32.
 ROW_T3_BATCH = 32
-ROW_GROUPS_MIN_N = 17  # row-major A: from this t2 up, one k slice of ROW_MMA_GROUPS warps sharing B
+# The plan keeps 4 k slices of one warp at every n (stop 19). From ROW_WIDE_MIN_N columns the tuning step also times
+# one slice of ROW_MMA_GROUPS warps that share B (stop 16-18's plan), the faster shape where its cluster is right:
+# 742 against 755 us at 16384, n = 32, tuned. The model's cluster for it is not: at 8192 it picked clusters of 3
+# (216-231 us) where 1-warp slices at cluster 1 took 197-206 (n = 24-32), and past n = 32 1-warp slices at cluster 1
+# were 0-13% faster than its pick at every size measured (bench/results/2026-11-23_h100_tsm2r-rowwide.json,
+# ..._tsm2r-row8192.json, the `tuning_us` of ..._tallskinny-tsm2r-f64-rowmajor-stop17.json).
+ROW_WIDE_MIN_N = 17
 ROW_MMA_GROUPS = 4
-# ... and the tuning step also times 32 rows per warp in k slices of 2 warps, in clusters of 1-2 blocks: at m = k =
-# 8192 / 16384, n = 32, they took 194 / 731 us against 200 / 741-749 for the best of the other shapes in the same
-# run (bench/results/2026-11-23_h100_tsm2r-row8192.json; larger clusters leave SMs idle at one block per SM).
+# ... and 32 rows per warp in k slices of 2 warps, in clusters of 1-2 blocks: at m = k = 8192 / 16384, n = 32, they
+# took 194 / 731 us against 200 / 741-749 for the best of the other shapes in the same run (bench/results/
+# 2026-11-23_h100_tsm2r-row8192.json; larger clusters leave SMs idle at one block per SM).
 ROW_ALT_GROUPS = 2
 ROW_ALT_MAX_CLUSTER = 2
+# Below ROW_WIDE_MIN_N columns a warp takes 64 rows, or 32 where tiles of 64 would be fewer than the SMs: at m = k =
+# 8192 (128 tiles for 132 SMs) 32 rows took 183-191 us against 187-194 at n = 1-16; at 16384 and 30720, where 64-row
+# tiles fill every SM, 32 rows were -0.6% to +8% (bench/results/2026-11-23_h100_tsm2r-rowsmall2.json). The tuning
+# step times the other one too, in clusters of 1-ROW_ALT_MAX_CLUSTER.
 # Batches in a warp's shared-memory ring: at least one in flight while one is used, more only where the resident
 # warps cannot meet Little's law with one (`ring_stages`). Deeper rings (3, 4, 6, 8) were never faster where an SM
 # holds 12+ warps (bench/results/2026-11-22_h100_tsm2r-variants_run2.json: 2 stages within 1% of the best depth
@@ -314,14 +324,16 @@ def column_kernel(kernel: Kernel, plan: Tsm2Plan) -> bool:
     return kernel.layout_a is Layout.COL or plan.a_by_rows
 
 
-def default_row_groups(mma: int, a_layout: Layout, t2: int) -> int:
-    """Warps per k slice of the column kernel on sm_90's f64 tensor cores: MMA_ROW_GROUPS for column-major A,
-    ROW_MMA_GROUPS for row-major A with t2 >= ROW_GROUPS_MIN_N; else 1."""
-    if mma != 16:
-        return 1
-    if a_layout is Layout.COL:
-        return MMA_ROW_GROUPS
-    return ROW_MMA_GROUPS if t2 >= ROW_GROUPS_MIN_N else 1
+def default_row_groups(mma: int, a_layout: Layout) -> int:
+    """Warps per k slice of the column kernel: MMA_ROW_GROUPS for column-major A on sm_90's f64 tensor cores, else
+    1 (row-major A: see ROW_WIDE_MIN_N)."""
+    return MMA_ROW_GROUPS if mma == 16 and a_layout is Layout.COL else 1
+
+
+def row_mma_rows(p: Problem, t2: int, hw: Hardware) -> int:
+    """Row-major A on sm_90's f64 tensor cores with 1-warp k slices below ROW_WIDE_MIN_N columns: rows per lane, 2
+    (64 rows per warp), or 1 where 64-row tiles would leave SMs idle."""
+    return 1 if column_row_blocks(p, t2, 2, hw) < hw.sm_count else 2
 
 
 def column_shape(t2: int, dtype: DType, a_layout: Layout, mma: int, by_rows: bool) -> tuple[int, int, int]:
@@ -354,8 +366,10 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, group
         if mma:
             t2 = mma_pass_columns(t2, dtype)
         rows_per_warp, t3, held = column_shape(t2, dtype, a_layout, mma, by_rows)
+        groups = groups or default_row_groups(mma, a_layout)
+        if rows is None and mma == 16 and a_layout is Layout.ROW and t2 < ROW_WIDE_MIN_N:
+            rows = row_mma_rows(p, t2, hw)
         rows_per_warp = rows or rows_per_warp
-        groups = groups or default_row_groups(mma, a_layout, t2)
         kw = COL_WARPS // groups  # k slices per block
         regs = column_regs(t2, held, rows_per_warp, dtype)
         if mma and a_layout is Layout.ROW:
@@ -499,8 +513,8 @@ def notes(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> tuple[str, ...]:
     elif sum(len(sizes) for _, _, sizes in shapes) > 1:
         timed = ", and of ".join(f"{_span(sizes)}{' with ' + shape if shape else ' blocks'}"
                                  for _, shape, sizes in shapes)
-        lines += (f"tsm2r: the first call on a GPU times clusters of {timed} and keeps the fastest (the model's "
-                  f"choice: {plan.cluster}; GEMMC_TUNE=0 keeps it)",)
+        lines += (f"tsm2r: the first call on a GPU times clusters of {timed}{',' if len(shapes) > 1 else ''} and "
+                  f"keeps the fastest (the model's choice: {plan.cluster}; GEMMC_TUNE=0 keeps it)",)
     return lines
 
 
@@ -524,14 +538,20 @@ def tuning_shapes(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> tuple[bool, l
             return False, []
         by_rows = tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, by_rows=True)
         return True, [(by_rows, "A copied by rows", cluster_sizes(p.k, by_rows.kslices, by_rows.t3))]
+    def shape(label: str, max_cluster: int = MAX_CLUSTER, **changes) -> tuple[Tsm2Plan, str, list[int]]:
+        other = tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, **changes)
+        return other, label, [s for s in cluster_sizes(p.k, other.kslices, other.t3) if s <= max_cluster]
+
     shapes = [(plan, "", [plan.cluster, *(s for s in cluster_sizes(p.k, plan.kslices, plan.t3) if s != plan.cluster)])]
-    if plan.row_groups > 1:
-        single = tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, groups=1)
-        shapes.append((single, "1-warp slices", cluster_sizes(p.k, single.kslices, single.t3)))
-        if kernel.layout_a is Layout.ROW:
-            small = tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, groups=ROW_ALT_GROUPS, rows=1)
-            sizes = [s for s in cluster_sizes(p.k, small.kslices, small.t3) if s <= ROW_ALT_MAX_CLUSTER]
-            shapes.append((small, f"{hw.warp_size} rows per warp in {ROW_ALT_GROUPS}-warp slices", sizes))
+    if plan.mma == 16 and kernel.layout_a is Layout.ROW and plan.t2 >= ROW_WIDE_MIN_N:
+        shapes.append(shape(f"one slice of {ROW_MMA_GROUPS} warps", groups=ROW_MMA_GROUPS))
+        shapes.append(shape(f"{hw.warp_size} rows per warp in {ROW_ALT_GROUPS}-warp slices", ROW_ALT_MAX_CLUSTER,
+                            groups=ROW_ALT_GROUPS, rows=1))
+    elif plan.mma == 16 and kernel.layout_a is Layout.ROW:
+        rows = 3 - plan.rows_per_warp  # the other of 1 and 2 rows per lane
+        shapes.append(shape(f"{rows * hw.warp_size} rows per warp", ROW_ALT_MAX_CLUSTER, rows=rows))
+    elif plan.row_groups > 1:
+        shapes.append(shape("1-warp slices", groups=1))
     return False, shapes
 
 
@@ -544,8 +564,10 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
     745, 786, 747; bench/results/2026-11-22_h100_tsm2r-wide_call1.json). Where the k slices have MMA_ROW_GROUPS
     warps, every cluster size with slices of one warp too: at m = k = 8192, f64 n = 32, those took 184-186 us at
     their best cluster and the grouped slices 201-246 (bench/results/2026-11-23_h100_tsm2r-groups-run3.json,
-    2026-11-23_h100_tallskinny-tsm2r-f64-stop16.json); with row-major A (one slice of ROW_MMA_GROUPS warps) also
-    32 rows per warp in slices of ROW_ALT_GROUPS warps, in clusters up to ROW_ALT_MAX_CLUSTER. Where the plan is the
+    2026-11-23_h100_tallskinny-tsm2r-f64-stop16.json). Row-major A on sm_90's f64 tensor cores: below
+    ROW_WIDE_MIN_N columns the other of 32 and 64 rows per warp, from it one slice of ROW_MMA_GROUPS warps at every
+    cluster size and 32 rows per warp in slices of ROW_ALT_GROUPS warps, the extra shapes in clusters up to
+    ROW_ALT_MAX_CLUSTER where not every size. Where the plan is the
     row kernel (row-major A, n = 1 on CUDA), the column kernel with A copied by rows at every cluster size: at m = k
     = 8192 f32 it took 102-104 us at n = 2-3 where the row kernel took 123, at 16384-30720 the row kernel was 7-9%
     ahead at n = 1 (bench/results/2026-11-23_h100_tallskinny-tsm2r-f32-rowmajor-n2.json). The shapes are

@@ -193,11 +193,11 @@ def test_tsm2r_64_bit_indexing(a_layout):
 
 @pytest.mark.parametrize("dtype, n, k, a_layout", [("f32", 13, 20011, "col"), ("f64", 32, 20011, "col"),
                                                    ("f64", 32, 20011, "row"), ("f64", 32, 20012, "row"),
-                                                   ("f32", 1, 20012, "row")])
+                                                   ("f64", 5, 20011, "row"), ("f32", 1, 20012, "row")])
 def test_every_tuning_candidate_is_correct(dtype, n, k, a_layout):
     # The tuning step may pick any of the planner's alternatives (cluster sizes 1-7; k slices of several warps and of
-    # one; row-major f64 also 32 rows per warp in 2-warp slices; the row kernel and the column kernel by rows): each
-    # against float64.
+    # one; row-major f64 also 32 or 64 rows per warp, in 2-warp slices from 17 columns; the row kernel and the column
+    # kernel by rows): each against float64.
     import gemmc
     from gemmc.api import CompiledKernel
     from gemmc.passes import tsm2
@@ -207,9 +207,12 @@ def test_every_tuning_candidate_is_correct(dtype, n, k, a_layout):
                                 f"gemm 3001 x {n} x {k} algorithm tsm2r }}")["k"]
     found = tsm2.alternatives(kern.ir, kern.target)
     plan = kern.ir.plan
-    small = 2 if a_layout == "row" and plan.row_groups > 1 else 0  # 32 rows per warp, clusters of 1-2
-    assert len(found) == (1 + tsm2.MAX_CLUSTER if not tsm2.column_kernel(kern.ir, plan)
-                          else tsm2.MAX_CLUSTER * (2 if plan.row_groups > 1 else 1) + small)
+    if not tsm2.column_kernel(kern.ir, plan):
+        assert len(found) == 1 + tsm2.MAX_CLUSTER
+    elif a_layout == "row" and dtype == "f64":  # the other rows per warp in clusters of 1-2, and one 4-warp slice
+        assert len(found) == tsm2.MAX_CLUSTER * (2 if n >= tsm2.ROW_WIDE_MIN_N else 1) + 2
+    else:
+        assert len(found) == tsm2.MAX_CLUSTER * (2 if plan.row_groups > 1 else 1)
     for label, ir in found:
         err = check_kernel(CompiledKernel(ir, kern.target, "<alt>"), seed=5, alpha=1.5, beta=-0.5,
                            time_it=False)["errors"]
