@@ -29,9 +29,9 @@ T3_BATCH = 4  # column-major TSM2R: A vectors (16 bytes or less) per lane per ba
 # (128-byte pieces, 2 stages) at 90% (bench/results/2026-11-23_h100_tsm2r-rowt3.json). sm_90's m16n8k4 path.
 # 256-byte pieces (32): n = 16 at 16384 / 30720 778 -> 727 / 2720 -> 2546 us (92% -> 98% of the roof, one block of
 # 172 KiB per SM; bench/results/2026-11-23_h100_tsm2r-rowt32.json). At n = 32 four 1-warp slices' batches of B
-# took 205 KiB and were slower in stop 15; one slice of 4 warps that share B (ROW_MMA_GROUPS, 152 KiB) is faster:
-# 789 -> 747 us at 16384, 2780 -> 2649 at 30720, and 1-warp slices with 32 k 751 / 2707 (stop 16, --study
-# rowgroups2, bench/results/2026-11-23_h100_tsm2r-rowgroups2.json). So every n takes 32.
+# took 205 KiB; one slice of 4 warps that share B (ROW_MMA_GROUPS, 152 KiB) at its best cluster: 789 -> 747 us at
+# 16384, 2780 -> 2649 at 30720, and 1-warp slices with 32 k 751 / 2707 (stop 16, --study rowgroups2,
+# bench/results/2026-11-23_h100_tsm2r-rowgroups2.json). So every n takes 32.
 ROW_T3_BATCH = 32
 # The plan keeps 4 k slices of one warp at every n (stop 19). From ROW_WIDE_MIN_N columns the tuning step also times
 # one slice of ROW_MMA_GROUPS warps that share B (stop 16-18's plan), the faster shape where its cluster is right:
@@ -78,7 +78,7 @@ MMA_ACC_REGS = 128
 # 729 -> 710 and 789 -> 715; n = 16 even. 8192 is faster with slices of one warp (185 against 204-246 us), so the
 # tuning step times both (`alternatives`). One slice of 4 warps was slower at 16384 (fewer blocks), 32 rows per
 # warp 0.71-0.86x cuBLAS. Row-major A (batches of 16 k) gained 1-2% from 2 x 2 (`--study rowgroups`); with batches
-# of 32 k it takes one slice of 4 warps (ROW_MMA_GROUPS, above). sm_80 was not measured
+# of 32 k see ROW_WIDE_MIN_N above. sm_80 was not measured
 # (bench/results/2026-11-23_h100_tsm2r-groups-run{2,3}.json).
 MMA_ROW_GROUPS = 2
 MAX_CLUSTER = 7  # below the portable 8: clusters of 8 can use only 120 of the H100's 132 SMs (GPCs of 16-18)
