@@ -110,8 +110,8 @@ def run_case(name: str, shapes, ablations: tuple[str, ...]) -> dict:
             row["auto_choice"] = row["model_choice"] = f"{k.ir.plan.method}/{k.ir.plan.batching.value}"
             tuning = k.tuning  # the first call's tuning step: the candidates it timed, and the model's miss
             if tuning is not None:
-                row.update(auto_choice=tuning.labels[tuning.chosen], model_slowdown=tuning.model_slowdown,
-                           tuning_us=dict(zip(tuning.labels, (t * 1e6 for t in tuning.seconds), strict=True)))
+                row.update(auto_choice=tuning.chosen_label, model_slowdown=tuning.model_slowdown,
+                           tuning_us=tuning.microseconds)
             row["gemmc_host_us"] = timing.host_seconds(lambda k=k: k(As, Bs, Cs)) * 1e6
             row["planner_us"] = k.planner_seconds * 1e6  # the pass pipeline on this host (paper 000 Fig. 7)
         row[f"{label}_us"] = timing.device_seconds(timing.gemmc_graph(lambda k=k: k(As, Bs, Cs))) * 1e6

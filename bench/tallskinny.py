@@ -88,8 +88,7 @@ def run(algorithm: str, m: int, n: int, k: int, dtype: str) -> dict:
            else None}
     tuning = kern.tuning  # the first call's tuning step (TSM2R cluster sizes): what ran, and the model's miss
     if tuning is not None:
-        row.update(tuned=tuning.labels[tuning.chosen], model_slowdown=tuning.model_slowdown,
-                   tuning_us=dict(zip(tuning.labels, (t * 1e6 for t in tuning.seconds), strict=True)))
+        row.update(tuned=tuning.chosen_label, model_slowdown=tuning.model_slowdown, tuning_us=tuning.microseconds)
     return row
 
 

@@ -327,3 +327,12 @@ def test_cluster_fill_reads_the_targets_measured_table():
     # so row-major f64 n = 32 (one 4-warp slice, one block per SM) plans clusters of 2, not 7 (1008 -> 743 us)
     plan = tsm2.tsm2r_params(Problem("p", 16384, 32, 16384), DType.F64, Layout.ROW, H100, groups=4)
     assert (plan.row_groups, plan.cluster) == (4, 2)
+
+
+def test_tuning_record_reads_as_the_benchmarks_store_it():
+    from gemmc.runtime.tune import Tuning
+
+    t = Tuning("H100", ("cluster 1 (model)", "cluster 2"), (2e-4, 1.6e-4), chosen=1, cached=False)
+    assert t.chosen_label == "cluster 2" and t.microseconds == pytest.approx({"cluster 1 (model)": 200.0,
+                                                                               "cluster 2": 160.0})
+    assert t.model_slowdown == pytest.approx(0.25) and "took 25.0% longer" in str(t)

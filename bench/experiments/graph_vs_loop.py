@@ -33,7 +33,7 @@ def run_case(dtype: str, m: int, n: int) -> list[dict]:
     kern = gemmc.compile_string(f"kernel t {{ dtype {dtype} layout A col, B col, C col gemm {m} x {n} x {m} "
                                 "algorithm tsm2r }")["t"]
     kern([A], [B], [C])
-    tuned = kern.tuning.labels[kern.tuning.chosen] if kern.tuning else "-"
+    tuned = kern.tuning.chosen_label if kern.tuning else "-"
     ways = {"graph": timing.gemmc_graph(lambda: kern([A], [B], [C])),
             "loop": lambda: kern([A], [B], [C]),
             "cublas": lambda: torch.mm(A, B, out=out)}

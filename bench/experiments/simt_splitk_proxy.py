@@ -61,7 +61,7 @@ def main() -> None:
             As, Bs, Cs = timing.inputs(parts)
             us, _ = timing.checked_gemmc_us(kern, As, Bs, Cs, label=f"{name} split {s}")
             t = kern.tuning
-            choice = t.labels[t.chosen] if t is not None else "untuned"
+            choice = t.chosen_label if t is not None else "untuned"
             cells.append(f"s{s} {us:6.2f} us [{choice}]")
         print(f"{name:28s} " + " | ".join(cells), flush=True)
         if name.startswith("inception"):

@@ -49,7 +49,7 @@ ROW_ALT_MAX_CLUSTER = 2
 # Below ROW_WIDE_MIN_N columns a warp takes 64 rows, or 32 where tiles of 64 would be fewer than the SMs: at m = k =
 # 8192 (128 tiles for 132 SMs) 32 rows took 183-191 us against 187-194 at n = 1-16; at 16384 and 30720, where 64-row
 # tiles fill every SM, 32 rows were -0.6% to +8% (bench/results/2026-11-23_h100_tsm2r-rowsmall2.json). The tuning
-# step times the other one too, in clusters of 1-ROW_ALT_MAX_CLUSTER.
+# step times the other one too, in clusters of 1-ROW_ALT_MAX_CLUSTER (`column_shape`).
 # Batches in a warp's shared-memory ring: at least one in flight while one is used, more only where the resident
 # warps cannot meet Little's law with one (`ring_stages`). Deeper rings (3, 4, 6, 8) were never faster where an SM
 # holds 12+ warps (bench/results/2026-11-22_h100_tsm2r-variants_run2.json: 2 stages within 1% of the best depth
@@ -330,24 +330,23 @@ def default_row_groups(mma: int, a_layout: Layout) -> int:
     return MMA_ROW_GROUPS if mma == 16 and a_layout is Layout.COL else 1
 
 
-def row_mma_rows(p: Problem, t2: int, hw: Hardware) -> int:
-    """Row-major A on sm_90's f64 tensor cores with 1-warp k slices below ROW_WIDE_MIN_N columns: rows per lane, 2
-    (64 rows per warp), or 1 where 64-row tiles would leave SMs idle."""
-    return 1 if column_row_blocks(p, t2, 2, hw) < hw.sm_count else 2
-
-
-def column_shape(t2: int, dtype: DType, a_layout: Layout, mma: int, by_rows: bool) -> tuple[int, int, int]:
+def column_shape(p: Problem, t2: int, dtype: DType, a_layout: Layout, mma: int, by_rows: bool,
+                 hw: Hardware) -> tuple[int, int, int]:
     """The column kernel's rows per lane, batch length t3, and how many of a batch's k values a lane holds at once,
     by the kernel's form: row-major A on the FMAs (ROW_FMA_ROWS rows, ROW_FMA_PIECE bytes of each, one 16-byte
-    vector of each row at a time), row-major A on sm_90's tensor cores (ROW_T3_BATCH k of each row), else one
-    16-byte vector of a column per lane (fewer rows where the accumulators would not fit) and T3_BATCH columns. On
-    the tensor cores a warp reads A's fragments one k step of 4 at a time, whatever the batch's length."""
+    vector of each row at a time), row-major A on sm_90's tensor cores (ROW_T3_BATCH k of each row; below
+    ROW_WIDE_MIN_N columns 1 row per lane where 2 would give fewer row tiles than SMs), else one 16-byte vector of
+    a column per lane (fewer rows where the accumulators would not fit) and T3_BATCH columns. On the tensor cores
+    a warp reads A's fragments one k step of 4 at a time, whatever the batch's length."""
     if by_rows and not mma:
         return ROW_FMA_ROWS, ROW_FMA_PIECE // dtype.nbytes, 16 // dtype.nbytes
     rows = column_rows_per_lane(t2, dtype, MMA_ACC_REGS if mma else ACC_REGS)
+    if a_layout is Layout.ROW and mma == 16:
+        if t2 < ROW_WIDE_MIN_N and column_row_blocks(p, t2, rows, hw) < hw.sm_count:
+            rows = 1
+        return rows, ROW_T3_BATCH, T3_BATCH
     # (sm_80's m8n8k4 fragments spill 160 bytes with batches of 16 under ptxas: they keep 4, untimed)
-    t3 = ROW_T3_BATCH if a_layout is Layout.ROW and mma == 16 else T3_BATCH
-    return rows, t3, T3_BATCH if mma else t3
+    return rows, T3_BATCH, T3_BATCH
 
 
 def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, groups: int | None = None,
@@ -365,11 +364,9 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, group
     if a_layout is Layout.COL or by_rows:  # the column kernel (row-major A: batches copied by rows)
         if mma:
             t2 = mma_pass_columns(t2, dtype)
-        rows_per_warp, t3, held = column_shape(t2, dtype, a_layout, mma, by_rows)
-        groups = groups or default_row_groups(mma, a_layout)
-        if rows is None and mma == 16 and a_layout is Layout.ROW and t2 < ROW_WIDE_MIN_N:
-            rows = row_mma_rows(p, t2, hw)
+        rows_per_warp, t3, held = column_shape(p, t2, dtype, a_layout, mma, by_rows, hw)
         rows_per_warp = rows or rows_per_warp
+        groups = groups or default_row_groups(mma, a_layout)
         kw = COL_WARPS // groups  # k slices per block
         regs = column_regs(t2, held, rows_per_warp, dtype)
         if mma and a_layout is Layout.ROW:
@@ -548,7 +545,7 @@ def tuning_shapes(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> tuple[bool, l
         shapes.append(shape(f"{hw.warp_size} rows per warp in {ROW_ALT_GROUPS}-warp slices", ROW_ALT_MAX_CLUSTER,
                             groups=ROW_ALT_GROUPS, rows=1))
     elif plan.mma == 16 and kernel.layout_a is Layout.ROW:
-        rows = 3 - plan.rows_per_warp  # the other of 1 and 2 rows per lane
+        rows = 1 if plan.rows_per_warp == 2 else 2
         shapes.append(shape(f"{rows * hw.warp_size} rows per warp", ROW_ALT_MAX_CLUSTER, rows=rows))
     elif plan.row_groups > 1:
         shapes.append(shape("1-warp slices", groups=1))

@@ -42,6 +42,15 @@ class Tuning:
     cached: bool  # read from the disk cache, not measured in this process
 
     @property
+    def chosen_label(self) -> str:
+        return self.labels[self.chosen]
+
+    @property
+    def microseconds(self) -> dict[str, float]:
+        """Each candidate's device time in us, by label (what the benchmarks record as `tuning_us`)."""
+        return {label: t * 1e6 for label, t in zip(self.labels, self.seconds, strict=True)}
+
+    @property
     def model_slowdown(self) -> float:
         """How much slower the model's choice was than the fastest candidate (0.08: 8%)."""
         return self.seconds[0] / self.seconds[self.chosen] - 1.0
