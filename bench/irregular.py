@@ -66,8 +66,7 @@ def schedule(shapes, tile: str) -> str:
 def with_simt_plan(kern: CompiledKernel, plan: simt.SimtPlan, label: str) -> CompiledKernel:
     """`kern`'s problems under another SIMT plan, its work list rebuilt: the ablations' and the A/B experiments'
     way to time a plan the planner would not pick by itself."""
-    ir = dataclasses.replace(kern.ir, plan=plan)
-    return CompiledKernel(dataclasses.replace(ir, work=simt.worklist(ir, plan, kern.target)), kern.target, label)
+    return kern.with_plan(plan, label)
 
 
 def old_tlp_kernel(shapes) -> CompiledKernel:

@@ -85,6 +85,14 @@ class CompiledKernel:
         self._replans[ordered] = kernel
         return kernel
 
+    def with_plan(self, plan: Any, label: str = "<plan>") -> CompiledKernel:
+        """These problems under another plan of the same family (a shape the planner would not pick by itself),
+        the work list rebuilt by the pipeline's own pass: how tests, ablations and experiments run such a plan."""
+        from gemmc.passes import build_worklist
+
+        ir = build_worklist(dataclasses.replace(self.ir, plan=plan), self.target)
+        return CompiledKernel(ir, self.target, label)
+
     def occupancy(self) -> Any:
         """Resident blocks and warps per SM of the compiled kernel on the current device (paper 000 Eqs. 5-9 in
         CUDA terms): the registers are the compiled kernel's `num_regs`, the limits the device's own; offline,

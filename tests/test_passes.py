@@ -115,12 +115,17 @@ def test_work_list_is_one_tile_per_block():
 def test_edge_tiles_take_the_half_variants():
     # 300 x 200 with 128 x 128 tiles: the last row needs 44 rows (<= 64: half height), the last column 72 (> 64);
     # 64 x 129: one row of 64 (half height) and a last column of 1 (half both).
-    k = kernel("kernel k { tile 128x128x16 threads 256 batch { a 300 x 200 x 64  b 64 x 129 x 64 } }")
-    assert isinstance(k.plan, SimtPlan)
-    plan = with_edges(k.plan)
+    compiled = gemmc.compile_string("kernel k { tile 128x128x16 threads 256 batch { a 300 x 200 x 64  "
+                                    "b 64 x 129 x 64 } }")["k"]
+    assert isinstance(compiled.ir.plan, SimtPlan)
+    plan = with_edges(compiled.ir.plan)
     assert [(v.bm, v.bn, v.threads) for v in plan.variants[1:]] == [(64, 128, 256), (128, 64, 256), (64, 64, 256)]
     assert plan.edges == ((1, 2, 3),)
-    tiles = worklist(dataclasses.replace(k, plan=plan), plan, H100).tiles
+    edged = compiled.with_plan(plan)  # the work list rebuilt by the pipeline's pass
+    assert edged.ir.plan is plan and edged.ir.work is not None and compiled.ir.work is not None
+    tiles = edged.ir.work.tiles
+    assert tiles == worklist(dataclasses.replace(compiled.ir, plan=plan), plan, H100).tiles
+    assert len(tiles) == len(compiled.ir.work.tiles)  # the same tiles, some with a half variant
     assert sorted((t.problem, t.m0, t.n0, t.variant) for t in tiles) == [
         (0, 0, 0, 0), (0, 0, 128, 0), (0, 128, 0, 0), (0, 128, 128, 0), (0, 256, 0, 1), (0, 256, 128, 1),
         (1, 0, 0, 1), (1, 0, 128, 3)]

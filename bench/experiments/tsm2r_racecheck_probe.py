@@ -17,7 +17,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import cupy as cp  # noqa: E402
 
 import gemmc  # noqa: E402
-from gemmc.api import CompiledKernel  # noqa: E402
 from gemmc.ir.types import Layout  # noqa: E402
 from gemmc.passes import tsm2  # noqa: E402
 from gemmc.runtime import compile as nvrtc  # noqa: E402
@@ -29,8 +28,7 @@ def main(m: int, n: int, k: int, groups: int, cluster: int) -> None:
                                 "algorithm tsm2r }")["k"]
     plan = tsm2.tsm2r_params(kern.ir.problems[0], kern.ir.dtype, Layout.COL, kern.target, groups=groups)
     plan = dataclasses.replace(plan, cluster=cluster)
-    ir = dataclasses.replace(kern.ir, plan=plan)
-    kern = CompiledKernel(dataclasses.replace(ir, work=tsm2.worklist(ir, plan, kern.target)), kern.target, "<probe>")
+    kern = kern.with_plan(plan, "<probe>")
     print(plan.lines()[0], kern.ir.work.grid, flush=True)
     A = cp.asfortranarray(cp.random.standard_normal((m, k)))
     B = cp.asfortranarray(cp.random.standard_normal((k, n)))

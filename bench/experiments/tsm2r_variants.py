@@ -92,9 +92,7 @@ def variant(kern: CompiledKernel, **changes) -> CompiledKernel:
         plan = dataclasses.replace(plan, cluster=cluster, predicted_bandwidth=predicted)
     plan = dataclasses.replace(plan, t1=threads, smem=smem,
                                min_blocks=changes.get("min_blocks", blocks))
-    ir = dataclasses.replace(kern.ir, plan=plan)
-    ir = dataclasses.replace(ir, work=tsm2.worklist(ir, plan, hw))
-    return CompiledKernel(ir, hw, "<variant>")
+    return kern.with_plan(plan, "<variant>")
 
 
 def replanned(kern: CompiledKernel, **constants) -> CompiledKernel:
@@ -107,9 +105,7 @@ def replanned(kern: CompiledKernel, **constants) -> CompiledKernel:
     finally:
         for name, value in saved.items():
             setattr(tsm2, name, value)
-    ir = dataclasses.replace(kern.ir, plan=plan)
-    ir = dataclasses.replace(ir, work=tsm2.worklist(ir, plan, kern.target))
-    return CompiledKernel(ir, kern.target, "<variant>")
+    return kern.with_plan(plan, "<variant>")
 
 
 STUDY = "ring"

@@ -36,15 +36,11 @@ def check_schedule(text: str, name: str | None = None, *, seed: int = 0, alpha: 
 def check_plan(kernel, plan, *, seed: int = 0, alpha: float = 1.5, beta: float = -0.5) -> dict:
     """`kernel` run under another plan of its own family (a shape the planner would not pick by itself), its work
     list rebuilt, checked as check_schedule checks."""
-    from dataclasses import replace
-
-    from gemmc.api import CompiledKernel
-    from gemmc.passes import build_worklist
     from gemmc.runtime.check import check_kernel
 
-    ir = build_worklist(replace(kernel.ir, plan=plan), kernel.target)
-    result = check_kernel(CompiledKernel(ir, kernel.target, "<plan>"), seed=seed, alpha=alpha, beta=beta,
-                          time_it=False)
+    planned = kernel.with_plan(plan)
+    ir = planned.ir
+    result = check_kernel(planned, seed=seed, alpha=alpha, beta=beta, time_it=False)
     err, limit = result["errors"], TOLERANCE[ir.dtype.value]
     assert err["nonfinite"] == 0, f"{err['nonfinite']} outputs are NaN/inf (unwritten or wrong)"
     assert err["rel_fro"] < limit, f"relative error {err['rel_fro']:.3e} >= {limit:g}"
