@@ -63,12 +63,6 @@ def schedule(shapes, tile: str) -> str:
     return f"kernel irregular {{ dtype f32 tile {tile} batch {{ {body} }} }}"
 
 
-def with_simt_plan(kern: CompiledKernel, plan: simt.SimtPlan, label: str) -> CompiledKernel:
-    """`kern`'s problems under another SIMT plan, its work list rebuilt: the ablations' and the A/B experiments'
-    way to time a plan the planner would not pick by itself."""
-    return kern.with_plan(plan, label)
-
-
 def old_tlp_kernel(shapes) -> CompiledKernel:
     """Load-balanced tiling driven by Eq. 3 instead of Eq. 4 (the paper's TLP ablation), built from the planner's
     own functions."""
@@ -78,7 +72,7 @@ def old_tlp_kernel(shapes) -> CompiledKernel:
     fresh = simt._plan_from(ir, hw, t)
     plan = simt.with_edges(dataclasses.replace(base.ir.plan, variants=fresh.variants, assignment=fresh.assignment,
                                                min_blocks=fresh.min_blocks, reg_cap=fresh.reg_cap, edges=()))
-    return with_simt_plan(base, plan, "<old-tlp>")
+    return base.with_plan(plan, "<old-tlp>")
 
 
 def rel_err(outs, As, Bs) -> float:

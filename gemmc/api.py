@@ -14,7 +14,7 @@ from gemmc.errors import GemmcError
 from gemmc.grammar.lower import lower
 from gemmc.grammar.parser import parse
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel, Problem, Program
+from gemmc.ir.nodes import FamilyPlan, Kernel, Problem, Program
 from gemmc.ir.printer import format_kernel
 from gemmc.passes import run_pipeline
 
@@ -85,7 +85,7 @@ class CompiledKernel:
         self._replans[ordered] = kernel
         return kernel
 
-    def with_plan(self, plan: Any, label: str = "<plan>") -> CompiledKernel:
+    def with_plan(self, plan: FamilyPlan, label: str = "<plan>") -> CompiledKernel:
         """These problems under another plan of the same family (a shape the planner would not pick by itself),
         the work list rebuilt by the pipeline's own pass: how tests, ablations and experiments run such a plan."""
         from gemmc.passes import build_worklist

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 os.environ["GEMMC_TUNE"] = "0"
 
 import timing  # noqa: E402
-from irregular import random_cases, schedule, with_simt_plan  # noqa: E402
+from irregular import random_cases, schedule  # noqa: E402
 
 import gemmc  # noqa: E402
 from gemmc.api import CompiledKernel  # noqa: E402
@@ -48,7 +48,7 @@ CASES = [  # (case regex, batching)
 
 def edged(shapes, tile: str, mode: Batching) -> CompiledKernel:
     kern = gemmc.compile_string(schedule(shapes, tile))["irregular"]
-    return with_simt_plan(kern, dataclasses.replace(simt.with_edges(kern.ir.plan), batching=mode), "<edges>")
+    return kern.with_plan(dataclasses.replace(simt.with_edges(kern.ir.plan), batching=mode), "<edges>")
 
 
 def main() -> None:

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 os.environ["GEMMC_TUNE"] = "0"
 
 import timing  # noqa: E402
-from irregular import inception_cases, random_cases, schedule, with_simt_plan  # noqa: E402
+from irregular import inception_cases, random_cases, schedule  # noqa: E402
 
 import gemmc  # noqa: E402
 from gemmc.api import CompiledKernel  # noqa: E402
@@ -59,7 +59,7 @@ CASES = [  # (case regex, tile)
 
 
 def edged(kern: CompiledKernel) -> CompiledKernel:
-    return with_simt_plan(kern, simt.with_edges(kern.ir.plan, sliced=True), "<edges>")
+    return kern.with_plan(simt.with_edges(kern.ir.plan, sliced=True), "<edges>")
 
 
 def main() -> None:

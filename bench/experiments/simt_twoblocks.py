@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 os.environ["GEMMC_TUNE"] = "0"
 
 import timing  # noqa: E402
-from irregular import random_cases, schedule, with_simt_plan  # noqa: E402
+from irregular import random_cases, schedule  # noqa: E402
 
 import gemmc  # noqa: E402
 from gemmc.api import CompiledKernel  # noqa: E402
@@ -48,7 +48,7 @@ def bounded(kern: CompiledKernel, blocks: int) -> CompiledKernel:
     hw = kern.target
     cap = min(hw.max_regs_per_thread, hw.regs_per_sm // (kern.ir.plan.threads * blocks))  # registers that leaves
     plan = dataclasses.replace(kern.ir.plan, min_blocks=blocks, reg_cap=cap)
-    return with_simt_plan(kern, plan, f"<{blocks} blocks>")
+    return kern.with_plan(plan, f"<{blocks} blocks>")
 
 
 def main() -> None:
@@ -61,7 +61,7 @@ def main() -> None:
     rows.append(("4096^3", [(4096, 4096, 4096)], "128x128x16 threads 256"))
     for name, shapes, tile in rows:
         explicit = gemmc.compile_string(schedule(shapes, tile))["irregular"]
-        plain = with_simt_plan(explicit, simt.with_edges(explicit.ir.plan), "<edges>")  # as `tile auto` would
+        plain = explicit.with_plan(simt.with_edges(explicit.ir.plan), "<edges>")  # as `tile auto` would
         line = timing.compare(name, shapes, ((f"{blocks}/SM", bounded(plain, blocks)) for blocks in (1, 2)))
         print(f"{name:28s} {tile:24s} {line}", flush=True)
 

@@ -38,10 +38,8 @@ def check_plan(kernel, plan, *, seed: int = 0, alpha: float = 1.5, beta: float =
     list rebuilt, checked as check_schedule checks."""
     from gemmc.runtime.check import check_kernel
 
-    planned = kernel.with_plan(plan)
-    ir = planned.ir
-    result = check_kernel(planned, seed=seed, alpha=alpha, beta=beta, time_it=False)
-    err, limit = result["errors"], TOLERANCE[ir.dtype.value]
+    result = check_kernel(kernel.with_plan(plan), seed=seed, alpha=alpha, beta=beta, time_it=False)
+    err, limit = result["errors"], TOLERANCE[kernel.ir.dtype.value]
     assert err["nonfinite"] == 0, f"{err['nonfinite']} outputs are NaN/inf (unwritten or wrong)"
     assert err["rel_fro"] < limit, f"relative error {err['rel_fro']:.3e} >= {limit:g}"
     return result
