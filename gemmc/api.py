@@ -90,6 +90,10 @@ class CompiledKernel:
         the work list rebuilt by the pipeline's own pass: how tests, ablations and experiments run such a plan."""
         from gemmc.passes import build_worklist
 
+        if type(plan) is not type(self.ir.plan):
+            family = self.ir.family.value if self.ir.family else "none"
+            raise TypeError(f"with_plan: plan is a {type(plan).__name__}; kernel {self.name!r} (family {family}) "
+                            f"takes a {type(self.ir.plan).__name__}")
         ir = build_worklist(dataclasses.replace(self.ir, plan=plan), self.target)
         return CompiledKernel(ir, self.target, label)
 

@@ -132,6 +132,13 @@ def test_edge_tiles_take_the_half_variants():
     assert any("edge tiles of variant 0" in line for line in plan.lines())
 
 
+def test_with_plan_refuses_another_familys_plan():
+    simt_kernel = gemmc.compile_string("kernel k { tile 64x64x16 threads 256 gemm 100 x 90 x 80 }")["k"]
+    tsm2_kernel = gemmc.compile_string("kernel t { dtype f64 gemm 8192 x 8 x 8192 algorithm tsm2r }")["t"]
+    with pytest.raises(TypeError, match=r"with_plan: plan is a Tsm2Plan; kernel 'k' .* takes a SimtPlan"):
+        simt_kernel.with_plan(tsm2_kernel.ir.plan)
+
+
 def test_tile_auto_plans_have_edge_tiles():
     plan = kernel("kernel k { tile auto(uniform) batch { a 300 x 200 x 64  b 64 x 129 x 64 } }").plan
     assert isinstance(plan, SimtPlan) and plan.edges and len(plan.variants) == 4
