@@ -27,8 +27,9 @@ import timing  # noqa: E402
 
 import gemmc  # noqa: E402
 from gemmc.api import CompiledKernel  # noqa: E402
-from gemmc.passes import simt, tiling  # noqa: E402
-from gemmc.passes.tlp import default_threshold  # noqa: E402
+from gemmc.families.simt import planner as simt  # noqa: E402
+from gemmc.families.simt import tiling  # noqa: E402
+from gemmc.model.tlp import default_threshold  # noqa: E402
 
 
 def inception_cases() -> list[tuple[str, list[tuple[int, int, int]]]]:

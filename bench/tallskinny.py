@@ -114,7 +114,7 @@ def crossover(n_values, dtypes, mk: int = 16384) -> list[dict]:
                                         f"gemm {m} x {n} x {k} }}")["t"]
             rows.append({"dtype": dtype, "m": m, "k": k, "n": n, "tsm2r_us": times["tsm2r"] * 1e6,
                          "simt_us": times["simt"] * 1e6,
-                         "auto_picks": auto.ir.family.value,
+                         "auto_picks": auto.ir.family,
                          "faster": "tsm2r" if times["tsm2r"] < times["simt"] else "simt"})
         torch.cuda.empty_cache()
     return rows

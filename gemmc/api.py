@@ -11,6 +11,7 @@ from typing import Any
 
 from gemmc.codegen import Rendered, render_kernel
 from gemmc.errors import GemmcError
+from gemmc.families.registry import NAMES
 from gemmc.grammar.lower import lower
 from gemmc.grammar.parser import parse
 from gemmc.ir.hardware import Hardware
@@ -91,7 +92,7 @@ class CompiledKernel:
         from gemmc.passes import build_worklist
 
         if type(plan) is not type(self.ir.plan):
-            family = self.ir.family.value if self.ir.family else "none"
+            family = self.ir.family or "none"
             raise TypeError(f"with_plan: plan is a {type(plan).__name__}; kernel {self.name!r} (family {family}) "
                             f"takes a {type(self.ir.plan).__name__}")
         ir = build_worklist(dataclasses.replace(self.ir, plan=plan), self.target)
@@ -101,7 +102,7 @@ class CompiledKernel:
         """Resident blocks and warps per SM of the compiled kernel on the current device (paper 000 Eqs. 5-9 in
         CUDA terms): the registers are the compiled kernel's `num_regs`, the limits the device's own; offline,
         `inspect` shows the same model with estimated registers and the target table. Needs a GPU."""
-        from gemmc.passes.tlp import occupancy
+        from gemmc.model.tlp import occupancy
         from gemmc.runtime.device import hardware
         from gemmc.runtime.launch import kernel_function
 
@@ -129,7 +130,7 @@ class CompiledKernel:
         launch(self, As, Bs, Cs, alpha=alpha, beta=beta, stream=stream)
 
     def __repr__(self) -> str:
-        return f"<gemmc kernel {self.name}: {self.ir.family.value if self.ir.family else '?'}, " \
+        return f"<gemmc kernel {self.name}: {self.ir.family or '?'}, " \
                f"{self.ir.batch_size} problem(s)>"
 
 
@@ -167,7 +168,7 @@ class CompiledProgram:
 
 def front_end(text: str, *, filename: str = "<string>", target: str | None = None) -> Program:
     """Parse and lower, without running any pass."""
-    return lower(parse(text, filename), filename=filename, source=text, target=target)
+    return lower(parse(text, filename), algorithms=NAMES, filename=filename, source=text, target=target)
 
 
 def compile_string(text: str, *, filename: str = "<string>", target: str | None = None) -> CompiledProgram:

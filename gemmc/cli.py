@@ -29,7 +29,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         src.write_text(r.standalone)
         (out / f"{kernel.name}.h").write_text(r.header)
         print(f"wrote {src} and {out / (kernel.name + '.h')}: {r.launcher}() runs {kernel.ir.batch_size} "
-              f"GEMM(s) with the {kernel.ir.family.value if kernel.ir.family else '?'} family; "
+              f"GEMM(s) with the {kernel.ir.family or '?'} family; "
               f"build it with {' '.join(r.build_flags)}")
     return 0
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gemmc.ir.types import NO_SPAN, Span
+from gemmc.span import NO_SPAN, Span
 
 # Stable codes. E1xx: syntax; E2xx: meaning of the schedule; E3xx: hardware limits; E4xx: launch arguments;
 # E9xx: not supported yet. Tests and users match on these, so a code never changes meaning.

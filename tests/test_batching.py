@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gemmc
+from gemmc.families.simt import batching
 from gemmc.ir.types import Batching
-from gemmc.passes import batching
 from tests.conftest import covers_every_output_once
 
 

@@ -7,7 +7,7 @@ import pytest
 import gemmc
 from gemmc.api import front_end
 from gemmc.ir.nodes import Problem, TileShape
-from gemmc.ir.types import Algorithm, Batching, DType, Layout, Precision, TileMode
+from gemmc.ir.types import Batching, DType, Layout, Precision, TileMode
 
 FULL = """
 # comments start with '#'
@@ -44,7 +44,7 @@ def test_every_construct_lowers():
     assert (k.alpha, k.beta) == (2.5, None)
     assert k.problems == (Problem("b1x1", 196, 192, 192), Problem("b3x3r", 196, 16, 192))
     assert (k.tile, k.threads, k.batching, k.stages) == (TileShape(64, 32, 16), 128, Batching.NONE, 1)
-    assert (k.precision, k.algorithm, k.tlp_threshold) == (Precision(DType.F32), Algorithm.SIMT, 5000)
+    assert (k.precision, k.algorithm, k.tlp_threshold) == (Precision(DType.F32), "simt", 5000)
     assert (s.count, s.dtype, s.tile, s.tile_mode) == (64, DType.F64, None, TileMode.UNIFORM)
     assert s.batching is Batching.THRESHOLD
     assert sp.precision == Precision(DType.F16, 3, "le")

@@ -8,13 +8,13 @@ import pytest
 
 import gemmc
 from gemmc.api import front_end
+from gemmc.families.simt.plan import SimtPlan, SimtVariant, micro_tile
+from gemmc.families.simt.planner import uniform_variant, with_edges, worklist
 from gemmc.ir.hardware import TARGETS
 from gemmc.ir.nodes import ProblemRow
-from gemmc.ir.plan_simt import SimtPlan, SimtVariant, micro_tile
-from gemmc.ir.types import Family, Precision
+from gemmc.ir.types import Precision
+from gemmc.model.worklist import problem_rows, problem_tiles
 from gemmc.passes import PASS_NAMES, run_pipeline
-from gemmc.passes.simt import uniform_variant, with_edges, worklist
-from gemmc.passes.worklist import problem_rows, problem_tiles
 
 H100 = TARGETS["sm_90"]
 
@@ -30,7 +30,7 @@ def test_pipeline_order_is_fixed():
 def test_stop_after_leaves_later_fields_empty():
     prog = front_end("kernel k { gemm 8 x 8 x 8 }")
     after = run_pipeline(prog, stop_after="select_family").kernels[0]
-    assert after.family is Family.SIMT and after.plan is None and after.work is None
+    assert after.family == "simt" and after.plan is None and after.work is None
     assert after.precision == Precision(after.dtype)
 
 
@@ -135,7 +135,7 @@ def test_edge_tiles_take_the_half_variants():
 def test_with_plan_refuses_another_familys_plan():
     simt_kernel = gemmc.compile_string("kernel k { tile 64x64x16 threads 256 gemm 100 x 90 x 80 }")["k"]
     tsm2_kernel = gemmc.compile_string("kernel t { dtype f64 gemm 8192 x 8 x 8192 algorithm tsm2r }")["t"]
-    with pytest.raises(TypeError, match=r"with_plan: plan is a Tsm2Plan; kernel 'k' .* takes a SimtPlan"):
+    with pytest.raises(TypeError, match=r"with_plan: plan is a Tsm2rPlan; kernel 'k' .* takes a SimtPlan"):
         simt_kernel.with_plan(tsm2_kernel.ir.plan)
 
 

@@ -11,11 +11,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gemmc.families.simt import planner as simt
+from gemmc.families.simt import tiling
 from gemmc.ir.hardware import TARGETS
 from gemmc.ir.nodes import Kernel, Problem, ProblemRow, ProblemTable, TileTable, WorkTile
-from gemmc.passes import simt, tiling
-from gemmc.passes.tlp import ceil_div
-from gemmc.passes.worklist import GROUP_M, Sizes, one_tile_per_block
+from gemmc.model.tlp import ceil_div
+from gemmc.model.worklist import GROUP_M, Sizes, one_tile_per_block
 
 H100 = TARGETS["sm_90"]
 batches = st.lists(st.tuples(st.integers(1, 700), st.integers(1, 700), st.integers(1, 600)), min_size=1, max_size=60)

@@ -1,4 +1,4 @@
-"""The split emulator (gemmc/precision/emulate.py): hand-checked bit patterns, 2^10 vs 2^11, RZ vs RN, and the
+"""The split emulator (gemmc/families/tensorcore/emulate.py): hand-checked bit patterns, 2^10 vs 2^11, RZ vs RN, and the
 error ordering the digest of paper 001 predicts."""
 
 from __future__ import annotations
@@ -6,9 +6,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gemmc.families.tensorcore.emulate import (
+    emulate_gemm,
+    error_metrics,
+    round_bf16,
+    round_f16,
+    round_tf32,
+    scale_shifts,
+    split,
+)
+from gemmc.families.tensorcore.split import split_plan
 from gemmc.ir.types import DType, Precision
-from gemmc.passes.split import split_plan
-from gemmc.precision.emulate import emulate_gemm, error_metrics, round_bf16, round_f16, round_tf32, scale_shifts, split
 
 LE = split_plan(Precision(DType.F16, 3, "le"))
 OOTOMO = split_plan(Precision(DType.F16, 3, "ootomo"))

@@ -12,7 +12,7 @@ import pytest
 from gemmc.api import front_end
 from gemmc.codegen import render_kernel
 from gemmc.errors import GemmcError
-from gemmc.ir.plan_tensorcore import scratch_bytes
+from gemmc.families.tensorcore.plan import scratch_bytes
 from gemmc.passes import run_pipeline
 
 MODES = ["f16", "bf16", "tf32", "split f16 x3 method le", "split f16 x3 method ootomo",
@@ -52,7 +52,7 @@ def test_inspect_shows_candidates_and_the_emulation_verdict():
 
 def test_precision_selects_the_family_and_ootomo_is_the_default():
     k, _ = planned(schedule("split f16 x3"))
-    assert k.family.value == "tensorcore" and k.plan.split.method == "ootomo" and k.plan.split.scale_bits == 11
+    assert k.family == "tensorcore" and k.plan.split.method == "ootomo" and k.plan.split.scale_bits == 11
 
 
 @pytest.mark.parametrize(("text", "code"), [

@@ -7,11 +7,12 @@ import dataclasses
 import pytest
 
 import gemmc
+from gemmc.families.simt import planner as simt
+from gemmc.families.simt import tiling
+from gemmc.families.simt.plan import SimtVariant
 from gemmc.ir.hardware import TARGETS
 from gemmc.ir.nodes import Problem
-from gemmc.ir.plan_simt import SimtVariant
-from gemmc.passes import simt, tiling
-from gemmc.passes.tlp import coordinated_threshold, default_threshold, occupancy, tlp_new, tlp_old
+from gemmc.model.tlp import coordinated_threshold, default_threshold, occupancy, tlp_new, tlp_old
 from tests.conftest import covers_every_output_once
 
 H100 = TARGETS["sm_90"]

@@ -4,7 +4,7 @@ A cluster's blocks run on one GPC at the same time, so where a GPC's free block 
 cluster size some slots stay empty. `cuOccupancyMaxActiveClusters` says how many clusters fit; this prints, for
 cluster sizes 1-8 and 1-8 resident blocks of 128 threads per SM (forced by dynamic shared memory), the share of
 the SMs' block slots the clusters can fill. `gemmc.ir.hardware` keeps the table for the H100
-(`Hardware.cluster_fill`), which `gemmc.passes.tsm2.cluster_fill` reads.
+(`Hardware.cluster_fill`), which `gemmc.families.tsm2r.planner.cluster_fill` reads.
 
     python3 bench/experiments/cluster_occupancy.py --out $OUT
 """

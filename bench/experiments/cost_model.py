@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import irregular  # noqa: E402
 
 import gemmc  # noqa: E402
-from gemmc.passes import simt  # noqa: E402
+from gemmc.families.simt import planner as simt  # noqa: E402
 
 RECORDED = ROOT / "bench" / "results" / "2026-11-23_h100_irregular_slices.json"
 

@@ -28,7 +28,7 @@ from irregular import inception_cases, random_cases, schedule  # noqa: E402
 
 import gemmc  # noqa: E402
 from gemmc.api import CompiledKernel  # noqa: E402
-from gemmc.passes import simt  # noqa: E402
+from gemmc.families.simt import planner as simt  # noqa: E402
 
 CASES = ["inception-3$", "inception-all", "MN<=512 K<=512 x1024"]
 

@@ -34,8 +34,8 @@ from irregular import random_cases, schedule  # noqa: E402
 
 import gemmc  # noqa: E402
 from gemmc.api import CompiledKernel  # noqa: E402
+from gemmc.families.simt import planner as simt  # noqa: E402
 from gemmc.ir.types import Batching  # noqa: E402
-from gemmc.passes import simt  # noqa: E402
 
 CASES = [  # (case regex, batching)
     ("4096^3", Batching.NONE),

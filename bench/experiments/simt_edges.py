@@ -34,7 +34,7 @@ from irregular import inception_cases, random_cases, schedule  # noqa: E402
 
 import gemmc  # noqa: E402
 from gemmc.api import CompiledKernel  # noqa: E402
-from gemmc.passes import simt  # noqa: E402
+from gemmc.families.simt import planner as simt  # noqa: E402
 
 CASES = [  # (case regex, tile)
     ("inception-1$", "32x32x32 kslices 4 threads 128"),

@@ -36,7 +36,7 @@ import timing  # noqa: E402
 from irregular import inception_cases, random_cases, schedule  # noqa: E402
 
 import gemmc  # noqa: E402
-from gemmc.ir.plan_simt import SimtPlan  # noqa: E402
+from gemmc.families.simt.plan import SimtPlan  # noqa: E402
 
 CASES = [  # (case regex or explicit shapes, tile)
     ("inception-3$", "32x32x32 threads 128"),

@@ -19,8 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import gemmc  # noqa: E402
-from gemmc.passes.simt import UNIFORM_F32, UNIFORM_F64  # noqa: E402
-from gemmc.passes.tiling import COORDINATED, LOADBALANCED_LEVELS  # noqa: E402
+from gemmc.families.simt.planner import UNIFORM_F32, UNIFORM_F64  # noqa: E402
+from gemmc.families.simt.tiling import COORDINATED, LOADBALANCED_LEVELS  # noqa: E402
 
 
 def ptxas(source: str, entry: str, arch: str = "sm_90") -> tuple[int, int]:

@@ -34,7 +34,7 @@ from irregular import random_cases, schedule  # noqa: E402
 
 import gemmc  # noqa: E402
 from gemmc.api import CompiledKernel  # noqa: E402
-from gemmc.passes import simt  # noqa: E402
+from gemmc.families.simt import planner as simt  # noqa: E402
 
 CASES = [  # (case regex, tile)
     ("MN<=512 K<=128 x256", "128x128x16 threads 256"),

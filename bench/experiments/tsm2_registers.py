@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from simt_registers import ptxas  # noqa: E402
 
 import gemmc  # noqa: E402
-from gemmc.passes import tsm2  # noqa: E402
+from gemmc.families.tsm2r import planner as tsm2  # noqa: E402
 
 
 def schedules() -> list[tuple[str, str, str]]:

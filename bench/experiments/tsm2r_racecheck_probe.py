@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import cupy as cp  # noqa: E402
 
 import gemmc  # noqa: E402
+from gemmc.families.tsm2r import planner as tsm2  # noqa: E402
 from gemmc.ir.types import Layout  # noqa: E402
-from gemmc.passes import tsm2  # noqa: E402
 from gemmc.runtime import compile as nvrtc  # noqa: E402
 
 

@@ -30,8 +30,8 @@ from cluster_occupancy import active_clusters  # noqa: E402
 
 import gemmc  # noqa: E402
 from gemmc.api import CompiledKernel  # noqa: E402
-from gemmc.passes import tsm2  # noqa: E402
-from gemmc.passes.tlp import occupancy  # noqa: E402
+from gemmc.families.tsm2r import planner as tsm2  # noqa: E402
+from gemmc.model.tlp import occupancy  # noqa: E402
 
 CASES = [("f32", 8192, 16), ("f32", 8192, 1), ("f32", 8192, 8), ("f32", 8192, 32), ("f64", 8192, 16),
          ("f64", 8192, 32), ("f32", 30720, 16)]
@@ -96,7 +96,7 @@ def variant(kern: CompiledKernel, **changes) -> CompiledKernel:
 
 
 def replanned(kern: CompiledKernel, **constants) -> CompiledKernel:
-    """`kern` planned afresh with some of the planner's constants (gemmc.passes.tsm2) changed."""
+    """`kern` planned afresh with some of the planner's constants (gemmc.families.tsm2r.planner) changed."""
     saved = {name: getattr(tsm2, name) for name in constants}
     try:
         for name, value in constants.items():

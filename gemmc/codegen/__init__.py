@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from gemmc.codegen.env import render
-from gemmc.codegen.families import TEMPLATES
 from gemmc.errors import InternalError
+from gemmc.families.registry import family
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 from gemmc.ir.types import DType
@@ -46,7 +46,7 @@ class Rendered:
 
 def entry_name(kernel: Kernel) -> str:
     assert kernel.family is not None
-    return f"gemmc_{kernel.name}_{kernel.family.value}_{kernel.dtype.value}_{kernel.layouts}"
+    return f"gemmc_{kernel.name}_{kernel.family}_{kernel.dtype.value}_{kernel.layouts}"
 
 
 def scalar_type(kernel: Kernel) -> str:
@@ -68,11 +68,11 @@ def _chunks(items: list, size: int) -> list[list]:
 def common_context(kernel: Kernel, hw: Hardware, family_knobs: list[str]) -> dict:
     S = scalar_type(kernel)
     lines = [
-        f"kernel {kernel.name}: family {kernel.family.value if kernel.family else '?'}, target {hw.vendor} {hw.arch}",
+        f"kernel {kernel.name}: family {kernel.family or '?'}, target {hw.vendor} {hw.arch}",
         f"dtype {kernel.dtype.value}, layout A {kernel.layout_a.value} B {kernel.layout_b.value} "
         f"C {kernel.layout_c.value}, alpha {literal(kernel.alpha, 'double') or 'runtime'}, "
         f"beta {literal(kernel.beta, 'double') or 'runtime'}",
-        f"precision {kernel.precision}, algorithm {kernel.algorithm.value}, batching {kernel.batching.value}",
+        f"precision {kernel.precision}, algorithm {kernel.algorithm}, batching {kernel.batching.value}",
         f"batch of {kernel.batch_size} problem(s)",
         *family_knobs,
     ]
@@ -116,13 +116,12 @@ def _table_context(kernel: Kernel) -> dict:
 
 
 def render_kernel(kernel: Kernel, hw: Hardware, source_file: str = "<string>") -> Rendered:
-    if kernel.family not in TEMPLATES or kernel.work is None:
+    if kernel.family is None or kernel.work is None:
         raise InternalError("codegen", f"kernel '{kernel.name}' is not planned (family {kernel.family})")
-    family = TEMPLATES[kernel.family]
-    ctx = common_context(kernel, hw, family.knobs(kernel))
-    ctx.update(family.context(kernel, hw))
-    template = family.template(kernel) if hasattr(family, "template") else family.TEMPLATE
-    source = render(template, ctx)
+    fam = family(kernel.family)
+    ctx = common_context(kernel, hw, fam.knobs(kernel))
+    ctx.update(fam.context(kernel, hw))
+    source = render(fam.template(kernel), ctx)
     ctx.update(_table_context(kernel))
     ctx["launcher"] = f"gemmc_{kernel.name}"
     ctx["source_file"] = PurePath(source_file).name  # no absolute paths: output must not depend on the checkout

@@ -1,5 +1,6 @@
-"""The one Jinja2 environment. Templates live in the top-level `templates/` folder (shipped in the wheel as
-`gemmc/templates` by pyproject's force-include, so a non-editable install finds them too)."""
+"""The one Jinja2 environment. It finds a family's template in the family's own folder (gemmc/families/NAME/) and
+the shared pieces (prelude, macros, launcher, header) in the top-level `templates/` folder (shipped in the wheel
+as `gemmc/templates` by pyproject's force-include, so a non-editable install finds them too)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from functools import cache
 from pathlib import Path
 
 import jinja2
+
+from gemmc.families.registry import FAMILIES
 
 
 def template_dir() -> Path:
@@ -19,7 +22,8 @@ def template_dir() -> Path:
 
 @cache
 def environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir())), undefined=jinja2.StrictUndefined,
+    folders = [str(template_dir()), *(str(f.folder) for f in FAMILIES)]
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(folders), undefined=jinja2.StrictUndefined,
                               trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
 
 

@@ -14,7 +14,7 @@ from gemmc.errors import Diagnostic, GemmcError
 from gemmc.grammar.ast import KernelDecl, Module, Stmt, Word
 from gemmc.ir.hardware import TARGETS, Hardware
 from gemmc.ir.nodes import Kernel, Problem, Program, TileShape
-from gemmc.ir.types import STORAGE_DTYPES, Algorithm, Batching, DType, Layout, Precision, Span, TileMode
+from gemmc.ir.types import AUTO, STORAGE_DTYPES, Batching, DType, Layout, Precision, Span, TileMode
 
 DEFAULT_TARGET = "sm_90"
 SPLIT_TYPES = ("f16", "bf16", "tf32")
@@ -36,8 +36,9 @@ def resolve_target(spec: str) -> Hardware | None:
 
 
 class _Lowering:
-    def __init__(self) -> None:
+    def __init__(self, algorithms: tuple[str, ...]) -> None:
         self.diags: list[Diagnostic] = []
+        self.algorithms = algorithms
 
     def error(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
         self.diags.append(Diagnostic(code, message, span, hint))
@@ -173,7 +174,7 @@ class _Lowering:
         out["stages"] = self.integer(stmt.values[0], "pipeline stages")
 
     def stmt_algorithm(self, stmt: Stmt, out: dict) -> None:
-        algorithm = self.choice(stmt.values[0], "algorithm", {a.value: a for a in Algorithm})
+        algorithm = self.choice(stmt.values[0], "algorithm", {a: a for a in (AUTO, *self.algorithms)})
         if algorithm:
             out["algorithm"] = algorithm
 
@@ -182,10 +183,12 @@ class _Lowering:
             out["tlp_threshold"] = self.integer(stmt.values[-1], "tlp threshold")
 
 
-def lower(module: Module, *, filename: str = "<string>", source: str | None = None,
+def lower(module: Module, *, algorithms: tuple[str, ...], filename: str = "<string>", source: str | None = None,
           target: str | None = None) -> Program:
-    """Build the IR Program; `target` (from the command line) overrides the file's `target` line."""
-    low = _Lowering()
+    """Build the IR Program; `target` (from the command line) overrides the file's `target` line. `algorithms`
+    are the names `algorithm` may give besides `auto`: the registered kernel families (the caller passes them, so
+    that the grammar needs no family)."""
+    low = _Lowering(algorithms)
     hw = TARGETS[DEFAULT_TARGET]
     for extra in module.targets[1:]:
         low.error("E200", "'target' is given twice", extra.span, "a file has one target")

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Generic, TypeVar, overload
 
 from gemmc.errors import InternalError
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.types import NO_SPAN, Algorithm, Batching, DType, Family, Layout, Precision, Span, TileMode, span_field
+from gemmc.ir.types import AUTO, NO_SPAN, Batching, DType, Layout, Precision, Span, TileMode, span_field
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,13 +215,13 @@ class Kernel:
     batching: Batching = Batching.AUTO
     precision: Precision | None = None  # None: same as dtype (filled by normalize)
     stages: int = 2
-    algorithm: Algorithm = Algorithm.AUTO
+    algorithm: str = AUTO  # `auto`, or the name of a registered kernel family
     tlp_threshold: int | None = None  # `tlp threshold N`; None: derived from the hardware
     span: Span = span_field()
     # Where each statement was written, for errors that point at the line that caused them.
     stmt_spans: tuple[tuple[str, Span], ...] = field(default=(), compare=False, repr=False)
     # Decided by the passes.
-    family: Family | None = None
+    family: str | None = None  # the registered kernel family that computes it (gemmc/families)
     plan: FamilyPlan | None = None
     work: WorkList | None = None
     notes: tuple[str, ...] = ()  # why the passes decided what they did, for `gemmc inspect`

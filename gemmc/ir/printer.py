@@ -16,7 +16,7 @@ def _num(x: float | None) -> str:
 def kernel_lines(k: Kernel) -> list[str]:
     out = [f"kernel {k.name}"]
     out.append(f"  dtype {k.dtype.value}  layout {k.layouts}  alpha {_num(k.alpha)}  beta {_num(k.beta)}")
-    out.append(f"  precision {k.precision if k.precision else 'auto'}  algorithm {k.algorithm.value}  "
+    out.append(f"  precision {k.precision if k.precision else 'auto'}  algorithm {k.algorithm}  "
                f"batching {k.batching.value}  stages {k.stages}")
     tile = str(k.tile) if k.tile else f"auto({k.tile_mode.value})" if k.tile_mode.value != "auto" else "auto"
     threshold = k.tlp_threshold if k.tlp_threshold is not None else "auto"
@@ -30,7 +30,7 @@ def kernel_lines(k: Kernel) -> list[str]:
             assigned = f"  -> {k.plan.problem_detail(i, p.m, p.n)}"
         out.append(f"    {p.name:<{width}}  {p.m} x {p.n} x {p.k}{assigned}")
     if k.family is not None:
-        out.append(f"  family {k.family.value}")
+        out.append(f"  family {k.family}")
     if k.plan is not None:
         out.append("  plan:")
         out.extend(f"    {line}" for line in k.plan.lines())

@@ -1,9 +1,12 @@
-"""Closed sets of the IR: element types, layouts, algorithms, kernel families, batching modes."""
+"""Closed sets of the IR: element types, layouts, batching modes, precisions. Kernel families are an open set: a
+kernel names its family (and `algorithm`) by the name it is registered under in gemmc/families."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
+
+from gemmc.span import NO_SPAN, Span, span_field  # noqa: F401  (re-exported: the IR's nodes carry spans)
 
 
 class DType(Enum):
@@ -33,23 +36,7 @@ class Layout(Enum):
     COL = "col"
 
 
-class Algorithm(Enum):
-    """What the schedule asked for; `auto` leaves the choice to the select_family pass."""
-
-    AUTO = "auto"
-    SIMT = "simt"
-    TENSORCORE = "tensorcore"
-    TSM2R = "tsm2r"
-    TSM2L = "tsm2l"
-
-
-class Family(Enum):
-    """A kernel family: one template in templates/, one context builder in gemmc/codegen/."""
-
-    SIMT = "simt"
-    TENSORCORE = "tensorcore"
-    TSM2R = "tsm2r"
-    TSM2L = "tsm2l"
+AUTO = "auto"  # `algorithm auto`: the select_family pass chooses among the registered kernel families
 
 
 class Batching(Enum):
@@ -69,22 +56,6 @@ class TileMode(Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class Span:
-    """Where a node came from in the schedule text. Equality ignores spans (see `field(compare=False)`)."""
-
-    line: int
-    column: int
-    end_column: int | None = None
-
-
-NO_SPAN = Span(0, 0)
-
-
-def span_field(default: Span = NO_SPAN) -> Span:
-    return field(default=default, compare=False, repr=False)
-
-
-@dataclass(frozen=True, slots=True)
 class Precision:
     """How products are computed.
 
@@ -100,8 +71,23 @@ class Precision:
     def is_split(self) -> bool:
         return self.terms > 1
 
+    @property
+    def tensor_core(self) -> bool:
+        """The products run on tensor cores: a compute type other than f32 and f64 (f16, bf16, tf32, any split)."""
+        return self.compute not in (DType.F32, DType.F64)
+
     def __str__(self) -> str:
         if not self.is_split:
             return self.compute.value
         text = f"split {self.compute.value} x{self.terms}"
         return f"{text} method {self.method}" if self.method else text
+
+
+# Splits that exist (paper 001 and its successors): (compute type, terms) -> methods, the first the default.
+SPLITS: dict[tuple[DType, int], tuple[str | None, ...]] = {
+    (DType.F16, 3): ("ootomo", "le"),
+    (DType.F16, 4): ("markidis",),
+    (DType.BF16, 3): (None,),
+    (DType.BF16, 6): (None,),
+    (DType.TF32, 3): (None,),
+}

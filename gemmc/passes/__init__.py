@@ -10,10 +10,10 @@ import time
 from collections.abc import Callable
 
 from gemmc.errors import Diagnostic, GemmcError, InternalError
+from gemmc.families.registry import family
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, Program
 from gemmc.passes.check import check
-from gemmc.passes.families import PLANNERS
 from gemmc.passes.normalize import normalize
 from gemmc.passes.resources import check_resources
 from gemmc.passes.select import select_family
@@ -21,24 +21,18 @@ from gemmc.passes.select import select_family
 Pass = Callable[[Kernel, Hardware], Kernel]
 
 
-def _planner(kernel: Kernel, name: str):
-    if kernel.family not in PLANNERS:
-        raise InternalError(name, f"no planner registered for family {kernel.family}")
-    return PLANNERS[kernel.family]
-
-
 def plan_family(kernel: Kernel, hw: Hardware) -> Kernel:
     """Run the chosen family's planner (tile variants, split terms, TSM2 parameters, ...)."""
-    planner = _planner(kernel, "plan_family")
-    plan = planner.plan(kernel, hw)
-    return dataclasses.replace(kernel, plan=plan, notes=(*kernel.notes, *planner.notes(kernel, plan, hw)))
+    fam = family(kernel.family)
+    plan = fam.plan(kernel, hw)
+    return dataclasses.replace(kernel, plan=plan, notes=(*kernel.notes, *fam.notes(kernel, plan, hw)))
 
 
 def build_worklist(kernel: Kernel, hw: Hardware) -> Kernel:
     """Turn the plan into the launch's data: problem table, tiles, blocks."""
     if kernel.plan is None:
         raise InternalError("build_worklist", "kernel has no plan")
-    return dataclasses.replace(kernel, work=_planner(kernel, "build_worklist").worklist(kernel, kernel.plan, hw))
+    return dataclasses.replace(kernel, work=family(kernel.family).worklist(kernel, kernel.plan, hw))
 
 
 PIPELINE: tuple[tuple[str, Pass], ...] = (

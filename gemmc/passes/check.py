@@ -9,37 +9,21 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gemmc.errors import Diagnostic, GemmcError
+from gemmc.families.registry import FAMILIES
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
-from gemmc.ir.types import Algorithm, DType
-
-# Splits that exist (paper 001 and its successors): (compute type, terms) -> methods, the first the default.
-SPLITS: dict[tuple[DType, int], tuple[str | None, ...]] = {
-    (DType.F16, 3): ("ootomo", "le"),
-    (DType.F16, 4): ("markidis",),
-    (DType.BF16, 3): (None,),
-    (DType.BF16, 6): (None,),
-    (DType.TF32, 3): (None,),
-}
+from gemmc.ir.types import SPLITS, DType
 
 # Features whose machinery has not landed yet: (statement, predicate, what to say). Each family's issue removes
 # its rows as it lands, so a schedule that asks for them gets a clear E900 instead of a wrong kernel.
 NotYet = tuple[str, Callable[[Kernel, Hardware], bool], str]
 NOT_YET: tuple[NotYet, ...] = (
-    ("precision", lambda k, hw: _tensor_core(k) and not hw.has_tensor_cores,
-     "precision {precision} needs tensor cores (CUDA sm_80 or newer); HIP MFMA is not generated yet"),
     ("dtype", lambda k, hw: k.dtype in (DType.F16, DType.BF16), "dtype {dtype} storage is not supported yet"),
 )
 
 
-def _tensor_core(kernel: Kernel) -> bool:
-    """The schedule asks for tensor cores: a precision other than f32/f64, or `algorithm tensorcore`."""
-    prec = kernel.precision
-    return kernel.algorithm is Algorithm.TENSORCORE or (prec is not None and prec.compute not in (DType.F32, DType.F64))
-
-
 def _describe(kernel: Kernel) -> dict[str, str]:
-    return {"precision": str(kernel.precision), "dtype": kernel.dtype.value, "algorithm": kernel.algorithm.value,
+    return {"precision": str(kernel.precision), "dtype": kernel.dtype.value, "algorithm": kernel.algorithm,
             "batching": kernel.batching.value, "tile_mode": kernel.tile_mode.value}
 
 
@@ -65,15 +49,6 @@ def kernel_diagnostics(kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
         elif (prec.compute is DType.F64) != (kernel.dtype is DType.F64):
             err("E202", "precision", f"precision {prec.compute.value} does not go with dtype {kernel.dtype.value}",
                 "f64 data computes in f64, and only f64 data does")
-    tc_precision = prec is not None and prec.compute not in (DType.F32, DType.F64)
-    if kernel.algorithm is Algorithm.TENSORCORE and not tc_precision:
-        err("E202", "algorithm", "algorithm tensorcore needs a tensor-core precision",
-            "the tensor-core family computes f32 data only: use `algorithm simt` for f64 (or `algorithm tsm2r`, on "
-            "sm_90's f64 tensor cores, for a tall-and-skinny B)" if kernel.dtype is DType.F64 else
-            "add `precision f16`, `precision tf32` or `precision split f16 x3` (f32 products on tensor cores)")
-    elif tc_precision and kernel.algorithm not in (Algorithm.AUTO, Algorithm.TENSORCORE):
-        err("E202", "algorithm", f"precision {prec} runs on tensor cores, not with algorithm {kernel.algorithm.value}",
-            "use `algorithm tensorcore` or `algorithm auto`")
     if kernel.threads is not None:
         if kernel.threads % hw.warp_size:
             err("E301", "threads", f"threads {kernel.threads} is not a multiple of the warp size ({hw.warp_size})",
@@ -81,20 +56,14 @@ def kernel_diagnostics(kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
         if kernel.threads > hw.max_threads_per_block:
             err("E301", "threads", f"threads {kernel.threads} exceeds {hw.arch}'s limit of "
                 f"{hw.max_threads_per_block} per block")
-    if kernel.tile is not None and kernel.tile.slices > 1:
-        t = kernel.tile
-        if _tensor_core(kernel):
-            err("E202", "tile", "kslices splits the k-tiles of the SIMT family; the tensor-core family has none",
-                "leave out `kslices`, or use precision f32/f64")
-        elif t.k % t.slices:
-            err("E202", "tile", f"kslices {t.slices} does not divide the tile's K step {t.k}",
-                f"use a K step that is a multiple of {t.slices}")
     if kernel.count is not None and kernel.count < 1:
         err("E201", "gemm", "count must be at least 1")
     described = _describe(kernel)
     for stmt, applies, message in NOT_YET:
         if applies(kernel, hw):
             err("E900", stmt, message.format(**described))
+    for family in FAMILIES:  # the rules each family owns (its algorithm, its precisions, its knobs)
+        diags.extend(family.check(kernel, hw))
     return diags
 
 

@@ -10,8 +10,7 @@ import dataclasses
 
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
-from gemmc.ir.types import Precision
-from gemmc.passes.check import SPLITS
+from gemmc.ir.types import SPLITS, Precision
 
 
 def normalize(kernel: Kernel, hw: Hardware) -> Kernel:

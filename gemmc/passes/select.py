@@ -1,30 +1,31 @@
 """The `select_family` pass: which kernel family computes this kernel.
 
-Requires: a normalized kernel. Guarantees: `family` is set and a note says why.
-A tensor-core precision (f16, bf16, tf32, any split) takes the tensor-core family; else an explicit
-`algorithm` wins; `algorithm auto` takes a TSM2 family for the tall-and-skinny shapes of
-`tsm2.classify` (unless the schedule fixed a tile or thread count), else the SIMT family.
+Requires: a normalized kernel. Guarantees: `family` names a registered family and a note says why.
+An explicit `algorithm` names the family; under `algorithm auto` every registered family may claim the kernel
+(`KernelFamily.claim`) and the strongest claim wins, ties going to the family registered first: a tensor-core
+precision requires the tensor-core family, the TSM2 families claim the tall-and-skinny shapes of their model, and
+the SIMT family takes the rest.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from gemmc.errors import InternalError
+from gemmc.families.base import Claim
+from gemmc.families.registry import FAMILIES
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
-from gemmc.ir.types import Algorithm, DType, Family
-from gemmc.passes import tsm2
+from gemmc.ir.types import AUTO
 
 
 def select_family(kernel: Kernel, hw: Hardware) -> Kernel:
-    tall_skinny, reason = tsm2.classify(kernel, hw)
-    prec = kernel.precision
-    if prec is not None and prec.compute not in (DType.F32, DType.F64):
-        family, why = Family.TENSORCORE, f"precision {prec} runs on tensor cores"
-    elif kernel.algorithm is not Algorithm.AUTO:
-        family, why = Family(kernel.algorithm.value), f"algorithm {kernel.algorithm.value} in the schedule"
-    elif tall_skinny is not None and kernel.tile is None and kernel.threads is None:
-        family, why = tall_skinny, reason
+    claims = [(c[0], -i, f.name, c[1]) for i, f in enumerate(FAMILIES) if (c := f.claim(kernel, hw)) is not None]
+    strongest = max(claims, default=None)
+    if strongest is not None and (kernel.algorithm == AUTO or strongest[0] is Claim.REQUIRED):
+        name, why = strongest[2], strongest[3]  # (the check pass refused an algorithm that contradicts REQUIRED)
+    elif kernel.algorithm != AUTO:
+        name, why = kernel.algorithm, f"algorithm {kernel.algorithm} in the schedule"
     else:
-        family, why = Family.SIMT, "f32/f64 on CUDA cores: the default family"
-    return dataclasses.replace(kernel, family=family, notes=(*kernel.notes, f"family {family.value}: {why}"))
+        raise InternalError("select_family", f"no family claims kernel '{kernel.name}'")
+    return dataclasses.replace(kernel, family=name, notes=(*kernel.notes, f"family {name}: {why}"))

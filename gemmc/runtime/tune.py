@@ -20,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gemmc.families.registry import family
 from gemmc.ir.types import Layout
-from gemmc.passes.families import PLANNERS
 from gemmc.runtime.device import cupy, device_name
 
 if TYPE_CHECKING:
@@ -72,11 +72,9 @@ def candidates(kernel: CompiledKernel) -> list[tuple[str, CompiledKernel]]:
     """The model's kernel and the planner's alternatives to it, as compiled kernels (sources not built yet)."""
     from gemmc.api import CompiledKernel
 
-    planner = PLANNERS.get(kernel.ir.family) if kernel.ir.family is not None else None
-    alternatives = getattr(planner, "alternatives", None)
-    if alternatives is None:
+    if kernel.ir.family is None:
         return []
-    found = alternatives(kernel.ir, kernel.target)
+    found = family(kernel.ir.family).alternatives(kernel.ir, kernel.target)
     return [(label, CompiledKernel(ir, kernel.target, kernel.filename)) for label, ir in found]
 
 

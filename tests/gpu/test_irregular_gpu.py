@@ -8,7 +8,7 @@ import random
 import pytest
 
 import gemmc
-from gemmc.passes.tiling import COORDINATED, LOADBALANCED_LEVELS
+from gemmc.families.simt.tiling import COORDINATED, LOADBALANCED_LEVELS
 from tests.gpu.helpers import TOLERANCE, check_schedule
 
 pytestmark = pytest.mark.gpu
@@ -162,10 +162,10 @@ IRREGULAR_AUTO = "kernel k {{ dtype {} tile auto alpha 1.5 beta -0.5 layout B co
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 def test_every_tuning_candidate_is_correct(dtype):
-    # `tile auto`'s first call may keep any of the planner's alternatives (passes/simt.py: alternatives): each
+    # `tile auto`'s first call may keep any of the planner's alternatives (families/simt/planner.py: alternatives): each
     # against float64 on 1, primes and sizes below the smallest tile, beta != 0.
     from gemmc.api import CompiledKernel
-    from gemmc.passes import simt
+    from gemmc.families.simt import planner as simt
     from gemmc.runtime.check import check_kernel
 
     kern = gemmc.compile_string(IRREGULAR_AUTO.format(dtype, batch(ODD + random_shapes(7, 60, 400))))["k"]

@@ -46,11 +46,12 @@ def test_tsm2r_row_major_on_the_fmas(dtype, layouts, m, n, k, rows, t3, cluster)
     from dataclasses import replace
 
     import gemmc
-    from gemmc.passes import tsm2
+    from gemmc.families import streaming
+    from gemmc.families.tsm2r import planner as tsm2
 
     kern = gemmc.compile_string(f"kernel k {{ dtype {dtype} {layout_line(layouts)} alpha 1.5 beta -0.5 "
                                 f"gemm {m} x {n} x {k} algorithm tsm2r }}")["k"]
-    hw, t2 = kern.target, min(n, tsm2.T2_MAX)
+    hw, t2 = kern.target, min(n, streaming.T2_MAX)
     smem = tsm2.column_smem(4, t2, t3, 2, rows, kern.ir.dtype, hw, 0, 1, True)
     plan = replace(kern.ir.plan, a_by_rows=True, mma=0, kslices=4, row_groups=1, rows_per_warp=rows, t3=t3, t2=t2,
                    stages=2, t1=4 * hw.warp_size, smem=smem, cluster=cluster, min_blocks=1)
@@ -64,11 +65,11 @@ def test_auto_f64_wide_b_runs_tsm2r(a_layout):
     import gemmc
 
     text = f"kernel k {{ dtype f64 layout A {a_layout}, B col, C col alpha 1.5 beta -0.5 gemm 8192 x 97 x 8193 }}"
-    assert gemmc.compile_string(text)["k"].ir.family.value == "tsm2r"
+    assert gemmc.compile_string(text)["k"].ir.family == "tsm2r"
     check_schedule(text)
 
 
-# k slices of several warps that share B's batches (Tsm2Plan.row_groups), whatever the planner picks: (rows per
+# k slices of several warps that share B's batches (Tsm2rPlan.row_groups), whatever the planner picks: (rows per
 # lane, warps per slice, slices per block, cluster), on the tensor cores' shapes above and both layouts of A.
 @pytest.mark.parametrize("layouts", ["ccc", "crr", "rrr", "rcc"])
 @pytest.mark.parametrize("m, n, k", [(1009, 9, 3001), (257, 32, 5003), (3001, 40, 1031), (17, 24, 7),
@@ -79,7 +80,7 @@ def test_tsm2r_row_groups(layouts, m, n, k, rows, groups, slices, cluster):
     from dataclasses import replace
 
     import gemmc
-    from gemmc.passes import tsm2
+    from gemmc.families.tsm2r import planner as tsm2
 
     kern = gemmc.compile_string(f"kernel k {{ dtype f64 {layout_line(layouts)} alpha 1.5 beta -0.5 "
                                 f"gemm {m} x {n} x {k} algorithm tsm2r }}")["k"]
@@ -113,12 +114,12 @@ def test_tsm2l_smaller_blocks(t1):
     # The block size a CDNA workgroup gets where 256 threads' staging rows overflow its LDS (f64, n near 32); CUDA
     # never plans it, so it is forced here: row-major A and C staged per warp, a partial last block.
     import gemmc
+    from gemmc.families.tsm2l import planner as tsm2l
     from gemmc.ir.types import DType, Layout
-    from gemmc.passes import tsm2
 
     kern = gemmc.compile_string("kernel k { dtype f64 layout A row, B col, C row alpha 1.5 beta -0.5 "
                                 "gemm 100003 x 32 x 4 algorithm tsm2l }")["k"]
-    plan = tsm2.tsm2l_params(kern.ir.problems[0], DType.F64, kern.target, Layout.ROW, Layout.ROW, t1=t1)
+    plan = tsm2l.tsm2l_params(kern.ir.problems[0], DType.F64, kern.target, Layout.ROW, Layout.ROW, t1=t1)
     assert plan.t1 == t1
     check_plan(kern, plan, seed=5)
 
@@ -200,7 +201,7 @@ def test_every_tuning_candidate_is_correct(dtype, n, k, a_layout):
     # kernel by rows): each against float64.
     import gemmc
     from gemmc.api import CompiledKernel
-    from gemmc.passes import tsm2
+    from gemmc.families.tsm2r import planner as tsm2
     from gemmc.runtime.check import check_kernel
 
     kern = gemmc.compile_string(f"kernel k {{ dtype {dtype} layout A {a_layout}, B col, C col alpha 1.5 beta -0.5 "

@@ -1,12 +1,12 @@
-"""Template context of the tensor-core family (templates/tensorcore.cu.j2)."""
+"""Template context of the tensor-core family (tensorcore.cu.j2 beside this file)."""
 
 from __future__ import annotations
 
-from gemmc.codegen.simt import cbool
 from gemmc.errors import InternalError
+from gemmc.families.base import cbool
+from gemmc.families.tensorcore.plan import F16_TOP, TensorCorePlan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
-from gemmc.ir.plan_tensorcore import F16_TOP, TensorCorePlan
 from gemmc.ir.types import Layout
 
 TEMPLATE = "tensorcore.cu.j2"

@@ -1,18 +1,15 @@
-"""Template context of the SIMT family (templates/simt.cu.j2)."""
+"""Template context of the SIMT family (simt.cu.j2 beside this file)."""
 
 from __future__ import annotations
 
 from gemmc.errors import InternalError
+from gemmc.families.base import cbool
+from gemmc.families.simt.plan import SimtPlan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
-from gemmc.ir.plan_simt import SimtPlan
 from gemmc.ir.types import Layout
 
 TEMPLATE = "simt.cu.j2"
-
-
-def cbool(flag: bool) -> str:
-    return "true" if flag else "false"
 
 
 def context(kernel: Kernel, hw: Hardware) -> dict:

@@ -13,11 +13,11 @@ from functools import partial
 
 import numpy as np
 
+from gemmc.families.simt.plan import SimtPlan, SimtVariant, micro_tile
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Problem
-from gemmc.ir.plan_simt import SimtPlan, SimtVariant, micro_tile
-from gemmc.passes.tlp import Occupancy, ceil_div, occupancy
-from gemmc.passes.worklist import Sizes
+from gemmc.model.tlp import Occupancy, ceil_div, occupancy
+from gemmc.model.worklist import Sizes
 
 
 def variant(bm: int, bn: int, bk: int, threads: int, slices: int = 1) -> SimtVariant:
@@ -285,7 +285,7 @@ def issue_efficiency(v: SimtVariant, elem_bytes: int = 4) -> float:
 def edge_lookup(plan: SimtPlan) -> np.ndarray:
     """variant x kind -> the variant a tile of that kind runs, for every variant of the plan. Kinds: 0 whole, 1 the
     last row of tiles needs at most half the height, 2 the last column at most half the width, 3 both (the edge
-    tiles of passes/simt.py's with_edges); a variant without such a half runs its own."""
+    tiles of families/simt/planner.py's with_edges); a variant without such a half runs its own."""
     own = np.arange(len(plan.variants))
     lookup = np.stack([own] * 4, axis=1)
     for i, row in enumerate(plan.edges):
@@ -330,7 +330,7 @@ def estimate(plan: SimtPlan, problems: Batch, count: int, hw: Hardware, choice: 
     (`makespan`). Predicated edges do full-tile work; small micro-tiles and k-sliced tiles pay for their loads
     and staging; few blocks leave SMs idle. A split k (plan.ksplit) launches each tile on that many blocks, each
     with its share of the k steps and SPLIT_STEPS more for the reduction. Batching is left to its rule
-    (choose_batching in passes/simt.py).
+    (choose_batching in families/simt/planner.py).
     Without the issue-slot term 16x16 tiles (1x2 micro-tiles) looked faster than 32x32 ones on the Inception
     modules; they measured 12.6 against 8.5 us (bench/results/2026-11-22_h100_simt_tiles_call2.log).
 

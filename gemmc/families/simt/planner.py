@@ -2,11 +2,11 @@
 
 - `tile BMxBNxBK [threads N]`: one variant for every problem, checked against the target.
 - `tile auto(uniform)`: the largest tile of a small catalogue that still gives one wave of blocks (the baseline).
-- `tile auto(loadbalanced)`: paper 000's per-problem tiles with per-variant thread counts (passes/tiling.py).
-- `tile auto(coordinated)`: paper 003's lockstep tiling with one thread count (passes/tiling.py).
+- `tile auto(loadbalanced)`: paper 000's per-problem tiles with per-variant thread counts (families/simt/tiling.py).
+- `tile auto(coordinated)`: paper 003's lockstep tiling with one thread count (families/simt/tiling.py).
 - `tile auto`: all three, and the uniform catalogue's other tiles and their k-sliced forms, each costed by the model of
   `tiling.estimate` (a simulation of the launch); the cheapest wins, and the first call on a GPU times them all.
-Batching (paper 003 §4, passes/batching.py) then packs tiles into blocks.
+Batching (paper 003 §4, families/simt/batching.py) then packs tiles into blocks.
 """
 
 from __future__ import annotations
@@ -17,20 +17,20 @@ from statistics import median
 import numpy as np
 
 from gemmc.errors import Diagnostic, GemmcError, InternalError
+from gemmc.families.simt import batching, tiling
+from gemmc.families.simt.plan import SimtPlan, SimtVariant, micro_tile
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, WorkList
-from gemmc.ir.plan_simt import SimtPlan, SimtVariant, micro_tile
 from gemmc.ir.types import Batching, DType, TileMode
-from gemmc.passes import batching, tiling
-from gemmc.passes.tlp import SMEM_RESERVED_PER_BLOCK, coordinated_threshold, default_threshold, occupancy
-from gemmc.passes.worklist import Sizes, packed, problem_rows, tile_table
+from gemmc.model.tlp import SMEM_RESERVED_PER_BLOCK, coordinated_threshold, default_threshold, occupancy
+from gemmc.model.worklist import Sizes, packed, problem_rows, tile_table
 
 # Uniform catalogue, largest first. 8x8 micro-tiles give 2 FMAs per shared-memory byte read in f32; f64 halves
 # the micro-tile to stay under the register file's 255 per thread. K steps: measured on the H100
 # (bench/results/2026-11-22_h100_simt_occupancy_call1.log), 128x128 at BK 16 runs 44.1 TFLOP/s at 4096^3 against
 # 36.2 at BK 8 even though BK 16 holds one block per SM (203 registers) and BK 8 two (128): the k-tile turnaround
 # (staged stores, barrier) costs more than the second block hides. The small tiles are latency-bound, so they
-# take long K steps (the same finding as passes/tiling.py's 128-thread levels); 32x32 with 128 threads measured
+# take long K steps (the same finding as families/simt/tiling.py's 128-thread levels); 32x32 with 128 threads measured
 # 5-8% faster than with 256 on three Inception modules (bench/results/2026-11-22_h100_simt_tiles_call2.log).
 UNIFORM_F32 = (SimtVariant(128, 128, 16, 8, 8, 256), SimtVariant(64, 64, 16, 4, 4, 256),
                SimtVariant(32, 32, 32, 2, 4, 128))

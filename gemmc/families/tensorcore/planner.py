@@ -1,5 +1,5 @@
 """The tensor-core family's planner (paper 001 §4): tile choice by the thread-parallelism analytic model, the
-split from gemmc/passes/split.py, the pipeline depth, the pre-pass's scratch, one tile per block through the
+split from split.py, the pipeline depth, the pre-pass's scratch, one tile per block through the
 standard work list.
 
 The model (paper 001 §4.2, Eqs. 12-17; digest 001 §3.4 for the reading of phi):
@@ -14,13 +14,13 @@ does, the most TLP. The paper gives no weights or thresholds (digest §3.1); "on
 from __future__ import annotations
 
 from gemmc.errors import Diagnostic, GemmcError
+from gemmc.families.tensorcore.plan import Candidate, SplitPlan, TensorCorePlan, TensorCoreVariant, scratch_bytes
+from gemmc.families.tensorcore.split import split_plan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, WorkList
-from gemmc.ir.plan_tensorcore import Candidate, SplitPlan, TensorCorePlan, TensorCoreVariant, scratch_bytes
 from gemmc.ir.types import DType, Layout
-from gemmc.passes.split import split_plan
-from gemmc.passes.tlp import ceil_div, occupancy
-from gemmc.passes.worklist import one_tile_per_block, problem_rows
+from gemmc.model.tlp import ceil_div, occupancy
+from gemmc.model.worklist import one_tile_per_block, problem_rows
 
 # Block tiles the template is instantiated with, largest first: (bm, bn, warp tile m, warp tile n). A 64x64 warp
 # tile reads 1/3 less shared memory per mma than 64x32 (ldmatrix bytes ~ (wm + wn) / (wm * wn)) but needs 128

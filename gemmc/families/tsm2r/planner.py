@@ -1,28 +1,28 @@
-"""The TSM2 planners (paper 002): tall-and-skinny GEMM near memory bandwidth.
-
-TSM2R: a large A (m x k) times a tall-skinny B (k x n, n small). TSM2L: a tall-skinny A (m x k, m >> k) times a
-small B (k x n). Both read A once and are memory-bound when n is below the paper's t2 threshold
-(Peak FLOP/s / peak bandwidth x element bytes, §3.1.8). The parameters come from Little's law over the launch's
-real parallelism, with the constants of `Hardware` (paper §3.1.9 and §3.2; its gradient descent is replaced by
-enumeration of the few integer candidates, which the digest recommends).
-"""
+"""The TSM2R planner (paper 002 §3.1): a large A (m x k) times a tall-skinny B (k x n, n small), near memory
+bandwidth. The streaming model it shares with TSM2L is gemmc/families/streaming.py."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import replace
 
-from gemmc.errors import Diagnostic, GemmcError
+from gemmc.errors import GemmcError
+from gemmc.families.streaming import (
+    bytes_needed_in_flight,
+    choose_t2,
+    one_gemm_diagnostics,
+    own_parameters_diagnostic,
+    resident_threads,
+    t2_threshold,
+)
+from gemmc.families.tsm2r.plan import Tsm2rPlan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, Problem, TileTable, WorkList
-from gemmc.ir.plan_tsm2 import Tsm2Plan
-from gemmc.ir.types import DType, Family, Layout
-from gemmc.passes.tlp import Occupancy, ceil_div, occupancy
-from gemmc.passes.worklist import problem_rows
+from gemmc.ir.types import DType, Layout
+from gemmc.model.tlp import Occupancy, ceil_div, occupancy
+from gemmc.model.worklist import problem_rows
 
-T1 = 256  # TSM2L threads per block (the paper's t1: 128 on V100 by brute force)
 KSLICES = 8  # warps per row-major TSM2R block: t1 = 8 warps
-T2_MAX = 32  # C columns a thread keeps in registers per pass
 T3_BATCH = 4  # column-major TSM2R: A vectors (16 bytes or less) per lane per batch: the paper's t3
 # Row-major A on the f64 tensor cores: k values of each row per batch. A batch reads a piece of every row of the
 # tile; at 4 (32-byte pieces) f64 n = 16 / 32 at m = k = 16384 streamed at 61% of the roof, at 8 at 62%, at 16
@@ -83,10 +83,6 @@ MMA_ACC_REGS = 128
 MMA_ROW_GROUPS = 2
 MAX_CLUSTER = 7  # below the portable 8: clusters of 8 can use only 120 of the H100's 132 SMs (GPCs of 16-18)
 REGS_OVERHEAD = 40  # registers beyond the model's arrays: indices, pointers, predicates, copy addresses (ptxas, sm_90)
-TCF_CHOICES = (1, 2, 4, 8)
-TSM2L_MAX_K = 32  # TSM2L keeps a whole row of A in registers
-WAVES = 4  # TSM2L: launch about this many waves of resident threads, then give each thread more rows
-TSM2L_ROW_REGS = 128  # registers a TSM2L thread may spend on its rows of A
 
 # algorithm auto: the shapes that go to TSM2 (one GEMM, f32/f64). The crossover in n against the SIMT family is
 # measured by bench/tallskinny.py at m = k = 16384 f32 (H100, split-k kernel, bench/results/
@@ -144,38 +140,6 @@ MMA_MIN_N = 8  # column-major f64 n <= 8 streams at 97-101% of the copy roof wit
 ROW_MMA_MIN_N = 0
 ROW_MMA_MIN_N_SM80 = 2
 AUTO_TSM2R_MIN_MK = 8192
-AUTO_TSM2L_MAX_KN = 16
-AUTO_TSM2L_MIN_M = 65536
-
-
-def t2_threshold(hw: Hardware, dtype: DType) -> float:
-    """Paper 002 §3.1.8 as printed: Peak FLOP/s / Peak bandwidth x bytes per element (with FLOP/s counting an FMA
-    as 2, as the paper's reported thresholds do: V100 double ~ 67, K40c ~ 40)."""
-    flops = hw.f64_flops if dtype is DType.F64 else hw.fp32_flops
-    return flops / hw.mem_bandwidth * dtype.nbytes
-
-
-def choose_t2(n: int, threshold: float) -> int:
-    """Memory-bound (n <= threshold): all n columns in one pass, so A is read once (up to T2_MAX). Compute-bound:
-    the smallest power of two at or above the threshold (the paper's M40 double case: threshold 5.9 -> t2 8)."""
-    if n <= threshold:
-        return min(n, T2_MAX)
-    return min(n, T2_MAX, 1 << max(0, math.ceil(math.log2(threshold))))
-
-
-LOADED_LATENCY = 2  # a loaded memory system's latency is about twice the idle one: Little's law gets this margin
-
-
-def bytes_needed_in_flight(hw: Hardware) -> float:
-    """Little's law per SM: bandwidth x latency under load / SMs."""
-    return hw.mem_bandwidth * (LOADED_LATENCY * hw.mem_latency_cycles / hw.clock_hz) / hw.sm_count
-
-
-def resident_threads(hw: Hardware, total_threads: int, regs: int, smem: int, block: int) -> int:
-    """Threads per SM with blocks of `block` threads: what occupancy allows, or fewer when the grid has fewer
-    threads than the machine holds."""
-    occ = occupancy(hw, block, regs, smem)
-    return min(occ.warps_per_sm * hw.warp_size, max(1, total_threads // hw.sm_count))
 
 
 def column_rows_per_lane(t2: int, dtype: DType, acc_regs: int = ACC_REGS) -> int:
@@ -318,7 +282,7 @@ def column_bytes_in_flight(t3: int, stages: int, rows_per_lane: int, elem_bytes:
     return (stages - 1) * t3 * hw.warp_size * rows_per_lane * elem_bytes
 
 
-def column_kernel(kernel: Kernel, plan: Tsm2Plan) -> bool:
+def column_kernel(kernel: Kernel, plan: Tsm2rPlan) -> bool:
     """TSM2R's column kernel runs column-major A, and row-major A where the plan copies its batches by rows (the f64
     tensor cores); the row kernel the rest of row-major A."""
     return kernel.layout_a is Layout.COL or plan.a_by_rows
@@ -350,7 +314,7 @@ def column_shape(p: Problem, t2: int, dtype: DType, a_layout: Layout, mma: int, 
 
 
 def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, groups: int | None = None,
-                 by_rows: bool | None = None, rows: int | None = None) -> Tsm2Plan:
+                 by_rows: bool | None = None, rows: int | None = None) -> Tsm2rPlan:
     """TSM2R's plan; `groups` (warps per k slice of the column kernel), `by_rows` (row-major A in the column
     kernel, its batches copied by rows) and `rows` (the column kernel's rows per lane) override the defaults."""
     threshold = t2_threshold(hw, dtype)
@@ -388,7 +352,7 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, group
                                             column_bytes_in_flight(t3, stages, rows_per_warp, dtype.nbytes, hw), groups)
         # The model counts on blocks_per_sm resident blocks: ask the compiler for it (CUDA's __launch_bounds__;
         # HIP's second argument means something else).
-        return Tsm2Plan(family=Family.TSM2R, t1=COL_WARPS * hw.warp_size, t2=t2, t3=t3, tcf=1, kslices=kw,
+        return Tsm2rPlan(t1=COL_WARPS * hw.warp_size, t2=t2, t3=t3, kslices=kw,
                         rows_per_warp=rows_per_warp, elem_bytes=dtype.nbytes, t2_threshold=threshold,
                         predicted_bandwidth=predicted, smem=smem, regs=regs, cluster=cluster, stages=stages,
                         min_blocks=blocks_per_sm if hw.vendor == "cuda" else 0, mma=mma, row_groups=groups,
@@ -401,56 +365,19 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, group
     threads = ceil_div(p.m, KSLICES * rows_per_warp) * block * ceil_div(p.n, t2)
     inflight = resident_threads(hw, threads, regs, smem, block) * t3 * dtype.nbytes
     predicted = hw.mem_bandwidth * min(1.0, inflight / need)
-    return Tsm2Plan(family=Family.TSM2R, t1=block, t2=t2, t3=t3, tcf=1, kslices=KSLICES,
+    return Tsm2rPlan(t1=block, t2=t2, t3=t3, kslices=KSLICES,
                     rows_per_warp=rows_per_warp, elem_bytes=dtype.nbytes, t2_threshold=threshold,
                     predicted_bandwidth=predicted, smem=smem,
                     regs=regs)
 
 
-def tsm2l_stage_elems(k: int, n: int, dtype: DType, a_layout: Layout, c_layout: Layout) -> int:
-    """Elements of one warp's shared-memory rows through which row-major A and C pass (templates/tsm2l.cu.j2):
-    one row per lane, an odd number of 16-byte vectors long; 0 where neither is read as vectors."""
-    vec = 16 // dtype.nbytes
-    staged = [x for x, layout in ((k, a_layout), (n, c_layout)) if layout is Layout.ROW and x % vec == 0]
-    if not staged:
-        return 0
-    wide = max(staged)
-    return wide if (wide // vec) % 2 else wide + vec
-
-
-def tsm2l_params(p: Problem, dtype: DType, hw: Hardware, a_layout: Layout = Layout.COL,
-                 c_layout: Layout = Layout.COL, t1: int = T1) -> Tsm2Plan:
-    """tcf (§3.2): about WAVES waves of resident threads, then more rows per thread (paper, V100 single:
-    tcf 1, 1, 2, 8 for m = 1e4 .. 1e7). Shared memory: B, then each warp's staging rows for row-major A and C.
-    Blocks of `t1` threads (T1), halved while their staging rows would not fit the target's shared memory (f64
-    with k or n near 32, row-major, on the 64 KiB of a CDNA workgroup)."""
-    w = dtype.nbytes // 4 or 1
-    capacity = hw.sm_count * hw.max_threads_per_sm
-    # The rows a thread holds are registers: keep them to TSM2L_ROW_REGS so that 8+ warps stay resident per SM.
-    tcf = max(c for c in TCF_CHOICES
-              if c == 1 or (p.m >= c * WAVES * capacity and w * c * p.k <= TSM2L_ROW_REGS))
-    regs = w * (tcf * p.k + 2) + 24
-    vec = 16 // dtype.nbytes
-    stage_row = tsm2l_stage_elems(p.k, p.n, dtype, a_layout, c_layout)
-    def smem_of(t1: int) -> int:
-        return (ceil_div(p.k * p.n, vec) * vec + t1 * stage_row) * dtype.nbytes  # B (whole vectors), then the rows
-
-    while smem_of(t1) > hw.smem_per_block and t1 > hw.warp_size:
-        t1 //= 2
-    smem = smem_of(t1)
-    threads = ceil_div(p.m, tcf)
-    inflight = resident_threads(hw, threads, regs, smem, t1) * tcf * p.k * dtype.nbytes
-    predicted = hw.mem_bandwidth * min(1.0, inflight / bytes_needed_in_flight(hw))
-    return Tsm2Plan(family=Family.TSM2L, t1=t1, t2=p.n, t3=p.k, tcf=tcf, kslices=1, rows_per_warp=1,
-                    elem_bytes=dtype.nbytes, t2_threshold=t2_threshold(hw, dtype), predicted_bandwidth=predicted,
-                    smem=smem, regs=regs, stage_row=stage_row)
-
-
-def classify(kernel: Kernel, hw: Hardware) -> tuple[Family | None, str]:
-    """The `algorithm auto` rule for TSM2, with its reason (the target decides which TSM2R kernel row-major A
-    gets)."""
+def claim(kernel: Kernel, hw: Hardware) -> str | None:
+    """The `algorithm auto` rule for TSM2R, with its reason (the target decides which TSM2R kernel row-major A
+    gets); None: not this family's shape, or the schedule fixed a tile or thread count."""
+    if kernel.tile is not None or kernel.threads is not None:
+        return None
     if kernel.count is not None or len(kernel.problems) != 1 or kernel.dtype not in (DType.F32, DType.F64):
-        return None, ""
+        return None
     p = kernel.problems[0]
     row_a = kernel.layout_a is Layout.ROW and not f64_mma_rows(hw, kernel.dtype, p.n, Layout.ROW)  # CUDA cores
     mma = f64_mma_rows(hw, kernel.dtype, p.n, kernel.layout_a) == 16  # sm_90's f64 tensor cores
@@ -459,48 +386,22 @@ def classify(kernel: Kernel, hw: Hardware) -> tuple[Family | None, str]:
     if p.n <= max_n and p.m >= AUTO_TSM2R_MIN_MK and p.k >= AUTO_TSM2R_MIN_MK:
         kind = " (row-major A)" if row_a else " (f64 tensor cores)" if mma else ""
         bound = "memory-bound" if p.n <= t2_threshold(hw, kernel.dtype) else "past the t2 threshold"
-        return Family.TSM2R, (f"n = {p.n} <= {max_n}{kind} with m, k >= {AUTO_TSM2R_MIN_MK}: tall-and-skinny B, "
-                              f"{bound} (TSM2R)")
-    if p.k <= AUTO_TSM2L_MAX_KN and p.n <= AUTO_TSM2L_MAX_KN and p.m >= AUTO_TSM2L_MIN_M:
-        return Family.TSM2L, (f"k, n <= {AUTO_TSM2L_MAX_KN} with m >= {AUTO_TSM2L_MIN_M}: tall-and-skinny A "
-                              "(TSM2L)")
-    return None, ""
+        return (f"n = {p.n} <= {max_n}{kind} with m, k >= {AUTO_TSM2R_MIN_MK}: tall-and-skinny B, "
+                f"{bound} (TSM2R)")
+    return None
 
 
-def _check(kernel: Kernel, family: Family) -> Problem:
-    diags = []
-    if kernel.count is not None or len(kernel.problems) != 1:
-        diags.append(Diagnostic("E900", f"algorithm {family.value} runs one GEMM per kernel; batches are not "
-                                "supported yet", kernel.where("algorithm"), "use `gemm M x N x K`"))
-    if kernel.dtype not in (DType.F32, DType.F64):
-        diags.append(Diagnostic("E202", f"algorithm {family.value} computes f32 or f64", kernel.where("dtype")))
-    p = kernel.problems[0]
-    if family is Family.TSM2L and p.k > TSM2L_MAX_K:
-        diags.append(Diagnostic("E202", f"TSM2L keeps a row of A in registers: k = {p.k} exceeds {TSM2L_MAX_K}",
-                                kernel.where("algorithm"), "use algorithm tsm2r or simt"))
-    if family is Family.TSM2L and p.n > T2_MAX:
-        diags.append(Diagnostic("E202", f"TSM2L computes n <= {T2_MAX} columns, not {p.n}",
-                                kernel.where("algorithm"), "use algorithm simt"))
-    if kernel.tile is not None or kernel.threads is not None:
-        diags.append(Diagnostic("E202", f"algorithm {family.value} chooses its own tile and threads (t1, t2, t3)",
-                                kernel.where("tile" if kernel.tile is not None else "threads")))
+def plan(kernel: Kernel, hw: Hardware) -> Tsm2rPlan:
+    diags = one_gemm_diagnostics(kernel, "tsm2r") + own_parameters_diagnostic(kernel, "tsm2r")
     if diags:
         raise GemmcError(diags)
-    return p
+    return tsm2r_params(kernel.problems[0], kernel.dtype, kernel.layout_a, hw)
 
 
-def plan(kernel: Kernel, hw: Hardware) -> Tsm2Plan:
-    assert kernel.family in (Family.TSM2R, Family.TSM2L)
-    p = _check(kernel, kernel.family)
-    if kernel.family is Family.TSM2L:
-        return tsm2l_params(p, kernel.dtype, hw, kernel.layout_a, kernel.layout_c)
-    return tsm2r_params(p, kernel.dtype, kernel.layout_a, hw)
-
-
-def notes(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> tuple[str, ...]:
+def notes(kernel: Kernel, plan: Tsm2rPlan, hw: Hardware) -> tuple[str, ...]:
     p = kernel.problems[0]
     bound = "memory-bound" if p.n <= plan.t2_threshold else "compute-bound"
-    lines: tuple[str, ...] = (f"{plan.family.value}: n = {p.n} vs t2 threshold {plan.t2_threshold:.1f}: {bound}; "
+    lines: tuple[str, ...] = (f"tsm2r: n = {p.n} vs t2 threshold {plan.t2_threshold:.1f}: {bound}; "
                               f"Little's law needs {bytes_needed_in_flight(hw) / 1024:.1f} KiB in flight per SM",)
     row_kernel, shapes = tuning_shapes(kernel, plan, hw)
     if row_kernel:
@@ -523,11 +424,11 @@ def _span(sizes: list[int]) -> str:
     return ", ".join(map(str, ordered))
 
 
-def tuning_shapes(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> tuple[bool, list[tuple[Tsm2Plan, str, list[int]]]]:
+def tuning_shapes(kernel: Kernel, plan: Tsm2rPlan, hw: Hardware) -> tuple[bool, list[tuple[Tsm2rPlan, str, list[int]]]]:
     """What the tuning step times (`alternatives`) and `notes` reports: whether the plan is the row kernel, timed
     as it is, and the column-kernel shapes timed, each (plan, what differs from the model's plan, cluster sizes),
     the model's own shape and cluster first. Nothing where the target has no clusters."""
-    if plan.family is not Family.TSM2R or not hw.has_clusters:
+    if not hw.has_clusters:
         return False, []
     p = kernel.problems[0]
     if not column_kernel(kernel, plan):  # the row kernel: the model's choice, then the column kernel by rows
@@ -535,7 +436,7 @@ def tuning_shapes(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> tuple[bool, l
             return False, []
         by_rows = tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, by_rows=True)
         return True, [(by_rows, "A copied by rows", cluster_sizes(p.k, by_rows.kslices, by_rows.t3))]
-    def shape(label: str, max_cluster: int = MAX_CLUSTER, **changes) -> tuple[Tsm2Plan, str, list[int]]:
+    def shape(label: str, max_cluster: int = MAX_CLUSTER, **changes) -> tuple[Tsm2rPlan, str, list[int]]:
         other = tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, **changes)
         return other, label, [s for s in cluster_sizes(p.k, other.kslices, other.t3) if s <= max_cluster]
 
@@ -570,7 +471,7 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
     ahead at n = 1 (bench/results/2026-11-23_h100_tallskinny-tsm2r-f32-rowmajor-n2.json). The shapes are
     `tuning_shapes`'. Empty: nothing to time."""
     plan = kernel.plan
-    if not isinstance(plan, Tsm2Plan):
+    if not isinstance(plan, Tsm2rPlan):
         return ()
     row_kernel, shapes = tuning_shapes(kernel, plan, hw)
     p = kernel.problems[0]
@@ -589,13 +490,11 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
     return tuple(out)
 
 
-def worklist(kernel: Kernel, plan: Tsm2Plan, hw: Hardware) -> WorkList:
+def worklist(kernel: Kernel, plan: Tsm2rPlan, hw: Hardware) -> WorkList:
     """No tiles: blocks map to rows by arithmetic (grid.y = passes over n for TSM2R)."""
     rows = problem_rows(kernel)
     p = kernel.problems[0]
-    if plan.family is Family.TSM2L:
-        grid = (max(1, ceil_div(ceil_div(p.m, plan.tcf), plan.t1)), 1, 1)
-    elif column_kernel(kernel, plan):  # a lane owns rows_per_warp consecutive rows; a cluster splits k; the
+    if column_kernel(kernel, plan):  # a lane owns rows_per_warp consecutive rows; a cluster splits k; the
         # passes over n of a row tile are neighbours in x, so that they share A in L2
         grid = (column_row_blocks(p, plan.t2, plan.rows_per_warp, hw, plan.row_groups) * plan.cluster, 1, 1)
     else:  # a warp owns rows_per_warp rows

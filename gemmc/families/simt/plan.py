@@ -81,13 +81,13 @@ class SimtPlan(FamilyPlan):
     occupancy: str = ""  # e.g. "16 warps/SM (registers)"
     estimate_us: float = 0.0  # the tiling cost model's estimate
     candidates: tuple[tuple[str, float], ...] = ()  # (method, estimated us) that `tile auto` weighed
-    min_blocks: int = 0  # __launch_bounds__'s blocks per SM (passes/simt.py: bound_blocks); 0: no bound
+    min_blocks: int = 0  # __launch_bounds__'s blocks per SM (planner.py: bound_blocks); 0: no bound
     reg_cap: int = 0  # the registers per thread that bound leaves (0: no bound)
-    # Edge tiles (passes/simt.py: with_edges): per variant, the variants of its tiles whose last rows (columns, both)
+    # Edge tiles (planner.py: with_edges): per variant, the variants of its tiles whose last rows (columns, both)
     # need at most half the tile: (half m, half n, half both), -1 where the variant has none. Empty: no edge tiles.
     edges: tuple[tuple[int, int, int], ...] = ()
     # Split k: each tile's k-tiles are shared by the `ksplit` blocks of a thread-block cluster (sm_90), whose sums
-    # rank 0 adds through distributed shared memory (templates/simt.cu.j2). One tile per cluster: never batched.
+    # rank 0 adds through distributed shared memory (families/simt/simt.cu.j2). One tile per cluster: never batched.
     ksplit: int = 1
 
     @property

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gemmc.ir.plan_tensorcore import F16_TOP, SplitPlan
+from gemmc.families.tensorcore.plan import F16_TOP, SplitPlan
 
 F16_MAX = 65504.0
 

@@ -1,13 +1,13 @@
 """The precision-splitting pass: `precision split T xN [method M]` -> parts, terms, scales, rounding, accumulators.
 
 Pure function of the kernel's (normalized) precision; the tensor-core planner stores the result in its plan and
-the template renders it. The numpy emulator (gemmc/precision/emulate.py) reads the same `SplitPlan`, so CPU
+the template renders it. The numpy emulator (gemmc/families/tensorcore/emulate.py) reads the same `SplitPlan`, so CPU
 tests check exactly what the kernel computes.
 """
 
 from __future__ import annotations
 
-from gemmc.ir.plan_tensorcore import SplitPlan, SplitTerm
+from gemmc.families.tensorcore.plan import SplitPlan, SplitTerm
 from gemmc.ir.types import DType, Precision
 
 # The default method of `split f16 x3`: Ootomo's round-to-nearest split. Measured more accurate than paper

@@ -1,0 +1,37 @@
+"""The SIMT family: FP32/FP64 GEMM on CUDA cores, any sizes and layouts, a whole batch in one launch, with the
+irregular-batch tiling of paper 000 and the coordinated tiling and batching of paper 003."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gemmc.errors import Diagnostic
+from gemmc.families.base import Claim, PlannerFamily
+from gemmc.families.simt import codegen, planner
+from gemmc.families.simt.plan import SimtPlan
+from gemmc.ir.hardware import Hardware
+from gemmc.ir.nodes import Kernel
+
+
+class Simt(PlannerFamily):
+    planner = planner
+    codegen = codegen
+    name = "simt"
+    plan_type = SimtPlan
+    folder = Path(__file__).parent
+
+    def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
+        return Claim.DEFAULT, "f32/f64 on CUDA cores: the default family"
+
+    def check(self, kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
+        t = kernel.tile
+        if t is not None and t.slices > 1 and t.k % t.slices:
+            return [Diagnostic("E202", f"kslices {t.slices} does not divide the tile's K step {t.k}",
+                               kernel.where("tile"), f"use a K step that is a multiple of {t.slices}")]
+        return []
+
+    def alternatives(self, kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]:
+        return planner.alternatives(kernel, hw)
+
+
+FAMILY = Simt()

@@ -1,0 +1,62 @@
+"""The tensor-core family: f32 data with products on tensor cores, in one pass (f16, bf16, tf32) or split into
+several terms that emulate f32 products (paper 001, LE-GEMM, and its successors); wgmma on sm_90, mma.sync
+elsewhere."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gemmc.errors import Diagnostic
+from gemmc.families.base import Claim, PlannerFamily
+from gemmc.families.tensorcore import codegen, planner
+from gemmc.families.tensorcore.plan import TensorCorePlan
+from gemmc.ir.hardware import Hardware
+from gemmc.ir.nodes import Kernel
+from gemmc.ir.types import DType
+
+NAME = "tensorcore"
+
+
+def requested(kernel: Kernel) -> bool:
+    """The schedule asks for tensor cores: a tensor-core precision, or `algorithm tensorcore`."""
+    prec = kernel.precision
+    return kernel.algorithm == NAME or (prec is not None and prec.tensor_core)
+
+
+class TensorCore(PlannerFamily):
+    planner = planner
+    codegen = codegen
+    name = NAME
+    plan_type = TensorCorePlan
+    folder = Path(__file__).parent
+
+    def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
+        prec = kernel.precision
+        if prec is not None and prec.tensor_core:
+            return Claim.REQUIRED, f"precision {prec} runs on tensor cores"
+        return None
+
+    def check(self, kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
+        diags: list[Diagnostic] = []
+        prec = kernel.precision
+        tc_precision = prec is not None and prec.tensor_core
+        if kernel.algorithm == NAME and not tc_precision:
+            diags.append(Diagnostic(
+                "E202", "algorithm tensorcore needs a tensor-core precision", kernel.where("algorithm"),
+                "the tensor-core family computes f32 data only: use `algorithm simt` for f64 (or `algorithm tsm2r`, "
+                "on sm_90's f64 tensor cores, for a tall-and-skinny B)" if kernel.dtype is DType.F64 else
+                "add `precision f16`, `precision tf32` or `precision split f16 x3` (f32 products on tensor cores)"))
+        elif tc_precision and kernel.algorithm not in ("auto", NAME):
+            diags.append(Diagnostic("E202", f"precision {prec} runs on tensor cores, not with algorithm "
+                                    f"{kernel.algorithm}", kernel.where("algorithm"),
+                                    "use `algorithm tensorcore` or `algorithm auto`"))
+        if requested(kernel) and kernel.tile is not None and kernel.tile.slices > 1:
+            diags.append(Diagnostic("E202", "kslices splits the k-tiles of the SIMT family; the tensor-core family "
+                                    "has none", kernel.where("tile"), "leave out `kslices`, or use precision f32/f64"))
+        if requested(kernel) and not hw.has_tensor_cores:
+            diags.append(Diagnostic("E900", f"precision {prec} needs tensor cores (CUDA sm_80 or newer); HIP MFMA is "
+                                    "not generated yet", kernel.where("precision")))
+        return diags
+
+
+FAMILY = TensorCore()

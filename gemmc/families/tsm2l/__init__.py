@@ -1,0 +1,28 @@
+"""The TSM2L family (paper 002, TSM2X): a tall-and-skinny A (m >> k) times a small B, one GEMM, streamed near memory
+bandwidth: each thread keeps whole rows of A in registers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gemmc.families.base import Claim, PlannerFamily
+from gemmc.families.tsm2l import codegen, planner
+from gemmc.families.tsm2l.plan import Tsm2lPlan
+from gemmc.ir.hardware import Hardware
+from gemmc.ir.nodes import Kernel
+
+
+class Tsm2l(PlannerFamily):
+    planner = planner
+    codegen = codegen
+    name = "tsm2l"
+    plan_type = Tsm2lPlan
+    folder = Path(__file__).parent
+
+    def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
+        why = planner.claim(kernel)
+        return (Claim.SHAPE, why) if why else None
+
+
+
+FAMILY = Tsm2l()

@@ -1,0 +1,107 @@
+"""The TSM2L planner (paper 002 §3.2): a tall-and-skinny A (m x k, m >> k) times a small B (k x n). Each thread
+keeps whole rows of A in registers (tcf rows: the paper's thread-count factor) and B sits in shared memory."""
+
+from __future__ import annotations
+
+from gemmc.errors import Diagnostic, GemmcError
+from gemmc.families.streaming import (
+    T2_MAX,
+    bytes_needed_in_flight,
+    one_gemm_diagnostics,
+    own_parameters_diagnostic,
+    resident_threads,
+    t2_threshold,
+)
+from gemmc.families.tsm2l.plan import Tsm2lPlan
+from gemmc.ir.hardware import Hardware
+from gemmc.ir.nodes import Kernel, Problem, TileTable, WorkList
+from gemmc.ir.types import DType, Layout
+from gemmc.model.tlp import ceil_div
+from gemmc.model.worklist import problem_rows
+
+T1 = 256  # TSM2L threads per block (the paper's t1: 128 on V100 by brute force)
+TCF_CHOICES = (1, 2, 4, 8)
+TSM2L_MAX_K = 32  # TSM2L keeps a whole row of A in registers
+WAVES = 4  # TSM2L: launch about this many waves of resident threads, then give each thread more rows
+TSM2L_ROW_REGS = 128  # registers a TSM2L thread may spend on its rows of A
+# algorithm auto: a tall-and-skinny A (k and n this small, m this large) goes to TSM2L.
+AUTO_TSM2L_MAX_KN = 16
+AUTO_TSM2L_MIN_M = 65536
+
+
+def tsm2l_stage_elems(k: int, n: int, dtype: DType, a_layout: Layout, c_layout: Layout) -> int:
+    """Elements of one warp's shared-memory rows through which row-major A and C pass (tsm2l.cu.j2):
+    one row per lane, an odd number of 16-byte vectors long; 0 where neither is read as vectors."""
+    vec = 16 // dtype.nbytes
+    staged = [x for x, layout in ((k, a_layout), (n, c_layout)) if layout is Layout.ROW and x % vec == 0]
+    if not staged:
+        return 0
+    wide = max(staged)
+    return wide if (wide // vec) % 2 else wide + vec
+
+
+def tsm2l_params(p: Problem, dtype: DType, hw: Hardware, a_layout: Layout = Layout.COL,
+                 c_layout: Layout = Layout.COL, t1: int = T1) -> Tsm2lPlan:
+    """tcf (§3.2): about WAVES waves of resident threads, then more rows per thread (paper, V100 single:
+    tcf 1, 1, 2, 8 for m = 1e4 .. 1e7). Shared memory: B, then each warp's staging rows for row-major A and C.
+    Blocks of `t1` threads (T1), halved while their staging rows would not fit the target's shared memory (f64
+    with k or n near 32, row-major, on the 64 KiB of a CDNA workgroup)."""
+    w = dtype.nbytes // 4 or 1
+    capacity = hw.sm_count * hw.max_threads_per_sm
+    # The rows a thread holds are registers: keep them to TSM2L_ROW_REGS so that 8+ warps stay resident per SM.
+    tcf = max(c for c in TCF_CHOICES
+              if c == 1 or (p.m >= c * WAVES * capacity and w * c * p.k <= TSM2L_ROW_REGS))
+    regs = w * (tcf * p.k + 2) + 24
+    vec = 16 // dtype.nbytes
+    stage_row = tsm2l_stage_elems(p.k, p.n, dtype, a_layout, c_layout)
+    def smem_of(t1: int) -> int:
+        return (ceil_div(p.k * p.n, vec) * vec + t1 * stage_row) * dtype.nbytes  # B (whole vectors), then the rows
+
+    while smem_of(t1) > hw.smem_per_block and t1 > hw.warp_size:
+        t1 //= 2
+    smem = smem_of(t1)
+    threads = ceil_div(p.m, tcf)
+    inflight = resident_threads(hw, threads, regs, smem, t1) * tcf * p.k * dtype.nbytes
+    predicted = hw.mem_bandwidth * min(1.0, inflight / bytes_needed_in_flight(hw))
+    return Tsm2lPlan(t1=t1, tcf=tcf, elem_bytes=dtype.nbytes, t2_threshold=t2_threshold(hw, dtype),
+                     predicted_bandwidth=predicted, smem=smem, regs=regs, stage_row=stage_row)
+
+
+def claim(kernel: Kernel) -> str | None:
+    """The `algorithm auto` rule for TSM2L, with its reason; None: not this family's shape."""
+    if kernel.count is not None or len(kernel.problems) != 1 or kernel.dtype not in (DType.F32, DType.F64):
+        return None
+    p = kernel.problems[0]
+    if p.k <= AUTO_TSM2L_MAX_KN and p.n <= AUTO_TSM2L_MAX_KN and p.m >= AUTO_TSM2L_MIN_M:
+        return f"k, n <= {AUTO_TSM2L_MAX_KN} with m >= {AUTO_TSM2L_MIN_M}: tall-and-skinny A (TSM2L)"
+    return None
+
+
+def plan(kernel: Kernel, hw: Hardware) -> Tsm2lPlan:
+    diags = one_gemm_diagnostics(kernel, "tsm2l")
+    p = kernel.problems[0]
+    if p.k > TSM2L_MAX_K:
+        diags.append(Diagnostic("E202", f"TSM2L keeps a row of A in registers: k = {p.k} exceeds {TSM2L_MAX_K}",
+                                kernel.where("algorithm"), "use algorithm tsm2r or simt"))
+    if p.n > T2_MAX:
+        diags.append(Diagnostic("E202", f"TSM2L computes n <= {T2_MAX} columns, not {p.n}",
+                                kernel.where("algorithm"), "use algorithm simt"))
+    diags += own_parameters_diagnostic(kernel, "tsm2l")
+    if diags:
+        raise GemmcError(diags)
+    return tsm2l_params(p, kernel.dtype, hw, kernel.layout_a, kernel.layout_c)
+
+
+def notes(kernel: Kernel, plan: Tsm2lPlan, hw: Hardware) -> tuple[str, ...]:
+    p = kernel.problems[0]
+    bound = "memory-bound" if p.n <= plan.t2_threshold else "compute-bound"
+    return (f"tsm2l: n = {p.n} vs t2 threshold {plan.t2_threshold:.1f}: {bound}; "
+            f"Little's law needs {bytes_needed_in_flight(hw) / 1024:.1f} KiB in flight per SM",)
+
+
+def worklist(kernel: Kernel, plan: Tsm2lPlan, hw: Hardware) -> WorkList:
+    """No tiles: each block takes t1 x tcf consecutive rows."""
+    p = kernel.problems[0]
+    grid = (max(1, ceil_div(ceil_div(p.m, plan.tcf), plan.t1)), 1, 1)
+    return WorkList(problems=problem_rows(kernel), tiles=TileTable(), block_offsets=(), grid=grid, block=plan.t1,
+                    smem_bytes=plan.smem)

@@ -1,0 +1,32 @@
+"""The TSM2R family (paper 002, TSM2X): a large A times a tall-and-skinny B (n small), one GEMM,
+streamed near memory bandwidth: k split over warps and thread-block clusters, f64 on the tensor cores where they
+pay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gemmc.families.base import Claim, PlannerFamily
+from gemmc.families.tsm2r import codegen, planner
+from gemmc.families.tsm2r.plan import Tsm2rPlan
+from gemmc.ir.hardware import Hardware
+from gemmc.ir.nodes import Kernel
+
+
+class Tsm2r(PlannerFamily):
+    planner = planner
+    codegen = codegen
+    name = "tsm2r"
+    plan_type = Tsm2rPlan
+    folder = Path(__file__).parent
+
+    def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
+        why = planner.claim(kernel, hw)
+        return (Claim.SHAPE, why) if why else None
+
+
+    def alternatives(self, kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]:
+        return planner.alternatives(kernel, hw)
+
+
+FAMILY = Tsm2r()

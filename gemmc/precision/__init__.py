@@ -1,1 +1,0 @@
-"""Precision tools: the numpy emulator of every tensor-core split (emulate.py)."""
