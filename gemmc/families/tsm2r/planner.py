@@ -15,6 +15,7 @@ from gemmc.families.streaming import (
     resident_threads,
     t2_threshold,
 )
+from gemmc.families.tsm2r import calibration as cal
 from gemmc.families.tsm2r.plan import Tsm2rPlan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, Problem, TileTable, WorkList
@@ -24,122 +25,48 @@ from gemmc.model.worklist import problem_rows
 
 KSLICES = 8  # warps per row-major TSM2R block: t1 = 8 warps
 T3_BATCH = 4  # column-major TSM2R: A vectors (16 bytes or less) per lane per batch: the paper's t3
-# Row-major A on the f64 tensor cores: k values of each row per batch. A batch reads a piece of every row of the
-# tile; at 4 (32-byte pieces) f64 n = 16 / 32 at m = k = 16384 streamed at 61% of the roof, at 8 at 62%, at 16
-# (128-byte pieces, 2 stages) at 90% (bench/results/2026-11-23_h100_tsm2r-rowt3.json). sm_90's m16n8k4 path.
-# 256-byte pieces (32): n = 16 at 16384 / 30720 778 -> 727 / 2720 -> 2546 us (92% -> 98% of the roof, one block of
-# 172 KiB per SM; bench/results/2026-11-23_h100_tsm2r-rowt32.json). At n = 32 four 1-warp slices' batches of B
-# took 205 KiB; one slice of 4 warps that share B (ROW_MMA_GROUPS, 152 KiB) at its best cluster: 789 -> 747 us at
-# 16384, 2780 -> 2649 at 30720, and 1-warp slices with 32 k 751 / 2707 (stop 16, --study rowgroups2,
-# bench/results/2026-11-23_h100_tsm2r-rowgroups2.json). So every n takes 32.
-ROW_T3_BATCH = 32
-# The plan keeps 4 k slices of one warp at every n (stop 19). From ROW_WIDE_MIN_N columns the tuning step also times
-# one slice of ROW_MMA_GROUPS warps that share B (stop 16-18's plan), the faster shape where its cluster is right:
-# 742 against 755 us at 16384, n = 32, tuned. The model's cluster for it is not: at 8192 it picked clusters of 3
-# (216-231 us) where 1-warp slices at cluster 1 took 197-206 (n = 24-32), and past n = 32 1-warp slices at cluster 1
-# were 0-13% faster than its pick at every size measured (bench/results/2026-11-23_h100_tsm2r-rowwide.json,
-# ..._tsm2r-row8192.json, the `tuning_us` of ..._tallskinny-tsm2r-f64-rowmajor-stop17.json).
-ROW_WIDE_MIN_N = 17
-ROW_MMA_GROUPS = 4
-# ... and 32 rows per warp in k slices of 2 warps, in clusters of 1-2 blocks: at m = k = 8192 / 16384, n = 32, they
-# took 194 / 731 us against 200 / 741-749 for the best of the other shapes in the same run (bench/results/
-# 2026-11-23_h100_tsm2r-row8192.json; larger clusters leave SMs idle at one block per SM).
-ROW_ALT_GROUPS = 2
-ROW_ALT_MAX_CLUSTER = 2
-# Below ROW_WIDE_MIN_N columns a warp takes 64 rows, or 32 where tiles of 64 would be fewer than the SMs: at m = k =
-# 8192 (128 tiles for 132 SMs) 32 rows took 183-191 us against 187-194 at n = 1-16; at 16384 and 30720, where 64-row
-# tiles fill every SM, 32 rows were -0.6% to +8% (bench/results/2026-11-23_h100_tsm2r-rowsmall2.json). The tuning
-# step times the other one too, in clusters of 1-ROW_ALT_MAX_CLUSTER (`column_shape`).
-# Batches in a warp's shared-memory ring: at least one in flight while one is used, more only where the resident
-# warps cannot meet Little's law with one (`ring_stages`). Deeper rings (3, 4, 6, 8) were never faster where an SM
-# holds 12+ warps (bench/results/2026-11-22_h100_tsm2r-variants_run2.json: 2 stages within 1% of the best depth
-# or faster, by up to 9%): there each warp's batch loop, not its bytes in flight, is what limits.
-STAGES = 2
-MAX_STAGES = 8
-# Share of the resident-block slots clusters can use where the target's measured table (Hardware.cluster_fill)
-# has no entry: 480 blocks for 528 slots ran as one wave (m = 30720, clusters of 2), 512 did not (m = 8192,
-# clusters of 8). The H100's table (stop 17) goes from 0.80 (clusters of 7, one block per SM) to 1.0 (clusters of
-# 2); replayed on every candidate the stop 16-17 benchmarks timed, the model's picks changed in 14 of 117 cases,
-# none slower by more than 0.5%: row-major f64 n = 32 at 8192 / 16384 318 -> 216 / 1008 -> 743 us, column-major
-# f32 n = 32 at 16384 762 -> 680; mean slowdown against the fastest candidate 6.3% -> 3.9%, worst 60% -> 21%.
-CLUSTER_FILL = 0.92
 COL_WARPS = 4  # warps per column-major TSM2R block (t1 = 128), in k slices of one warp or of MMA_ROW_GROUPS
 ACC_REGS = 64  # registers a lane may spend on C accumulators, so that 4+ blocks of 128 threads stay resident
-# f64 on the tensor cores: 128, so that n = 32 runs in one pass of 64 rows per warp (2 blocks per SM, the ring
-# deepened to meet Little's law): at m = k = 8192 / 16384 one pass took 215 / 748 us where two passes of 16 columns
-# (64 accumulator registers, 4 blocks per SM) took 259-268 / 906 (bench/results/2026-11-22_h100_tsm2r-wide_call1.json).
-MMA_ACC_REGS = 128
-# f64 tensor cores, column-major A (sm_90): the block's 4 warps form 2 k slices of 2 warps each, which own
-# neighbouring rows (a row tile of 128) and share the slice's batches of B. B's bytes through L2 and shared memory
-# fall from half of A's to a quarter at n = 32 (Nsight Compute had L2 84% busy at 80% of DRAM's peak). Measured
-# against 4 slices of one warp, each at its best cluster, in one process (tsm2r_variants.py --study groups
-# --rounds 3): n = 32 at m = k = 30720 2804 -> 2583 us with barriers per slice (run 2) and 2954 -> 2694 with the
-# block's barrier (run 3, the template's: racecheck flagged the per-slice named barriers under clusters), at 16384
-# 729 -> 710 and 789 -> 715; n = 16 even. 8192 is faster with slices of one warp (185 against 204-246 us), so the
-# tuning step times both (`alternatives`). One slice of 4 warps was slower at 16384 (fewer blocks), 32 rows per
-# warp 0.71-0.86x cuBLAS. Row-major A (batches of 16 k) gained 1-2% from 2 x 2 (`--study rowgroups`); with batches
-# of 32 k see ROW_WIDE_MIN_N above. sm_80 was not measured
-# (bench/results/2026-11-23_h100_tsm2r-groups-run{2,3}.json).
-MMA_ROW_GROUPS = 2
-MAX_CLUSTER = 7  # below the portable 8: clusters of 8 can use only 120 of the H100's 132 SMs (GPCs of 16-18)
 REGS_OVERHEAD = 40  # registers beyond the model's arrays: indices, pointers, predicates, copy addresses (ptxas, sm_90)
 
-# algorithm auto: the shapes that go to TSM2 (one GEMM, f32/f64). The crossover in n against the SIMT family is
-# measured by bench/tallskinny.py at m = k = 16384 f32 (H100, split-k kernel, bench/results/
-# 2026-11-22_h100_tallskinny-tsm2r-8192_run2.json): TSM2R is 2.8x faster at n <= 8, 2.5x at 16, 2.0x at 32 and
-# 1.2-1.5x at 48-64 (two passes over A), so auto takes n <= 32, where the margin is 2x or more. 8192 is the
-# smallest m, k measured.
-AUTO_TSM2R_MAX_N = 32
-# Row-major A runs TSM2R's other kernel (a warp per group of rows, the lanes splitting k), which is near the roof
-# only for the narrowest B: at m = k = 16384 it beat the SIMT family at n <= 4 (f32 446 against 561 us, f64 882
-# against 1160) and lost from n = 8 (f32 616-889 against 561, f64 1230-1560 against 1160), by 3-5x at n = 32
-# (bench/results/2026-11-23_h100_tallskinny-tsm2r-16384-rowmajor3.json, `..._16384-rowmajor1.json`). f64 with
-# n > ROW_MMA_MIN_N (every n on sm_90) on the f64 tensor cores runs the column kernel instead, its batches copied
-# by rows: 768-804 us at n = 3-32 against SIMT's 1140-1590 (`..._tallskinny-tsm2r-16384_30720-n1_2_4_8-f64-
-# rowmajor.json`; 707-793 since stop 15), so auto takes it up to AUTO_TSM2R_MAX_N.
-AUTO_TSM2R_MAX_N_ROW_A = 4
-# Row-major A on the CUDA cores past ROW_KERNEL_MAX_N columns (stop 16): the column kernel, its batches copied by
-# rows (ROW_FMA_PIECE bytes of each row) into rows an odd number of 16-byte vectors apart, which the lanes read as
-# vectors (rows r x 32 + lane). At m = k = 16384, f32 (--study rowfma, bench/results/2026-11-23_h100_tsm2r-
-# rowfma2.json; cuBLAS 608-711 us): n = 8 / 16 / 32 400 / 505 / 931 us with 2 rows per lane, against the row
-# kernel's 851 / 2321 / 3979 and SIMT's 561 / 562 / 566 (stop 12's crossover). Stop 12's version of this path read
-# the rows unpadded (8-way bank conflicts) and was no faster than SIMT. 4 rows per lane, 64-byte pieces and clusters
-# were slower. The benchmark with every operand row-major (`..._tallskinny-tsm2r-f32-rowmajor-byrows.json`): n = 8
-# / 16 / 24 / 32 at 396 / 409 / 438 / 581 us against SIMT's 563 / 568 / 569 / 570, and the row kernel at n = 4 551
-# (65% of the roof) where n = 1 / 2 ran at 99% / 90%. Copied by rows, n = 3 took 103 / 393 / 1360 us at m = k =
-# 8192 / 16384 / 30720 against the row kernel's 123 / 390 / 1360 at n = 2 and 123 / 360 / 1290 at n = 1
-# (`..._tallskinny-tsm2r-f32-rowmajor-stop16.json`): the row kernel keeps n = 1, and `algorithm auto` takes TSM2R
-# for row-major f32 up to n = 24.
-ROW_KERNEL_MAX_N = 1
-ROW_FMA_ROWS = 2
-ROW_FMA_PIECE = 128
-AUTO_TSM2R_MAX_N_ROW_FMA = 24
-# f64 on sm_90's f64 tensor cores (either layout of A; passes of 32 columns above n = 32): TSM2R against SIMT at
-# n = 32 / 48 / 64 / 96 / 128, m = k = 16384, column-major 714 / 1320 / 1480 / 2040 / 2470 us against 1420 / 1920 /
-# 1960 / 3360 / 3820, row-major 782 / 1120 / 1180 / 1740 / 2180 against 1580 / 1970 / 1990 / 3610 / 3920; at 8192
-# 1.6-2.2x in both layouts (bench/results/2026-11-23_h100_tallskinny-tsm2r-{16384,8192}-n32-f64[-rowmajor]-
-# crossover.json). Auto takes it up to the largest n measured.
-AUTO_TSM2R_MAX_N_F64_MMA = 128
-# f64 tensor cores: B's bytes per batch at most this share of A's. n = 32 with 64 rows per warp (B half of A) ran at
-# 84-96% of the roof; with 32 rows (B equal to A) at 18-35% (bench/results/2026-11-22_h100_tsm2r-wide_call1.json).
-MAX_B_SHARE = 0.5
-# Row-major A on the f64 tensor cores: a floor on the register estimate, which the column kernel's formula puts at
-# 72-96 for n < 8. In stop 14 the plan then asked sm_90 for 3 blocks per SM and ptxas spilled 32-88 bytes. Since
-# stop 15 sm_90 runs one or two blocks per SM by shared memory (t3 32 / 16) and the floor changes none of its plans
-# (ptxas: 124 / 158 / 250 / 238 / 254 registers at n = 3 / 8 / 16 / 24 / 32, no spills); on sm_80 (m8n8k4, t3 4,
-# untimed) it keeps the request at 2 blocks: without it, 5-6 blocks and 28 bytes of spills at n = 3 (bench/results/
-# 2026-11-23_devhost_stop15_tsm2_registers.txt).
-ROW_MMA_REGS = 232
-MMA_MIN_N = 8  # column-major f64 n <= 8 streams at 97-101% of the copy roof with FMAs: tensor cores from n = 9
-# Row-major f64 has no FMA column kernel: the row kernel or the column kernel on the tensor cores (batches copied by
-# rows). At m = k = 16384 the row kernel took 747 / 757 / 862 / 1796 us at n = 1 / 2 / 4 / 8 and the tensor cores
-# 776-785 / 769-777 / 769-773 / 771 (cuBLAS ~706; bench/results/2026-11-23_h100_tsm2r-rowmma.json): the tensor cores
-# from n = 3 (ROW_MMA_MIN_N_SM80, kept where it was not re-measured). Since stop 15's batches (t3 32, B copied
-# asynchronously) the tensor cores take 707 / 710 us at n = 1 / 2 against the row kernel's 746 / 759, 2500 against
-# 2600 / 2662 at 30720, and tie at 8192 (bench/results/2026-11-23_h100_tsm2r-rowsmall.json): on sm_90 from n = 1.
-ROW_MMA_MIN_N = 0
-ROW_MMA_MIN_N_SM80 = 2
-AUTO_TSM2R_MIN_MK = 8192
+# Measured thresholds, crossovers and shapes: calibration.py holds each one's GPU, the reason it holds and the
+# results files that show it.
+# Row-major A on sm_90's f64 tensor cores: k values of each row per batch, the width from which the tuning step
+# also times shapes that share B (ROW_MMA_GROUPS warps per k slice) or halve the rows per warp (ROW_ALT_GROUPS),
+# the clusters it times the other row counts at, the register floor, and the widths from which f64 takes the
+# tensor cores (sm_90, sm_80).
+ROW_T3_BATCH = cal.ROW_T3_BATCH.value
+ROW_WIDE_MIN_N = cal.ROW_WIDE_MIN_N.value
+ROW_MMA_GROUPS = cal.ROW_MMA_GROUPS.value
+ROW_ALT_GROUPS = cal.ROW_ALT_GROUPS.value
+ROW_ALT_MAX_CLUSTER = cal.ROW_ALT_MAX_CLUSTER.value
+ROW_MMA_REGS = cal.ROW_MMA_REGS.value
+ROW_MMA_MIN_N = cal.ROW_MMA_MIN_N.value
+ROW_MMA_MIN_N_SM80 = cal.ROW_MMA_MIN_N_SM80.value
+# Row-major A on the CUDA cores: the row kernel up to ROW_KERNEL_MAX_N columns, past it the column kernel with
+# ROW_FMA_PIECE bytes of ROW_FMA_ROWS rows per lane per batch.
+ROW_KERNEL_MAX_N = cal.ROW_KERNEL_MAX_N.value
+ROW_FMA_ROWS = cal.ROW_FMA_ROWS.value
+ROW_FMA_PIECE = cal.ROW_FMA_PIECE.value
+# Each warp's ring: STAGES batches, deeper (up to MAX_STAGES) only where Little's law needs it (`ring_stages`).
+STAGES = cal.STAGES.value
+MAX_STAGES = cal.MAX_STAGES.value
+# Clusters: the share of block slots they fill where the target has no measured table, and the largest size.
+CLUSTER_FILL = cal.CLUSTER_FILL.value
+MAX_CLUSTER = cal.MAX_CLUSTER.value
+# f64 on the tensor cores: from MMA_MIN_N columns (column-major A), MMA_ACC_REGS accumulator registers, B's batch at
+# most MAX_B_SHARE of A's, and (column-major A) k slices of MMA_ROW_GROUPS warps that share B.
+MMA_MIN_N = cal.MMA_MIN_N.value
+MMA_ACC_REGS = cal.MMA_ACC_REGS.value
+MAX_B_SHARE = cal.MAX_B_SHARE.value
+MMA_ROW_GROUPS = cal.MMA_ROW_GROUPS.value
+# algorithm auto: the shapes that go to TSM2R (one GEMM, f32/f64, m and k at least AUTO_TSM2R_MIN_MK), by the
+# crossover in n against the SIMT family for each kernel form.
+AUTO_TSM2R_MIN_MK = cal.AUTO_TSM2R_MIN_MK.value
+AUTO_TSM2R_MAX_N = cal.AUTO_TSM2R_MAX_N.value
+AUTO_TSM2R_MAX_N_ROW_A = cal.AUTO_TSM2R_MAX_N_ROW_A.value
+AUTO_TSM2R_MAX_N_ROW_FMA = cal.AUTO_TSM2R_MAX_N_ROW_FMA.value
+AUTO_TSM2R_MAX_N_F64_MMA = cal.AUTO_TSM2R_MAX_N_F64_MMA.value
 
 
 def column_rows_per_lane(t2: int, dtype: DType, acc_regs: int = ACC_REGS) -> int:
@@ -186,7 +113,7 @@ def column_regs(t2: int, t3: int, rows: int, dtype: DType) -> int:
 
 def f64_mma_rows(hw: Hardware, dtype: DType, t2: int, a_layout: Layout) -> int:
     """f64 TSM2R with more than MMA_MIN_N columns (row-major A: more than ROW_MMA_MIN_N on sm_90, which is every n,
-    and ROW_MMA_MIN_N_SM80 before) runs its FMAs on the f64 tensor cores where they are full-rate parts of the
+    and ROW_MMA_MIN_N_SM80 on sm_80) runs its FMAs on the f64 tensor cores where they are full-rate parts of the
     machine (the data-center GPUs: f64 at least a quarter of the f32 rate, sm_80 and sm_90): rows of the mma.sync
     fragment, 16 (m16n8k4, sm_90) or 8 (m8n8k4, sm_80); 0: FMAs on the CUDA cores. On the H100 the stream at n = 32
     needs 2 x 32 x 2.95e12 / 8 = 24 TFLOP/s: 70% of the CUDA cores' f64 peak (34 TFLOP/s) and every issue slot
@@ -460,9 +387,9 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
     = 16384 the cluster sizes differ by up to 1.6x in an order no occupancy or Little's-law term follows (f32
     n = 16: 1, 2, 3, 4, 5, 6, 7 blocks took 698, 434, 427, 516, 462, 433, 387 us; f64 n = 16: 834, 713, -, 846,
     745, 786, 747; bench/results/2026-11-22_h100_tsm2r-wide_call1.json). Where the k slices have MMA_ROW_GROUPS
-    warps, every cluster size with slices of one warp too: at m = k = 8192, f64 n = 32, those took 184-186 us at
-    their best cluster and the grouped slices 201-246 (bench/results/2026-11-23_h100_tsm2r-groups-run3.json,
-    2026-11-23_h100_tallskinny-tsm2r-f64-stop16.json). Row-major A on sm_90's f64 tensor cores: below
+    warps, every cluster size with slices of one warp too: at m = k = 8192, f64 n = 32, those took 186 us at
+    their best cluster and the grouped slices 204-247 (bench/results/2026-11-23_h100_tsm2r-groups-run3.json).
+    Row-major A on sm_90's f64 tensor cores: below
     ROW_WIDE_MIN_N columns the other of 32 and 64 rows per warp, from it one slice of ROW_MMA_GROUPS warps at every
     cluster size and 32 rows per warp in slices of ROW_ALT_GROUPS warps, the extra shapes in clusters up to
     ROW_ALT_MAX_CLUSTER where not every size. Where the plan is the
