@@ -12,6 +12,7 @@ from gemmc.families.streaming import (
     resident_threads,
     t2_threshold,
 )
+from gemmc.families.tsm2l import calibration as cal
 from gemmc.families.tsm2l.plan import Tsm2lPlan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, Problem, TileTable, WorkList
@@ -19,14 +20,16 @@ from gemmc.ir.types import DType, Layout
 from gemmc.model.tlp import ceil_div
 from gemmc.model.worklist import problem_rows
 
-T1 = 256  # TSM2L threads per block (the paper's t1: 128 on V100 by brute force)
 TCF_CHOICES = (1, 2, 4, 8)
 TSM2L_MAX_K = 32  # TSM2L keeps a whole row of A in registers
-WAVES = 4  # TSM2L: launch about this many waves of resident threads, then give each thread more rows
 TSM2L_ROW_REGS = 128  # registers a TSM2L thread may spend on its rows of A
-# algorithm auto: a tall-and-skinny A (k and n this small, m this large) goes to TSM2L.
-AUTO_TSM2L_MAX_KN = 16
-AUTO_TSM2L_MIN_M = 65536
+# Measured (calibration.py: the GPU, why each holds, the results files): threads per block; the waves of resident
+# threads a launch gets before each thread takes more rows; algorithm auto's tall-and-skinny A (k and n this
+# small, m this large).
+T1 = cal.T1.value
+WAVES = cal.WAVES.value
+AUTO_TSM2L_MAX_KN = cal.AUTO_TSM2L_MAX_KN.value
+AUTO_TSM2L_MIN_M = cal.AUTO_TSM2L_MIN_M.value
 
 
 def tsm2l_stage_elems(k: int, n: int, dtype: DType, a_layout: Layout, c_layout: Layout) -> int:
