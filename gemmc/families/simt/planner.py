@@ -18,6 +18,7 @@ import numpy as np
 
 from gemmc.errors import Diagnostic, GemmcError, InternalError
 from gemmc.families.simt import batching, tiling
+from gemmc.families.simt import calibration as cal
 from gemmc.families.simt.plan import SimtPlan, SimtVariant, micro_tile
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, WorkList
@@ -25,15 +26,9 @@ from gemmc.ir.types import Batching, DType, TileMode
 from gemmc.model.tlp import SMEM_RESERVED_PER_BLOCK, coordinated_threshold, default_threshold, occupancy
 from gemmc.model.worklist import Sizes, packed, problem_rows, tile_table
 
-# Uniform catalogue, largest first. 8x8 micro-tiles give 2 FMAs per shared-memory byte read in f32; f64 halves
-# the micro-tile to stay under the register file's 255 per thread. K steps: measured on the H100
-# (bench/results/2026-11-22_h100_simt_occupancy_call1.log), 128x128 at BK 16 runs 44.1 TFLOP/s at 4096^3 against
-# 36.2 at BK 8 even though BK 16 holds one block per SM (203 registers) and BK 8 two (128): the k-tile turnaround
-# (staged stores, barrier) costs more than the second block hides. The small tiles are latency-bound, so they
-# take long K steps (the same finding as families/simt/tiling.py's 128-thread levels); 32x32 with 128 threads measured
-# 5-8% faster than with 256 on three Inception modules (bench/results/2026-11-22_h100_simt_tiles_call2.log).
-UNIFORM_F32 = (SimtVariant(128, 128, 16, 8, 8, 256), SimtVariant(64, 64, 16, 4, 4, 256),
-               SimtVariant(32, 32, 32, 2, 4, 128))
+# Uniform catalogue, largest first. f32: measured (calibration.py). f64 halves the micro-tile to stay under the
+# register file's 255 per thread and takes k steps of 8 (not timed on a GPU).
+UNIFORM_F32 = tuple(SimtVariant(*v) for v in cal.UNIFORM_F32.value)
 UNIFORM_F64 = (SimtVariant(128, 64, 8, 8, 4, 256), SimtVariant(64, 64, 8, 4, 4, 256),
                SimtVariant(32, 32, 8, 2, 2, 256))
 
@@ -198,14 +193,11 @@ def label(plan: SimtPlan) -> str:
             + (f" ksplit {plan.ksplit}" if plan.ksplit > 1 else ""))
 
 
-# Split k (`ksplit`): for small launches that leave SMs idle and wait on each k step's round trip. A proxy (each
-# GEMM as s GEMMs of k / s, no reduction; bench/results/2026-11-23_h100_simt-splitk-proxy.log) ran the Inception
-# modules and the 8-GEMM batches 4-35% faster with s = 2..4. The real split pays for launching clusters (~1-1.5 us),
-# the barrier where rank 0 waits for the others' sums and its reads of them (bench/results/
-# 2026-11-23_h100_simt-split-cost4.log): it is the fastest candidate where K is long (MN <= 128, K <= 512 x8: 9.3 ->
-# 7.7 us) and on some Inception modules by a little (..._irregular_stop14-final.json), slower on the others.
-MAX_KSPLIT = 4
-SPLIT_CANDIDATES = 2  # the model's cheapest this many tilings of less than a wave get split forms
+# Split k (`ksplit`): for small launches that leave SMs idle and wait on each k step's round trip, clusters of 2 to
+# MAX_KSPLIT blocks per tile (measured: calibration.py) for the model's SPLIT_CANDIDATES cheapest tilings of less
+# than a wave, which bounds the forms the model costs and the tuning step times to 6.
+MAX_KSPLIT = cal.MAX_KSPLIT.value
+SPLIT_CANDIDATES = 2
 
 
 def split_forms(kernel: Kernel, hw: Hardware, sizes: Sizes,
@@ -242,11 +234,9 @@ def auto_plan(kernel: Kernel, hw: Hardware, sizes: Sizes) -> SimtPlan:
     return dataclasses.replace(best, candidates=weighed if len(weighed) > 1 else ())
 
 
-# Threshold batching pays only on long launches. Of 154 tilings the H100 timed both ways (bench/results/
-# 2026-11-23_h100_irregular_slices.json), it was faster for 37: 30 with 24 or more waves of blocks (up to 39%
-# faster; 23 of them with median K <= 128), the other 7 by at most 6%. On shorter launches it was up to 2.9x slower.
-# With 24 waves the rule below is right for 138 of the 154; with the 4 it had, for 109.
-BATCHING_MIN_WAVES = 24
+# Threshold batching pays only on long launches: from BATCHING_MIN_WAVES waves of blocks (measured:
+# calibration.py).
+BATCHING_MIN_WAVES = cal.BATCHING_MIN_WAVES.value
 
 
 def choose_batching(kernel: Kernel, plan: SimtPlan, hw: Hardware, sizes: Sizes | None = None) -> tuple[Batching, str]:
@@ -299,7 +289,7 @@ def finished(kernel: Kernel, result: SimtPlan, hw: Hardware, sizes: Sizes,
 
 MAX_CLUSTER_BLOCKS = 8  # the portable cluster size
 MAX_SLICED_THREADS = 512  # a sliced block's threads; 1024 leaves 64 registers per thread
-MIN_SLICE_OUTPUTS = 16  # a slice's micro-tile: 4x4 at least (2x4 issues 3 shared loads per 8 FMAs: MIO-bound)
+MIN_SLICE_OUTPUTS = cal.MIN_SLICE_OUTPUTS.value  # a slice's micro-tile: 4x4 at least (2x4 is MIO-bound; calibration.py)
 
 
 def sliced(catalogue: tuple[SimtVariant, ...], kernel: Kernel, hw: Hardware) -> list[SimtVariant]:
@@ -395,7 +385,7 @@ def with_edges(plan: SimtPlan, *, sliced: bool = False) -> SimtPlan:
     Measured on the H100 (bench/results/2026-11-22_h100_simt-edges.log): MN, K <= 512 x64 / x256 / x1024 with
     128x128x16 10% / 10% / 9% faster, MN <= 128 K <= 128 x1024 with 64x64x16 18%, coordinated tiling 0-3%, the
     Inception modules 0-5%. Sliced tiles keep their padding: their halves (1x4 micro-tiles of 16x32) ran 7-9%
-    slower on the two batches where slicing is kept, and the halves of the 4x8 slices kept since (4x4 each) 1-38%
+    slower on the two batches where slicing is kept, and the halves of the 4x8 slices (4x4 each) 1-38%
     slower (bench/results/2026-11-23_h100_simt-edges-sliced*.log, two runs). `sliced=True` gives sliced tiles edge tiles
     too, where a half keeps MIN_SLICE_OUTPUTS per thread (that experiment)."""
     variants = list(plan.variants)

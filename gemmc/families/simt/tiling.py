@@ -13,6 +13,7 @@ from functools import partial
 
 import numpy as np
 
+from gemmc.families.simt import calibration as cal
 from gemmc.families.simt.plan import SimtPlan, SimtVariant, micro_tile
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Problem
@@ -44,19 +45,17 @@ def _level(name: str, bm: int, bn: int, bk: int, threads: int) -> Level:
 
 
 # Paper 000, Table 3 (128 threads up to 32x32, 256 above), plus the transposed orientations and paper 003's
-# 64x128 / 128x64 and 128x128 on top. K steps: the small tiles' blocks are latency-bound (each k step waits for
-# a global load; measured on the H100, bench/results/2026-11-22_h100_irregular_quick_run1.json: 12 k steps of
-# 16 took 8.6 us where 24 steps of 8 took 15.3 us), so the 128-thread levels take 32 per step, twice the
-# paper's Tk = 16; the larger tiles take 16 (128x128 at BK 16 runs 44.1 TFLOP/s at 4096^3 against 36.2 at BK 8:
-# bench/results/2026-11-22_h100_simt_occupancy_call1.log).
+# 64x128 / 128x64 and 128x128 on top. K steps by block threads (LEVEL_BK, measured: calibration.py): the
+# 128-thread levels' blocks are latency-bound and take 32, twice the paper's Tk = 16; the larger tiles take 16.
+LEVEL_BK = cal.LOADBALANCED_BK.value
 LOADBALANCED_LEVELS: tuple[Level, ...] = (
-    _level("small", 16, 16, 32, 128),
-    _level("small-medium", 16, 32, 32, 128),
-    _level("medium", 32, 32, 32, 128),
-    _level("medium-large", 32, 64, 16, 256),
-    _level("large", 64, 64, 16, 256),
-    _level("x-large", 64, 128, 16, 256),
-    _level("huge", 128, 128, 16, 256),
+    _level("small", 16, 16, LEVEL_BK[128], 128),
+    _level("small-medium", 16, 32, LEVEL_BK[128], 128),
+    _level("medium", 32, 32, LEVEL_BK[128], 128),
+    _level("medium-large", 32, 64, LEVEL_BK[256], 256),
+    _level("large", 64, 64, LEVEL_BK[256], 256),
+    _level("x-large", 64, 128, LEVEL_BK[256], 256),
+    _level("huge", 128, 128, LEVEL_BK[256], 256),
 )
 
 # Paper 003, Table 2 (BK = 8), in priority order (area; tall before wide), for 256 and for 128 threads. The
@@ -249,18 +248,14 @@ class Estimate:
     tlp_new: int
 
 
-STEP_OVERHEAD = 40  # instructions per thread per k step besides the math: loads, stores, barrier, addressing
-# One k step of a lone block: a global load round trip plus a barrier. On the H100 a lone wave of 32x32x32 tiles took
-# 0.54 us per k step (about 950 cycles; bench/results/2026-11-22_h100_simt-floor.log).
-STEP_LATENCY_CYCLES = 1000
+# The simulated launch's fitted constants (calibration.py): issue slots per thread per k step besides the FMAs
+# and fragment loads, the cycles of one k step of a lone block (a global load's round trip plus a barrier), and a
+# split k's reduction and cluster launch in k steps.
+STEP_OVERHEAD = cal.STEP_OVERHEAD.value
+STEP_LATENCY_CYCLES = cal.STEP_LATENCY_CYCLES.value
+SPLIT_STEPS = cal.SPLIT_STEPS.value
 SCHEDULERS = 4  # warp schedulers per SM (every NVIDIA target since Volta; CDNA: 4 SIMDs per CU)
 SIMULATED_WAVES = 4  # launches of up to this many waves of resident blocks are list-scheduled tile by tile
-# A split k's cost beyond its share of the k steps (the cluster launch, the barrier where rank 0 waits for the others'
-# sums, its reads of them; bench/results/2026-11-23_h100_simt-split-cost4.log), in k steps: 5 ranks the 18 small
-# cases of bench/results/2026-11-23_h100_irregular_splitk-small.json within 7.2% of the fastest (geometric mean; 1
-# step: 27%, picking splits that measured up to 1.9x slower), and the 26 cases of the cheaper split
-# (..._irregular_stop14-final.json) within 4.2% (3 or 4 steps: 4.5%; bench/experiments/cost_model.py).
-SPLIT_STEPS = 5
 
 
 def step_instructions(v: SimtVariant, elem_bytes: int = 4, fma_issue: float = 1.0) -> float:
@@ -335,7 +330,7 @@ def estimate(plan: SimtPlan, problems: Batch, count: int, hw: Hardware, choice: 
     modules; they measured 12.6 against 8.5 us (bench/results/2026-11-22_h100_simt_tiles_call2.log).
 
     Ranks the candidates of bench/irregular.py's 26 cases within 2.6% of the fastest measured (geometric
-    mean; worst 14%), where padded FLOPs over the busy share of the machine was 17% off (worst 83%)
+    mean; worst 14%), where padded FLOPs over the busy share of the machine are 17% off (worst 83%)
     (bench/results/2026-11-23_h100_irregular_slices.json; bench/experiments/cost_model.py). `choice`: the
     plan's assignment as an array (Tiling.choice), where the caller has it."""
     s = sizes_of(problems)
