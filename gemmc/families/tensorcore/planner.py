@@ -14,6 +14,7 @@ does, the most TLP. The paper gives no weights or thresholds (digest §3.1); "on
 from __future__ import annotations
 
 from gemmc.errors import Diagnostic, GemmcError
+from gemmc.families.tensorcore import calibration as cal
 from gemmc.families.tensorcore.plan import Candidate, SplitPlan, TensorCorePlan, TensorCoreVariant, scratch_bytes
 from gemmc.families.tensorcore.split import split_plan
 from gemmc.ir.hardware import Hardware
@@ -22,20 +23,18 @@ from gemmc.ir.types import DType, Layout
 from gemmc.model.tlp import ceil_div, occupancy
 from gemmc.model.worklist import one_tile_per_block, problem_rows
 
-# Block tiles the template is instantiated with, largest first: (bm, bn, warp tile m, warp tile n). A 64x64 warp
-# tile reads 1/3 less shared memory per mma than 64x32 (ldmatrix bytes ~ (wm + wn) / (wm * wn)) but needs 128
-# accumulator registers; a split's fragments come on top (the register estimate filters).
-CATALOGUE = ((128, 256, 64, 64), (256, 128, 64, 64), (128, 128, 64, 64), (128, 128, 64, 32), (128, 64, 64, 32),
-             (64, 64, 32, 32))
+# Block tiles the template is instantiated with: (bm, bn, warp tile m, warp tile n), in the order `choose` prefers
+# on a tie. A 64x64 warp tile reads 1/3 less shared memory per mma than 64x32 (ldmatrix bytes ~ (wm + wn) /
+# (wm * wn)) but needs 128 accumulator registers; a split's fragments come on top (the register estimate filters).
+# The order is measured (calibration.py), as are the others below.
+CATALOGUE = cal.CATALOGUE.value
 # wgmma (sm_90a) block tiles: (bm, bn); one or two warpgroups of 128 threads, each BM / warpgroups rows (one or two
 # m64 products) by the whole BN. More warpgroups would cap registers below the split's total + sum (3/4 of BN).
-# 256x128 before 128x256 (equal ratio; the first wins the tie): measured at 8192^3 (run 7) split f16 x3 137 vs 120
-# TFLOP/s (B's three planes are half as wide: 4 stages fit instead of 3), f16 one pass 408 vs 401.
-WG_CATALOGUE = ((256, 128), (128, 256), (128, 128), (64, 256), (64, 128), (64, 64))
-WG_ROW_BYTES = {1: 128, 2: 64, 3: 64}  # k per stage for wgmma (by parts): one pass 64 f16 (4 k16 per barrier)
+WG_CATALOGUE = cal.WG_CATALOGUE.value
+WG_ROW_BYTES = cal.WG_ROW_BYTES.value  # k per stage for wgmma, by parts: one pass 64 f16 (4 k16 per barrier)
 ROW_BYTES = 64  # k per shared-memory stage: 64 bytes of a line (32 f16/bf16: 2 mma k-steps; 16 tf32: 2 k-steps)
-STAGES = (4, 3, 2)  # cp.async pipeline depths, deepest first: `pipeline stages auto` takes the deepest that fits
-MIN_WARPS_PER_SM = 8  # the 128x256 block's 8 warps: the main loop measured on the H100 (v4)
+STAGES = cal.STAGES.value  # cp.async pipeline depths, deepest first: `pipeline stages auto` takes the deepest that fits
+MIN_WARPS_PER_SM = cal.MIN_WARPS_PER_SM.value  # warps a block's pipeline depth leaves room for on an SM
 PREP_BLOCKS_PER_SM = 8  # the pre-pass is memory-bound: 8 blocks of 256 threads fill an SM's 2048 threads
 
 # mma.sync throughput in FLOP per clock per SM, dense, by compute capability major and part type (NVIDIA's

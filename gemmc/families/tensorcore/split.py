@@ -7,14 +7,13 @@ tests check exactly what the kernel computes.
 
 from __future__ import annotations
 
+from gemmc.families.tensorcore import calibration as cal
 from gemmc.families.tensorcore.plan import SplitPlan, SplitTerm
 from gemmc.ir.types import DType, Precision
 
-# The default method of `split f16 x3`: Ootomo's round-to-nearest split. Measured more accurate than paper
-# 001's truncating split on the H100 with both kernels (8192^3 normal inputs, relative Frobenius error: 3.07e-7
-# vs 5.03e-7 in bench/results/2026-11-22_h100_precision_run3.json, 4.35e-7 vs 6.63e-7 in ..._run4.json) and in
-# the emulator (tests/test_precision.py), as the digest's simulation predicts (digest 001 §2.7).
-DEFAULT_F16X3 = "ootomo"
+# The default method of `split f16 x3`: Ootomo's round-to-nearest split, measured more accurate than paper 001's
+# truncating split (calibration.py).
+DEFAULT_F16X3 = cal.DEFAULT_F16X3.value
 
 
 def _terms(pairs: tuple[tuple[int, int], ...], separate_main: bool) -> tuple[SplitTerm, ...]:
