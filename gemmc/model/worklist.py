@@ -2,7 +2,7 @@
 
 Pure functions: problem table rows from sizes and layouts, and output tiles in launch order. The tiles are
 computed for all problems at once over numpy columns (`Sizes`, `tile_table`): a batch of 1024 problems has
-thousands of tiles, and one Python record per tile was most of the planner's cost.
+thousands of tiles, and one Python record per tile would be most of the planner's cost.
 """
 
 from __future__ import annotations
