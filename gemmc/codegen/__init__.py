@@ -88,6 +88,7 @@ def common_context(kernel: Kernel, hw: Hardware, family_knobs: list[str]) -> dic
         "S": S,
         "alpha_literal": literal(kernel.alpha, S),
         "beta_literal": literal(kernel.beta, S),
+        "beta_is_zero": kernel.beta == 0.0,  # baked beta 0: the epilogue (epilogue.j2) emits no read of C
         "runtime_scalars": kernel.alpha is None or kernel.beta is None,
         "rt": RUNTIME_API[hw.vendor],
     }

@@ -30,7 +30,6 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "a_kcontig": cbool(kernel.layout_a is Layout.ROW),
         "b_kcontig": cbool(kernel.layout_b is Layout.COL),
         "c_row": cbool(kernel.layout_c is Layout.ROW),
-        "beta_zero": cbool(kernel.beta == 0.0),
     }
 
 

@@ -55,7 +55,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "level_factor": float_literal(2.0 ** -sp.level_factor_bits) if sp.level_factor_bits else "",
         "split_text": sp.describe(), "flush": sp.parts > 1, "row_scaling": cbool(sp.row_scaling),
         "a_kcontig": cbool(plan.a_kcontig), "b_kcontig": cbool(plan.b_kcontig),
-        "c_row": cbool(kernel.layout_c is Layout.ROW), "beta_zero": cbool(kernel.beta == 0.0),
+        "c_row": cbool(kernel.layout_c is Layout.ROW),
         "wgmma": plan.wgmma, "wg_n": plan.wg_n, "b_planes": plan.b_planes,
         "premul_scale": float_literal(2.0 ** sp.premul_bits),
     }

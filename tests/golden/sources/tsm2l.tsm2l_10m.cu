@@ -44,7 +44,7 @@ __device__ __forceinline__ bool gemmc_vec_ok(const T* p, long long ld, long long
 // pass through the warp's slice of shared memory to the lane that owns the row; C's rows go the same way back.
 // A lane reading its own row instead (W rows 8 K bytes apart per instruction) reached 55% of the copy roof in
 // f64 at k = n = 16. Otherwise a row is read and written element by element.
-template <typename T, int K, int N, int TCF, int W, int SR, bool A_ROW, bool B_ROW, bool C_ROW, bool BETA_ZERO>
+template <typename T, int K, int N, int TCF, int W, int SR, bool A_ROW, bool B_ROW, bool C_ROW>
 __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __restrict__ A, const T* __restrict__ B,
                                             T* __restrict__ C, T alpha, T beta, T* __restrict__ smem) {
   constexpr int V = 16 / sizeof(T);  // elements per 16-byte vector
@@ -123,7 +123,7 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
       T acc = T(0);
 #pragma unroll
       for (int k = 0; k < K; ++k) acc = GEMMC_FMA(a[r][k], bs[k * N + j], acc);
-      out[j] = alpha * acc;
+      out[j] = acc;
     }
     if constexpr (C_VEC) {
       if (c_vec) {  // the lane's row to shared memory, the warp's vectors lane + W * i back and out
@@ -139,15 +139,13 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
         for (int i = 0; i < N / V; ++i) {
           const int g = lane + W * i;
           const long long mg = m - lane + g / (N / V);
-          gemmc_vec<T, V> x = *reinterpret_cast<const gemmc_vec<T, V>*>(stage + (g / (N / V)) * SR + (g % (N / V)) * V);
+          const gemmc_vec<T, V> x = *reinterpret_cast<const gemmc_vec<T, V>*>(stage + (g / (N / V)) * SR + (g % (N / V)) * V);
           if (mg < p.m) {
-            gemmc_vec<T, V>* c = reinterpret_cast<gemmc_vec<T, V>*>(C + mg * p.ldc + (g % (N / V)) * V);
-            if (!BETA_ZERO && beta != T(0)) {
-              const gemmc_vec<T, V> old = *c;
+            gemmc_vec<T, V>* const c_ptr = reinterpret_cast<gemmc_vec<T, V>*>(C + mg * p.ldc + (g % (N / V)) * V);
+            gemmc_vec<T, V> c_val;
 #pragma unroll
-              for (int q = 0; q < V; ++q) x.v[q] = GEMMC_FMA(beta, old.v[q], x.v[q]);
-            }
-            *c = x;
+            for (int c_e = 0; c_e < V; ++c_e) c_val.v[c_e] = alpha * x.v[c_e];
+            *c_ptr = c_val;
           }
         }
         GEMMC_SYNCWARP();  // the buffer is read out before the next row writes it
@@ -156,9 +154,7 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
     }
 #pragma unroll
     for (int j = 0; j < N; ++j) {
-      T* c = C_ROW ? C + m * p.ldc + j : C + (long long)j * p.ldc + m;
-      if (!BETA_ZERO && beta != T(0)) out[j] = GEMMC_FMA(beta, *c, out[j]);
-      *c = out[j];
+      *(C_ROW ? C + m * p.ldc + j : C + (long long)j * p.ldc + m) = alpha * out[j];
     }
   }
 }
@@ -172,6 +168,6 @@ extern "C" __global__ void __launch_bounds__(256) gemmc_tsm2l_10m_tsm2l_f64_rrr(
   const double beta_ = 0.0;
   (void)alpha; (void)beta;
   (void)block_offsets; (void)tiles;  // TSM2 maps blocks to rows by arithmetic: no work list
-  gemmc_tsm2l<double, 16, 16, 4, 32, 18, true, true, true, true>(
+  gemmc_tsm2l<double, 16, 16, 4, 32, 18, true, true, true>(
       problems[0], A[0], B[0], C[0], alpha_, beta_, reinterpret_cast<double*>(gemmc_smem_raw));
 }
