@@ -16,7 +16,8 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
     plan = kernel.plan
     if not isinstance(plan, SimtPlan):
         raise InternalError("codegen.simt", f"expected a SimtPlan, got {type(plan).__name__}")
-    variants = [dict(index=i, bm=v.bm, bn=v.bn, bk=v.bk, tm=v.tm, tn=v.tn, threads=v.threads, slices=v.slices)
+    variants = [dict(index=i, bm=v.bm, bn=v.bn, bk=v.bk, tm=v.tm, tn=v.tn, threads=v.threads, slices=v.slices,
+                     smem=plan.variant_smem(v))
                 for i, v in enumerate(plan.variants)]
     return {
         "variants": variants,

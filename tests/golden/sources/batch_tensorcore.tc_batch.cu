@@ -54,35 +54,38 @@ __device__ __forceinline__ bool gemmc_vec_ok(const T* p, long long ld, long long
 // with wgmma m64n128k16 (sm_90a), both operands read by the tensor core from shared memory through descriptors.
 typedef unsigned short gemmc_elem;
 
-__device__ __forceinline__ long long gemmc_round_up(long long x, long long b) { return (x + b - 1) / b * b; }
+__host__ __device__ constexpr long long gemmc_round_up(long long x, long long b) { return (x + b - 1) / b * b; }
 
 // Scratch memory of one problem: A's parts (plane q at q * mp * kp elements), B's parts, the inverse row scales of
-// A, the inverse column scales of B, each region 256-byte aligned. mp, np, kp are M, N, K rounded up to the block
+// A, the inverse column scales of B, each region ALIGN-byte aligned. mp, np, kp are M, N, K rounded up to the block
 // tile (64 x 128 x 32): the main loop copies whole tiles and the padding holds zeros. A k-contiguous
 // operand (row-major A, column-major B) is stored [x][kp], an x-contiguous one [kp][x], as in global memory.
-// The scratch starts with one 8-byte offset per problem (written by the pre-pass). TensorCorePlan.scratch_bytes
-// computes the same sizes on the host.
+// The scratch starts with one 8-byte offset per problem (written by the pre-pass). The sizes are constexpr so that
+// the static_assert below holds them to the plan's (scratch_bytes), which allocates the scratch.
 struct gemmc_tc_scratch {
-  static constexpr long long ALIGN = 256;
-  long long mp, np, kp, bytes;
-  gemmc_elem* a;
-  gemmc_elem* b;
-  float* inv_a;
-  float* inv_b;
-  __device__ __forceinline__ gemmc_tc_scratch(const gemmc_problem& p, unsigned char* base) {
-    mp = gemmc_round_up(p.m, 64);
-    np = gemmc_round_up(p.n, 128);
-    kp = gemmc_round_up(p.k, 32);
-    const long long ea = gemmc_round_up(2 * mp * kp * (long long)sizeof(gemmc_elem), ALIGN);
-    const long long eb = gemmc_round_up(3 * np * kp * (long long)sizeof(gemmc_elem), ALIGN);
-    const long long sa = gemmc_round_up(mp * 4, ALIGN), sb = gemmc_round_up(np * 4, ALIGN);
+  static constexpr long long ALIGN = 256;  // the plan's SCRATCH_ALIGN
+  long long mp, np, kp;
+  long long ea, eb, sa, sb, bytes;  // bytes of A's planes, B's planes, A's and B's scales, and of all four
+  gemmc_elem* a = nullptr;
+  gemmc_elem* b = nullptr;
+  float* inv_a = nullptr;
+  float* inv_b = nullptr;
+  __host__ __device__ constexpr gemmc_tc_scratch(long long m, long long n, long long k)
+      : mp(gemmc_round_up(m, 64)), np(gemmc_round_up(n, 128)), kp(gemmc_round_up(k, 32)),
+        ea(gemmc_round_up(2 * mp * kp * (long long)sizeof(gemmc_elem), ALIGN)),
+        eb(gemmc_round_up(3 * np * kp * (long long)sizeof(gemmc_elem), ALIGN)),
+        sa(gemmc_round_up(mp * 4, ALIGN)), sb(gemmc_round_up(np * 4, ALIGN)), bytes(ea + eb + sa + sb) {}
+  __device__ __forceinline__ gemmc_tc_scratch(const gemmc_problem& p, unsigned char* base)
+      : gemmc_tc_scratch(p.m, p.n, p.k) {
     a = reinterpret_cast<gemmc_elem*>(base);
     b = reinterpret_cast<gemmc_elem*>(base + ea);
     inv_a = reinterpret_cast<float*>(base + ea + eb);
     inv_b = reinterpret_cast<float*>(base + ea + eb + sa);
-    bytes = ea + eb + sa + sb;
   }
 };
+// The header and one problem of 65 x 129 x 33 (every size padded): the bytes the plan computes for it.
+static_assert(gemmc_round_up(8, gemmc_tc_scratch::ALIGN) + gemmc_tc_scratch(65, 129, 33).bytes == 132864,
+              "the plan's scratch layout (plan.scratch_bytes) and gemmc_tc_scratch disagree");
 
 __device__ __forceinline__ unsigned short gemmc_f16_rn(float x) {
   unsigned short h;
@@ -171,7 +174,7 @@ __device__ __forceinline__ void gemmc_store_parts(gemmc_elem* __restrict__ plane
     *reinterpret_cast<gemmc_vec<gemmc_elem, 4>*>(planes + q * plane + at) = out[q];
 }
 
-constexpr int GEMMC_PREP_THREADS = 256;
+constexpr int GEMMC_PREP_THREADS = 256;  // the plan's PREP_THREADS, its launch's block
 constexpr int GEMMC_PREP_ROWS = GEMMC_PREP_THREADS / 32;  // k-contiguous unit: one line per warp
 constexpr int GEMMC_PREP_COLS = 32;                       // x-contiguous unit: 8 lanes x 4 lines, 32 k-rows a step
 constexpr int GEMMC_PREP_UNROLL = 4;  // independent 16-byte loads in flight per thread (the pre-pass is memory-bound)
@@ -293,6 +296,10 @@ extern "C" __global__ void __launch_bounds__(GEMMC_PREP_THREADS) gemmc_tc_batch_
 #error "gemmc: this kernel's main loop is wgmma (target cuda sm_90): build it with -gencode=arch=compute_90a,code=sm_90a, or write `target cuda sm_80` in the schedule for the mma.sync kernel that runs on any sm_80+ GPU"
 #endif
 
+// Swizzle atoms start on boundaries of this many bytes: the plan's smem_align, which it adds to the shared memory
+// so that the entry can round the base up.
+constexpr unsigned GEMMC_SWIZZLE_ALIGN = 1024;
+
 __device__ __forceinline__ void gemmc_wg_fence() {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 }
@@ -401,6 +408,8 @@ __device__ __forceinline__ void gemmc_wg_tile(const gemmc_problem& p, long long 
   unsigned char* const smem = reinterpret_cast<unsigned char*>(sm);
   constexpr int TA = A_KC ? 0 : 1, TB = B_KC ? 0 : 1;
   static_assert((BM / WM) * 128 == NT, "warpgroups must cover the block tile");
+  static_assert(STAGES * STAGE + GEMMC_SWIZZLE_ALIGN == 99328,
+                "the plan's shared memory (TensorCorePlan.smem_bytes: stages and alignment) and this layout disagree");
   static_assert(BK % 16 == 0, "whole k16 steps");
   const int lane = tid % 32, warp = tid / 32, wg = warp / 4;
   const int g = lane / 4, t = lane % 4;
@@ -491,10 +500,11 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemmc_tc_batch_tensorcore_f
     const gemmc_problem* __restrict__ problems, const int* __restrict__ block_offsets,
     const int4* __restrict__ tiles, const float* const* __restrict__ A, const float* const* __restrict__ B,
     float* const* __restrict__ C, float alpha, float beta, unsigned char* __restrict__ scratch) {
-  extern __shared__ __align__(1024) unsigned char gemmc_smem_dyn[];
-  // Swizzle atoms must start on 1024-byte boundaries: the plan adds 1024 bytes to round the base up.
+  extern __shared__ __align__(GEMMC_SWIZZLE_ALIGN) unsigned char gemmc_smem_dyn[];
+  // The base rounded up to a swizzle atom's boundary (the plan's smem_align bytes are there for it).
   unsigned char* const gemmc_smem_raw =
-      gemmc_smem_dyn + ((1024u - ((unsigned)__cvta_generic_to_shared(gemmc_smem_dyn) & 1023u)) & 1023u);
+      gemmc_smem_dyn + ((GEMMC_SWIZZLE_ALIGN - ((unsigned)__cvta_generic_to_shared(gemmc_smem_dyn) &
+                                               (GEMMC_SWIZZLE_ALIGN - 1u))) & (GEMMC_SWIZZLE_ALIGN - 1u));
   const float alpha_ = 1.0f;
   const float beta_ = 0.0f;
   (void)alpha; (void)beta;

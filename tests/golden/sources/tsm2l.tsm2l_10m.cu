@@ -53,7 +53,9 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
   // the 16-byte reads of a quarter warp, 8 lanes in 8 rows, fall in 8 distinct groups of banks), after B.
   static_assert(!(A_VEC || C_VEC) || (SR >= (A_VEC ? K : 0) && SR >= (C_VEC ? N : 0) && SR % V == 0),
                 "the plan's staging rows hold the rows that pass through them");
-  constexpr int BS = (K * N + V - 1) / V * V;  // B's elements, rounded up to whole vectors (as the plan counts them)
+  constexpr int BS = (K * N + V - 1) / V * V;  // B's elements, rounded up to whole vectors
+  static_assert((BS + 256 * SR) * (int)sizeof(T) == 38912,
+                "the plan's shared memory (B, then a staging row per thread: tsm2l_params) and this layout disagree");
   T* bs = smem;
   for (int i = threadIdx.x; i < K * N; i += blockDim.x) {
     const int k = i / N, j = i % N;

@@ -164,6 +164,8 @@ __device__ __forceinline__ void gemmc_tsm2r_columns(const gemmc_problem& p, cons
   constexpr int BS = (T3 * T2 * (int)sizeof(T) + 15) / 16 * 16 / (int)sizeof(T);
   constexpr int STAGE = RG * AS + BS;
   constexpr int REGION = STAGES * STAGE > T2 * BT ? STAGES * STAGE : T2 * BT;
+  static_assert(KS * REGION * (int)sizeof(T) == 17408,
+                "the plan's shared memory (planner.column_smem) and the slices' regions disagree");
   T* ring = smem + ks * REGION;
   const int glane = rg * WARP + lane;  // this thread within its slice, which copies B's batches
   // The slice's barrier: every lane's copies of a batch have landed, and every lane is done with the stage
