@@ -360,7 +360,7 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   }
   // Rank 0 has written C from the other ranks' sums, so its reads of their shared memory are done (the stores
   // consumed them): it lets them leave. A relaxed arrival, after the stores rather than before them, keeps rank 0
-  // from waiting on a release (measured: a release arrival before C cost as much as the full barrier).
+  // from waiting on a release (a release arrival before C costs as much as the full barrier).
   gemmc_cluster_arrive_relaxed_divergent();
 }
 

@@ -42,8 +42,8 @@ __device__ __forceinline__ bool gemmc_vec_ok(const T* p, long long ld, long long
 // leading dimension and the pointer allow 16-byte vectors: the warp's W rows are one contiguous run (when the
 // leading dimension is K), which its lanes read in consecutive vectors (lane l takes vectors l, l + W, ...) and
 // pass through the warp's slice of shared memory to the lane that owns the row; C's rows go the same way back.
-// A lane reading its own row instead (W rows 8 K bytes apart per instruction) reached 55% of the copy roof in
-// f64 at k = n = 16. Otherwise a row is read and written element by element.
+// A lane reading its own row instead (W rows 8 K bytes apart per instruction) streams at about half the copy roof
+// (f64, k = n = 16). Otherwise a row is read and written element by element.
 template <typename T, int K, int N, int TCF, int W, int SR, bool A_ROW, bool B_ROW, bool C_ROW>
 __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __restrict__ A, const T* __restrict__ B,
                                             T* __restrict__ C, T alpha, T beta, T* __restrict__ smem) {

@@ -185,9 +185,8 @@ __device__ __forceinline__ void gemmc_tsm2r_columns(const gemmc_problem& p, cons
       if (WARP % ACH == 0 && arow_vec && tile_full && k0 + T3 <= ke) {
         // A whole batch: a lane's pieces share their k offset and lie WARP / ACH rows apart, so one pointer and
         // a stride address them all. The stride is opaque to the compiler, which would otherwise keep a 64-bit
-        // address per piece across the batch loop (ptxas: up to 255 registers and 72-80 bytes of spills at
-        // n = 24-32; bench/results/2026-11-23_devhost_stop15_tsm2_registers.txt). The edge loop below is not
-        // unrolled for the same reason.
+        // address per piece across the batch loop (up to 255 registers, and spills, at n = 24-32). The edge loop
+        // below is not unrolled for the same reason.
         long long step = (long long)(WARP / ACH) * p.lda;
         GEMMC_OPAQUE(step);
         const T* src = A + (wrow + lane / ACH) * p.lda + k0 + lane % ACH * AV;
@@ -304,9 +303,8 @@ __device__ __forceinline__ void gemmc_tsm2r_columns(const gemmc_problem& p, cons
 #pragma unroll
             for (int r = 0; r < R; ++r) acc[r][j] = GEMMC_FMA(a[q][r], bs[(u0 + q) * T2 + j], acc[r][j]);
       } else {
-        // Every column, also those past n in the last pass (their sums are never stored): a `break` at n here
-        // made row-major A with column-major B 1.2-2x slower (m = k = 8192, f32 n = 16: 232 -> 113 us;
-        // bench/results/2026-11-23_h100_tsm2r-rowfma3*.json).
+        // Every column, also those past n in the last pass (their sums are never stored): stopping at n here is
+        // 1.2-2x slower for row-major A with column-major B (m = k = 8192, f32 n = 16).
 #pragma unroll
         for (int j = 0; j < T2; ++j) {
 #pragma unroll
