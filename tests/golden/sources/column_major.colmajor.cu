@@ -263,6 +263,7 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   const long long ldc = p.ldc;
   constexpr int VC = C_ROW ? VN : VM;
   const bool vec_c = gemmc_vec_ok<T, VC>(C, ldc, C_ROW ? N : M);
+  const bool read_c = beta != T(0);
   constexpr int OUTER = C_ROW ? TM : TN, GROUPS = C_ROW ? TN / VN : TM / VM;
 #pragma unroll
   for (int o = 0; o < OUTER; ++o) {
@@ -274,16 +275,16 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
     for (int g = 0; g < GROUPS; ++g) {
       const long long x0 = C_ROW ? n0 + (g * TX + tx) * VN : m0 + (g * TY + ty) * VM;
       const long long xend = C_ROW ? N : M;
-      T v[VC];
+      T out[VC];
 #pragma unroll
-      for (int e = 0; e < VC; ++e) v[e] = C_ROW ? acc[o][g * VN + e] : acc[g * VM + e][o];
+      for (int e = 0; e < VC; ++e) out[e] = alpha * (C_ROW ? acc[o][g * VN + e] : acc[g * VM + e][o]);
       if (vec_c && VC > 1) {
         if (x0 < xend) {
           gemmc_vec<T, VC>* const c_ptr = reinterpret_cast<gemmc_vec<T, VC>*>(cl + x0);
           gemmc_vec<T, VC> c_val;
 #pragma unroll
-          for (int c_e = 0; c_e < VC; ++c_e) c_val.v[c_e] = alpha * v[c_e];
-          if (beta != T(0)) {
+          for (int c_e = 0; c_e < VC; ++c_e) c_val.v[c_e] = out[c_e];
+          if (read_c) {
             const gemmc_vec<T, VC> c_old = *c_ptr;
 #pragma unroll
             for (int c_e = 0; c_e < VC; ++c_e) c_val.v[c_e] = GEMMC_FMA(beta, c_old.v[c_e], c_val.v[c_e]);
@@ -294,9 +295,9 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
 #pragma unroll
         for (int e = 0; e < VC; ++e) {
           if (x0 + e < xend) {
-            T c_val = alpha * v[e];
+            T c_val = out[e];
             T* const c_ptr = cl + x0 + e;
-            if (beta != T(0)) c_val = GEMMC_FMA(beta, *c_ptr, c_val);
+            if (read_c) c_val = GEMMC_FMA(beta, *c_ptr, c_val);
             *c_ptr = c_val;
           }
         }

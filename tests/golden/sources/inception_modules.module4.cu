@@ -274,21 +274,21 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
     for (int g = 0; g < GROUPS; ++g) {
       const long long x0 = C_ROW ? n0 + (g * TX + tx) * VN : m0 + (g * TY + ty) * VM;
       const long long xend = C_ROW ? N : M;
-      T v[VC];
+      T out[VC];
 #pragma unroll
-      for (int e = 0; e < VC; ++e) v[e] = C_ROW ? acc[o][g * VN + e] : acc[g * VM + e][o];
+      for (int e = 0; e < VC; ++e) out[e] = alpha * (C_ROW ? acc[o][g * VN + e] : acc[g * VM + e][o]);
       if (vec_c && VC > 1) {
         if (x0 < xend) {
           gemmc_vec<T, VC>* const c_ptr = reinterpret_cast<gemmc_vec<T, VC>*>(cl + x0);
           gemmc_vec<T, VC> c_val;
 #pragma unroll
-          for (int c_e = 0; c_e < VC; ++c_e) c_val.v[c_e] = alpha * v[c_e];
+          for (int c_e = 0; c_e < VC; ++c_e) c_val.v[c_e] = out[c_e];
           *c_ptr = c_val;
         }
       } else {
 #pragma unroll
         for (int e = 0; e < VC; ++e) {
-          if (x0 + e < xend) *(cl + x0 + e) = alpha * v[e];
+          if (x0 + e < xend) *(cl + x0 + e) = out[e];
         }
       }
     }

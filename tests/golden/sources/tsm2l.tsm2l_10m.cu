@@ -125,7 +125,7 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
       T acc = T(0);
 #pragma unroll
       for (int k = 0; k < K; ++k) acc = GEMMC_FMA(a[r][k], bs[k * N + j], acc);
-      out[j] = acc;
+      out[j] = alpha * acc;
     }
     if constexpr (C_VEC) {
       if (c_vec) {  // the lane's row to shared memory, the warp's vectors lane + W * i back and out
@@ -146,7 +146,7 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
             gemmc_vec<T, V>* const c_ptr = reinterpret_cast<gemmc_vec<T, V>*>(C + mg * p.ldc + (g % (N / V)) * V);
             gemmc_vec<T, V> c_val;
 #pragma unroll
-            for (int c_e = 0; c_e < V; ++c_e) c_val.v[c_e] = alpha * x.v[c_e];
+            for (int c_e = 0; c_e < V; ++c_e) c_val.v[c_e] = x.v[c_e];
             *c_ptr = c_val;
           }
         }
@@ -156,7 +156,7 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
     }
 #pragma unroll
     for (int j = 0; j < N; ++j) {
-      *(C_ROW ? C + m * p.ldc + j : C + (long long)j * p.ldc + m) = alpha * out[j];
+      *(C_ROW ? C + m * p.ldc + j : C + (long long)j * p.ldc + m) = out[j];
     }
   }
 }
