@@ -88,6 +88,10 @@ def common_context(kernel: Kernel, hw: Hardware, family_knobs: list[str]) -> dic
         "S": S,
         "alpha_literal": literal(kernel.alpha, S),
         "beta_literal": literal(kernel.beta, S),
+        "beta_is_zero": kernel.beta == 0.0,  # baked beta 0: the epilogue (epilogue.j2) emits no read of C
+        # The dynamic shared memory of a block, as the plan counts it: each family's template static_asserts that
+        # its own layout takes exactly this many bytes (one source for the size, docs/INTERNALS.md).
+        "smem_bytes": kernel.work.smem_bytes if kernel.work else 0,
         "runtime_scalars": kernel.alpha is None or kernel.beta is None,
         "rt": RUNTIME_API[hw.vendor],
     }
@@ -109,7 +113,6 @@ def _table_context(kernel: Kernel) -> dict:
         "batch": len(work.problems),
         "grid": work.grid,
         "block": work.block,
-        "smem_bytes": work.smem_bytes,
         "scratch_bytes": kernel.plan.scratch_bytes if kernel.plan else 0,
         "prologue_launch": kernel.plan.prologue if kernel.plan else None,
     }

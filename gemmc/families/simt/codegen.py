@@ -16,7 +16,8 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
     plan = kernel.plan
     if not isinstance(plan, SimtPlan):
         raise InternalError("codegen.simt", f"expected a SimtPlan, got {type(plan).__name__}")
-    variants = [dict(index=i, bm=v.bm, bn=v.bn, bk=v.bk, tm=v.tm, tn=v.tn, threads=v.threads, slices=v.slices)
+    variants = [dict(index=i, bm=v.bm, bn=v.bn, bk=v.bk, tm=v.tm, tn=v.tn, threads=v.threads, slices=v.slices,
+                     smem=plan.variant_smem(v))
                 for i, v in enumerate(plan.variants)]
     return {
         "variants": variants,
@@ -30,7 +31,6 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "a_kcontig": cbool(kernel.layout_a is Layout.ROW),
         "b_kcontig": cbool(kernel.layout_b is Layout.COL),
         "c_row": cbool(kernel.layout_c is Layout.ROW),
-        "beta_zero": cbool(kernel.beta == 0.0),
     }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gemmc.errors import InternalError
 from gemmc.families.base import cbool
-from gemmc.families.tensorcore.plan import F16_TOP, TensorCorePlan
+from gemmc.families.tensorcore.plan import F16_TOP, PREP_THREADS, SCRATCH_ALIGN, TensorCorePlan, scratch_bytes
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 from gemmc.ir.types import Layout
@@ -43,7 +43,12 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
              for t, lv in zip(sp.terms, sp.levels, strict=True)]
     if any(t["big"] and t["b"] != 0 for t in terms):
         raise InternalError("codegen.tensorcore", "only B's hi part is pre-multiplied")
+    # One problem whose every size needs padding: the template holds its scratch layout to the plan's on it.
+    probe = (v.bm + 1, v.bn + 1, v.bk + 1)
     return {
+        "prep_threads": PREP_THREADS, "scratch_align": SCRATCH_ALIGN, "smem_align": plan.smem_align,
+        "probe": probe,
+        "scratch_probe": scratch_bytes((probe,), v.bm, v.bn, v.bk, sp.parts, plan.elem_bytes, plan.b_planes),
         "bm": v.bm, "bn": v.bn, "bk": v.bk, "wm": v.wm, "wn": v.wn, "threads": v.threads, "pad": plan.pad,
         "stages": plan.stages, "cp_async": True, "chain": plan.chain if sp.parts > 1 else 1, "parts": sp.parts,
         "compute": sp.compute, "mma_k": plan.mma[2],
@@ -55,7 +60,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "level_factor": float_literal(2.0 ** -sp.level_factor_bits) if sp.level_factor_bits else "",
         "split_text": sp.describe(), "flush": sp.parts > 1, "row_scaling": cbool(sp.row_scaling),
         "a_kcontig": cbool(plan.a_kcontig), "b_kcontig": cbool(plan.b_kcontig),
-        "c_row": cbool(kernel.layout_c is Layout.ROW), "beta_zero": cbool(kernel.beta == 0.0),
+        "c_row": cbool(kernel.layout_c is Layout.ROW),
         "wgmma": plan.wgmma, "wg_n": plan.wg_n, "b_planes": plan.b_planes,
         "premul_scale": float_literal(2.0 ** sp.premul_bits),
     }

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from gemmc.ir.nodes import FamilyPlan
 
-PREP_THREADS = 256  # threads per block of the pre-pass (the template's GEMMC_PREP_THREADS)
+PREP_THREADS = 256  # threads per block of the pre-pass (its launch; the template's GEMMC_PREP_THREADS is this value)
 
 RANGE_TEXT = "; rows of A / columns of B scaled by powers of two into the f16 range"
 F16_TOP = 15  # f16 parts: a line's largest |value| is scaled into [2^(top-1), 2^top); 2^15 < 65504 (docs/PRECISION.md)
@@ -110,7 +110,8 @@ def scratch_bytes(rows: tuple[tuple[int, int, int], ...], bm: int, bn: int, bk: 
                   b_planes: int = 0) -> int:
     """Bytes of the pre-pass's scratch for problems (m, n, k): one 8-byte offset per problem, then per problem A's
     part planes and B's `b_planes` (default: `parts`) padded to whole tiles and the inverse row/column scales, each
-    region 256-byte aligned (the template's gemmc_tc_scratch computes the same layout on the device)."""
+    region 256-byte aligned. The template's gemmc_tc_scratch lays the scratch out on the device; the generated code
+    static_asserts that its layout of one probe problem takes the bytes this function computes for it."""
     b_planes = b_planes or parts
     def up(x: int, b: int) -> int:
         return -(-x // b) * b

@@ -24,7 +24,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
     return {
         "threads": plan.t1, "tcf": plan.tcf, "stage_row": plan.stage_row, "warp": hw.warp_size, "k": p.k, "n": p.n,
         "a_row": cbool(kernel.layout_a is Layout.ROW), "b_row": cbool(kernel.layout_b is Layout.ROW),
-        "c_row": cbool(kernel.layout_c is Layout.ROW), "beta_zero": cbool(kernel.beta == 0.0),
+        "c_row": cbool(kernel.layout_c is Layout.ROW),
     }
 
 

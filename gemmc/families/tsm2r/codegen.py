@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gemmc.errors import InternalError
 from gemmc.families.base import cbool
+from gemmc.families.tsm2r import planner
 from gemmc.families.tsm2r.plan import Tsm2rPlan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
@@ -26,8 +27,8 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "min_blocks": plan.min_blocks, "stages": plan.stages, "mma": plan.mma, "cp_async": True,
         "cluster_attribute": f"__cluster_dims__({plan.cluster}, 1, 1)" if plan.cluster > 1 else "",
         "a_row": cbool(kernel.layout_a is Layout.ROW), "b_row": cbool(kernel.layout_b is Layout.ROW),
-        "c_row": cbool(kernel.layout_c is Layout.ROW), "beta_zero": cbool(kernel.beta == 0.0),
-        "a_by_rows": cbool(plan.a_by_rows),
+        "c_row": cbool(kernel.layout_c is Layout.ROW),
+        "column": planner.column_kernel(kernel, plan),  # the column kernel, else the row kernel (rows.cuh.j2)
     }
 
 

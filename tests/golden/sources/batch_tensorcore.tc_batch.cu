@@ -54,6 +54,39 @@ __device__ __forceinline__ bool gemmc_vec_ok(const T* p, long long ld, long long
 // with wgmma m64n128k16 (sm_90a), both operands read by the tensor core from shared memory through descriptors.
 typedef unsigned short gemmc_elem;
 
+__host__ __device__ constexpr long long gemmc_round_up(long long x, long long b) { return (x + b - 1) / b * b; }
+
+// Scratch memory of one problem: A's parts (plane q at q * mp * kp elements), B's parts, the inverse row scales of
+// A, the inverse column scales of B, each region ALIGN-byte aligned. mp, np, kp are M, N, K rounded up to the block
+// tile (64 x 128 x 32): the main loop copies whole tiles and the padding holds zeros. A k-contiguous
+// operand (row-major A, column-major B) is stored [x][kp], an x-contiguous one [kp][x], as in global memory.
+// The scratch starts with one 8-byte offset per problem (written by the pre-pass). The sizes are constexpr so that
+// the static_assert below holds them to the plan's (scratch_bytes), which allocates the scratch.
+struct gemmc_tc_scratch {
+  static constexpr long long ALIGN = 256;  // the plan's SCRATCH_ALIGN
+  long long mp, np, kp;
+  long long ea, eb, sa, sb, bytes;  // bytes of A's planes, B's planes, A's and B's scales, and of all four
+  gemmc_elem* a = nullptr;
+  gemmc_elem* b = nullptr;
+  float* inv_a = nullptr;
+  float* inv_b = nullptr;
+  __host__ __device__ constexpr gemmc_tc_scratch(long long m, long long n, long long k)
+      : mp(gemmc_round_up(m, 64)), np(gemmc_round_up(n, 128)), kp(gemmc_round_up(k, 32)),
+        ea(gemmc_round_up(2 * mp * kp * (long long)sizeof(gemmc_elem), ALIGN)),
+        eb(gemmc_round_up(3 * np * kp * (long long)sizeof(gemmc_elem), ALIGN)),
+        sa(gemmc_round_up(mp * 4, ALIGN)), sb(gemmc_round_up(np * 4, ALIGN)), bytes(ea + eb + sa + sb) {}
+  __device__ __forceinline__ gemmc_tc_scratch(const gemmc_problem& p, unsigned char* base)
+      : gemmc_tc_scratch(p.m, p.n, p.k) {
+    a = reinterpret_cast<gemmc_elem*>(base);
+    b = reinterpret_cast<gemmc_elem*>(base + ea);
+    inv_a = reinterpret_cast<float*>(base + ea + eb);
+    inv_b = reinterpret_cast<float*>(base + ea + eb + sa);
+  }
+};
+// The header and one problem of 65 x 129 x 33 (every size padded): the bytes the plan computes for it.
+static_assert(gemmc_round_up(8, gemmc_tc_scratch::ALIGN) + gemmc_tc_scratch(65, 129, 33).bytes == 132864,
+              "the plan's scratch layout (plan.scratch_bytes) and gemmc_tc_scratch disagree");
+
 __device__ __forceinline__ unsigned short gemmc_f16_rn(float x) {
   unsigned short h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
@@ -89,80 +122,6 @@ __device__ __forceinline__ void gemmc_split(float a, gemmc_elem* out) {
   float r = a - gemmc_f16_f32(hi);  // exact: hi is a rounding of a
   out[1] = gemmc_f16_rn(r * 2048.0f);
 }
-
-__device__ __forceinline__ void gemmc_mma(float* d, const unsigned* a, const unsigned* b) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 { %0,%1,%2,%3}, { %4,%5,%6,%7}, { %8,%9}, "
-               "{ %0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-// The same product into a fresh sum (C = 0): the start of one k-step's chain of terms.
-__device__ __forceinline__ void gemmc_mma0(float* d, const unsigned* a, const unsigned* b) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 { %0,%1,%2,%3}, { %4,%5,%6,%7}, { %8,%9}, "
-               "{ %10,%10,%10,%10};"
-               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.0f));
-}
-
-// Two packed f16 values times a power of two (exact: the planner keeps the product inside the f16 range).
-__device__ __forceinline__ unsigned gemmc_hmul2(unsigned x, unsigned pow2x2) {
-  unsigned r;
-  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(pow2x2));
-  return r;
-}
-
-__device__ __forceinline__ void gemmc_ldmatrix_x4(unsigned* r, const void* p, bool trans) {
-  const unsigned s = (unsigned)__cvta_generic_to_shared(p);
-  if (trans)
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 { %0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
-  else
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 { %0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
-}
-
-// Shared-memory layout of one operand tile (BX rows of the operand's x = m or n, BK of k), one array per part:
-// K_CONTIG (row-major A, column-major B): [x][BK + PAD], k contiguous as in global memory; otherwise
-// [k][BX + PAD], x contiguous. Either way a thread's 4-element global vector lands contiguous in shared
-// memory, and the padding makes the 8 rows an ldmatrix (or a fragment load) reads fall in distinct banks.
-template <int BX, int BK, int PAD, bool K_CONTIG>
-struct gemmc_tc_layout {
-  static constexpr int LD = K_CONTIG ? BK + PAD : BX + PAD;
-  static constexpr int SIZE = (K_CONTIG ? BX : BK) * LD;
-  __device__ __forceinline__ static int at(int x, int k) { return K_CONTIG ? x * LD + k : k * LD + x; }
-};
-
-
-__device__ __forceinline__ long long gemmc_round_up(long long x, long long b) { return (x + b - 1) / b * b; }
-
-// Scratch memory of one problem: A's parts (plane q at q * mp * kp elements), B's parts, the inverse row scales of
-// A, the inverse column scales of B, each region 256-byte aligned. mp, np, kp are M, N, K rounded up to the block
-// tile (64 x 128 x 32): the main loop copies whole tiles and the padding holds zeros. A k-contiguous
-// operand (row-major A, column-major B) is stored [x][kp], an x-contiguous one [kp][x], as in global memory.
-// The scratch starts with one 8-byte offset per problem (written by the pre-pass). TensorCorePlan.scratch_bytes
-// computes the same sizes on the host.
-struct gemmc_tc_scratch {
-  static constexpr long long ALIGN = 256;
-  long long mp, np, kp, bytes;
-  gemmc_elem* a;
-  gemmc_elem* b;
-  float* inv_a;
-  float* inv_b;
-  __device__ __forceinline__ gemmc_tc_scratch(const gemmc_problem& p, unsigned char* base) {
-    mp = gemmc_round_up(p.m, 64);
-    np = gemmc_round_up(p.n, 128);
-    kp = gemmc_round_up(p.k, 32);
-    const long long ea = gemmc_round_up(2 * mp * kp * (long long)sizeof(gemmc_elem), ALIGN);
-    const long long eb = gemmc_round_up(3 * np * kp * (long long)sizeof(gemmc_elem), ALIGN);
-    const long long sa = gemmc_round_up(mp * 4, ALIGN), sb = gemmc_round_up(np * 4, ALIGN);
-    a = reinterpret_cast<gemmc_elem*>(base);
-    b = reinterpret_cast<gemmc_elem*>(base + ea);
-    inv_a = reinterpret_cast<float*>(base + ea + eb);
-    inv_b = reinterpret_cast<float*>(base + ea + eb + sa);
-    bytes = ea + eb + sa + sb;
-  }
-};
 
 // The power of two that brings a line's largest |value| m into [2^(TOP-1), 2^TOP) (docs/PRECISION.md): zero lines
 // and lines holding inf or NaN keep 1; shifts are clamped to +-126 so the scale and its inverse are normal floats.
@@ -215,7 +174,7 @@ __device__ __forceinline__ void gemmc_store_parts(gemmc_elem* __restrict__ plane
     *reinterpret_cast<gemmc_vec<gemmc_elem, 4>*>(planes + q * plane + at) = out[q];
 }
 
-constexpr int GEMMC_PREP_THREADS = 256;
+constexpr int GEMMC_PREP_THREADS = 256;  // the plan's PREP_THREADS, its launch's block
 constexpr int GEMMC_PREP_ROWS = GEMMC_PREP_THREADS / 32;  // k-contiguous unit: one line per warp
 constexpr int GEMMC_PREP_COLS = 32;                       // x-contiguous unit: 8 lanes x 4 lines, 32 k-rows a step
 constexpr int GEMMC_PREP_UNROLL = 4;  // independent 16-byte loads in flight per thread (the pre-pass is memory-bound)
@@ -329,7 +288,6 @@ extern "C" __global__ void __launch_bounds__(GEMMC_PREP_THREADS) gemmc_tc_batch_
     off += s.bytes;
   }
 }
-
 // ---- wgmma main loop (sm_90a: warpgroup MMA with both operands read from shared memory) ----
 // Shared tiles in the swizzled layouts the descriptors describe (gemmc_wg_layout), filled by cp.async.
 // wgmma exists only in the architecture-specific sm_90a target: a device pass for anything else (plain sm_90, an
@@ -337,6 +295,10 @@ extern "C" __global__ void __launch_bounds__(GEMMC_PREP_THREADS) gemmc_tc_batch_
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "gemmc: this kernel's main loop is wgmma (target cuda sm_90): build it with -gencode=arch=compute_90a,code=sm_90a, or write `target cuda sm_80` in the schedule for the mma.sync kernel that runs on any sm_80+ GPU"
 #endif
+
+// Swizzle atoms start on boundaries of this many bytes: the plan's smem_align, which it adds to the shared memory
+// so that the entry can round the base up.
+constexpr unsigned GEMMC_SWIZZLE_ALIGN = 1024;
 
 __device__ __forceinline__ void gemmc_wg_fence() {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -435,7 +397,7 @@ __device__ __forceinline__ void gemmc_wg_copy(unsigned char* __restrict__ dst, c
 
 // One BM x BN tile: BM / WM warpgroups, each WM rows (one m64 product(s)) by BN (1 wgmma of N = 128).
 template <int BM, int BN, int BK, int WM, int NT, int PARTS, int BPLANES, int STAGES, bool A_KC, bool B_KC,
-          bool C_ROW, bool BETA_ZERO, bool SCALE>
+          bool C_ROW, bool SCALE>
 __device__ __forceinline__ void gemmc_wg_tile(const gemmc_problem& p, long long m0, long long n0,
                                               const gemmc_tc_scratch& s, float* __restrict__ C, float alpha,
                                               float beta, gemmc_elem* __restrict__ sm, int tid) {
@@ -446,6 +408,8 @@ __device__ __forceinline__ void gemmc_wg_tile(const gemmc_problem& p, long long 
   unsigned char* const smem = reinterpret_cast<unsigned char*>(sm);
   constexpr int TA = A_KC ? 0 : 1, TB = B_KC ? 0 : 1;
   static_assert((BM / WM) * 128 == NT, "warpgroups must cover the block tile");
+  static_assert(STAGES * STAGE + GEMMC_SWIZZLE_ALIGN == 99328,
+                "the plan's shared memory (TensorCorePlan.smem_bytes: stages and alignment) and this layout disagree");
   static_assert(BK % 16 == 0, "whole k16 steps");
   const int lane = tid % 32, warp = tid / 32, wg = warp / 4;
   const int g = lane / 4, t = lane % 4;
@@ -513,9 +477,8 @@ __device__ __forceinline__ void gemmc_wg_tile(const gemmc_problem& p, long long 
   gemmc_wg_wait<0>();
   gemmc_cp_async_wait<0>();
 
-  // Epilogue: the accumulator layout (warp w of the warpgroup: rows 16w + lane/4 (+8), columns 8j + 2(lane%4)
-  // (+1)); undo the term level and the row/column scales (powers of two), alpha/beta, predicated on the matrix
-  // edge. beta == 0 never reads C.
+  // Epilogue (tensorcore/epilogue.j2), at the wgmma accumulator layout: warp w of the warpgroup holds rows
+  // 16w + lane/4 (+8), columns 8j + 2(lane%4) (+1).
 #pragma unroll
   for (int i = 0; i < MI; ++i)
 #pragma unroll
@@ -528,10 +491,7 @@ __device__ __forceinline__ void gemmc_wg_tile(const gemmc_problem& p, long long 
         if (m >= p.m || n >= p.n) continue;
         float v = acc[i][h][e] * 0.00048828125f;
         if (SCALE) v *= s.inv_a[m] * s.inv_b[n];  // the product of the inverses first: no spurious overflow
-        float* c = C_ROW ? C + m * p.ldc + n : C + n * p.ldc + m;
-        float out = alpha * v;
-        if (!BETA_ZERO && beta != 0.0f) out = fmaf(beta, *c, out);
-        *c = out;
+        *(C_ROW ? C + m * p.ldc + n : C + n * p.ldc + m) = alpha * v;
       }
 }
 
@@ -540,10 +500,11 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemmc_tc_batch_tensorcore_f
     const gemmc_problem* __restrict__ problems, const int* __restrict__ block_offsets,
     const int4* __restrict__ tiles, const float* const* __restrict__ A, const float* const* __restrict__ B,
     float* const* __restrict__ C, float alpha, float beta, unsigned char* __restrict__ scratch) {
-  extern __shared__ __align__(1024) unsigned char gemmc_smem_dyn[];
-  // Swizzle atoms must start on 1024-byte boundaries: the plan adds 1024 bytes to round the base up.
+  extern __shared__ __align__(GEMMC_SWIZZLE_ALIGN) unsigned char gemmc_smem_dyn[];
+  // The base rounded up to a swizzle atom's boundary (the plan's smem_align bytes are there for it).
   unsigned char* const gemmc_smem_raw =
-      gemmc_smem_dyn + ((1024u - ((unsigned)__cvta_generic_to_shared(gemmc_smem_dyn) & 1023u)) & 1023u);
+      gemmc_smem_dyn + ((GEMMC_SWIZZLE_ALIGN - ((unsigned)__cvta_generic_to_shared(gemmc_smem_dyn) &
+                                               (GEMMC_SWIZZLE_ALIGN - 1u))) & (GEMMC_SWIZZLE_ALIGN - 1u));
   const float alpha_ = 1.0f;
   const float beta_ = 0.0f;
   (void)alpha; (void)beta;
@@ -556,7 +517,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) gemmc_tc_batch_tensorcore_f
     const int4 tile = tiles[t];
     const gemmc_problem p = problems[tile.x];
     const gemmc_tc_scratch s(p, scratch + reinterpret_cast<const long long*>(scratch)[tile.x]);
-    gemmc_wg_tile<64, 128, 32, 64, 128, 2, 3, 3, true, false, true, true, true>(
+    gemmc_wg_tile<64, 128, 32, 64, 128, 2, 3, 3, true, false, true, true>(
         p, tile.y, tile.z, s, C[tile.x], alpha_, beta_, reinterpret_cast<gemmc_elem*>(gemmc_smem_raw), tid);
   }
 }

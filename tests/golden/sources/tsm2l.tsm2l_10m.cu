@@ -42,9 +42,9 @@ __device__ __forceinline__ bool gemmc_vec_ok(const T* p, long long ld, long long
 // leading dimension and the pointer allow 16-byte vectors: the warp's W rows are one contiguous run (when the
 // leading dimension is K), which its lanes read in consecutive vectors (lane l takes vectors l, l + W, ...) and
 // pass through the warp's slice of shared memory to the lane that owns the row; C's rows go the same way back.
-// A lane reading its own row instead (W rows 8 K bytes apart per instruction) reached 55% of the copy roof in
-// f64 at k = n = 16. Otherwise a row is read and written element by element.
-template <typename T, int K, int N, int TCF, int W, int SR, bool A_ROW, bool B_ROW, bool C_ROW, bool BETA_ZERO>
+// A lane reading its own row instead (W rows 8 K bytes apart per instruction) streams at about half the copy roof
+// (f64, k = n = 16). Otherwise a row is read and written element by element.
+template <typename T, int K, int N, int TCF, int W, int SR, bool A_ROW, bool B_ROW, bool C_ROW>
 __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __restrict__ A, const T* __restrict__ B,
                                             T* __restrict__ C, T alpha, T beta, T* __restrict__ smem) {
   constexpr int V = 16 / sizeof(T);  // elements per 16-byte vector
@@ -53,7 +53,9 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
   // the 16-byte reads of a quarter warp, 8 lanes in 8 rows, fall in 8 distinct groups of banks), after B.
   static_assert(!(A_VEC || C_VEC) || (SR >= (A_VEC ? K : 0) && SR >= (C_VEC ? N : 0) && SR % V == 0),
                 "the plan's staging rows hold the rows that pass through them");
-  constexpr int BS = (K * N + V - 1) / V * V;  // B's elements, rounded up to whole vectors (as the plan counts them)
+  constexpr int BS = (K * N + V - 1) / V * V;  // B's elements, rounded up to whole vectors
+  static_assert((BS + 256 * SR) * (int)sizeof(T) == 38912,
+                "the plan's shared memory (B, then a staging row per thread: tsm2l_params) and this layout disagree");
   T* bs = smem;
   for (int i = threadIdx.x; i < K * N; i += blockDim.x) {
     const int k = i / N, j = i % N;
@@ -139,15 +141,13 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
         for (int i = 0; i < N / V; ++i) {
           const int g = lane + W * i;
           const long long mg = m - lane + g / (N / V);
-          gemmc_vec<T, V> x = *reinterpret_cast<const gemmc_vec<T, V>*>(stage + (g / (N / V)) * SR + (g % (N / V)) * V);
+          const gemmc_vec<T, V> x = *reinterpret_cast<const gemmc_vec<T, V>*>(stage + (g / (N / V)) * SR + (g % (N / V)) * V);
           if (mg < p.m) {
-            gemmc_vec<T, V>* c = reinterpret_cast<gemmc_vec<T, V>*>(C + mg * p.ldc + (g % (N / V)) * V);
-            if (!BETA_ZERO && beta != T(0)) {
-              const gemmc_vec<T, V> old = *c;
+            gemmc_vec<T, V>* const c_ptr = reinterpret_cast<gemmc_vec<T, V>*>(C + mg * p.ldc + (g % (N / V)) * V);
+            gemmc_vec<T, V> c_val;
 #pragma unroll
-              for (int q = 0; q < V; ++q) x.v[q] = GEMMC_FMA(beta, old.v[q], x.v[q]);
-            }
-            *c = x;
+            for (int c_e = 0; c_e < V; ++c_e) c_val.v[c_e] = x.v[c_e];
+            *c_ptr = c_val;
           }
         }
         GEMMC_SYNCWARP();  // the buffer is read out before the next row writes it
@@ -156,9 +156,7 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
     }
 #pragma unroll
     for (int j = 0; j < N; ++j) {
-      T* c = C_ROW ? C + m * p.ldc + j : C + (long long)j * p.ldc + m;
-      if (!BETA_ZERO && beta != T(0)) out[j] = GEMMC_FMA(beta, *c, out[j]);
-      *c = out[j];
+      *(C_ROW ? C + m * p.ldc + j : C + (long long)j * p.ldc + m) = out[j];
     }
   }
 }
@@ -172,6 +170,6 @@ extern "C" __global__ void __launch_bounds__(256) gemmc_tsm2l_10m_tsm2l_f64_rrr(
   const double beta_ = 0.0;
   (void)alpha; (void)beta;
   (void)block_offsets; (void)tiles;  // TSM2 maps blocks to rows by arithmetic: no work list
-  gemmc_tsm2l<double, 16, 16, 4, 32, 18, true, true, true, true>(
+  gemmc_tsm2l<double, 16, 16, 4, 32, 18, true, true, true>(
       problems[0], A[0], B[0], C[0], alpha_, beta_, reinterpret_cast<double*>(gemmc_smem_raw));
 }

@@ -99,317 +99,264 @@ __device__ __forceinline__ void gemmc_cluster_sync_divergent() {
 __device__ __forceinline__ void gemmc_cluster_arrive_relaxed_divergent() {
   asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
 }
-template <typename T, int T2, int KS, int RG, int S, int T3, int STAGES, int RW, int WARP, int MMA, bool A_BY_ROWS,
-          bool A_ROW, bool B_ROW, bool C_ROW, bool BETA_ZERO>
-__device__ __forceinline__ void gemmc_tsm2r(const gemmc_problem& p, const T* __restrict__ A, const T* __restrict__ B,
-                                            T* __restrict__ C, T alpha, T beta, T* __restrict__ smem) {
+
+// B(k, j) of the pass that starts at column n0 (ncols of its columns exist), zero outside the matrix.
+template <typename T, bool B_ROW>
+__device__ __forceinline__ T gemmc_tsm2r_b_at(const gemmc_problem& p, const T* B, long long n0, long long ncols,
+                                              long long k, int j) {
+  const long long c = n0 + j;
+  if (k >= p.k || j >= ncols) return T(0);
+  return B_ROW ? B[k * p.ldb + c] : B[c * p.ldb + k];
+}
+
+// The column kernel (column-major A, and row-major A copied by rows): the passes over n of one row tile are
+// neighbours in x (after the cluster's S blocks), so they run together and all but the first read A from L2.
+template <typename T, int T2, int KS, int RG, int S, int T3, int STAGES, int RW, int WARP, int MMA, bool A_ROW,
+          bool B_ROW, bool C_ROW>
+__device__ __forceinline__ void gemmc_tsm2r_columns(const gemmc_problem& p, const T* __restrict__ A,
+                                                    const T* __restrict__ B, T* __restrict__ C, T alpha, T beta,
+                                                    T* __restrict__ smem) {
   const int tid = threadIdx.x, lane = tid % WARP, warp = tid / WARP;
   constexpr int NT = KS * RG * WARP;  // threads per block
-  // The column kernel (column-major A, and row-major A copied by rows): the passes over n of one row tile
-  // are neighbours in x (after the cluster's S blocks), so they run together and all but the first read A from L2.
-  // The row kernel: the pass is blockIdx.y.
-  constexpr bool COLUMN = !A_ROW || A_BY_ROWS;
   const long long passes = (p.n + T2 - 1) / T2;
-  const long long n0 = (COLUMN ? (long long)blockIdx.x / S % passes : (long long)blockIdx.y) * T2;
+  const long long n0 = ((long long)blockIdx.x / S % passes) * T2;
   const long long ncols = p.n - n0 < T2 ? p.n - n0 : T2;
-  // B(k, j) of this pass, zero outside the matrix.
-  auto b_at = [&](long long k, int j) -> T {
-    const long long c = n0 + j;
-    if (k >= p.k || j >= ncols) return T(0);
-    return B_ROW ? B[k * p.ldb + c] : B[c * p.ldb + k];
+  constexpr int R = RW;            // rows per lane: one 16-byte vector of a column (or less); row-major A on the
+                                   // FMAs: rows r x WARP + lane
+  constexpr int MT = WARP * R;     // rows per warp
+  constexpr int BT = RG * MT;      // rows per block (the row tile)
+  constexpr int P = S * KS;        // k slices per row tile
+  const int rg = warp % RG, ks = warp / RG;  // this warp's rows within the tile, and its k slice
+  // B elements per uniform load (16 bytes at most): along n for row-major B, along k (within a batch) otherwise.
+  constexpr int VW = 16 / sizeof(T);
+  constexpr int VB = B_ROW ? (T2 % VW == 0 ? VW : 1) : (T3 % VW == 0 ? VW : T3);
+  const int rank = gemmc_cluster_rank();
+  const long long tile = (long long)blockIdx.x / S / passes;
+  const long long wrow = tile * BT + rg * MT;  // this warp's first row
+  const long long m = wrow + lane * R;
+  // This warp's k slice: whole batches of T3 columns, so only the last slice ends in a partial batch.
+  const long long per = ((p.k + P - 1) / P + T3 - 1) / T3 * T3;
+  const long long kb = (long long)(rank * KS + ks) * per;
+  const long long ke = kb + per < p.k ? kb + per : p.k;
+  // A warp reads WARP x R consecutive rows of a column (512 bytes with 16-byte vectors): wide enough for full DRAM
+  // bursts. One row per lane is copied asynchronously as one element (an element is always aligned).
+  const bool avec = R == 1 || ((p.lda % R == 0) && (reinterpret_cast<unsigned long long>(A) % (R * sizeof(T)) == 0));
+  // Row-major A: the batch is stored by rows, [MT][AROW], copied in 16-byte pieces of a row.
+  constexpr int AV = 16 / (int)sizeof(T), ACH = T3 / AV;  // elements per piece, pieces per row of a batch
+  static_assert(!A_ROW || T3 % AV == 0, "row-major A in the column kernel: whole 16-byte pieces per row");
+  const bool arow_vec = (p.lda % AV == 0) && (reinterpret_cast<unsigned long long>(A) % 16 == 0);
+  const bool rows_full = m + R <= p.m, tile_full = wrow + MT <= p.m;
+  // B along k (column-major B) or along n (row-major B) in vectors: the slices start at multiples of T3.
+  const bool bvec = VB > 1 && (p.ldb % VB == 0) &&
+                    (reinterpret_cast<unsigned long long>(B) % (VB * sizeof(T)) == 0) && (!B_ROW || p.n % VB == 0);
+  // This slice's ring of STAGES batches in shared memory: per stage, for each of its RG warps T3 columns x WARP
+  // lanes x R rows of A (each lane reads back only the rows it copied itself), then the batch's T3 x T2 values of
+  // B, which every lane of the slice reads ([T2][T3] for column-major B, [T3][T2] for row-major), padded to 16
+  // bytes. After the loop the same region holds the slice's partial sums, [T2][BT].
+  // With tensor cores (MMA = the fragment's rows) each column of A is padded by 32 bytes: the lanes of a fragment
+  // load read 4 columns at once, and 32 bytes apart they fall in different banks.
+  constexpr int ACOL = MT + (MMA ? 32 / (int)sizeof(T) : 0);  // elements from one column of A to the next
+  // Row-major A: from one row of the batch to the next. The FMAs read a lane's rows (r x WARP + lane) as 16-byte
+  // vectors, so the rows are an odd number of 16-byte vectors apart: a quarter warp's reads hit 8 bank groups.
+  constexpr int AROW = T3 + (MMA ? 0 : AV);
+  static_assert(MMA || !A_ROW || (AROW / AV) % 2 == 1, "row-major A: rows an odd number of vectors apart");
+  constexpr int AS = A_ROW ? (MT * AROW > T3 * ACOL ? MT * AROW : T3 * ACOL) : T3 * ACOL;
+  constexpr int BS = (T3 * T2 * (int)sizeof(T) + 15) / 16 * 16 / (int)sizeof(T);
+  constexpr int STAGE = RG * AS + BS;
+  constexpr int REGION = STAGES * STAGE > T2 * BT ? STAGES * STAGE : T2 * BT;
+  static_assert(KS * REGION * (int)sizeof(T) == 17408,
+                "the plan's shared memory (planner.column_smem) and the slices' regions disagree");
+  T* ring = smem + ks * REGION;
+  const int glane = rg * WARP + lane;  // this thread within its slice, which copies B's batches
+  // The slice's barrier: every lane's copies of a batch have landed, and every lane is done with the stage
+  // refilled next. With several warps per slice, the block's barrier: its slices then run the same number of
+  // batches (those past a slice's end of k are zero-filled), in step.
+  auto slice_sync = [&] {
+    if constexpr (RG == 1) GEMMC_SYNCWARP();
+    else __syncthreads();
   };
-  auto store = [&](long long m, int j, T value) {
-    T* c = C_ROW ? C + m * p.ldc + (n0 + j) : C + (n0 + j) * p.ldc + m;
-    T out = alpha * value;
-    if (!BETA_ZERO && beta != T(0)) out = GEMMC_FMA(beta, *c, out);
-    *c = out;
-  };
-
-  if constexpr (COLUMN) {
-    constexpr int R = RW;            // rows per lane: one 16-byte vector of a column (or less); row-major A on the
-                                     // FMAs: rows r x WARP + lane
-    constexpr int MT = WARP * R;     // rows per warp
-    constexpr int BT = RG * MT;      // rows per block (the row tile)
-    constexpr int P = S * KS;        // k slices per row tile
-    const int rg = warp % RG, ks = warp / RG;  // this warp's rows within the tile, and its k slice
-    // B elements per uniform load (16 bytes at most): along n for row-major B, along k (within a batch) otherwise.
-    constexpr int VW = 16 / sizeof(T);
-    constexpr int VB = B_ROW ? (T2 % VW == 0 ? VW : 1) : (T3 % VW == 0 ? VW : T3);
-    const int rank = gemmc_cluster_rank();
-    const long long tile = (long long)blockIdx.x / S / passes;
-    const long long wrow = tile * BT + rg * MT;  // this warp's first row
-    const long long m = wrow + lane * R;
-    // This warp's k slice: whole batches of T3 columns, so only the last slice ends in a partial batch.
-    const long long per = ((p.k + P - 1) / P + T3 - 1) / T3 * T3;
-    const long long kb = (long long)(rank * KS + ks) * per;
-    const long long ke = kb + per < p.k ? kb + per : p.k;
-    // A warp reads WARP x R consecutive rows of a column (512 bytes with 16-byte vectors): wide enough for full DRAM
-    // bursts. One row per lane is copied asynchronously as one element (an element is always aligned).
-    const bool avec = R == 1 || ((p.lda % R == 0) && (reinterpret_cast<unsigned long long>(A) % (R * sizeof(T)) == 0));
-    // Row-major A: the batch is stored by rows, [MT][AROW], copied in 16-byte pieces of a row.
-    constexpr int AV = 16 / (int)sizeof(T), ACH = T3 / AV;  // elements per piece, pieces per row of a batch
-    static_assert(!A_ROW || T3 % AV == 0, "row-major A in the column kernel: whole 16-byte pieces per row");
-    const bool arow_vec = (p.lda % AV == 0) && (reinterpret_cast<unsigned long long>(A) % 16 == 0);
-    const bool rows_full = m + R <= p.m, tile_full = wrow + MT <= p.m;
-    // B along k (column-major B) or along n (row-major B) in vectors: the slices start at multiples of T3.
-    const bool bvec = VB > 1 && (p.ldb % VB == 0) &&
-                      (reinterpret_cast<unsigned long long>(B) % (VB * sizeof(T)) == 0) && (!B_ROW || p.n % VB == 0);
-    // This slice's ring of STAGES batches in shared memory: per stage, for each of its RG warps T3 columns x WARP
-    // lanes x R rows of A (each lane reads back only the rows it copied itself), then the batch's T3 x T2 values of
-    // B, which every lane of the slice reads ([T2][T3] for column-major B, [T3][T2] for row-major), padded to 16
-    // bytes. After the loop the same region holds the slice's partial sums, [T2][BT].
-    // With tensor cores (MMA = the fragment's rows) each column of A is padded by 32 bytes: the lanes of a fragment
-    // load read 4 columns at once, and 32 bytes apart they fall in different banks.
-    constexpr int ACOL = MT + (MMA ? 32 / (int)sizeof(T) : 0);  // elements from one column of A to the next
-    // Row-major A: from one row of the batch to the next. The FMAs read a lane's rows (r x WARP + lane) as 16-byte
-    // vectors, so the rows are an odd number of 16-byte vectors apart: a quarter warp's reads hit 8 bank groups.
-    constexpr int AROW = T3 + (MMA ? 0 : AV);
-    static_assert(MMA || !A_ROW || (AROW / AV) % 2 == 1, "row-major A: rows an odd number of vectors apart");
-    constexpr int AS = A_ROW ? (MT * AROW > T3 * ACOL ? MT * AROW : T3 * ACOL) : T3 * ACOL;
-    constexpr int BS = (T3 * T2 * (int)sizeof(T) + 15) / 16 * 16 / (int)sizeof(T);
-    constexpr int STAGE = RG * AS + BS;
-    constexpr int REGION = STAGES * STAGE > T2 * BT ? STAGES * STAGE : T2 * BT;
-    T* ring = smem + ks * REGION;
-    const int glane = rg * WARP + lane;  // this thread within its slice, which copies B's batches
-    // The slice's barrier: every lane's copies of a batch have landed, and every lane is done with the stage
-    // refilled next. With several warps per slice, the block's barrier: its slices then run the same number of
-    // batches (those past a slice's end of k are zero-filled), in step.
-    auto slice_sync = [&] {
-      if constexpr (RG == 1) GEMMC_SYNCWARP();
-      else __syncthreads();
-    };
-    // Copy batch `b` (columns kb + b * T3 ..) into its stage: 16-byte (or R-element) asynchronous copies where
-    // the vector is whole and aligned, plain zero-filled copies at the edges.
-    auto copy_batch = [&](long long b) {
-      const long long k0 = kb + b * T3;
-      T* as = ring + (b % STAGES) * STAGE + rg * AS;
-      T* bs = ring + (b % STAGES) * STAGE + RG * AS;
-      if constexpr (A_ROW) {  // piece c: row c / ACH of the tile, k0 + (c % ACH) * AV ..; a warp reads whole sectors
-        if (WARP % ACH == 0 && arow_vec && tile_full && k0 + T3 <= ke) {
-          // A whole batch: a lane's pieces share their k offset and lie WARP / ACH rows apart, so one pointer and
-          // a stride address them all. The stride is opaque to the compiler, which would otherwise keep a 64-bit
-          // address per piece across the batch loop (ptxas: up to 255 registers and 72-80 bytes of spills at
-          // n = 24-32; bench/results/2026-11-23_devhost_stop15_tsm2_registers.txt). The edge loop below is not
-          // unrolled for the same reason.
-          long long step = (long long)(WARP / ACH) * p.lda;
-          GEMMC_OPAQUE(step);
-          const T* src = A + (wrow + lane / ACH) * p.lda + k0 + lane % ACH * AV;
-          T* dst = as + lane / ACH * AROW + lane % ACH * AV;
+  // Copy batch `b` (columns kb + b * T3 ..) into its stage: 16-byte (or R-element) asynchronous copies where
+  // the vector is whole and aligned, plain zero-filled copies at the edges.
+  auto copy_batch = [&](long long b) {
+    const long long k0 = kb + b * T3;
+    T* as = ring + (b % STAGES) * STAGE + rg * AS;
+    T* bs = ring + (b % STAGES) * STAGE + RG * AS;
+    if constexpr (A_ROW) {  // piece c: row c / ACH of the tile, k0 + (c % ACH) * AV ..; a warp reads whole sectors
+      if (WARP % ACH == 0 && arow_vec && tile_full && k0 + T3 <= ke) {
+        // A whole batch: a lane's pieces share their k offset and lie WARP / ACH rows apart, so one pointer and
+        // a stride address them all. The stride is opaque to the compiler, which would otherwise keep a 64-bit
+        // address per piece across the batch loop (up to 255 registers, and spills, at n = 24-32). The edge loop
+        // below is not unrolled for the same reason.
+        long long step = (long long)(WARP / ACH) * p.lda;
+        GEMMC_OPAQUE(step);
+        const T* src = A + (wrow + lane / ACH) * p.lda + k0 + lane % ACH * AV;
+        T* dst = as + lane / ACH * AROW + lane % ACH * AV;
 #pragma unroll
-          for (int i = 0; i < MT * ACH / WARP; ++i) gemmc_cp_async<16>(dst + i * (WARP / ACH) * AROW, src + i * step);
-        } else {  // the edges (the last rows, a slice's last batch, unaligned A): element by element where needed
+        for (int i = 0; i < MT * ACH / WARP; ++i) gemmc_cp_async<16>(dst + i * (WARP / ACH) * AROW, src + i * step);
+      } else {  // the edges (the last rows, a slice's last batch, unaligned A): element by element where needed
 #pragma unroll 1
-          for (int c0 = 0; c0 < MT * ACH; c0 += WARP) {
-            const int c = c0 + lane, row = c / ACH, u = c % ACH * AV;
-            const long long gm = wrow + row;
-            T* dst = as + row * AROW + u;
-            if (arow_vec && gm < p.m && k0 + u + AV <= ke) {
-              gemmc_cp_async<16>(dst, A + gm * p.lda + k0 + u);
-            } else {
+        for (int c0 = 0; c0 < MT * ACH; c0 += WARP) {
+          const int c = c0 + lane, row = c / ACH, u = c % ACH * AV;
+          const long long gm = wrow + row;
+          T* dst = as + row * AROW + u;
+          if (arow_vec && gm < p.m && k0 + u + AV <= ke) {
+            gemmc_cp_async<16>(dst, A + gm * p.lda + k0 + u);
+          } else {
 #pragma unroll
-              for (int q = 0; q < AV; ++q) dst[q] = (gm < p.m && k0 + u + q < ke) ? A[gm * p.lda + k0 + u + q] : T(0);
-            }
+            for (int q = 0; q < AV; ++q) dst[q] = (gm < p.m && k0 + u + q < ke) ? A[gm * p.lda + k0 + u + q] : T(0);
           }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < T3; ++u) {
+        T* dst = as + u * ACOL + lane * R;
+        const T* col = A + (k0 + u) * p.lda + m;
+        if (k0 + u < ke && avec && rows_full) {
+          gemmc_cp_async<(int)(R * sizeof(T))>(dst, col);
+        } else {
+#pragma unroll
+          for (int r = 0; r < R; ++r) dst[r] = (k0 + u < ke && m + r < p.m) ? col[r] : T(0);
+        }
+      }
+    }
+    if (bvec && k0 + T3 <= ke) {
+      constexpr int CHUNKS = T3 * T2 / VB;
+#pragma unroll
+      for (int c0 = 0; c0 < CHUNKS; c0 += RG * WARP) {
+        const int c = c0 + glane;
+        if (c < CHUNKS) {
+          if (B_ROW) {  // chunk c: row u, columns j .. j + VB - 1
+            const int u = c / (T2 / VB), j = c % (T2 / VB) * VB;
+            if (j < ncols) gemmc_cp_async<(int)(VB * sizeof(T))>(bs + u * T2 + j, B + (k0 + u) * p.ldb + n0 + j);
+          } else {  // chunk c: column j, rows u .. u + VB - 1
+            const int j = c / (T3 / VB), u = c % (T3 / VB) * VB;
+            if (j < ncols) gemmc_cp_async<(int)(VB * sizeof(T))>(bs + j * T3 + u, B + (n0 + j) * p.ldb + k0 + u);
+          }
+        }
+      }
+    } else {  // element by element (odd rows of row-major B, unaligned B, a partial batch): asynchronous inside B
+      const bool whole = k0 + T3 <= ke;
+      for (int e = glane; e < T3 * T2; e += RG * WARP) {
+        const int u = B_ROW ? e / T2 : e % T3, j = B_ROW ? e % T2 : e / T3;
+        if (whole && j < ncols)
+          gemmc_cp_async<(int)sizeof(T)>(bs + e, B_ROW ? B + (k0 + u) * p.ldb + n0 + j : B + (n0 + j) * p.ldb + k0 + u);
+        else
+          bs[e] = gemmc_tsm2r_b_at<T, B_ROW>(p, B, n0, ncols, k0 + u, j);
+      }
+    }
+    gemmc_cp_async_commit();
+  };
+  T acc[R][T2];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int j = 0; j < T2; ++j) acc[r][j] = T(0);
+  // Tensor-core accumulators: MI x NJ fragments of MM x 8 (the same R x T2 values per lane, rounded up to 8
+  // columns). Unused (and removed by the compiler) without MMA.
+  constexpr int MM = MMA ? MMA : 8, MI = MT / MM, NJ = (T2 + 7) / 8;
+  T dfr[MI][NJ][MM / 4];
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int q = 0; q < NJ; ++q)
+#pragma unroll
+      for (int e = 0; e < MM / 4; ++e) dfr[i][q][e] = T(0);
+  const int g = lane / 4, t4 = lane % 4;
+  // <= 0 when this slice is past the end of k (slices of one warp); every slice's count with several warps
+  const long long batches = RG == 1 ? (ke - kb + T3 - 1) / T3 : per / T3;
+#pragma unroll
+  for (int b = 0; b < STAGES - 1; ++b) copy_batch(b);
+  for (long long b = 0; b < batches; ++b) {
+    gemmc_cp_async_wait<STAGES - 2>();  // this lane's copies of batch b have landed
+    slice_sync();  // and every lane's (B); every lane is also done reading the stage refilled next
+    copy_batch(b + STAGES - 1);
+    const T* as = ring + (b % STAGES) * STAGE + rg * AS;
+    const T* bs = ring + (b % STAGES) * STAGE + RG * AS;
+    // The FMA step over one batch: the lane's R rows times the batch's T2 columns of B, UC k values at a time: all T3
+    // of the lane's column vectors (column-major A, columns ACOL apart), or one 16-byte vector of each of its rows
+    // (row-major A: rows r x WARP + lane of the warp's tile, AROW apart).
+    constexpr int UC = A_ROW ? AV : T3;
+#pragma unroll
+    for (int u0 = 0; u0 < T3; u0 += UC) {
+      T a[UC][R];
+      if constexpr (A_ROW) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          const gemmc_vec<T, UC> v = *reinterpret_cast<const gemmc_vec<T, UC>*>(as + (r * WARP + lane) * AROW + u0);
+#pragma unroll
+          for (int q = 0; q < UC; ++q) a[q][r] = v.v[q];
         }
       } else {
 #pragma unroll
-        for (int u = 0; u < T3; ++u) {
-          T* dst = as + u * ACOL + lane * R;
-          const T* col = A + (k0 + u) * p.lda + m;
-          if (k0 + u < ke && avec && rows_full) {
-            gemmc_cp_async<(int)(R * sizeof(T))>(dst, col);
-          } else {
+        for (int q = 0; q < UC; ++q) {
+          const gemmc_vec<T, R> v = *reinterpret_cast<const gemmc_vec<T, R>*>(as + (u0 + q) * ACOL + lane * R);
 #pragma unroll
-            for (int r = 0; r < R; ++r) dst[r] = (k0 + u < ke && m + r < p.m) ? col[r] : T(0);
-          }
+          for (int r = 0; r < R; ++r) a[q][r] = v.v[r];
         }
       }
-      if (bvec && k0 + T3 <= ke) {
-        constexpr int CHUNKS = T3 * T2 / VB;
+      if (B_ROW) {
 #pragma unroll
-        for (int c0 = 0; c0 < CHUNKS; c0 += RG * WARP) {
-          const int c = c0 + glane;
-          if (c < CHUNKS) {
-            if (B_ROW) {  // chunk c: row u, columns j .. j + VB - 1
-              const int u = c / (T2 / VB), j = c % (T2 / VB) * VB;
-              if (j < ncols) gemmc_cp_async<(int)(VB * sizeof(T))>(bs + u * T2 + j, B + (k0 + u) * p.ldb + n0 + j);
-            } else {  // chunk c: column j, rows u .. u + VB - 1
-              const int j = c / (T3 / VB), u = c % (T3 / VB) * VB;
-              if (j < ncols) gemmc_cp_async<(int)(VB * sizeof(T))>(bs + j * T3 + u, B + (n0 + j) * p.ldb + k0 + u);
-            }
-          }
-        }
-      } else {  // element by element (odd rows of row-major B, unaligned B, a partial batch): asynchronous inside B
-        const bool whole = k0 + T3 <= ke;
-        for (int e = glane; e < T3 * T2; e += RG * WARP) {
-          const int u = B_ROW ? e / T2 : e % T3, j = B_ROW ? e % T2 : e / T3;
-          if (whole && j < ncols)
-            gemmc_cp_async<(int)sizeof(T)>(bs + e, B_ROW ? B + (k0 + u) * p.ldb + n0 + j : B + (n0 + j) * p.ldb + k0 + u);
-          else
-            bs[e] = b_at(k0 + u, j);
+        for (int q = 0; q < UC; ++q)
+#pragma unroll
+          for (int j = 0; j < T2; ++j)
+#pragma unroll
+            for (int r = 0; r < R; ++r) acc[r][j] = GEMMC_FMA(a[q][r], bs[(u0 + q) * T2 + j], acc[r][j]);
+      } else {
+        // Every column, also those past n in the last pass (their sums are never stored): stopping at n here is
+        // 1.2-2x slower for row-major A with column-major B (m = k = 8192, f32 n = 16).
+#pragma unroll
+        for (int j = 0; j < T2; ++j) {
+#pragma unroll
+          for (int q = 0; q < UC; ++q)
+#pragma unroll
+            for (int r = 0; r < R; ++r) acc[r][j] = GEMMC_FMA(a[q][r], bs[j * T3 + u0 + q], acc[r][j]);
         }
       }
-      gemmc_cp_async_commit();
-    };
-    T acc[R][T2];
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int j = 0; j < T2; ++j) acc[r][j] = T(0);
-    // Tensor-core accumulators: MI x NJ fragments of MM x 8 (the same R x T2 values per lane, rounded up to 8
-    // columns). Unused (and removed by the compiler) without MMA.
-    constexpr int MM = MMA ? MMA : 8, MI = MT / MM, NJ = (T2 + 7) / 8;
-    T dfr[MI][NJ][MM / 4];
+    }
+  }
+  gemmc_cp_async_wait<0>();  // the copies past the slice (zero fills and none) are done before the ring is reused
+  slice_sync();  // every warp of the slice is past the loop: its region now takes the slice's sums
+  // The KS slices' partial sums ([T2][BT] in each slice's region), added in slice order into slice 0's: the
+  // block's.
+  T* red = smem;
+  T* sums = ring + rg * MT;  // this warp's rows of its slice's sums
+  if (MMA) {  // fragment element (i, q, 2h + c): row i * MM + 8h + g, column q * 8 + 2 * t4 + c
 #pragma unroll
     for (int i = 0; i < MI; ++i)
 #pragma unroll
       for (int q = 0; q < NJ; ++q)
 #pragma unroll
-        for (int e = 0; e < MM / 4; ++e) dfr[i][q][e] = T(0);
-    const int g = lane / 4, t4 = lane % 4;
-    // <= 0 when this slice is past the end of k (slices of one warp); every slice's count with several warps
-    const long long batches = RG == 1 ? (ke - kb + T3 - 1) / T3 : per / T3;
-#pragma unroll
-    for (int b = 0; b < STAGES - 1; ++b) copy_batch(b);
-    for (long long b = 0; b < batches; ++b) {
-      gemmc_cp_async_wait<STAGES - 2>();  // this lane's copies of batch b have landed
-      slice_sync();  // and every lane's (B); every lane is also done reading the stage refilled next
-      copy_batch(b + STAGES - 1);
-      const T* as = ring + (b % STAGES) * STAGE + rg * AS;
-      const T* bs = ring + (b % STAGES) * STAGE + RG * AS;
-      // The FMAs, UC k values of the batch at a time: all T3 of a lane's column vectors, or one 16-byte vector of
-      // each of its rows (row-major A: rows r x WARP + lane of the warp's tile).
-      constexpr int UC = A_ROW ? AV : T3;
-#pragma unroll
-      for (int u0 = 0; u0 < T3; u0 += UC) {
-        T a[UC][R];
-        if constexpr (A_ROW) {
-#pragma unroll
-          for (int r = 0; r < R; ++r) {
-            const gemmc_vec<T, UC> v = *reinterpret_cast<const gemmc_vec<T, UC>*>(as + (r * WARP + lane) * AROW + u0);
-#pragma unroll
-            for (int q = 0; q < UC; ++q) a[q][r] = v.v[q];
-          }
-        } else {
-#pragma unroll
-          for (int q = 0; q < UC; ++q) {
-            const gemmc_vec<T, R> v = *reinterpret_cast<const gemmc_vec<T, R>*>(as + (u0 + q) * ACOL + lane * R);
-#pragma unroll
-            for (int r = 0; r < R; ++r) a[q][r] = v.v[r];
-          }
+        for (int e = 0; e < MM / 4; ++e) {
+          const int j = q * 8 + 2 * t4 + e % 2;
+          if (T2 % 8 == 0 || j < T2) sums[j * BT + i * MM + e / 2 * 8 + g] = dfr[i][q][e];
         }
-        if (B_ROW) {
-#pragma unroll
-          for (int q = 0; q < UC; ++q)
-#pragma unroll
-            for (int j = 0; j < T2; ++j)
-#pragma unroll
-              for (int r = 0; r < R; ++r) acc[r][j] = GEMMC_FMA(a[q][r], bs[(u0 + q) * T2 + j], acc[r][j]);
-        } else {
-          // Every column, also those past n in the last pass (their sums are never stored): a `break` at n here
-          // made row-major A with column-major B 1.2-2x slower (m = k = 8192, f32 n = 16: 232 -> 113 us;
-          // bench/results/2026-11-23_h100_tsm2r-rowfma3*.json).
-#pragma unroll
-          for (int j = 0; j < T2; ++j) {
-#pragma unroll
-            for (int q = 0; q < UC; ++q)
-#pragma unroll
-              for (int r = 0; r < R; ++r) acc[r][j] = GEMMC_FMA(a[q][r], bs[j * T3 + u0 + q], acc[r][j]);
-          }
-        }
-      }
-    }
-    gemmc_cp_async_wait<0>();  // the copies past the slice (zero fills and none) are done before the ring is reused
-    slice_sync();  // every warp of the slice is past the loop: its region now takes the slice's sums
-    // The KS slices' partial sums ([T2][BT] in each slice's region), added in slice order into slice 0's: the
-    // block's.
-    T* red = smem;
-    T* sums = ring + rg * MT;  // this warp's rows of its slice's sums
-    if (MMA) {  // fragment element (i, q, 2h + c): row i * MM + 8h + g, column q * 8 + 2 * t4 + c
-#pragma unroll
-      for (int i = 0; i < MI; ++i)
-#pragma unroll
-        for (int q = 0; q < NJ; ++q)
-#pragma unroll
-          for (int e = 0; e < MM / 4; ++e) {
-            const int j = q * 8 + 2 * t4 + e % 2;
-            if (T2 % 8 == 0 || j < T2) sums[j * BT + i * MM + e / 2 * 8 + g] = dfr[i][q][e];
-          }
-    } else {
-#pragma unroll
-      for (int j = 0; j < T2; ++j)
-#pragma unroll
-        for (int r = 0; r < R; ++r) sums[j * BT + (A_ROW ? r * WARP + lane : lane * R + r)] = acc[r][j];
-    }
-    __syncthreads();
-    for (int v = tid; v < T2 * BT; v += NT) {
-      T sum = red[v];
-#pragma unroll
-      for (int w = 1; w < KS; ++w) sum += red[w * REGION + v];
-      red[v] = sum;
-    }
-    gemmc_cluster_sync();  // every block's sum is visible to the cluster
-    // The cluster's threads split the tile; each adds the S blocks' sums in rank order.
-    for (int v = rank * NT + tid; v < T2 * BT; v += S * NT) {
-      const int j = v / BT;
-      const long long row = tile * BT + v % BT;
-      if (j >= ncols || row >= p.m) continue;
-      T sum = gemmc_dsmem_load(red + v, 0);
-#pragma unroll
-      for (int q = 1; q < S; ++q) sum += gemmc_dsmem_load(red + v, q);
-      store(row, j, sum);
-    }
-    gemmc_cluster_sync();  // no block exits while another still reads its shared memory
   } else {
-    static_assert(RG == 1, "the row kernel's warps own rows, not k slices");
-    constexpr int KC = WARP * 4;  // k values per chunk: one 16-byte vector (4 elements) per lane
-    const long long m0 = ((long long)blockIdx.x * KS + warp) * RW;
-    T acc[RW][T2];
 #pragma unroll
-    for (int r = 0; r < RW; ++r)
+    for (int j = 0; j < T2; ++j)
 #pragma unroll
-      for (int j = 0; j < T2; ++j) acc[r][j] = T(0);
-    T* bs = smem;  // [T2][KC], transposed: a lane's 4 k values of one column are contiguous
-    const bool vec = (p.lda % 4 == 0) && (p.k % 4 == 0) && (reinterpret_cast<unsigned long long>(A) % (4 * sizeof(T)) == 0);
-    for (long long kc = 0; kc < p.k; kc += KC) {
-      for (int i = tid; i < KC * T2; i += NT) bs[i] = b_at(kc + i % KC, i / KC);
-      __syncthreads();
-      const long long k = kc + 4 * lane;
-      T a[RW][4];
-#pragma unroll
-      for (int r = 0; r < RW; ++r) {
-        const long long m = m0 + r;
-        const T* row = A + m * p.lda + k;
-        if (vec && m < p.m && k < p.k) {
-          const gemmc_vec<T, 4> v = *reinterpret_cast<const gemmc_vec<T, 4>*>(row);
-#pragma unroll
-          for (int q = 0; q < 4; ++q) a[r][q] = v.v[q];
-        } else {
-#pragma unroll
-          for (int q = 0; q < 4; ++q) a[r][q] = (m < p.m && k + q < p.k) ? row[q] : T(0);
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < T2; ++j) {
-        T b[4];
-#pragma unroll
-        for (int q = 0; q < 4; ++q) b[q] = bs[j * KC + 4 * lane + q];
-#pragma unroll
-        for (int r = 0; r < RW; ++r)
-#pragma unroll
-          for (int q = 0; q < 4; ++q) acc[r][j] = GEMMC_FMA(a[r][q], b[q], acc[r][j]);
-      }
-      __syncthreads();
-    }
-#pragma unroll
-    for (int r = 0; r < RW; ++r)
-#pragma unroll
-      for (int j = 0; j < T2; ++j) {
-        T v = acc[r][j];
-        for (int d = WARP / 2; d > 0; d /= 2) v += GEMMC_SHFL_DOWN(v, d);
-        if (lane == 0 && m0 + r < p.m && j < ncols) store(m0 + r, j, v);
-      }
+      for (int r = 0; r < R; ++r) sums[j * BT + (A_ROW ? r * WARP + lane : lane * R + r)] = acc[r][j];
   }
+  __syncthreads();
+  for (int v = tid; v < T2 * BT; v += NT) {
+    T sum = red[v];
+#pragma unroll
+    for (int w = 1; w < KS; ++w) sum += red[w * REGION + v];
+    red[v] = sum;
+  }
+  gemmc_cluster_sync();  // every block's sum is visible to the cluster
+  // The cluster's threads split the tile; each adds the S blocks' sums in rank order.
+  for (int v = rank * NT + tid; v < T2 * BT; v += S * NT) {
+    const int j = v / BT;
+    const long long row = tile * BT + v % BT;
+    if (j >= ncols || row >= p.m) continue;
+    T sum = gemmc_dsmem_load(red + v, 0);
+#pragma unroll
+    for (int q = 1; q < S; ++q) sum += gemmc_dsmem_load(red + v, q);
+    *(C_ROW ? C + row * p.ldc + (n0 + j) : C + (n0 + j) * p.ldc + row) = alpha * sum;
+  }
+  gemmc_cluster_sync();  // no block exits while another still reads its shared memory
+
 }
 
 extern "C" __global__ void __launch_bounds__(128, 5) __cluster_dims__(4, 1, 1) gemmc_tsm2r_16k_tsm2r_f32_ccc(
@@ -421,6 +368,6 @@ extern "C" __global__ void __launch_bounds__(128, 5) __cluster_dims__(4, 1, 1) g
   const float beta_ = 0.0f;
   (void)alpha; (void)beta;
   (void)block_offsets; (void)tiles;  // TSM2 maps blocks to rows by arithmetic: no work list
-  gemmc_tsm2r<float, 8, 4, 1, 4, 4, 2, 4, 32, 0, false, false, false, false, true>(
+  gemmc_tsm2r_columns<float, 8, 4, 1, 4, 4, 2, 4, 32, 0, false, false, false>(
       problems[0], A[0], B[0], C[0], alpha_, beta_, reinterpret_cast<float*>(gemmc_smem_raw));
 }
