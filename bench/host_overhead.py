@@ -24,6 +24,7 @@ import argparse
 import cProfile
 import io
 import json
+import os
 import platform
 import pstats
 import statistics
@@ -170,6 +171,7 @@ def install_fake_cupy() -> None:
     cp.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0, is_hip=False),
                                     get_current_stream=lambda: stream)
     cp.ndarray = FakeCupyArray
+    os.environ.setdefault("GEMMC_TUNE", "0")  # the stand-in cannot time `tile auto`'s alternatives
     launch.cupy = executable.cupy = lambda: cp
     executable.hardware = lambda device_id=None: TARGETS["sm_90"]
     executable.device_function = lambda rendered, entry: _FakeFunction()
