@@ -14,6 +14,7 @@ from gemmc.grammar.parser import parse
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel, Program
 from gemmc.ir.printer import format_kernel
+from gemmc.model.tlp import Occupancy
 from gemmc.passes import replan, run_pipeline
 
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ class CompiledKernel:
         the work list rebuilt by the pipeline's own pass: how tests, ablations and experiments run such a plan."""
         return CompiledKernel(replan.with_plan(self.ir, plan, self.target), self.target, label)
 
-    def occupancy(self) -> Any:
+    def occupancy(self) -> Occupancy:
         """Resident blocks and warps per SM of the compiled kernel on the current device (paper 000 Eqs. 5-9 in
         CUDA terms): the registers are the compiled kernel's `num_regs`, the limits the device's own; offline,
         `inspect` shows the same model with estimated registers and the target table. Needs a GPU."""
