@@ -3,7 +3,7 @@
     python3 bench/host_overhead.py --out bench/results/<date>_devhost_host-overhead_<what> [--profile]
     python3 bench/host_overhead.py --gpu --out $OUT/<date>_h100_host-overhead      # GPU machine
 
-Without --gpu no device is needed: gemmc.runtime.launch gets a stand-in `cupy` module (numpy tables, a launch
+Without --gpu no device is needed: gemmc.runtime's launch path gets a stand-in `cupy` module (numpy tables, a launch
 that does nothing), and the arrays are stand-ins of the three kinds a call takes, read the way gemmc reads the real
 ones: CuPy-like (attributes; shape and strides build a new tuple on every read, as CuPy's do), torch-like
 (methods) and __cuda_array_interface__ objects (a new dict on every read). Their getters are Python code, so a
@@ -24,6 +24,7 @@ import argparse
 import cProfile
 import io
 import json
+import os
 import platform
 import pstats
 import statistics
@@ -156,11 +157,12 @@ class _FakeFunction:
 
 
 def install_fake_cupy() -> None:
-    """A `cupy` module with what gemmc.runtime.launch uses, numpy behind it; the device is an H100 (sm_90)."""
+    """A `cupy` module with what gemmc.runtime.launch and .executable use, numpy behind it; the device is an H100
+    (sm_90)."""
     import numpy as np
 
     from gemmc.ir.hardware import TARGETS
-    from gemmc.runtime import launch
+    from gemmc.runtime import executable, launch
 
     cp = types.ModuleType("cupy")
     for name in ("int32", "int64", "uint8", "uint64", "float32", "float64", "asarray", "empty"):
@@ -169,9 +171,10 @@ def install_fake_cupy() -> None:
     cp.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0, is_hip=False),
                                     get_current_stream=lambda: stream)
     cp.ndarray = FakeCupyArray
-    launch.cupy = lambda: cp
-    launch.hardware = lambda device_id=None: TARGETS["sm_90"]
-    launch.device_function = lambda rendered, entry: _FakeFunction()
+    os.environ.setdefault("GEMMC_TUNE", "0")  # the stand-in cannot time `tile auto`'s alternatives
+    launch.cupy = executable.cupy = lambda: cp
+    executable.hardware = lambda device_id=None: TARGETS["sm_90"]
+    executable.device_function = lambda rendered, entry: _FakeFunction()
 
 
 def fake_batch(kind: str, kernel: Any, shapes: list[tuple[int, int, int]]) -> tuple[list, list, list]:

@@ -117,14 +117,12 @@ def checked_gemmc_us(kern: Any, As: list, Bs: list, Cs: list, label: str = "") -
 def compare(name: str, shapes, variants) -> str:
     """The A/B experiments' line for one case: each (label, kernel) of `variants` (built as it is reached) checked
     and timed on the same inputs (checked_gemmc_us), with its registers, time, TFLOP/s and error."""
-    from gemmc.runtime.launch import kernel_function
-
     As, Bs, Cs = inputs(shapes)
     flops = sum(2 * m * n * k for m, n, k in shapes)
     parts = []
     for label, kern in variants:
         us, err = checked_gemmc_us(kern, As, Bs, Cs, label=f"{name} {label}")
-        parts.append(f"{label} ({kernel_function(kern).num_regs} regs) {us:8.1f} us "
+        parts.append(f"{label} ({kern.executable.function.num_regs} regs) {us:8.1f} us "
                      f"({flops / us / 1e6:5.1f} TFLOP/s, err {err:.1e})")
     return " | ".join(parts)
 
@@ -137,7 +135,7 @@ def compile_schedule(text: str) -> str:
     from gemmc.runtime.tune import candidates
 
     for k in gemmc.compile_string(text):
-        for kernel in [k] + [alt for _, alt in candidates(k)[1:]]:
+        for kernel in [k.executable] + [alt for _, alt in candidates(k.executable)[1:]]:
             r = kernel.rendered
             for entry in (r.entry, r.prologue):
                 if entry:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from collections.abc import Iterator, Sequence
-from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gemmc.codegen import Rendered, render_kernel
 from gemmc.errors import GemmcError
@@ -15,31 +12,57 @@ from gemmc.families.registry import NAMES
 from gemmc.grammar.lower import lower
 from gemmc.grammar.parser import parse
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import FamilyPlan, Kernel, Problem, Program
+from gemmc.ir.nodes import FamilyPlan, Kernel, Program
 from gemmc.ir.printer import format_kernel
-from gemmc.passes import run_pipeline
+from gemmc.model.tlp import Occupancy
+from gemmc.passes import replan, run_pipeline
 
-REPLAN_CACHE = 64  # plans kept per kernel for batches whose sizes differ from the schedule's
+if TYPE_CHECKING:
+    from gemmc.runtime.executable import Executable, Tuning
 
 
 class CompiledKernel:
-    """One planned kernel: its source, its plan, and (on a GPU) a callable."""
+    """One planned kernel: its source, its plan, and (on a GPU) a callable. What runs on the GPU, and what the
+    runtime loads and measures for it, is its `executable` (gemmc.runtime.executable), built on first use."""
 
     def __init__(self, ir: Kernel, target: Hardware, filename: str, planner_seconds: float = 0.0):
         self.ir = ir
         self.target = target
         self.filename = filename
         self.planner_seconds = planner_seconds  # host time the passes took for this plan (paper 000 Fig. 7)
-        self._runtime_state: dict[str, Any] = {}  # compiled modules and uploaded tables, owned by gemmc.runtime
-        self._replans: dict[tuple[tuple[int, int, int], ...], CompiledKernel] = {}
+        self._rendered: Rendered | None = None
+        self._executable: Executable | None = None
+        self._replans: dict[Executable, CompiledKernel] = {}  # plan_for's kernels, by the plan the runtime keeps
+
+    @classmethod
+    def _running(cls, executable: Executable) -> CompiledKernel:
+        """The kernel of a plan the runtime made (`Executable.plan_for`), sharing its executable."""
+        kernel = cls(executable.ir, executable.target, executable.filename, executable.planner_seconds)
+        kernel._executable = executable
+        return kernel
 
     @property
     def name(self) -> str:
         return self.ir.name
 
-    @cached_property
+    @property
     def rendered(self) -> Rendered:
-        return render_kernel(self.ir, self.target, self.filename)
+        if self._rendered is None:
+            exe = self._executable
+            self._rendered = exe.rendered if exe is not None else render_kernel(self.ir, self.target, self.filename)
+        return self._rendered
+
+    @property
+    def executable(self) -> Executable:
+        """The runtime's side of this kernel: the loaded function, the tables on the device, the tuning. Building it
+        loads nothing (and needs no GPU); a call loads what it needs."""
+        exe = self._executable
+        if exe is None:
+            from gemmc.runtime.executable import Executable
+
+            exe = self._executable = Executable(self.ir, self.target, self.filename, self._rendered,
+                                                self.planner_seconds)
+        return exe
 
     @property
     def source(self) -> str:
@@ -69,52 +92,32 @@ class CompiledKernel:
         """This kernel re-planned for a batch of other sizes (same dtype, layouts, knobs), on the host.
 
         Plans are cached by the multiset of shapes: the batch is planned in sorted order, and a call passes its
-        arrays in that order (`order` maps sorted position -> call position), so any permutation of a batch
-        reuses one plan. The planner's own cost is in `.planner_seconds`."""
-        ordered = tuple(sorted((int(m), int(n), int(k)) for m, n, k in shapes))
-        cached = self._replans.get(ordered)
-        if cached is not None:
-            return cached
-        problems = tuple(Problem(f"p{i}", m, n, k) for i, (m, n, k) in enumerate(ordered))
-        fresh = dataclasses.replace(self.ir, problems=problems, count=None, family=None, plan=None, work=None,
-                                    notes=())
-        start = time.perf_counter()
-        program = run_pipeline(Program(self.target, (fresh,), self.filename))
-        kernel = CompiledKernel(program.kernels[0], self.target, self.filename, time.perf_counter() - start)
-        if len(self._replans) >= REPLAN_CACHE:
-            self._replans.pop(next(iter(self._replans)))
-        self._replans[ordered] = kernel
+        arrays in that order, so any permutation of a batch reuses one plan. A call of this kernel on such a batch
+        runs the same plan (its `tuning` is this one's). The planner's own cost is in `.planner_seconds`."""
+        exe = self.executable.plan_for(shapes)
+        kernel = self._replans.get(exe)
+        if kernel is None:
+            kept = set(self.executable.plans.values())  # hold no kernel of a plan the runtime has let go
+            self._replans = {e: k for e, k in self._replans.items() if e in kept}
+            kernel = self._replans[exe] = CompiledKernel._running(exe)
         return kernel
 
     def with_plan(self, plan: FamilyPlan, label: str = "<plan>") -> CompiledKernel:
         """These problems under another plan of the same family (a shape the planner would not pick by itself),
         the work list rebuilt by the pipeline's own pass: how tests, ablations and experiments run such a plan."""
-        from gemmc.passes import build_worklist
+        return CompiledKernel(replan.with_plan(self.ir, plan, self.target), self.target, label)
 
-        if type(plan) is not type(self.ir.plan):
-            family = self.ir.family or "none"
-            raise TypeError(f"with_plan: plan is a {type(plan).__name__}; kernel {self.name!r} (family {family}) "
-                            f"takes a {type(self.ir.plan).__name__}")
-        ir = build_worklist(dataclasses.replace(self.ir, plan=plan), self.target)
-        return CompiledKernel(ir, self.target, label)
-
-    def occupancy(self) -> Any:
+    def occupancy(self) -> Occupancy:
         """Resident blocks and warps per SM of the compiled kernel on the current device (paper 000 Eqs. 5-9 in
         CUDA terms): the registers are the compiled kernel's `num_regs`, the limits the device's own; offline,
         `inspect` shows the same model with estimated registers and the target table. Needs a GPU."""
-        from gemmc.model.tlp import occupancy
-        from gemmc.runtime.device import hardware
-        from gemmc.runtime.launch import kernel_function
-
-        work = self.ir.work
-        assert work is not None
-        return occupancy(hardware(), work.block, kernel_function(self).num_regs, work.smem_bytes)
+        return self.executable.occupancy()
 
     @property
-    def tuning(self) -> Any:
-        """What the first call's tuning step measured on this GPU (`gemmc.runtime.tune.Tuning`: each candidate's
-        time, the one kept, how far the model's choice was from it), or None: nothing tuned (yet)."""
-        return self._runtime_state.get("tuning")
+    def tuning(self) -> Tuning | None:
+        """What the first call's tuning step measured on this GPU (`gemmc.runtime.executable.Tuning`: each
+        candidate's time, the one kept, how far the model's choice was from it), or None: nothing tuned (yet)."""
+        return self._executable.tuning if self._executable is not None else None
 
     def __call__(self, As: Any, Bs: Any, Cs: Any, *, alpha: float | None = None, beta: float | None = None,
                  stream: Any = None) -> None:
@@ -127,7 +130,7 @@ class CompiledKernel:
         sizes), the first call times them and keeps the fastest (`tuning`; GEMMC_TUNE=0 turns it off)."""
         from gemmc.runtime.launch import launch  # lazy: CuPy is only needed here
 
-        launch(self, As, Bs, Cs, alpha=alpha, beta=beta, stream=stream)
+        launch(self.executable, As, Bs, Cs, alpha=alpha, beta=beta, stream=stream)
 
     def __repr__(self) -> str:
         return f"<gemmc kernel {self.name}: {self.ir.family or '?'}, " \

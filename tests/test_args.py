@@ -170,7 +170,7 @@ def launches(monkeypatch):
     import numpy as np
 
     from gemmc.ir.hardware import TARGETS
-    from gemmc.runtime import launch
+    from gemmc.runtime import executable, launch
 
     calls = []
 
@@ -185,8 +185,9 @@ def launches(monkeypatch):
                                cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0),
                                                           get_current_stream=lambda: None))
     monkeypatch.setattr(launch, "cupy", lambda: cp)
-    monkeypatch.setattr(launch, "hardware", lambda device_id=None: TARGETS["sm_90"])
-    monkeypatch.setattr(launch, "device_function", lambda rendered, entry: Function())
+    monkeypatch.setattr(executable, "cupy", lambda: cp)
+    monkeypatch.setattr(executable, "hardware", lambda device_id=None: TARGETS["sm_90"])
+    monkeypatch.setattr(executable, "device_function", lambda rendered, entry: Function())
     monkeypatch.setenv("GEMMC_TUNE", "0")  # the stand-in cannot time `tile auto`'s alternatives
     return calls
 
@@ -205,7 +206,7 @@ def test_the_pointer_table_is_uploaded_once_per_set_of_arrays(launches):
     first, second = launches
     assert [list(t) for t in first[3:6]] == [[pointer(x) for x in g] for g in (As, Bs, Cs)]
     assert all(x is y for x, y in zip(first[3:6], second[3:6], strict=True))
-    assert len(k._runtime_state["pointers"]) == 1
+    assert len(k.executable.pointers) == 1
 
 
 def test_two_outputs_in_one_array_are_refused(launches):
@@ -226,8 +227,8 @@ def test_a_batch_of_other_sizes_is_replanned_once_and_passed_in_plan_order(launc
     order = sorted(range(len(shapes)), key=shapes.__getitem__)
     for args_ in launches:
         assert [list(t) for t in args_[3:6]] == [[pointer(g[i]) for i in order] for g in (As, Bs, Cs)]
-    (replan,) = k._runtime_state["replans"].values()
-    assert replan.kernel is k.plan_for(shapes) and replan.order == order and len(replan.pointers) == 1
+    (replan,) = k.executable.replans.values()
+    assert replan.kernel is k.plan_for(shapes).executable and replan.order == order and len(replan.pointers) == 1
     # An error in the re-planned call names the array the caller passed (Cs[3] is the plan's problem 1).
     wrong = Cs[:3] + [KINDS[kind]((50, 299))] + Cs[4:]
     with pytest.raises(gemmc.GemmcError, match=r"Cs\[3\]: expected shape \(50, 300\)"):

@@ -98,11 +98,12 @@ def test_occupancy_uses_the_compiled_registers_and_the_device(monkeypatch):
     # Without a GPU: a fake compiled function with 200 registers per thread and the H100 record as the device.
     import types
 
-    from gemmc.runtime import device, launch
+    from gemmc.runtime import executable
 
     k = gemmc.compile_file("examples/inception3.gs")["inception3"]
-    monkeypatch.setattr(device, "hardware", lambda device_id=None: H100)
-    monkeypatch.setattr(launch, "kernel_function", lambda kernel: types.SimpleNamespace(num_regs=200))
+    monkeypatch.setattr(executable, "hardware", lambda device_id=None: H100)
+    monkeypatch.setattr(executable, "device_function",
+                        lambda rendered, entry: types.SimpleNamespace(num_regs=200, max_threads_per_block=1024))
     occ = k.occupancy()
     assert occ == occupancy(H100, k.ir.work.block, 200, k.ir.work.smem_bytes) and occ.limit == "registers"
 

@@ -310,10 +310,10 @@ def test_tuning_choices_are_cached_per_shape():
 
     def kernel(m: int):
         return gemmc.compile_string(f"kernel k {{ dtype f64 layout A col, B col, C col gemm {m} x 32 x {m} "
-                                    "algorithm tsm2r }")["k"]
+                                    "algorithm tsm2r }")["k"].executable
 
     small, large = kernel(30720), kernel(32768)
-    assert small.source == large.source
+    assert small.rendered.source == large.rendered.source
     assert cache_key(small, "H100") != cache_key(large, "H100") and cache_key(small, "H100") != cache_key(small, "A100")
     assert cache_key(small, "H100") == cache_key(kernel(30720), "H100")
 
@@ -332,7 +332,7 @@ def test_cluster_fill_reads_the_targets_measured_table():
 
 
 def test_tuning_record_reads_as_the_benchmarks_store_it():
-    from gemmc.runtime.tune import Tuning
+    from gemmc.runtime.executable import Tuning
 
     t = Tuning("H100", ("cluster 1 (model)", "cluster 2"), (2e-4, 1.6e-4), chosen=1, cached=False)
     assert t.chosen_label == "cluster 2" and t.microseconds == pytest.approx({"cluster 1 (model)": 200.0,

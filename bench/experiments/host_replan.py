@@ -43,12 +43,12 @@ def parts(compiled, other, As, Bs, Cs, calls: int) -> tuple[float, float, float,
 
     def failed_check() -> None:
         try:
-            args.batch_pointers(other.ir, As, Bs, Cs, launch.expected(other), 0, columns)
+            args.batch_pointers(other.ir, As, Bs, Cs, other.executable.expected, 0, columns)
         except args.ShapeMismatch:
             pass
 
     return (cpu_us(lambda: compiled(As, Bs, Cs), calls), cpu_us(lambda: other(As, Bs, Cs), calls),
-            cpu_us(failed_check, calls), cpu_us(lambda: launch.replanned(other, As, Bs, Cs, columns), calls))
+            cpu_us(failed_check, calls), cpu_us(lambda: launch.replanned(other.executable, As, Bs, Cs, columns), calls))
 
 
 def main() -> None:

@@ -65,7 +65,7 @@ def compiled(shapes, tile: str, frag_bytes: int, pad_bytes: int):
                    ": (n % 2 == 0 && sizeof(T) <= 8) ? 2 : 1;")
         assert eight in source
         source = source.replace(eight, sixteen)
-    kern.__dict__["rendered"] = dataclasses.replace(kern.rendered, source=source)
+    kern._rendered = dataclasses.replace(kern.rendered, source=source)  # before the first call builds its executable
     return kern
 
 

@@ -18,7 +18,7 @@ import irregular  # noqa: E402
 import timing  # noqa: E402
 
 import gemmc  # noqa: E402
-from gemmc.runtime.launch import plan_tables, pointer_table  # noqa: E402
+from gemmc.runtime.launch import pointer_table  # noqa: E402
 
 
 def variant_fn(k, bounds: str | None):
@@ -41,8 +41,9 @@ def time_variant(k, shapes, bounds: str | None) -> tuple[float, float, int]:
     Cs = [torch.full((m, n), float("nan"), device="cuda") for m, n, kk in shapes]
     k(As, Bs, Cs)  # uploads tables, checks the arguments
     fn = variant_fn(k, bounds)
-    problems, offsets, tiles = plan_tables(k)
-    ptrs = pointer_table(k, [a.data_ptr() for a in As], [b.data_ptr() for b in Bs], [c.data_ptr() for c in Cs])
+    problems, offsets, tiles = k.executable.tables
+    ptrs = pointer_table(k.executable, [a.data_ptr() for a in As], [b.data_ptr() for b in Bs],
+                         [c.data_ptr() for c in Cs])
     n = len(As)
     w = k.ir.work
 

@@ -50,7 +50,7 @@ def patched(kern, label: str, edits) -> tuple[str, object]:
             assert old in src, (label, old)
             src = src.replace(old, new)
     copy = gemmc.api.CompiledKernel(kern.ir, kern.target, label)
-    copy.__dict__["rendered"] = dataclasses.replace(kern.rendered, source=src)
+    copy._rendered = dataclasses.replace(kern.rendered, source=src)  # the source its executable will compile
     return label, copy
 
 

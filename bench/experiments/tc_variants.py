@@ -56,7 +56,7 @@ def main() -> None:
     for text, chain in variants:
         from gemmc.api import CompiledKernel
         from gemmc.runtime.compile import device_function
-        from gemmc.runtime.launch import plan_tables, pointer_table, scratch_buffer
+        from gemmc.runtime.launch import pointer_table
 
         k = gemmc.compile_string(text)["k"]
         if chain != k.ir.plan.chain:
@@ -69,9 +69,9 @@ def main() -> None:
         sec = device_seconds(gemmc_graph(lambda k_=k, c_=c: k_([a], [b], [c_])), calls=calls)
         fn = device_function(k.rendered, k.rendered.entry)
         prep = device_function(k.rendered, k.rendered.prologue)
-        problems, _, _ = plan_tables(k)
-        ptrs = pointer_table(k, [a.data_ptr()], [b.data_ptr()], [c.data_ptr()])
-        scratch = scratch_buffer(k)
+        problems, _, _ = k.executable.tables
+        ptrs = pointer_table(k.executable, [a.data_ptr()], [b.data_ptr()], [c.data_ptr()])
+        scratch = k.executable.scratch
         grid, block = k.ir.plan.prologue
 
         def run_prep(prep_=prep, grid_=grid, block_=block, problems_=problems, ptrs_=ptrs, scratch_=scratch):

@@ -235,9 +235,7 @@ def variants(dtype: str, m: int, n: int, study: str | None = None) -> list[tuple
 def max_active_clusters(kern: CompiledKernel) -> int:
     """How many of the kernel's clusters the GPU holds at once (clusters of one block: its resident blocks). An SM
     of a GPC that cannot hold a whole cluster stays idle, so this can be less than SMs x blocks per SM / cluster."""
-    from gemmc.runtime.launch import kernel_function
-
-    return active_clusters(kernel_function(kern), kern.ir.plan.cluster, kern.ir.work.block, kern.ir.work.smem_bytes)
+    return active_clusters(kern.executable.function, kern.ir.plan.cluster, kern.ir.work.block, kern.ir.work.smem_bytes)
 
 
 def compile_one(args: tuple[str, str, int, int, str]) -> str:
@@ -253,8 +251,6 @@ def compile_one(args: tuple[str, str, int, int, str]) -> str:
 
 def time_case(dtype: str, m: int, n: int) -> list[dict]:
     import torch
-
-    from gemmc.runtime.launch import kernel_function
 
     tdt = torch.float32 if dtype == "f32" else torch.float64
     k = m
@@ -279,7 +275,7 @@ def time_case(dtype: str, m: int, n: int) -> list[dict]:
         rows.append({"case": f"{dtype} m=k={m} n={n} B, C {BC_LAYOUT}", "variant": label, "mma": plan.mma,
                      "t3": plan.t3, "stages": plan.stages, "cluster": plan.cluster,
                      "warps": plan.kslices, "groups": plan.row_groups, "rows": plan.rows_per_warp,
-                     "min_blocks": plan.min_blocks, "regs": int(kernel_function(kern).num_regs),
+                     "min_blocks": plan.min_blocks, "regs": int(kern.executable.function.num_regs),
                      "blocks": kern.ir.work.grid[0], "max_clusters": max_active_clusters(kern),
                      "loop_us": loop * 1e6, "predicted_tbs": plan.predicted_bandwidth / 1e12, "err": err})
     # ROUNDS passes over the variants and cuBLAS, each timed from its graph in turn; the median per variant (the

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gemmc.ir.types import Span, span_field
+from gemmc.span import Span, span_field
 
 
 @dataclass(frozen=True, slots=True)

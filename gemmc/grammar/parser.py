@@ -11,7 +11,7 @@ from lark import Lark, Token, Transformer, v_args
 
 from gemmc.errors import Diagnostic, GemmcError
 from gemmc.grammar.ast import KernelDecl, Module, Stmt, TargetDecl, Word
-from gemmc.ir.types import Span
+from gemmc.span import Span
 
 STATEMENT_KEYWORDS = ("dtype", "layout", "alpha", "beta", "batch", "gemm", "tile", "threads", "batching",
                       "precision", "pipeline", "algorithm", "tlp")

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from gemmc.ir.nodes import Kernel
 from gemmc.ir.types import Layout
 from gemmc.runtime.args import NUMPY_DTYPES, operands
 from gemmc.runtime.device import cupy, device_name
 from gemmc.runtime.reference import errors, reference
 
-if TYPE_CHECKING:
-    from gemmc.api import CompiledKernel
+
+class Runnable(Protocol):
+    """What the checks run: a planned kernel called as a user calls one (`gemmc.CompiledKernel`)."""
+
+    @property
+    def ir(self) -> Kernel: ...
+
+    @property
+    def name(self) -> str: ...
+
+    def __call__(self, As: Any, Bs: Any, Cs: Any, *, alpha: float | None = None, beta: float | None = None,
+                 stream: Any = None) -> None: ...
 
 
 def random_matrix(shape: tuple[int, int], layout: Layout, dtype: str, rng: Any) -> Any:
@@ -19,7 +30,7 @@ def random_matrix(shape: tuple[int, int], layout: Layout, dtype: str, rng: Any) 
     return cp.ascontiguousarray(data) if layout is Layout.ROW else cp.asfortranarray(data)
 
 
-def random_batch(kernel: CompiledKernel, seed: int = 0, poison: bool = True) -> tuple[list, list, list]:
+def random_batch(kernel: Runnable, seed: int = 0, poison: bool = True) -> tuple[list, list, list]:
     """Fresh uniform [-1, 1) inputs in the kernel's layouts; C filled with NaN when beta is 0 (a kernel that
     forgets an element leaves a NaN), else random."""
     cp = cupy()
@@ -69,7 +80,7 @@ def sgemm_errors(As: list, Bs: list, C0: list, alpha: float, beta: float) -> dic
     return worst
 
 
-def check_kernel(kernel: CompiledKernel, *, seed: int = 0, alpha: float = 1.0, beta: float = 0.0,
+def check_kernel(kernel: Runnable, *, seed: int = 0, alpha: float = 1.0, beta: float = 0.0,
                  time_it: bool = True) -> dict[str, Any]:
     """Run once against float64 and (optionally) time it. Returns the worst errors over the batch."""
     ir = kernel.ir

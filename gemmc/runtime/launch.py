@@ -1,54 +1,30 @@
-"""Launch a planned kernel: upload the plan's tables once, the pointer tables once per set of arrays.
+"""Launch a planned kernel (an `Executable`): its tables and function are loaded once, the pointer tables once per
+set of arrays.
 
 Host time per call (bench/host_overhead.py, docs/PERFORMANCE-irregular.md "Host time"): the argument checks in
-bulk (runtime/args.py), then dictionary look-ups: the plan's tables, the pointer tables of this set of arrays,
-and for a batch of other sizes than the schedule's the plan made for them."""
+bulk (runtime/args.py), then look-ups: the executable's loaded pieces (attributes), the pointer tables of this set of
+arrays, and for a batch of other sizes than the schedule's the plan made for them."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, NamedTuple
-
-import numpy as np
+from typing import Any
 
 from gemmc.errors import GemmcError
-from gemmc.ir.nodes import TileTable
 from gemmc.runtime.args import (
     Columns,
-    Expected,
     ShapeMismatch,
     batch_pointers,
     call_shapes,
     distinct_outputs,
-    expected_operands,
     read_batch,
 )
-from gemmc.runtime.compile import device_function
-from gemmc.runtime.device import cupy, hardware
+from gemmc.runtime.device import cupy
+from gemmc.runtime.executable import Executable, Replan
 from gemmc.runtime.tune import tuned
-
-if TYPE_CHECKING:
-    from gemmc.api import CompiledKernel
 
 POINTER_CACHE = 16  # pointer tables kept per kernel (a training loop reuses a few sets of buffers)
 REPLAN_ORDERS = 64  # batches of other sizes (in call order) whose plan and order a kernel keeps
-
-
-def plan_tables(kernel: CompiledKernel) -> tuple[Any, Any, Any]:
-    """The problem table, block offsets and tiles on the device, uploaded once per plan."""
-    state = kernel._runtime_state
-    if "tables" not in state:
-        cp = cupy()
-        work = kernel.ir.work
-        assert work is not None
-        problems = cp.asarray(np.frombuffer(work.problems.data, dtype="<i8").reshape(-1, 6), dtype=cp.int64)
-        # one tile per block: a null pointer, and the kernel reads no offsets (WorkList.one_tile_per_block)
-        offsets = np.uint64(0) if work.one_tile_per_block else cp.asarray(list(work.block_offsets) or [0, 0],
-                                                                          dtype=cp.int32)
-        packed = work.tiles.data or bytes(TileTable.FORMAT.size)  # the kernel's int4 rows; one dummy when empty
-        tiles = cp.asarray(np.frombuffer(packed, dtype="<i4").reshape(-1, 4), dtype=cp.int32)
-        state["tables"] = (problems, offsets, tiles)
-    return state["tables"]
 
 
 def pointer_tables(cache: OrderedDict, a: list[int], b: list[int], c: list[int],
@@ -73,35 +49,16 @@ def pointer_tables(cache: OrderedDict, a: list[int], b: list[int], c: list[int],
     return found
 
 
-def pointer_table(kernel: CompiledKernel, a: list[int], b: list[int], c: list[int]) -> Any:
+def pointer_table(kernel: Executable, a: list[int], b: list[int], c: list[int]) -> Any:
     """The pointer table of a call of `kernel` on these arrays (for experiments that launch by hand)."""
-    return pointer_tables(kernel._runtime_state.setdefault("pointers", OrderedDict()), a, b, c)[0]
+    return pointer_tables(kernel.pointers, a, b, c)[0]
 
 
-def expected(kernel: CompiledKernel) -> Expected:
-    state = kernel._runtime_state
-    if "expected" not in state:
-        state["expected"] = expected_operands(kernel.ir)
-    return state["expected"]
-
-
-class Replan(NamedTuple):
-    """A list batch of other sizes than the schedule's: the plan made for them (in sorted order), the order it
-    takes the arrays in (order[p] is the caller's index of problem p), what the arrays must be in the caller's
-    order, and the pointer tables of calls in that order."""
-
-    kernel: CompiledKernel
-    order: list[int]
-    expected: Expected
-    pointers: OrderedDict
-
-
-def replanned(kernel: CompiledKernel, As: Any, Bs: Any, Cs: Any,
-              columns: tuple[Columns | None, ...]) -> Replan | None:
-    """The re-planned call (`plan_for`, cached by the multiset of shapes); None when A and B have the plan's own
-    shapes (then the mismatch is C's and re-planning cannot help). Kept by the shapes of A and B in call order, so
-    that a repeated call pays a dictionary look-up, not the checks and the sort of a new batch."""
-    cache: dict = kernel._runtime_state.setdefault("replans", {})
+def replanned(kernel: Executable, As: Any, Bs: Any, Cs: Any, columns: tuple[Columns | None, ...]) -> Replan | None:
+    """The re-planned call (`Executable.plan_for`, kept by the multiset of shapes); None when A and B have the
+    plan's own shapes (then the mismatch is C's and re-planning cannot help). Kept by the shapes of A and B in call
+    order, so that a repeated call pays a dictionary look-up, not the checks and the sort of a new batch."""
+    cache = kernel.replans
     ca, cb = columns[0], columns[1]
     key = None if ca is None or cb is None else (tuple(ca.shapes), tuple(cb.shapes))
     found = cache.get(key)
@@ -111,7 +68,7 @@ def replanned(kernel: CompiledKernel, As: Any, Bs: Any, Cs: Any,
             return None
         plan = kernel.plan_for(shapes)
         order = sorted(range(len(shapes)), key=shapes.__getitem__)
-        found = Replan(plan, order, expected(plan).reordered(order), OrderedDict())
+        found = Replan(plan, order, plan.expected.reordered(order), OrderedDict())
         if key is not None:
             cache[key] = found
             if len(cache) > REPLAN_ORDERS:
@@ -119,42 +76,7 @@ def replanned(kernel: CompiledKernel, As: Any, Bs: Any, Cs: Any,
     return found
 
 
-def kernel_function(kernel: CompiledKernel) -> Any:
-    state = kernel._runtime_state
-    if "function" not in state:
-        work = kernel.ir.work
-        assert work is not None
-        fn = device_function(kernel.rendered, kernel.rendered.entry)
-        if work.smem_bytes > hardware().smem_per_block_default:
-            fn.max_dynamic_shared_size_bytes = work.smem_bytes
-        if fn.max_threads_per_block < work.block:
-            raise GemmcError(f"kernel '{kernel.name}': the compiled kernel uses {fn.num_regs} registers per thread, "
-                             f"so at most {fn.max_threads_per_block} threads fit in a block; the plan needs "
-                             f"{work.block}. Use fewer threads or a smaller tile.", code="E302")
-        state["function"] = fn
-    return state["function"]
-
-
-def prologue_function(kernel: CompiledKernel) -> Any:
-    state = kernel._runtime_state
-    if "prologue" not in state:
-        state["prologue"] = device_function(kernel.rendered, kernel.rendered.prologue)
-    return state["prologue"]
-
-
-def scratch_buffer(kernel: CompiledKernel) -> Any:
-    """The kernel's scratch memory (FamilyPlan.scratch_bytes), allocated once. The pre-pass and the main kernel
-    of one call run in order on one stream; calls of the same kernel on different streams at the same time would
-    share it, so such calls must be ordered (one stream, or events)."""
-    state = kernel._runtime_state
-    if "scratch" not in state:
-        plan = kernel.ir.plan
-        assert plan is not None
-        state["scratch"] = cupy().empty(plan.scratch_bytes, dtype=cupy().uint8)
-    return state["scratch"]
-
-
-def scalars(kernel: CompiledKernel, alpha: float | None, beta: float | None) -> tuple[Any, Any]:
+def scalars(kernel: Executable, alpha: float | None, beta: float | None) -> tuple[Any, Any]:
     cp = cupy()
     ir = kernel.ir
     for name, given, baked in (("alpha", alpha, ir.alpha), ("beta", beta, ir.beta)):
@@ -167,16 +89,16 @@ def scalars(kernel: CompiledKernel, alpha: float | None, beta: float | None) -> 
     return ctype(alpha if alpha is not None else 0.0), ctype(beta if beta is not None else 0.0)
 
 
-def launch(kernel: CompiledKernel, As: Any, Bs: Any, Cs: Any, *, alpha: float | None, beta: float | None,
+def launch(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, alpha: float | None, beta: float | None,
            stream: Any = None) -> None:
     cp = cupy()
     alpha_, beta_ = scalars(kernel, alpha, beta)
     device = cp.cuda.runtime.getDevice()
     columns = read_batch(As, Bs, Cs)  # read once, checked against the schedule's plan and, if need be, a new one
-    pointers: OrderedDict = kernel._runtime_state.setdefault("pointers", OrderedDict())
+    pointers = kernel.pointers
     order = None
     try:
-        a, b, c = batch_pointers(kernel.ir, As, Bs, Cs, expected(kernel), device, columns)
+        a, b, c = batch_pointers(kernel.ir, As, Bs, Cs, kernel.expected, device, columns)
     except ShapeMismatch:
         lists = all(isinstance(g, (list, tuple)) for g in (As, Bs, Cs))
         if not lists or not len(As) == len(Bs) == len(Cs):
@@ -195,23 +117,23 @@ def launch(kernel: CompiledKernel, As: Any, Bs: Any, Cs: Any, *, alpha: float | 
         _, sa, sb, sc = pointer_tables(OrderedDict(), a, b, scratch_c, order)
         return lambda candidate, on: enqueue(candidate, sa, sb, sc, alpha_, beta_, on)
 
-    enqueue(tuned(kernel, on_scratch, kernel_function, stream), ptr_a, ptr_b, ptr_c, alpha_, beta_, stream)
+    enqueue(tuned(kernel, on_scratch, stream), ptr_a, ptr_b, ptr_c, alpha_, beta_, stream)
 
 
-def enqueue(kernel: CompiledKernel, ptr_a: Any, ptr_b: Any, ptr_c: Any, alpha_: Any, beta_: Any,
+def enqueue(kernel: Executable, ptr_a: Any, ptr_b: Any, ptr_c: Any, alpha_: Any, beta_: Any,
             stream: Any) -> None:
     """Launch the planned kernel (and its pre-pass) on device tables of checked pointers."""
     cp = cupy()
-    fn = kernel_function(kernel)
-    problems, offsets, tiles = plan_tables(kernel)
+    fn = kernel.function
+    problems, offsets, tiles = kernel.tables
     n = len(ptr_a)
     work = kernel.ir.work
     assert work is not None
     args: tuple = (problems, offsets, tiles, ptr_a, ptr_b, ptr_c, alpha_, beta_)
     prologue = kernel.ir.plan.prologue if kernel.ir.plan is not None else None
     if prologue is not None:  # a pre-pass fills the scratch the main kernel reads (FamilyPlan.prologue)
-        scratch = scratch_buffer(kernel)
-        prep = prologue_function(kernel)
-        prep((prologue[0], 1, 1), (prologue[1], 1, 1), (problems, cp.int32(n), ptr_a, ptr_b, scratch), stream=stream)
+        scratch = kernel.scratch
+        kernel.prologue_function((prologue[0], 1, 1), (prologue[1], 1, 1),
+                                 (problems, cp.int32(n), ptr_a, ptr_b, scratch), stream=stream)
         args += (scratch,)
     fn(work.grid, (work.block, 1, 1), args, shared_mem=work.smem_bytes, stream=stream)

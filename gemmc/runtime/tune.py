@@ -3,10 +3,11 @@
 GPU times each of them on the call's own A and B (C goes to scratch memory, so the call's C is untouched), as
 replays of a CUDA graph of back-to-back launches, and the kernel keeps the fastest.
 
-The choice is cached per kernel in the process and on disk ($GEMMC_CACHE_DIR or ~/.cache/gemmc, keyed by the GPU's
-name and the model's kernel source), so later processes skip the timing. `GEMMC_TUNE=0` turns the step off (the
-model's choice runs). A call inside a CUDA graph capture never tunes: it runs the cached choice, or the model's.
-`CompiledKernel.tuning` reports what was measured and by how much the model was off.
+The choice is kept on the kernel's `Executable` in the process and on disk ($GEMMC_CACHE_DIR or ~/.cache/gemmc,
+keyed by the GPU's name and the model's kernel source), so later processes skip the timing. `GEMMC_TUNE=0` turns the
+step off (the model's choice runs). A call inside a CUDA graph capture never tunes: it runs the cached choice, or
+the model's. `Executable.tuning` (`CompiledKernel.tuning`) reports what was measured and by how much the model was
+off.
 """
 
 from __future__ import annotations
@@ -17,65 +18,28 @@ import os
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gemmc.families.registry import family
 from gemmc.ir.types import Layout
 from gemmc.runtime.device import cupy, device_name
-
-if TYPE_CHECKING:
-    from gemmc.api import CompiledKernel
+from gemmc.runtime.executable import Executable, Tuning
 
 WINDOW_SECONDS = 5e-3  # each timing window launches a candidate back to back for about this long
 WINDOWS = 5  # the median of these per candidate (3 windows of 2 ms picked choices 12% off the benchmark's time)
-
-
-@dataclass(frozen=True)
-class Tuning:
-    """What the tuning step measured: one label and device time per candidate (the model's first)."""
-
-    gpu: str
-    labels: tuple[str, ...]
-    seconds: tuple[float, ...]
-    chosen: int
-    cached: bool  # read from the disk cache, not measured in this process
-
-    @property
-    def chosen_label(self) -> str:
-        return self.labels[self.chosen]
-
-    @property
-    def microseconds(self) -> dict[str, float]:
-        """Each candidate's device time in us, by label (what the benchmarks record as `tuning_us`)."""
-        return {label: t * 1e6 for label, t in zip(self.labels, self.seconds, strict=True)}
-
-    @property
-    def model_slowdown(self) -> float:
-        """How much slower the model's choice was than the fastest candidate (0.08: 8%)."""
-        return self.seconds[0] / self.seconds[self.chosen] - 1.0
-
-    def __str__(self) -> str:
-        lines = [f"tuned on {self.gpu}" + (" (cached)" if self.cached else "") + ":"]
-        for i, (label, t) in enumerate(zip(self.labels, self.seconds, strict=True)):
-            lines.append(f"  {label:<20} {t * 1e6:10.1f} us" + ("  <- chosen" if i == self.chosen else ""))
-        lines.append(f"  the model's choice took {self.model_slowdown:.1%} longer than the fastest"
-                     if self.chosen else "  the model's choice was the fastest")
-        return "\n".join(lines)
 
 
 def enabled() -> bool:
     return os.environ.get("GEMMC_TUNE", "1") != "0"
 
 
-def candidates(kernel: CompiledKernel) -> list[tuple[str, CompiledKernel]]:
-    """The model's kernel and the planner's alternatives to it, as compiled kernels (sources not built yet)."""
-    from gemmc.api import CompiledKernel
-
+def candidates(kernel: Executable) -> list[tuple[str, Executable]]:
+    """The model's kernel and the planner's alternatives to it (the family's `alternatives`), each an executable
+    of its own (sources not rendered yet)."""
     if kernel.ir.family is None:
         return []
     found = family(kernel.ir.family).alternatives(kernel.ir, kernel.target)
-    return [(label, CompiledKernel(ir, kernel.target, kernel.filename)) for label, ir in found]
+    return [(label, Executable(ir, kernel.target, kernel.filename)) for label, ir in found]
 
 
 def _cache_path() -> str:
@@ -83,7 +47,7 @@ def _cache_path() -> str:
     return os.path.join(base, "tuning.json")
 
 
-def cache_key(kernel: CompiledKernel, gpu: str) -> str:
+def cache_key(kernel: Executable, gpu: str) -> str:
     """The GPU, the model's kernel source and its launch data (the sizes live in the problem table, not in the
     source: two shapes with the same template parameters share a source but not a choice)."""
     work = kernel.ir.work
@@ -117,7 +81,7 @@ def _write_cache(key: str, entry: dict[str, Any]) -> None:
         pass  # an unwritable cache only costs the next process the timing
 
 
-def _scratch_c(kernel: CompiledKernel) -> list[Any]:
+def _scratch_c(kernel: Executable) -> list[Any]:
     """Device memory standing in for each problem's C, with the plan's leading dimension."""
     cp = cupy()
     work = kernel.ir.work
@@ -162,20 +126,20 @@ def _median_seconds(run: Callable[[Any], None], stream: Any) -> float:
     return sorted(times)[len(times) // 2]
 
 
-def tuned(kernel: CompiledKernel, launcher: Callable[[list[int]], Callable[[CompiledKernel, Any], None]],
-          prepare: Callable[[CompiledKernel], Any], stream: Any) -> CompiledKernel:
-    """The kernel a call should launch: the model's, or the fastest of its alternatives on this GPU.
-    `launcher(c_pointers)` uploads the call's A and B with the given C pointers once and returns a function that
-    launches a candidate on them on a given stream (each candidate is timed as graph replays: `_captured`);
-    `prepare(k)` compiles and loads k (run for all candidates at once, in threads: NVRTC runs without the GIL)."""
-    state = kernel._runtime_state
-    if "tuned" in state:
-        return state["tuned"]
+def tuned(kernel: Executable, launcher: Callable[[list[int]], Callable[[Executable, Any], None]],
+          stream: Any) -> Executable:
+    """The kernel a call should launch: the model's, or the fastest of its alternatives on this GPU, kept in
+    `kernel.tuned` (and what was measured in `kernel.tuning`) once decided. `launcher(c_pointers)` uploads the call's
+    A and B with the given C pointers once and returns a function that launches a candidate on them on a given
+    stream (each candidate is timed as graph replays: `_captured`). The candidates are compiled and loaded all at
+    once, in threads: NVRTC runs without the GIL."""
+    if kernel.tuned is not None:
+        return kernel.tuned
     if not enabled():
         return kernel
     options = candidates(kernel)
     if len(options) < 2:
-        state["tuned"] = kernel
+        kernel.tuned = kernel
         return kernel
     cp = cupy()
     gpu = device_name()
@@ -183,20 +147,20 @@ def tuned(kernel: CompiledKernel, launcher: Callable[[list[int]], Callable[[Comp
     entry = _read_cache().get(key)
     if entry is not None and entry.get("labels") == [label for label, _ in options]:
         chosen = int(entry["chosen"])
-        state["tuning"] = Tuning(gpu, tuple(entry["labels"]), tuple(entry["seconds"]), chosen, cached=True)
-        state["tuned"] = options[chosen][1] if chosen else kernel
-        return state["tuned"]
+        kernel.tuning = Tuning(gpu, tuple(entry["labels"]), tuple(entry["seconds"]), chosen, cached=True)
+        kernel.tuned = options[chosen][1] if chosen else kernel
+        return kernel.tuned
     if cp.cuda.runtime.streamIsCapturing(stream.ptr):
         return kernel  # no timing inside a graph capture; a later plain call tunes
     scratch = _scratch_c(kernel)
     run = launcher([int(arr.data.ptr) for arr in scratch])
     kernels = [kernel] + [k for _, k in options[1:]]
     with ThreadPoolExecutor(min(8, len(kernels))) as pool:
-        list(pool.map(prepare, kernels))
+        list(pool.map(lambda k: k.function, kernels))  # compiles and loads each
     seconds = tuple(_median_seconds(lambda s, k=k: run(k, s), stream) for k in kernels)  # type: ignore[misc]
     chosen = min(range(len(seconds)), key=seconds.__getitem__)
     labels = tuple(label for label, _ in options)
-    state["tuning"] = Tuning(gpu, labels, seconds, chosen, cached=False)
+    kernel.tuning = Tuning(gpu, labels, seconds, chosen, cached=False)
     _write_cache(key, {"labels": list(labels), "seconds": list(seconds), "chosen": chosen})
-    state["tuned"] = kernels[chosen]
-    return state["tuned"]
+    kernel.tuned = kernels[chosen]
+    return kernel.tuned

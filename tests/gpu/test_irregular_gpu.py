@@ -153,7 +153,7 @@ def test_call_with_other_sizes_replans():
 def test_occupancy_from_the_compiled_kernel():
     k = gemmc.compile_file("examples/inception_all.gs")["inception_all"]
     occ = k.occupancy()
-    fn_regs = k._runtime_state["function"].num_regs
+    fn_regs = k.executable.function.num_regs
     assert 0 < occ.blocks_per_sm and occ.warps_per_sm <= 64 and fn_regs > 0
 
 

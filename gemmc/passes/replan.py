@@ -1,0 +1,31 @@
+"""A planned kernel planned again: for a batch of other sizes (`replan`: what a call with such a batch runs) and
+under a plan the planner would not pick by itself (`with_plan`: how tests, ablations and experiments run one). Both
+run the pipeline's own passes, so such a plan is checked and built as a schedule's is."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from gemmc.ir.hardware import Hardware
+from gemmc.ir.nodes import FamilyPlan, Kernel, Problem, Program
+from gemmc.passes import build_worklist, run_pipeline
+
+
+def replan(kernel: Kernel, hw: Hardware, shapes: Sequence[tuple[int, int, int]], filename: str) -> Kernel:
+    """`kernel`'s schedule (dtype, layouts, scalars, knobs) planned from the start for problems of the given
+    (M, N, K), in that order, named p0, p1, ...: every pass runs, as for a schedule that wrote this batch. Raises
+    GemmcError where the schedule's knobs cannot build these sizes."""
+    problems = tuple(Problem(f"p{i}", m, n, k) for i, (m, n, k) in enumerate(shapes))
+    fresh = dataclasses.replace(kernel, problems=problems, count=None, family=None, plan=None, work=None, notes=())
+    return run_pipeline(Program(hw, (fresh,), filename)).kernels[0]
+
+
+def with_plan(kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> Kernel:
+    """`kernel`'s problems under another plan of its own family, the work list rebuilt by the pipeline's
+    `build_worklist`. A plan of another family is the caller's mistake, not the schedule's: TypeError."""
+    if type(plan) is not type(kernel.plan):
+        family = kernel.family or "none"
+        raise TypeError(f"with_plan: plan is a {type(plan).__name__}; kernel {kernel.name!r} (family {family}) "
+                        f"takes a {type(kernel.plan).__name__}")
+    return build_worklist(dataclasses.replace(kernel, plan=plan), hw)
