@@ -7,6 +7,7 @@ launcher forks the GEMMs onto side streams through events and joins them back, o
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -65,22 +66,26 @@ def render_group(group: Group, members: dict[str, Kernel], hw: Hardware,
         raise InternalError("concurrent.render", f"group '{group.name}' is not planned")
     kernels, includes = [], [f"#include <{RUNTIME_API[hw.vendor]['header']}>"]
     archs = set()
-    seen_ns: dict[str, str] = {}
+    distinct: dict[tuple, str] = {}  # a kernel's code and tables (its name aside) -> its namespace
+    namespaces = []
     for k in launched_kernels(group, members):
-        r = render_kernel(k, hw, source_file)
-        archs.add(r.device_arch)
-        ns = f"gemmc_{k.name}_ns"
-        if ns in seen_ns:
-            continue
-        body, incs = _hoist(r.source)
-        includes += [i for i in incs if i not in includes]
-        S = scalar_type(k)
-        seen_ns[ns] = k.name
-        p = k.problems[0]
-        kernels.append({"ns": ns, "name": k.name, "source": body, "entry": r.entry, "T": k.dtype.ctype, "S": S,
-                        "alpha": literal(k.alpha, S), "beta": literal(k.beta, S),
-                        "summary": f"{k.family}, {len(k.problems)} problem(s), first {p.m}x{p.n}x{p.k}",
-                        **_table_context(k)})
+        probe = render_kernel(dataclasses.replace(k, name=f"{group.name}_k"), hw, source_file)
+        key = (probe.source, k.work)
+        if key not in distinct:
+            # extern "C" entries share one space of names: each distinct kernel gets a name of its own
+            named = dataclasses.replace(k, name=f"{group.name}_k{len(distinct)}")
+            r = render_kernel(named, hw, source_file)
+            archs.add(r.device_arch)
+            distinct[key] = f"gemmc_{named.name}_ns"
+            body, incs = _hoist(r.source)
+            includes += [i for i in incs if i not in includes]
+            S = scalar_type(k)
+            p = k.problems[0]
+            kernels.append({"ns": distinct[key], "name": k.name, "source": body, "entry": r.entry,
+                            "T": k.dtype.ctype, "S": S, "alpha": literal(k.alpha, S), "beta": literal(k.beta, S),
+                            "summary": f"{k.family}, {len(k.problems)} problem(s), first {p.m}x{p.n}x{p.k}",
+                            **_table_context(named)})
+        namespaces.append(distinct[key])
     if len(archs) > 1:
         raise InternalError("concurrent.render", f"group '{group.name}' mixes device targets {sorted(archs)}")
     model = predictor.load(hw.arch)
@@ -98,8 +103,7 @@ def render_group(group: Group, members: dict[str, Kernel], hw: Hardware,
                          + f": runs {plan.mode.value}" + (f", degree {plan.degree}" if plan.mode is Mode.STREAMS
                                                           else ""), *plan.notes],
         "includes": includes, "kernels": kernels,
-        "members": [f"gemmc_{k.name}_ns" for k in launched_kernels(group, members)] if plan.mode is not Mode.FUSED
-        else [],
+        "members": namespaces if plan.mode is not Mode.FUSED else [],
         "fused": kernels[0]["ns"] if plan.mode is Mode.FUSED else "",
         "max_streams": max(1, min(MAX_STREAMS, len(group.members), max(plan.degree, 1) if fixed else 16)),
         "model": model.source if model else "none trained for this target",

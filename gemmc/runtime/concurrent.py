@@ -12,6 +12,8 @@ GO-kernels (`go_tune`), once per distinct member shape and GPU, on the first cal
    the shortest makespan is the GO-kernel of that degree. Its speedup is degree x T_alone / makespan, T_alone the
    fastest candidate alone on the whole GPU: the training script labels GEMMs with it.
 Choices are cached in the process and on disk beside the tuning step's (keyed by the GPU and the member's code).
+GEMMC_TUNE=0 turns the measuring off: a degree's GO-kernel is then the member's plan for 1/2 (degree 2) or 1/4
+(degree 4 and up) of the SMs, as in the generated C++ launcher.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from gemmc.ir.group import DEGREES, SHARES, Mode
 from gemmc.runtime.args import describe
 from gemmc.runtime.device import cupy, device_name
 from gemmc.runtime.launch import enqueue, kernel_function, launch, pointer_tables, scalars
-from gemmc.runtime.tune import _cache_path, _median_seconds
+from gemmc.runtime.tune import _cache_path, _median_seconds, enabled
 
 if TYPE_CHECKING:
     from gemmc.api import CompiledKernel
@@ -239,11 +241,19 @@ def go_tune(group: CompiledGroup, index: int, A: Any, B: Any, stream: Any) -> tu
         return lambda s: enqueue(k, pa, pb, pc, alpha_, beta_, s)
 
     parts = partitions()
+    how = parts.how
     alone: dict[int, list[float | None]] = {1: [_median_seconds(runner(k, 0), stream) for k in compiled]}
     for share in SHARES[1:]:
         side = parts.streams.get(share)
-        if side is not None:
+        if side is None:
+            continue
+        try:
             alone[share] = [_wall_seconds(runner(k, 0), side) for k in compiled]
+        except Exception as err:  # noqa: BLE001 - a driver that refuses the partition's launches: no RC step
+            how = f"{parts.how}, but launching on them failed ({type(err).__name__}: {err})"
+            alone = {1: alone[1]}
+            break
+
     def fastest(times: list[float | None]) -> int:
         return min(range(len(times)), key=lambda i: times[i] or float("inf"))
 
@@ -258,12 +268,28 @@ def go_tune(group: CompiledGroup, index: int, A: Any, B: Any, stream: Any) -> tu
         makespans[degree] = [makespan_seconds([runner(compiled[f], c) for c in range(degree)], reps, stream)
                              for f in finalists]
         chosen[degree] = finalists[min(range(len(finalists)), key=makespans[degree].__getitem__)]
-    tuning = GoTuning(gpu, tuple(labels), alone, finalists, makespans, chosen, parts.how)
+    tuning = GoTuning(gpu, tuple(labels), alone, finalists, makespans, chosen, how)
     record = asdict(tuning)
     record.pop("cached")
     _write_cache(key, {**record, "labels": labels})
     state[sig] = tuning
     return tuning, compiled
+
+
+def canonical(group: CompiledGroup) -> list[CompiledKernel]:
+    """Per GEMM, the first member of the group with the same code and launch data (copies of one GEMM): one
+    compile, one isolated tuning and one GO tuning per distinct GEMM; the arrays are each call's own."""
+    state = group._runtime_state
+    if "canonical" not in state:
+        sigs: dict = state.setdefault("signatures", {})
+        first: dict[str, CompiledKernel] = {}
+        out = []
+        for i, k in enumerate(group.members):
+            if i not in sigs:
+                sigs[i] = signature(k)
+            out.append(first.setdefault(sigs[i], k))
+        state["canonical"] = out
+    return state["canonical"]
 
 
 def _check_independent(group: CompiledGroup, As: Any, Bs: Any, Cs: Any) -> None:
@@ -303,19 +329,23 @@ def run_group(group: CompiledGroup, As: Any, Bs: Any, Cs: Any, *, stream: Any = 
         assert fused is not None
         launch(fused, list(As), list(Bs), list(Cs), alpha=None, beta=None, stream=stream)
         return
+    members = canonical(group)
     if group.mode is Mode.SEQUENTIAL or group.degree <= 1:
-        for i, k in enumerate(group.members):
+        for i, k in enumerate(members):
             launch(k, [As[i]], [Bs[i]], [Cs[i]], alpha=None, beta=None, stream=stream)
         return
     degree = group.degree
     tuned = max(d for d in DEGREES if d <= degree)
-    if group.kernels == "go":
+    if group.kernels == "go" and not enabled():  # no measuring: the model's plan for the degree's share of the SMs
+        share = min(4, tuned)
+        kernels = [pin(group.share_kernel(group.members.index(k), share)) for k in members]
+    elif group.kernels == "go":
         kernels = []
         for i in range(n):
             tuning, compiled = go_tune(group, i, As[i], Bs[i], stream)
             kernels.append(compiled[tuning.chosen[tuned]])
     else:
-        kernels = list(group.members)
+        kernels = members
     sides = side_streams(degree)
     events: dict = state.setdefault("events", {})
     if degree not in events:
