@@ -71,10 +71,19 @@ def _compile(item) -> None:
     device_function(*item)
 
 
-def measure(out: Path, budget: float, limit: int | None) -> None:
+def precompile(texts: list[str]) -> None:
+    """Plan the GEMMs in parallel processes, then NVRTC-compile each distinct candidate once (disk caches)."""
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
+    t0 = time.time()
+    with ProcessPoolExecutor(16, mp_context=get_context("spawn")) as pool:
+        unique = {(r.source, e): (r, e) for found in pool.map(_candidates, texts, chunksize=2) for r, e in found}
+        list(pool.map(_compile, unique.values(), chunksize=4))
+    print(f"compiled {len(unique)} candidate kernels in {time.time() - t0:.0f} s", flush=True)
+
+
+def measure(out: Path, budget: float, limit: int | None, compile_only: bool = False) -> None:
     import cupy as cp
 
     import gemmc
@@ -83,11 +92,9 @@ def measure(out: Path, budget: float, limit: int | None) -> None:
 
     gemms = interleaved(gemm_set(MAX_FLOPS))[:limit]
     texts = [schedule(g) for g in gemms]
-    t0 = time.time()
-    with ProcessPoolExecutor(16, mp_context=get_context("spawn")) as pool:
-        unique = {(r.source, e): (r, e) for found in pool.map(_candidates, texts, chunksize=2) for r, e in found}
-        list(pool.map(_compile, unique.values(), chunksize=4))
-    print(f"compiled {len(unique)} candidate kernels in {time.time() - t0:.0f} s", flush=True)
+    precompile(texts)
+    if compile_only:
+        return
     rows = []
     stream = cp.cuda.Stream(non_blocking=True)
     start = time.time()
@@ -188,12 +195,13 @@ def main() -> None:
     m.add_argument("--out", default="bench/results")
     m.add_argument("--budget", type=float, default=150.0, help="seconds of measuring, compiles aside")
     m.add_argument("--limit", type=int)
+    m.add_argument("--compile-only", action="store_true", help="only fill the compile caches")
     f = sub.add_parser("fit")
     f.add_argument("data")
     f.add_argument("--write", action="store_true")
     args = p.parse_args()
     if args.command == "measure":
-        measure(Path(args.out), args.budget, args.limit)
+        measure(Path(args.out), args.budget, args.limit, args.compile_only)
     else:
         fit(Path(args.data), args.write)
 
