@@ -95,9 +95,16 @@ def measure(out: Path, budget: float, limit: int | None, compile_only: bool = Fa
     precompile(texts)
     if compile_only:
         return
-    rows = []
+    rows: list[dict] = []
     stream = cp.cuda.Stream(non_blocking=True)
     start = time.time()
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{time.strftime('%Y-%m-%d')}_{device_name().split()[1].lower()}_concurrent_training.json"
+
+    def save() -> None:  # after every GEMM: a run cut short keeps what it measured
+        path.write_text(json.dumps({"gpu": device_name(), "max_flops": MAX_FLOPS, "feature_names": FEATURE_NAMES,
+                                    "seconds": time.time() - start, "rows": rows}, indent=1))
+
     for g, text in zip(gemms, texts, strict=True):
         if time.time() - start > budget:
             print(f"budget of {budget:.0f} s reached after {len(rows)} GEMMs", flush=True)
@@ -117,6 +124,7 @@ def measure(out: Path, budget: float, limit: int | None, compile_only: bool = Fa
         except Exception as err:  # noqa: BLE001 - one GEMM's failure is recorded, the rest still measured
             print(f"{g.app} {g.label()}: FAILED {type(err).__name__}: {err}", flush=True)
             rows.append({"app": g.app, "name": g.name, "gemm": g.label(), "error": f"{type(err).__name__}: {err}"})
+            save()
             continue
         choice = group.group_plan.choices[0]
         row = {"app": g.app, "name": g.name, "gemm": g.label(), "m": g.m, "n": g.n, "k": g.k,
@@ -127,12 +135,10 @@ def measure(out: Path, budget: float, limit: int | None, compile_only: bool = Fa
                "alone_us": {str(s): [t * 1e6 if t is not None else None for t in ts] for s, ts in tuning.alone.items()},
                "labels": list(tuning.labels), "partitions": tuning.partitions}
         rows.append(row)
+        save()
         print(f"{g.app:12s} {g.label():22s} {row['t_alone_us']:9.1f} us  "
               + "  ".join(f"{d}P {row['speedup'][str(d)]:.2f}" for d in DEGREES[1:]), flush=True)
-    path = out / f"{time.strftime('%Y-%m-%d')}_{device_name().split()[1].lower()}_concurrent_training.json"
-    out.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"gpu": device_name(), "max_flops": MAX_FLOPS, "feature_names": FEATURE_NAMES,
-                                "seconds": time.time() - start, "rows": rows}, indent=1))
+    save()
     print(f"wrote {path} ({len(rows)} GEMMs)")
 
 
