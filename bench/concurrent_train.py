@@ -148,7 +148,7 @@ def label(speedups: dict[str, float]) -> int:
     return DEGREES.index(best) if speedups[str(best)] >= MIN_GAIN else 0
 
 
-def evaluate(model: predictor.Predictor, rows: list[dict]) -> dict:
+def evaluate(model: predictor.Predictor | dict[str, predictor.Predictor], rows: list[dict]) -> dict:
     """Accuracy, and the share of GEMMs whose predicted degree runs within 5% of the best degree's speedup (the
     oracle, which is 1 where nothing beats sequential by MIN_GAIN), overall and with the group's size D clamping
     both (paper 004 §4.7 reports accuracy per D)."""
@@ -159,11 +159,20 @@ def evaluate(model: predictor.Predictor, rows: list[dict]) -> dict:
             s = {d: r["speedup"][str(d)] for d in DEGREES if d <= D}
             best = max(s, key=s.__getitem__)
             best = best if s[best] >= MIN_GAIN else 1
-            pred = max(d for d in DEGREES if d <= min(model.predict(r["features"]), D))
+            m = model[r["app"]] if isinstance(model, dict) else model
+            pred = max(d for d in DEGREES if d <= min(m.predict(r["features"]), D))
             hits += pred == best
             close += s[pred] >= 0.95 * s[best]
         report[f"D={D}"] = {"accuracy": hits / len(rows), "within_5pct_of_oracle": close / len(rows)}
     return report
+
+
+def trained(rows: list[dict], gpu: str) -> predictor.Predictor:
+    X = np.array([r["features"] for r in rows])
+    y = np.array([label(r["speedup"]) for r in rows])
+    W, b, lo, hi = predictor.fit(X, y)
+    return predictor.Predictor(gpu=gpu, arch="sm_90", features=tuple(FEATURE_NAMES), x_min=tuple(lo),
+                               x_max=tuple(hi), weights=tuple(map(tuple, W)), bias=tuple(b))
 
 
 def fit(path: Path, write: bool) -> None:
@@ -178,7 +187,11 @@ def fit(path: Path, write: bool) -> None:
     model = predictor.Predictor(gpu=data["gpu"], arch=arch, features=tuple(FEATURE_NAMES), x_min=tuple(lo),
                                 x_max=tuple(hi), weights=tuple(map(tuple, W)), bias=tuple(b))
     counts = {f"{d}{'S' if d == 1 else 'P'}": int((y == i).sum()) for i, d in enumerate(DEGREES)}
+    apps = sorted({r["app"] for r in rows})
+    # leave one network out: each network predicted by a model trained on all the others
+    loo = {app: trained([r for r in rows if r["app"] != app], data["gpu"]) for app in apps}
     result = {"train": evaluate(model, train), "held_out": evaluate(model, test) if test else {},
+              "leave_one_network_out": evaluate(loo, rows),
               "train_gemms": len(train), "held_out_gemms": len(test), "held_out_networks": list(HELD_OUT),
               "train_labels": counts}
     print(json.dumps(result, indent=1))

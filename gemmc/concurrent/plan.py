@@ -2,13 +2,15 @@
 kernel, and how the group runs (paper 004 §4.4-§4.5, and the single launch the paper could not make).
 
 `concurrency auto` decides with two models:
-- the predictor gives each member its preferred degree (1S, 2P, 4P, 8P, 16P); the group runs min over members of
-  that, clamped to the group's size and rounded down to a tuned degree (paper 004 §4.5: all of them concurrently
-  only if every shape prefers it; the paper gives no rule for more than two shapes, the minimum generalises it);
 - where the members allow one launch (SIMT, same dtype, layouts and scalars), the SIMT family's cost model, which
-  simulates a launch tile by tile, estimates the fused kernel and each member alone; fused runs when its estimate
-  is below the sequential estimate divided by the predicted degree by FUSED_MARGIN (it then beats even a perfect
-  overlap at that degree), else streams at the predicted degree (sequential at 1S).
+  simulates a launch tile by tile, estimates the fused kernel and each member alone; the group runs fused when the
+  fused estimate is below the sum of the members' by FUSED_MARGIN. One launch is concurrency already, its blocks
+  balanced over the whole group by the planner: on the H200 (bench/results/2026-11-26_h200_concurrent_run1.json)
+  fused was within 3% of gemmc's fastest mode in 12 of the 13 groups that allow it, and the fastest in 9;
+- otherwise the predictor gives each member its preferred degree (1S, 2P, 4P, 8P, 16P); the group runs min over
+  members of that, clamped to the group's size and rounded down to a tuned degree (paper 004 §4.5: all of them
+  concurrently only if every shape prefers it; the paper gives no rule for more than two shapes, the minimum
+  generalises it), on streams, or one after another at 1S.
 """
 
 from __future__ import annotations
@@ -29,6 +31,19 @@ FUSED_FAMILY = "simt"  # the family whose irregular batch runs GEMMs of differen
 def tuned_degree(n: int) -> int:
     """The largest degree with GO-kernels (DEGREES) that does not exceed n."""
     return max(d for d in DEGREES if d <= max(1, n))
+
+
+def go_degree(members: list[Kernel], index: int, degree: int) -> int:
+    """The degree whose GO-kernel member `index` runs with when the group runs `degree` at once. GO-kernels are
+    tuned with copies of their own GEMM (paper 004 §4.5 calls them heterogeneity-agnostic), so a GEMM with fewer
+    copies in the group than the degree takes the GO-kernel of its number of copies, and one with none its
+    isolated kernel (1). On the H200 the tuned-for-copies kernels of a dX/dW pair, run together, took 1.44x the
+    sequential time (bench/results/2026-11-26_h200_concurrent_run1.json, FFN2 dX+dW)."""
+    def key(k: Kernel) -> Kernel:
+        return dataclasses.replace(k, name="", notes=())
+
+    mine = key(members[index])
+    return tuned_degree(min(degree, sum(key(k) == mine for k in members)))
 
 
 def fused_kernel(group: Group, members: list[Kernel], hw: Hardware) -> tuple[Kernel | None, str]:
@@ -95,16 +110,15 @@ def choose(group: Group, choices: list[MemberChoice], fused: Kernel | None, fuse
         return GroupPlan(Mode.STREAMS, max(predicted, 2) if n > 1 else 1, tuple(choices), None, model,
                          tuple(estimates), tuple(notes))
     notes.append(f"predictor ({model}): degrees " + ", ".join(f"{c.member} {c.predicted}" for c in choices)
-                 + f"; the group runs {predicted} at once (the smallest, clamped to its {n} GEMMs)")
+                 + f"; on streams the group would run {predicted} at once (the smallest, clamped to its {n} GEMMs)")
     if estimates:
         total, fused_us = estimates[0][1], estimates[1][1]
-        if fused_us <= FUSED_MARGIN * total / predicted:
-            notes.append(f"fused: the cost model estimates {fused_us:.1f} us for one launch against "
-                         f"{total:.1f} us one after another, {total / predicted:.1f} us at best on {predicted} "
-                         "streams")
+        if fused_us <= FUSED_MARGIN * total:
+            notes.append(f"fused: the cost model estimates {fused_us:.1f} us for one launch against {total:.1f} us "
+                         "for the GEMMs one after another")
             return GroupPlan(Mode.FUSED, 1, tuple(choices), fused, model, tuple(estimates), tuple(notes))
-        notes.append(f"not fused: the cost model estimates {fused_us:.1f} us for one launch against "
-                     f"{total / predicted:.1f} us at best on {predicted} stream(s)")
+        notes.append(f"not fused: the cost model estimates {fused_us:.1f} us for one launch against {total:.1f} "
+                     "us for the GEMMs one after another")
     else:
         notes.append(f"not fused: {fused_why}")
     if predicted == 1:

@@ -14,6 +14,7 @@ from pathlib import PurePath
 from gemmc.codegen import RUNTIME_API, _table_context, literal, render_kernel, scalar_type
 from gemmc.codegen.env import render
 from gemmc.concurrent import predictor
+from gemmc.concurrent.plan import go_degree
 from gemmc.errors import InternalError
 from gemmc.ir.group import DEGREES, MAX_STREAMS, Group, Mode
 from gemmc.ir.hardware import Hardware
@@ -34,20 +35,21 @@ class RenderedGroup:
 
 
 def launched_kernels(group: Group, members: dict[str, Kernel]) -> list[Kernel]:
-    """The kernels the C++ launcher runs, in call order: the fused kernel, or per member the plan for its share of
-    the SMs at the group's degree (1/2 at degree 2, 1/4 from 4 on: the model's GO-kernel; the measured choice is
-    the Python runtime's) or its own plan."""
+    """The kernels the C++ launcher runs, in call order: the fused kernel, or per member its plan for a share of the
+    SMs at its GO degree (plan.go_degree; 1/2 at degree 2, 1/4 from 4 on: the model's GO-kernel, where the Python
+    runtime measures its choice) or its own plan."""
     plan = group.plan
     if plan is None:
         raise InternalError("concurrent.render", f"group '{group.name}' is not planned")
     if plan.mode is Mode.FUSED:
         assert plan.fused is not None
         return [plan.fused]
-    share = 1 if plan.mode is Mode.SEQUENTIAL else min(4, max(d for d in DEGREES if d <= max(plan.degree, 1)))
+    kernels = [members[name] for name in group.members]
     out = []
-    for name in group.members:
-        found = plan.share_kernel(name, share) if share > 1 else None
-        if found is None and share == 4:
+    for i, name in enumerate(group.members):
+        go = 1 if plan.mode is Mode.SEQUENTIAL else go_degree(kernels, i, plan.degree)
+        found = plan.share_kernel(name, min(4, go)) if go > 1 else None
+        if found is None and go >= 4:
             found = plan.share_kernel(name, 2)
         out.append(found or members[name])
     return out

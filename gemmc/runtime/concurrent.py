@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from gemmc.concurrent.plan import go_degree
 from gemmc.errors import GemmcError
 from gemmc.ir.group import DEGREES, SHARES, Mode
 from gemmc.runtime.args import describe
@@ -335,17 +336,17 @@ def run_group(group: CompiledGroup, As: Any, Bs: Any, Cs: Any, *, stream: Any = 
             launch(k, [As[i]], [Bs[i]], [Cs[i]], alpha=None, beta=None, stream=stream)
         return
     degree = group.degree
-    tuned = max(d for d in DEGREES if d <= degree)
-    if group.kernels == "go" and not enabled():  # no measuring: the model's plan for the degree's share of the SMs
-        share = min(4, tuned)
-        kernels = [pin(group.share_kernel(group.members.index(k), share)) for k in members]
-    elif group.kernels == "go":
-        kernels = []
-        for i in range(n):
+    irs = [k.ir for k in group.members]
+    kernels = []
+    for i, member in enumerate(members):
+        go = go_degree(irs, i, degree) if group.kernels == "go" else 1
+        if go == 1:
+            kernels.append(member)  # the isolated kernel (and its own tuning)
+        elif not enabled():  # no measuring: the model's plan for the degree's share of the SMs
+            kernels.append(pin(group.share_kernel(group.members.index(member), min(4, go))))
+        else:
             tuning, compiled = go_tune(group, i, As[i], Bs[i], stream)
-            kernels.append(compiled[tuning.chosen[tuned]])
-    else:
-        kernels = members
+            kernels.append(compiled[tuning.chosen[go]])
     sides = side_streams(degree)
     events: dict = state.setdefault("events", {})
     if degree not in events:
