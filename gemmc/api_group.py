@@ -55,8 +55,12 @@ class CompiledGroup:
 
     @property
     def plan(self) -> str:
-        """What the planner decided for the group, readable (the group's part of `gemmc inspect`)."""
-        return "\n".join(group_lines(self.ir))
+        """What the planner decided for the group, readable (the group's part of `gemmc inspect`), and once the
+        first call has tuned them, the GO-kernels measured on this GPU."""
+        lines = group_lines(self.ir)
+        for name, tuning in self.tuning.items():
+            lines.append(f"  {name}: " + str(tuning).replace("\n", "\n    "))
+        return "\n".join(lines)
 
     @cached_property
     def fused(self) -> CompiledKernel | None:

@@ -90,11 +90,15 @@ def test_a_member_over_the_resource_limits_is_refused_at_its_line():
 
 def test_group_errors_are_all_reported():
     out = errors_of("group g {\n concurrency streams\n gemm a 8 x 8 x 8\n gemm a 8 x 8 x 8\n"
-                    " batch { p 1 x 1 x 1 }\n alpha runtime\n}\n")
+                    " gemm b 8 x 8 x 8 { batch { p 1 x 1 x 1 } }\n alpha runtime\n}\n")
     assert "2:2: error[E202]: concurrency streams needs the number of streams" in out
     assert "4:7: error[E200]: member 'a' is defined twice in group 'g'" in out
-    assert "5:2: error[E202]: a group's GEMMs are named members, not `batch`" in out
-    assert "6:2: error[E900]: a group bakes alpha" in out
+    assert "5:21: error[E202]: member 'b' has its size on its `gemm` line" in out
+    assert out.count("6:2: error[E900]: a group bakes alpha") == 1
+
+
+def test_a_group_member_needs_a_name():
+    assert "g.gs:1:16: error[E100]: expected a name, found a number '8'" in errors_of("group g { gemm 8 x 8 x 8 }")
 
 
 def test_member_names_may_not_collide_with_kernels():
@@ -285,7 +289,7 @@ def test_inspect_shows_the_group(tmp_path, capsys):
     assert main(["inspect", str(_write(tmp_path, GROUP))]) == 0
     shown = capsys.readouterr().out
     assert "group layer: 5 GEMM(s), concurrency streams 4" in shown
-    assert "runs: streams: 4 at once on separate streams" in shown
+    assert "runs: streams: 4 at once on side streams" in shown
     assert "layer_q: degree" in shown and "features" in shown
 
 
@@ -295,3 +299,12 @@ def test_python_calling_convention_is_checked_before_any_launch():
         pytest.importorskip("cupy")
     with pytest.raises(GemmcError, match="expected a list of 2 arrays"):
         group([1], [2], [3])
+
+
+def test_example_group_golden(golden):
+    """The example group's plan text and C++ launcher, reviewed like code when they change."""
+    prog = gemmc.compile_file(ROOT / "examples" / "concurrent_pair.gs")
+    group = prog["pair"]
+    golden("groups/concurrent_pair.txt", group.plan + "\n")
+    golden("groups/concurrent_pair.cu", group.rendered.source)
+    golden("groups/concurrent_pair.h", group.rendered.header)

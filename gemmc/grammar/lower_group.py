@@ -54,9 +54,6 @@ def lower_group(low: _Lowering, decl: GroupDecl, taken: dict[str, Span]) -> tupl
                 continue
             mode, streams = _concurrency(low, stmt)
             mode_span = stmt.span
-        elif stmt.keyword in SIZE_STATEMENTS:
-            low.error("E202", f"a group's GEMMs are named members, not `{stmt.keyword}`", stmt.span,
-                      "write each as `gemm NAME M x N x K` inside the group")
         elif stmt.keyword in defaults:
             low.error("E200", f"'{stmt.keyword}' is given twice in group '{gname}'", stmt.span,
                       f"the first is on line {defaults[stmt.keyword].span.line}")
@@ -67,6 +64,7 @@ def lower_group(low: _Lowering, decl: GroupDecl, taken: dict[str, Span]) -> tupl
     kernels: list[Kernel] = []
     members: list[str] = []
     seen: dict[str, Span] = {}
+    refused: set[Span] = set()
     for m in decl.members:
         if m.name.text in seen:
             low.error("E200", f"member '{m.name.text}' is defined twice in group '{gname}'", m.name.span,
@@ -95,7 +93,8 @@ def lower_group(low: _Lowering, decl: GroupDecl, taken: dict[str, Span]) -> tupl
             members.append(kname)
             kernel = low.kernel(KernelDecl(Word(kname, m.name.span), stmts, m.span))
             for scalar in ("alpha", "beta"):
-                if getattr(kernel, scalar) is None and name == names[0]:
+                if getattr(kernel, scalar) is None and kernel.where(scalar) not in refused:
+                    refused.add(kernel.where(scalar))  # a group default is reported once, not per member
                     low.error("E900", f"a group bakes {scalar}; `{scalar} runtime` is not supported in a group",
                               kernel.where(scalar), f"give {scalar} a constant")
             kernels.append(kernel)

@@ -90,6 +90,7 @@ class _ToAst(Transformer):
         return [_word(t) for t in toks]
 
     tile_dims = dims
+    member_dims = dims
 
     def layout_item(self, toks):
         return [_word(t) for t in toks]

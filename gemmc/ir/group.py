@@ -77,9 +77,9 @@ def group_lines(g: Group) -> list[str]:
         out.append("  members: " + ", ".join(g.members))
         return out
     runs = {Mode.SEQUENTIAL: "one after another on the caller's stream",
-            Mode.STREAMS: f"{plan.degree} at once on separate streams (GO-kernels of degree "
-                          f"{max(d for d in DEGREES if d <= plan.degree)}), forked from and joined to the "
-                          "caller's stream",
+            Mode.STREAMS: f"{plan.degree} at once on side streams forked from and joined to the caller's "
+                          "stream; each GEMM with copies in the group runs its GO-kernel for as many copies at "
+                          "once, the others their own kernels",
             Mode.FUSED: f"one launch of kernel {plan.fused.name if plan.fused else '?'}"}[plan.mode]
     out.append(f"  runs: {plan.mode.value}: {runs}")
     out.append("  members (predictor classes " + "/".join(f"{d}{'S' if d == 1 else 'P'}" for d in DEGREES) + "):")

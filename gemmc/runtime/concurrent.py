@@ -336,10 +336,13 @@ def run_group(group: CompiledGroup, As: Any, Bs: Any, Cs: Any, *, stream: Any = 
             launch(k, [As[i]], [Bs[i]], [Cs[i]], alpha=None, beta=None, stream=stream)
         return
     degree = group.degree
-    irs = [k.ir for k in group.members]
+    degrees: dict = state.setdefault("go_degrees", {})
+    if degree not in degrees:  # each member's GO degree at this group degree (plan.go_degree), worked out once
+        irs = [k.ir for k in group.members]
+        degrees[degree] = [go_degree(irs, i, degree) for i in range(n)]
     kernels = []
     for i, member in enumerate(members):
-        go = go_degree(irs, i, degree) if group.kernels == "go" else 1
+        go = degrees[degree][i] if group.kernels == "go" else 1
         if go == 1:
             kernels.append(member)  # the isolated kernel (and its own tuning)
         elif not enabled():  # no measuring: the model's plan for the degree's share of the SMs

@@ -125,6 +125,7 @@ def test_go_tuning_under_green_contexts(monkeypatch):
     assert set(tuning.chosen) == {1, 2, 4, 8, 16}
     assert all(tuning.speedup(d) > 0 for d in (2, 4, 8, 16))
     print(tuning)
+    assert "GO-kernels on" in group.plan  # the measured choices join the plan text
     assert parts.streams, parts.how  # the SM partitions the RC step needs
     assert tuning.alone.keys() == {1, 2, 4}
 
