@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -291,14 +290,6 @@ def test_inspect_shows_the_group(tmp_path, capsys):
     assert "group layer: 5 GEMM(s), concurrency streams 4" in shown
     assert "runs: streams: 4 at once on side streams" in shown
     assert "layer_q: degree" in shown and "features" in shown
-
-
-def test_python_calling_convention_is_checked_before_any_launch():
-    group = gemmc.compile_string("group g { gemm a 8 x 8 x 8 gemm b 8 x 8 x 8 }").groups[0]
-    if "cupy" not in sys.modules:
-        pytest.importorskip("cupy")
-    with pytest.raises(GemmcError, match="expected a list of 2 arrays"):
-        group([1], [2], [3])
 
 
 def test_example_group_golden(golden):

@@ -231,3 +231,9 @@ def test_cpp_group_launcher_runs_captured_in_a_graph(tmp_path):
     assert build.returncode == 0, build.stderr[-4000:]
     run = subprocess.run([str(tmp_path / "pair")], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_calling_convention_is_checked_before_any_launch():
+    group = gemmc.compile_string("group g { gemm a 8 x 8 x 8 gemm b 8 x 8 x 8 }").groups[0]
+    with pytest.raises(GemmcError, match="expected a list of 2 arrays"):
+        group([1], [2], [3])
