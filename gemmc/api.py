@@ -6,7 +6,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gemmc.api_group import CompiledGroup
 from gemmc.codegen import Rendered, render_kernel
+from gemmc.concurrent.plan import plan_groups
 from gemmc.errors import GemmcError
 from gemmc.families.registry import NAMES
 from gemmc.grammar.lower import lower
@@ -146,17 +148,26 @@ class CompiledProgram:
         seconds = planner_seconds or {}
         self._kernels = {k.name: CompiledKernel(k, ir.target, ir.filename, seconds.get(k.name, 0.0))
                          for k in ir.kernels}
+        self._groups = {g.name: CompiledGroup(g, [self._kernels[m] for m in g.members], ir.target, ir.filename)
+                        for g in ir.groups}
 
     @property
     def target(self) -> Hardware:
         return self.ir.target
 
-    def __getitem__(self, name: str) -> CompiledKernel:
+    def __getitem__(self, name: str) -> Any:
+        """The kernel or the group (`CompiledGroup`) called `name`."""
+        if name in self._groups:
+            return self._groups[name]
         try:
             return self._kernels[name]
         except KeyError:
-            raise GemmcError(f"no kernel named '{name}'; this schedule defines: "
-                             + ", ".join(self._kernels)) from None
+            raise GemmcError(f"no kernel or group named '{name}'; this schedule defines: "
+                             + ", ".join([*self._kernels, *self._groups])) from None
+
+    @property
+    def groups(self) -> tuple[CompiledGroup, ...]:
+        return tuple(self._groups.values())
 
     def __iter__(self) -> Iterator[CompiledKernel]:
         return iter(self._kernels.values())
@@ -178,7 +189,7 @@ def compile_string(text: str, *, filename: str = "<string>", target: str | None 
     """Parse, check and plan every kernel of a schedule. Raises GemmcError on a bad schedule. No GPU needed."""
     seconds: dict[str, float] = {}
     program = run_pipeline(front_end(text, filename=filename, target=target), source=text, timings=seconds)
-    return CompiledProgram(program, text, seconds)
+    return CompiledProgram(plan_groups(program), text, seconds)
 
 
 def compile_file(path: str | Path, *, target: str | None = None) -> CompiledProgram:

@@ -8,6 +8,7 @@ import traceback
 from pathlib import Path
 
 from gemmc.api import compile_file, front_end
+from gemmc.concurrent.plan import plan_groups
 from gemmc.errors import GemmcError
 from gemmc.ir.printer import format_program
 from gemmc.passes import PASS_NAMES, run_pipeline
@@ -31,6 +32,15 @@ def cmd_compile(args: argparse.Namespace) -> int:
         print(f"wrote {src} and {out / (kernel.name + '.h')}: {r.launcher}() runs {kernel.ir.batch_size} "
               f"GEMM(s) with the {kernel.ir.family or '?'} family; "
               f"build it with {' '.join(r.build_flags)}")
+    for group in prog.groups:
+        if args.kernel and group.name not in args.kernel:
+            continue
+        g = group.rendered
+        src = out / f"{g.name}.{g.extension}"
+        src.write_text(g.source)
+        (out / f"{g.name}.h").write_text(g.header)
+        print(f"wrote {src} and {out / (g.name + '.h')}: {g.launcher}() runs group {g.name}'s "
+              f"{len(group.members)} GEMM(s) ({group.mode.value}); build it with {' '.join(g.build_flags)}")
     return 0
 
 
@@ -46,7 +56,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         if len(afters) > 1:
             print(f"=== after {name} ===")
         seconds: dict[str, float] = {}
-        print(format_program(run_pipeline(program, source=text, stop_after=name, timings=seconds)), end="")
+        planned = run_pipeline(program, source=text, stop_after=name, timings=seconds)
+        if name == PASS_NAMES[-1]:  # groups are planned from their members' final plans
+            planned = plan_groups(planned)
+        print(format_program(planned), end="")
         print("planner time: " + ", ".join(f"{k} {s * 1e3:.2f} ms" for k, s in seconds.items()) + "\n")
     if args.source:
         for kernel in compile_file(path, target=args.target):
@@ -85,7 +98,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"gemmc {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    c = sub.add_parser("compile", help="write <kernel>.cu/.hip and <kernel>.h for every kernel")
+    c = sub.add_parser("compile", help="write <kernel>.cu/.hip and <kernel>.h for every kernel and group")
     c.add_argument("schedule")
     c.add_argument("-o", "--output", default="out", help="output folder (default: out)")
     c.add_argument("--target", help="cuda | hip | sm_80 | sm_86 | sm_89 | sm_90 | gfx908 | gfx90a | gfx942 "

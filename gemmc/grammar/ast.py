@@ -43,6 +43,28 @@ class TargetDecl:
 
 
 @dataclass(frozen=True, slots=True)
+class MemberDecl:
+    """`gemm NAME M x N x K [copies C] [{ stmts }]` inside a group: dims are three words, copies None or a word."""
+
+    name: Word
+    dims: tuple[Word, ...]
+    copies: Word | None
+    stmts: tuple[Stmt, ...]
+    span: Span = span_field()
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDecl:
+    """`group NAME { ... }`: its own statements (defaults and `concurrency`) and its members, in source order."""
+
+    name: Word
+    stmts: tuple[Stmt, ...]
+    members: tuple[MemberDecl, ...]
+    span: Span = span_field()
+
+
+@dataclass(frozen=True, slots=True)
 class Module:
     targets: tuple[TargetDecl, ...]
     kernels: tuple[KernelDecl, ...]
+    groups: tuple[GroupDecl, ...] = ()

@@ -12,6 +12,8 @@ from typing import TypeVar
 
 from gemmc.errors import Diagnostic, GemmcError
 from gemmc.grammar.ast import KernelDecl, Module, Stmt, Word
+from gemmc.grammar.lower_group import lower_group
+from gemmc.ir.group import Group
 from gemmc.ir.hardware import TARGETS, Hardware
 from gemmc.ir.nodes import Kernel, Problem, Program, TileShape
 from gemmc.ir.types import AUTO, STORAGE_DTYPES, Batching, DType, Layout, Precision, Span, TileMode
@@ -218,12 +220,20 @@ def lower(module: Module, *, algorithms: tuple[str, ...], filename: str = "<stri
                       f"the first is on line {names[kdecl.name.text].line}")
         names[kdecl.name.text] = kdecl.name.span
         kernels.append(low.kernel(kdecl))
-    if not module.kernels:
+    groups: list[Group] = []
+    for gdecl in module.groups:
+        if gdecl.name.text in {g.name for g in groups}:
+            low.error("E200", f"group '{gdecl.name.text}' is defined twice", gdecl.name.span)
+            continue
+        group, members = lower_group(low, gdecl, names)
+        groups.append(group)
+        kernels.extend(members)
+    if not module.kernels and not module.groups:
         low.error("E202", "the file defines no kernel", Span(1, 1), "add `kernel NAME { gemm M x N x K }`")
     if low.diags:
         raise GemmcError(sorted(low.diags, key=lambda d: (d.span.line, d.span.column)), filename=filename,
                          source=source)
-    return Program(target=hw, kernels=tuple(kernels), filename=filename)
+    return Program(target=hw, kernels=tuple(kernels), filename=filename, groups=tuple(groups))
 
 
 def map_kernels(program: Program, fn: Callable[[Kernel], Kernel]) -> Program:

@@ -10,12 +10,12 @@ import lark
 from lark import Lark, Token, Transformer, v_args
 
 from gemmc.errors import Diagnostic, GemmcError
-from gemmc.grammar.ast import KernelDecl, Module, Stmt, TargetDecl, Word
+from gemmc.grammar.ast import GroupDecl, KernelDecl, MemberDecl, Module, Stmt, TargetDecl, Word
 from gemmc.span import Span
 
 STATEMENT_KEYWORDS = ("dtype", "layout", "alpha", "beta", "batch", "gemm", "tile", "threads", "batching",
                       "precision", "pipeline", "algorithm", "tlp")
-TOP_KEYWORDS = ("target", "kernel")
+TOP_KEYWORDS = ("target", "kernel", "group")
 
 _TOKEN_NAMES = {
     "NAME": "a name", "NUMBER": "a number", "DIMS3": "a size such as 64x64x16", "FACTOR": "a factor such as x3",
@@ -53,7 +53,8 @@ class _ToAst(Transformer):
     def start(self, meta, items):
         targets = tuple(i for i in items if isinstance(i, TargetDecl))
         kernels = tuple(i for i in items if isinstance(i, KernelDecl))
-        return Module(targets, kernels)
+        groups = tuple(i for i in items if isinstance(i, GroupDecl))
+        return Module(targets, kernels, groups)
 
     @v_args(meta=True)
     def target(self, meta, toks):
@@ -62,6 +63,21 @@ class _ToAst(Transformer):
     @v_args(meta=True)
     def kernel(self, meta, items):
         return KernelDecl(_word(items[0]), tuple(items[1:]), _span(meta))
+
+    @v_args(meta=True)
+    def group(self, meta, items):
+        stmts = tuple(i for i in items[1:] if isinstance(i, Stmt))
+        members = tuple(i for i in items[1:] if isinstance(i, MemberDecl))
+        return GroupDecl(_word(items[0]), stmts, members, _span(meta))
+
+    @v_args(meta=True)
+    def member(self, meta, items):
+        copies = _word(items[3]) if len(items) > 2 and isinstance(items[2], Token) else None
+        body = items[-1] if items and isinstance(items[-1], tuple) else ()
+        return MemberDecl(_word(items[0]), tuple(items[1]), copies, body, _span(meta))
+
+    def member_body(self, items):
+        return tuple(items)
 
     def dims(self, toks):
         if len(toks) == 1:  # one DIMS3 token such as 64x64x16: split it, keeping each part's column
@@ -74,6 +90,7 @@ class _ToAst(Transformer):
         return [_word(t) for t in toks]
 
     tile_dims = dims
+    member_dims = dims
 
     def layout_item(self, toks):
         return [_word(t) for t in toks]
@@ -113,9 +130,10 @@ def _syntax_error(err: lark.exceptions.UnexpectedInput) -> Diagnostic:
         if tok.type == "NAME" and "DTYPE" in expected:
             return Diagnostic("E101", f"unknown statement '{text}'", span,
                               _suggest(text, STATEMENT_KEYWORDS) or "statements: " + ", ".join(STATEMENT_KEYWORDS))
-        if tok.type == "NAME" and expected <= {"TARGET", "KERNEL", "$END"}:
+        if tok.type == "NAME" and expected <= {"TARGET", "KERNEL", "GROUP", "$END"}:
             return Diagnostic("E101", f"unknown keyword '{text}'", span,
-                              _suggest(text, TOP_KEYWORDS) or "a file holds 'target' and 'kernel' declarations")
+                              _suggest(text, TOP_KEYWORDS) or "a file holds 'target', 'kernel' and 'group' "
+                              "declarations")
         names = " or ".join(sorted(_token_name(e) for e in expected))
         found = _token_name(tok.type)
         found = found if found.startswith("'") else f"{found} '{text}'"

@@ -9,11 +9,14 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, overload
 
 from gemmc.errors import InternalError
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.types import AUTO, NO_SPAN, Batching, DType, Layout, Precision, Span, TileMode, span_field
+
+if TYPE_CHECKING:
+    from gemmc.ir.group import Group
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,3 +256,4 @@ class Program:
     kernels: tuple[Kernel, ...]
     filename: str = field(default="<string>", compare=False)
     span: Span = NO_SPAN
+    groups: tuple[Group, ...] = ()  # concurrent groups (gemmc/ir/group.py); their members are among `kernels`

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gemmc.ir.group import group_lines
 from gemmc.ir.nodes import Kernel, Program
 
 MAX_TILES_SHOWN = 8
@@ -56,4 +57,5 @@ def format_program(p: Program) -> str:
     hw = p.target
     head = (f"target {hw.vendor} {hw.arch}: {hw.sm_count} SMs, warp {hw.warp_size}, "
             f"{hw.max_threads_per_sm} threads/SM, {hw.regs_per_sm} regs/SM, {hw.smem_per_sm} B shared/SM")
-    return "\n\n".join([head, *(format_kernel(k) for k in p.kernels)]) + "\n"
+    groups = ["\n".join(group_lines(g)) for g in p.groups]
+    return "\n\n".join([head, *(format_kernel(k) for k in p.kernels), *groups]) + "\n"

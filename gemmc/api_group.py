@@ -1,0 +1,117 @@
+"""The Python API of a concurrent group: `prog["group"](As, Bs, Cs)` runs every GEMM of the group in one call.
+
+Calling convention: As, Bs, Cs are lists with one 2-D array per GEMM, in the group's order (`.members`: the
+members in source order, a member with `copies C` as C consecutive GEMMs). Each array is what the member kernel
+takes for its one problem (its layouts and dtype). The outputs must be distinct and must not overlap any operand:
+the GEMMs are independent, and the call refuses one whose output another reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from gemmc.ir.group import Group, GroupPlan, Mode, group_lines
+from gemmc.ir.hardware import Hardware
+
+if TYPE_CHECKING:
+    from gemmc.api import CompiledKernel
+    from gemmc.concurrent.render import RenderedGroup
+
+
+class CompiledGroup:
+    """A planned group: its members (compiled kernels), its plan, the C++ launcher, and (on a GPU) a callable.
+
+    `kernels` says which kernels the streams mode launches: "go" (each member's GO-kernel for the degree, measured
+    under contention on the first call) or "isolated" (each member's own kernel: the paper's default).
+    """
+
+    def __init__(self, ir: Group, members: list[CompiledKernel], target: Hardware, filename: str,
+                 kernels: str = "go"):
+        self.ir = ir
+        self.members = members
+        self.target = target
+        self.filename = filename
+        self.kernels = kernels
+        self._runtime_state: dict[str, Any] = {}  # streams, GO choices, fused kernel: owned by gemmc.runtime
+
+    @property
+    def name(self) -> str:
+        return self.ir.name
+
+    @property
+    def group_plan(self) -> GroupPlan:
+        assert self.ir.plan is not None
+        return self.ir.plan
+
+    @property
+    def mode(self) -> Mode:
+        return self.group_plan.mode
+
+    @property
+    def degree(self) -> int:
+        return self.group_plan.degree
+
+    @property
+    def plan(self) -> str:
+        """What the planner decided for the group, readable (the group's part of `gemmc inspect`), and once the
+        first call has tuned them, the GO-kernels measured on this GPU."""
+        lines = group_lines(self.ir)
+        for name, tuning in self.tuning.items():
+            lines.append(f"  {name}: " + str(tuning).replace("\n", "\n    "))
+        return "\n".join(lines)
+
+    @cached_property
+    def fused(self) -> CompiledKernel | None:
+        from gemmc.api import CompiledKernel
+
+        fused = self.group_plan.fused
+        return CompiledKernel(fused, self.target, self.filename) if fused is not None else None
+
+    def share_kernel(self, index: int, share: int) -> CompiledKernel:
+        """Member `index`'s kernel planned for 1/share of the SMs (its own kernel where that plan is the same)."""
+        from gemmc.api import CompiledKernel
+
+        cache: dict = self._runtime_state.setdefault("shares", {})
+        key = (index, share)
+        if key not in cache:
+            found = self.group_plan.share_kernel(self.members[index].name, share) if share > 1 else None
+            cache[key] = CompiledKernel(found, self.target, self.filename) if found else self.members[index]
+        return cache[key]
+
+    def with_mode(self, mode: str, degree: int = 1, kernels: str = "go") -> CompiledGroup:
+        """The same group run another way: mode "sequential", "streams" (with `degree`) or "fused" (benchmarks
+        and tests time every mode on the same inputs). The tuning already measured is shared."""
+        m = Mode(mode)
+        if m is Mode.FUSED and self.group_plan.fused is None:
+            raise ValueError(f"group {self.name} cannot run fused: " + "; ".join(self.group_plan.notes))
+        plan = dataclasses.replace(self.group_plan, mode=m, degree=degree if m is Mode.STREAMS else 1)
+        other = CompiledGroup(dataclasses.replace(self.ir, plan=plan), self.members, self.target, self.filename,
+                              kernels)
+        other._runtime_state = self._runtime_state
+        return other
+
+    @cached_property
+    def rendered(self) -> RenderedGroup:
+        from gemmc.concurrent.render import render_group
+
+        return render_group(self.ir, {k.name: k.ir for k in self.members}, self.target, self.filename)
+
+    @property
+    def tuning(self) -> dict[str, Any]:
+        """Each member's GO-kernel measurements (gemmc.runtime.concurrent.GoTuning) by member name, once tuned
+        (copies of one GEMM share theirs)."""
+        go, sigs = self._runtime_state.get("go", {}), self._runtime_state.get("signatures", {})
+        return {k.name: go[sigs[i]] for i, k in enumerate(self.members) if sigs.get(i) in go}
+
+    def __call__(self, As: Any, Bs: Any, Cs: Any, *, stream: Any = None) -> None:
+        """Run every GEMM of the group on the current CuPy stream (or `stream`): one after another, forked onto
+        side streams and joined back through events, or in one launch, as the plan says. The first call tunes
+        (outside a graph capture); later calls, captured or not, launch only."""
+        from gemmc.runtime.concurrent import run_group
+
+        run_group(self, As, Bs, Cs, stream=stream)
+
+    def __repr__(self) -> str:
+        return f"<gemmc group {self.name}: {len(self.members)} GEMM(s), {self.mode.value}>"

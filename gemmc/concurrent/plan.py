@@ -1,0 +1,175 @@
+"""Planning a concurrent group: each member's share plans and features, the predictor's degree, the fused
+kernel, and how the group runs (paper 004 §4.4-§4.5, and the single launch the paper could not make).
+
+`concurrency auto` decides with two models:
+- where the members allow one launch (SIMT, same dtype, layouts and scalars), the SIMT family's cost model, which
+  simulates a launch tile by tile, estimates the fused kernel and each member alone; the group runs fused when the
+  fused estimate is below the sum of the members' by FUSED_MARGIN. One launch is concurrency already, its blocks
+  balanced over the whole group by the planner: on the H200 (bench/results/2026-11-26_h200_concurrent_run1.json)
+  fused was within 3% of gemmc's fastest mode in 12 of the 13 groups that allow it, and the fastest in 9;
+- otherwise the predictor gives each member its preferred degree (1S, 2P, 4P, 8P, 16P); the group runs min over
+  members of that, clamped to the group's size and rounded down to a tuned degree (paper 004 §4.5: all of them
+  concurrently only if every shape prefers it; the paper gives no rule for more than two shapes, the minimum
+  generalises it), on streams, or one after another at 1S.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gemmc.concurrent import predictor
+from gemmc.concurrent.features import features, plan_for_share
+from gemmc.errors import GemmcError
+from gemmc.ir.group import DEGREES, SHARES, Group, GroupPlan, MemberChoice, Mode
+from gemmc.ir.hardware import Hardware
+from gemmc.ir.nodes import Kernel, Problem, Program
+
+FUSED_MARGIN = 0.97  # fused must be estimated at least 3% faster: the cost model is within ~3% (geomean)
+FUSED_FAMILY = "simt"  # the family whose irregular batch runs GEMMs of different sizes in one launch
+
+
+def tuned_degree(n: int) -> int:
+    """The largest degree with GO-kernels (DEGREES) that does not exceed n."""
+    return max(d for d in DEGREES if d <= max(1, n))
+
+
+def go_degree(members: list[Kernel], index: int, degree: int) -> int:
+    """The degree whose GO-kernel member `index` runs with when the group runs `degree` at once. GO-kernels are
+    tuned with copies of their own GEMM (paper 004 §4.5 calls them heterogeneity-agnostic), so a GEMM with fewer
+    copies in the group than the degree takes the GO-kernel of its number of copies, and one with none its
+    isolated kernel (1). On the H200 the tuned-for-copies kernels of a dX/dW pair, run together, took 1.44x the
+    sequential time (bench/results/2026-11-26_h200_concurrent_run1.json, FFN2 dX+dW)."""
+    def key(k: Kernel) -> Kernel:
+        return dataclasses.replace(k, name="", notes=())
+
+    mine = key(members[index])
+    return tuned_degree(min(degree, sum(key(k) == mine for k in members)))
+
+
+def fused_kernel(group: Group, members: list[Kernel], hw: Hardware) -> tuple[Kernel | None, str]:
+    """The group as one SIMT launch (one problem per member, in call order), or None and why not."""
+    first = members[0]
+    keys = ("dtype", "layout_a", "layout_b", "layout_c", "alpha", "beta", "precision", "tile", "threads",
+            "stages")
+    for key in keys:
+        values = {getattr(k, key) for k in members}
+        if len(values) > 1:
+            return None, f"fused needs one {key.replace('_', ' ')} for every member; this group has {len(values)}"
+    if any(k.family != FUSED_FAMILY for k in members):
+        other = next(k for k in members if k.family != FUSED_FAMILY)
+        return None, f"fused runs the {FUSED_FAMILY} family's batch; member {other.name} is {other.family}"
+    problems = tuple(Problem(k.name.removeprefix(group.name + "_"), k.problems[0].m, k.problems[0].n,
+                             k.problems[0].k, span=k.span) for k in members)
+    fresh = dataclasses.replace(first, name=f"{group.name}_fused", problems=problems, count=None, family=None,
+                                plan=None, work=None, notes=(), algorithm=FUSED_FAMILY, span=group.span)
+    from gemmc.passes import run_pipeline
+
+    try:
+        return run_pipeline(Program(hw, (fresh,))).kernels[0], "fused: one SIMT launch of every member"
+    except GemmcError as err:
+        return None, f"fused cannot be planned: {err.diagnostics[0].message}"
+
+
+def same_kernel(a: Kernel, b: Kernel, hw: Hardware) -> bool:
+    """The two planned kernels launch the same code on the same work (their names aside)."""
+    if a.work != b.work or a.family != b.family:
+        return False
+    from gemmc.codegen import render_kernel
+
+    return render_kernel(dataclasses.replace(a, name=b.name), hw).source == render_kernel(b, hw).source
+
+
+def _estimate(kernel: Kernel) -> float | None:
+    return getattr(kernel.plan, "estimate_us", None) or None
+
+
+def choose(group: Group, choices: list[MemberChoice], fused: Kernel | None, fused_why: str,
+           members: list[Kernel], model: str) -> GroupPlan:
+    n = len(members)
+    predicted = tuned_degree(min(min(c.predicted for c in choices), n))
+    notes: list[str] = []
+    estimates: list[tuple[str, float]] = []
+    seq = [_estimate(k) for k in members]
+    fused_est = _estimate(fused) if fused is not None else None
+    if fused_est is not None and all(e is not None for e in seq):
+        total = float(sum(e for e in seq if e is not None))
+        estimates = [("sequential", total), ("fused", fused_est)]
+    if group.mode is Mode.SEQUENTIAL:
+        return GroupPlan(Mode.SEQUENTIAL, 1, tuple(choices), fused, model, tuple(estimates),
+                         ("concurrency sequential from the schedule",))
+    if group.mode is Mode.STREAMS:
+        degree = group.streams or predicted
+        return GroupPlan(Mode.STREAMS, degree, tuple(choices), fused, model, tuple(estimates),
+                         (f"concurrency streams {degree} from the schedule; GO-kernels of degree "
+                          f"{tuned_degree(degree)}",))
+    if group.mode is Mode.FUSED:
+        if fused is not None:
+            return GroupPlan(Mode.FUSED, 1, tuple(choices), fused, model, tuple(estimates),
+                             ("concurrency fused from the schedule",))
+        notes.append(f"concurrency fused falls back to streams: {fused_why}")
+        return GroupPlan(Mode.STREAMS, max(predicted, 2) if n > 1 else 1, tuple(choices), None, model,
+                         tuple(estimates), tuple(notes))
+    notes.append(f"predictor ({model}): degrees " + ", ".join(f"{c.member} {c.predicted}" for c in choices)
+                 + f"; on streams the group would run {predicted} at once (the smallest, clamped to its {n} GEMMs)")
+    if estimates:
+        total, fused_us = estimates[0][1], estimates[1][1]
+        if fused_us <= FUSED_MARGIN * total:
+            notes.append(f"fused: the cost model estimates {fused_us:.1f} us for one launch against {total:.1f} us "
+                         "for the GEMMs one after another")
+            return GroupPlan(Mode.FUSED, 1, tuple(choices), fused, model, tuple(estimates), tuple(notes))
+        notes.append(f"not fused: the cost model estimates {fused_us:.1f} us for one launch against {total:.1f} "
+                     "us for the GEMMs one after another")
+    else:
+        notes.append(f"not fused: {fused_why}")
+    if predicted == 1:
+        return GroupPlan(Mode.SEQUENTIAL, 1, tuple(choices), fused, model, tuple(estimates), tuple(notes))
+    return GroupPlan(Mode.STREAMS, predicted, tuple(choices), fused, model, tuple(estimates), tuple(notes))
+
+
+def plan_group(group: Group, program: Program) -> Group:
+    """The group with its plan. Requires: the program's kernels planned by the pipeline."""
+    hw = program.target
+    by_name = {k.name: k for k in program.kernels}
+    members = [by_name[name] for name in group.members]
+    model = predictor.load(hw.arch)
+    choices = []
+    for k in members:
+        shares = tuple(plan_for_share(k, hw, s) for s in SHARES)
+        x = features(k, shares, hw)
+        if model is not None:
+            probs = tuple(round(float(p), 4) for p in model.probabilities(x))
+            degree = model.predict(x)
+        else:
+            probs, degree = tuple(1.0 if d == 1 else 0.0 for d in DEGREES), 1
+        distinct = tuple(s for s in shares[1:] if not same_kernel(s, k, hw))
+        choices.append(MemberChoice(k.name, x, degree, probs, distinct))
+    fused, why = fused_kernel(group, members, hw) if len(members) > 1 else (None, "one GEMM: nothing to fuse")
+    name = model.source if model is not None else f"none trained for {hw.arch}: every member 1S"
+    return dataclasses.replace(group, plan=choose(group, choices, fused, why, members, name))
+
+
+def plan_groups(program: Program) -> Program:
+    if not program.groups:
+        return program
+    return dataclasses.replace(program, groups=tuple(plan_group(g, program) for g in program.groups))
+
+
+MAX_CANDIDATES = 6  # GO-kernel candidates timed per GEMM under each share of the SMs
+
+
+def go_candidates(member: Kernel, choice: MemberChoice, hw: Hardware) -> list[tuple[str, Kernel]]:
+    """The kernels a member's GO-kernels are chosen from (paper 004 §3.2's kernel list, ours): its own plan, its
+    plans for 1/2 and 1/4 of the SMs, then its family's other alternatives in the family's order, none the same
+    as an earlier one, at most MAX_CANDIDATES."""
+    from gemmc.families.registry import family
+
+    found: list[tuple[str, Kernel]] = [("model (all SMs)", member)]
+    found += [(f"model (1/{k.name.rsplit('share', 1)[1]} of the SMs)", k) for k in choice.shares]
+    found += [(label, ir) for label, ir in family(member.family).alternatives(member, hw)[1:]]
+    out: list[tuple[str, Kernel]] = []
+    for label, k in found:
+        if len(out) == MAX_CANDIDATES:
+            break
+        if not any(same_kernel(k, other, hw) for _, other in out):
+            out.append((label, k))
+    return out

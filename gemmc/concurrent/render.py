@@ -1,0 +1,126 @@
+"""A group -> one self-contained .cu/.hip file and its header (templates/group_launcher.j2).
+
+Every kernel the group launches is rendered by its family as usual and placed in a namespace of its own with its
+plan's tables; `#include` lines are hoisted to the top of the file (each source's prelude repeats them). The
+launcher forks the GEMMs onto side streams through events and joins them back, or launches the fused kernel.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from gemmc.codegen import RUNTIME_API, _table_context, literal, render_kernel, scalar_type
+from gemmc.codegen.env import render
+from gemmc.concurrent import predictor
+from gemmc.concurrent.plan import go_degree
+from gemmc.errors import InternalError
+from gemmc.ir.group import DEGREES, MAX_STREAMS, Group, Mode
+from gemmc.ir.hardware import Hardware
+from gemmc.ir.nodes import Kernel
+from gemmc.version import __version__
+
+EVENT_T = {"cuda": "cudaEvent_t", "hip": "hipEvent_t"}
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedGroup:
+    name: str
+    launcher: str  # the extern "C" function
+    source: str  # the .cu / .hip file
+    header: str
+    extension: str
+    build_flags: tuple[str, ...]
+
+
+def launched_kernels(group: Group, members: dict[str, Kernel]) -> list[Kernel]:
+    """The kernels the C++ launcher runs, in call order: the fused kernel, or per member its plan for a share of the
+    SMs at its GO degree (plan.go_degree; 1/2 at degree 2, 1/4 from 4 on: the model's GO-kernel, where the Python
+    runtime measures its choice) or its own plan."""
+    plan = group.plan
+    if plan is None:
+        raise InternalError("concurrent.render", f"group '{group.name}' is not planned")
+    if plan.mode is Mode.FUSED:
+        assert plan.fused is not None
+        return [plan.fused]
+    kernels = [members[name] for name in group.members]
+    out = []
+    for i, name in enumerate(group.members):
+        go = 1 if plan.mode is Mode.SEQUENTIAL else go_degree(kernels, i, plan.degree)
+        found = plan.share_kernel(name, min(4, go)) if go > 1 else None
+        if found is None and go >= 4:
+            found = plan.share_kernel(name, 2)
+        out.append(found or members[name])
+    return out
+
+
+def _hoist(source: str) -> tuple[str, list[str]]:
+    lines = source.splitlines()
+    includes = [line for line in lines if line.startswith("#include")]
+    return "\n".join(line for line in lines if not line.startswith("#include")), includes
+
+
+def render_group(group: Group, members: dict[str, Kernel], hw: Hardware,
+                 source_file: str = "<string>") -> RenderedGroup:
+    plan = group.plan
+    if plan is None:
+        raise InternalError("concurrent.render", f"group '{group.name}' is not planned")
+    kernels, includes = [], [f"#include <{RUNTIME_API[hw.vendor]['header']}>"]
+    archs = set()
+    distinct: dict[tuple, str] = {}  # a kernel's code and tables (its name aside) -> its namespace
+    namespaces = []
+    for k in launched_kernels(group, members):
+        probe = render_kernel(dataclasses.replace(k, name=f"{group.name}_k"), hw, source_file)
+        key = (probe.source, k.work)
+        if key not in distinct:
+            # extern "C" entries share one space of names: each distinct kernel gets a name of its own
+            named = dataclasses.replace(k, name=f"{group.name}_k{len(distinct)}")
+            r = render_kernel(named, hw, source_file)
+            archs.add(r.device_arch)
+            distinct[key] = f"gemmc_{named.name}_ns"
+            body, incs = _hoist(r.source)
+            includes += [i for i in incs if i not in includes]
+            S = scalar_type(k)
+            p = k.problems[0]
+            kernels.append({"ns": distinct[key], "name": k.name, "source": body, "entry": r.entry,
+                            "T": k.dtype.ctype, "S": S, "alpha": literal(k.alpha, S), "beta": literal(k.beta, S),
+                            "summary": f"{k.family}, {len(k.problems)} problem(s), first {p.m}x{p.n}x{p.k}",
+                            **_table_context(named)})
+        namespaces.append(distinct[key])
+    if len(archs) > 1:
+        raise InternalError("concurrent.render", f"group '{group.name}' mixes device targets {sorted(archs)}")
+    model = predictor.load(hw.arch)
+    fixed = None if group.mode is Mode.AUTO and plan.mode is not Mode.FUSED else plan.degree
+    if model is None and fixed is None:
+        fixed = plan.degree
+    order = ", ".join(group.members)
+    runs = {Mode.SEQUENTIAL: "one GEMM after another on the caller's stream",
+            Mode.STREAMS: f"up to {plan.degree} GEMMs at once on side streams forked from the caller's stream",
+            Mode.FUSED: "all GEMMs in one launch"}[plan.mode]
+    ctx = {
+        "version": __version__, "group": group.name, "source_file": PurePath(source_file).name,
+        "count": len(group.members), "vendor": hw.vendor, "arch": hw.arch,
+        "header_lines": [f"concurrency {group.mode.value}" + (f" {group.streams}" if group.streams else "")
+                         + f": runs {plan.mode.value}" + (f", degree {plan.degree}" if plan.mode is Mode.STREAMS
+                                                          else ""), *plan.notes],
+        "includes": includes, "kernels": kernels,
+        "members": namespaces if plan.mode is not Mode.FUSED else [],
+        "fused": kernels[0]["ns"] if plan.mode is Mode.FUSED else "",
+        "max_streams": max(1, min(MAX_STREAMS, len(group.members), max(plan.degree, 1) if fixed else 16)),
+        "model": model.source if model else "none trained for this target",
+        "classes": list(DEGREES),
+        "features": [list(c.features) for c in plan.choices] if model else [],
+        "weights": [list(r) for r in model.weights] if model else [],
+        "x_min": list(model.x_min) if model else [], "x_max": list(model.x_max) if model else [],
+        "bias": list(model.bias) if model else [],
+        "fixed_degree": fixed if fixed is not None else 0,
+        "degree_rule": (f"fixed at {fixed} by the schedule and the planner" if fixed is not None
+                        else "the smallest degree the predictor gives any of its GEMMs, clamped to the group's "
+                             "size and rounded down to a tuned degree"),
+        "order": order, "runs": runs,
+        "rt": {**RUNTIME_API[hw.vendor], "event_t": EVENT_T[hw.vendor]},
+    }
+    flags = render_kernel(launched_kernels(group, members)[0], hw, source_file).build_flags
+    return RenderedGroup(group.name, f"gemmc_{group.name}", render("group_launcher.j2", ctx),
+                         render("group_header.h.j2", ctx), "hip" if hw.vendor == "hip" else "cu", flags)

@@ -1,0 +1,95 @@
+"""A concurrent group (paper 004): independent GEMMs that run together, and what gemmc decided for them.
+
+The members are ordinary kernels of the Program (named `<group>_<member>`), planned by the pipeline like any
+other; the group names them in call order and says how they run together. `GroupPlan` is filled by
+gemmc/concurrent (the predictor, the share plans, the fused kernel) and printed by `gemmc inspect`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from gemmc.ir.nodes import Kernel
+from gemmc.ir.types import Span, span_field
+
+MAX_STREAMS = 32  # CUDA_DEVICE_MAX_CONNECTIONS' ceiling: more streams share hardware work queues
+MAX_MEMBERS = 128  # the C++ launcher passes 3 pointers per GEMM as launch arguments (4 KiB of them)
+DEGREES = (1, 2, 4, 8, 16)  # the predictor's classes: 1S, 2P, 4P, 8P, 16P (paper 004 §4.3)
+SHARES = (1, 2, 4)  # the fractions of the SMs the GO-kernels are tuned for (paper 004 §4.4: GPU, GPU/2, GPU/4)
+
+
+class Mode(Enum):
+    AUTO = "auto"
+    SEQUENTIAL = "sequential"
+    STREAMS = "streams"
+    FUSED = "fused"
+
+
+@dataclass(frozen=True, slots=True)
+class MemberChoice:
+    """One member's figures: the predictor's features and its class, the kernel planned for each share."""
+
+    member: str  # the member kernel's name
+    features: tuple[float, ...]
+    predicted: int  # the predictor's degree (1, 2, 4, 8 or 16) before clamping to the group's size
+    probabilities: tuple[float, ...]  # one per DEGREES entry
+    shares: tuple[Kernel, ...]  # planned kernels for 1/2 and 1/4 of the SMs that differ from the member's plan
+
+
+@dataclass(frozen=True, slots=True)
+class GroupPlan:
+    mode: Mode  # never AUTO: what runs
+    degree: int  # GEMMs on separate streams at once (1 for sequential and fused)
+    choices: tuple[MemberChoice, ...]
+    fused: Kernel | None  # the whole group as one SIMT launch, where the members allow it
+    model: str  # the predictor's data file and the GPU it was trained on
+    estimates_us: tuple[tuple[str, float], ...] = ()  # the SIMT cost model's figures the choice weighed
+    notes: tuple[str, ...] = ()
+
+    def share_kernel(self, member: str, share: int) -> Kernel | None:
+        """The member's kernel planned for 1/share of the SMs, where it differs from its own plan."""
+        for c in self.choices:
+            if c.member == member:
+                for k in c.shares:
+                    if k.name.endswith(f"_share{share}"):
+                        return k
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    name: str
+    members: tuple[str, ...]  # member kernels' names, in call order (copies expanded: `q_0`, `q_1`, ...)
+    mode: Mode = Mode.AUTO
+    streams: int | None = None  # `concurrency streams N`
+    span: Span = span_field()
+    mode_span: Span = span_field()
+    plan: GroupPlan | None = field(default=None, compare=False)
+
+
+def group_lines(g: Group) -> list[str]:
+    """The group's part of `gemmc inspect`: its members, the predictor's figures, the share plans, the choice."""
+    mode = g.mode.value + (f" {g.streams}" if g.streams else "")
+    out = [f"group {g.name}: {len(g.members)} GEMM(s), concurrency {mode}"]
+    plan = g.plan
+    if plan is None:
+        out.append("  members: " + ", ".join(g.members))
+        return out
+    runs = {Mode.SEQUENTIAL: "one after another on the caller's stream",
+            Mode.STREAMS: f"{plan.degree} at once on side streams forked from and joined to the caller's "
+                          "stream; each GEMM with copies in the group runs its GO-kernel for as many copies at "
+                          "once, the others their own kernels",
+            Mode.FUSED: f"one launch of kernel {plan.fused.name if plan.fused else '?'}"}[plan.mode]
+    out.append(f"  runs: {plan.mode.value}: {runs}")
+    out.append("  members (predictor classes " + "/".join(f"{d}{'S' if d == 1 else 'P'}" for d in DEGREES) + "):")
+    for c in plan.choices:
+        probs = " ".join(f"{p:.2f}" for p in c.probabilities)
+        shares = ", ".join(k.name for k in c.shares) or "the same plan for 1/2 and 1/4 of the SMs"
+        out.append(f"    {c.member}: degree {c.predicted} (p {probs}); share plans: {shares}")
+        out.append("      features " + " ".join(f"{v:g}" for v in c.features))
+    if plan.estimates_us:
+        out.append("  cost model: " + ", ".join(f"{k} {v:.1f} us" for k, v in plan.estimates_us))
+    out.append("  decisions:")
+    out.extend(f"    - {n}" for n in plan.notes)
+    return out

@@ -1,0 +1,301 @@
+"""Concurrent groups without a GPU: the group form and its errors, the share plans and the features, the
+predictor's inference against its training script, the mode choice, and the C++ launcher (CUDA and HIP)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gemmc
+from gemmc.api import front_end
+from gemmc.concurrent import predictor
+from gemmc.concurrent.features import FEATURE_NAMES, features, plan_for_share
+from gemmc.concurrent.plan import FUSED_MARGIN, go_candidates, go_degree, tuned_degree
+from gemmc.concurrent.table3 import TABLE3, gemm_set
+from gemmc.errors import GemmcError
+from gemmc.ir.group import DEGREES, Mode
+from gemmc.ir.types import Layout
+
+ROOT = Path(__file__).resolve().parent.parent
+NVCC = shutil.which("nvcc")
+HIPCC = shutil.which("hipcc")
+
+GROUP = """
+group layer {
+  concurrency streams 4
+  layout B col
+  gemm q 2048 x 1024 x 1024
+  gemm dw 1024 x 1024 x 2048 { layout A col, B row }
+  gemm y 512 x 256 x 128 copies 3
+}
+"""
+
+
+def errors_of(text: str) -> str:
+    with pytest.raises(GemmcError) as info:
+        gemmc.compile_string(text, filename="g.gs")
+    return info.value.render()
+
+
+def test_members_inherit_defaults_and_override_them():
+    prog = front_end(GROUP)
+    (g,) = prog.groups
+    assert g.members == ("layer_q", "layer_dw", "layer_y_0", "layer_y_1", "layer_y_2")
+    assert (g.mode, g.streams) == (Mode.STREAMS, 4)
+    kernels = {k.name: k for k in prog.kernels}
+    assert kernels["layer_q"].layout_b is Layout.COL
+    assert (kernels["layer_dw"].layout_a, kernels["layer_dw"].layout_b) == (Layout.COL, Layout.ROW)
+    assert [(p.m, p.n, p.k) for p in kernels["layer_y_2"].problems] == [(512, 256, 128)]
+    assert g.span.line == 2 and g.mode_span.line == 3
+
+
+@pytest.mark.parametrize("spelling, mode, streams", [("auto", Mode.AUTO, None), ("sequential", Mode.SEQUENTIAL, None),
+                                                     ("fused", Mode.FUSED, None), ("streams 8", Mode.STREAMS, 8)])
+def test_every_concurrency_spelling(spelling, mode, streams):
+    (g,) = front_end(f"group g {{ concurrency {spelling} gemm a 8 x 8 x 8 gemm b 8 x 8 x 8 "
+                     "gemm c 8 x 8 x 8 copies 8 }").groups
+    assert (g.mode, g.streams) == (mode, streams)
+
+
+def test_a_dependent_gemm_cannot_be_written():
+    # operands are never named: there is no way to say that b reads a's output
+    assert "error[E101]: unknown statement 'input'" in errors_of("group g { gemm a 8 x 8 x 8 gemm b 8 x 8 x 8 "
+                                                                 "{ input a } }")
+
+
+def test_too_many_streams_is_refused_at_its_line():
+    text = "group g {\n  concurrency streams 40\n  gemm a 8 x 8 x 8\n}\n"
+    assert errors_of(text) == (
+        "g.gs:2:23: error[E301]: streams 40 exceeds the 32 hardware work queues a GPU runs at once\n"
+        "      concurrency streams 40\n"
+        "                          ^^\n"
+        "hint: use at most 32 streams")
+
+
+def test_too_many_gemms_is_refused_at_the_group():
+    out = errors_of("group big { gemm a 8 x 8 x 8 copies 129 }")
+    assert "g.gs:1:7: error[E301]: group 'big' has 129 GEMMs; a group runs at most 128" in out
+
+
+def test_a_member_over_the_resource_limits_is_refused_at_its_line():
+    out = errors_of("group g {\n  gemm a 64 x 64 x 64\n  gemm b 64 x 64 x 64 { tile 256x256x64 }\n}\n")
+    assert "g.gs:3:25: error[E30" in out
+
+
+def test_group_errors_are_all_reported():
+    out = errors_of("group g {\n concurrency streams\n gemm a 8 x 8 x 8\n gemm a 8 x 8 x 8\n"
+                    " gemm b 8 x 8 x 8 { batch { p 1 x 1 x 1 } }\n alpha runtime\n}\n")
+    assert "2:2: error[E202]: concurrency streams needs the number of streams" in out
+    assert "4:7: error[E200]: member 'a' is defined twice in group 'g'" in out
+    assert "5:21: error[E202]: member 'b' has its size on its `gemm` line" in out
+    assert out.count("6:2: error[E900]: a group bakes alpha") == 1
+
+
+def test_a_group_member_needs_a_name():
+    assert "g.gs:1:16: error[E100]: expected a name, found a number '8'" in errors_of("group g { gemm 8 x 8 x 8 }")
+
+
+def test_member_names_may_not_collide_with_kernels():
+    out = errors_of("kernel g_a { gemm 8 x 8 x 8 }\ngroup g { gemm a 8 x 8 x 8 }")
+    assert "error[E200]: group member 'g_a' has the name of another kernel" in out
+
+
+def test_unknown_concurrency_suggests_the_spellings():
+    out = errors_of("group g { concurrency parallel gemm a 8 x 8 x 8 }")
+    assert "error[E204]: unknown concurrency 'parallel'" in out and "auto, sequential, streams, fused" in out
+
+
+def test_share_plans_take_larger_tiles_and_features_count_them():
+    prog = gemmc.compile_string("group g { gemm a 4096 x 256 x 1024 }")
+    hw = prog.target
+    member = prog["g_a"].ir
+    shares = tuple(plan_for_share(member, hw, s) for s in (1, 2, 4))
+    assert shares[2].name == "g_a_share4"
+    blocks = [k.work.blocks for k in shares]
+    assert blocks[0] >= blocks[1] >= blocks[2]  # fewer SMs: the uniform rule takes larger tiles, fewer blocks
+    x = features(member, shares, hw)
+    assert len(x) == len(FEATURE_NAMES) == 15
+    assert x[:6] == (12.0, 8.0, 10.0, 0.0, 0.0, 0.0)
+    assert x[6] == np.log2(blocks[0]).round(6)
+    # the group plan carries the same features
+    assert prog.groups[0].group_plan.choices[0].features == x
+
+
+def test_go_candidates_are_distinct_and_start_with_the_model():
+    group = gemmc.compile_string("group g { gemm a 4096 x 256 x 1024 }").groups[0]
+    member = group.members[0]
+    found = go_candidates(member.ir, group.group_plan.choices[0], member.target)
+    assert found[0][0] == "model (all SMs)" and found[0][1] is member.ir
+    assert 2 <= len(found) <= 6
+    sources = {gemmc.CompiledKernel(ir, member.target, "").rendered.source.replace(ir.name, "X") for _, ir in found}
+    assert len(sources) == len(found)
+
+
+def test_fused_needs_one_dtype_and_layout():
+    mixed = gemmc.compile_string("group g { gemm a 64 x 64 x 64 gemm b 64 x 64 x 64 { layout B col } }").groups[0]
+    assert mixed.group_plan.fused is None
+    same = gemmc.compile_string("group g { gemm a 64 x 64 x 64 gemm b 32 x 48 x 16 }").groups[0]
+    fused = same.group_plan.fused
+    assert fused is not None and [(p.name, p.m) for p in fused.problems] == [("a", 64), ("b", 32)]
+    forced = gemmc.compile_string("group g { concurrency fused gemm a 64 x 64 x 64 "
+                                  "gemm b 64 x 64 x 64 { dtype f64 } }").groups[0]
+    assert forced.mode is Mode.STREAMS and "falls back to streams" in forced.plan
+
+
+def test_tuned_degree_rounds_down():
+    assert [tuned_degree(n) for n in (1, 2, 3, 5, 8, 15, 16, 40)] == [1, 2, 2, 4, 8, 8, 16, 16]
+
+
+def fake_model(degree_of_log2m) -> predictor.Predictor:
+    """A predictor whose class grows with log2 M: weights favour class c where log2 M (normalised over 6..14) is
+    near c/4."""
+    f, c = len(FEATURE_NAMES), len(DEGREES)
+    w = np.zeros((f, c))
+    w[0] = [0.0, 10.0, 20.0, 30.0, 40.0]
+    b = -np.array([0.0, 10.0, 20.0, 30.0, 40.0]) * np.array([0, 0.5, 1.0, 1.5, 2.0]) * 0.5
+    return predictor.Predictor("fake", "sm_90", FEATURE_NAMES, (6.0,) + (0.0,) * (f - 1), (14.0,) + (1.0,) * (f - 1),
+                               tuple(map(tuple, w)), tuple(b))
+
+
+def test_auto_chooses_by_the_models(monkeypatch):
+    model = fake_model(None)
+    monkeypatch.setattr(predictor, "load", lambda arch: model)
+    for text in ("group g { gemm a 16384 x 64 x 64 copies 4 }",  # fused allowed
+                 "group g { gemm a 16384 x 64 x 64 gemm b 2048 x 64 x 64 { layout B col } }"):  # not
+        plan = gemmc.compile_string(text).groups[0].group_plan
+        assert [c.predicted for c in plan.choices] == [model.predict(c.features) for c in plan.choices]
+        degree = tuned_degree(min(min(c.predicted for c in plan.choices), len(plan.choices)))
+        estimates = dict(plan.estimates_us)
+        if plan.fused is not None and estimates["fused"] <= FUSED_MARGIN * estimates["sequential"]:
+            assert plan.mode is Mode.FUSED
+        else:
+            assert (plan.mode, plan.degree) == ((Mode.STREAMS, degree) if degree > 1 else (Mode.SEQUENTIAL, 1))
+        assert "predictor" in plan.notes[0]
+
+
+def test_go_degree_counts_copies():
+    prog = gemmc.compile_string("group g { gemm a 64 x 64 x 64 copies 4 gemm b 64 x 64 x 32 gemm c 64 x 64 x 64 }")
+    members = [k.ir for k in prog.groups[0].members]
+    assert [go_degree(members, i, 8) for i in range(len(members))] == [4, 4, 4, 4, 1, 4]
+    assert [go_degree(members, i, 2) for i in range(len(members))] == [2, 2, 2, 2, 1, 2]
+
+
+def test_softmax_fit_separates_separable_classes():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, size=(200, 3))
+    y = np.minimum((X[:, 0] * 5).astype(int), 4)
+    W, b, lo, hi = predictor.fit(X, y, l2=0.0, steps=6000, rate=2.0)
+    model = predictor.Predictor("t", "t", ("a", "b", "c"), tuple(lo), tuple(hi), tuple(map(tuple, W)), tuple(b))
+    assert np.mean([DEGREES.index(model.predict(x)) == t for x, t in zip(X, y, strict=True)]) > 0.9
+
+
+SHIPPED = predictor.model_path("sm_90")
+
+
+@pytest.mark.skipif(not SHIPPED.exists(), reason="no predictor trained for sm_90")
+def test_shipped_predictor_matches_its_training_script():
+    """Inference on the rows the training script recorded gives the classes the script's own model gave them, and
+    refitting the recorded rows with the script's settings gives the shipped weights."""
+    data = json.loads(SHIPPED.read_text())
+    model = predictor.load("sm_90")
+    assert model is not None and model.features == FEATURE_NAMES
+    for row in data["rows"]:
+        assert model.predict(row["features"]) == row["predicted"], row["gemm"]
+    X = np.array([r["features"] for r in data["rows"]])
+    y = np.array([DEGREES.index(r["label"]) for r in data["rows"]])
+    W, b, lo, hi = predictor.fit(X, y)
+    assert np.allclose(W, data["weights"]) and np.allclose(b, data["bias"])
+    assert np.allclose(lo, data["x_min"]) and np.allclose(hi, data["x_max"])
+
+
+def test_table3_set_matches_the_papers_ranges():
+    gemms = gemm_set()
+    assert {g.app for g in gemms} == set(TABLE3)
+    assert min(g.m * g.n for g in gemms) == 32768 and max(g.m * g.n for g in gemms) == 168427520  # "32K-168M"
+    assert min(g.k for g in gemms) == 64 and max(g.k for g in gemms) == 20560  # "64-20K"
+    assert len({g.key for g in gemms}) == len(gemms)
+
+
+def compile_group(tmp_path: Path, text: str, target: str) -> Path:
+    from gemmc.cli import main
+
+    out = tmp_path / target
+    assert main(["compile", str(_write(tmp_path, text)), "-o", str(out), "--target", target]) == 0
+    return out
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "g.gs"
+    path.write_text(text)
+    return path
+
+
+LAUNCHED = "group pair { concurrency streams 2 gemm a 100 x 64 x 48 copies 2 gemm b 64 x 32 x 16 { layout A col } }"
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_group_launcher_compiles_with_nvcc(tmp_path):
+    out = compile_group(tmp_path, LAUNCHED, "sm_90")
+    src = (out / "pair.cu").read_text()
+    assert src.count("\nnamespace gemmc_pair_k") == 2  # the copies share one kernel
+    assert "cudaStreamWaitEvent" in src and "cudaMemcpy" not in src  # capturable: no host-to-device copy
+    proc = subprocess.run([NVCC, "-arch=sm_90", "-std=c++17", "-c", str(out / "pair.cu"), "-o",
+                           str(tmp_path / "pair.o")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+@pytest.mark.skipif(HIPCC is None, reason="hipcc is not installed (Debian package hipcc)")
+def test_group_launcher_compiles_with_hipcc(tmp_path, monkeypatch):
+    monkeypatch.setenv("HIP_PLATFORM", "amd")
+    out = compile_group(tmp_path, LAUNCHED, "hip")
+    assert "hipStreamWaitEvent" in (out / "pair.hip").read_text()
+    proc = subprocess.run([HIPCC, "--offload-arch=gfx90a", "--genco", "-std=c++17", str(out / "pair.hip"), "-o",
+                           str(tmp_path / "pair.o")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_cpp_predictor_table_agrees_with_numpy(tmp_path, monkeypatch):
+    """The generated C++ computes the group's degree from its table as the Python planner does (run on the host:
+    the degree function touches no GPU)."""
+    model = fake_model(None)
+    monkeypatch.setattr(predictor, "load", lambda arch: model)
+    text = ("group mix { concurrency auto gemm a 16384 x 64 x 64 copies 2 gemm b 4096 x 64 x 64 "
+            "gemm c 1024 x 64 x 64 { layout B col } }")
+    group = gemmc.compile_string(text).groups[0]
+    expected = tuned_degree(min(min(c.predicted for c in group.group_plan.choices), 4))
+    out = compile_group(tmp_path, text, "sm_90")
+    main = tmp_path / "main.cu"
+    main.write_text('#include <cstdio>\n#include "mix.h"\nint main() { std::printf("%d\\n", gemmc_mix_degree()); }\n')
+    exe = tmp_path / "degree"
+    proc = subprocess.run([NVCC, "-arch=sm_90", "-std=c++17", "-I", str(out), str(main), str(out / "mix.cu"), "-o",
+                           str(exe)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    if group.mode is Mode.FUSED:
+        return  # a fused group runs one launch; its C++ has no degree to compute
+    run = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert run.returncode == 0 and int(run.stdout) == expected
+
+
+def test_inspect_shows_the_group(tmp_path, capsys):
+    from gemmc.cli import main
+
+    assert main(["inspect", str(_write(tmp_path, GROUP))]) == 0
+    shown = capsys.readouterr().out
+    assert "group layer: 5 GEMM(s), concurrency streams 4" in shown
+    assert "runs: streams: 4 at once on side streams" in shown
+    assert "layer_q: degree" in shown and "features" in shown
+
+
+def test_example_group_golden(golden):
+    """The example group's plan text and C++ launcher, reviewed like code when they change."""
+    prog = gemmc.compile_file(ROOT / "examples" / "concurrent_pair.gs")
+    group = prog["pair"]
+    golden("groups/concurrent_pair.txt", group.plan + "\n")
+    golden("groups/concurrent_pair.cu", group.rendered.source)
+    golden("groups/concurrent_pair.h", group.rendered.header)
