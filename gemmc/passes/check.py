@@ -17,9 +17,7 @@ from gemmc.ir.types import SPLITS, DType
 # Features whose machinery has not landed yet: (statement, predicate, what to say). Each family's issue removes
 # its rows as it lands, so a schedule that asks for them gets a clear E900 instead of a wrong kernel.
 NotYet = tuple[str, Callable[[Kernel, Hardware], bool], str]
-NOT_YET: tuple[NotYet, ...] = (
-    ("dtype", lambda k, hw: k.dtype.half, "dtype {dtype} storage is not supported yet"),
-)
+NOT_YET: tuple[NotYet, ...] = ()
 
 
 def _describe(kernel: Kernel) -> dict[str, str]:
