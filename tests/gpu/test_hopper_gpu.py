@@ -5,6 +5,7 @@ arrays, and the standalone C++ launcher built with nvcc and run."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import shutil
 import subprocess
@@ -69,6 +70,20 @@ def test_odd_sizes(dtype, layouts, c_type):
         err, _ = run(kernel.plan_for([(m, n, k)]) if (m, n, k) != (1, 1, 1) else kernel, m, n, k, layouts, 1.5, beta,
                      seed=i)
         assert err < bound(c_type or dtype, k), f"{m}x{n}x{k} beta {beta}: relative error {err:.3e}"
+
+
+@pytest.mark.parametrize("layouts", ["rrr", "ccc"])
+@pytest.mark.parametrize("cluster", [1, 2])
+def test_both_cluster_sizes(cluster, layouts):
+    """Each block alone, and pairs sharing B by multicast, whatever the planner picks for the size: odd sizes, one
+    m-tile (the pair's second block computes nothing), staged operands, several tiles per block."""
+    base = compile_kernel("bf16", layouts)
+    for i, (m, n, k) in enumerate([*ODD[3:], (1000, 3000, 2001)]):
+        planned = base.plan_for([(m, n, k)])
+        plan = planned.ir.plan
+        kern = planned.with_plan(dataclasses.replace(plan, cluster=cluster, band=max(1, 16 // cluster)))
+        err, _ = run(kern, m, n, k, layouts, 1.0, 0.25 if i % 2 else 0.0, seed=10 + i)
+        assert err < bound("bf16", k), f"{m}x{n}x{k}: relative error {err:.3e}"
 
 
 @pytest.mark.parametrize(("dtype", "layouts", "c_type", "size"), [

@@ -21,6 +21,12 @@ TILE_OVERHEAD = 32  # per tile, in columns of work (see the module docstring)
 MAX_STAGES = 8  # deeper buys nothing: 8 stages of 64 cover the TMA latency several times over
 BAND_TILES = 16  # raster band height in m-tiles: 16 x 8 tiles of 128 x 256 is about one H100 wave, near square
 TMA_ALIGN = 16  # bytes: TMA reads lines (global strides) and base addresses at 16-byte multiples
+# Clusters of 2 (B multicast) from this many waves of tiles: below it the pair's lockstep and the multicast's
+# latency cost more than the L2 traffic they save. bench/results/2026-11-26_h100_half.json (H100 SXM, each shape
+# with both sizes): cluster 1 ahead at 1024^3 (272 vs 212 TFLOP/s), 2048^3 (546 vs 530) and 4096^3 (647 vs 642,
+# f16 609 vs 586); cluster 2 ahead at 16384^3 (664 vs 642), 16384 x 8192 x 8192 (663 vs 646) and f16 8192^3
+# (641 vs 622); within the run's noise (about 3%, cuBLAS's own spread between its two timings) in between.
+CLUSTER_MIN_WAVES = 4
 
 
 def _operands_kmajor(kernel: Kernel) -> tuple[bool, bool]:
@@ -52,10 +58,15 @@ def stages_for(bn: int, hw: Hardware) -> int:
     return min(MAX_STAGES, (hw.smem_per_block - ALIGN_SLACK) // per_stage)
 
 
+def choose_cluster(m: int, n: int, bn: int, hw: Hardware) -> int:
+    """2 (B multicast to a pair of m-tiles) for at least CLUSTER_MIN_WAVES waves of tiles, else 1."""
+    tiles_m = ceil_div(m, BM)
+    return 2 if tiles_m >= 2 and tiles_m * ceil_div(n, bn) >= CLUSTER_MIN_WAVES * hw.sm_count else 1
+
+
 def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
     p = kernel.problems[0]
-    cluster = 2 if ceil_div(p.m, BM) >= 2 else 1
-    bn = choose_tile_n(p.m, p.n, hw, cluster)
+    bn = choose_tile_n(p.m, p.n, hw, 1)
     if kernel.tile is not None:
         t = kernel.tile
         if (t.m, t.k) != (BM, BK) or t.n not in TILE_N:
@@ -63,6 +74,7 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
                                         f"{', '.join(map(str, TILE_N))}; not {t}", kernel.where("tile"),
                                         "write `tile auto`, or e.g. `tile 128x256x64`"))
         bn = t.n
+    cluster = choose_cluster(p.m, p.n, bn, hw)
     stages = stages_for(bn, hw)
     if any(key == "pipeline" for key, _ in kernel.stmt_spans):  # `pipeline stages N`: the schedule's depth
         stages = kernel.stages
@@ -83,8 +95,11 @@ def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
            "hopper: edges by TMA bounds (zero fill past M, N, K); C written from the accumulators with "
            "predicated stores (any ldc, any alignment)"]
     if plan.cluster > 1:
-        out.append("hopper: clusters of 2 blocks on m-tiles 2p, 2p+1 load half of B each and multicast it: "
-                   "a third less L2 traffic per tile pair")
+        out.append(f"hopper: {tiles} tiles >= {CLUSTER_MIN_WAVES} waves: clusters of 2 blocks on m-tiles 2p, 2p+1 "
+                   "load half of B each and multicast it (a third less L2 traffic per tile pair)")
+    else:
+        out.append(f"hopper: no cluster: {tiles} tiles < {CLUSTER_MIN_WAVES} waves (or one m-tile), where a "
+                   "multicast pair's lockstep costs more than the L2 traffic it saves")
     for op in plan.staged:
         out.append(f"hopper: {op}'s lines are not 16-byte multiples, which TMA cannot describe: each call copies "
                    f"{op} to scratch with lines padded to 8 elements (one extra pass over {op})")
