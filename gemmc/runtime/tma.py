@@ -89,7 +89,8 @@ def encode(dtype: DType, ptr: int, inner: int, outer: int, pitch: int, box: tupl
 
 def _staged(kernel: CompiledKernel, name: str, ptr: int, inner: int, outer: int, padded: int, stream: Any) -> int:
     """A copy of the operand with lines of `padded` elements (16-byte multiples) in scratch kept per kernel: the
-    copy is enqueued on `stream` before the kernel that reads it."""
+    copy is enqueued on `stream` before the kernel that reads it (so, as with a pre-pass's scratch, calls of one
+    kernel on two streams at once must be ordered)."""
     cp = cupy()
     scratch: dict = kernel._runtime_state.setdefault("tma_scratch", {})
     size = padded * outer * 2
