@@ -62,12 +62,14 @@ def _auto_schedules():
         "simt": [(1, 1, 1), (513, 7, 1031), (4096, 4096, 64)],
         "tensorcore": [(1, 1, 1), (513, 7, 1031)],
         "auto": [(1, 513, 1), (30011, 8, 30011), (10**7, 8, 8)],
+        "hopper": [(1, 1, 1), (513, 7, 1031), (8192, 8192, 8192)],
     }
     extras = {"tensorcore": [" precision tf32", " precision f16", " precision bf16"],
               "auto": ["", " precision split f16 x3", " precision split bf16 x6", " precision split tf32 x3"]}
     for family, sizes in shapes.items():
         algorithm = "" if family == "auto" else f" algorithm {family}"
-        for (m, n, k), extra, dtype, a, c in itertools.product(sizes, extras.get(family, [""]), ("f32", "f64"),
+        dtypes = ("bf16", "f16") if family == "hopper" else ("f32", "f64")
+        for (m, n, k), extra, dtype, a, c in itertools.product(sizes, extras.get(family, [""]), dtypes,
                                                                ("row", "col"), ("row", "col")):
             if extra and dtype == "f64":
                 continue

@@ -17,6 +17,9 @@ RUNTIME_API = {
     "cuda": {"header": "cuda_runtime.h", "error_t": "cudaError_t", "stream_t": "cudaStream_t", "prefix": "cuda"},
     "hip": {"header": "hip/hip_runtime.h", "error_t": "hipError_t", "stream_t": "hipStream_t", "prefix": "hip"},
 }
+# Headers that declare the 16-bit storage types in a launcher's signature (HIP's _Float16 is built in).
+TYPE_HEADERS = {("cuda", DType.BF16): "cuda_bf16.h", ("cuda", DType.F16): "cuda_fp16.h",
+                ("hip", DType.BF16): "hip/hip_bfloat16.h"}
 TILES_PER_LINE = 6
 OFFSETS_PER_LINE = 16
 
@@ -46,7 +49,8 @@ class Rendered:
 
 def entry_name(kernel: Kernel) -> str:
     assert kernel.family is not None
-    return f"gemmc_{kernel.name}_{kernel.family}_{kernel.dtype.value}_{kernel.layouts}"
+    dtypes = kernel.dtype.value if kernel.dtype_c is None else f"{kernel.dtype.value}c{kernel.c_dtype.value}"
+    return f"gemmc_{kernel.name}_{kernel.family}_{dtypes}_{kernel.layouts}"
 
 
 def scalar_type(kernel: Kernel) -> str:
@@ -69,7 +73,7 @@ def common_context(kernel: Kernel, hw: Hardware, family_knobs: list[str]) -> dic
     S = scalar_type(kernel)
     lines = [
         f"kernel {kernel.name}: family {kernel.family or '?'}, target {hw.vendor} {hw.arch}",
-        f"dtype {kernel.dtype.value}, layout A {kernel.layout_a.value} B {kernel.layout_b.value} "
+        f"dtype {kernel.dtypes}, layout A {kernel.layout_a.value} B {kernel.layout_b.value} "
         f"C {kernel.layout_c.value}, alpha {literal(kernel.alpha, 'double') or 'runtime'}, "
         f"beta {literal(kernel.beta, 'double') or 'runtime'}",
         f"precision {kernel.precision}, algorithm {kernel.algorithm}, batching {kernel.batching.value}",
@@ -84,7 +88,10 @@ def common_context(kernel: Kernel, hw: Hardware, family_knobs: list[str]) -> dic
         "vendor": hw.vendor,
         "arch": hw.arch,
         "cp_async": False,  # the prelude's gemmc_cp_async helpers; a family that copies with cp.async sets it
-        "T": kernel.dtype.ctype,
+        "T": kernel.dtype.ctype_for(hw.vendor),
+        "TC": kernel.c_dtype.ctype_for(hw.vendor),
+        "type_headers": sorted({TYPE_HEADERS[(hw.vendor, d)] for d in (kernel.dtype, kernel.c_dtype)
+                                if (hw.vendor, d) in TYPE_HEADERS}),
         "S": S,
         "alpha_literal": literal(kernel.alpha, S),
         "beta_literal": literal(kernel.beta, S),
@@ -94,6 +101,7 @@ def common_context(kernel: Kernel, hw: Hardware, family_knobs: list[str]) -> dic
         "smem_bytes": kernel.work.smem_bytes if kernel.work else 0,
         "runtime_scalars": kernel.alpha is None or kernel.beta is None,
         "rt": RUNTIME_API[hw.vendor],
+        "header_notes": [],  # lines a family adds to the .h comment (how to build and link its .cu)
     }
 
 
@@ -132,7 +140,7 @@ def render_kernel(kernel: Kernel, hw: Hardware, source_file: str = "<string>") -
     shown = ", ".join(f"{p.name} {p.m}x{p.n}x{p.k}" for p in kernel.problems[:6])
     more = f", ... ({len(kernel.problems)} in all)" if len(kernel.problems) > 6 else ""
     ctx["problem_summary"] = shown + more + (f", count {kernel.count}" if kernel.count else "")
-    standalone = source + render("launcher.j2", ctx)
+    standalone = source + render(fam.launcher, ctx)
     header = render("header.h.j2", ctx)
     return Rendered(name=kernel.name, entry=ctx["entry"], launcher=ctx["launcher"], source=source,
                     standalone=standalone, header=header, extension="hip" if hw.vendor == "hip" else "cu",

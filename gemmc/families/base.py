@@ -41,6 +41,12 @@ class KernelFamily(Protocol):
     @property
     def folder(self) -> Path: ...
 
+    @property
+    def launcher(self) -> str:
+        """The template of the standalone file's host launcher: the shared `launcher.j2` (pointer and problem
+        tables), or one in the family's folder."""
+        ...
+
     def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
         """Under `algorithm auto`: how strongly this family claims the kernel and why, or None."""
         ...
@@ -93,6 +99,7 @@ class PlannerFamily:
 
     planner: ModuleType
     codegen: ModuleType
+    launcher = "launcher.j2"
 
     def check(self, kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
         return []

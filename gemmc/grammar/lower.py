@@ -92,9 +92,35 @@ class _Lowering:
         return m, n, k
 
     def stmt_dtype(self, stmt: Stmt, out: dict) -> None:
-        dtype = self.choice(stmt.values[0], "dtype", {d.value: d for d in STORAGE_DTYPES})
-        if dtype:
-            out["dtype"] = dtype
+        """`dtype bf16` (A, B and C), or per operand: `dtype A bf16, B bf16, C f32`: A or B left out is
+        f32 (as with no dtype at all), C left out is A's type. Which C goes with which A is the check pass's
+        question."""
+        types = {d.value: d for d in STORAGE_DTYPES}
+        words = stmt.values
+        if len(words) == 1:
+            dtype = self.choice(words[0], "dtype", types)
+            if dtype:
+                out["dtype"] = dtype
+            return
+        given: dict[str, DType] = {}
+        seen: dict[str, Span] = {}
+        errors = len(self.diags)
+        for operand, value in zip(words[::2], words[1::2], strict=True):
+            op = self.choice(operand, "operand", {"A": "A", "B": "B", "C": "C"})
+            dtype = self.choice(value, "dtype", types)
+            if op in seen:
+                self.error("E200", f"operand {op} is given twice in 'dtype'", operand.span)
+            elif op and dtype:
+                seen[op] = operand.span
+                given[op] = dtype
+        a, b = given.get("A", DType.F32), given.get("B", DType.F32)
+        if a is not b and len(self.diags) == errors:  # (a bad operand word says so already)
+            where = seen.get("B") or seen.get("A") or stmt.span
+            self.error("E202", f"A is {a.value} but B is {b.value}: A and B share one storage type", where,
+                       f"write `dtype A {a.value}, B {a.value}`" + (", C ..." if "C" in given else ""))
+        out["dtype"] = a
+        if "C" in given and given["C"] is not a:
+            out["dtype_c"] = given["C"]
 
     def stmt_layout(self, stmt: Stmt, out: dict) -> None:
         words = stmt.values

@@ -95,6 +95,8 @@ class _ToAst(Transformer):
     def layout_item(self, toks):
         return [_word(t) for t in toks]
 
+    dtype_item = layout_item
+
     def entry(self, items):
         return [_word(items[0]), *items[1]]
 

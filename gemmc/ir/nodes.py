@@ -83,6 +83,12 @@ class FamilyPlan:
         """The kernel uses instructions of the architecture-specific target only (sm_90a: wgmma)."""
         return False
 
+    @property
+    def tensor_maps(self) -> bool:
+        """The kernel reads A and B through TMA tensor maps that the host encodes per call (runtime/tma.py),
+        instead of the pointer and problem tables."""
+        return False
+
     def lines(self) -> tuple[str, ...]:
         return ()
 
@@ -206,7 +212,8 @@ class Kernel:
     name: str
     problems: tuple[Problem, ...]
     count: int | None = None  # `gemm M x N x K count B`: one problem, B strided copies
-    dtype: DType = DType.F32
+    dtype: DType = DType.F32  # storage type of A and B (and of C unless dtype_c says otherwise)
+    dtype_c: DType | None = None  # `dtype A bf16, B bf16, C f32`: C's storage type; None: the same as A and B
     layout_a: Layout = Layout.ROW
     layout_b: Layout = Layout.ROW
     layout_c: Layout = Layout.ROW
@@ -235,6 +242,18 @@ class Kernel:
             if key == stmt:
                 return span
         return self.span
+
+    @property
+    def c_dtype(self) -> DType:
+        """C's storage type."""
+        return self.dtype_c if self.dtype_c is not None else self.dtype
+
+    @property
+    def dtypes(self) -> str:
+        """The storage types as the schedule spells them: `bf16`, or `A bf16, B bf16, C f32`."""
+        if self.c_dtype is self.dtype:
+            return self.dtype.value
+        return f"A {self.dtype.value}, B {self.dtype.value}, C {self.c_dtype.value}"
 
     @property
     def batch_size(self) -> int:

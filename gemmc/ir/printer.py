@@ -16,7 +16,7 @@ def _num(x: float | None) -> str:
 
 def kernel_lines(k: Kernel) -> list[str]:
     out = [f"kernel {k.name}"]
-    out.append(f"  dtype {k.dtype.value}  layout {k.layouts}  alpha {_num(k.alpha)}  beta {_num(k.beta)}")
+    out.append(f"  dtype {k.dtypes}  layout {k.layouts}  alpha {_num(k.alpha)}  beta {_num(k.beta)}")
     out.append(f"  precision {k.precision if k.precision else 'auto'}  algorithm {k.algorithm}  "
                f"batching {k.batching.value}  stages {k.stages}")
     tile = str(k.tile) if k.tile else f"auto({k.tile_mode.value})" if k.tile_mode.value != "auto" else "auto"

@@ -22,13 +22,25 @@ class DType(Enum):
 
     @property
     def ctype(self) -> str:
-        """The C type that holds one element in memory."""
+        """The CUDA C type that holds one element in memory."""
+        return self.ctype_for("cuda")
+
+    def ctype_for(self, vendor: str) -> str:
+        """The C type that holds one element in memory in CUDA or HIP code (hip_bfloat16 and _Float16 on HIP)."""
+        if vendor == "hip" and self in (DType.F16, DType.BF16):
+            return "_Float16" if self is DType.F16 else "hip_bfloat16"
         return {"f32": "float", "f64": "double", "f16": "__half", "bf16": "__nv_bfloat16", "tf32": "float"}[
             self.value
         ]
 
+    @property
+    def half(self) -> bool:
+        """A 16-bit storage type (f16, bf16)."""
+        return self in (DType.F16, DType.BF16)
+
 
 STORAGE_DTYPES = (DType.F32, DType.F64, DType.F16, DType.BF16)
+HALF_DTYPES = (DType.F16, DType.BF16)
 
 
 class Layout(Enum):

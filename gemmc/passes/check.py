@@ -17,9 +17,7 @@ from gemmc.ir.types import SPLITS, DType
 # Features whose machinery has not landed yet: (statement, predicate, what to say). Each family's issue removes
 # its rows as it lands, so a schedule that asks for them gets a clear E900 instead of a wrong kernel.
 NotYet = tuple[str, Callable[[Kernel, Hardware], bool], str]
-NOT_YET: tuple[NotYet, ...] = (
-    ("dtype", lambda k, hw: k.dtype in (DType.F16, DType.BF16), "dtype {dtype} storage is not supported yet"),
-)
+NOT_YET: tuple[NotYet, ...] = ()
 
 
 def _describe(kernel: Kernel) -> dict[str, str]:
@@ -49,6 +47,16 @@ def kernel_diagnostics(kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
         elif (prec.compute is DType.F64) != (kernel.dtype is DType.F64):
             err("E202", "precision", f"precision {prec.compute.value} does not go with dtype {kernel.dtype.value}",
                 "f64 data computes in f64, and only f64 data does")
+        elif kernel.dtype.half and prec.compute not in (kernel.dtype, DType.F32):
+            err("E202", "precision", f"precision {prec.compute.value} does not go with dtype {kernel.dtype.value}",
+                f"{kernel.dtype.value} data multiplies in {kernel.dtype.value} (leave `precision` out)")
+    c_type = kernel.c_dtype
+    if kernel.dtype.half and c_type not in (kernel.dtype, DType.F32):
+        err("E202", "dtype", f"C cannot be {c_type.value} when A and B are {kernel.dtype.value}",
+            f"C is {kernel.dtype.value} (the accumulators rounded) or f32 (as accumulated)")
+    elif not kernel.dtype.half and c_type is not kernel.dtype:
+        err("E202", "dtype", f"C cannot be {c_type.value} when A and B are {kernel.dtype.value}",
+            f"{kernel.dtype.value} data writes a {kernel.dtype.value} C; a separate C type is for bf16/f16 A and B")
     if kernel.threads is not None:
         if kernel.threads % hw.warp_size:
             err("E301", "threads", f"threads {kernel.threads} is not a multiple of the warp size ({hw.warp_size})",

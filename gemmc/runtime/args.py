@@ -145,12 +145,17 @@ class Expected:
     """What the arguments of one plan must be: per problem (the one-by-one checks and their messages), and per
     operand A, B, C as columns of shapes and dense strides (the bulk check of a whole list)."""
 
-    dtype: str  # numpy-style name
+    dtype: str  # numpy-style name of A and B
+    c_dtype: str  # numpy-style name of C (the same, or float32 under `dtype A bf16, B bf16, C f32`)
     operands: tuple[tuple[Operand, Operand, Operand], ...]  # per problem in batch order
     problems: tuple[str, ...]
     shapes: tuple[list[tuple[int, int]], ...]  # per operand, per problem
     strides: tuple[list[tuple[int, int]], ...]  # elements (torch)
     byte_strides: tuple[list[tuple[int, int]], ...]  # bytes (CuPy, __cuda_array_interface__)
+
+    def dtype_of(self, slot: int) -> str:
+        """The dtype of operand `slot` (0 A, 1 B, 2 C)."""
+        return self.c_dtype if slot == 2 else self.dtype
 
     def reordered(self, order: list[int]) -> Expected:
         """The same for arrays passed in another order: `order[p]` is the caller's index of problem p."""
@@ -159,19 +164,20 @@ class Expected:
         def pick(column: Sequence[Any]) -> list[Any]:
             return [column[p] for p in at]
 
-        return Expected(self.dtype, tuple(pick(self.operands)), tuple(pick(self.problems)),
+        return Expected(self.dtype, self.c_dtype, tuple(pick(self.operands)), tuple(pick(self.problems)),
                         tuple(map(pick, self.shapes)), tuple(map(pick, self.strides)),
                         tuple(map(pick, self.byte_strides)))
 
 
 def expected_operands(kernel: Kernel) -> Expected:
     ops = tuple(operands(kernel, i) for i in range(kernel.batch_size))
-    item = kernel.dtype.nbytes
+    items = (kernel.dtype.nbytes, kernel.dtype.nbytes, kernel.c_dtype.nbytes)
     strides = tuple([op[slot].strides for op in ops] for slot in range(3))
-    return Expected(NUMPY_DTYPES[kernel.dtype], ops,
+    return Expected(NUMPY_DTYPES[kernel.dtype], NUMPY_DTYPES[kernel.c_dtype], ops,
                     tuple(kernel.problems[i % len(kernel.problems)].name for i in range(kernel.batch_size)),
                     tuple([op[slot].shape for op in ops] for slot in range(3)), strides,
-                    tuple([(r * item, c * item) for r, c in column] for column in strides))
+                    tuple([(r * item, c * item) for r, c in column]
+                          for column, item in zip(strides, items, strict=True)))
 
 
 def operands(kernel: Kernel, index: int) -> tuple[Operand, Operand, Operand]:
@@ -190,7 +196,7 @@ def check_matrix(arr: ArrayInfo, group: str, index: int, op: Operand, dtype: str
     if arr.ndim != 2:
         raise GemmcError(f"{what}: expected a 2-D array, got {arr.ndim}-D with shape {tuple(arr.shape)}")
     if arr.dtype != dtype:
-        raise GemmcError(f"{what}: expected dtype {dtype} (the schedule's dtype), "
+        raise GemmcError(f"{what}: expected dtype {dtype} (the schedule's dtype of {op.letter}), "
                          f"got {arr.dtype}")
     if tuple(arr.shape) != op.shape:
         raise ShapeMismatch(f"{what}: expected shape {op.shape} for {op.letter} of problem '{problem}', "
@@ -267,7 +273,7 @@ def read_batch(As: Any, Bs: Any, Cs: Any) -> tuple[Columns | None, Columns | Non
 
 def _fits(cols: Columns, expected: Expected, slot: int, device: int) -> bool:
     """Every array is what operand `slot` of the plan needs: shape, dtype, device, dense strides."""
-    return (cols.dtype == expected.dtype and cols.shapes == expected.shapes[slot]
+    return (cols.dtype == expected.dtype_of(slot) and cols.shapes == expected.shapes[slot]
             and cols.strides == (expected.byte_strides if cols.in_bytes else expected.strides)[slot]
             and (cols.devices is None or cols.devices.count(device) == len(cols.devices)))
 
@@ -287,7 +293,7 @@ def batch_pointers(kernel: Kernel, As: Any, Bs: Any, Cs: Any, expected: Expected
                 raise GemmcError(f"{name}: expected a 3-D array of {batch} matrices (the schedule's count), "
                                  f"got shape {whole.shape}")
             # The matrices differ only in their address: checking the first checks them all.
-            check_matrix(whole.matrix(0), name, 0, expected.operands[0][slot], expected.dtype, device,
+            check_matrix(whole.matrix(0), name, 0, expected.operands[0][slot], expected.dtype_of(slot), device,
                          expected.problems[0])
             step = whole.strides[0] * whole.itemsize
             ptrs.append([whole.ptr + i * step for i in range(batch)])
@@ -304,7 +310,8 @@ def batch_pointers(kernel: Kernel, As: Any, Bs: Any, Cs: Any, expected: Expected
         out = []  # one by one, in batch order: the first bad array is named
         for i, x in enumerate(group):
             arr = describe(x, name, i)
-            check_matrix(arr, name, i, expected.operands[i][slot], expected.dtype, device, expected.problems[i])
+            check_matrix(arr, name, i, expected.operands[i][slot], expected.dtype_of(slot), device,
+                         expected.problems[i])
             out.append(arr.ptr)
         ptrs.append(out)
     return ptrs[0], ptrs[1], ptrs[2]

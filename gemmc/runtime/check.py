@@ -25,9 +25,27 @@ class Runnable(Protocol):
 
 
 def random_matrix(shape: tuple[int, int], layout: Layout, dtype: str, rng: Any) -> Any:
+    """Uniform [-1, 1) in `dtype` and `layout`: a CuPy array, or a torch tensor for bfloat16 (CuPy has none)."""
     cp = cupy()
-    data = rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
+    data = rng.uniform(-1.0, 1.0, size=shape)
+    if dtype == "bfloat16":
+        import torch
+
+        t = torch.from_dlpack(data.astype(cp.float32)).to(torch.bfloat16)
+        return t if layout is Layout.ROW else t.t().contiguous().t()
+    data = data.astype(dtype)
     return cp.ascontiguousarray(data) if layout is Layout.ROW else cp.asfortranarray(data)
+
+
+def as_cupy(x: Any) -> Any:
+    """A CuPy view (or, for a bfloat16 tensor, an exact float32 copy) of a matrix random_matrix made."""
+    if type(x).__module__.split(".")[0] == "torch":
+        return cupy().from_dlpack(x.float() if str(x.dtype) == "torch.bfloat16" else x)
+    return x
+
+
+def _copy(x: Any) -> Any:
+    return x.clone() if type(x).__module__.split(".")[0] == "torch" else x.copy()
 
 
 def random_batch(kernel: Runnable, seed: int = 0, poison: bool = True) -> tuple[list, list, list]:
@@ -35,15 +53,18 @@ def random_batch(kernel: Runnable, seed: int = 0, poison: bool = True) -> tuple[
     forgets an element leaves a NaN), else random."""
     cp = cupy()
     rng = cp.random.default_rng(seed)
-    dtype = NUMPY_DTYPES[kernel.ir.dtype]
+    dtype, c_dtype = NUMPY_DTYPES[kernel.ir.dtype], NUMPY_DTYPES[kernel.ir.c_dtype]
     As, Bs, Cs = [], [], []
     for i in range(kernel.ir.batch_size):
         a, b, c = operands(kernel.ir, i)
         As.append(random_matrix(a.shape, a.layout, dtype, rng))
         Bs.append(random_matrix(b.shape, b.layout, dtype, rng))
-        C = random_matrix(c.shape, c.layout, dtype, rng)
+        C = random_matrix(c.shape, c.layout, c_dtype, rng)
         if poison and kernel.ir.beta == 0.0:
-            C.fill(cp.nan)
+            if hasattr(C, "fill_"):
+                C.fill_(float("nan"))
+            else:
+                C.fill(cp.nan)
         Cs.append(C)
     return As, Bs, Cs
 
@@ -85,7 +106,7 @@ def check_kernel(kernel: Runnable, *, seed: int = 0, alpha: float = 1.0, beta: f
     """Run once against float64 and (optionally) time it. Returns the worst errors over the batch."""
     ir = kernel.ir
     As, Bs, Cs = random_batch(kernel, seed)
-    C0 = [c.copy() for c in Cs]
+    C0 = [_copy(c) for c in Cs]
     kw: dict[str, float] = {}
     if ir.alpha is None:
         kw["alpha"] = alpha
@@ -96,12 +117,12 @@ def check_kernel(kernel: Runnable, *, seed: int = 0, alpha: float = 1.0, beta: f
     kernel(As, Bs, Cs, **kw)
     worst: dict[str, float] = {"rel_fro": 0.0, "max_abs": 0.0, "mred": 0.0, "nonfinite": 0}
     for a, b, c0, c in zip(As, Bs, C0, Cs, strict=True):
-        e = errors(c, reference(a, b, c0, a_used, b_used))
+        e = errors(as_cupy(c), reference(as_cupy(a), as_cupy(b), as_cupy(c0), a_used, b_used))
         for key in worst:
             worst[key] = max(worst[key], e[key]) if e[key] == e[key] else float("nan")
     result: dict[str, Any] = {"kernel": kernel.name, "device": device_name(), "errors": worst,
                               "gflop": ir.flops / 1e9}
-    if ir.precision is not None and ir.precision.compute.value not in ("f32", "f64"):
+    if ir.dtype.value == "f32" and ir.precision is not None and ir.precision.compute.value not in ("f32", "f64"):
         result["sgemm_errors"] = sgemm_errors(As, Bs, C0, a_used, b_used)
     if time_it:
         seconds = time_calls(lambda: kernel(As, Bs, Cs, **kw))

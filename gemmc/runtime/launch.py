@@ -108,8 +108,13 @@ def launch(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, alpha: float | None
             raise
         kernel, order, want, pointers = found
         a, b, c = batch_pointers(kernel.ir, As, Bs, Cs, want, device, columns)
-    _, ptr_a, ptr_b, ptr_c = pointer_tables(pointers, a, b, c, order)
     stream = stream if stream is not None else cp.cuda.get_current_stream()
+    if kernel.ir.plan is not None and kernel.ir.plan.tensor_maps:  # one GEMM read through TMA: no pointer tables
+        from gemmc.runtime.tma import enqueue_tma
+
+        enqueue_tma(kernel, a[0], b[0], c[0], alpha_, beta_, stream)
+        return
+    _, ptr_a, ptr_b, ptr_c = pointer_tables(pointers, a, b, c, order)
 
     def on_scratch(scratch_c: list[int]) -> Any:  # the tuning step's launches: this call's A and B, C in scratch
         if order is not None:  # scratch_c is in the plan's order, the call's pointers in the caller's

@@ -18,9 +18,14 @@ NAME = "tensorcore"
 
 
 def requested(kernel: Kernel) -> bool:
-    """The schedule asks for tensor cores: a tensor-core precision, or `algorithm tensorcore`."""
+    """The schedule asks for this family: a tensor-core precision of f32 data, or `algorithm tensorcore`."""
+    return kernel.algorithm == NAME or _tc_precision(kernel)
+
+
+def _tc_precision(kernel: Kernel) -> bool:
+    """f32 data with products on tensor cores (bf16/f16 storage multiplies on them too, in the hopper family)."""
     prec = kernel.precision
-    return kernel.algorithm == NAME or (prec is not None and prec.tensor_core)
+    return prec is not None and prec.tensor_core and not kernel.dtype.half
 
 
 class TensorCore(PlannerFamily):
@@ -31,15 +36,16 @@ class TensorCore(PlannerFamily):
     folder = Path(__file__).parent
 
     def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
-        prec = kernel.precision
-        if prec is not None and prec.tensor_core:
-            return Claim.REQUIRED, f"precision {prec} runs on tensor cores"
+        if _tc_precision(kernel):
+            return Claim.REQUIRED, f"precision {kernel.precision} runs on tensor cores"
         return None
 
     def check(self, kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
         diags: list[Diagnostic] = []
         prec = kernel.precision
-        tc_precision = prec is not None and prec.tensor_core
+        tc_precision = _tc_precision(kernel)
+        if kernel.dtype.half:
+            return diags  # bf16/f16 storage is the hopper family's (its check says where it runs)
         if kernel.algorithm == NAME and not tc_precision:
             diags.append(Diagnostic(
                 "E202", "algorithm tensorcore needs a tensor-core precision", kernel.where("algorithm"),

@@ -1,0 +1,51 @@
+"""Template context of the hopper family (hopper.cu.j2 and hopper_launcher.j2 beside this file)."""
+
+from __future__ import annotations
+
+from gemmc.errors import InternalError
+from gemmc.families.base import cbool
+from gemmc.families.hopper.plan import HopperPlan, Operand
+from gemmc.ir.hardware import Hardware
+from gemmc.ir.nodes import Kernel
+from gemmc.ir.types import DType, Layout
+
+TEMPLATE = "hopper.cu.j2"
+TMAP_DTYPE = {DType.F16: "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", DType.BF16: "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"}
+
+
+def _plan(kernel: Kernel) -> HopperPlan:
+    if not isinstance(kernel.plan, HopperPlan):
+        raise InternalError("codegen.hopper", f"expected a HopperPlan, got {type(kernel.plan).__name__}")
+    return kernel.plan
+
+
+def context(kernel: Kernel, hw: Hardware) -> dict:
+    plan = _plan(kernel)
+    p = kernel.problems[0]
+    number = hw.arch.removeprefix("sm_")
+    return {
+        "bm": plan.bm, "bn": plan.bn, "bk": plan.bk, "stages": plan.stages, "cluster": plan.cluster,
+        "band": plan.band, "consumers": plan.consumers, "threads": plan.threads,
+        "producer_regs": plan.producer_regs, "consumer_regs": plan.consumer_regs,
+        "a_bytes": plan.a_bytes, "b_bytes": plan.b_bytes, "stage_bytes": plan.stage_bytes,
+        "smem_bytes": plan.smem_bytes, "a_box": plan.a_box, "b_box": plan.b_box,
+        "a_kmajor": cbool(plan.a_kmajor), "b_kmajor": cbool(plan.b_kmajor), "compute": plan.compute,
+        "c_type": kernel.c_dtype.value, "c_row": cbool(kernel.layout_c is Layout.ROW),
+        "beta_zero": cbool(kernel.beta == 0.0), "alpha_one": cbool(kernel.alpha == 1.0),
+        "acc_regs": plan.bn // 2,
+        # the standalone launcher's tensor maps (the Python runtime encodes the same in runtime/tma.py)
+        "m": p.m, "n": p.n, "k": p.k, "tmap_dtype": TMAP_DTYPE[kernel.dtype],
+        "ldc": p.n if kernel.layout_c is Layout.ROW else p.m,
+        "tensors": [{"name": name, **vars_of(op)} for name, op in zip("AB", plan.tensors(p.m, p.n, p.k), strict=True)],
+        "header_notes": [f"Build the .cu with nvcc -gencode=arch=compute_{number}a,code=sm_{number}a -std=c++17 and "
+                         "link with -lcuda: the launcher encodes TMA tensor maps with the driver API "
+                         "(cuTensorMapEncodeTiled)."],
+    }
+
+
+def vars_of(op: Operand) -> dict:
+    return {"inner": op.inner, "outer": op.outer, "box": op.box, "padded": op.padded}
+
+
+def knobs(kernel: Kernel) -> list[str]:
+    return list(_plan(kernel).lines())

@@ -1,0 +1,126 @@
+"""The hopper family's decisions: the block tile, the pipeline depth, the cluster, the raster band, and which operands
+TMA cannot read in place. Every byte count the kernel and the host's tensor maps use is derived here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gemmc.ir.nodes import FamilyPlan
+from gemmc.model.tlp import ceil_div
+
+BM = 128  # two consumer warpgroups of 64 rows: wgmma's M is 64 per warpgroup
+BK = 64  # 64 16-bit elements = 128 bytes: one row of the 128-byte swizzle, TMA's widest swizzled box row
+SWIZZLE_BYTES = 128
+ALIGN_SLACK = 1024  # dynamic shared memory is rounded up to a 1024-byte boundary (the 128-byte swizzle's atom)
+WARPGROUP = 128
+
+
+@dataclass(frozen=True, slots=True)
+class HopperPlan(FamilyPlan):
+    bn: int  # block tile N (the consumer warpgroups' wgmma N)
+    stages: int  # shared-memory stages of the TMA -> wgmma pipeline
+    cluster: int  # 1, or 2: blocks on m-tiles 2p and 2p+1 of one n-tile share B through TMA multicast
+    band: int  # raster band: tile pairs (clusters' units) per band along M; bands run along N
+    a_kmajor: bool  # A row-major: K contiguous (wgmma's K-major A); else M contiguous (transposed)
+    b_kmajor: bool  # B col-major: K contiguous; else N contiguous (wgmma reads B transposed)
+    staged: tuple[str, ...]  # operands whose lines are not 16-byte multiples: copied to aligned scratch first
+    compute: str  # the products' type: "bf16" or "f16"
+    bm: int = BM
+    bk: int = BK
+    consumers: int = 2
+    producer_regs: int = 40  # setmaxnreg: the producer warpgroup gives registers back ...
+    consumer_regs: int = 232  # ... so that both consumer warpgroups hold 128 accumulators and addresses
+
+    @property
+    def threads(self) -> int:
+        return WARPGROUP * (1 + self.consumers)
+
+    @property
+    def a_bytes(self) -> int:
+        return self.bm * self.bk * 2
+
+    @property
+    def b_bytes(self) -> int:
+        return self.bn * self.bk * 2
+
+    @property
+    def stage_bytes(self) -> int:
+        return self.a_bytes + self.b_bytes
+
+    @property
+    def barrier_bytes(self) -> int:
+        return 2 * self.stages * 8  # a full and an empty mbarrier per stage
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.stages * self.stage_bytes + self.barrier_bytes + ALIGN_SLACK
+
+    @property
+    def regs_estimate(self) -> int:
+        return self.consumer_regs
+
+    @property
+    def arch_specific(self) -> bool:
+        return True
+
+    @property
+    def tensor_maps(self) -> bool:
+        return True
+
+    @property
+    def a_box(self) -> tuple[int, int]:
+        """TMA box of A (innermost first): a 64 x 128 K-major block, or 64-row halves of an M-major one."""
+        return (self.bk, self.bm) if self.a_kmajor else (SWIZZLE_BYTES // 2, self.bk)
+
+    @property
+    def b_box(self) -> tuple[int, int]:
+        """TMA box of B (innermost first). With a cluster each block loads its share and multicasts it: K-major B
+        splits along N, N-major B (64-column boxes) along K."""
+        if self.b_kmajor:
+            return (self.bk, self.bn // self.cluster)
+        return (SWIZZLE_BYTES // 2, self.bk // self.cluster)
+
+    def tensors(self, m: int, n: int, k: int) -> tuple[Operand, Operand]:
+        """How TMA sees A and B of an m x n x k problem (runtime/tma.py and the standalone launcher encode these)."""
+        return operands(self, m, n, k)
+
+    def units(self, m: int, n: int) -> int:
+        """Scheduling units: clusters' tile groups (a pair of m-tiles, or one tile) of an m x n output."""
+        return ceil_div(ceil_div(m, self.bm), self.cluster) * ceil_div(n, self.bn)
+
+    def grid(self, m: int, n: int, sm_count: int) -> int:
+        """Persistent grid: one block per SM (whole clusters), no more than there are units."""
+        return self.cluster * max(1, min(self.units(m, n), sm_count // self.cluster))
+
+    def lines(self) -> tuple[str, ...]:
+        staged = f"; {', '.join(self.staged)} staged to aligned scratch (lines not 16-byte multiples)" \
+            if self.staged else ""
+        lay = f"A {'K' if self.a_kmajor else 'M'}-major, B {'K' if self.b_kmajor else 'N'}-major"
+        share = "B multicast to clusters of 2" if self.cluster > 1 else "no cluster"
+        return (f"hopper: tile {self.bm}x{self.bn}x{self.bk} {self.compute}, {self.stages} stages of "
+                f"{self.stage_bytes // 1024} KiB (TMA, 128-byte swizzle, mbarriers), {lay}, {share}{staged}",
+                f"1 producer warp (setmaxnreg {self.producer_regs}) + {self.consumers} consumer warpgroups of "
+                f"64x{self.bn} (wgmma m64n{self.bn}k16, setmaxnreg {self.consumer_regs}); persistent, bands of "
+                f"{self.band * self.cluster} m-tiles")
+
+
+@dataclass(frozen=True, slots=True)
+class Operand:
+    """How TMA sees A or B of an m x n x k problem: a 2-D tensor of `outer` lines of `inner` contiguous elements,
+    read in boxes of `box` (innermost first)."""
+
+    inner: int
+    outer: int
+    box: tuple[int, int]
+
+    @property
+    def padded(self) -> int:
+        """The line length of a staged copy: `inner` rounded up to 16 bytes of 2-byte elements."""
+        return ceil_div(self.inner, 8) * 8
+
+
+def operands(plan: HopperPlan, m: int, n: int, k: int) -> tuple[Operand, Operand]:
+    """A (K-major: m lines of k; M-major: k lines of m) and B (K-major: n lines of k; N-major: k lines of n)."""
+    a = Operand(k, m, plan.a_box) if plan.a_kmajor else Operand(m, k, plan.a_box)
+    b = Operand(k, n, plan.b_box) if plan.b_kmajor else Operand(n, k, plan.b_box)
+    return a, b

@@ -1,0 +1,114 @@
+"""The hopper planner: one bf16/f16 GEMM on sm_90's TMA + wgmma main loop.
+
+The block tile is 128 x BN x 64 with BN the wgmma N: the largest N gives the most products per byte of shared
+memory and L2 traffic, a smaller one more tiles to spread over the SMs. The model: a tile costs its BN columns plus
+a fixed TILE_OVERHEAD (the pipeline's fill, the epilogue, a narrower wgmma's issue cost), and a wave of the
+persistent grid costs its slowest block; the planner takes the BN of the fewest column-equivalents per SM.
+"""
+
+from __future__ import annotations
+
+from gemmc.errors import Diagnostic, GemmcError
+from gemmc.families.hopper.plan import ALIGN_SLACK, BK, BM, HopperPlan
+from gemmc.ir.hardware import Hardware
+from gemmc.ir.nodes import Kernel, TileTable, WorkList
+from gemmc.ir.types import Layout
+from gemmc.model.tlp import ceil_div
+from gemmc.model.worklist import problem_rows
+
+TILE_N = (256, 192, 128, 64)  # wgmma N: multiples of 64 (N-major B arrives in 64-column TMA boxes)
+TILE_OVERHEAD = 32  # per tile, in columns of work (see the module docstring)
+MAX_STAGES = 8  # deeper buys nothing: 8 stages of 64 cover the TMA latency several times over
+BAND_TILES = 16  # raster band height in m-tiles: 16 x 8 tiles of 128 x 256 is about one H100 wave, near square
+TMA_ALIGN = 16  # bytes: TMA reads lines (global strides) and base addresses at 16-byte multiples
+# Clusters of 2 (B multicast) from this many waves of tiles: below it the pair's lockstep and the multicast's
+# latency cost more than the L2 traffic they save. bench/results/2026-11-26_h100_half.json (H100 SXM, each shape
+# with both sizes): cluster 1 ahead at 1024^3 (272 vs 212 TFLOP/s), 2048^3 (546 vs 530) and 4096^3 (647 vs 642,
+# f16 609 vs 586); cluster 2 ahead at 16384^3 (664 vs 642), 16384 x 8192 x 8192 (663 vs 646) and f16 8192^3
+# (641 vs 622); within the run's noise (about 3%, cuBLAS's own spread between its two timings) in between.
+CLUSTER_MIN_WAVES = 4
+
+
+def _operands_kmajor(kernel: Kernel) -> tuple[bool, bool]:
+    return kernel.layout_a is Layout.ROW, kernel.layout_b is Layout.COL
+
+
+def staged_operands(kernel: Kernel) -> tuple[str, ...]:
+    """A and/or B when the distance between their lines (K, M or N elements of 2 bytes) is not a multiple of 16
+    bytes: TMA cannot describe them, so the launch copies them to scratch with padded lines first."""
+    p = kernel.problems[0]
+    a_kmajor, b_kmajor = _operands_kmajor(kernel)
+    lines = {"A": p.k if a_kmajor else p.m, "B": p.k if b_kmajor else p.n}
+    return tuple(op for op, ld in lines.items() if (ld * kernel.dtype.nbytes) % TMA_ALIGN)
+
+
+def choose_tile_n(m: int, n: int, hw: Hardware, cluster: int) -> int:
+    """The BN of the fewest column-equivalents per SM (module docstring)."""
+    def cost(bn: int) -> tuple[int, int]:
+        tiles = ceil_div(m, BM) * ceil_div(n, bn)
+        waves = ceil_div(tiles, hw.sm_count // cluster * cluster)
+        return waves * (bn + TILE_OVERHEAD), -bn
+    return min(TILE_N, key=cost)
+
+
+def stages_for(bn: int, hw: Hardware) -> int:
+    """As many stages as the block's shared memory holds (HopperPlan.smem_bytes), at most MAX_STAGES."""
+    one = HopperPlan(bn=bn, stages=1, cluster=1, band=1, a_kmajor=True, b_kmajor=True, staged=(), compute="bf16")
+    per_stage = one.smem_bytes - ALIGN_SLACK
+    return min(MAX_STAGES, (hw.smem_per_block - ALIGN_SLACK) // per_stage)
+
+
+def choose_cluster(m: int, n: int, bn: int, hw: Hardware) -> int:
+    """2 (B multicast to a pair of m-tiles) for at least CLUSTER_MIN_WAVES waves of tiles, else 1."""
+    tiles_m = ceil_div(m, BM)
+    return 2 if tiles_m >= 2 and tiles_m * ceil_div(n, bn) >= CLUSTER_MIN_WAVES * hw.sm_count else 1
+
+
+def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
+    p = kernel.problems[0]
+    bn = choose_tile_n(p.m, p.n, hw, 1)
+    if kernel.tile is not None:
+        t = kernel.tile
+        if (t.m, t.k) != (BM, BK) or t.n not in TILE_N:
+            raise GemmcError(Diagnostic("E202", f"the hopper family's tiles are {BM} x N x {BK} with N in "
+                                        f"{', '.join(map(str, TILE_N))}; not {t}", kernel.where("tile"),
+                                        "write `tile auto`, or e.g. `tile 128x256x64`"))
+        bn = t.n
+    cluster = choose_cluster(p.m, p.n, bn, hw)
+    stages = stages_for(bn, hw)
+    if any(key == "pipeline" for key, _ in kernel.stmt_spans):  # `pipeline stages N`: the schedule's depth
+        stages = kernel.stages
+    if stages < 2:
+        raise GemmcError(Diagnostic("E201", f"the TMA pipeline needs at least 2 stages, not {stages}",
+                                    kernel.where("pipeline")))
+    a_kmajor, b_kmajor = _operands_kmajor(kernel)
+    return HopperPlan(bn=bn, stages=stages, cluster=cluster, band=max(1, BAND_TILES // cluster), a_kmajor=a_kmajor,
+                      b_kmajor=b_kmajor, staged=staged_operands(kernel), compute=kernel.dtype.value)
+
+
+def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
+    p = kernel.problems[0]
+    tiles = ceil_div(p.m, plan.bm) * ceil_div(p.n, plan.bn)
+    out = [f"hopper: tile N {plan.bn}: {tiles} tiles, {tiles / hw.sm_count:.2f} waves over {hw.sm_count} SMs "
+           f"(a tile costs N + {TILE_OVERHEAD} columns; N in {', '.join(map(str, TILE_N))})",
+           f"hopper: {plan.stages} stages of {plan.stage_bytes} B fit {hw.smem_per_block} B of shared memory",
+           "hopper: edges by TMA bounds (zero fill past M, N, K); C written from the accumulators with "
+           "predicated stores (any ldc, any alignment)"]
+    if plan.cluster > 1:
+        out.append(f"hopper: {tiles} tiles >= {CLUSTER_MIN_WAVES} waves: clusters of 2 blocks on m-tiles 2p, 2p+1 "
+                   "load half of B each and multicast it (a third less L2 traffic per tile pair)")
+    else:
+        out.append(f"hopper: no cluster: {tiles} tiles < {CLUSTER_MIN_WAVES} waves (or one m-tile), where a "
+                   "multicast pair's lockstep costs more than the L2 traffic it saves")
+    for op in plan.staged:
+        out.append(f"hopper: {op}'s lines are not 16-byte multiples, which TMA cannot describe: each call copies "
+                   f"{op} to scratch with lines padded to 8 elements (one extra pass over {op})")
+    return tuple(out)
+
+
+def worklist(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> WorkList:
+    """No tile table: the persistent blocks walk the raster order by arithmetic. The grid is the target's; a
+    launch recomputes it from the device's SM count (HopperPlan.grid)."""
+    p = kernel.problems[0]
+    return WorkList(problems=problem_rows(kernel), tiles=TileTable(), block_offsets=(),
+                    grid=(plan.grid(p.m, p.n, hw.sm_count), 1, 1), block=plan.threads, smem_bytes=plan.smem_bytes)

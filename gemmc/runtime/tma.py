@@ -1,0 +1,132 @@
+"""Launch a kernel that reads A and B through TMA tensor maps (FamilyPlan.tensor_maps: the hopper family).
+
+The tensor maps are 128-byte descriptors the host encodes with the driver's cuTensorMapEncodeTiled (through ctypes:
+libcuda is loaded by any CUDA process) and the kernel takes by value as `__grid_constant__` parameters. They name
+the arrays' addresses, so they are encoded once per set of arrays and kept (a training loop reuses a few buffers).
+TMA reads lines whose distance is a multiple of 16 bytes from a 16-byte aligned base; an operand that is not
+(K * 2 bytes not a multiple of 16, or a view at an odd offset) is first copied into scratch memory with padded lines.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections import OrderedDict
+from functools import cache
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+import numpy as np
+
+from gemmc.errors import GemmcError
+from gemmc.ir.types import DType, Layout
+from gemmc.runtime.device import cupy, hardware
+
+if TYPE_CHECKING:
+    from gemmc.api import CompiledKernel
+
+TMAP_DTYPE = {DType.F16: 6, DType.BF16: 9}  # CU_TENSOR_MAP_DATA_TYPE_FLOAT16 / _BFLOAT16 (cuda.h)
+SWIZZLE_128B = 3  # CU_TENSOR_MAP_SWIZZLE_128B: the layout the kernel's wgmma descriptors describe
+L2_PROMOTION_256B = 3  # CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+TMAP_BYTES = 128
+TMAP = np.dtype([("opaque", "<u8", (TMAP_BYTES // 8,))])  # a CUtensorMap, passed by value (a 1-element array)
+class Tensor(Protocol):
+    """How TMA sees one operand: `outer` lines of `inner` elements, boxes of `box`; `padded`: a staged line."""
+
+    inner: int
+    outer: int
+    box: tuple[int, int]
+
+    @property
+    def padded(self) -> int: ...
+
+
+class TmaPlan(Protocol):
+    """What a plan with `tensor_maps` tells the launch (the hopper family's HopperPlan)."""
+
+    @property
+    def threads(self) -> int: ...
+
+    @property
+    def smem_bytes(self) -> int: ...
+
+    def tensors(self, m: int, n: int, k: int) -> tuple[Tensor, Tensor]: ...
+
+    def grid(self, m: int, n: int, sm_count: int) -> int: ...
+
+
+MAPS_KEPT = 32  # tensor maps per kernel, by (operand, address, line pitch)
+ALIGN = 16
+
+
+@cache
+def _driver() -> Any:
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError as err:
+        raise GemmcError(f"the CUDA driver (libcuda.so.1) is needed to encode TMA tensor maps: {err}") from None
+    fn = lib.cuTensorMapEncodeTiled
+    u64p, u32p = ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32)
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, u64p, u64p, u32p, u32p,
+                   ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def encode(dtype: DType, ptr: int, inner: int, outer: int, pitch: int, box: tuple[int, int]) -> np.ndarray:
+    """The tensor map of a 2-D tensor of `outer` lines of `inner` elements `pitch` bytes apart, read in boxes of
+    `box` (innermost first) with the 128-byte swizzle; out-of-bounds elements read as zero."""
+    out = np.zeros(1, dtype=TMAP)
+    dims = (ctypes.c_uint64 * 2)(inner, outer)
+    strides = (ctypes.c_uint64 * 1)(pitch)
+    boxes = (ctypes.c_uint32 * 2)(*box)
+    unit = (ctypes.c_uint32 * 2)(1, 1)
+    status = _driver()(out.ctypes.data, TMAP_DTYPE[dtype], 2, ptr, dims, strides, boxes, unit, 0, SWIZZLE_128B,
+                       L2_PROMOTION_256B, 0)
+    if status != 0:
+        raise GemmcError(f"cuTensorMapEncodeTiled refused a {inner} x {outer} tensor at 0x{ptr:x} (pitch {pitch} B, "
+                         f"box {box}): CUresult {status}")
+    return out
+
+
+def _staged(kernel: CompiledKernel, name: str, ptr: int, inner: int, outer: int, padded: int, stream: Any) -> int:
+    """A copy of the operand with lines of `padded` elements (16-byte multiples) in scratch kept per kernel: the
+    copy is enqueued on `stream` before the kernel that reads it (so, as with a pre-pass's scratch, calls of one
+    kernel on two streams at once must be ordered)."""
+    cp = cupy()
+    scratch: dict = kernel._runtime_state.setdefault("tma_scratch", {})
+    size = padded * outer * 2
+    buf = scratch.get(name)
+    if buf is None or buf.nbytes < size:
+        buf = scratch[name] = cp.empty(size, dtype=cp.uint8)
+    cp.cuda.runtime.memcpy2DAsync(buf.data.ptr, padded * 2, ptr, inner * 2, inner * 2, outer,
+                                  cp.cuda.runtime.memcpyDeviceToDevice, stream.ptr)
+    return int(buf.data.ptr)
+
+
+def enqueue_tma(kernel: CompiledKernel, a: int, b: int, c: int, alpha: Any, beta: Any, stream: Any) -> None:
+    """C = alpha A B + beta C for the kernel's one problem, with A, B, C at device addresses a, b, c (checked)."""
+    from gemmc.runtime.launch import kernel_function
+
+    ir = kernel.ir
+    plan = cast(TmaPlan, ir.plan)
+    p = ir.problems[0]
+    maps: OrderedDict = kernel._runtime_state.setdefault("tmaps", OrderedDict())
+    args: list[Any] = []
+    for name, ptr, op in zip("AB", (a, b), plan.tensors(p.m, p.n, p.k), strict=True):
+        pitch = op.inner * 2
+        if pitch % ALIGN or ptr % ALIGN:
+            ptr, pitch = _staged(kernel, name, ptr, op.inner, op.outer, op.padded, stream), op.padded * 2
+        key = (name, ptr, pitch)
+        found = maps.get(key)
+        if found is None:
+            found = maps[key] = encode(ir.dtype, ptr, op.inner, op.outer, pitch, op.box)
+            if len(maps) > MAPS_KEPT:
+                maps.popitem(last=False)
+        else:
+            maps.move_to_end(key)
+        args.append(found)
+    ldc = p.n if ir.layout_c is Layout.ROW else p.m
+    fn = kernel_function(kernel)
+    grid = plan.grid(p.m, p.n, hardware().sm_count)
+    fn((grid, 1, 1), (plan.threads, 1, 1),
+       (*args, np.uint64(c), np.int64(ldc), np.int32(p.m), np.int32(p.n), np.int32(p.k), np.float32(alpha),
+        np.float32(beta)), shared_mem=plan.smem_bytes, stream=stream)

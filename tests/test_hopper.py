@@ -1,0 +1,157 @@
+"""The hopper family without a GPU: the dtype spellings, the located errors of combinations that make no sense or
+are not supported yet, the planner's choices, the C++ header, and the kernel compiling with nvcc for sm_90a."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+
+import pytest
+
+import gemmc
+from gemmc.api import front_end
+from gemmc.families.hopper.plan import HopperPlan
+from gemmc.ir.types import DType
+from gemmc.runtime.args import expected_operands
+
+
+def kernel(text: str, target: str | None = None):
+    return gemmc.compile_string(text, target=target)["k"]
+
+
+def diagnostics(text: str, target: str | None = None) -> list[tuple[str, int, int]]:
+    with pytest.raises(gemmc.GemmcError) as info:
+        gemmc.compile_string(text, target=target)
+    return [(d.code, d.span.line, d.span.column) for d in info.value.diagnostics]
+
+
+def test_dtype_spellings():
+    one, mixed, c_only = front_end(
+        "kernel one { dtype bf16 gemm 8 x 8 x 8 }\n"
+        "kernel mixed { dtype A f16, B f16, C f32 gemm 8 x 8 x 8 }\n"
+        "kernel c_only { dtype C f32 gemm 8 x 8 x 8 }").kernels
+    assert (one.dtype, one.dtype_c, one.c_dtype, one.dtypes) == (DType.BF16, None, DType.BF16, "bf16")
+    assert (mixed.dtype, mixed.c_dtype, mixed.dtypes) == (DType.F16, DType.F32, "A f16, B f16, C f32")
+    assert (c_only.dtype, c_only.dtype_c) == (DType.F32, None)  # C the same as A and B: one type after all
+    assert front_end("kernel k { dtype A bf16, B bf16 gemm 8 x 8 x 8 }").kernels[0].c_dtype is DType.BF16
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("kernel k {\n dtype A bf16, B f16\n gemm 8 x 8 x 8 }", [("E202", 2, 16)]),  # A and B share one type
+    ("kernel k {\n dtype A bf16, C f32\n gemm 8 x 8 x 8 }", [("E202", 2, 8)]),  # B left out is f32
+    ("kernel k {\n dtype A bf16, A bf16\n gemm 8 x 8 x 8 }", [("E200", 2, 16)]),
+    ("kernel k {\n dtype A bf16, D f32\n gemm 8 x 8 x 8 }", [("E204", 2, 16)]),
+    ("kernel k {\n dtype A bf16, B bf16, C f64\n gemm 8 x 8 x 8 }", [("E202", 2, 2)]),  # C f64 of bf16 data
+    ("kernel k {\n dtype A f32, B f32, C bf16\n gemm 8 x 8 x 8 }", [("E202", 2, 2)]),  # a C type of its own
+    ("kernel k {\n dtype bf16\n precision f16\n gemm 8 x 8 x 8 }", [("E202", 3, 2)]),
+    ("kernel k {\n dtype bf16\n precision split bf16 x3\n gemm 8 x 8 x 8 }", [("E202", 3, 2)]),
+    ("kernel k {\n dtype f16\n precision f32\n gemm 8 x 8 x 8 }", [("E900", 3, 2)]),
+    ("kernel k {\n dtype bf16\n algorithm simt\n gemm 8 x 8 x 8 }", [("E202", 3, 2)]),
+    ("kernel k {\n dtype f32\n algorithm hopper\n gemm 8 x 8 x 8 }", [("E202", 3, 2)]),
+    ("kernel k {\n dtype bf16\n batch { a 8 x 8 x 8 b 4 x 4 x 4 }\n}", [("E900", 3, 2)]),
+    ("kernel k {\n dtype bf16\n gemm 8 x 8 x 8 count 4\n}", [("E900", 3, 2)]),
+    ("kernel k {\n dtype bf16\n threads 256\n gemm 8 x 8 x 8 }", [("E202", 3, 2)]),
+    ("kernel k {\n dtype bf16\n tile 64x64x16\n gemm 8 x 8 x 8 }", [("E202", 3, 2)]),
+    ("kernel k {\n dtype bf16\n pipeline stages 1\n gemm 8 x 8 x 8 }", [("E201", 3, 2)]),
+    ("kernel k {\n dtype bf16\n tile 128x256x64\n pipeline stages 5\n gemm 8 x 8 x 8 }",
+     [("E300", 3, 2)]),  # 5 stages of 48 KiB exceed 227 KiB
+])
+def test_located_errors(text, expected):
+    assert diagnostics(text) == expected
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_89", "hip"])
+def test_other_targets_say_what_is_supported(target):
+    with pytest.raises(gemmc.GemmcError) as info:
+        gemmc.compile_string("kernel k {\n dtype bf16\n gemm 8 x 8 x 8 }", target=target)
+    (d,) = info.value.diagnostics
+    assert (d.code, d.span.line) == ("E900", 2) and "cuda sm_90" in d.message
+
+
+@pytest.mark.parametrize(("size", "bn", "cluster", "stages"), [
+    ((8192, 8192, 8192), 256, 2, 4), ((4096, 14336, 4096), 256, 2, 4), ((1024, 1024, 1024), 64, 1, 8),
+    ((2055, 2039, 1027), 192, 1, 5), ((4096, 4096, 4096), 256, 1, 4), ((100, 5000, 3000), 64, 1, 8)])
+def test_planner_choices(size, bn, cluster, stages):
+    m, n, k = size
+    plan = kernel(f"kernel k {{ dtype bf16 gemm {m} x {n} x {k} }}").ir.plan
+    assert isinstance(plan, HopperPlan)
+    assert (plan.bn, plan.cluster, plan.stages) == (bn, cluster, stages)
+    assert plan.smem_bytes <= 232448 and plan.threads == 384
+
+
+def test_tile_and_stages_from_the_schedule():
+    plan = kernel("kernel k { dtype bf16 tile 128x128x64 pipeline stages 3 gemm 8192 x 8192 x 8192 }").ir.plan
+    assert (plan.bn, plan.stages) == (128, 3)
+
+
+@pytest.mark.parametrize(("layout", "size", "staged"), [
+    ("layout A row, B row", "64 x 64 x 64", ()), ("layout A row, B row", "64 x 64 x 63", ("A",)),
+    ("layout A row, B row", "64 x 65 x 64", ("B",)), ("layout A col, B col", "63 x 64 x 64", ("A",)),
+    ("layout A col, B col", "64 x 64 x 65", ("B",)), ("layout A row, B col", "8 x 8 x 1", ("A", "B"))])
+def test_lines_tma_cannot_read_are_staged(layout, size, staged):
+    k = kernel(f"kernel k {{ dtype f16 {layout} gemm {size} }}")
+    assert k.ir.plan.staged == staged
+    assert all(f"{op}'s lines are not 16-byte multiples" in k.plan for op in staged)
+
+
+def test_tensor_geometry_and_grid():
+    plan = kernel("kernel k { dtype bf16 layout A col, B col gemm 1000 x 3000 x 500 }").ir.plan
+    one, pair = dataclasses.replace(plan, cluster=1), dataclasses.replace(plan, cluster=2)
+    a, b = one.tensors(1000, 3000, 500)
+    assert (a.inner, a.outer, a.box) == (1000, 500, (64, 64))  # M-major A: k lines of m
+    assert (b.inner, b.outer, b.box) == (500, 3000, (64, one.bn))  # K-major B
+    assert pair.tensors(1000, 3000, 500)[1].box == (64, one.bn // 2)  # each block of a pair loads half of B
+    assert one.units(1000, 3000) == 8 * 16 and pair.units(1000, 3000) == 4 * 16  # bn 192: 16 n-tiles
+    assert (one.grid(1000, 3000, 132), pair.grid(1000, 3000, 132)) == (128, 2 * 64)
+    assert (one.grid(8192, 8192, 132), pair.grid(8192, 8192, 132)) == (132, 132)
+    assert (one.grid(1, 1, 132), pair.grid(1, 1, 132)) == (1, 2)
+
+
+def test_header_and_build_note():
+    k = kernel("kernel k { dtype A bf16, B bf16, C f32 beta runtime gemm 256 x 256 x 256 }")
+    assert ("cudaError_t gemmc_k(const __nv_bfloat16* const* A, const __nv_bfloat16* const* B, float* const* C, "
+            "float alpha, float beta, cudaStream_t stream);") in k.header
+    assert "#include <cuda_bf16.h>" in k.header and "-lcuda" in k.header
+    assert "-gencode=arch=compute_90a,code=sm_90a" in k.header
+    assert k.rendered.build_flags == ("-gencode=arch=compute_90a,code=sm_90a",)
+    assert k.rendered.entry == "gemmc_k_hopper_bf16cf32_rrr"
+    assert "cuTensorMapEncodeTiled" in k.standalone and "__grid_constant__" in k.source
+
+
+def test_hip_storage_types():
+    assert (DType.BF16.ctype_for("hip"), DType.F16.ctype_for("hip")) == ("hip_bfloat16", "_Float16")
+    assert (DType.BF16.ctype, DType.F16.ctype) == ("__nv_bfloat16", "__half")
+
+
+def test_expected_arguments_per_operand():
+    exp = expected_operands(kernel("kernel k { dtype A f16, B f16, C f32 layout B col gemm 3 x 5 x 7 }").ir)
+    assert [exp.dtype_of(s) for s in range(3)] == ["float16", "float16", "float32"]
+    assert [col[0] for col in exp.byte_strides] == [(14, 2), (2, 14), (20, 4)]
+
+
+def test_f32_tensor_core_precisions_stay_in_the_tensorcore_family():
+    assert kernel("kernel k { dtype f32 precision bf16 gemm 64 x 64 x 64 }").ir.family == "tensorcore"
+    assert kernel("kernel k { dtype bf16 gemm 64 x 64 x 64 }").ir.family == "hopper"
+
+
+VARIANTS = [
+    "dtype bf16 gemm 8192 x 8192 x 8192",
+    "dtype f16 layout A col, B col, C col alpha runtime beta runtime gemm 1000 x 1001 x 999",
+    "dtype A bf16, B bf16, C f32 layout B col beta 0.5 gemm 100 x 64 x 17",
+    "dtype A f16, B f16, C f32 layout A col gemm 2055 x 2039 x 1027",
+    "dtype bf16 tile 128x192x64 layout C col gemm 4096 x 4096 x 4096",
+]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("text", VARIANTS)
+def test_compiles_with_nvcc_for_sm90a(text, tmp_path):
+    k = kernel(f"kernel k {{ {text} }}")
+    src = tmp_path / "k.cu"
+    src.write_text(k.standalone)
+    proc = subprocess.run(["nvcc", *k.rendered.build_flags, "-std=c++17", "-c", str(src), "-o", str(src) + ".o",
+                           "-Xptxas", "-v"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "warning" not in proc.stderr, proc.stderr[-4000:]  # no wgmma serialisation, no ignored setmaxnreg
+    assert " 0 bytes spill stores" in proc.stderr
