@@ -86,6 +86,8 @@ class Executable:
         self.plans: dict[Shapes, Executable] = {}  # plans for other sizes, by the sorted shapes (`plan_for`)
         self.tuned: Executable | None = None  # what calls launch once the tuning step has decided (tune.py)
         self.tuning: Tuning | None = None  # what the tuning step measured, where it measured
+        self.tensor_maps: OrderedDict = OrderedDict()  # TMA tensor maps by (operand, address, pitch) (tma.py)
+        self.staging: dict[str, Any] = {}  # scratch for operands TMA cannot read in place, by operand (tma.py)
 
     @property
     def name(self) -> str:

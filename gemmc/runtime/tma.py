@@ -10,18 +10,15 @@ TMA reads lines whose distance is a multiple of 16 bytes from a 16-byte aligned 
 from __future__ import annotations
 
 import ctypes
-from collections import OrderedDict
 from functools import cache
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import Any, Protocol, cast
 
 import numpy as np
 
 from gemmc.errors import GemmcError
 from gemmc.ir.types import DType, Layout
 from gemmc.runtime.device import cupy, hardware
-
-if TYPE_CHECKING:
-    from gemmc.api import CompiledKernel
+from gemmc.runtime.executable import Executable
 
 TMAP_DTYPE = {DType.F16: 6, DType.BF16: 9}  # CU_TENSOR_MAP_DATA_TYPE_FLOAT16 / _BFLOAT16 (cuda.h)
 SWIZZLE_128B = 3  # CU_TENSOR_MAP_SWIZZLE_128B: the layout the kernel's wgmma descriptors describe
@@ -87,12 +84,12 @@ def encode(dtype: DType, ptr: int, inner: int, outer: int, pitch: int, box: tupl
     return out
 
 
-def _staged(kernel: CompiledKernel, name: str, ptr: int, inner: int, outer: int, padded: int, stream: Any) -> int:
+def _staged(kernel: Executable, name: str, ptr: int, inner: int, outer: int, padded: int, stream: Any) -> int:
     """A copy of the operand with lines of `padded` elements (16-byte multiples) in scratch kept per kernel: the
     copy is enqueued on `stream` before the kernel that reads it (so, as with a pre-pass's scratch, calls of one
     kernel on two streams at once must be ordered)."""
     cp = cupy()
-    scratch: dict = kernel._runtime_state.setdefault("tma_scratch", {})
+    scratch = kernel.staging
     size = padded * outer * 2
     buf = scratch.get(name)
     if buf is None or buf.nbytes < size:
@@ -102,14 +99,12 @@ def _staged(kernel: CompiledKernel, name: str, ptr: int, inner: int, outer: int,
     return int(buf.data.ptr)
 
 
-def enqueue_tma(kernel: CompiledKernel, a: int, b: int, c: int, alpha: Any, beta: Any, stream: Any) -> None:
+def enqueue_tma(kernel: Executable, a: int, b: int, c: int, alpha: Any, beta: Any, stream: Any) -> None:
     """C = alpha A B + beta C for the kernel's one problem, with A, B, C at device addresses a, b, c (checked)."""
-    from gemmc.runtime.launch import kernel_function
-
     ir = kernel.ir
     plan = cast(TmaPlan, ir.plan)
     p = ir.problems[0]
-    maps: OrderedDict = kernel._runtime_state.setdefault("tmaps", OrderedDict())
+    maps = kernel.tensor_maps
     args: list[Any] = []
     for name, ptr, op in zip("AB", (a, b), plan.tensors(p.m, p.n, p.k), strict=True):
         pitch = op.inner * 2
@@ -125,7 +120,7 @@ def enqueue_tma(kernel: CompiledKernel, a: int, b: int, c: int, alpha: Any, beta
             maps.move_to_end(key)
         args.append(found)
     ldc = p.n if ir.layout_c is Layout.ROW else p.m
-    fn = kernel_function(kernel)
+    fn = kernel.function
     grid = plan.grid(p.m, p.n, hardware().sm_count)
     fn((grid, 1, 1), (plan.threads, 1, 1),
        (*args, np.uint64(c), np.int64(ldc), np.int32(p.m), np.int32(p.n), np.int32(p.k), np.float32(alpha),
