@@ -24,8 +24,20 @@ if TYPE_CHECKING:
 
 
 class CompiledKernel:
-    """One planned kernel: its source, its plan, and (on a GPU) a callable. What runs on the GPU, and what the
-    runtime loads and measures for it, is its `executable` (gemmc.runtime.executable), built on first use."""
+    """One planned kernel: its source, its plan, and (on a GPU) a callable.
+
+    Get one from a compiled program by name (`prog["inception3"]`). Everything but the call and `occupancy` works
+    without a GPU. What runs on the GPU, and what the runtime loads and measures for it, is its `executable`
+    (gemmc.runtime.executable), built on first use.
+
+    Example:
+        ```python
+        k = gemmc.compile_file("examples/inception3.gs")["inception3"]
+        print(k.plan)        # tiles per problem, TLP, occupancy, decisions
+        print(k.shapes)      # ((196, 192, 192), (196, 16, 192), (196, 96, 192), (196, 64, 192))
+        k(As, Bs, Cs)        # on a GPU
+        ```
+    """
 
     def __init__(self, ir: Kernel, target: Hardware, filename: str, planner_seconds: float = 0.0):
         self.ir = ir
@@ -45,6 +57,7 @@ class CompiledKernel:
 
     @property
     def name(self) -> str:
+        """The kernel's name in the schedule (the C++ launcher is `gemmc_<name>`)."""
         return self.ir.name
 
     @property
@@ -78,6 +91,7 @@ class CompiledKernel:
 
     @property
     def header(self) -> str:
+        """The C header `gemmc compile` writes: the declaration of the launcher `gemmc_<name>`."""
         return self.rendered.header
 
     @property
@@ -125,11 +139,28 @@ class CompiledKernel:
                  stream: Any = None) -> None:
         """C_i = alpha * A_i @ B_i + beta * C_i for every problem i, in one launch on the current CuPy stream.
 
-        As, Bs, Cs: sequences of 2-D device arrays in batch order (3-D arrays for a `count` batch), CuPy arrays or
-        anything with __cuda_array_interface__ or DLPack. `alpha`/`beta` are required when the schedule says
-        `runtime` and refused otherwise. A list batch whose sizes differ from the schedule's is re-planned on the
-        host (`plan_for`, cached). Where the planner offers alternatives to its model's choice (TSM2R's cluster
-        sizes), the first call times them and keeps the fastest (`tuning`; GEMMC_TUNE=0 turns it off)."""
+        A list batch whose sizes differ from the schedule's is re-planned on the host (`plan_for`, cached). Where
+        the planner offers alternatives to its model's choice (`tile auto`'s tilings, TSM2R's cluster sizes), the
+        first call on a GPU times them and keeps the fastest (`tuning`; cached on disk; `GEMMC_TUNE=0` turns it
+        off). Needs a GPU and CuPy.
+
+        Args:
+            As: the A operands in batch order: a sequence of 2-D device arrays (M x K), or one 3-D array
+                (count x M x K) for a `gemm ... count B` kernel. CuPy arrays, torch tensors, or anything with
+                `__cuda_array_interface__` or DLPack, densely packed in the schedule's `layout` (a column-major
+                M x K array is the transpose of a row-major K x M one) and of its `dtype`.
+            Bs: the B operands (K x N), likewise.
+            Cs: the outputs (M x N), likewise; read only where beta is not 0.
+            alpha: the scalar, required when the schedule says `alpha runtime` and refused otherwise.
+            beta: likewise for `beta runtime`.
+            stream: the CuPy stream to launch on (for torch's current stream:
+                `cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)`); default the current CuPy
+                stream.
+
+        Raises:
+            GemmcError: (E400) an argument of the wrong count, shape, dtype, device or layout, named, before
+                anything is launched; (E303) a kernel planned for sm_90a called on another GPU.
+        """
         from gemmc.runtime.launch import launch  # lazy: CuPy is only needed here
 
         launch(self.executable, As, Bs, Cs, alpha=alpha, beta=beta, stream=stream)
@@ -140,7 +171,11 @@ class CompiledKernel:
 
 
 class CompiledProgram:
-    """All kernels of one schedule file, planned for one target."""
+    """All kernels and groups of one schedule, planned for one target.
+
+    Index it by name: `prog["inception3"]` is a `CompiledKernel`, `prog["layer"]` a `CompiledGroup`. Iterating
+    gives the kernels (a group's members among them, named `<group>_<member>`) in source order.
+    """
 
     def __init__(self, ir: Program, source: str, planner_seconds: dict[str, float] | None = None):
         self.ir = ir
@@ -153,10 +188,15 @@ class CompiledProgram:
 
     @property
     def target(self) -> Hardware:
+        """The hardware the program was planned for (the schedule's `target`, or the `target=` argument)."""
         return self.ir.target
 
     def __getitem__(self, name: str) -> Any:
-        """The kernel or the group (`CompiledGroup`) called `name`."""
+        """The kernel or the group (`CompiledGroup`) called `name`.
+
+        Raises:
+            GemmcError: no kernel or group of that name; the message lists the names the schedule defines.
+        """
         if name in self._groups:
             return self._groups[name]
         try:
@@ -167,6 +207,7 @@ class CompiledProgram:
 
     @property
     def groups(self) -> tuple[CompiledGroup, ...]:
+        """The schedule's concurrent groups, in source order."""
         return tuple(self._groups.values())
 
     def __iter__(self) -> Iterator[CompiledKernel]:
@@ -177,6 +218,7 @@ class CompiledProgram:
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The names of the kernels, in source order (groups' members included)."""
         return tuple(self._kernels)
 
 
@@ -186,13 +228,45 @@ def front_end(text: str, *, filename: str = "<string>", target: str | None = Non
 
 
 def compile_string(text: str, *, filename: str = "<string>", target: str | None = None) -> CompiledProgram:
-    """Parse, check and plan every kernel of a schedule. Raises GemmcError on a bad schedule. No GPU needed."""
+    """Parse, check and plan every kernel and group of a schedule held in a string. No GPU needed.
+
+    Args:
+        text: the schedule, in the language of the language reference.
+        filename: the name errors give for the text.
+        target: overrides the schedule's `target` line: `cuda`, `hip`, or an architecture (`sm_80`, `sm_86`,
+            `sm_89`, `sm_90`, `gfx908`, `gfx90a`, `gfx942`).
+
+    Returns:
+        The planned program: index it by kernel or group name.
+
+    Raises:
+        GemmcError: the schedule has errors; every one found is in `.diagnostics`, and `str(err)` renders them
+            as `file:line:col: error[CODE]: message`, the line, a caret and a hint.
+
+    Example:
+        ```python
+        prog = gemmc.compile_string("kernel k { gemm 512 x 512 x 512 count 8 }")
+        print(prog["k"].plan)
+        ```
+    """
     seconds: dict[str, float] = {}
     program = run_pipeline(front_end(text, filename=filename, target=target), source=text, timings=seconds)
     return CompiledProgram(plan_groups(program), text, seconds)
 
 
 def compile_file(path: str | Path, *, target: str | None = None) -> CompiledProgram:
+    """Read a `.gs` file, then parse, check and plan it as `compile_string` does. No GPU needed.
+
+    Args:
+        path: the schedule file.
+        target: overrides the schedule's `target` line (see `compile_string`).
+
+    Returns:
+        The planned program: `prog["name"]` is a kernel or a group.
+
+    Raises:
+        GemmcError: the file cannot be read, or the schedule has errors (rendered with the file's name and line).
+    """
     path = Path(path)
     try:
         text = path.read_text()

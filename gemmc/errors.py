@@ -36,6 +36,9 @@ CODES = {
 
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
+    """One problem: a stable code (`E101`, ...; the language reference lists them), a message, where it is in the
+    schedule (`span`: line and column) and an optional hint."""
+
     code: str
     message: str
     span: Span = NO_SPAN
@@ -57,7 +60,22 @@ class Diagnostic:
 
 
 class GemmcError(Exception):
-    """A problem in a schedule or in a kernel's arguments, reported to the user (not a gemmc bug)."""
+    """A problem in a schedule or in a kernel's arguments, reported to the user (not a gemmc bug).
+
+    Raised by `compile_file` / `compile_string` for a bad schedule (every problem found, not just the first) and by
+    a kernel call for a bad argument, before anything is launched. `str(err)` is the compiler-style rendering the
+    CLI prints, with the schedule line and a caret:
+
+        bad.gs:3:3: error[E101]: unknown statement 'tiles'
+            tiles 64x64x8
+            ^^^^^
+        hint: did you mean 'tile'?
+
+    Attributes:
+        diagnostics: every problem found, as `Diagnostic`s (code, message, span, hint).
+        code: the first problem's code; codes never change meaning, so a program may match on them.
+        filename: the schedule's file name (`<string>` for `compile_string` without one).
+    """
 
     def __init__(self, diagnostics: Diagnostic | list[Diagnostic] | tuple[Diagnostic, ...] | str,
                  *, filename: str = "<string>", source: str | None = None, code: str = "E400"):
