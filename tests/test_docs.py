@@ -1,0 +1,59 @@
+"""The user documentation stays true to the tree: every results file it cites exists, every example schedule it
+names compiles, and it tells the current state, not the history (no numbered rounds)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import gemmc
+from tests.conftest import ROOT
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+IDS = [str(p.relative_to(ROOT)) for p in PAGES]
+RESULTS = ROOT / "bench" / "results"
+# A results file as the docs cite it: a date, the GPU and the run, with or without the bench/results/ folder.
+CITED = re.compile(r"(?:bench/results/)?(?:[\w-]+/)?\d{4}-\d{2}-\d{2}_[\w.+-]+?\.(?:json|log|txt|csv)")
+HISTORY = re.compile(r"\bstop[ -]?[0-9]+\b", re.IGNORECASE)
+
+
+def _cited(text: str) -> list[str]:
+    return [m.group(0) for m in CITED.finditer(text) if "*" not in m.group(0)]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=IDS)
+def test_results_files_cited_exist(page: Path):
+    missing = []
+    for cited in _cited(page.read_text()):
+        path = ROOT / cited if cited.startswith("bench/results/") else RESULTS / cited
+        if not path.is_file():
+            missing.append(cited)
+    assert not missing, f"{page.name} cites results files that are not in bench/results/: {missing}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=IDS)
+def test_no_numbered_rounds(page: Path):
+    found = [m.group(0) for m in HISTORY.finditer(page.read_text())]
+    assert not found, f"{page.name} tells history ({found}); git keeps it, the docs say what holds now"
+
+
+def test_results_pattern_sees_a_citation():
+    # The pattern must find the citations it checks, or the test above passes on nothing.
+    text = "see `bench/results/2026-11-22_h100_uniform_final.json` and `2026-11-26_h100_half.json`."
+    assert _cited(text) == ["bench/results/2026-11-22_h100_uniform_final.json", "2026-11-26_h100_half.json"]
+
+
+def _schedules() -> list[str]:
+    names: set[str] = set()
+    for page in PAGES:
+        names.update(re.findall(r"examples/[\w/]+\.gs", page.read_text()))
+    return sorted(names)
+
+
+@pytest.mark.parametrize("schedule", _schedules())
+def test_example_schedules_named_in_the_docs_compile(schedule: str):
+    prog = gemmc.compile_file(ROOT / schedule)
+    for kernel in prog:
+        assert kernel.standalone and kernel.header
