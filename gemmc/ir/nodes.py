@@ -1,7 +1,8 @@
 """IR nodes: frozen dataclasses. Passes change them with `dataclasses.replace`, never in place.
 
 A `Program` holds the target and the kernels. A `Kernel` starts as what the schedule said (problems, knobs,
-`None` for `auto`) and the passes fill in what they decide: the family, a family plan, the work list.
+`None` for `auto`) and the passes fill in what they decide: the family, its decisions so far (a draft) while its
+planning steps run, then a family plan, the work list.
 """
 
 from __future__ import annotations
@@ -79,6 +80,16 @@ class FamilyPlan:
     def arch_specific(self) -> bool:
         """The kernel uses instructions of the architecture-specific target only (sm_90a: wgmma)."""
         return False
+
+    def lines(self) -> tuple[str, ...]:
+        return ()
+
+
+@dataclass(frozen=True, slots=True)
+class PlanDraft:
+    """Base of each family's decisions so far (SimtDraft, TensorCoreDraft, ...), carried in `Kernel.draft` between
+    the family's planning steps: frozen and printable like a plan. The `finish_plan` step turns it into the family's
+    FamilyPlan and clears it."""
 
     def lines(self) -> tuple[str, ...]:
         return ()
@@ -222,6 +233,7 @@ class Kernel:
     stmt_spans: tuple[tuple[str, Span], ...] = field(default=(), compare=False, repr=False)
     # Decided by the passes.
     family: str | None = None  # the registered kernel family that computes it (gemmc/families)
+    draft: PlanDraft | None = None  # the family's decisions so far, between its planning steps
     plan: FamilyPlan | None = None
     work: WorkList | None = None
     notes: tuple[str, ...] = ()  # why the passes decided what they did, for `gemmc inspect`
