@@ -9,6 +9,7 @@ from pathlib import Path
 
 from gemmc.api import compile_file, front_end
 from gemmc.errors import GemmcError
+from gemmc.ir.nodes import Program
 from gemmc.ir.printer import format_program
 from gemmc.passes import PASS_NAMES, run_pipeline
 from gemmc.version import __version__
@@ -41,17 +42,29 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     except OSError as err:
         raise GemmcError(f"cannot read {path}: {err.strerror}") from None
     program = front_end(text, filename=str(path), target=args.target)
-    afters = PASS_NAMES if args.after == "all" else (args.after,)
-    for name in afters:
-        if len(afters) > 1:
+    seconds: dict[str, float] = {}
+    if args.after == "all":  # one run, the program printed after each pass
+
+        def show(name: str, after: Program) -> None:
             print(f"=== after {name} ===")
-        seconds: dict[str, float] = {}
-        print(format_program(run_pipeline(program, source=text, stop_after=name, timings=seconds)), end="")
-        print("planner time: " + ", ".join(f"{k} {s * 1e3:.2f} ms" for k, s in seconds.items()) + "\n")
+            print(format_program(after), end="")
+
+        run_pipeline(program, source=text, timings=seconds, observe=show)
+    else:
+        print(format_program(run_pipeline(program, source=text, stop_after=args.after, timings=seconds)), end="")
+    print("planner time: " + ", ".join(f"{k} {s * 1e3:.2f} ms" for k, s in seconds.items()) + "\n")
     if args.source:
         for kernel in compile_file(path, target=args.target):
             print(kernel.source)
     return 0
+
+
+def pass_name(text: str) -> str:
+    """An `--after` value: a pass of the pipeline, or `all`."""
+    if text not in (*PASS_NAMES, "all"):
+        raise argparse.ArgumentTypeError(f"no pass named '{text}'; the passes, in order: {', '.join(PASS_NAMES)} "
+                                         "(or all)")
+    return text
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -95,8 +108,9 @@ def parser() -> argparse.ArgumentParser:
 
     i = sub.add_parser("inspect", help="print the IR after a pass and what the passes decided")
     i.add_argument("schedule")
-    i.add_argument("--after", default=PASS_NAMES[-1], choices=(*PASS_NAMES, "all"),
-                   help="print the program after this pass (default: the last), or after each")
+    i.add_argument("--after", default=PASS_NAMES[-1], type=pass_name, metavar="PASS",
+                   help=f"print the program after this pass (default: the last), or after each (all): "
+                        f"{', '.join(PASS_NAMES)}")
     i.add_argument("--target")
     i.add_argument("--source", action="store_true", help="also print the generated kernel source")
     i.set_defaults(fn=cmd_inspect)

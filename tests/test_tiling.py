@@ -130,7 +130,7 @@ def test_latency_bound_counts_the_scheduler_load_of_small_micro_tiles():
     hw, problems = k.target, k.ir.problems
     small = simt.everyone("x", tiling.variant(16, 16, 32, 128), 3)
     mid = simt.everyone("x", tiling.variant(32, 32, 32, 128), 3)
-    est = {name: tiling.estimate(simt.with_edges(simt._plan_from(k.ir, hw, t)), problems, 1, hw).seconds
+    est = {name: tiling.estimate(simt.with_edges(simt.plan_from(k.ir, hw, t)), problems, 1, hw).seconds
            for name, t in (("16", small), ("32", mid))}
     assert est["32"] < est["16"]
     assert k.ir.plan.variants[0].bm == 32 and k.ir.plan.variants[0].bn == 32 and set(k.ir.plan.assignment) == {0}

@@ -1,7 +1,7 @@
 """What a kernel family is: the `KernelFamily` protocol that every package in gemmc/families implements.
 
 A family is everything one kind of kernel needs: when `algorithm auto` takes it (`claim`), the schedule rules it
-owns (`check`), its plan type and planning (`plan`, `notes`, `worklist`), the shapes the first call may time
+owns (`check`), its plan type and planning steps (`steps`, `worklist`), the shapes the first call may time
 against the model's choice (`alternatives`), and its template with the context that fills it. The pipeline, the
 code generator, the tuner and `inspect` reach a family only through this protocol and the registry
 (gemmc/families/registry.py); none of them names one.
@@ -9,6 +9,7 @@ code generator, the tuner and `inspect` reach a family only through this protoco
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import IntEnum
 from pathlib import Path
 from types import ModuleType
@@ -17,6 +18,8 @@ from typing import Protocol
 from gemmc.errors import Diagnostic
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel, WorkList
+
+Pass = Callable[[Kernel, Hardware], Kernel]  # a pure pass: what every pipeline pass and planning step is
 
 
 class Claim(IntEnum):
@@ -50,13 +53,13 @@ class KernelFamily(Protocol):
         before a family is selected: every problem found, located at its statement."""
         ...
 
-    def plan(self, kernel: Kernel, hw: Hardware) -> FamilyPlan:
-        """The family's decisions for a checked, normalized kernel that selected it. Raises GemmcError where the
-        schedule asks for something this family cannot build."""
-        ...
-
-    def notes(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[str, ...]:
-        """Why the plan is what it is, for `gemmc inspect`."""
+    @property
+    def steps(self) -> tuple[tuple[str, Pass], ...]:
+        """The family's planning passes, each under the name of the pipeline's planning step it implements
+        (gemmc/passes/planning.py: STEPS), in the pipeline's order. A step the family lacks leaves its kernels as
+        they are. Between them a kernel carries the family's decisions so far in `Kernel.draft`; `finish_plan`,
+        which every family has, sets `plan` (with the notes that explain it) and clears the draft. A step raises
+        GemmcError where the schedule asks for something this family cannot build."""
         ...
 
     def worklist(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> WorkList:
@@ -87,22 +90,21 @@ def cbool(flag: bool) -> str:
 
 
 class PlannerFamily:
-    """A family whose planning lives in its `planner` module (`plan`, `notes`, `worklist`) and whose rendering in
-    its `codegen` module (`TEMPLATE`, `context`, `knobs`): a package's `__init__` subclasses this, sets the two
-    modules, its name, plan type and folder, and writes `claim` (and `check`, `alternatives` where it has them)."""
+    """A family whose planning steps live in its `planning` module (`STEPS`), its model and work list in its
+    `planner` module (`worklist`) and its rendering in its `codegen` module (`TEMPLATE`, `context`, `knobs`): a
+    package's `__init__` subclasses this, sets the three modules, its name, plan type and folder, and writes `claim`
+    (and `check`, `alternatives` where it has them)."""
 
+    planning: ModuleType
     planner: ModuleType
     codegen: ModuleType
 
     def check(self, kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
         return []
 
-    def plan(self, kernel: Kernel, hw: Hardware) -> FamilyPlan:
-        plan: FamilyPlan = self.planner.plan(kernel, hw)
-        return plan
-
-    def notes(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[str, ...]:
-        return tuple(self.planner.notes(kernel, plan, hw))
+    @property
+    def steps(self) -> tuple[tuple[str, Pass], ...]:
+        return tuple(self.planning.STEPS)
 
     def worklist(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> WorkList:
         work: WorkList = self.planner.worklist(kernel, plan, hw)

@@ -6,13 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from gemmc.families.base import Claim, PlannerFamily
-from gemmc.families.tsm2l import codegen, planner
+from gemmc.families.tsm2l import codegen, planner, steps
 from gemmc.families.tsm2l.plan import Tsm2lPlan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 
 
 class Tsm2l(PlannerFamily):
+    planning = steps
     planner = planner
     codegen = codegen
     name = "tsm2l"

@@ -7,13 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from gemmc.families.base import Claim, PlannerFamily
-from gemmc.families.tsm2r import codegen, planner
+from gemmc.families.tsm2r import codegen, planner, steps, tuning
 from gemmc.families.tsm2r.plan import Tsm2rPlan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 
 
 class Tsm2r(PlannerFamily):
+    planning = steps
     planner = planner
     codegen = codegen
     name = "tsm2r"
@@ -24,9 +25,9 @@ class Tsm2r(PlannerFamily):
         why = planner.claim(kernel, hw)
         return (Claim.SHAPE, why) if why else None
 
-
     def alternatives(self, kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]:
-        return planner.alternatives(kernel, hw)
+        return tuning.alternatives(kernel, hw)
+
 
 
 FAMILY = Tsm2r()
