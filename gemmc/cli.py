@@ -16,10 +16,11 @@ from gemmc.version import __version__
 
 EXIT_USER = 1
 EXIT_INTERNAL = 70  # EX_SOFTWARE
+VERIFY_HELP = "check the IR's invariants after every pass (a broken one is a gemmc bug: exit 70)"
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    prog = compile_file(args.schedule, target=args.target)
+    prog = compile_file(args.schedule, target=args.target, verify=args.verify)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     for kernel in prog:
@@ -49,12 +50,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             print(f"=== after {name} ===")
             print(format_program(after), end="")
 
-        run_pipeline(program, source=text, timings=seconds, observe=show)
+        run_pipeline(program, source=text, timings=seconds, observe=show, verify=args.verify)
     else:
-        print(format_program(run_pipeline(program, source=text, stop_after=args.after, timings=seconds)), end="")
+        print(format_program(run_pipeline(program, source=text, stop_after=args.after, timings=seconds,
+                                          verify=args.verify)), end="")
     print("planner time: " + ", ".join(f"{k} {s * 1e3:.2f} ms" for k, s in seconds.items()) + "\n")
     if args.source:
-        for kernel in compile_file(path, target=args.target):
+        for kernel in compile_file(path, target=args.target, verify=args.verify):
             print(kernel.source)
     return 0
 
@@ -104,6 +106,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--target", help="cuda | hip | sm_80 | sm_86 | sm_89 | sm_90 | gfx908 | gfx90a | gfx942 "
                                     "(default: the file's `target`, else sm_90)")
     c.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
+    c.add_argument("--verify", action="store_true", help=VERIFY_HELP)
     c.set_defaults(fn=cmd_compile)
 
     i = sub.add_parser("inspect", help="print the IR after a pass and what the passes decided")
@@ -111,6 +114,7 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("--after", default=PASS_NAMES[-1], type=pass_name, metavar="PASS",
                    help=f"print the program after this pass (default: the last), or after each (all): "
                         f"{', '.join(PASS_NAMES)}")
+    i.add_argument("--verify", action="store_true", help=VERIFY_HELP)
     i.add_argument("--target")
     i.add_argument("--source", action="store_true", help="also print the generated kernel source")
     i.set_defaults(fn=cmd_inspect)

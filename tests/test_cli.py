@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -9,6 +10,7 @@ import pytest
 
 from gemmc import cli, passes
 from gemmc.passes import PASS_NAMES
+from gemmc.passes.planning import BY_FAMILY
 from tests.conftest import ROOT
 
 INCEPTION = str(ROOT / "examples" / "inception3.gs")
@@ -83,6 +85,19 @@ def test_inspect_after_an_unknown_pass_lists_the_passes():
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert (f"error: argument --after: no pass named 'plan_family'; the passes, in order: {', '.join(PASS_NAMES)} "
             "(or all)") in proc.stderr
+
+
+def test_verify_flag_checks_every_pass(tmp_path, monkeypatch, capsys):
+    for command in (["compile", INCEPTION, "-o", str(tmp_path), "--verify"], ["inspect", INCEPTION, "--verify"]):
+        assert cli.main(command) == 0
+    own = BY_FAMILY["simt"]["finish_plan"]
+    monkeypatch.setitem(BY_FAMILY["simt"], "finish_plan",
+                        lambda kernel, hw: dataclasses.replace(own(kernel, hw), draft=kernel.draft))
+    assert cli.main(["inspect", INCEPTION]) == 0  # the draft left behind goes unnoticed without --verify
+    capsys.readouterr()
+    assert cli.main(["inspect", INCEPTION, "--verify"]) == 70
+    assert ("internal error in finish_plan: kernel 'inception3': a draft is left after finish_plan"
+            in capsys.readouterr().err)
 
 
 def test_internal_error_exits_70(monkeypatch, capsys):

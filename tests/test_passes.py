@@ -35,7 +35,7 @@ def test_pipeline_order_is_fixed():
 
 def test_stop_after_leaves_later_fields_empty():
     prog = front_end("kernel k { gemm 8 x 8 x 8 }")
-    after = run_pipeline(prog, stop_after="select_family").kernels[0]
+    after = run_pipeline(prog, stop_after="select_family", verify=True).kernels[0]
     assert after.family == "simt" and after.plan is None and after.work is None
     assert after.precision == Precision(after.dtype)
 
@@ -43,7 +43,7 @@ def test_stop_after_leaves_later_fields_empty():
 def test_passes_do_not_mutate_their_input():
     prog = front_end("kernel k { gemm 8 x 8 x 8 }")
     before = prog.kernels[0]
-    run_pipeline(prog)
+    run_pipeline(prog, verify=True)
     assert prog.kernels[0] is before and before.plan is None
 
 
@@ -227,10 +227,10 @@ def test_a_misspelt_or_misplaced_step_is_refused():
 ])
 def test_a_draft_carries_the_decisions_between_the_steps(text, decided):
     prog = front_end(text)
-    tiles = run_pipeline(prog, stop_after="choose_tiles").kernels[0]
+    tiles = run_pipeline(prog, stop_after="choose_tiles", verify=True).kernels[0]
     assert tiles.plan is None and tiles.draft is not None
     assert decided in format_program(dataclasses.replace(prog, kernels=(tiles,)))
-    finished = run_pipeline(prog, stop_after="finish_plan").kernels[0]
+    finished = run_pipeline(prog, stop_after="finish_plan", verify=True).kernels[0]
     assert finished.draft is None and finished.plan == run_pipeline(prog).kernels[0].plan
 
 

@@ -1,10 +1,11 @@
 """What a kernel family is: the `KernelFamily` protocol that every package in gemmc/families implements.
 
 A family is everything one kind of kernel needs: when `algorithm auto` takes it (`claim`), the schedule rules it
-owns (`check`), its plan type and planning steps (`steps`, `worklist`), the shapes the first call may time
-against the model's choice (`alternatives`), and its template with the context that fills it. The pipeline, the
-code generator, the tuner and `inspect` reach a family only through this protocol and the registry
-(gemmc/families/registry.py); none of them names one.
+owns (`check`), its plan type and planning steps (`steps`, `worklist`), what its plans must satisfy (`limits`,
+`grid_tile`: what the IR verifier checks), the shapes the first call may time against the model's choice
+(`alternatives`), and its template with the context that fills it. The pipeline, the verifier, the code generator,
+the tuner and `inspect` reach a family only through this protocol and the registry (gemmc/families/registry.py);
+none of them names one.
 """
 
 from __future__ import annotations
@@ -66,6 +67,17 @@ class KernelFamily(Protocol):
         """The launch's data: problem table, tiles, blocks, grid."""
         ...
 
+    def limits(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> list[str]:
+        """What the family's planning steps guarantee of a finished plan (tile sizes its template builds, thread
+        counts its kernels assume), each broken guarantee as a sentence for the IR verifier; empty: all hold."""
+        ...
+
+    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
+        """For a family whose grid maps blocks to outputs by arithmetic (no tile table): the rows and columns of C
+        one grid tile covers and the blocks that share it (a cluster splitting k); the grid has one block per tile
+        and sharer, which the IR verifier checks. None: the work list's tile table maps blocks to outputs."""
+        ...
+
     def alternatives(self, kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]:
         """Planned kernels (with their work lists) that the first call on a GPU times against the model's choice,
         the model's first, each with a label; empty: nothing to time."""
@@ -90,10 +102,10 @@ def cbool(flag: bool) -> str:
 
 
 class PlannerFamily:
-    """A family whose planning steps live in its `planning` module (`STEPS`), its model and work list in its
-    `planner` module (`worklist`) and its rendering in its `codegen` module (`TEMPLATE`, `context`, `knobs`): a
-    package's `__init__` subclasses this, sets the three modules, its name, plan type and folder, and writes `claim`
-    (and `check`, `alternatives` where it has them)."""
+    """A family whose planning steps live in its `planning` module (`STEPS`, and `limits`, what they guarantee), its
+    model and work list in its `planner` module (`worklist`) and its rendering in its `codegen` module (`TEMPLATE`,
+    `context`, `knobs`): a package's `__init__` subclasses this, sets the three modules, its name, plan type and
+    folder, and writes `claim` (and `check`, `alternatives`, `grid_tile` where it has them)."""
 
     planning: ModuleType
     planner: ModuleType
@@ -109,6 +121,12 @@ class PlannerFamily:
     def worklist(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> WorkList:
         work: WorkList = self.planner.worklist(kernel, plan, hw)
         return work
+
+    def limits(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> list[str]:
+        return list(self.planning.limits(kernel, plan, hw))
+
+    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
+        return None
 
     def alternatives(self, kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]:
         return ()

@@ -81,6 +81,12 @@ class FamilyPlan:
         """The kernel uses instructions of the architecture-specific target only (sm_90a: wgmma)."""
         return False
 
+    @property
+    def tile_shapes(self) -> tuple[tuple[int, int], ...]:
+        """(rows, columns) of C in a tile of each variant index that a work list's tiles name; empty for a family
+        whose grid maps blocks to outputs by arithmetic (TSM2)."""
+        return ()
+
     def lines(self) -> tuple[str, ...]:
         return ()
 

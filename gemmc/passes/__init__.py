@@ -3,6 +3,7 @@
 The selected family plans a kernel through the pipeline's named planning steps (planning.py: what each decides
 and why it comes where it does); the passes around them are every family's. `gemmc inspect --after NAME` prints the
 program after any of them, and `--after all` after each, from one run of the pipeline (`run_pipeline`'s `observe`).
+`run_pipeline(verify=True)` checks the IR's invariants after every pass (verify.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from gemmc.passes.normalize import normalize
 from gemmc.passes.planning import PLANNING
 from gemmc.passes.resources import check_resources
 from gemmc.passes.select import select_family
+from gemmc.passes.verify import verify as verify_kernel
 
 
 def build_worklist(kernel: Kernel, hw: Hardware) -> Kernel:
@@ -47,19 +49,21 @@ Observer = Callable[[str, Program], None]
 
 
 def run_pipeline(program: Program, *, source: str | None = None, stop_after: str | None = None,
-                 timings: dict[str, float] | None = None, observe: Observer | None = None) -> Program:
+                 timings: dict[str, float] | None = None, observe: Observer | None = None,
+                 verify: bool = False) -> Program:
     """Run every pass (or those up to `stop_after`) on every kernel, pass by pass. User errors from all kernels are
     collected (a kernel stops at its first failing pass) and raised together, kernel by kernel, rendered against
     the schedule's file. `timings`, when given, receives each kernel's planning time in seconds (the driver
     measures; the passes stay pure). `observe(name, program)`, when given, sees the program after each pass that
-    every kernel got through, in order."""
+    every kernel got through, in order. `verify` checks every kernel's invariants after every pass (verify.py) and
+    raises InternalError naming the pass after which one broke."""
     if stop_after is not None and stop_after not in PASS_NAMES:
         raise ValueError(f"no pass named {stop_after!r}; the passes are: {', '.join(PASS_NAMES)}")
     kernels = list(program.kernels)
     diags: list[tuple[Diagnostic, ...]] = [() for _ in kernels]
     failed = [False] * len(kernels)
     seconds = [0.0] * len(kernels)
-    for name, fn in PIPELINE:
+    for index, (name, fn) in enumerate(PIPELINE):
         for i, kernel in enumerate(kernels):
             if failed[i]:
                 continue
@@ -69,6 +73,8 @@ def run_pipeline(program: Program, *, source: str | None = None, stop_after: str
             except GemmcError as err:
                 diags[i], failed[i] = err.diagnostics, True
             seconds[i] += time.perf_counter() - start
+            if verify and not failed[i]:
+                verify_kernel(kernels[i], program.target, PASS_NAMES[:index + 1])
         if observe is not None and not any(failed):
             observe(name, dataclasses.replace(program, kernels=tuple(kernels)))
         if name == stop_after:

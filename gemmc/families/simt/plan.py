@@ -148,6 +148,10 @@ class SimtPlan(FamilyPlan):
     def regs_estimate(self) -> int:
         return max(self.variant_regs(v) for v in self.variants)
 
+    @property
+    def tile_shapes(self) -> tuple[tuple[int, int], ...]:
+        return tuple((v.bm, v.bn) for v in self.variants)
+
     def problem_detail(self, index: int, m: int, n: int) -> str:
         v = self.variants[self.assignment[index]]
         tiles = -(-m // v.bm) * -(-n // v.bn)

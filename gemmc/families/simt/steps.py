@@ -1,7 +1,8 @@
 """The SIMT family's planning steps, each a pure pass under the name of the pipeline step it implements
 (gemmc/passes/planning.py): the pipeline's depth, the tiles of each problem (papers 000 and 003, costed by
 simulating the launch), the k split over thread-block clusters, the target's limits, then the batching (paper 003
-§4). Between them the kernel carries a SimtDraft; `finish_plan` makes it the SimtPlan.
+§4). Between them the kernel carries a SimtDraft; `finish_plan` makes it the SimtPlan. `limits` is what the steps
+guarantee of that plan, for the IR verifier.
 """
 
 from __future__ import annotations
@@ -113,3 +114,27 @@ STEPS = (
     ("finish_plan", finish_plan),
 )
 
+
+def limits(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> list[str]:
+    """What the steps guarantee of a SimtPlan: each variant's tile splits into one micro-tile per thread of each of
+    its k slices, every problem names a variant (edge tiles too), a split k fits a portable cluster, the pipeline
+    has the template's 1 or 2 stages."""
+    out = []
+    count = len(plan.variants)
+    for i, v in enumerate(plan.variants):
+        per_slice, uneven = divmod(v.threads, v.slices)
+        if (uneven or v.bk % v.slices or v.bm % v.tm or v.bn % v.tn
+                or (v.bm // v.tm) * (v.bn // v.tn) != per_slice):
+            out.append(f"variant {i} ({v}) is not one {v.tm}x{v.tn} micro-tile per thread of each of its "
+                       f"{v.slices} k slice(s)")
+    if len(plan.assignment) != len(kernel.problems):
+        out.append(f"the plan assigns {len(plan.assignment)} variants to {len(kernel.problems)} problems")
+    if any(not 0 <= a < count for a in plan.assignment):
+        out.append(f"a problem's variant is not one of the plan's {count}")
+    if len(plan.edges) > count or any(not -1 <= e < count for row in plan.edges for e in row):
+        out.append(f"the edge tiles name variants the plan lacks ({count} variants)")
+    if not 1 <= plan.ksplit <= planner.MAX_CLUSTER_BLOCKS:
+        out.append(f"k split over {plan.ksplit} blocks; a portable cluster has 1 to {planner.MAX_CLUSTER_BLOCKS}")
+    if plan.stages not in (1, 2):
+        out.append(f"{plan.stages} pipeline stages; the SIMT template has 1 or 2")
+    return out

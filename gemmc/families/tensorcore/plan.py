@@ -155,6 +155,10 @@ class TensorCorePlan(FamilyPlan):
         return self.scratch
 
     @property
+    def tile_shapes(self) -> tuple[tuple[int, int], ...]:
+        return ((self.variant.bm, self.variant.bn),)
+
+    @property
     def prologue(self) -> tuple[int, int] | None:
         return (self.prep_blocks, PREP_THREADS)
 

@@ -1,7 +1,8 @@
 """The tensor-core family's planning steps, each a pure pass under the name of the pipeline step it implements
 (gemmc/passes/planning.py): the precision's split (paper 001 §3), the block tile by the thread-parallelism model
 (paper 001 §4.2, Eqs. 12-17), the cp.async pipeline's depth (paper 001 §4.3). Between them the kernel carries a
-TensorCoreDraft; `finish_plan` makes it the TensorCorePlan, with the pre-pass's scratch.
+TensorCoreDraft; `finish_plan` makes it the TensorCorePlan, with the pre-pass's scratch. `limits` is what the steps
+guarantee of that plan, for the IR verifier.
 """
 
 from __future__ import annotations
@@ -10,10 +11,13 @@ import dataclasses
 
 from gemmc.errors import Diagnostic, GemmcError, InternalError
 from gemmc.families.tensorcore import planner
-from gemmc.families.tensorcore.plan import TensorCoreDraft
+from gemmc.families.tensorcore.plan import TensorCoreDraft, TensorCorePlan
 from gemmc.families.tensorcore.split import split_plan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
+
+BLOCK_SIDES = (64, 128, 256)  # the block tile's rows and columns the template builds (planner.explicit_variant)
+MAX_BLOCK_AREA = 128 * 256
 
 
 def draft_of(kernel: Kernel, step: str) -> TensorCoreDraft:
@@ -94,3 +98,22 @@ STEPS = (
     ("finish_plan", finish_plan),
 )
 
+
+def limits(kernel: Kernel, plan: TensorCorePlan, hw: Hardware) -> list[str]:
+    """What the steps guarantee of a TensorCorePlan: a block tile the template builds (sides of BLOCK_SIDES, at most
+    MAX_BLOCK_AREA, a k step of whole mma k-steps from 16 to 64), made of whole warp tiles with a warp per warp tile
+    (mma.sync) or 128 threads per warpgroup (wgmma), and 2 to 4 pipeline stages."""
+    v, out = plan.variant, []
+    if v.bm not in BLOCK_SIDES or v.bn not in BLOCK_SIDES or v.bm * v.bn > MAX_BLOCK_AREA:
+        out.append(f"block tile {v.bm}x{v.bn} is not one the template builds")
+    if v.bk % plan.mma[2] or not 16 <= v.bk <= 64:
+        out.append(f"k step {v.bk} is not 16 to 64 in whole mma k-steps of {plan.mma[2]}")
+    if v.bm % v.wm or v.bn % v.wn:
+        out.append(f"warp tile {v.wm}x{v.wn} does not divide block tile {v.bm}x{v.bn}")
+    else:
+        threads = (v.bm // v.wm) * (128 if plan.wgmma else (v.bn // v.wn) * hw.warp_size)
+        if v.threads != threads:
+            out.append(f"block tile {v.bm}x{v.bn} of {v.wm}x{v.wn} warp tiles runs {threads} threads, not {v.threads}")
+    if plan.stages not in planner.STAGES:
+        out.append(f"{plan.stages} pipeline stages; the template has {', '.join(map(str, sorted(planner.STAGES)))}")
+    return out

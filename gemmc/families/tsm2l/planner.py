@@ -105,3 +105,7 @@ def worklist(kernel: Kernel, plan: Tsm2lPlan, hw: Hardware) -> WorkList:
     return WorkList(problems=problem_rows(kernel), tiles=TileTable(), block_offsets=(), grid=grid, block=plan.t1,
                     smem_bytes=plan.smem)
 
+
+def grid_tile(kernel: Kernel, plan: Tsm2lPlan, hw: Hardware) -> tuple[int, int, int]:
+    """The rows and columns of C one block covers (t1 threads of tcf rows, every column), unshared."""
+    return plan.t1 * plan.tcf, kernel.problems[0].n, 1

@@ -1,6 +1,7 @@
 """The TSM2L family's planning steps, each a pure pass under the name of the pipeline step it implements
 (gemmc/passes/planning.py): the rows each thread keeps in registers (paper 002 §3.2's tcf), then the block and its
-shared memory. Between them the kernel carries a Tsm2lDraft; `finish_plan` makes it the Tsm2lPlan.
+shared memory. Between them the kernel carries a Tsm2lDraft; `finish_plan` makes it the Tsm2lPlan. `limits` is what
+the steps guarantee of that plan, for the IR verifier.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import dataclasses
 from gemmc.errors import Diagnostic, GemmcError, InternalError
 from gemmc.families.streaming import T2_MAX, one_gemm_diagnostics, own_parameters_diagnostic
 from gemmc.families.tsm2l import planner
-from gemmc.families.tsm2l.plan import Tsm2lDraft
+from gemmc.families.tsm2l.plan import Tsm2lDraft, Tsm2lPlan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 
@@ -68,3 +69,12 @@ STEPS = (
     ("finish_plan", finish_plan),
 )
 
+
+def limits(kernel: Kernel, plan: Tsm2lPlan, hw: Hardware) -> list[str]:
+    """What the steps guarantee of a Tsm2lPlan: tcf one of TCF_CHOICES, blocks of whole warps up to T1 threads."""
+    out = []
+    if plan.tcf not in planner.TCF_CHOICES:
+        out.append(f"tcf {plan.tcf} is not one of {planner.TCF_CHOICES}")
+    if plan.t1 % hw.warp_size or not hw.warp_size <= plan.t1 <= planner.T1:
+        out.append(f"blocks of {plan.t1} threads; TSM2L's are whole warps, {hw.warp_size} to {planner.T1}")
+    return out

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gemmc.errors import InternalError
 from gemmc.families.base import Claim, PlannerFamily
 from gemmc.families.tsm2r import codegen, planner, steps, tuning
 from gemmc.families.tsm2r.plan import Tsm2rPlan
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel
+from gemmc.ir.nodes import FamilyPlan, Kernel
 
 
 class Tsm2r(PlannerFamily):
@@ -28,6 +29,10 @@ class Tsm2r(PlannerFamily):
     def alternatives(self, kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]:
         return tuning.alternatives(kernel, hw)
 
+    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
+        if not isinstance(plan, Tsm2rPlan):
+            raise InternalError("tsm2r", f"grid_tile of a {type(plan).__name__}")
+        return planner.grid_tile(kernel, plan, hw)
 
 
 FAMILY = Tsm2r()

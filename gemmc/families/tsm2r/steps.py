@@ -1,7 +1,8 @@
 """The TSM2R family's planning steps, each a pure pass under the name of the pipeline step it implements
 (gemmc/passes/planning.py): the kernel's form and shape (t2 by paper 002 §3.1.8's threshold; t1, t3 and the k
 slices by §3.1.9's Little's law), the ring of batches in shared memory, the thread-block cluster that splits k.
-Between them the kernel carries a Tsm2rDraft; `finish_plan` makes it the Tsm2rPlan.
+Between them the kernel carries a Tsm2rDraft; `finish_plan` makes it the Tsm2rPlan. `limits` is what the steps
+guarantee of that plan, for the IR verifier.
 """
 
 from __future__ import annotations
@@ -9,9 +10,9 @@ from __future__ import annotations
 import dataclasses
 
 from gemmc.errors import GemmcError, InternalError
-from gemmc.families.streaming import one_gemm_diagnostics, own_parameters_diagnostic
+from gemmc.families.streaming import T2_MAX, one_gemm_diagnostics, own_parameters_diagnostic
 from gemmc.families.tsm2r import planner, tuning
-from gemmc.families.tsm2r.plan import Tsm2rDraft
+from gemmc.families.tsm2r.plan import Tsm2rDraft, Tsm2rPlan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 
@@ -75,3 +76,24 @@ STEPS = (
     ("finish_plan", finish_plan),
 )
 
+
+def limits(kernel: Kernel, plan: Tsm2rPlan, hw: Hardware) -> list[str]:
+    """What the steps guarantee of a Tsm2rPlan: 1 to T2_MAX columns per pass; the column kernel's COL_WARPS warps in
+    k slices of `row_groups` warps, a ring of STAGES to MAX_STAGES batches and clusters of 1 to MAX_CLUSTER blocks;
+    the row kernel's KSLICES warps, unclustered."""
+    out = []
+    if not 1 <= plan.t2 <= T2_MAX:
+        out.append(f"t2 {plan.t2}: a pass computes 1 to {T2_MAX} columns")
+    if planner.column_kernel(kernel, plan):
+        if plan.t1 != planner.COL_WARPS * hw.warp_size or plan.kslices * plan.row_groups != planner.COL_WARPS:
+            out.append(f"the column kernel's block is {planner.COL_WARPS} warps in k slices; this plan has "
+                       f"{plan.t1} threads in {plan.kslices} slices of {plan.row_groups} warps")
+        if not planner.STAGES <= plan.stages <= planner.MAX_STAGES:
+            out.append(f"a ring of {plan.stages} batches; the column kernel takes {planner.STAGES} to "
+                       f"{planner.MAX_STAGES}")
+        if not 1 <= plan.cluster <= planner.MAX_CLUSTER:
+            out.append(f"clusters of {plan.cluster} blocks; the column kernel takes 1 to {planner.MAX_CLUSTER}")
+    elif plan.t1 != planner.KSLICES * hw.warp_size or plan.kslices != planner.KSLICES or plan.cluster != 1:
+        out.append(f"the row kernel's block is {planner.KSLICES} warps, unclustered; this plan has {plan.t1} "
+                   f"threads, {plan.kslices} k slices, clusters of {plan.cluster}")
+    return out
