@@ -227,7 +227,8 @@ def front_end(text: str, *, filename: str = "<string>", target: str | None = Non
     return lower(parse(text, filename), algorithms=NAMES, filename=filename, source=text, target=target)
 
 
-def compile_string(text: str, *, filename: str = "<string>", target: str | None = None) -> CompiledProgram:
+def compile_string(text: str, *, filename: str = "<string>", target: str | None = None,
+                   verify: bool = False) -> CompiledProgram:
     """Parse, check and plan every kernel and group of a schedule held in a string. No GPU needed.
 
     Args:
@@ -235,6 +236,8 @@ def compile_string(text: str, *, filename: str = "<string>", target: str | None 
         filename: the name errors give for the text.
         target: overrides the schedule's `target` line: `cuda`, `hip`, or an architecture (`sm_80`, `sm_86`,
             `sm_89`, `sm_90`, `gfx908`, `gfx90a`, `gfx942`).
+        verify: check the IR's invariants after every pass (gemmc/passes/verify.py); a broken one raises
+            `InternalError`, a gemmc bug. Off by default: it costs planner time.
 
     Returns:
         The planned program: index it by kernel or group name.
@@ -250,16 +253,18 @@ def compile_string(text: str, *, filename: str = "<string>", target: str | None 
         ```
     """
     seconds: dict[str, float] = {}
-    program = run_pipeline(front_end(text, filename=filename, target=target), source=text, timings=seconds)
+    program = run_pipeline(front_end(text, filename=filename, target=target), source=text, timings=seconds,
+                           verify=verify)
     return CompiledProgram(plan_groups(program), text, seconds)
 
 
-def compile_file(path: str | Path, *, target: str | None = None) -> CompiledProgram:
+def compile_file(path: str | Path, *, target: str | None = None, verify: bool = False) -> CompiledProgram:
     """Read a `.gs` file, then parse, check and plan it as `compile_string` does. No GPU needed.
 
     Args:
         path: the schedule file.
         target: overrides the schedule's `target` line (see `compile_string`).
+        verify: check the IR's invariants after every pass (see `compile_string`).
 
     Returns:
         The planned program: `prog["name"]` is a kernel or a group.
@@ -272,4 +277,4 @@ def compile_file(path: str | Path, *, target: str | None = None) -> CompiledProg
         text = path.read_text()
     except OSError as err:
         raise GemmcError(f"cannot read {path}: {err.strerror}") from None
-    return compile_string(text, filename=str(path), target=target)
+    return compile_string(text, filename=str(path), target=target, verify=verify)
