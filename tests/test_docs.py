@@ -57,3 +57,31 @@ def test_example_schedules_named_in_the_docs_compile(schedule: str):
     prog = gemmc.compile_file(ROOT / schedule)
     for kernel in prog:
         assert kernel.standalone and kernel.header
+
+
+def _shown_commands() -> list[tuple[str, str, list[str]]]:
+    """Every `$ gemmc compile|inspect ...` block of the docs: the page, the command, the output lines it shows."""
+    shown = []
+    for page in PAGES:
+        for block in re.findall(r"```\n(\$ gemmc .*?)```", page.read_text(), re.S):
+            command, *lines = block.strip().splitlines()
+            shown.append((page.name, command[2:], lines))
+    return shown
+
+
+@pytest.mark.parametrize(("page", "command", "lines"), _shown_commands(),
+                         ids=[f"{p}: {c}" for p, c, _ in _shown_commands()])
+def test_shown_cli_output_is_what_gemmc_prints(page, command, lines, tmp_path, capsys, monkeypatch):
+    from gemmc.cli import main
+
+    words = command.split()[1:]
+    if words[0] == "run":
+        pytest.skip("gemmc run needs a GPU")
+    monkeypatch.chdir(tmp_path)
+    words = [str(ROOT / w) if w.startswith("examples/") else w for w in words]
+    assert main(words) == 0
+    out = capsys.readouterr().out
+    for line in lines:
+        if "..." in line or not line.strip():
+            continue  # an elided line
+        assert line.strip() in out, f"{page} shows `{line.strip()}` for `{command}`, which gemmc does not print"
