@@ -27,6 +27,7 @@ CODES = {
     "E202": "bad combination",
     "E203": "unknown target",
     "E204": "bad value",
+    "E205": "out of range",
     "E300": "shared memory",
     "E301": "threads",
     "E302": "registers",

@@ -8,9 +8,9 @@ from pathlib import PurePath
 from gemmc.codegen.env import render
 from gemmc.codegen.families import TEMPLATES
 from gemmc.errors import InternalError
+from gemmc.grammar import limits
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
-from gemmc.ir.types import DType
 from gemmc.version import __version__
 
 RUNTIME_API = {
@@ -51,7 +51,7 @@ def entry_name(kernel: Kernel) -> str:
 
 def scalar_type(kernel: Kernel) -> str:
     """The type of alpha, beta and the accumulators' combination: double for f64 data, else float."""
-    return "double" if kernel.dtype is DType.F64 else "float"
+    return limits.scalar_ctype(kernel.dtype)
 
 
 def literal(value: float | None, ctype: str) -> str | None:

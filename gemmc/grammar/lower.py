@@ -7,10 +7,12 @@ module only knows what each statement may say on its own.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from typing import TypeVar
 
 from gemmc.errors import Diagnostic, GemmcError
+from gemmc.grammar import limits
 from gemmc.grammar.ast import KernelDecl, Module, Stmt, Word
 from gemmc.ir.hardware import TARGETS, Hardware
 from gemmc.ir.nodes import Kernel, Problem, Program, TileShape
@@ -35,6 +37,12 @@ def resolve_target(spec: str) -> Hardware | None:
     return hw
 
 
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+WHY_INTEGER = "each number of a schedule becomes a C int in the generated code"
+WHY_SIZE = "a tile's first row and column are int32 in the work list, and k-tiles are counted in an int"
+WHY_BATCH = f"a launch runs at most {limits.MAX_BATCH} problems: its problem table is listed in the generated code"
+
+
 class _Lowering:
     def __init__(self) -> None:
         self.diags: list[Diagnostic] = []
@@ -42,22 +50,42 @@ class _Lowering:
     def error(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
         self.diags.append(Diagnostic(code, message, span, hint))
 
-    def integer(self, word: Word, what: str, minimum: int = 1) -> int:
-        try:
-            value = float(word.text)
-        except ValueError:
-            self.error("E102", f"{what} must be a whole number, not '{word.text}'", word.span)
+    def integer(self, word: Word, what: str, minimum: int = 1, maximum: int = limits.MAX_INTEGER,
+                why: str = WHY_INTEGER) -> int:
+        """A whole number written in digits (a sign allowed) in [minimum, maximum]; else an error, and `minimum`."""
+        text = word.text
+        if not _WHOLE.fullmatch(text):
+            self.error("E102", f"{what} must be a whole number, not '{_short(text)}'", word.span)
             return minimum
-        if value != int(value) or any(c in word.text for c in ".eE"):
-            self.error("E102", f"{what} must be a whole number, not '{word.text}'", word.span)
-            return minimum
+        digits = text.lstrip("+-").lstrip("0") or "0"
+        if len(digits) > len(str(maximum)):  # past the limit, whatever the digits (and no int() of a thousand)
+            value = -maximum - 1 if text.startswith("-") else maximum + 1
+        else:
+            value = int(text)
         if value < minimum:
-            self.error("E201", f"{what} must be at least {minimum}, not {word.text}", word.span)
+            self.error("E201", f"{what} must be at least {minimum}, not {_short(text)}", word.span)
             return minimum
-        return int(value)
+        if value > maximum:
+            self.error("E205", f"{what} must be at most {maximum}, not {_short(text)}", word.span, why)
+            return minimum
+        return value
 
     def scalar(self, word: Word) -> float | None:
+        # The grammar's NUMBER as a double (inf past its range); `scalars` checks it against the kernel's type.
         return None if word.text == "runtime" else float(word.text)
+
+    def scalars(self, given: dict[str, Stmt], fields: dict[str, object]) -> None:
+        """alpha and beta are baked into the kernel in its scalar type (double for f64 data, else float)."""
+        dtype = fields.get("dtype", DType.F32)
+        assert isinstance(dtype, DType)
+        for key in ("alpha", "beta"):
+            if key in given and fields.get(key) is not None:
+                word = given[key].values[0]
+                why = limits.scalar_problem(word.text, dtype)
+                if why:
+                    self.error("E205", f"{key} {_short(word.text)} {why}", word.span,
+                               f"a kernel of {dtype.value} data computes alpha and beta in "
+                               f"{limits.scalar_ctype(dtype)}")
 
     def choice(self, word: Word, what: str, options: dict[str, E]) -> E | None:
         if word.text in options:
@@ -68,24 +96,26 @@ class _Lowering:
     def kernel(self, decl: KernelDecl) -> Kernel:
         fields: dict[str, object] = {}
         spans: list[tuple[str, Span]] = []
-        seen: dict[str, Span] = {}
+        given: dict[str, Stmt] = {}
         for stmt in decl.stmts:
             key = "problems" if stmt.keyword in ("batch", "gemm") else stmt.keyword
-            if key in seen:
+            if key in given:
                 self.error("E200", f"'{stmt.keyword}' is given twice in kernel '{decl.name.text}'", stmt.span,
-                           f"the first is on line {seen[key].line}")
+                           f"the first is on line {given[key].span.line}")
                 continue
-            seen[key] = stmt.span
+            given[key] = stmt
             spans.append((stmt.keyword, stmt.span))
             getattr(self, f"stmt_{stmt.keyword}")(stmt, fields)
-        if "problems" not in seen:
+        if "problems" not in given:
             self.error("E202", f"kernel '{decl.name.text}' has no problems", decl.name.span,
                        "add `gemm M x N x K` or a `batch { name M x N x K ... }`")
             fields["problems"] = (Problem("gemm", 1, 1, 1),)
+        self.scalars(given, fields)
         return Kernel(name=decl.name.text, span=decl.name.span, stmt_spans=tuple(spans), **fields)  # type: ignore[arg-type]
 
-    def dims(self, words: tuple[Word, ...]) -> tuple[int, int, int]:
-        m, n, k = (self.integer(w, what) for w, what in zip(words, ("M", "N", "K"), strict=True))
+    def dims(self, words: tuple[Word, ...], what: tuple[str, str, str] = ("M", "N", "K")) -> tuple[int, int, int]:
+        m, n, k = (self.integer(w, name, maximum=limits.MAX_SIZE, why=WHY_SIZE)
+                   for w, name in zip(words, what, strict=True))
         return m, n, k
 
     def stmt_dtype(self, stmt: Stmt, out: dict) -> None:
@@ -121,12 +151,15 @@ class _Lowering:
         if not problems:
             self.error("E202", "the batch is empty", stmt.span, "list problems as `name M x N x K`")
             problems.append(Problem("gemm", 1, 1, 1))
+        if len(problems) > limits.MAX_BATCH:
+            self.error("E205", f"the batch has {len(problems)} problems; a kernel has at most {limits.MAX_BATCH}",
+                       stmt.span, WHY_BATCH)
         out["problems"] = tuple(problems)
 
     def stmt_gemm(self, stmt: Stmt, out: dict) -> None:
         out["problems"] = (Problem("gemm", *self.dims(stmt.values[:3]), span=stmt.span),)
         if len(stmt.values) == 4:
-            out["count"] = self.integer(stmt.values[3], "count")
+            out["count"] = self.integer(stmt.values[3], "count", maximum=limits.MAX_BATCH, why=WHY_BATCH)
 
     def stmt_tile(self, stmt: Stmt, out: dict) -> None:
         words = stmt.values
@@ -142,7 +175,8 @@ class _Lowering:
             if key.text in options:
                 self.error("E200", f"'{key.text}' is given twice in the tile", key.span)
             options[key.text] = self.integer(value, key.text)
-        out["tile"] = TileShape(*self.dims(words[:3]), options.get("kslices", 1), options.get("ksplit", 1))
+        dims = self.dims(words[:3], ("the tile's M", "the tile's N", "the tile's K"))
+        out["tile"] = TileShape(*dims, options.get("kslices", 1), options.get("ksplit", 1))
 
     def stmt_threads(self, stmt: Stmt, out: dict) -> None:
         if stmt.values[0].text != "auto":
@@ -221,6 +255,11 @@ def lower(module: Module, *, filename: str = "<string>", source: str | None = No
         raise GemmcError(sorted(low.diags, key=lambda d: (d.span.line, d.span.column)), filename=filename,
                          source=source)
     return Program(target=hw, kernels=tuple(kernels), filename=filename)
+
+
+def _short(text: str) -> str:
+    """A number or name as an error shows it: a very long one cut, with its length."""
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
 def map_kernels(program: Program, fn: Callable[[Kernel], Kernel]) -> Program:

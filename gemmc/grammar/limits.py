@@ -1,0 +1,47 @@
+"""gemmc's limits on the numbers of a schedule, each with the reason it holds (docs/LANGUAGE.md, "Limits").
+
+A limit is checked where its number is first known, before anything is built from it: a single value in the
+lowering. Past a limit gemmc reports a located error: E205 (a number past gemmc's limits).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import sys
+
+from gemmc.ir.types import DType
+
+INT32_MAX = 2**31 - 1
+# Every whole number of a schedule becomes a C `int` (a template argument, a launch bound) or an int32 table entry.
+MAX_INTEGER = INT32_MAX
+# M, N, K: the work list stores a tile's first row and column as int32 (the kernels read int4 tiles) and the SIMT
+# kernel counts k-tiles in an int; every other index is 64-bit.
+MAX_SIZE = INT32_MAX
+# Problems per launch, `count` copies included: the problem table holds one 48-byte row per problem, in memory and
+# baked into the generated .cu (about 30 bytes of source a row).
+MAX_BATCH = 1 << 20
+
+_SCALAR_FORMAT = {"float": "<f", "double": "<d"}
+_SCALAR_MAX = {"float": 3.4028234663852886e38, "double": sys.float_info.max}
+
+
+def scalar_ctype(dtype: DType) -> str:
+    """The C type alpha and beta take in a kernel of this storage type: double for f64 data, else float."""
+    return "double" if dtype is DType.F64 else "float"
+
+
+def scalar_problem(text: str, dtype: DType) -> str | None:
+    """Why the number `text` (the grammar's NUMBER) cannot be alpha or beta of a kernel of this dtype, or None: it
+    must be finite in the kernel's scalar type, and a nonzero number must not round to zero there."""
+    ctype = scalar_ctype(dtype)
+    value = float(text)  # a double: inf past its range, 0 below it
+    if not math.isfinite(value):
+        return f"is not a finite {ctype}"
+    try:
+        (rounded,) = struct.unpack(_SCALAR_FORMAT[ctype], struct.pack(_SCALAR_FORMAT[ctype], value))
+    except OverflowError:
+        return f"is past the largest {ctype} ({_SCALAR_MAX[ctype]:.9g})"
+    if rounded == 0.0 and any(c in "123456789" for c in text.lower().partition("e")[0]):
+        return f"rounds to 0 as a {ctype}"
+    return None
