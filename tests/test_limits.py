@@ -114,3 +114,9 @@ def test_batch_past_the_batch_limit(monkeypatch):
     err = refused("kernel k {\n  batch { a 1 x 1 x 1 b 1 x 1 x 1 c 1 x 1 x 1 }\n}\n")
     assert err.render().startswith("s.gs:2:3: error[E205]: the batch has 3 problems; a kernel has at most 2\n")
 
+
+def test_a_huge_tile_is_refused_without_searching_its_micro_tiles():
+    err = refused("kernel k { tile 2147483647x64x16 gemm 64 x 64 x 64 }")  # hung in micro_tile
+    assert err.code == "E301"
+    err = refused("kernel k { tile 1073741824x64x16 threads 1024 gemm 64 x 64 x 64 }")
+    assert {d.code for d in err.diagnostics} == {"E300", "E302"}
