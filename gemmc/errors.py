@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gemmc.ir.types import NO_SPAN, Span
 
@@ -32,6 +32,7 @@ CODES = {
     "E301": "threads",
     "E302": "registers",
     "E303": "target and GPU differ",
+    "E304": "grid",
     "E400": "bad argument",
     "E900": "not supported yet",
 }
@@ -137,6 +138,12 @@ class GemmcError(Exception):
 
     def __str__(self) -> str:
         return self.render()
+
+    def at(self, span: Span) -> GemmcError:
+        """This error with every diagnostic that has no position pointed at `span` (a check that knows the numbers
+        but not the schedule line, reported by the caller that knows the line)."""
+        diags = [replace(d, span=span) if d.span == NO_SPAN else d for d in self.diagnostics]
+        return GemmcError(diags, filename=self.filename, source=self.source)
 
 
 class InternalError(Exception):

@@ -1,4 +1,4 @@
-"""Numbers past gemmc's limits (grammar/limits.py, docs/LANGUAGE.md "Limits"): refused with a located E205
+"""Numbers past gemmc's limits (grammar/limits.py, docs/LANGUAGE.md "Limits"): refused with a located E205/E304
 before anything is built from them, in milliseconds; numbers at the limits are accepted."""
 
 from __future__ import annotations
@@ -113,6 +113,44 @@ def test_batch_past_the_batch_limit(monkeypatch):
     monkeypatch.setattr(limits, "MAX_BATCH", 2)
     err = refused("kernel k {\n  batch { a 1 x 1 x 1 b 1 x 1 x 1 c 1 x 1 x 1 }\n}\n")
     assert err.render().startswith("s.gs:2:3: error[E205]: the batch has 3 problems; a kernel has at most 2\n")
+
+
+@pytest.mark.parametrize("text, tiles", [
+    ("gemm 268435456 x 64 x 64", 2097152),  # wrote a 385 MB .cu
+    ("gemm 2147483647 x 2147483647 x 4", 562949953421312),  # a MemoryError
+    ("algorithm simt gemm 268435456 x 4 x 4", 16777216),
+    ("precision tf32 gemm 2147483647 x 2147483647 x 2147483647", 140737488355328),
+    ("gemm 65536 x 65536 x 64 count 1024", 268435456),
+])
+def test_launches_past_the_tile_limit_are_refused_at_the_problems(text, tiles):
+    err = refused(f"kernel k {{ {text} }}")
+    d = err.diagnostics[0]
+    assert (d.code, d.message) == ("E205", f"the launch would list {tiles} output tiles; gemmc lists at most "
+                                           f"{limits.MAX_TILES} per launch")
+    assert d.span.column == len("kernel k { ") + text.index("gemm") + 1
+
+
+def test_a_launch_at_the_tile_limit_is_accepted():
+    k = gemmc.compile_string("kernel k { tile 128x128x16 gemm 131072 x 131072 x 64 }")["k"]
+    assert len(k.ir.work.tiles) == limits.MAX_TILES
+
+
+@pytest.mark.parametrize("text", ["algorithm tsm2r gemm 2147483647 x 4096 x 4",
+                                  "algorithm tsm2r layout A row gemm 2147483647 x 4000000 x 4"])
+def test_grids_past_the_hardware_limit_are_refused(text):
+    err = refused(f"kernel k {{ {text} }}")
+    d = err.diagnostics[0]
+    assert d.code == "E304" and "a grid has at most 2147483647" in d.message
+    assert d.span.column == len("kernel k { ") + text.index("gemm") + 1
+
+
+def test_grid_limits():
+    from gemmc.ir.hardware import TARGETS
+
+    assert limits.grid_problem((2**31 - 1, 65535, 65535), 1024, TARGETS["sm_90"]) is None
+    assert "y and z are at most 65535" in limits.grid_problem((1, 65536, 1), 32, TARGETS["sm_90"])
+    assert "work-items" in limits.grid_problem((2**23, 1, 1), 1024, TARGETS["gfx90a"])
+    assert limits.grid_problem((2**22 - 1, 1, 1), 1024, TARGETS["gfx90a"]) is None
 
 
 def test_a_huge_tile_is_refused_without_searching_its_micro_tiles():

@@ -234,6 +234,14 @@ class Kernel:
         return self.span
 
     @property
+    def problems_span(self) -> Span:
+        """Where the problems were given (the `gemm` or `batch` statement), else the kernel's own span."""
+        for key, span in self.stmt_spans:
+            if key in ("gemm", "batch"):
+                return span
+        return self.span
+
+    @property
     def batch_size(self) -> int:
         return self.count if self.count is not None else len(self.problems)
 

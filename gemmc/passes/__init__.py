@@ -38,7 +38,11 @@ def build_worklist(kernel: Kernel, hw: Hardware) -> Kernel:
     """Turn the plan into the launch's data: problem table, tiles, blocks."""
     if kernel.plan is None:
         raise InternalError("build_worklist", "kernel has no plan")
-    return dataclasses.replace(kernel, work=_planner(kernel, "build_worklist").worklist(kernel, kernel.plan, hw))
+    try:
+        work = _planner(kernel, "build_worklist").worklist(kernel, kernel.plan, hw)
+    except GemmcError as err:  # a limit on the work list (grammar/limits.py): at the statement giving the problems
+        raise err.at(kernel.problems_span) from None
+    return dataclasses.replace(kernel, work=work)
 
 
 PIPELINE: tuple[tuple[str, Pass], ...] = (
