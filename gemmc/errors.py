@@ -28,6 +28,7 @@ CODES = {
     "E203": "unknown target",
     "E204": "bad value",
     "E205": "out of range",
+    "E206": "reserved name",
     "E300": "shared memory",
     "E301": "threads",
     "E302": "registers",

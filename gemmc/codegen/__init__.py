@@ -8,7 +8,7 @@ from pathlib import PurePath
 from gemmc.codegen.env import render
 from gemmc.codegen.families import TEMPLATES
 from gemmc.errors import InternalError
-from gemmc.grammar import limits
+from gemmc.grammar import limits, names
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 from gemmc.version import __version__
@@ -46,7 +46,7 @@ class Rendered:
 
 def entry_name(kernel: Kernel) -> str:
     assert kernel.family is not None
-    return f"gemmc_{kernel.name}_{kernel.family.value}_{kernel.dtype.value}_{kernel.layouts}"
+    return names.entry_symbol(kernel.name, kernel.family, kernel.dtype, kernel.layouts)
 
 
 def scalar_type(kernel: Kernel) -> str:
@@ -124,7 +124,7 @@ def render_kernel(kernel: Kernel, hw: Hardware, source_file: str = "<string>") -
     template = family.template(kernel) if hasattr(family, "template") else family.TEMPLATE
     source = render(template, ctx)
     ctx.update(_table_context(kernel))
-    ctx["launcher"] = f"gemmc_{kernel.name}"
+    ctx["launcher"] = names.launcher_symbol(kernel.name)
     ctx["source_file"] = PurePath(source_file).name  # no absolute paths: output must not depend on the checkout
     ctx["summary"] = ctx["header_lines"][0]
     shown = ", ".join(f"{p.name} {p.m}x{p.n}x{p.k}" for p in kernel.problems[:6])

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from gemmc.errors import Diagnostic, GemmcError
-from gemmc.grammar import limits
+from gemmc.grammar import limits, names
 from gemmc.grammar.ast import KernelDecl, Module, Stmt, Word
 from gemmc.ir.hardware import TARGETS, Hardware
 from gemmc.ir.nodes import Kernel, Problem, Program, TileShape
@@ -46,6 +46,33 @@ WHY_BATCH = f"a launch runs at most {limits.MAX_BATCH} problems: its problem tab
 class _Lowering:
     def __init__(self) -> None:
         self.diags: list[Diagnostic] = []
+
+    def distinct(self, decls: tuple[KernelDecl, ...], kernels: list[Kernel]) -> None:
+        """Kernels of one file need distinct symbols (they may be linked into one program) and file names that
+        differ in more than case (`gemmc compile` writes <name>.cu and <name>.h into one folder)."""
+        owner: dict[str, KernelDecl] = {}
+        files: dict[str, KernelDecl] = {}
+        for decl, kernel in zip(decls, kernels, strict=True):
+            name = decl.name
+            other = files.get(name.text.lower())
+            if other is not None and other.name.text == name.text:
+                self.error("E200", f"kernel '{name.text}' is defined twice", name.span,
+                           _first_at(other.name.span, name.span))
+                continue
+            if other is not None:
+                first = _first_at(other.name.span, name.span)
+                self.error("E200", f"kernels '{other.name.text}' and '{name.text}' differ only in case", name.span,
+                           f"their output files would be one on a case-insensitive file system; {first}")
+                continue
+            files[name.text.lower()] = decl
+            for symbol in names.symbols(name.text, kernel.dtype, kernel.layouts):
+                clash = owner.get(symbol)
+                if clash is not None:
+                    self.error("E200", f"kernels '{clash.name.text}' and '{name.text}' would both define the symbol "
+                               f"'{symbol}'", name.span, "rename one of them")
+                    break
+            else:
+                owner.update(dict.fromkeys(names.symbols(name.text, kernel.dtype, kernel.layouts), decl))
 
     def error(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
         self.diags.append(Diagnostic(code, message, span, hint))
@@ -97,6 +124,7 @@ class _Lowering:
         fields: dict[str, object] = {}
         spans: list[tuple[str, Span]] = []
         given: dict[str, Stmt] = {}
+        self.name(decl.name, "kernel")
         for stmt in decl.stmts:
             key = "problems" if stmt.keyword in ("batch", "gemm") else stmt.keyword
             if key in given:
@@ -112,6 +140,18 @@ class _Lowering:
             fields["problems"] = (Problem("gemm", 1, 1, 1),)
         self.scalars(given, fields)
         return Kernel(name=decl.name.text, span=decl.name.span, stmt_spans=tuple(spans), **fields)  # type: ignore[arg-type]
+
+    def name(self, word: Word, what: str) -> None:
+        """A kernel's name must be usable in symbols and file names (names.py); a problem's, short enough to show."""
+        if what == "kernel":
+            problem = names.name_problem(word.text)
+        elif len(word.text) > names.MAX_NAME_LENGTH:
+            problem = (f"is {len(word.text)} characters long; a {what} name has at most {names.MAX_NAME_LENGTH}",
+                       "it is shown in the generated code's comments and in errors; use a shorter name")
+        else:
+            problem = None
+        if problem:
+            self.error("E206", f"{what} name '{_short(word.text)}' {problem[0]}", word.span, problem[1])
 
     def dims(self, words: tuple[Word, ...], what: tuple[str, str, str] = ("M", "N", "K")) -> tuple[int, int, int]:
         m, n, k = (self.integer(w, name, maximum=limits.MAX_SIZE, why=WHY_SIZE)
@@ -139,14 +179,16 @@ class _Lowering:
 
     def stmt_batch(self, stmt: Stmt, out: dict) -> None:
         problems: list[Problem] = []
-        names: dict[str, Span] = {}
+        seen: dict[str, Span] = {}
         words = stmt.values
         for i in range(0, len(words), 4):
             name = words[i]
-            if name.text in names:
+            if name.text in seen:
                 self.error("E200", f"problem '{name.text}' is defined twice", name.span,
-                           f"the first is on line {names[name.text].line}")
-            names[name.text] = name.span
+                           f"the first is on line {seen[name.text].line}")
+            else:
+                self.name(name, "problem")
+            seen[name.text] = name.span
             problems.append(Problem(name.text, *self.dims(words[i + 1:i + 4]), span=name.span))
         if not problems:
             self.error("E202", "the batch is empty", stmt.span, "list problems as `name M x N x K`")
@@ -241,20 +283,20 @@ def lower(module: Module, *, filename: str = "<string>", source: str | None = No
             raise GemmcError(Diagnostic("E203", f"unknown target '{target}'", hint="expected cuda, hip, or one of "
                                         + ", ".join(TARGETS)), filename=filename, source=source)
         hw = found
-    kernels: list[Kernel] = []
-    names: dict[str, Span] = {}
-    for kdecl in module.kernels:
-        if kdecl.name.text in names:
-            low.error("E200", f"kernel '{kdecl.name.text}' is defined twice", kdecl.name.span,
-                      f"the first is on line {names[kdecl.name.text].line}")
-        names[kdecl.name.text] = kdecl.name.span
-        kernels.append(low.kernel(kdecl))
+    kernels = [low.kernel(kdecl) for kdecl in module.kernels]
+    low.distinct(module.kernels, kernels)
     if not module.kernels:
         low.error("E202", "the file defines no kernel", Span(1, 1), "add `kernel NAME { gemm M x N x K }`")
     if low.diags:
         raise GemmcError(sorted(low.diags, key=lambda d: (d.span.line, d.span.column)), filename=filename,
                          source=source)
     return Program(target=hw, kernels=tuple(kernels), filename=filename)
+
+
+def _first_at(first: Span, here: Span) -> str:
+    if first.line == here.line:
+        return f"the first is on this line, column {first.column}"
+    return f"the first is on line {first.line}"
 
 
 def _short(text: str) -> str:
