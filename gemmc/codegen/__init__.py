@@ -54,6 +54,17 @@ def scalar_type(kernel: Kernel) -> str:
     return limits.scalar_ctype(kernel.dtype)
 
 
+def comment_text(text: str) -> str:
+    """`text` as it may stand in a // comment of generated code: printable ASCII, every other character (a line
+    break would end the comment; a backslash at a line's end would splice the next line into it) escaped."""
+    return "".join(c if " " <= c <= "~" and c != "\\" else _escape(c) for c in text)
+
+
+def _escape(c: str) -> str:
+    code = ord(c)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def literal(value: float | None, ctype: str) -> str | None:
     if value is None:
         return None
@@ -67,7 +78,7 @@ def _chunks(items: list, size: int) -> list[list]:
 
 def common_context(kernel: Kernel, hw: Hardware, family_knobs: list[str]) -> dict:
     S = scalar_type(kernel)
-    lines = [
+    lines = [comment_text(line) for line in (
         f"kernel {kernel.name}: family {kernel.family.value if kernel.family else '?'}, target {hw.vendor} {hw.arch}",
         f"dtype {kernel.dtype.value}, layout A {kernel.layout_a.value} B {kernel.layout_b.value} "
         f"C {kernel.layout_c.value}, alpha {literal(kernel.alpha, 'double') or 'runtime'}, "
@@ -75,12 +86,12 @@ def common_context(kernel: Kernel, hw: Hardware, family_knobs: list[str]) -> dic
         f"precision {kernel.precision}, algorithm {kernel.algorithm.value}, batching {kernel.batching.value}",
         f"batch of {kernel.batch_size} problem(s)",
         *family_knobs,
-    ]
+    )]
     return {
         "version": __version__,
         "header_lines": lines,
         "entry": entry_name(kernel),
-        "name": kernel.name,
+        "name": comment_text(kernel.name),
         "vendor": hw.vendor,
         "arch": hw.arch,
         "cp_async": False,  # the prelude's gemmc_cp_async helpers; a family that copies with cp.async sets it
@@ -125,11 +136,12 @@ def render_kernel(kernel: Kernel, hw: Hardware, source_file: str = "<string>") -
     source = render(template, ctx)
     ctx.update(_table_context(kernel))
     ctx["launcher"] = names.launcher_symbol(kernel.name)
-    ctx["source_file"] = PurePath(source_file).name  # no absolute paths: output must not depend on the checkout
+    # no absolute paths: output must not depend on the checkout
+    ctx["source_file"] = comment_text(PurePath(source_file).name)
     ctx["summary"] = ctx["header_lines"][0]
     shown = ", ".join(f"{p.name} {p.m}x{p.n}x{p.k}" for p in kernel.problems[:6])
     more = f", ... ({len(kernel.problems)} in all)" if len(kernel.problems) > 6 else ""
-    ctx["problem_summary"] = shown + more + (f", count {kernel.count}" if kernel.count else "")
+    ctx["problem_summary"] = comment_text(shown + more + (f", count {kernel.count}" if kernel.count else ""))
     standalone = source + render("launcher.j2", ctx)
     header = render("header.h.j2", ctx)
     return Rendered(name=kernel.name, entry=ctx["entry"], launcher=ctx["launcher"], source=source,
