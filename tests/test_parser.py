@@ -183,3 +183,45 @@ def test_file_names_render_on_one_line():
         gemmc.compile_string("kernel k { gemm 0 x 1 x 1 }", filename="a\nb.gs")
     assert info.value.render().startswith("a\\nb.gs:1:17: error[E201]")
 
+
+# A statement, an operand's layout, a tile option or a problem given twice: refused at the second, naming the first.
+TWICE = {
+    "layout": ("kernel k {\n  layout A col, A row\n  gemm 4 x 4 x 4\n}\n",
+               "d.gs:2:17: error[E200]: the layout of A is given twice\n"
+               "      layout A col, A row\n"
+               "                    ^\n"
+               "hint: the first is on this line, column 10"),
+    "layout_over_lines": ("kernel k {\n  layout A col, B row,\n         A row\n  gemm 4 x 4 x 4\n}\n",
+                          "d.gs:3:10: error[E200]: the layout of A is given twice\n"
+                          "             A row\n"
+                          "             ^\n"
+                          "hint: the first is on line 2"),
+    "tile_option": ("kernel k {\n  tile 64x64x16 kslices 2 kslices 4\n  gemm 4 x 4 x 4\n}\n",
+                    "d.gs:2:27: error[E200]: 'kslices' is given twice in the tile\n"
+                    "      tile 64x64x16 kslices 2 kslices 4\n"
+                    "                              ^^^^^^^\n"
+                    "hint: the first is on this line, column 17"),
+    "batch_and_gemm": ("kernel k {\n  batch { p 4 x 4 x 4 }\n  gemm 4 x 4 x 4\n}\n",
+                       "d.gs:3:3: error[E200]: 'gemm' and 'batch' both give the problems in kernel 'k'\n"
+                       "      gemm 4 x 4 x 4\n"
+                       "      ^^^^^^^^^^^^^^\n"
+                       "hint: the first is on line 2"),
+    "same_line": ("kernel k { alpha 1 alpha 2 gemm 4 x 4 x 4 }\n",
+                  "d.gs:1:20: error[E200]: 'alpha' is given twice in kernel 'k'\n"
+                  "    kernel k { alpha 1 alpha 2 gemm 4 x 4 x 4 }\n"
+                  "                       ^^^^^^^\n"
+                  "hint: the first is on this line, column 12"),
+    "target": ("target cuda sm_80\ntarget cuda sm_90\nkernel k { gemm 4 x 4 x 4 }\n",
+               "d.gs:2:1: error[E200]: 'target' is given twice\n"
+               "    target cuda sm_90\n"
+               "    ^^^^^^^^^^^^^^^^^\n"
+               "hint: a file has one target; the first is on line 1"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TWICE))
+def test_given_twice_points_at_the_second_and_names_the_first(name):
+    text, expected = TWICE[name]
+    with pytest.raises(gemmc.GemmcError) as info:
+        gemmc.compile_string(text, filename="d.gs")
+    assert info.value.render() == expected

@@ -127,9 +127,11 @@ class _Lowering:
         self.name(decl.name, "kernel")
         for stmt in decl.stmts:
             key = "problems" if stmt.keyword in ("batch", "gemm") else stmt.keyword
-            if key in given:
-                self.error("E200", f"'{stmt.keyword}' is given twice in kernel '{decl.name.text}'", stmt.span,
-                           f"the first is on line {given[key].span.line}")
+            first = given.get(key)
+            if first is not None:
+                what = (f"'{stmt.keyword}' is given twice" if first.keyword == stmt.keyword else
+                        f"'{stmt.keyword}' and '{first.keyword}' both give the problems")
+                self.error("E200", f"{what} in kernel '{decl.name.text}'", stmt.span, _first_at(first.span, stmt.span))
                 continue
             given[key] = stmt
             spans.append((stmt.keyword, stmt.span))
@@ -165,9 +167,16 @@ class _Lowering:
 
     def stmt_layout(self, stmt: Stmt, out: dict) -> None:
         words = stmt.values
+        seen: dict[str, Span] = {}
         for operand, value in zip(words[::2], words[1::2], strict=True):
             op = self.choice(operand, "operand", {"A": "a", "B": "b", "C": "c"})
             lay = self.choice(value, "layout", {lay.value: lay for lay in Layout})
+            if op in seen:
+                self.error("E200", f"the layout of {operand.text} is given twice", operand.span,
+                           _first_at(seen[op], operand.span))
+                continue
+            if op:
+                seen[op] = operand.span
             if op and lay:
                 out[f"layout_{op}"] = lay
 
@@ -185,7 +194,7 @@ class _Lowering:
             name = words[i]
             if name.text in seen:
                 self.error("E200", f"problem '{name.text}' is defined twice", name.span,
-                           f"the first is on line {seen[name.text].line}")
+                           _first_at(seen[name.text], name.span))
             else:
                 self.name(name, "problem")
             seen[name.text] = name.span
@@ -213,9 +222,13 @@ class _Lowering:
                     out["tile_mode"] = mode
             return
         options: dict[str, int] = {}
+        first: dict[str, Span] = {}
         for key, value in zip(words[3::2], words[4::2], strict=True):
-            if key.text in options:
-                self.error("E200", f"'{key.text}' is given twice in the tile", key.span)
+            if key.text in first:
+                self.error("E200", f"'{key.text}' is given twice in the tile", key.span, _first_at(first[key.text],
+                                                                                                key.span))
+                continue
+            first[key.text] = key.span
             options[key.text] = self.integer(value, key.text)
         dims = self.dims(words[:3], ("the tile's M", "the tile's N", "the tile's K"))
         out["tile"] = TileShape(*dims, options.get("kslices", 1), options.get("ksplit", 1))
@@ -264,7 +277,8 @@ def lower(module: Module, *, filename: str = "<string>", source: str | None = No
     low = _Lowering()
     hw = TARGETS[DEFAULT_TARGET]
     for extra in module.targets[1:]:
-        low.error("E200", "'target' is given twice", extra.span, "a file has one target")
+        low.error("E200", "'target' is given twice", extra.span,
+                  f"a file has one target; {_first_at(module.targets[0].span, extra.span)}")
     if module.targets:
         decl = module.targets[0]
         found = resolve_target(f"{decl.vendor.text}:{decl.arch.text}")
