@@ -22,6 +22,7 @@ CODES = {
     "E100": "syntax error",
     "E101": "unknown keyword",
     "E102": "bad number",
+    "E103": "unreadable schedule",
     "E200": "duplicate name",
     "E201": "bad size",
     "E202": "bad combination",
@@ -35,6 +36,7 @@ CODES = {
     "E303": "target and GPU differ",
     "E304": "grid",
     "E400": "bad argument",
+    "E401": "no GPU",
     "E900": "not supported yet",
 }
 
@@ -145,6 +147,13 @@ class GemmcError(Exception):
         but not the schedule line, reported by the caller that knows the line)."""
         diags = [replace(d, span=span) if d.span == NO_SPAN else d for d in self.diagnostics]
         return GemmcError(diags, filename=self.filename, source=self.source)
+
+
+class NoGpuError(GemmcError):
+    """Running a kernel needs CuPy and a GPU, and there is none (E401). The CLI exits 3."""
+
+    def __init__(self, message: str):
+        super().__init__(Diagnostic("E401", message))
 
 
 class InternalError(Exception):
