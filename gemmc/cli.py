@@ -42,14 +42,18 @@ def write_whole(path: Path, text: str) -> None:
     """Write `path` all at once: into a new file beside it, renamed over it when complete. A reader never sees half
     a file, a failed write leaves what was there, and a symbolic link at `path` is replaced, never followed."""
     temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    created = False
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        created = True
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
         os.replace(temp, path)
     except OSError as err:
-        temp.unlink(missing_ok=True)
         raise CommandError(f"cannot write {printable(str(path))}: {err.strerror or err}") from None
+    finally:  # after the rename the temporary name is gone; after a failure or an interrupt, it goes
+        if created:
+            temp.unlink(missing_ok=True)
 
 
 def output_folder(name: str) -> Path:
