@@ -86,7 +86,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         src, header = out / f"{kernel.name}.{r.extension}", out / f"{kernel.name}.h"
         write_whole(src, r.standalone)
         write_whole(header, r.header)
-        print(f"wrote {src} and {header}: {r.launcher}() runs {kernel.ir.batch_size} "
+        print(f"wrote {printable(str(src))} and {printable(str(header))}: {r.launcher}() runs {kernel.ir.batch_size} "
               f"GEMM(s) with the {kernel.ir.family.value if kernel.ir.family else '?'} family; "
               f"build it with {' '.join(r.build_flags)}")
     return 0

@@ -171,3 +171,16 @@ def test_help_lists_the_exit_codes():
 def test_run_without_a_gpu_exits_3():
     err = gemmc("run", INCEPTION)
     assert err.returncode == cli.EXIT_NO_GPU and "Traceback" not in err.stderr and "error[E401]" in err.stderr
+
+
+def test_file_names_that_are_not_utf8(tmp_path):
+    import os
+
+    folder = os.fsdecode(os.fsencode(str(tmp_path)) + b"/out\xff")
+    schedule = os.fsdecode(os.fsencode(str(tmp_path)) + b"/s\xff.gs")
+    with open(schedule, "w") as f:
+        f.write("kernel k { gemm 4 x 4 x 4 }\n")
+    proc = subprocess.run([sys.executable, "-m", "gemmc", "compile", schedule, "-o", folder], capture_output=True,
+                          cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert b"out\\udcff/k.cu" in proc.stdout and "s\\udcff.gs" in (tmp_path / "out\udcff" / "k.h").read_text()
