@@ -14,8 +14,9 @@ from gemmc.families.registry import NAMES
 from gemmc.grammar.lower import lower
 from gemmc.grammar.parser import parse
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import FamilyPlan, Kernel, Program
+from gemmc.ir.nodes import FamilyPlan, Kernel
 from gemmc.ir.printer import format_kernel
+from gemmc.ir.program import Program
 from gemmc.model.tlp import Occupancy
 from gemmc.passes import replan, run_pipeline
 

@@ -15,7 +15,8 @@ from gemmc.grammar.ast import KernelDecl, Module, Stmt, Word
 from gemmc.grammar.lower_group import lower_group
 from gemmc.ir.group import Group
 from gemmc.ir.hardware import TARGETS, Hardware
-from gemmc.ir.nodes import Kernel, Problem, Program, TileShape
+from gemmc.ir.nodes import Kernel, Problem, TileShape
+from gemmc.ir.program import Program
 from gemmc.ir.types import AUTO, STORAGE_DTYPES, Batching, DType, Layout, Precision, Span, TileMode
 
 DEFAULT_TARGET = "sm_90"

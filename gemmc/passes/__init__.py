@@ -12,7 +12,8 @@ from collections.abc import Callable
 from gemmc.errors import Diagnostic, GemmcError, InternalError
 from gemmc.families.registry import family
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel, Program
+from gemmc.ir.nodes import Kernel
+from gemmc.ir.program import Program
 from gemmc.passes.check import check
 from gemmc.passes.normalize import normalize
 from gemmc.passes.resources import check_resources
