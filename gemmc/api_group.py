@@ -16,7 +16,7 @@ from gemmc.ir.group import Group, GroupPlan, Mode, group_lines
 from gemmc.ir.hardware import Hardware
 
 if TYPE_CHECKING:
-    from gemmc.api import CompiledKernel
+    from gemmc.api_kernel import CompiledKernel
     from gemmc.concurrent.render import RenderedGroup
 
 
@@ -64,14 +64,14 @@ class CompiledGroup:
 
     @cached_property
     def fused(self) -> CompiledKernel | None:
-        from gemmc.api import CompiledKernel
+        from gemmc.api_kernel import CompiledKernel
 
         fused = self.group_plan.fused
         return CompiledKernel(fused, self.target, self.filename) if fused is not None else None
 
     def share_kernel(self, index: int, share: int) -> CompiledKernel:
         """Member `index`'s kernel planned for 1/share of the SMs (its own kernel where that plan is the same)."""
-        from gemmc.api import CompiledKernel
+        from gemmc.api_kernel import CompiledKernel
 
         cache: dict = self._runtime_state.setdefault("shares", {})
         key = (index, share)
