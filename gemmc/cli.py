@@ -12,8 +12,8 @@ from pathlib import Path
 from gemmc.api import CompiledKernel, CompiledProgram, compile_file, front_end, read_schedule
 from gemmc.concurrent.plan import plan_groups
 from gemmc.errors import GemmcError, NoGpuError, printable
-from gemmc.ir.nodes import Program
 from gemmc.ir.printer import format_program
+from gemmc.ir.program import Program
 from gemmc.passes import PASS_NAMES, run_pipeline
 from gemmc.version import __version__
 
