@@ -3,55 +3,111 @@
 from __future__ import annotations
 
 import argparse
+import os
+import secrets
 import sys
 import traceback
 from pathlib import Path
 
-from gemmc.api import compile_file, front_end
+from gemmc.api import CompiledKernel, CompiledProgram, compile_file, front_end, read_schedule
 from gemmc.concurrent.plan import plan_groups
-from gemmc.errors import GemmcError
-from gemmc.ir.nodes import Program
+from gemmc.errors import GemmcError, NoGpuError, printable
 from gemmc.ir.printer import format_program
+from gemmc.ir.program import Program
 from gemmc.passes import PASS_NAMES, run_pipeline
 from gemmc.version import __version__
 
-EXIT_USER = 1
-EXIT_INTERNAL = 70  # EX_SOFTWARE
+EXIT_USER = 1  # the schedule or an argument is wrong, or a file cannot be read or written
+EXIT_USAGE = 2  # the command line itself (argparse's own code)
+EXIT_NO_GPU = 3  # `run` without CuPy or a GPU
+EXIT_CHECK = 4  # `run --check`: an error above the tolerance
+EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in gemmc
 VERIFY_HELP = "check the IR's invariants after every pass (a broken one is a gemmc bug: exit 70)"
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE: what a tool killed by writing to a closed pipe reports
+
+EXIT_CODES = f"""exit status:
+  0    success
+  {EXIT_USER}    the schedule or an argument is wrong, or a file cannot be read or written (one message on stderr)
+  {EXIT_USAGE}    the command line is wrong
+  {EXIT_NO_GPU}    `run` found no GPU (CuPy is missing, or no device)
+  {EXIT_CHECK}    `run --check` found an error above the tolerance
+  {EXIT_INTERNAL}   an internal error: a bug in gemmc (the message asks for a report)
+  {EXIT_INTERRUPTED}  interrupted
+  {EXIT_CLOSED_PIPE}  standard output was closed (a pipe such as `| head` ended)"""
+
+
+class CommandError(Exception):
+    """An argument of the command that cannot be used, or an output that cannot be written: one line, exit 1."""
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write `path` all at once: into a new file beside it, renamed over it when complete. A reader never sees half
+    a file, a failed write leaves what was there, and a symbolic link at `path` is replaced, never followed."""
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    created = False
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        created = True
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temp, path)
+    except OSError as err:
+        raise CommandError(f"cannot write {printable(str(path))}: {err.strerror or err}") from None
+    finally:  # after the rename the temporary name is gone; after a failure or an interrupt, it goes
+        if created:
+            temp.unlink(missing_ok=True)
+
+
+def output_folder(name: str) -> Path:
+    out = Path(name)
+    if out.exists() and not out.is_dir():
+        raise CommandError(f"-o {printable(name)}: not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise CommandError(f"cannot create the folder {printable(name)}: {err.strerror or err}") from None
+    return out
+
+
+def selected(prog: CompiledProgram, wanted: list[str] | None) -> list[CompiledKernel]:
+    """The kernels `--kernel` names (every kernel without it); a name the schedule lacks (as a kernel or a group)
+    is an error."""
+    if wanted:
+        known = (*prog.names, *(g.name for g in prog.groups))
+        missing = [name for name in wanted if name not in known]
+        if missing:
+            raise CommandError(f"--kernel {printable(missing[0])}: the schedule has no such kernel; it defines "
+                               + ", ".join(known))
+    return [k for k in prog if not wanted or k.name in wanted]
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
     prog = compile_file(args.schedule, target=args.target, verify=args.verify)
-    out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    for kernel in prog:
-        if args.kernel and kernel.name not in args.kernel:
-            continue
-        r = kernel.rendered
-        src = out / f"{kernel.name}.{r.extension}"
-        src.write_text(r.standalone)
-        (out / f"{kernel.name}.h").write_text(r.header)
-        print(f"wrote {src} and {out / (kernel.name + '.h')}: {r.launcher}() runs {kernel.ir.batch_size} "
+    kernels = selected(prog, args.kernel)
+    groups = [g for g in prog.groups if not args.kernel or g.name in args.kernel]
+    rendered = [(k, k.rendered) for k in kernels]  # every kernel and group renders before any file is written
+    rendered_groups = [(g, g.rendered) for g in groups]
+    out = output_folder(args.output)
+    for kernel, r in rendered:
+        src, header = out / f"{kernel.name}.{r.extension}", out / f"{kernel.name}.h"
+        write_whole(src, r.standalone)
+        write_whole(header, r.header)
+        print(f"wrote {printable(str(src))} and {printable(str(header))}: {r.launcher}() runs {kernel.ir.batch_size} "
               f"GEMM(s) with the {kernel.ir.family or '?'} family; "
               f"build it with {' '.join(r.build_flags)}")
-    for group in prog.groups:
-        if args.kernel and group.name not in args.kernel:
-            continue
-        g = group.rendered
-        src = out / f"{g.name}.{g.extension}"
-        src.write_text(g.source)
-        (out / f"{g.name}.h").write_text(g.header)
-        print(f"wrote {src} and {out / (g.name + '.h')}: {g.launcher}() runs group {g.name}'s "
+    for group, g in rendered_groups:
+        src, header = out / f"{g.name}.{g.extension}", out / f"{g.name}.h"
+        write_whole(src, g.source)
+        write_whole(header, g.header)
+        print(f"wrote {printable(str(src))} and {printable(str(header))}: {g.launcher}() runs group {g.name}'s "
               f"{len(group.members)} GEMM(s) ({group.mode.value}); build it with {' '.join(g.build_flags)}")
     return 0
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     path = Path(args.schedule)
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise GemmcError(f"cannot read {path}: {err.strerror}") from None
+    text = read_schedule(path)
     program = front_end(text, filename=str(path), target=args.target)
     seconds: dict[str, float] = {}
     if args.after == "all":  # one run, the program printed after each pass
@@ -84,13 +140,14 @@ def pass_name(text: str) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from gemmc.runtime.check import check_kernel  # needs CuPy and a GPU
+    from gemmc.runtime.check import check_kernel
+    from gemmc.runtime.device import require_gpu
 
     prog = compile_file(args.schedule, target=args.target)
+    kernels = selected(prog, args.kernel)
+    require_gpu()
     failed = False
-    for kernel in prog:
-        if args.kernel and kernel.name not in args.kernel:
-            continue
+    for kernel in kernels:
         res = check_kernel(kernel, seed=args.seed, time_it=not args.no_time)
         err = res["errors"]
         line = (f"{kernel.name}: {res['gflop']:.3f} GFLOP on {res['device']}: rel. Frobenius error "
@@ -106,24 +163,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.check and not (err["rel_fro"] <= tolerance and err["nonfinite"] == 0):
             print(f"  FAILED: error above {tolerance:g} or non-finite outputs", file=sys.stderr)
             failed = True
-    return 1 if failed else 0
+    return EXIT_CHECK if failed else 0
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gemmc", description="Compile GEMM schedules (.gs) into CUDA/HIP kernels.")
+    p = argparse.ArgumentParser(prog="gemmc", description="Compile GEMM schedules (.gs) into CUDA/HIP kernels.",
+                                epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"gemmc {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    c = sub.add_parser("compile", help="write <kernel>.cu/.hip and <kernel>.h for every kernel and group")
+    c = sub.add_parser("compile", help="write <kernel>.cu/.hip and <kernel>.h for every kernel and group",
+                       epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("schedule")
-    c.add_argument("-o", "--output", default="out", help="output folder (default: out)")
+    c.add_argument("-o", "--output", default="out", help="output folder, created if missing (default: out); each "
+                   "file is written whole, by a rename")
     c.add_argument("--target", help="cuda | hip | sm_80 | sm_86 | sm_89 | sm_90 | gfx908 | gfx90a | gfx942 "
                                     "(default: the file's `target`, else sm_90)")
     c.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
     c.add_argument("--verify", action="store_true", help=VERIFY_HELP)
     c.set_defaults(fn=cmd_compile)
 
-    i = sub.add_parser("inspect", help="print the IR after a pass and what the passes decided")
+    i = sub.add_parser("inspect", help="print the IR after a pass and what the passes decided", epilog=EXIT_CODES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     i.add_argument("schedule")
     i.add_argument("--after", default=PASS_NAMES[-1], type=pass_name, metavar="PASS",
                    help=f"print the program after this pass (default: the last), or after each (all): "
@@ -133,27 +194,46 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("--source", action="store_true", help="also print the generated kernel source")
     i.set_defaults(fn=cmd_inspect)
 
-    r = sub.add_parser("run", help="(GPU) run every kernel on random inputs, compare with float64, time it")
+    r = sub.add_parser("run", help="(GPU) run every kernel on random inputs, compare with float64, time it",
+                       epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("schedule")
-    r.add_argument("--check", action="store_true", help="exit 1 when an error exceeds --tolerance")
+    r.add_argument("--check", action="store_true", help=f"exit {EXIT_CHECK} when an error exceeds --tolerance")
     r.add_argument("--tolerance", type=float, default=1e-5)
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--no-time", action="store_true")
     r.add_argument("--target")
-    r.add_argument("--kernel", action="append")
+    r.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
     r.set_defaults(fn=cmd_run)
     return p
+
+
+def _close_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush does not meet the closed pipe again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        return args.fn(args)
+        code = args.fn(args)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at the interpreter's exit
+        return code
+    except BrokenPipeError:
+        _close_stdout()
+        return EXIT_CLOSED_PIPE
+    except NoGpuError as err:
+        print(err.render(), file=sys.stderr)
+        return EXIT_NO_GPU
     except GemmcError as err:
         print(err.render(), file=sys.stderr)
         return EXIT_USER
+    except CommandError as err:
+        print(f"gemmc: error: {err}", file=sys.stderr)
+        return EXIT_USER
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except Exception:  # noqa: BLE001 - anything else is gemmc's fault, and says so
         print("gemmc: internal error: this is a bug in gemmc, please report it with the schedule and this trace.",
               file=sys.stderr)

@@ -1,4 +1,5 @@
-"""AST -> IR. Gives every word its meaning and reports every bad value at once (E1xx/E2xx).
+"""AST -> IR. Gives every word its meaning and reports every bad value at once (E1xx/E2xx): the file's target and
+names here, each kernel's statements in lower_kernel.py, groups in lower_group.py.
 
 What the values mean together (dtype with precision, tile with the target) is the `check` pass's job; this
 module only knows what each statement may say on its own.
@@ -8,21 +9,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TypeVar
 
 from gemmc.errors import Diagnostic, GemmcError
-from gemmc.grammar.ast import KernelDecl, Module, Stmt, Word
+from gemmc.grammar.ast import Module
 from gemmc.grammar.lower_group import lower_group
+from gemmc.grammar.lower_kernel import Lowering, first_at
 from gemmc.ir.group import Group
 from gemmc.ir.hardware import TARGETS, Hardware
-from gemmc.ir.nodes import Kernel, Problem, Program, TileShape
-from gemmc.ir.types import AUTO, STORAGE_DTYPES, Batching, DType, Layout, Precision, Span, TileMode
+from gemmc.ir.nodes import Kernel
+from gemmc.ir.program import Program
+from gemmc.ir.types import Span
 
 DEFAULT_TARGET = "sm_90"
-SPLIT_TYPES = ("f16", "bf16", "tf32")
-SPLIT_METHODS = ("le", "ootomo", "markidis")
-
-E = TypeVar("E")
 
 
 def resolve_target(spec: str) -> Hardware | None:
@@ -37,189 +35,16 @@ def resolve_target(spec: str) -> Hardware | None:
     return hw
 
 
-class _Lowering:
-    def __init__(self, algorithms: tuple[str, ...]) -> None:
-        self.diags: list[Diagnostic] = []
-        self.algorithms = algorithms
-
-    def error(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
-        self.diags.append(Diagnostic(code, message, span, hint))
-
-    def integer(self, word: Word, what: str, minimum: int = 1) -> int:
-        try:
-            value = float(word.text)
-        except ValueError:
-            self.error("E102", f"{what} must be a whole number, not '{word.text}'", word.span)
-            return minimum
-        if value != int(value) or any(c in word.text for c in ".eE"):
-            self.error("E102", f"{what} must be a whole number, not '{word.text}'", word.span)
-            return minimum
-        if value < minimum:
-            self.error("E201", f"{what} must be at least {minimum}, not {word.text}", word.span)
-            return minimum
-        return int(value)
-
-    def scalar(self, word: Word) -> float | None:
-        return None if word.text == "runtime" else float(word.text)
-
-    def choice(self, word: Word, what: str, options: dict[str, E]) -> E | None:
-        if word.text in options:
-            return options[word.text]
-        self.error("E204", f"unknown {what} '{word.text}'", word.span, "expected one of " + ", ".join(options))
-        return None
-
-    def kernel(self, decl: KernelDecl) -> Kernel:
-        fields: dict[str, object] = {}
-        spans: list[tuple[str, Span]] = []
-        seen: dict[str, Span] = {}
-        for stmt in decl.stmts:
-            key = "problems" if stmt.keyword in ("batch", "gemm") else stmt.keyword
-            if key in seen:
-                self.error("E200", f"'{stmt.keyword}' is given twice in kernel '{decl.name.text}'", stmt.span,
-                           f"the first is on line {seen[key].line}")
-                continue
-            seen[key] = stmt.span
-            spans.append((stmt.keyword, stmt.span))
-            getattr(self, f"stmt_{stmt.keyword}")(stmt, fields)
-        if "problems" not in seen:
-            self.error("E202", f"kernel '{decl.name.text}' has no problems", decl.name.span,
-                       "add `gemm M x N x K` or a `batch { name M x N x K ... }`")
-            fields["problems"] = (Problem("gemm", 1, 1, 1),)
-        return Kernel(name=decl.name.text, span=decl.name.span, stmt_spans=tuple(spans), **fields)  # type: ignore[arg-type]
-
-    def dims(self, words: tuple[Word, ...]) -> tuple[int, int, int]:
-        m, n, k = (self.integer(w, what) for w, what in zip(words, ("M", "N", "K"), strict=True))
-        return m, n, k
-
-    def stmt_dtype(self, stmt: Stmt, out: dict) -> None:
-        """`dtype bf16` (A, B and C), or per operand: `dtype A bf16, B bf16, C f32`: A or B left out is
-        f32 (as with no dtype at all), C left out is A's type. Which C goes with which A is the check pass's
-        question."""
-        types = {d.value: d for d in STORAGE_DTYPES}
-        words = stmt.values
-        if len(words) == 1:
-            dtype = self.choice(words[0], "dtype", types)
-            if dtype:
-                out["dtype"] = dtype
-            return
-        given: dict[str, DType] = {}
-        seen: dict[str, Span] = {}
-        errors = len(self.diags)
-        for operand, value in zip(words[::2], words[1::2], strict=True):
-            op = self.choice(operand, "operand", {"A": "A", "B": "B", "C": "C"})
-            dtype = self.choice(value, "dtype", types)
-            if op in seen:
-                self.error("E200", f"operand {op} is given twice in 'dtype'", operand.span)
-            elif op and dtype:
-                seen[op] = operand.span
-                given[op] = dtype
-        a, b = given.get("A", DType.F32), given.get("B", DType.F32)
-        if a is not b and len(self.diags) == errors:  # (a bad operand word says so already)
-            where = seen.get("B") or seen.get("A") or stmt.span
-            self.error("E202", f"A is {a.value} but B is {b.value}: A and B share one storage type", where,
-                       f"write `dtype A {a.value}, B {a.value}`" + (", C ..." if "C" in given else ""))
-        out["dtype"] = a
-        if "C" in given and given["C"] is not a:
-            out["dtype_c"] = given["C"]
-
-    def stmt_layout(self, stmt: Stmt, out: dict) -> None:
-        words = stmt.values
-        for operand, value in zip(words[::2], words[1::2], strict=True):
-            op = self.choice(operand, "operand", {"A": "a", "B": "b", "C": "c"})
-            lay = self.choice(value, "layout", {lay.value: lay for lay in Layout})
-            if op and lay:
-                out[f"layout_{op}"] = lay
-
-    def stmt_alpha(self, stmt: Stmt, out: dict) -> None:
-        out["alpha"] = self.scalar(stmt.values[0])
-
-    def stmt_beta(self, stmt: Stmt, out: dict) -> None:
-        out["beta"] = self.scalar(stmt.values[0])
-
-    def stmt_batch(self, stmt: Stmt, out: dict) -> None:
-        problems: list[Problem] = []
-        names: dict[str, Span] = {}
-        words = stmt.values
-        for i in range(0, len(words), 4):
-            name = words[i]
-            if name.text in names:
-                self.error("E200", f"problem '{name.text}' is defined twice", name.span,
-                           f"the first is on line {names[name.text].line}")
-            names[name.text] = name.span
-            problems.append(Problem(name.text, *self.dims(words[i + 1:i + 4]), span=name.span))
-        if not problems:
-            self.error("E202", "the batch is empty", stmt.span, "list problems as `name M x N x K`")
-            problems.append(Problem("gemm", 1, 1, 1))
-        out["problems"] = tuple(problems)
-
-    def stmt_gemm(self, stmt: Stmt, out: dict) -> None:
-        out["problems"] = (Problem("gemm", *self.dims(stmt.values[:3]), span=stmt.span),)
-        if len(stmt.values) == 4:
-            out["count"] = self.integer(stmt.values[3], "count")
-
-    def stmt_tile(self, stmt: Stmt, out: dict) -> None:
-        words = stmt.values
-        if words[0].text == "auto":
-            if len(words) == 2:
-                modes = {m.value: m for m in TileMode if m is not TileMode.AUTO}
-                mode = self.choice(words[1], "tiling mode", modes)
-                if mode:
-                    out["tile_mode"] = mode
-            return
-        options: dict[str, int] = {}
-        for key, value in zip(words[3::2], words[4::2], strict=True):
-            if key.text in options:
-                self.error("E200", f"'{key.text}' is given twice in the tile", key.span)
-            options[key.text] = self.integer(value, key.text)
-        out["tile"] = TileShape(*self.dims(words[:3]), options.get("kslices", 1), options.get("ksplit", 1))
-
-    def stmt_threads(self, stmt: Stmt, out: dict) -> None:
-        if stmt.values[0].text != "auto":
-            out["threads"] = self.integer(stmt.values[0], "threads")
-
-    def stmt_batching(self, stmt: Stmt, out: dict) -> None:
-        mode = self.choice(stmt.values[0], "batching mode", {b.value: b for b in Batching})
-        if mode:
-            out["batching"] = mode
-
-    def stmt_precision(self, stmt: Stmt, out: dict) -> None:
-        words = stmt.values
-        if words[0].text != "split":
-            options = {d.value: d for d in (DType.F32, DType.F64, DType.TF32, DType.F16, DType.BF16)}
-            compute = self.choice(words[0], "precision", options)
-            if compute:
-                out["precision"] = Precision(compute)
-            return
-        compute = self.choice(words[1], "split type", {t: DType(t) for t in SPLIT_TYPES})
-        terms = self.integer(Word(words[2].text[1:], words[2].span), "split factor", minimum=2)
-        method = None
-        if len(words) == 4:
-            method = self.choice(words[3], "split method", {m: m for m in SPLIT_METHODS})
-        if compute:
-            out["precision"] = Precision(compute, terms, method)
-
-    def stmt_pipeline(self, stmt: Stmt, out: dict) -> None:
-        out["stages"] = self.integer(stmt.values[0], "pipeline stages")
-
-    def stmt_algorithm(self, stmt: Stmt, out: dict) -> None:
-        algorithm = self.choice(stmt.values[0], "algorithm", {a: a for a in (AUTO, *self.algorithms)})
-        if algorithm:
-            out["algorithm"] = algorithm
-
-    def stmt_tlp(self, stmt: Stmt, out: dict) -> None:
-        if stmt.values[-1].text != "auto":
-            out["tlp_threshold"] = self.integer(stmt.values[-1], "tlp threshold")
-
-
 def lower(module: Module, *, algorithms: tuple[str, ...], filename: str = "<string>", source: str | None = None,
           target: str | None = None) -> Program:
     """Build the IR Program; `target` (from the command line) overrides the file's `target` line. `algorithms`
     are the names `algorithm` may give besides `auto`: the registered kernel families (the caller passes them, so
     that the grammar needs no family)."""
-    low = _Lowering(algorithms)
+    low = Lowering(algorithms)
     hw = TARGETS[DEFAULT_TARGET]
     for extra in module.targets[1:]:
-        low.error("E200", "'target' is given twice", extra.span, "a file has one target")
+        low.error("E200", "'target' is given twice", extra.span,
+                  f"a file has one target; {first_at(module.targets[0].span, extra.span)}")
     if module.targets:
         decl = module.targets[0]
         found = resolve_target(f"{decl.vendor.text}:{decl.arch.text}")
@@ -238,20 +63,15 @@ def lower(module: Module, *, algorithms: tuple[str, ...], filename: str = "<stri
             raise GemmcError(Diagnostic("E203", f"unknown target '{target}'", hint="expected cuda, hip, or one of "
                                         + ", ".join(TARGETS)), filename=filename, source=source)
         hw = found
-    kernels: list[Kernel] = []
-    names: dict[str, Span] = {}
-    for kdecl in module.kernels:
-        if kdecl.name.text in names:
-            low.error("E200", f"kernel '{kdecl.name.text}' is defined twice", kdecl.name.span,
-                      f"the first is on line {names[kdecl.name.text].line}")
-        names[kdecl.name.text] = kdecl.name.span
-        kernels.append(low.kernel(kdecl))
+    kernels = [low.kernel(kdecl) for kdecl in module.kernels]
+    low.distinct(module.kernels, kernels)
+    names_seen = {kdecl.name.text: kdecl.name.span for kdecl in module.kernels}
     groups: list[Group] = []
     for gdecl in module.groups:
         if gdecl.name.text in {g.name for g in groups}:
             low.error("E200", f"group '{gdecl.name.text}' is defined twice", gdecl.name.span)
             continue
-        group, members = lower_group(low, gdecl, names)
+        group, members = lower_group(low, gdecl, names_seen)
         groups.append(group)
         kernels.extend(members)
     if not module.kernels and not module.groups:

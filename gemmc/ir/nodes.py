@@ -1,8 +1,8 @@
 """IR nodes: frozen dataclasses. Passes change them with `dataclasses.replace`, never in place.
 
-A `Program` holds the target and the kernels. A `Kernel` starts as what the schedule said (problems, knobs,
-`None` for `auto`) and the passes fill in what they decide: the family, its decisions so far (a draft) while its
-planning steps run, then a family plan, the work list.
+A `Kernel` starts as what the schedule said (problems, knobs, `None` for `auto`) and the passes fill in what they
+decide: the family, its decisions so far (a draft) while its planning steps run, then a family plan, the work list.
+A `Program` (gemmc/ir/program.py) holds the target, the kernels and the concurrent groups.
 """
 
 from __future__ import annotations
@@ -10,14 +10,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, overload
+from typing import Any, ClassVar, Generic, TypeVar, overload
 
 from gemmc.errors import InternalError
-from gemmc.ir.hardware import Hardware
-from gemmc.ir.types import AUTO, NO_SPAN, Batching, DType, Layout, Precision, Span, TileMode, span_field
-
-if TYPE_CHECKING:
-    from gemmc.ir.group import Group
+from gemmc.ir.types import AUTO, Batching, DType, Layout, Precision, Span, TileMode, span_field
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,11 +263,24 @@ class Kernel:
         return self.dtype_c if self.dtype_c is not None else self.dtype
 
     @property
+    def dtype_tag(self) -> str:
+        """The storage types as generated symbols spell them: `bf16`, or `bf16cf32` where C differs."""
+        return self.dtype.value if self.dtype_c is None else f"{self.dtype.value}c{self.c_dtype.value}"
+
+    @property
     def dtypes(self) -> str:
         """The storage types as the schedule spells them: `bf16`, or `A bf16, B bf16, C f32`."""
         if self.c_dtype is self.dtype:
             return self.dtype.value
         return f"A {self.dtype.value}, B {self.dtype.value}, C {self.c_dtype.value}"
+
+    @property
+    def problems_span(self) -> Span:
+        """Where the problems were given (the `gemm` or `batch` statement), else the kernel's own span."""
+        for key, span in self.stmt_spans:
+            if key in ("gemm", "batch"):
+                return span
+        return self.span
 
     @property
     def batch_size(self) -> int:
@@ -286,11 +295,3 @@ class Kernel:
     def flops(self) -> int:
         return sum(p.flops for p in self.problems) * (self.count or 1)
 
-
-@dataclass(frozen=True, slots=True)
-class Program:
-    target: Hardware
-    kernels: tuple[Kernel, ...]
-    filename: str = field(default="<string>", compare=False)
-    span: Span = NO_SPAN
-    groups: tuple[Group, ...] = ()  # concurrent groups (gemmc/ir/group.py); their members are among `kernels`
