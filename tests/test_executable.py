@@ -61,6 +61,7 @@ def device(monkeypatch, tmp_path):
 
     monkeypatch.setattr(executable, "device_function", load)
     monkeypatch.setattr(tune, "device_name", lambda: "Stand-in GPU")
+    monkeypatch.setattr(tune, "toolkit", lambda: "stand-in NVRTC and driver")
     monkeypatch.setattr(tune, "_median_seconds", timer)
     monkeypatch.setenv("GEMMC_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("GEMMC_TUNE", "1")
@@ -133,3 +134,21 @@ def test_a_kernel_is_loaded_once_from_the_source_it_rendered(device, monkeypatch
     assert kern.executable is exe and device.loaded == [rendered.entry] and len(device.launches) == 2
     work = kern.ir.work
     assert kern.occupancy() == occupancy(TARGETS["sm_90"], work.block, Function.num_regs, work.smem_bytes)
+
+
+def test_a_malformed_cached_choice_is_measured_again_not_a_crash(device):
+    # A chosen index past the candidates was an IndexError, a missing one a KeyError, in every later process.
+    import json
+
+    from gemmc.runtime import cache, tune
+
+    kern = gemmc.compile_string(TSM2R)["k"]
+    kern(*operands(kern))
+    key = tune.cache_key(kern.executable, "Stand-in GPU", "stand-in NVRTC and driver")
+    path = cache.entry_path("tuning", key, ".json")
+    entry = json.loads(path.read_text())
+    path.write_text(json.dumps({**entry, "chosen": 99}))
+    again = gemmc.compile_string(TSM2R)["k"]
+    with pytest.warns(cache.CacheWarning, match="chosen index 99"):
+        again(*operands(again))
+    assert not again.tuning.cached and device.timed == 14 and json.loads(path.read_text())["chosen"] == 6
