@@ -60,11 +60,12 @@ def check_memory(a: list[int], b: list[int], c: list[int], expected: Expected) -
                          "memory of its own")
     if not order.size:
         return
-    for slot in (0, 1):
-        # The last C that starts before the input ends: the Cs are disjoint and sorted, so it reaches furthest.
-        last = np.searchsorted(c_start, end[slot], side="left").astype(np.int64) - 1
-        hit = np.flatnonzero((last >= 0) & (end[slot] > start[slot]) & (c_end[np.maximum(last, 0)] > start[slot]))
-        if hit.size:
-            k = int(hit[0])
-            raise GemmcError(f"Cs[{int(order[last[k]])}] overlaps {GROUPS[slot]}[{k}]: a problem would write an input "
-                             "while the batch reads it; C must not share memory with any A or B")
+    # For each A and B, the last C that starts before it ends: the Cs are disjoint and sorted, so that C reaches
+    # furthest, and the input overlaps some C exactly when it overlaps that one.
+    first, after = start[:2].ravel(), end[:2].ravel()
+    last = np.searchsorted(c_start, after, side="left").astype(np.int64) - 1
+    hit = np.flatnonzero((last >= 0) & (after > first) & (c_end[np.maximum(last, 0)] > first))
+    if hit.size:
+        slot, k = divmod(int(hit[0]), n)
+        raise GemmcError(f"Cs[{int(order[last[hit[0]]])}] overlaps {GROUPS[slot]}[{k}]: a problem would write an "
+                         "input while the batch reads it; C must not share memory with any A or B")
