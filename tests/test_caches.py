@@ -11,6 +11,7 @@ import struct
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -182,18 +183,25 @@ def compiles(monkeypatch):
 
 
 def test_a_cubin_is_compiled_once_and_read_back(compiles, folder):
-    assert compile.cubin("src", "sm_90a", ()) == elf() and len(compiles) == 1
-    assert compile.cubin("src", "sm_90a", ()) == elf() and len(compiles) == 1
-    assert [p.suffix for p in (folder / "cubin").iterdir()] == [".cubin"]
+    path = compile.cubin_file("src", "sm_90a", ())
+    assert compile.cubin_file("src", "sm_90a", ()) == path and len(compiles) == 1
+    assert [p for p in (folder / "cubin").iterdir()] == [Path(path)] and Path(path).read_bytes() == elf()
 
 
 def test_a_torn_cubin_is_ignored_with_a_warning_and_rebuilt(compiles, folder):
-    compile.cubin("src", "sm_90a", ())
+    compile.cubin_file("src", "sm_90a", ())
     (path,) = (folder / "cubin").iterdir()
     path.write_bytes(elf()[:100])
     with pytest.warns(CacheWarning, match=f"{path}: it is not a whole cubin"):
-        assert compile.cubin("src", "sm_90a", ()) == elf()
+        assert compile.cubin_file("src", "sm_90a", ()) == str(path)
     assert len(compiles) == 2 and path.read_bytes() == elf()
+
+
+def test_an_unwritable_cubin_cache_still_gives_a_file(compiles, folder):
+    folder.parent.mkdir(exist_ok=True)
+    folder.write_text("a file where the folder should be")
+    path = compile.cubin_file("src", "sm_90a", ())
+    assert Path(path).read_bytes() == elf() and Path(path).parent.name.startswith("gemmc_")
 
 
 def test_the_nvcc_fallback_removes_its_temporary_folder(monkeypatch, tmp_path):

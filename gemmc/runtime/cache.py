@@ -50,7 +50,7 @@ def read(path: Path) -> bytes | None:
     """The entry's bytes; None when there is none, or (with a warning) when it cannot be read."""
     try:
         return path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as err:
         ignore(path, f"it cannot be read: {err.strerror or err}")

@@ -111,26 +111,35 @@ def whole_elf(data: bytes) -> bool:
     return shnum > 0 and shoff + shentsize * shnum <= len(data)
 
 
-def cubin(source: str, arch: str, flags: tuple[str, ...]) -> bytes:
-    """The cubin of `source` for `arch`: from gemmc's cache, or compiled and cached."""
+_UNCACHED: list[tempfile.TemporaryDirectory] = []  # where cubins go when the cache folder cannot be written
+
+
+def cubin_file(source: str, arch: str, flags: tuple[str, ...]) -> str:
+    """A file holding the cubin of `source` for `arch`: gemmc's cache entry, compiled and written there first if
+    it is missing or torn. Where the cache cannot be written, a file in a temporary folder that lives as long as
+    the process (CuPy reads the file when the kernel is first used)."""
     tool = compiler()
     path = disk.entry_path("cubin", cubin_key(source, arch, flags, tool), ".cubin")
     data = disk.read(path)
     if data is not None:
         if whole_elf(data):
-            return data
+            return str(path)
         disk.ignore(path, "it is not a whole cubin (ELF) file")
     data = _cubin_nvrtc(source, arch) if tool[0] == "nvrtc" else _cubin_nvcc(source, flags)
-    disk.write(path, data)
-    return data
+    if disk.write(path, data):
+        return str(path)
+    if not _UNCACHED:
+        _UNCACHED.append(tempfile.TemporaryDirectory(prefix="gemmc_"))
+    fd, name = tempfile.mkstemp(dir=_UNCACHED[0].name, suffix=".cubin")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return name
 
 
 @cache
 def _module_arch_specific(source: str, arch: str, flags: tuple[str, ...]) -> Any:
-    """A module loaded from the cubin for `arch` (e.g. sm_90a)."""
-    module = cupy().cuda.function.Module()
-    module.load(cubin(source, arch, flags))
-    return module
+    """A RawModule of the cubin for `arch` (e.g. sm_90a)."""
+    return cupy().RawModule(path=cubin_file(source, arch, flags))
 
 
 @cache
