@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -159,3 +161,22 @@ def test_text_is_escaped_and_numbers_are_runs():
     assert svg.block_label([0, 1, 8, 9]) == "b0-1, b8-9"
     assert svg.block_label([0, 5, 9]) == "b0-9"
     assert svg.num(12.04) == "12" and svg.num(0.25) == "0.2"
+
+
+def gemmc_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gemmc", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_inspect_svg_writes_to_stdout_a_file_or_a_folder(tmp_path):
+    one = str(ROOT / "examples" / "inception3.gs")
+    proc = gemmc_cli("inspect", one, "--svg", "-")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == gemmc.compile_file(one)["inception3"].svg()
+    proc = gemmc_cli("inspect", one, "--svg", str(tmp_path / "p.svg"))
+    assert proc.returncode == 0 and (tmp_path / "p.svg").read_text() == gemmc.compile_file(one)["inception3"].svg()
+    several = str(ROOT / "examples" / "inception_modules.gs")
+    proc = gemmc_cli("inspect", several, "--svg", str(tmp_path / "modules") + "/")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (tmp_path / "modules").iterdir()) == [f"module{i}.svg" for i in range(1, 10)]
+    proc = gemmc_cli("inspect", several, "--svg", "-")
+    assert proc.returncode == 1 and "9 kernels" in proc.stderr and "Traceback" not in proc.stderr
