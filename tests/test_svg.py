@@ -43,6 +43,13 @@ def numbers(runs: str) -> list[int]:
     return out
 
 
+def header(picture: str) -> str:
+    """The header's text, its wrapped lines joined again."""
+    root = parse(picture)
+    lines = [t.text or "" for t in root if t.tag == f"{NS}text" and t.get("font-size") == str(int(svg.HEAD))]
+    return " ".join(line.strip() for line in lines)
+
+
 def labels(cell: ET.Element) -> list[str]:
     return [t.text or "" for t in cell.iter(f"{NS}text")]
 
@@ -71,7 +78,7 @@ def test_every_tile_is_drawn_once_and_rendering_is_deterministic(text):
 def test_the_header_gives_the_figures_inspect_prints():
     for stem in ("inception3", "inception_all"):
         kernel = gemmc.compile_file(ROOT / "examples" / f"{stem}.gs")[stem]
-        text, picture = kernel.plan, kernel.svg()
+        text, picture = kernel.plan, header(kernel.svg())
         tlp = re.search(r"(TLP old \(Eq\. 3\) \d+, new \(Eq\. 4\) \d+, threshold \d+); occupancy ([^;]+);", text)
         waves = re.search(r"batching none: ([\d.]+ waves of blocks)", text)
         assert tlp and waves, text
@@ -180,3 +187,17 @@ def test_inspect_svg_writes_to_stdout_a_file_or_a_folder(tmp_path):
     assert sorted(p.name for p in (tmp_path / "modules").iterdir()) == [f"module{i}.svg" for i in range(1, 10)]
     proc = gemmc_cli("inspect", several, "--svg", "-")
     assert proc.returncode == 1 and "9 kernels" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_batched_launch_gives_the_waves_batching_counted_too():
+    rng = np.random.default_rng(1)
+    batch = " ".join(f"p{i} {m} x {n} x {k}" for i, (m, n, k) in enumerate(
+        zip(rng.integers(64, 321, 1024), rng.integers(64, 321, 1024), rng.integers(16, 65, 1024), strict=True)))
+    kernel = gemmc.compile_string(f"kernel k {{ dtype f32 tile 32x32x8 threads 64 batch {{ {batch} }} }}")["k"]
+    work, picture = kernel.ir.work, header(kernel.svg())
+    counted = re.search(r"batching threshold: ([\d.]+) waves of blocks", kernel.plan)
+    resident = re.search(r"(\d+) resident at once", picture)
+    assert counted and resident and work.blocks < len(work.tiles), kernel.plan
+    waves = f"{work.blocks / int(resident.group(1)):.1f}"
+    assert f"{waves} waves of blocks ({resident.group(1)} resident at once, {counted.group(1)} waves of tiles " \
+           "before batching)" in picture

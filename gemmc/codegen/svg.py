@@ -210,6 +210,8 @@ def groups(cells: Cells, members: np.ndarray, place: Place) -> list[np.ndarray]:
     problem are at least MIN_CELL px a side, else runs of neighbouring rows (columns) of cells on the problem's grid
     of cell origins, a power of two of them (as tiles are launched in groups of 8 rows) enough for BOX px. Boxes in
     order of their first row, then column."""
+    if not len(members):
+        return []
     rows, cols = np.unique(cells.m0[members]), np.unique(cells.n0[members])
     r, c = np.searchsorted(rows, cells.m0[members]), np.searchsorted(cols, cells.n0[members])
     tall, wide = place.h / len(rows), place.w / len(cols)
@@ -229,6 +231,7 @@ def header(kernel: Kernel, plan: FamilyPlan, work: WorkList, hw: Hardware, cells
            f"{kernel.flops / 1e9:.3f} GFLOP; target {hw.vendor} {hw.arch}, {hw.sm_count} SMs"]
     launch = (f"launch: grid {work.grid[0]}x{work.grid[1]}x{work.grid[2]} = {work.blocks} blocks of {work.block} "
               f"threads, {len(cells)} {cells.unit}s")
+    batched = 0
     if len(work.tiles):
         per_tile = int(cells.blocks.max())
         several = np.bincount(cells.block, minlength=work.blocks)
@@ -251,11 +254,13 @@ def header(kernel: Kernel, plan: FamilyPlan, work: WorkList, hw: Hardware, cells
                    f"{tlp_new(tiles, threads, hw.warp_size)} (paper 000, over the launch's {cells.unit}s)")
         occ_text = ""
     occ = occupancy(hw, plan.threads, plan.regs_estimate, plan.smem_bytes)  # the planners' model and inputs
-    resident = occ.blocks_per_sm * hw.sm_count
+    resident = max(1, occ.blocks_per_sm * hw.sm_count)
     occ_text = occ_text or f"{occ.warps_per_sm} warps/SM ({occ.limit})"
+    # batching's rule counts the waves of its tiles, one a block (families/simt/planner.py: choose_batching)
+    before = f", {len(work.tiles) / resident:.1f} waves of tiles before batching" if batched else ""
     out.append(f"occupancy {occ_text}: {occ.blocks_per_sm} blocks/SM, {occ.fraction(hw):.0%} of an SM's warps "
                f"(~{plan.regs_estimate} registers, {plan.smem_bytes} B shared a block); "
-               f"{work.blocks / max(1, resident):.1f} waves of blocks ({resident} resident at once)")
+               f"{work.blocks / resident:.1f} waves of blocks ({resident} resident at once{before})")
     return out + list(cells.mapping)
 
 
