@@ -181,9 +181,9 @@ class Drawing:
         where = f"{self.name(i)}: rows {top}-{bottom - 1}, columns {left}-{right - 1}"
         if len(group) == 1:
             what = f"{c.unit} {tiles[0]}" if tiles[0] >= 0 else c.unit
+            runs = f", which computes {self.per_block[blocks[0]]} {c.unit}s" if batched else ""
             title = (f"{what} of {where}; {c.kinds[kind].name}; block{'s' if len(blocks) > 1 else ''} "
-                     f"{ranges(blocks)}" + (f", which computes {self.per_block[blocks[0]]} tiles" if batched else "")
-                     + ("; reaches past C's edge (predicated)" if edges else ""))
+                     f"{ranges(blocks)}{runs}" + ("; reaches past C's edge (predicated)" if edges else ""))
             labels = [block_label(blocks)]
         else:
             mix = ", ".join(f"{c.kinds[j].name} x{int(kinds[j])}" for j in np.flatnonzero(kinds).tolist())
