@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from gemmc.codegen import Rendered, render_kernel
+from gemmc.codegen.svg import render_svg
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel
 from gemmc.ir.printer import format_kernel
@@ -98,6 +99,11 @@ class CompiledKernel:
     def shapes(self) -> tuple[tuple[int, int, int], ...]:
         """(M, N, K) of every problem in batch order."""
         return tuple((p.m, p.n, p.k) for p in self.ir.problems) * (self.ir.count or 1)
+
+    def svg(self) -> str:
+        """A picture of the plan as SVG text: each problem's C with its tiles coloured by variant and labelled by the
+        block that computes them, the TLP figures, occupancy and waves (what `gemmc inspect --svg` writes)."""
+        return render_svg(self.ir, self.target)
 
     def plan_for(self, shapes: Sequence[tuple[int, int, int]]) -> CompiledKernel:
         """This kernel re-planned for a batch of other sizes (same dtype, layouts, knobs), on the host.

@@ -85,3 +85,10 @@ def test_shown_cli_output_is_what_gemmc_prints(page, command, lines, tmp_path, c
         if "..." in line or not line.strip():
             continue  # an elided line
         assert line.strip() in out, f"{page} shows `{line.strip()}` for `{command}`, which gemmc does not print"
+
+
+def test_the_tutorial_picture_is_the_current_plan():
+    # docs/inception3-plan.svg is `gemmc inspect examples/inception3.gs --svg docs/inception3-plan.svg`.
+    kernel = gemmc.compile_file(ROOT / "examples" / "inception3.gs")["inception3"]
+    assert (ROOT / "docs" / "inception3-plan.svg").read_text() == kernel.svg(), \
+        "regenerate it: gemmc inspect examples/inception3.gs --svg docs/inception3-plan.svg"

@@ -96,6 +96,7 @@ def device(monkeypatch, tmp_path):
         return Function(entry, state.launches, state.streams)
 
     monkeypatch.setattr(executable, "device_function", load)
+    monkeypatch.setattr(tune, "toolkit", lambda: "stand-in NVRTC and driver")
     for module in (tune, concurrent):
         monkeypatch.setattr(module, "device_name", lambda: "Stand-in GPU")
         monkeypatch.setattr(module, "_median_seconds", timer)
@@ -271,3 +272,21 @@ def test_go_kernels_are_tuned_once_per_distinct_gemm_and_kept_on_the_run(device)
     again(*group_operands(again))
     assert again.tuning["t_a_0"].cached and again.tuning["t_a_0"].chosen == tuning.chosen
     assert (device.timed, device.makespans) == (timed, measured)
+
+
+def test_a_malformed_cached_choice_is_measured_again_not_a_crash(device):
+    # A chosen index past the candidates was an IndexError, a missing one a KeyError, in every later process.
+    import json
+
+    from gemmc.runtime import cache, tune
+
+    kern = gemmc.compile_string(TSM2R)["k"]
+    kern(*operands(kern))
+    key = tune.cache_key(kern.executable, "Stand-in GPU", "stand-in NVRTC and driver")
+    path = cache.entry_path("tuning", key, ".json")
+    entry = json.loads(path.read_text())
+    path.write_text(json.dumps({**entry, "chosen": 99}))
+    again = gemmc.compile_string(TSM2R)["k"]
+    with pytest.warns(cache.CacheWarning, match="chosen index 99"):
+        again(*operands(again))
+    assert not again.tuning.cached and device.timed == 14 and json.loads(path.read_text())["chosen"] == 6

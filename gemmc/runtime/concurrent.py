@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -39,12 +37,14 @@ from gemmc.concurrent.plan import go_candidates, go_degree
 from gemmc.errors import GemmcError, InternalError
 from gemmc.ir.group import DEGREES, SHARES, Group, GroupPlan, Mode
 from gemmc.ir.hardware import Hardware
+from gemmc.runtime import cache
 from gemmc.runtime.args import describe
 from gemmc.runtime.device import cupy, device_name
 from gemmc.runtime.executable import Executable
 from gemmc.runtime.green import partitions
 from gemmc.runtime.launch import enqueue, launch, pointer_tables, scalars
-from gemmc.runtime.tune import _cache_path, _median_seconds, enabled
+from gemmc.runtime.tune import _median_seconds, enabled
+from gemmc.version import __version__
 
 WINDOW_SECONDS = 2e-3  # a makespan window holds about this much work
 WINDOWS = 5
@@ -88,31 +88,36 @@ class GoTuning:
         return "\n".join(lines)
 
 
-def _cache_file() -> str:
-    return os.path.join(os.path.dirname(_cache_path()), "concurrent.json")
-
-
-def _read_cache() -> dict[str, Any]:
+def _read_go(key: str, labels: list[str]) -> dict[str, Any] | None:
+    """The cached GO-kernel choice of `key` (one file per entry, runtime/cache.py) if it is one for these
+    candidates; None when there is none or it was measured for others, and, with a warning naming the file, when
+    it is malformed (then the next call measures again and rewrites it)."""
+    path = cache.entry_path("go", key, ".json")
+    data = cache.read(path)
+    if data is None:
+        return None
     try:
-        with open(_cache_file()) as f:
-            data = json.load(f)
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
+        entry = json.loads(data)
+    except ValueError as err:  # not UTF-8 or not JSON (a truncated write, an edit by hand)
+        cache.ignore(path, f"it is not JSON ({err})")
+        return None
+    if not isinstance(entry, dict) or entry.get("key") != key:
+        cache.ignore(path, "it is not a GO-kernel entry for this key")
+        return None
+    if entry.get("labels") != labels:
+        return None  # measured for other candidates: measured again
+    tables = ("alone", "makespans", "chosen")
+    if not all(isinstance(entry.get(f), dict) and all(str(k).isdigit() for k in entry[f]) for f in tables) \
+            or not isinstance(entry.get("finalists"), list) or "partitions" not in entry:
+        cache.ignore(path, "its fields are not those of a GO-kernel entry")
+        return None
+    return entry
 
 
-def _write_cache(key: str, entry: dict[str, Any]) -> None:
-    path = _cache_file()
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        data = _read_cache()
-        data[key] = entry
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # an unwritable cache only costs the next process the timing
+def _write_go(key: str, entry: dict[str, Any]) -> None:
+    """Write the entry of `key` atomically; an unwritable cache only costs the next process the timing."""
+    data = json.dumps({**entry, "key": key, "gemmc": __version__}, indent=1, sort_keys=True).encode()
+    cache.write(cache.entry_path("go", key, ".json"), data)
 
 
 def signature(kernel: Executable) -> str:
@@ -281,8 +286,8 @@ def go_tune(run: GroupRun, index: int, A: Any, B: Any, stream: Any) -> tuple[GoT
     cp = cupy()
     gpu = device_name()
     key = f"{gpu}|{sig}"
-    entry = _read_cache().get(key)
-    if entry is not None and entry.get("labels") == labels:
+    entry = _read_go(key, labels)
+    if entry is not None:
         tuning = GoTuning(gpu, tuple(labels), {int(s): v for s, v in entry["alone"].items()},
                           tuple(entry["finalists"]), {int(d): v for d, v in entry["makespans"].items()},
                           {int(d): v for d, v in entry["chosen"].items()}, entry["partitions"], cached=True)
@@ -299,7 +304,7 @@ def go_tune(run: GroupRun, index: int, A: Any, B: Any, stream: Any) -> tuple[GoT
     scratch = [cp.empty(p.m * p.n * member.ir.dtype.nbytes, dtype=cp.uint8) for _ in range(max(DEGREES))]
 
     def runner(k: Executable, copy: int) -> Callable[[Any], None]:
-        _, pa, pb, pc = pointer_tables(OrderedDict(), [a], [b], [int(scratch[copy].data.ptr)])
+        _, pa, pb, pc = pointer_tables(OrderedDict(), [a], [b], [int(scratch[copy].data.ptr)], None)
         return lambda s: enqueue(k, pa, pb, pc, alpha_, beta_, s)
 
     parts = partitions()
@@ -333,7 +338,7 @@ def go_tune(run: GroupRun, index: int, A: Any, B: Any, stream: Any) -> tuple[GoT
     tuning = GoTuning(gpu, tuple(labels), alone, finalists, makespans, chosen, how)
     record = asdict(tuning)
     record.pop("cached")
-    _write_cache(key, {**record, "labels": labels})
+    _write_go(key, {**record, "labels": labels})
     run.go[sig] = tuning
     return tuning, compiled
 
