@@ -14,7 +14,7 @@ from gemmc.grammar.ast import KernelDecl, Module, Stmt, TargetDecl, Word
 from gemmc.ir.types import Span
 
 STATEMENT_KEYWORDS = ("dtype", "layout", "alpha", "beta", "batch", "gemm", "tile", "threads", "batching",
-                      "precision", "pipeline", "algorithm", "tlp")
+                      "precision", "pipeline", "algorithm", "tlp", "grouped")
 TOP_KEYWORDS = ("target", "kernel")
 
 _TOKEN_NAMES = {
