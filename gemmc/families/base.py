@@ -80,6 +80,10 @@ class KernelFamily(Protocol):
         """The family's lines of the generated source's header comment."""
         ...
 
+    def host_templates(self, kernel: Kernel) -> tuple[str, str]:
+        """The templates of the standalone file's host launcher and of the C++ header: (launcher, header)."""
+        ...
+
 
 def cbool(flag: bool) -> str:
     """A C++ boolean literal for a template."""
@@ -119,3 +123,6 @@ class PlannerFamily:
 
     def knobs(self, kernel: Kernel) -> list[str]:
         return list(self.codegen.knobs(kernel))
+
+    def host_templates(self, kernel: Kernel) -> tuple[str, str]:
+        return "launcher.j2", "header.h.j2"  # templates/: the baked work list and a launcher of pointer arrays
