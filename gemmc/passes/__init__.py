@@ -17,6 +17,7 @@ from gemmc.passes.check import check
 from gemmc.passes.normalize import normalize
 from gemmc.passes.resources import check_resources
 from gemmc.passes.select import select_family
+from gemmc.stats import count
 
 Pass = Callable[[Kernel, Hardware], Kernel]
 
@@ -55,6 +56,7 @@ def run_pipeline(program: Program, *, source: str | None = None, stop_after: str
     kernels: list[Kernel] = []
     diags: list[Diagnostic] = []
     for kernel in program.kernels:
+        count("plans")
         start = time.perf_counter()
         try:
             for name, fn in PIPELINE:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from gemmc.families.registry import family
 from gemmc.ir.types import Layout
 from gemmc.runtime.device import cupy, device_name
+from gemmc.stats import count
 
 if TYPE_CHECKING:
     from gemmc.api import CompiledKernel
@@ -188,6 +189,7 @@ def tuned(kernel: CompiledKernel, launcher: Callable[[list[int]], Callable[[Comp
         return state["tuned"]
     if cp.cuda.runtime.streamIsCapturing(stream.ptr):
         return kernel  # no timing inside a graph capture; a later plain call tunes
+    count("tuning_runs")
     scratch = _scratch_c(kernel)
     run = launcher([int(arr.data.ptr) for arr in scratch])
     kernels = [kernel] + [k for _, k in options[1:]]
