@@ -187,7 +187,7 @@ def test_small_groups_take_small_tiles_and_large_ones_large_tiles():
     assert isinstance(plan, DynamicPlan)
     choice, _ = scheduler.choices(plan, np.array([1, 40, 4000]), np.array([2048, 2048, 2048]))
     tiles = [(plan.classes[v].variant.bm, plan.classes[v].variant.bn) for v in choice[-1]]
-    assert tiles[0] == (16, 32) and tiles[2] == (64, 128)
+    assert tiles[0] == (16, 32) and tiles[2] == (128, 128)
     assert tiles[0][0] < tiles[1][0] <= tiles[2][0]
 
 

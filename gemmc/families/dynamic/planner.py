@@ -27,10 +27,11 @@ from gemmc.ir.types import DType
 from gemmc.model.tlp import occupancy
 
 MAX_GROUPS = 4096  # the scheduler keeps 9 bytes per group in shared memory: 36 KiB at this bound
-# Outputs per thread of the largest tile: with them all, every variant fits the 128 registers that let two blocks of
-# 256 threads share an SM (families/simt/plan.py: REG_CAP). The 8 x 8 micro-tile of the 128 x 128 tile needs more
-# (ptxas: 255 and spills in the fused kernel), which would leave one block of 8 warps per SM for every tile.
-MAX_OUTPUTS = {DType.F32: 32, DType.F64: 16}
+# Outputs per thread of the largest tile (f64 takes twice the registers per output). With the 128 x 128 tile (8 x 8
+# per thread) ptxas gives the fused kernel every register and one block of 8 warps per SM; without it, two blocks. The
+# 128 x 128 tile measured 12-26% faster on MoE steps all the same (bench/results/2026-11-26_h100_dynamic_design-
+# call2.json: E8 T65536 N512 K512 1388 -> 1022 us).
+MAX_OUTPUTS = {DType.F32: 64, DType.F64: 16}
 SIZE_TABLE_ROWS = 512  # inspect's size-class table runs up to this many rows per group
 
 
@@ -67,6 +68,10 @@ def plan(kernel: Kernel, hw: Hardware) -> DynamicPlan:
     tiles = SimtPlan(variants=tuple(v for _, _, v in rungs), assignment=(), stages=kernel.stages,
                      elem_bytes=kernel.dtype.nbytes, method="dynamic")
     blocks, cap = bound_blocks(tiles, hw)
+    if len(tiles.variants) > 1 and blocks:
+        # One body holds every variant: ptxas needs more than the largest one alone. Under the SIMT estimates' bound
+        # of 128 registers the f64 ladder spilled 2 KB a thread (sm_90, nvcc 13); with 255, 72 bytes.
+        blocks, cap = 1, hw.max_regs_per_thread
     tiles = dataclasses.replace(tiles, min_blocks=blocks, reg_cap=cap)
     check_variants(kernel, tiles, hw)
     names = tuple(dict.fromkeys(name for _, name, _ in rungs))

@@ -13,6 +13,7 @@
 // variant 6: level 4 large, 64x64x16 threads 256 micro 4x4, weight 5248
 // variant 7: level 5 x-large, 128x64x16 threads 256 micro 4x8, weight 9600
 // variant 8: level 5 x-large, 64x128x16 threads 256 micro 4x8, weight 9600
+// variant 9: level 6 huge, 128x128x16 threads 256 micro 8x8, weight 18048
 // pipeline stages 2
 // scheduler: up to 64 groups, TLP threshold one wave of the persistent grid
 
@@ -331,8 +332,8 @@ struct gemmc_dyn_class {
   long long weight;
 };
 
-constexpr int GEMMC_DYN_VARIANTS = 9;
-constexpr int GEMMC_DYN_LEVELS = 6;
+constexpr int GEMMC_DYN_VARIANTS = 10;
+constexpr int GEMMC_DYN_LEVELS = 7;
 
 __host__ __device__ inline gemmc_dyn_class gemmc_dyn_class_of(int v) {
   switch (v) {
@@ -345,31 +346,39 @@ __host__ __device__ inline gemmc_dyn_class gemmc_dyn_class_of(int v) {
     case 6: return gemmc_dyn_class{64, 64, 256, 4, 5248LL};
     case 7: return gemmc_dyn_class{128, 64, 256, 5, 9600LL};
     case 8: return gemmc_dyn_class{64, 128, 256, 5, 9600LL};
+    case 9: return gemmc_dyn_class{128, 128, 256, 6, 18048LL};
     default: return gemmc_dyn_class{1, 1, 0, 0, 0LL};
   }
 }
 
+// Tiles of variant v over m x n outputs (m, n < 2^31: 32-bit divisions, by constants once the loops unroll).
 __host__ __device__ inline long long gemmc_dyn_tiles(long long m, long long n, int v) {
   const gemmc_dyn_class d = gemmc_dyn_class_of(v);
-  return ((m + d.bm - 1) / d.bm) * ((n + d.bn - 1) / d.bn);
+  const unsigned tm = ((unsigned)m + d.bm - 1) / (unsigned)d.bm, tn = ((unsigned)n + d.bn - 1) / (unsigned)d.bn;
+  return (long long)tm * tn;
 }
 
 // For a group of m x n outputs and every cap c on the level: the variant of level <= c with the least tiles x
 // weight (ties: the later variant, the larger tile), and the TLP it adds (tiles x threads; paper 000 Eq. 4).
+// The variants are in level order, so the choice under cap c is the best over the variants up to c's last one.
+// Fully unrolled: the table folds into constants and the arrays stay in registers.
 __host__ __device__ inline void gemmc_dyn_choices(long long m, long long n, int* choice, long long* tlp) {
   int best = 0;
-  long long best_cost = -1;
-  int v = 0;
-  for (int c = 0; c < GEMMC_DYN_LEVELS; ++c) {
-    for (; v < GEMMC_DYN_VARIANTS && gemmc_dyn_class_of(v).level <= c; ++v) {
-      const long long cost = gemmc_dyn_tiles(m, n, v) * gemmc_dyn_class_of(v).weight;
-      if (best_cost < 0 || cost <= best_cost) {
-        best = v;
-        best_cost = cost;
-      }
+  long long best_cost = -1, best_tiles = 0;
+#pragma unroll
+  for (int v = 0; v < GEMMC_DYN_VARIANTS; ++v) {
+    const long long tiles = gemmc_dyn_tiles(m, n, v);
+    const long long cost = tiles * gemmc_dyn_class_of(v).weight;
+    if (best_cost < 0 || cost <= best_cost) {
+      best = v;
+      best_cost = cost;
+      best_tiles = tiles;
     }
-    choice[c] = best;
-    tlp[c] = gemmc_dyn_tiles(m, n, best) * gemmc_dyn_class_of(best).threads;
+    if (v + 1 == GEMMC_DYN_VARIANTS || gemmc_dyn_class_of(v + 1).level != gemmc_dyn_class_of(v).level) {
+      const int c = gemmc_dyn_class_of(v).level;  // the last variant of level c: the choice under cap c is made
+      choice[c] = best;
+      tlp[c] = best_tiles * gemmc_dyn_class_of(best).threads;
+    }
   }
 }
 
@@ -378,7 +387,11 @@ __host__ __device__ inline int gemmc_dyn_variant(long long m, long long n, int c
   int choice[GEMMC_DYN_LEVELS];
   long long tlp[GEMMC_DYN_LEVELS];
   gemmc_dyn_choices(m, n, choice, tlp);
-  return choice[cap];
+  int v = choice[0];
+#pragma unroll
+  for (int c = 1; c < GEMMC_DYN_LEVELS; ++c)
+    if (c == cap) v = choice[c];  // constant indices only: the arrays stay in registers
+  return v;
 }
 
 // The largest cap whose TLP reaches the threshold; the smallest level when none does.
@@ -437,85 +450,12 @@ __device__ __forceinline__ void gemmc_dyn_outputs(int g, const int* s_first, con
   *n = dim_n;
 }
 
-// Variant 0 (level 0): 16x16x32, 128 threads, micro-tile 1x2. Not inlined: each variant gets
-// its own register allocation, where one fused body made ptxas spill the largest tiles' accumulators.
-__device__ __noinline__ void gemmc_dyn_tile_0(const gemmc_problem& p, long long m0, long long n0,
-                                                  const float* a, const float* b, float* c, float alpha,
-                                                  float beta, float* smem, int tid) {
-  gemmc_simt_tile<float, 16, 16, 32, 1, 2, 128, 1, 2, 2, false, false, true, true>(
-      p, m0, n0, a, b, c, alpha, beta, smem, tid, 0);
-}
-// Variant 1 (level 1): 32x16x32, 128 threads, micro-tile 2x2. Not inlined: each variant gets
-// its own register allocation, where one fused body made ptxas spill the largest tiles' accumulators.
-__device__ __noinline__ void gemmc_dyn_tile_1(const gemmc_problem& p, long long m0, long long n0,
-                                                  const float* a, const float* b, float* c, float alpha,
-                                                  float beta, float* smem, int tid) {
-  gemmc_simt_tile<float, 32, 16, 32, 2, 2, 128, 1, 2, 2, false, false, true, true>(
-      p, m0, n0, a, b, c, alpha, beta, smem, tid, 0);
-}
-// Variant 2 (level 1): 16x32x32, 128 threads, micro-tile 2x2. Not inlined: each variant gets
-// its own register allocation, where one fused body made ptxas spill the largest tiles' accumulators.
-__device__ __noinline__ void gemmc_dyn_tile_2(const gemmc_problem& p, long long m0, long long n0,
-                                                  const float* a, const float* b, float* c, float alpha,
-                                                  float beta, float* smem, int tid) {
-  gemmc_simt_tile<float, 16, 32, 32, 2, 2, 128, 1, 2, 2, false, false, true, true>(
-      p, m0, n0, a, b, c, alpha, beta, smem, tid, 0);
-}
-// Variant 3 (level 2): 32x32x32, 128 threads, micro-tile 2x4. Not inlined: each variant gets
-// its own register allocation, where one fused body made ptxas spill the largest tiles' accumulators.
-__device__ __noinline__ void gemmc_dyn_tile_3(const gemmc_problem& p, long long m0, long long n0,
-                                                  const float* a, const float* b, float* c, float alpha,
-                                                  float beta, float* smem, int tid) {
-  gemmc_simt_tile<float, 32, 32, 32, 2, 4, 128, 1, 2, 2, false, false, true, true>(
-      p, m0, n0, a, b, c, alpha, beta, smem, tid, 0);
-}
-// Variant 4 (level 3): 64x32x16, 256 threads, micro-tile 2x4. Not inlined: each variant gets
-// its own register allocation, where one fused body made ptxas spill the largest tiles' accumulators.
-__device__ __noinline__ void gemmc_dyn_tile_4(const gemmc_problem& p, long long m0, long long n0,
-                                                  const float* a, const float* b, float* c, float alpha,
-                                                  float beta, float* smem, int tid) {
-  gemmc_simt_tile<float, 64, 32, 16, 2, 4, 256, 1, 2, 2, false, false, true, true>(
-      p, m0, n0, a, b, c, alpha, beta, smem, tid, 0);
-}
-// Variant 5 (level 3): 32x64x16, 256 threads, micro-tile 2x4. Not inlined: each variant gets
-// its own register allocation, where one fused body made ptxas spill the largest tiles' accumulators.
-__device__ __noinline__ void gemmc_dyn_tile_5(const gemmc_problem& p, long long m0, long long n0,
-                                                  const float* a, const float* b, float* c, float alpha,
-                                                  float beta, float* smem, int tid) {
-  gemmc_simt_tile<float, 32, 64, 16, 2, 4, 256, 1, 2, 2, false, false, true, true>(
-      p, m0, n0, a, b, c, alpha, beta, smem, tid, 0);
-}
-// Variant 6 (level 4): 64x64x16, 256 threads, micro-tile 4x4. Not inlined: each variant gets
-// its own register allocation, where one fused body made ptxas spill the largest tiles' accumulators.
-__device__ __noinline__ void gemmc_dyn_tile_6(const gemmc_problem& p, long long m0, long long n0,
-                                                  const float* a, const float* b, float* c, float alpha,
-                                                  float beta, float* smem, int tid) {
-  gemmc_simt_tile<float, 64, 64, 16, 4, 4, 256, 1, 2, 2, false, false, true, true>(
-      p, m0, n0, a, b, c, alpha, beta, smem, tid, 0);
-}
-// Variant 7 (level 5): 128x64x16, 256 threads, micro-tile 4x8. Not inlined: each variant gets
-// its own register allocation, where one fused body made ptxas spill the largest tiles' accumulators.
-__device__ __noinline__ void gemmc_dyn_tile_7(const gemmc_problem& p, long long m0, long long n0,
-                                                  const float* a, const float* b, float* c, float alpha,
-                                                  float beta, float* smem, int tid) {
-  gemmc_simt_tile<float, 128, 64, 16, 4, 8, 256, 1, 2, 2, false, false, true, true>(
-      p, m0, n0, a, b, c, alpha, beta, smem, tid, 0);
-}
-// Variant 8 (level 5): 64x128x16, 256 threads, micro-tile 4x8. Not inlined: each variant gets
-// its own register allocation, where one fused body made ptxas spill the largest tiles' accumulators.
-__device__ __noinline__ void gemmc_dyn_tile_8(const gemmc_problem& p, long long m0, long long n0,
-                                                  const float* a, const float* b, float* c, float alpha,
-                                                  float beta, float* smem, int tid) {
-  gemmc_simt_tile<float, 64, 128, 16, 4, 8, 256, 1, 2, 2, false, false, true, true>(
-      p, m0, n0, a, b, c, alpha, beta, smem, tid, 0);
-}
-
 // One persistent launch over a batch sized at run time (grouped K). Every block derives the same
 // schedule from the sizes (families/dynamic/scheduler.py): clamped group rows, a variant per group under the
 // launch's level cap, an inclusive prefix sum of tiles per group in shared memory; then block b computes tiles
 // b, b + gridDim.x, ... with the SIMT tile function. The grid comes from the SM count and the occupancy, never
 // from the sizes. `group_end`: cumulative group ends (grouped forms); `problems`: the list form's table.
-extern "C" __global__ void __launch_bounds__(256, 2) gemmc_moe_wgrad_dynamic_f32_crr(
+extern "C" __global__ void __launch_bounds__(256, 1) gemmc_moe_wgrad_dynamic_f32_crr(
     const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
     const int* __restrict__ group_end, const gemmc_dyn_problem* __restrict__ problems, int groups, long long rows,
     long long dim_m, long long dim_n, long long dim_k, long long tlp_threshold, float alpha, float beta) {
@@ -555,6 +495,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemmc_moe_wgrad_dynamic_f32
   // The TLP of the launch under each cap on the level, summed over the groups.
   {
     long long tlp[GEMMC_DYN_LEVELS];
+#pragma unroll
     for (int c = 0; c < GEMMC_DYN_LEVELS; ++c) tlp[c] = 0;
     for (int g = lo; g < hi; ++g) {
       long long m, n;
@@ -562,8 +503,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemmc_moe_wgrad_dynamic_f32
       int choice[GEMMC_DYN_LEVELS];
       long long add[GEMMC_DYN_LEVELS];
       gemmc_dyn_choices(m, n, choice, add);
+#pragma unroll
       for (int c = 0; c < GEMMC_DYN_LEVELS; ++c) tlp[c] += add[c];
     }
+#pragma unroll
     for (int c = 0; c < GEMMC_DYN_LEVELS; ++c)
       if (tlp[c]) atomicAdd(&s_tlp[c], (unsigned long long)tlp[c]);
   }
@@ -611,32 +554,55 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemmc_moe_wgrad_dynamic_f32
     long long m0, n0;
     gemmc_dyn_tile(local, p.n, v, &m0, &n0);
     switch (v) {
-      case 0:
-        if (tid < 128) gemmc_dyn_tile_0(p, m0, n0, a, b, c, alpha_, beta_, smem, tid);
+      case 0:  // level 0: 16x16x32, 128 threads, micro-tile 1x2
+        if (tid < 128)
+          gemmc_simt_tile<float, 16, 16, 32, 1, 2, 128, 1, 2, 2, false, false, true, true>(
+              p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
-      case 1:
-        if (tid < 128) gemmc_dyn_tile_1(p, m0, n0, a, b, c, alpha_, beta_, smem, tid);
+      case 1:  // level 1: 32x16x32, 128 threads, micro-tile 2x2
+        if (tid < 128)
+          gemmc_simt_tile<float, 32, 16, 32, 2, 2, 128, 1, 2, 2, false, false, true, true>(
+              p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
-      case 2:
-        if (tid < 128) gemmc_dyn_tile_2(p, m0, n0, a, b, c, alpha_, beta_, smem, tid);
+      case 2:  // level 1: 16x32x32, 128 threads, micro-tile 2x2
+        if (tid < 128)
+          gemmc_simt_tile<float, 16, 32, 32, 2, 2, 128, 1, 2, 2, false, false, true, true>(
+              p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
-      case 3:
-        if (tid < 128) gemmc_dyn_tile_3(p, m0, n0, a, b, c, alpha_, beta_, smem, tid);
+      case 3:  // level 2: 32x32x32, 128 threads, micro-tile 2x4
+        if (tid < 128)
+          gemmc_simt_tile<float, 32, 32, 32, 2, 4, 128, 1, 2, 2, false, false, true, true>(
+              p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
-      case 4:
-        if (tid < 256) gemmc_dyn_tile_4(p, m0, n0, a, b, c, alpha_, beta_, smem, tid);
+      case 4:  // level 3: 64x32x16, 256 threads, micro-tile 2x4
+        if (tid < 256)
+          gemmc_simt_tile<float, 64, 32, 16, 2, 4, 256, 1, 2, 2, false, false, true, true>(
+              p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
-      case 5:
-        if (tid < 256) gemmc_dyn_tile_5(p, m0, n0, a, b, c, alpha_, beta_, smem, tid);
+      case 5:  // level 3: 32x64x16, 256 threads, micro-tile 2x4
+        if (tid < 256)
+          gemmc_simt_tile<float, 32, 64, 16, 2, 4, 256, 1, 2, 2, false, false, true, true>(
+              p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
-      case 6:
-        if (tid < 256) gemmc_dyn_tile_6(p, m0, n0, a, b, c, alpha_, beta_, smem, tid);
+      case 6:  // level 4: 64x64x16, 256 threads, micro-tile 4x4
+        if (tid < 256)
+          gemmc_simt_tile<float, 64, 64, 16, 4, 4, 256, 1, 2, 2, false, false, true, true>(
+              p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
-      case 7:
-        if (tid < 256) gemmc_dyn_tile_7(p, m0, n0, a, b, c, alpha_, beta_, smem, tid);
+      case 7:  // level 5: 128x64x16, 256 threads, micro-tile 4x8
+        if (tid < 256)
+          gemmc_simt_tile<float, 128, 64, 16, 4, 8, 256, 1, 2, 2, false, false, true, true>(
+              p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
-      case 8:
-        if (tid < 256) gemmc_dyn_tile_8(p, m0, n0, a, b, c, alpha_, beta_, smem, tid);
+      case 8:  // level 5: 64x128x16, 256 threads, micro-tile 4x8
+        if (tid < 256)
+          gemmc_simt_tile<float, 64, 128, 16, 4, 8, 256, 1, 2, 2, false, false, true, true>(
+              p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
+        break;
+      case 9:  // level 6: 128x128x16, 256 threads, micro-tile 8x8
+        if (tid < 256)
+          gemmc_simt_tile<float, 128, 128, 16, 8, 8, 256, 1, 2, 2, false, false, true, true>(
+              p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
       default:
         break;
