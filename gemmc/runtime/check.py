@@ -75,7 +75,7 @@ def check_kernel(kernel: CompiledKernel, *, seed: int = 0, alpha: float = 1.0, b
     ir = kernel.ir
     As, Bs, Cs = random_batch(kernel, seed)
     C0 = [c.copy() for c in Cs]
-    kw: dict[str, float] = {}
+    kw: dict[str, Any] = {}
     if ir.alpha is None:
         kw["alpha"] = alpha
     if ir.beta is None:
