@@ -24,7 +24,6 @@ cuBLAS grouped (host sizes, pointer arrays uploaded per call), and the static pl
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import statistics
 import sys
@@ -159,73 +158,6 @@ def graph_seconds(fn, calls: int = timing.CALLS) -> float:
     return statistics.median(samples)
 
 
-class GroupedHost:
-    """cublasSgemmGroupedBatched over the experts with sizes on the host, as a user calls it per step: the counts
-    copied back, m/n/k and the pointer arrays built and uploaded. Row-major C_e = A_e W_e^T is the column-major
-    C_e^T = W_e^T' A_e^T: m = n_out, n = rows, k = K, W transposed."""
-
-    def __init__(self, A, W, C):
-
-        self.lib = baselines._cublas()
-        self.handle = ctypes.c_void_p()
-        assert self.lib.cublasCreate_v2(ctypes.byref(self.handle)) == 0
-        self.A, self.W, self.C = A, W, C
-        self.k, self.n = A.shape[1], C.shape[1]
-
-    def __call__(self, rows_per_group: np.ndarray) -> None:
-        import torch
-
-        live = np.flatnonzero(rows_per_group)
-        g = len(live)
-        if not g:
-            return
-        starts = np.concatenate([[0], np.cumsum(rows_per_group)[:-1]])[live]
-        item = 4
-        ptrs = np.concatenate([self.W.data_ptr() + live * self.n * self.k * item,
-                               self.A.data_ptr() + starts * self.k * item, self.C.data_ptr() + starts * self.n * item])
-        device = torch.tensor(ptrs, dtype=torch.int64, device="cuda")  # a fresh table: no call sees another's
-        ints = ctypes.c_int * g
-        trans_w, trans_a = ints(*([1] * g)), ints(*([0] * g))
-        m, n, k = ints(*([self.n] * g)), ints(*rows_per_group[live].tolist()), ints(*([self.k] * g))
-        ld_w, ld_a, ld_c = ints(*([self.k] * g)), ints(*([self.k] * g)), ints(*([self.n] * g))
-        one, zero = (ctypes.c_float * g)(*([1.0] * g)), (ctypes.c_float * g)(*([0.0] * g))
-        self.lib.cublasSetStream_v2(self.handle, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
-        base = device.data_ptr()
-        status = self.lib.cublasSgemmGroupedBatched(
-            self.handle, trans_w, trans_a, m, n, k, one, ctypes.c_void_p(base), ld_w, ctypes.c_void_p(base + 8 * g),
-            ld_a, zero, ctypes.c_void_p(base + 16 * g), ld_c, ctypes.c_int(g), ints(*([1] * g)))
-        if status != 0:
-            raise RuntimeError(f"cublasSgemmGroupedBatched failed with status {status}")
-
-
-class GroupedList:
-    """cublasSgemmGroupedBatched over a list of row-major problems with new sizes every call: one handle, the sizes
-    read off the arrays on the host and the pointer arrays uploaded per call (C = A B is C^T = B^T A^T)."""
-
-    def __init__(self) -> None:
-        self.lib = baselines._cublas()
-        self.handle = ctypes.c_void_p()
-        assert self.lib.cublasCreate_v2(ctypes.byref(self.handle)) == 0
-
-    def __call__(self, As, Bs, Cs) -> None:
-        import torch
-
-        g = len(As)
-        device = torch.tensor([t.data_ptr() for t in (*Bs, *As, *Cs)], dtype=torch.int64, device="cuda")
-        ints = ctypes.c_int * g
-        m, k = ints(*[b.shape[1] for b in Bs]), ints(*[a.shape[1] for a in As])
-        n = ints(*[a.shape[0] for a in As])
-        trans = ints(*([0] * g))
-        one, zero = (ctypes.c_float * g)(*([1.0] * g)), (ctypes.c_float * g)(*([0.0] * g))
-        self.lib.cublasSetStream_v2(self.handle, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
-        base = device.data_ptr()
-        status = self.lib.cublasSgemmGroupedBatched(
-            self.handle, trans, trans, m, n, k, one, ctypes.c_void_p(base), m, ctypes.c_void_p(base + 8 * g), k,
-            zero, ctypes.c_void_p(base + 16 * g), m, ctypes.c_int(g), ints(*([1] * g)))
-        if status != 0:
-            raise RuntimeError(f"cublasSgemmGroupedBatched failed with status {status}")
-
-
 def rel_error(got, ref) -> float:
     import torch
 
@@ -253,7 +185,7 @@ def moe_case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], 
                                            device="cuda"))
         torch.cuda.synchronize()
         first_call["moe"] = (time.perf_counter() - t0) * 1e3
-    ctx = {"kern": kern, "A": A, "W": W, "C": C, "grouped": GroupedHost(A, W, C), "A16": A.bfloat16(),
+    ctx = {"kern": kern, "A": A, "W": W, "C": C, "grouped": baselines.GroupedHostSizes(A, W, C), "A16": A.bfloat16(),
            "W16": W.bfloat16(), "static": next(iter(gemmc.compile_string(STATIC.format(n=n, k=k))))}
     rows = []
     for kind in kinds:
@@ -372,7 +304,7 @@ def list_case(problems: int, first_call: dict) -> dict:
             torch.mm(a, b, out=c)
 
     row["torch_loop_host_us"] = windows(loop, timing.CALLS) * 1e6
-    grouped = GroupedList()
+    grouped = baselines.GroupedList()
     row["cublas_grouped_host_us"] = windows(lambda i: grouped(*sets[i % ROUTINGS][:3]), timing.CALLS) * 1e6
     replay, how = baselines.grouped(*sets[0][:3])  # the first set's tables built once: device time only
     row["cublas_grouped_device_us"] = timing.device_seconds(replay) * 1e6
