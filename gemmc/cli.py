@@ -31,9 +31,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
         src = out / f"{kernel.name}.{r.extension}"
         src.write_text(r.standalone)
         (out / f"{kernel.name}.h").write_text(r.header)
-        print(f"wrote {src} and {out / (kernel.name + '.h')}: {r.launcher}() runs {kernel.ir.batch_size} "
-              f"GEMM(s) with the {kernel.ir.family or '?'} family; "
-              f"build it with {' '.join(r.build_flags)}")
+        runs = "a batch sized at run time" if kernel.ir.dynamic else f"{kernel.ir.batch_size} GEMM(s)"
+        print(f"wrote {src} and {out / (kernel.name + '.h')}: {r.launcher}() runs {runs} "
+              f"with the {kernel.ir.family or '?'} family; build it with {' '.join(r.build_flags)}")
     for group in prog.groups:
         if args.kernel and group.name not in args.kernel:
             continue

@@ -20,6 +20,7 @@ from typing import Any
 from gemmc.codegen import Rendered
 from gemmc.errors import GemmcError
 from gemmc.runtime.device import cupy, hardware
+from gemmc.stats import count
 
 OPTIONS = ("--std=c++17",)
 
@@ -58,6 +59,7 @@ def _cache_dir() -> str:
 def _module_arch_specific(source: str, arch: str, flags: tuple[str, ...]) -> Any:
     """A RawModule loaded from a cubin for `arch` (e.g. sm_90a), kept on disk beside CuPy's cache (keyed by the
     source's hash) so that a schedule compiles once per machine, as with CuPy's own cache."""
+    count("compiles")
     digest = hashlib.sha256(source.encode()).hexdigest()[:32]
     path = os.path.join(_cache_dir(), f"gemmc_{arch}_{digest}.cubin")
     if not os.path.exists(path):
@@ -76,6 +78,7 @@ def _module_arch_specific(source: str, arch: str, flags: tuple[str, ...]) -> Any
 @cache
 def _module(source: str, arch: str) -> Any:
     """`arch` keys the cache; CuPy itself compiles for the current device's architecture."""
+    count("compiles")
     return cupy().RawModule(code=source, options=OPTIONS)
 
 

@@ -24,6 +24,7 @@ from gemmc.families.registry import family
 from gemmc.ir.types import Layout
 from gemmc.runtime.device import cupy, device_name
 from gemmc.runtime.executable import Executable, Tuning
+from gemmc.stats import count
 
 WINDOW_SECONDS = 5e-3  # each timing window launches a candidate back to back for about this long
 WINDOWS = 5  # the median of these per candidate (3 windows of 2 ms picked choices 12% off the benchmark's time)
@@ -152,6 +153,7 @@ def tuned(kernel: Executable, launcher: Callable[[list[int]], Callable[[Executab
         return kernel.tuned
     if cp.cuda.runtime.streamIsCapturing(stream.ptr):
         return kernel  # no timing inside a graph capture; a later plain call tunes
+    count("tuning_runs")
     scratch = _scratch_c(kernel)
     run = launcher([int(arr.data.ptr) for arr in scratch])
     kernels = [kernel] + [k for _, k in options[1:]]
