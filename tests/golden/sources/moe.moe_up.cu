@@ -553,52 +553,52 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemmc_moe_up_dynamic_f32_rc
     switch (v) {
       case 0:  // level 0: 16x16x32, 128 threads, micro-tile 1x2
         if (tid < 128)
-          gemmc_simt_tile<float, 16, 16, 32, 1, 2, 128, 1, 2, 2, true, true, true, true>(
+          gemmc_simt_tile<float, 16, 16, 32, 1, 2, 128, 1, 2, 2, true, true, true, 9216>(
               p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
       case 1:  // level 1: 32x16x32, 128 threads, micro-tile 2x2
         if (tid < 128)
-          gemmc_simt_tile<float, 32, 16, 32, 2, 2, 128, 1, 2, 2, true, true, true, true>(
+          gemmc_simt_tile<float, 32, 16, 32, 2, 2, 128, 1, 2, 2, true, true, true, 13312>(
               p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
       case 2:  // level 1: 16x32x32, 128 threads, micro-tile 2x2
         if (tid < 128)
-          gemmc_simt_tile<float, 16, 32, 32, 2, 2, 128, 1, 2, 2, true, true, true, true>(
+          gemmc_simt_tile<float, 16, 32, 32, 2, 2, 128, 1, 2, 2, true, true, true, 13312>(
               p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
       case 3:  // level 2: 32x32x32, 128 threads, micro-tile 2x4
         if (tid < 128)
-          gemmc_simt_tile<float, 32, 32, 32, 2, 4, 128, 1, 2, 2, true, true, true, true>(
+          gemmc_simt_tile<float, 32, 32, 32, 2, 4, 128, 1, 2, 2, true, true, true, 17408>(
               p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
       case 4:  // level 3: 64x32x16, 256 threads, micro-tile 2x4
         if (tid < 256)
-          gemmc_simt_tile<float, 64, 32, 16, 2, 4, 256, 1, 2, 2, true, true, true, true>(
+          gemmc_simt_tile<float, 64, 32, 16, 2, 4, 256, 1, 2, 2, true, true, true, 12800>(
               p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
       case 5:  // level 3: 32x64x16, 256 threads, micro-tile 2x4
         if (tid < 256)
-          gemmc_simt_tile<float, 32, 64, 16, 2, 4, 256, 1, 2, 2, true, true, true, true>(
+          gemmc_simt_tile<float, 32, 64, 16, 2, 4, 256, 1, 2, 2, true, true, true, 12800>(
               p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
       case 6:  // level 4: 64x64x16, 256 threads, micro-tile 4x4
         if (tid < 256)
-          gemmc_simt_tile<float, 64, 64, 16, 4, 4, 256, 1, 2, 2, true, true, true, true>(
+          gemmc_simt_tile<float, 64, 64, 16, 4, 4, 256, 1, 2, 2, true, true, true, 16896>(
               p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
       case 7:  // level 5: 128x64x16, 256 threads, micro-tile 4x8
         if (tid < 256)
-          gemmc_simt_tile<float, 128, 64, 16, 4, 8, 256, 1, 2, 2, true, true, true, true>(
+          gemmc_simt_tile<float, 128, 64, 16, 4, 8, 256, 1, 2, 2, true, true, true, 25088>(
               p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
       case 8:  // level 5: 64x128x16, 256 threads, micro-tile 4x8
         if (tid < 256)
-          gemmc_simt_tile<float, 64, 128, 16, 4, 8, 256, 1, 2, 2, true, true, true, true>(
+          gemmc_simt_tile<float, 64, 128, 16, 4, 8, 256, 1, 2, 2, true, true, true, 25088>(
               p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
       case 9:  // level 6: 128x128x16, 256 threads, micro-tile 8x8
         if (tid < 256)
-          gemmc_simt_tile<float, 128, 128, 16, 8, 8, 256, 1, 2, 2, true, true, true, true>(
+          gemmc_simt_tile<float, 128, 128, 16, 8, 8, 256, 1, 2, 2, true, true, true, 33280>(
               p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
       default:
