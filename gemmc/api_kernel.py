@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from gemmc.codegen import Rendered, render_kernel
 from gemmc.codegen.svg import render_svg
+from gemmc.errors import GemmcError
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel
 from gemmc.ir.printer import format_kernel
@@ -123,14 +124,29 @@ class CompiledKernel:
         return self._executable.tuning if self._executable is not None else None
 
     def __call__(self, As: Any, Bs: Any, Cs: Any, *, alpha: float | None = None, beta: float | None = None,
-                 stream: Any = None) -> None:
+                 stream: Any = None, offsets: Any = None, validate: bool = False) -> None:
         """C_i = alpha * A_i @ B_i + beta * C_i for every problem i, in one launch on the current CuPy stream.
 
         As, Bs, Cs: sequences of 2-D device arrays in batch order (3-D arrays for a `count` batch), CuPy arrays or
         anything with __cuda_array_interface__ or DLPack. `alpha`/`beta` are required when the schedule says
         `runtime` and refused otherwise. A list batch whose sizes differ from the schedule's is re-planned on the
         host (`plan_for`, cached). Where the planner offers alternatives to its model's choice (TSM2R's cluster
-        sizes), the first call times them and keeps the fastest (`tuning`; GEMMC_TUNE=0 turns it off)."""
+        sizes), the first call times them and keeps the fastest (`tuning`; GEMMC_TUNE=0 turns it off).
+
+        A batch sized at run time (`grouped`; gemmc/runtime/dynamic.py) takes one A, B and C and the cumulative
+        group ends on the device (`offsets`, int32), or lists of arrays of any sizes; it never synchronises,
+        compiles or plans after its first call. `validate=True` checks the ends on the device first (a
+        synchronisation) and raises a GemmcError naming the first bad group. `stream`: a CuPy or torch stream or a
+        raw handle; by default torch's current stream for torch tensors."""
+        if self.ir.dynamic is not None:
+            from gemmc.runtime.dynamic import launch_dynamic
+
+            launch_dynamic(self.executable, As, Bs, Cs, offsets=offsets, alpha=alpha, beta=beta, stream=stream,
+                           validate=validate)
+            return
+        if offsets is not None or validate:
+            raise GemmcError(f"offsets, validate: kernel '{self.name}' has a batch fixed in its schedule; group ends "
+                             "belong to a `grouped` kernel")
         from gemmc.runtime.launch import launch  # lazy: CuPy is only needed here
 
         launch(self.executable, As, Bs, Cs, alpha=alpha, beta=beta, stream=stream)
