@@ -1,6 +1,7 @@
 """What a user has today for a batch of differently sized GEMMs, each run without Python overhead (DESIGN.md):
 a cuBLAS loop captured in a CUDA graph, a zero-padded torch.bmm in a graph, and cublasSgemmGroupedBatched
-through ctypes (CUDA 12.5+), also replayed from a graph where capture works."""
+through ctypes (CUDA 12.5+), also replayed from a graph where capture works; for sizes that change every call
+(bench/dynamic.py), cublasSgemmGroupedBatched with the sizes on the host, as such code calls it per step."""
 
 from __future__ import annotations
 
@@ -105,3 +106,71 @@ def grouped(As, Bs, outs) -> tuple[Callable[[], None], str]:
 
         torch.cuda.synchronize()
         return call, "direct"
+
+
+class GroupedHostSizes:
+    """cublasSgemmGroupedBatched over the experts with sizes on the host, as a user calls it per step: the counts
+    copied back, m/n/k and the pointer arrays built and uploaded. Row-major C_e = A_e W_e^T is the column-major
+    C_e^T = W_e^T' A_e^T: m = n_out, n = rows, k = K, W transposed."""
+
+    def __init__(self, A, W, C):
+
+        self.lib = _cublas()
+        self.handle = ctypes.c_void_p()
+        assert self.lib.cublasCreate_v2(ctypes.byref(self.handle)) == 0
+        self.A, self.W, self.C = A, W, C
+        self.k, self.n = A.shape[1], C.shape[1]
+
+    def __call__(self, rows_per_group) -> None:
+        import numpy as np
+        import torch
+
+        live = np.flatnonzero(rows_per_group)
+        g = len(live)
+        if not g:
+            return
+        starts = np.concatenate([[0], np.cumsum(rows_per_group)[:-1]])[live]
+        item = 4
+        ptrs = np.concatenate([self.W.data_ptr() + live * self.n * self.k * item,
+                               self.A.data_ptr() + starts * self.k * item, self.C.data_ptr() + starts * self.n * item])
+        device = torch.tensor(ptrs, dtype=torch.int64, device="cuda")  # a fresh table: no call sees another's
+        ints = ctypes.c_int * g
+        trans_w, trans_a = ints(*([1] * g)), ints(*([0] * g))
+        m, n, k = ints(*([self.n] * g)), ints(*rows_per_group[live].tolist()), ints(*([self.k] * g))
+        ld_w, ld_a, ld_c = ints(*([self.k] * g)), ints(*([self.k] * g)), ints(*([self.n] * g))
+        one, zero = (ctypes.c_float * g)(*([1.0] * g)), (ctypes.c_float * g)(*([0.0] * g))
+        self.lib.cublasSetStream_v2(self.handle, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        base = device.data_ptr()
+        status = self.lib.cublasSgemmGroupedBatched(
+            self.handle, trans_w, trans_a, m, n, k, one, ctypes.c_void_p(base), ld_w, ctypes.c_void_p(base + 8 * g),
+            ld_a, zero, ctypes.c_void_p(base + 16 * g), ld_c, ctypes.c_int(g), ints(*([1] * g)))
+        if status != 0:
+            raise RuntimeError(f"cublasSgemmGroupedBatched failed with status {status}")
+
+
+class GroupedList:
+    """cublasSgemmGroupedBatched over a list of row-major problems with new sizes every call: one handle, the sizes
+    read off the arrays on the host and the pointer arrays uploaded per call (C = A B is C^T = B^T A^T)."""
+
+    def __init__(self) -> None:
+        self.lib = _cublas()
+        self.handle = ctypes.c_void_p()
+        assert self.lib.cublasCreate_v2(ctypes.byref(self.handle)) == 0
+
+    def __call__(self, As, Bs, Cs) -> None:
+        import torch
+
+        g = len(As)
+        device = torch.tensor([t.data_ptr() for t in (*Bs, *As, *Cs)], dtype=torch.int64, device="cuda")
+        ints = ctypes.c_int * g
+        m, k = ints(*[b.shape[1] for b in Bs]), ints(*[a.shape[1] for a in As])
+        n = ints(*[a.shape[0] for a in As])
+        trans = ints(*([0] * g))
+        one, zero = (ctypes.c_float * g)(*([1.0] * g)), (ctypes.c_float * g)(*([0.0] * g))
+        self.lib.cublasSetStream_v2(self.handle, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        base = device.data_ptr()
+        status = self.lib.cublasSgemmGroupedBatched(
+            self.handle, trans, trans, m, n, k, one, ctypes.c_void_p(base), m, ctypes.c_void_p(base + 8 * g), k,
+            zero, ctypes.c_void_p(base + 16 * g), m, ctypes.c_int(g), ints(*([1] * g)))
+        if status != 0:
+            raise RuntimeError(f"cublasSgemmGroupedBatched failed with status {status}")

@@ -5,11 +5,13 @@
     k = prog["inception3"]
     print(k.source, k.plan)
     k(As, Bs, Cs)                                          # on a GPU, through CuPy
+    gemmc.stats()                                          # compiles, tuning runs, plans so far
 """
 
 from gemmc.api import CompiledKernel, CompiledProgram, compile_file, compile_string
 from gemmc.errors import Diagnostic, GemmcError, InternalError
+from gemmc.stats import stats
 from gemmc.version import __version__
 
 __all__ = ["CompiledKernel", "CompiledProgram", "Diagnostic", "GemmcError", "InternalError", "__version__",
-           "compile_file", "compile_string"]
+           "compile_file", "compile_string", "stats"]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from gemmc.codegen import Rendered, render_kernel
 from gemmc.codegen.svg import render_svg
+from gemmc.errors import GemmcError
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel
 from gemmc.ir.printer import format_kernel
@@ -137,31 +138,46 @@ class CompiledKernel:
         return self._executable.tuning if self._executable is not None else None
 
     def __call__(self, As: Any, Bs: Any, Cs: Any, *, alpha: float | None = None, beta: float | None = None,
-                 stream: Any = None) -> None:
+                 stream: Any = None, offsets: Any = None, validate: bool = False) -> None:
         """C_i = alpha * A_i @ B_i + beta * C_i for every problem i, in one launch on the current CuPy stream.
 
         A list batch whose sizes differ from the schedule's is re-planned on the host (`plan_for`, cached). Where
         the planner offers alternatives to its model's choice (`tile auto`'s tilings, TSM2R's cluster sizes), the
         first call on a GPU times them and keeps the fastest (`tuning`; cached on disk; `GEMMC_TUNE=0` turns it
-        off). Needs a GPU and CuPy.
+        off). A batch sized at run time (`grouped`) takes one A, B and C and the cumulative group ends on the
+        device (`offsets`), or, for `grouped list`, lists of arrays of any sizes; it never synchronizes, compiles
+        or plans after its first call. Needs a GPU and CuPy.
 
         Args:
             As: the A operands in batch order: a sequence of 2-D device arrays (M x K), or one 3-D array
-                (count x M x K) for a `gemm ... count B` kernel. CuPy arrays, torch tensors, or anything with
-                `__cuda_array_interface__` or DLPack, densely packed in the schedule's `layout` (a column-major
-                M x K array is the transpose of a row-major K x M one) and of its `dtype`.
+                (count x M x K) for a `gemm ... count B` kernel, or one array for `grouped M` / `grouped K`. CuPy
+                arrays, torch tensors, or anything with `__cuda_array_interface__` or DLPack, densely packed in
+                the schedule's `layout` (a column-major M x K array is the transpose of a row-major K x M one)
+                and of its `dtype`.
             Bs: the B operands (K x N), likewise.
             Cs: the outputs (M x N), likewise; read only where beta is not 0.
             alpha: the scalar, required when the schedule says `alpha runtime` and refused otherwise.
             beta: likewise for `beta runtime`.
-            stream: the CuPy stream to launch on (for torch's current stream:
-                `cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)`); default the current CuPy
-                stream.
+            stream: a CuPy or torch stream or a raw handle; by default torch's current stream for torch tensors,
+                else the current CuPy stream.
+            offsets: `grouped M` / `grouped K` only: int32 cumulative group ends on the device (group g is
+                [ends[g-1], ends[g])).
+            validate: `grouped` only: check the ends on the device first (a synchronization) and name the first
+                bad group.
 
         Raises:
             GemmcError: (E400) an argument of the wrong count, shape, dtype, device or layout, named, before
                 anything is launched; (E303) a kernel planned for sm_90a called on another GPU.
         """
+        if self.ir.dynamic is not None:
+            from gemmc.runtime.dynamic import launch_dynamic
+
+            launch_dynamic(self.executable, As, Bs, Cs, offsets=offsets, alpha=alpha, beta=beta, stream=stream,
+                           validate=validate)
+            return
+        if offsets is not None or validate:
+            raise GemmcError(f"offsets, validate: kernel '{self.name}' has a batch fixed in its schedule; group ends "
+                             "belong to a `grouped` kernel")
         from gemmc.runtime.launch import launch  # lazy: CuPy is only needed here
 
         launch(self.executable, As, Bs, Cs, alpha=alpha, beta=beta, stream=stream)

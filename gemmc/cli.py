@@ -93,9 +93,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
         src, header = out / f"{kernel.name}.{r.extension}", out / f"{kernel.name}.h"
         write_whole(src, r.standalone)
         write_whole(header, r.header)
-        print(f"wrote {printable(str(src))} and {printable(str(header))}: {r.launcher}() runs {kernel.ir.batch_size} "
-              f"GEMM(s) with the {kernel.ir.family or '?'} family; "
-              f"build it with {' '.join(r.build_flags)}")
+        runs = "a batch sized at run time" if kernel.ir.dynamic else f"{kernel.ir.batch_size} GEMM(s)"
+        print(f"wrote {printable(str(src))} and {printable(str(header))}: {r.launcher}() runs {runs} "
+              f"with the {kernel.ir.family or '?'} family; build it with {' '.join(r.build_flags)}")
     for group, g in rendered_groups:
         src, header = out / f"{g.name}.{g.extension}", out / f"{g.name}.h"
         write_whole(src, g.source)

@@ -15,7 +15,7 @@ from gemmc.ir.hardware import TARGETS
 from gemmc.ir.nodes import ProblemRow, ProblemTable, TileTable, WorkTile
 from gemmc.passes import PASS_NAMES, run_pipeline
 from gemmc.passes.planning import BY_FAMILY
-from gemmc.passes.verify import tile_coverage, verify
+from gemmc.passes.verify import grid_coverage, tile_coverage, verify
 from tests.conftest import EXAMPLES
 
 H100 = TARGETS["sm_90"]
@@ -167,3 +167,42 @@ def test_coverage_names_tiles_outside_their_problem_and_counts_many_faults():
     assert tile_coverage(rows((50, 40)), tiles((0, 0, 0, 1)), shapes) == ["tile 0 names variant 1; the plan has 1"]
     empty = tile_coverage(rows(*[(8, 8)] * 5), tiles(), shapes)
     assert empty == [f"problem {p}: rows [0, 8) are in no tile" for p in range(3)] + ["2 more such faults"]
+
+
+GROUPED = "kernel k { dtype f32 grouped M n 256 k 128 groups 8 }"
+
+
+def test_a_persistent_grid_over_sizes_given_at_run_time_needs_one_block_and_no_more():
+    # No problem rows: any number of tiles may come with a call, so any grid of blocks covers them; none does not.
+    assert grid_coverage(ProblemTable(), (132, 1, 1), (128, 128, 0)) == []
+    assert grid_coverage(ProblemTable(), (0, 1, 1), (128, 128, 0)) == [
+        "grid (0, 1, 1) has 0 persistent blocks for 0 tiles of 128 x 128 outputs"]
+    # With the sizes known, more persistent blocks than tiles still leaves blocks idle: named as before.
+    rows = ProblemTable.of([ProblemRow(100, 100, 8, 8, 100, 100)])
+    assert grid_coverage(rows, (2, 1, 1), (128, 128, 0)) == [
+        "grid (2, 1, 1) has 2 persistent blocks for 1 tiles of 128 x 128 outputs"]
+
+
+def test_a_dynamic_kernel_passes_and_its_persistent_grid_and_shared_memory_are_checked():
+    k = planned(GROUPED)
+    assert k.problems == () and len(k.work.problems) == 0
+    verify(k, H100, PASS_NAMES)
+    # The scheduler's arrays are static shared memory: the launch's dynamic share is the k-tile buffers alone.
+    assert k.work.smem_bytes == k.plan.smem_bytes - k.plan.static_smem_bytes == k.plan.tile_smem
+    with pytest.raises(InternalError, match=r"kernel 'k': grid \(0, 1, 1\) has 0 persistent blocks"):
+        verify(dataclasses.replace(k, work=dataclasses.replace(k.work, grid=(0, 1, 1))), H100, PASS_NAMES)
+    whole = dataclasses.replace(k.work, smem_bytes=k.plan.smem_bytes)
+    with pytest.raises(InternalError, match=rf"{k.plan.smem_bytes} B of dynamic shared memory; the plan's "
+                                            rf"{k.plan.threads} and {k.plan.tile_smem} B"):
+        verify(dataclasses.replace(k, work=whole), H100, through("build_worklist"))
+
+
+def test_a_dynamic_plan_that_breaks_its_limits_is_named():
+    k = planned(GROUPED)
+    fewer = dataclasses.replace(k.plan, classes=k.plan.classes[:-1])
+    with pytest.raises(InternalError, match=rf"finish_plan: kernel 'k': {len(fewer.classes)} size classes for "
+                                            rf"{len(fewer.tiles.variants)} variants"):
+        verify(dataclasses.replace(k, plan=fewer, work=None), H100, through("finish_plan"))
+    other = dataclasses.replace(k.plan, max_groups=9)
+    with pytest.raises(InternalError, match="grouping and group bound are not the kernel's `grouped` declaration"):
+        verify(dataclasses.replace(k, plan=other, work=None), H100, through("finish_plan"))

@@ -88,7 +88,7 @@ def common_context(kernel: Kernel, hw: Hardware, family_knobs: list[str]) -> dic
         f"C {kernel.layout_c.value}, alpha {literal(kernel.alpha, 'double') or 'runtime'}, "
         f"beta {literal(kernel.beta, 'double') or 'runtime'}",
         f"precision {kernel.precision}, algorithm {kernel.algorithm}, batching {kernel.batching.value}",
-        f"batch of {kernel.batch_size} problem(s)",
+        f"batch of {kernel.batch_size} problem(s)" if kernel.dynamic is None else "batch sized at run time",
         *family_knobs,
     )]
     return {
@@ -157,7 +157,7 @@ def render_kernel(kernel: Kernel, hw: Hardware, source_file: str = "<string>") -
     more = f", ... ({len(kernel.problems)} in all)" if len(kernel.problems) > 6 else ""
     ctx["problem_summary"] = comment_text(shown + more + (f", count {kernel.count}" if kernel.count else ""))
     standalone = source + render(fam.launcher, ctx)
-    header = render("header.h.j2", ctx)
+    header = render(fam.header, ctx)
     return Rendered(name=kernel.name, entry=ctx["entry"], launcher=ctx["launcher"], source=source,
                     standalone=standalone, header=header, extension="hip" if hw.vendor == "hip" else "cu",
                     prologue=ctx["entry"] + "_prep" if ctx["prologue_launch"] else "",

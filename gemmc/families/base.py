@@ -52,6 +52,12 @@ class KernelFamily(Protocol):
         tables), or one in the family's folder."""
         ...
 
+    @property
+    def header(self) -> str:
+        """The template of the C++ header that declares the launcher: the shared `header.h.j2`, or one in the
+        family's folder (a launcher with other arguments declares them in its own header)."""
+        ...
+
     def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
         """Under `algorithm auto`: how strongly this family claims the kernel and why, or None."""
         ...
@@ -125,6 +131,7 @@ class PlannerFamily:
     planner: ModuleType
     codegen: ModuleType
     launcher = "launcher.j2"
+    header = "header.h.j2"
 
     def check(self, kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
         return []

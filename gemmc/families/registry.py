@@ -6,7 +6,7 @@ Adding a family is one package under gemmc/families and one line here (docs/INTE
 from __future__ import annotations
 
 from gemmc.errors import InternalError
-from gemmc.families import hopper, simt, tensorcore, tsm2l, tsm2r
+from gemmc.families import dynamic, hopper, simt, tensorcore, tsm2l, tsm2r
 from gemmc.families.base import KernelFamily
 
 FAMILIES: tuple[KernelFamily, ...] = (
@@ -15,6 +15,7 @@ FAMILIES: tuple[KernelFamily, ...] = (
     tsm2r.FAMILY,
     tsm2l.FAMILY,
     hopper.FAMILY,
+    dynamic.FAMILY,
 )
 
 NAMES: tuple[str, ...] = tuple(f.name for f in FAMILIES)

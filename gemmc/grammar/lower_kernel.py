@@ -11,11 +11,13 @@ from typing import TypeVar
 from gemmc.errors import Diagnostic
 from gemmc.grammar import limits, names
 from gemmc.grammar.ast import KernelDecl, Stmt, Word
+from gemmc.ir.dynamic import INT32_MAX, DynamicBatch, Grouping
 from gemmc.ir.nodes import Kernel, Problem, TileShape
 from gemmc.ir.types import AUTO, STORAGE_DTYPES, Batching, DType, Layout, Precision, Span, TileMode
 
 SPLIT_TYPES = ("f16", "bf16", "tf32")
 SPLIT_METHODS = ("le", "ootomo", "markidis")
+PROBLEM_STATEMENTS = ("batch", "gemm", "grouped")  # each says what the kernel computes: one per kernel
 
 E = TypeVar("E")
 
@@ -113,7 +115,7 @@ class Lowering:
         given: dict[str, Stmt] = {}
         self.name(decl.name, "kernel")
         for stmt in decl.stmts:
-            key = "problems" if stmt.keyword in ("batch", "gemm") else stmt.keyword
+            key = "problems" if stmt.keyword in PROBLEM_STATEMENTS else stmt.keyword
             first = given.get(key)
             if first is not None:
                 what = (f"'{stmt.keyword}' is given twice" if first.keyword == stmt.keyword else
@@ -125,7 +127,8 @@ class Lowering:
             getattr(self, f"stmt_{stmt.keyword}")(stmt, fields)
         if "problems" not in given:
             self.error("E202", f"kernel '{decl.name.text}' has no problems", decl.name.span,
-                       "add `gemm M x N x K` or a `batch { name M x N x K ... }`")
+                       "add `gemm M x N x K`, a `batch { name M x N x K ... }`, or a batch sized at run time "
+                       "(`grouped M n N k K groups G`, `grouped list problems P`)")
             fields["problems"] = (Problem("gemm", 1, 1, 1),)
         self.scalars(given, fields)
         return Kernel(name=decl.name.text, span=decl.name.span, stmt_spans=tuple(spans), **fields)  # type: ignore[arg-type]
@@ -278,6 +281,51 @@ class Lowering:
         algorithm = self.choice(stmt.values[0], "algorithm", {a: a for a in (AUTO, *self.algorithms)})
         if algorithm:
             out["algorithm"] = algorithm
+
+    def keyed(self, stmt: Stmt, words: tuple[Word, ...], allowed: tuple[str, ...]) -> dict[str, int]:
+        """`key value` pairs of a run-time batch statement: each key once, each value a whole number >= 1 that
+        fits the int32 sizes the device reads. Sizes (m, n, k) may be spelled in either case."""
+        found: dict[str, int] = {}
+        for key, value in zip(words[::2], words[1::2], strict=True):
+            name = key.text.lower() if key.text.lower() in ("m", "n", "k") else key.text
+            if name not in allowed:
+                self.error("E204", f"unknown key '{key.text}' of '{stmt.keyword}'", key.span,
+                           "expected one of " + ", ".join(allowed))
+                continue
+            if name in found:
+                self.error("E200", f"'{key.text}' is given twice", key.span)
+                continue
+            found[name] = self.integer(value, name, maximum=INT32_MAX, why="the device reads int32 sizes")
+        return found
+
+    def stmt_grouped(self, stmt: Stmt, out: dict) -> None:
+        out["problems"] = ()
+        form = stmt.values[0]
+        grouping = self.choice(Word(form.text.upper() if form.text.lower() != "list" else "list", form.span),
+                               "grouped form", {"M": Grouping.M, "K": Grouping.K, "list": Grouping.LIST})
+        if grouping is None:
+            return
+        if grouping is Grouping.LIST:
+            keys = self.keyed(stmt, stmt.values[1:], ("problems",))
+            if "problems" not in keys:
+                self.error("E202", "'grouped list' needs a bound on the problems of a call", stmt.span,
+                           "e.g. grouped list problems 512")
+                return
+            out["dynamic"] = DynamicBatch(Grouping.LIST, max_groups=keys["problems"], span=stmt.span)
+            return
+        fixed = grouping.fixed
+        keys = self.keyed(stmt, stmt.values[1:], ("m", "n", "k", "groups", "rows"))
+        if grouping.value.lower() in keys:
+            self.error("E202", f"{grouping.value} is the grouped dimension: its sizes come with each call", stmt.span,
+                       f"fix {' and '.join(fixed)}; the group ends give the {grouping.value} of each group")
+            return
+        missing = [k for k in (*fixed, "groups") if k not in keys]
+        if missing:
+            self.error("E202", f"'grouped {grouping.value}' needs " + " and ".join(missing), stmt.span,
+                       f"e.g. grouped {grouping.value}  {fixed[0]} 2048  {fixed[1]} 512  groups 64")
+            return
+        out["dynamic"] = DynamicBatch(grouping, m=keys.get("m", 0), n=keys.get("n", 0), k=keys.get("k", 0),
+                                      max_groups=keys["groups"], max_rows=keys.get("rows", INT32_MAX), span=stmt.span)
 
     def stmt_tlp(self, stmt: Stmt, out: dict) -> None:
         if stmt.values[-1].text != "auto":

@@ -14,7 +14,7 @@ from gemmc.grammar.ast import GroupDecl, KernelDecl, MemberDecl, Module, Stmt, T
 from gemmc.span import Span
 
 STATEMENT_KEYWORDS = ("dtype", "layout", "alpha", "beta", "batch", "gemm", "tile", "threads", "batching",
-                      "precision", "pipeline", "algorithm", "tlp")
+                      "precision", "pipeline", "algorithm", "tlp", "grouped")
 TOP_KEYWORDS = ("target", "kernel", "group")
 
 _TOKEN_NAMES = {

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Generic, TypeVar, overload
 
 from gemmc.errors import InternalError
+from gemmc.ir.dynamic import DynamicBatch
 from gemmc.ir.types import AUTO, Batching, DType, Layout, Precision, Span, TileMode, span_field
 
 
@@ -59,6 +60,12 @@ class FamilyPlan:
     @property
     def smem_bytes(self) -> int:
         raise InternalError("plan", f"{type(self).__name__} must define smem_bytes")
+
+    @property
+    def static_smem_bytes(self) -> int:
+        """The part of `smem_bytes` the kernel declares statically (`__shared__` arrays); the rest is the launch's
+        dynamic shared memory, the work list's `smem_bytes`."""
+        return 0
 
     @property
     def regs_estimate(self) -> int:
@@ -240,6 +247,7 @@ class Kernel:
     stages: int = 2
     algorithm: str = AUTO  # `auto`, or the name of a registered kernel family
     tlp_threshold: int | None = None  # `tlp threshold N`; None: derived from the hardware
+    dynamic: DynamicBatch | None = None  # `grouped M/K/list`: sizes at run time (then `problems` is empty)
     span: Span = span_field()
     # Where each statement was written, for errors that point at the line that caused them.
     stmt_spans: tuple[tuple[str, Span], ...] = field(default=(), compare=False, repr=False)

@@ -24,8 +24,11 @@ def kernel_lines(k: Kernel) -> list[str]:
     threshold = k.tlp_threshold if k.tlp_threshold is not None else "auto"
     out.append(f"  tile {tile}  threads {k.threads or 'auto'}  tlp threshold {threshold}")
     count = f" x count {k.count}" if k.count else ""
-    out.append(f"  problems ({len(k.problems)}{count}, {k.flops / 1e9:.3f} GFLOP):")
-    width = max(len(p.name) for p in k.problems)
+    if k.dynamic is not None:
+        out.append(f"  problems: {k.dynamic}")
+    else:
+        out.append(f"  problems ({len(k.problems)}{count}, {k.flops / 1e9:.3f} GFLOP):")
+    width = max((len(p.name) for p in k.problems), default=0)
     for i, p in enumerate(k.problems):
         assigned = ""
         if k.plan is not None and hasattr(k.plan, "problem_detail"):
@@ -41,8 +44,9 @@ def kernel_lines(k: Kernel) -> list[str]:
         out.extend(f"    {line}" for line in k.plan.lines())
     if k.work is not None:
         w = k.work
+        tiles = "tiles derived on the device" if k.dynamic is not None else f"{len(w.tiles)} tiles"
         out.append(f"  work: grid {w.grid[0]}x{w.grid[1]}x{w.grid[2]}, {w.block} threads/block, "
-                   f"{len(w.tiles)} tiles, dynamic shared memory {w.smem_bytes} B")
+                   f"{tiles}, dynamic shared memory {w.smem_bytes} B")
         for t in w.tiles[:MAX_TILES_SHOWN]:
             out.append(f"    tile problem {t.problem} at ({t.m0}, {t.n0}) variant {t.variant}")
         if len(w.tiles) > MAX_TILES_SHOWN:

@@ -24,6 +24,7 @@ from gemmc.passes.planning import PLANNING
 from gemmc.passes.resources import check_resources
 from gemmc.passes.select import select_family
 from gemmc.passes.verify import verify as verify_kernel
+from gemmc.stats import count
 
 
 def build_worklist(kernel: Kernel, hw: Hardware) -> Kernel:
@@ -68,6 +69,7 @@ def run_pipeline(program: Program, *, source: str | None = None, stop_after: str
     diags: list[tuple[Diagnostic, ...]] = [() for _ in kernels]
     failed = [False] * len(kernels)
     seconds = [0.0] * len(kernels)
+    count("plans", len(kernels))
     for index, (name, fn) in enumerate(PIPELINE):
         for i, kernel in enumerate(kernels):
             if failed[i]:

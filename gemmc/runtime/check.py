@@ -107,7 +107,7 @@ def check_kernel(kernel: Runnable, *, seed: int = 0, alpha: float = 1.0, beta: f
     ir = kernel.ir
     As, Bs, Cs = random_batch(kernel, seed)
     C0 = [_copy(c) for c in Cs]
-    kw: dict[str, float] = {}
+    kw: dict[str, Any] = {}
     if ir.alpha is None:
         kw["alpha"] = alpha
     if ir.beta is None:

@@ -27,6 +27,7 @@ from gemmc.codegen import Rendered
 from gemmc.errors import GemmcError
 from gemmc.runtime import cache as disk
 from gemmc.runtime.device import cupy, hardware
+from gemmc.stats import count
 from gemmc.version import __version__
 
 OPTIONS = ("--std=c++17",)
@@ -139,12 +140,14 @@ def cubin_file(source: str, arch: str, flags: tuple[str, ...]) -> str:
 @cache
 def _module_arch_specific(source: str, arch: str, flags: tuple[str, ...]) -> Any:
     """A RawModule of the cubin for `arch` (e.g. sm_90a)."""
+    count("compiles")
     return cupy().RawModule(path=cubin_file(source, arch, flags))
 
 
 @cache
 def _module(source: str, arch: str) -> Any:
     """`arch` keys the cache; CuPy itself compiles for the current device's architecture."""
+    count("compiles")
     return cupy().RawModule(code=source, options=OPTIONS)
 
 

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from gemmc.passes.replan import replan
 from gemmc.runtime.args import Expected, expected_operands
 from gemmc.runtime.compile import device_function
 from gemmc.runtime.device import cupy, hardware
+
+if TYPE_CHECKING:
+    from gemmc.runtime.dynamic_state import DynamicState
 
 Shapes = tuple[tuple[int, int, int], ...]
 
@@ -88,6 +91,7 @@ class Executable:
         self.tuning: Tuning | None = None  # what the tuning step measured, where it measured
         self.tensor_maps: OrderedDict = OrderedDict()  # TMA tensor maps by (operand, address, pitch) (tma.py)
         self.staging: dict[str, Any] = {}  # scratch for operands TMA cannot read in place, by operand (tma.py)
+        self.dynamic: DynamicState | None = None  # a batch sized at run time: made on its first call (dynamic.py)
 
     @property
     def name(self) -> str:

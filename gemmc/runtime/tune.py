@@ -27,6 +27,7 @@ from gemmc.runtime import cache
 from gemmc.runtime.compile import toolkit
 from gemmc.runtime.device import cupy, device_name
 from gemmc.runtime.executable import Executable, Tuning
+from gemmc.stats import count
 from gemmc.version import __version__
 
 WINDOW_SECONDS = 5e-3  # each timing window launches a candidate back to back for about this long
@@ -173,6 +174,7 @@ def tuned(kernel: Executable, launcher: Callable[[list[int]], Callable[[Executab
         return kernel.tuned
     if cp.cuda.runtime.streamIsCapturing(stream.ptr):
         return kernel  # no timing inside a graph capture; a later plain call tunes
+    count("tuning_runs")
     scratch = _scratch_c(kernel)
     run = launcher([int(arr.data.ptr) for arr in scratch])
     kernels = [kernel] + [k for _, k in options[1:]]

@@ -1,0 +1,27 @@
+"""The dynamic family's calibration table: the choices its planner (planner.py) and launchers took from measurements,
+each with the GPU, the reason it holds and the results file that shows it (gemmc/families/calibration.py)."""
+
+from __future__ import annotations
+
+from gemmc.families.calibration import H100, Measured
+from gemmc.ir.types import DType
+
+DESIGN = "bench/results/2026-11-26_h100_dynamic_design-call2.json"
+
+MAX_OUTPUTS = Measured(
+    {DType.F32: 64, DType.F64: 16}, H100,
+    why="Outputs per thread of the largest tile on the ladder (f64 takes twice the registers per output): f32 keeps "
+        "the 128 x 128 tile (8 x 8 per thread) on top. With it ptxas gives the fused kernel every register and one "
+        "block of 8 warps per SM instead of two, and the MoE steps take 12-26% less time than with 64 x 128 on top "
+        "(E8 T65536 N512 K512: 1388 -> 1022 us, E32 T8192 N1024 K512 half-routed: 465 -> 369 us).",
+    sources=(DESIGN,),
+)
+
+TLP_WAVES = Measured(
+    1, H100,
+    why="The default TLP threshold (paper 000 Eq. 4) is this many waves of the persistent grid's threads: the cap "
+        "on the tile level is the largest level whose tiles still fill one wave. Four waves keeps small steps on "
+        "small tiles and runs them up to 2.7x slower (E8 T4096 N512 K512: 458 against 171 us); no threshold at all "
+        "(the largest tiles always) times the same as one wave on every case.",
+    sources=(DESIGN,),
+)

@@ -1,0 +1,308 @@
+"""Launch a kernel whose batch is sized at run time (the dynamic family): argument checks, the persistent grid, one
+launch. The grouped forms never synchronise and never allocate per call, so a call can be captured in a CUDA graph
+and the graph replayed with other group ends; the list form writes its problem table to the device as data
+(runtime/dynamic_list.py). Nothing here plans, tunes or compiles after a kernel's first call (gemmc.stats()).
+
+Host time per call is the checks (a few attribute reads per argument), a dictionary look-up for the stream and the
+launch itself (bench/dynamic.py measures it).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gemmc.errors import GemmcError
+from gemmc.families.dynamic.plan import DynamicPlan
+from gemmc.ir.dynamic import INT32_MAX, Grouping
+from gemmc.ir.types import Layout
+from gemmc.model.tlp import occupancy
+from gemmc.runtime.args import NUMPY_DTYPES, ArrayInfo, describe
+from gemmc.runtime.compile import device_function
+from gemmc.runtime.device import cupy, hardware
+from gemmc.runtime.dynamic_state import DynamicState, Launcher
+
+if TYPE_CHECKING:
+    from gemmc.runtime.executable import Executable
+
+_STREAMS: dict[int, Any] = {}  # raw handle -> the CuPy stream object launches take
+
+
+def dynamic_plan(kernel: Executable) -> DynamicPlan:
+    plan = kernel.ir.plan
+    assert isinstance(plan, DynamicPlan)
+    return plan
+
+
+def blocks_per_sm(fn: Any, block: int, smem: int, static_smem: int) -> int:
+    """Resident blocks per SM of the loaded kernel: the driver's occupancy calculator, else the model of
+    gemmc/model/tlp.py with the compiled kernel's registers."""
+    try:
+        from cupy.cuda import driver  # type: ignore[import-not-found]
+
+        found = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, block, smem))
+        if found > 0:
+            return found
+    except Exception:  # noqa: BLE001 - a CuPy without the binding (or HIP): the model gives the same figure
+        pass
+    return occupancy(hardware(), block, fn.num_regs, smem + static_smem).blocks_per_sm
+
+
+PROGRESS_AFTER = 1.0  # seconds: a first call still compiling by then says so on stderr
+
+
+def compiled(kernel: Executable, entry: str) -> Any:
+    """`entry` of the kernel's source, loaded; a compile that takes longer than PROGRESS_AFTER says so."""
+    timer = threading.Timer(PROGRESS_AFTER, lambda: print(
+        f"gemmc: compiling kernel '{kernel.name}' for this GPU (its first call; the binary is cached on disk for "
+        "later processes) ...", file=sys.stderr, flush=True))
+    timer.start()
+    try:
+        return device_function(kernel.rendered, entry)
+    finally:
+        timer.cancel()
+
+
+def state(kernel: Executable) -> DynamicState:
+    """The kernel's DynamicState, kept on its Executable (`Executable.dynamic`): loaded on the first call."""
+    found: DynamicState | None = kernel.dynamic
+    if found is None:
+        plan = dynamic_plan(kernel)
+        rendered = kernel.rendered
+        fn = compiled(kernel, rendered.entry)
+        smem = plan.tile_smem
+        hw = hardware()
+        if smem > hw.smem_per_block_default:
+            fn.max_dynamic_shared_size_bytes = smem
+        if fn.max_threads_per_block < plan.threads:
+            raise GemmcError(f"kernel '{kernel.name}': the compiled kernel uses {fn.num_regs} registers per thread, "
+                             f"so at most {fn.max_threads_per_block} threads fit in a block; the plan needs "
+                             f"{plan.threads}", code="E302")
+        validate = (compiled(kernel, rendered.entry + "_validate")
+                    if plan.grouping is not Grouping.LIST else None)
+        static = getattr(fn, "shared_size_bytes", plan.sched_smem)
+        grid = hw.sm_count * max(1, blocks_per_sm(fn, plan.threads, smem, static))
+        threshold = plan.threshold(grid)
+        dyn = kernel.ir.dynamic
+        assert dyn is not None
+        found = DynamicState(fn, validate, grid, threshold, smem, plan.threads,
+                             tuple(np.int64(x) for x in (dyn.m, dyn.n, dyn.k, threshold)))
+        scalar = ctypes.c_double if kernel.ir.dtype.value == "f64" else ctypes.c_float
+        ptr, i64 = ctypes.c_uint64, ctypes.c_int64
+        try:
+            found.fast = Launcher(fn, (ptr, ptr, ptr, ptr, ptr, ctypes.c_int32, i64, i64, i64, i64, i64, scalar,
+                                       scalar))
+            for index, value in enumerate((dyn.m, dyn.n, dyn.k, threshold), start=7):
+                found.fast.set(index, value)
+        except (ImportError, AttributeError):
+            found.fast = None
+        kernel.dynamic = found
+    return found
+
+
+def current_stream(st: DynamicState, stream: Any, torch_args: bool) -> Any:
+    """The stream to launch on: the caller's (a CuPy stream, a torch stream or a raw handle), else torch's current
+    stream for torch tensors (inside torch.cuda.graph that is the capturing stream), else CuPy's."""
+    cp = cupy()
+    if stream is None:
+        if not torch_args:
+            return cp.cuda.get_current_stream()
+        handle = torch_stream()
+    elif isinstance(stream, int):
+        handle = stream
+    elif hasattr(stream, "cuda_stream"):  # torch.cuda.Stream
+        handle = int(stream.cuda_stream)
+    else:
+        return stream
+    found = _STREAMS.get(handle)
+    if found is None:
+        found = _STREAMS[handle] = external_stream(handle)
+    return found
+
+
+class _Handle:
+    """A raw stream handle in the CUDA stream protocol (what CuPy's Stream.from_external takes)."""
+
+    def __init__(self, handle: int):
+        self.handle = handle
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return 0, self.handle
+
+
+def external_stream(handle: int) -> Any:
+    """A CuPy stream object for a stream another library made (torch's)."""
+    cp = cupy()
+    try:
+        return cp.cuda.Stream.from_external(_Handle(handle))
+    except (AttributeError, TypeError):  # a CuPy before the stream protocol
+        return cp.cuda.ExternalStream(handle)
+
+
+def torch_stream() -> int:
+    """The raw handle of torch's current stream on the current device (the quick call where torch has it)."""
+    import torch
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return int(raw(torch.cuda.current_device())) if raw is not None else int(torch.cuda.current_stream().cuda_stream)
+
+
+def _dense(info: ArrayInfo, want: tuple[int, ...]) -> bool:
+    """Strides (elements) as `want` wherever the extent exceeds 1 (torch reports any stride for extents of 1); an
+    empty array holds nothing to misread."""
+    return 0 in info.shape or all(s == w or e <= 1 for s, w, e in zip(info.strides, want, info.shape, strict=True))
+
+
+def _matrix(rows: int, cols: int, layout: Layout) -> tuple[int, int]:
+    return (cols, 1) if layout is Layout.ROW else (1, rows)
+
+
+def _layout_hint(name: str, layout: Layout) -> str:
+    return f"densely packed {layout.value}-major (the schedule's `layout {name} {layout.value}`)"
+
+
+def operand(obj: Any, name: str, dtype: str, device: int, ndim: int, what: str) -> ArrayInfo:
+    """The checked description of one argument: a GPU array of the schedule's dtype, on the current device."""
+    info = describe(obj, name)
+    if info.ndim != ndim:
+        raise GemmcError(f"{name}: expected a {ndim}-D array ({what}), got shape {tuple(info.shape)}")
+    if info.dtype != dtype:
+        raise GemmcError(f"{name}: expected dtype {dtype} (the schedule's dtype), got {info.dtype}")
+    if info.device is not None and info.device != device:
+        raise GemmcError(f"{name}: lives on GPU {info.device}, but the current device is GPU {device}")
+    return info
+
+
+def matrix(obj: Any, name: str, dtype: str, device: int, shape: tuple[int | None, int | None], layout: Layout,
+           what: str) -> ArrayInfo:
+    """A 2-D operand of `shape` (None: any extent) densely packed in `layout`."""
+    info = operand(obj, name, dtype, device, 2, what)
+    rows, cols = info.shape
+    if any(want is not None and got != want for got, want in zip((rows, cols), shape, strict=True)):
+        raise GemmcError(f"{name}: expected shape ({what}), got {tuple(info.shape)}")
+    if not _dense(info, _matrix(rows, cols, layout)):
+        raise GemmcError(f"{name}: expected a {_layout_hint(name, layout)} array, got element strides "
+                         f"{tuple(info.strides)}")
+    return info
+
+
+def stacked(obj: Any, name: str, dtype: str, device: int, groups: int, rows: int, cols: int, layout: Layout,
+            what: str) -> ArrayInfo:
+    """A 3-D operand of `groups` matrices rows x cols, each densely packed in `layout`, one after another. A
+    column-major one may also come as groups x cols x rows in C order (the same memory)."""
+    info = operand(obj, name, dtype, device, 3, what)
+    g, r, c = info.shape
+    size = rows * cols
+    if (g, r, c) == (groups, rows, cols) and _dense(info, (size, *_matrix(rows, cols, layout))):
+        return info
+    if layout is Layout.COL and (g, r, c) == (groups, cols, rows) and _dense(info, (size, rows, 1)):
+        return info
+    if (g, r, c) not in ((groups, rows, cols), (groups, cols, rows)):
+        raise GemmcError(f"{name}: expected shape ({what}), got {tuple(info.shape)}")
+    raise GemmcError(f"{name}: expected {groups} matrices {rows} x {cols}, each {_layout_hint(name, layout)}, got "
+                     f"element strides {tuple(info.strides)}")
+
+
+def ends(obj: Any, device: int, max_groups: int) -> ArrayInfo:
+    """The group ends: a 1-D int32 GPU array of at most max_groups entries."""
+    if obj is None:
+        raise GemmcError("offsets: a grouped kernel needs the cumulative group ends: k(A, B, C, offsets=ends)")
+    info = describe(obj, "offsets")
+    if info.ndim != 1 or info.dtype != "int32":
+        raise GemmcError(f"offsets: expected a 1-D int32 array of cumulative group ends, got {info.dtype} with "
+                         f"shape {tuple(info.shape)}")
+    if info.device is not None and info.device != device:
+        raise GemmcError(f"offsets: lives on GPU {info.device}, but the current device is GPU {device}")
+    if info.shape[0] > max_groups:
+        raise GemmcError(f"offsets: {info.shape[0]} groups, but the schedule allows at most {max_groups}")
+    if info.shape[0] > 1 and info.strides[0] != 1:
+        raise GemmcError(f"offsets: expected a contiguous array, got element stride {info.strides[0]}")
+    return info
+
+
+def grouped_operands(kernel: Executable, A: Any, B: Any, C: Any, offsets: Any, device: int
+                     ) -> tuple[int, int, int, int, int, int]:
+    """Check a grouped call; return (A, B, C, ends) pointers, the group count and the rows."""
+    ir = kernel.ir
+    dyn = ir.dynamic
+    assert dyn is not None
+    dtype = NUMPY_DTYPES[ir.dtype]
+    o = ends(offsets, device, dyn.max_groups)
+    groups = o.shape[0]
+    if dyn.grouping is Grouping.M:
+        n, k = dyn.n, dyn.k
+        a = matrix(A, "A", dtype, device, (None, k), ir.layout_a, f"rows x {k}: the groups' rows stacked")
+        rows = a.shape[0]
+        b = stacked(B, "B", dtype, device, groups, k, n, ir.layout_b, f"{groups} x {k} x {n}: one matrix per group")
+        c = matrix(C, "C", dtype, device, (rows, n), ir.layout_c, f"{rows} x {n}: the rows of A")
+        if (rows // min_tile(kernel) + groups) * -(-n // min_tile(kernel)) > INT32_MAX:
+            raise GemmcError(f"A: {rows} rows give more tiles than the int32 tile numbering holds")
+    else:
+        m, n = dyn.m, dyn.n
+        a = matrix(A, "A", dtype, device, (m, None), ir.layout_a, f"{m} x rows: the groups' reduction side by side")
+        rows = a.shape[1]
+        b = matrix(B, "B", dtype, device, (rows, n), ir.layout_b, f"{rows} x {n}: the reduction rows of A")
+        c = stacked(C, "C", dtype, device, groups, m, n, ir.layout_c, f"{groups} x {m} x {n}: one matrix per group")
+    if rows > dyn.max_rows:
+        raise GemmcError(f"A: {rows} rows, but the schedule allows at most {dyn.max_rows} (`rows` in the schedule)")
+    return a.ptr, b.ptr, c.ptr, o.ptr, groups, rows
+
+
+def min_tile(kernel: Executable) -> int:
+    return min(min(c.variant.bm, c.variant.bn) for c in dynamic_plan(kernel).classes)
+
+
+def check_ends(kernel: Executable, st: DynamicState, ptr: int, groups: int, rows: int, stream: Any) -> None:
+    """validate=True: the ends checked on the device, read back (a synchronisation), a GemmcError naming the first
+    bad group."""
+    cp = cupy()
+    if st.workspace is None:
+        st.workspace = cp.zeros(4, dtype=cp.int32)
+    st.validate((1, 1, 1), (256, 1, 1), (np.uint64(ptr), np.int32(groups), np.int64(rows), st.workspace),
+                stream=stream)
+    bad, why, end, prev = (int(x) for x in st.workspace.get(stream=stream))
+    if bad >= 0:
+        detail = {1: f"{end} is negative", 2: f"{end} is below offsets[{bad - 1}] = {prev}",
+                  3: f"{end} is past the {rows} rows"}[why]
+        raise GemmcError(f"offsets[{bad}] = {detail}: group ends must be cumulative, from 0 to at most the rows "
+                         f"(group {bad} is the first bad one)")
+
+
+def launch_dynamic(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offsets: Any, alpha: float | None,
+                   beta: float | None, stream: Any, validate: bool) -> None:
+    """C = alpha A B + beta C over a batch sized at run time, in one launch (CompiledKernel.__call__ passes its
+    Executable)."""
+    from gemmc.runtime.launch import scalars
+
+    cp = cupy()
+    alpha_, beta_ = scalars(kernel, alpha, beta)
+    st = state(kernel)
+    device = cp.cuda.runtime.getDevice()
+    torch_args = type(As).__module__.split(".")[0] == "torch" or (
+        isinstance(As, (list, tuple)) and len(As) > 0 and type(As[0]).__module__.split(".")[0] == "torch")
+    if dynamic_plan(kernel).grouping is Grouping.LIST:
+        from gemmc.runtime.dynamic_list import launch_list
+
+        if offsets is not None:
+            raise GemmcError("offsets: a `grouped list` kernel takes lists of arrays, not group ends")
+        if validate:
+            raise GemmcError("validate: a `grouped list` kernel checks its lists on the host; there is nothing to "
+                             "validate on the device")
+        launch_list(kernel, st, As, Bs, Cs, alpha_, beta_, current_stream(st, stream, torch_args), device)
+        return
+    pa, pb, pc, po, groups, rows = grouped_operands(kernel, As, Bs, Cs, offsets, device)
+    on = current_stream(st, stream, torch_args)
+    if validate:
+        check_ends(kernel, st, po, groups, rows, on)
+    if groups == 0:
+        return
+    if st.fast is not None:
+        st.fast(st.grid, st.block, st.smem, on, (pa, pb, pc, po, 0, groups, rows), (float(alpha_), float(beta_)))
+        return
+    st.fn((st.grid, 1, 1), (st.block, 1, 1),
+          (np.uint64(pa), np.uint64(pb), np.uint64(pc), np.uint64(po), np.uint64(0), np.int32(groups),
+           np.int64(rows), *st.sizes, alpha_, beta_), shared_mem=st.smem, stream=on)

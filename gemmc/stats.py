@@ -1,0 +1,16 @@
+"""Process-wide counters of the expensive steps, so that a test or a benchmark can show there were none after
+warm-up: `compiles` (kernel modules built: NVRTC, or CuPy's disk cache), `tuning_runs` (first-call timings of a
+plan's alternatives), `plans` (kernels run through the pass pipeline)."""
+
+from __future__ import annotations
+
+_COUNTS = {"compiles": 0, "tuning_runs": 0, "plans": 0}
+
+
+def count(name: str, n: int = 1) -> None:
+    _COUNTS[name] += n
+
+
+def stats() -> dict[str, int]:
+    """A snapshot of the counters since the process started."""
+    return dict(_COUNTS)

@@ -1,0 +1,314 @@
+"""Batches sized at run time on the GPU: random routings (empty groups, one group with everything, sizes 1, primes,
+sizes no tile divides) against float64 with NaN-poisoned outputs, the three forms in f32 and f64, rows outside every
+group left untouched, zero sizes, CUDA-graph replay with new group ends, garbage ends (clamped; validate=True names
+the first bad group; run once under compute-sanitizer memcheck), argument errors, and no compile, plan or tuning
+run after warm-up."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gemmc
+from gemmc.families.dynamic import scheduler
+
+pytestmark = pytest.mark.gpu
+
+# One schedule per kernel source (the fixed sizes are launch arguments: the tests' sizes share these compiles).
+M32 = "kernel moe {{ layout B col  grouped M n {n} k {k} groups 128 }}"
+M64 = "kernel moe64 {{ dtype f64 layout A col, C col alpha runtime beta runtime grouped M n {n} k {k} groups 64 }}"
+K32 = "kernel wgrad {{ layout A col alpha runtime beta runtime grouped K m {m} n {n} groups 64 }}"
+K64 = "kernel wgrad64 {{ dtype f64 layout B col, C col grouped K m {m} n {n} groups 64 }}"
+L32 = "kernel varlen {{ alpha runtime beta runtime grouped list problems 512 }}"
+L64 = "kernel varlen64 {{ dtype f64 layout A col, B col grouped list problems 64 }}"
+SCHEDULES = [s.format(m=8, n=8, k=8) for s in (M32, M64, K32, K64, L32, L64)]
+TOL = {"f32": 2e-5, "f64": 1e-12}
+
+
+def _compile(text: str) -> str:
+    from gemmc.runtime.compile import device_function
+
+    for k in gemmc.compile_string(text):
+        device_function(k.rendered, k.rendered.entry)
+    return text
+
+
+@pytest.fixture(scope="module", autouse=True)
+def compiled():
+    """Every kernel of this file compiled at once, in processes (NVRTC's disk cache then serves the tests)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    with ProcessPoolExecutor(len(SCHEDULES), mp_context=get_context("spawn")) as pool:
+        list(pool.map(_compile, SCHEDULES))
+
+
+def torch():
+    import torch as t
+
+    return t
+
+
+def kernel(schedule: str, **dims: int) -> gemmc.CompiledKernel:
+    return next(iter(gemmc.compile_string(schedule.format(**dims))))
+
+
+def matrix(rows: int, cols: int, layout: str, dtype, fill: float | None = None):
+    """A rows x cols CUDA tensor in `layout` ("r" or "c"), random (or filled)."""
+    t = torch()
+    shape = (rows, cols) if layout == "r" else (cols, rows)
+    x = t.randn(*shape, device="cuda", dtype=dtype) if fill is None else t.full(shape, fill, device="cuda",
+                                                                                  dtype=dtype)
+    return x if layout == "r" else x.t()
+
+
+def stack(groups: int, rows: int, cols: int, layout: str, dtype, fill: float | None = None):
+    t = torch()
+    shape = (groups, rows, cols) if layout == "r" else (groups, cols, rows)
+    x = t.randn(*shape, device="cuda", dtype=dtype) if fill is None else t.full(shape, fill, device="cuda",
+                                                                                  dtype=dtype)
+    return x if layout == "r" else x.transpose(1, 2)
+
+
+def rel(got, ref) -> float:
+    t = torch()
+    assert t.isfinite(got).all(), "an output is NaN/inf: unwritten or wrong"
+    return float(t.linalg.norm(got.double() - ref) / max(float(t.linalg.norm(ref)), 1e-300))
+
+
+ROUTINGS = {
+    "primes": [0, 1, 2, 3, 5, 7, 13, 31, 61, 127, 131, 257, 0, 0, 17],
+    "one": [0, 0, 0, 700, 0],
+    "empty": [0, 0, 0],
+    "ones": [1] * 40,
+    "big": [1000, 3, 515, 64, 129],
+}
+
+
+def ends_of(sizes, t):
+    return t.tensor(np.cumsum(sizes), dtype=t.int32, device="cuda")
+
+
+@pytest.mark.parametrize("routing", list(ROUTINGS))
+@pytest.mark.parametrize("schedule, dtype, layouts, scalars",
+                         [(M32, "f32", "rcr", None), (M64, "f64", "crc", (1.5, -0.5))],
+                         ids=["f32", "f64"])
+def test_grouped_m(schedule, dtype, layouts, scalars, routing):
+    t = torch()
+    n, k, extra = 97, 41, 5  # primes; 5 rows after the last group stay untouched
+    kern = kernel(schedule, n=n, k=k)
+    tdt = t.float32 if dtype == "f32" else t.float64
+    sizes = ROUTINGS[routing]
+    rows = sum(sizes) + extra
+    A = matrix(rows, k, layouts[0], tdt)
+    B = stack(len(sizes), k, n, layouts[1], tdt)
+    C = matrix(rows, n, layouts[2], tdt, fill=float("nan") if scalars is None else None)
+    C[rows - extra:] = 7.0
+    C0 = C.clone()
+    kw = {} if scalars is None else {"alpha": scalars[0], "beta": scalars[1]}
+    kern(A, B, C, offsets=ends_of(sizes, t), **kw)
+    alpha, beta = scalars or (1.0, 0.0)
+    start = 0
+    ref = C0.double().clone()
+    for g, s in enumerate(sizes):
+        ref[start:start + s] = alpha * (A[start:start + s].double() @ B[g].double())
+        if beta:
+            ref[start:start + s] += beta * C0[start:start + s].double()
+        start += s
+    used = rows - extra
+    if used:
+        assert rel(C[:used], ref[:used]) < TOL[dtype]
+    assert t.equal(C[used:], C0[used:]), "rows outside every group were written"
+
+
+@pytest.mark.parametrize("schedule, dtype, layouts, scalars",
+                         [(K32, "f32", "crr", (1.5, -0.5)), (K64, "f64", "rcc", None)],
+                         ids=["f32", "f64"])
+@pytest.mark.parametrize("routing", ["primes", "one", "ones"])
+def test_grouped_k(schedule, dtype, layouts, scalars, routing):
+    t = torch()
+    m, n = 53, 67
+    kern = kernel(schedule, m=m, n=n)
+    tdt = t.float32 if dtype == "f32" else t.float64
+    sizes = ROUTINGS[routing]
+    rows = sum(sizes)
+    A = matrix(m, rows, layouts[0], tdt)
+    B = matrix(rows, n, layouts[1], tdt)
+    C = stack(len(sizes), m, n, layouts[2], tdt, fill=float("nan") if scalars is None else None)
+    C0 = C.clone()
+    kw = {} if scalars is None else {"alpha": scalars[0], "beta": scalars[1]}
+    kern(A, B, C, offsets=ends_of(sizes, t), **kw)
+    alpha, beta = scalars or (1.0, 0.0)
+    start = 0
+    for g, s in enumerate(sizes):
+        ref = alpha * (A[:, start:start + s].double() @ B[start:start + s].double()) + beta * (
+            C0[g].double() if beta else 0)
+        if s == 0 and not beta:
+            assert t.equal(C[g], t.zeros_like(C[g])), "an empty group must give C = beta C = 0"
+        else:
+            assert rel(C[g], ref) < TOL[dtype], f"group {g} ({s} rows)"
+        start += s
+
+
+LIST_SIZES = [(0, 5, 3), (4, 0, 3), (5, 6, 0), (1, 1, 1), (97, 31, 13), (2, 300, 7), (129, 65, 17), (16, 16, 16),
+              (33, 1, 5), (1, 200, 64), (257, 131, 3)]
+
+
+@pytest.mark.parametrize("schedule, dtype, layouts, scalars",
+                         [(L32, "f32", "rrr", (1.5, -0.5)), (L64, "f64", "ccr", None)],
+                         ids=["f32", "f64"])
+@pytest.mark.parametrize("lib", ["torch", "cupy"])
+def test_grouped_list(schedule, dtype, layouts, scalars, lib):
+    t = torch()
+    kern = kernel(schedule)
+    tdt = t.float32 if dtype == "f32" else t.float64
+    rng = np.random.default_rng(3)
+    for trial in range(3):  # new sizes every call
+        sizes = LIST_SIZES if trial == 0 else [tuple(int(x) for x in rng.integers(0, 150, 3)) for _ in range(30)]
+        As = [matrix(m, k, layouts[0], tdt) for m, n, k in sizes]
+        Bs = [matrix(k, n, layouts[1], tdt) for m, n, k in sizes]
+        Cs = [matrix(m, n, layouts[2], tdt, fill=float("nan") if scalars is None else None) for m, n, k in sizes]
+        C0 = [c.clone() for c in Cs]
+        kw = {} if scalars is None else {"alpha": scalars[0], "beta": scalars[1]}
+        if lib == "cupy":
+            import cupy as cp
+
+            kern([cp.from_dlpack(a) for a in As], [cp.from_dlpack(b) for b in Bs], [cp.from_dlpack(c) for c in Cs],
+                 **kw)
+        else:
+            kern(As, Bs, Cs, **kw)
+        t.cuda.synchronize()
+        alpha, beta = scalars or (1.0, 0.0)
+        for i, ((m, n, k), a, b, c, c0) in enumerate(zip(sizes, As, Bs, Cs, C0, strict=True)):
+            if m == 0 or n == 0:
+                continue
+            ref = alpha * (a.double() @ b.double()) + (beta * c0.double() if beta else 0)
+            if k == 0 and not beta:
+                assert t.equal(c, t.zeros_like(c)), f"problem {i}: K = 0 must give C = beta C"
+            else:
+                assert rel(c, ref) < TOL[dtype], f"problem {i} {m}x{n}x{k}"
+
+
+def test_graph_replay_with_new_routing():
+    """A MoE step (routing, gemmc, combine) captured once in a CUDA graph, replayed with new routings."""
+    t = torch()
+    experts, tokens, n, k = 16, 999, 97, 41
+    kern = kernel(M32, n=n, k=k)
+    X = t.randn(tokens, k, device="cuda")
+    W = t.randn(experts, n, k, device="cuda")  # layout B col: each expert's k x n weight, column-major
+    assign = t.randint(0, experts, (tokens,), device="cuda")
+    Y = t.empty(tokens, n, device="cuda")
+    routed = t.empty(tokens, n, device="cuda")
+    ends = t.empty(experts, dtype=t.int32, device="cuda")
+    ones = t.ones(tokens, device="cuda")
+
+    def step():
+        order = t.sort(assign, stable=True).indices
+        counts = t.zeros(experts, device="cuda").scatter_add_(0, assign, ones)
+        ends.copy_(t.cumsum(counts, 0).to(t.int32))
+        kern(X.index_select(0, order), W, routed, offsets=ends)
+        Y.index_copy_(0, order, routed)
+
+    step()  # compile and load outside the capture
+    t.cuda.synchronize()
+    before = gemmc.stats()
+    graph = t.cuda.CUDAGraph()
+    with t.cuda.graph(graph):
+        step()
+    for trial in range(3):
+        assign.copy_(t.randint(0, experts, (tokens,), device="cuda") if trial != 1 else
+                     t.full((tokens,), 3, device="cuda"))  # trial 1: one expert takes every token
+        X.copy_(t.randn(tokens, k, device="cuda"))
+        Y.fill_(float("nan"))
+        graph.replay()
+        t.cuda.synchronize()
+        ref = t.einsum("tk,tnk->tn", X.double(), W.double()[assign])
+        assert rel(Y, ref) < TOL["f32"], f"replay {trial}"
+    assert gemmc.stats() == before
+
+
+def test_garbage_ends_are_clamped_and_validate_names_the_first_bad_group():
+    t = torch()
+    n, k, rows, groups = 33, 17, 300, 20
+    kern = kernel(M32, n=n, k=k)
+    rng = np.random.default_rng(11)
+    A = t.randn(rows, k, device="cuda")
+    B = t.randn(groups, n, k, device="cuda")
+    for trial in range(4):
+        raw = rng.integers(-200, rows + 200, groups).astype(np.int32)
+        if trial == 0:
+            raw[:] = np.iinfo(np.int32).max  # every end past the rows
+        C = t.full((rows, n), 7.0, device="cuda")
+        kern(A, B, C, offsets=t.tensor(raw, device="cuda"))
+        t.cuda.synchronize()
+        starts = scheduler.clamped_starts(raw, rows)
+        ref = t.full((rows, n), 7.0, device="cuda", dtype=t.float64)
+        for g in range(groups):
+            s, e = int(starts[g]), int(starts[g + 1])
+            ref[s:e] = A[s:e].double() @ B[g].double().t()
+        assert rel(C, ref) < TOL["f32"], "clamped groups computed wrongly"
+        bad = int(next(i for i in range(groups) if raw[i] < 0 or raw[i] > rows or raw[i] < (raw[i - 1] if i else 0)))
+        with pytest.raises(gemmc.GemmcError, match=rf"offsets\[{bad}\] = "):
+            kern(A, B, C, offsets=t.tensor(raw, device="cuda"), validate=True)
+    good = t.tensor([0, 10, 10, 300] + [300] * (groups - 4), dtype=t.int32, device="cuda")
+    kern(A, B, t.empty(rows, n, device="cuda"), offsets=good, validate=True)
+
+
+def test_garbage_ends_of_the_reduction_form():
+    t = torch()
+    m, n, rows, groups = 19, 23, 150, 9
+    kern = kernel(K32, m=m, n=n)
+    raw = np.array([40, 10, -5, 149, 500, 120, 150, 2**31 - 1, 0], dtype=np.int32)
+    A, B = matrix(m, rows, "c", t.float32), t.randn(rows, n, device="cuda")
+    C = t.randn(groups, m, n, device="cuda")
+    C0 = C.clone()
+    kern(A, B, C, offsets=t.tensor(raw, device="cuda"), alpha=1.0, beta=0.5)
+    starts = scheduler.clamped_starts(raw, rows)
+    for g in range(groups):
+        s, e = int(starts[g]), int(starts[g + 1])
+        ref = A[:, s:e].double() @ B[s:e].double() + 0.5 * C0[g].double()
+        assert rel(C[g], ref) < TOL["f32"], f"group {g}"
+
+
+def test_arguments_are_checked_before_the_launch():
+    t = torch()
+    kern = kernel(M32, n=16, k=8)
+    A, B, C = t.randn(10, 8, device="cuda"), t.randn(2, 16, 8, device="cuda"), t.empty(10, 16, device="cuda")
+    ends = t.tensor([4, 10], dtype=t.int32, device="cuda")
+    cases = [
+        ((A, B, C), {"offsets": ends.long()}, "offsets: expected a 1-D int32"),
+        ((A, B, C), {}, "offsets: a grouped kernel needs"),
+        ((A, B[:1], C), {"offsets": ends}, r"B: expected shape \(2 x 8 x 16"),
+        ((A, B, C[:9]), {"offsets": ends}, r"C: expected shape \(10 x 16"),
+        ((A.double(), B, C), {"offsets": ends}, "A: expected dtype float32"),
+        ((A.cpu(), B, C), {"offsets": ends}, "A: the tensor is on the CPU"),
+        ((A, B, t.empty(16, 10, device="cuda").t()), {"offsets": ends}, "C: expected a densely packed row-major"),
+        ((A, B.transpose(1, 2).contiguous(), C), {"offsets": ends}, "B: expected 2 matrices 8 x 16"),
+    ]
+    for args, kw, message in cases:
+        with pytest.raises(gemmc.GemmcError, match=message):
+            kern(*args, **kw)
+    lst = kernel(L32)
+    with pytest.raises(gemmc.GemmcError, match=r"Bs\[1\] has 3 rows but As\[1\] has 4 columns"):
+        lst([t.randn(2, 2, device="cuda"), t.randn(2, 4, device="cuda")],
+            [t.randn(2, 2, device="cuda"), t.randn(3, 2, device="cuda")],
+            [t.empty(2, 2, device="cuda"), t.empty(2, 2, device="cuda")], alpha=1.0, beta=0.0)
+
+
+def test_no_compile_plan_or_tuning_after_warm_up():
+    t = torch()
+    moe, lst = kernel(M32, n=64, k=32), kernel(L32)
+    A, B = t.randn(4096, 32, device="cuda"), t.randn(32, 64, 32, device="cuda")
+    C = t.empty(4096, 64, device="cuda")
+    moe(A, B, C, offsets=ends_of([128] * 32, t))
+    lst([t.randn(5, 32, device="cuda")], [t.randn(32, 7, device="cuda")], [t.empty(5, 7, device="cuda")], alpha=1.0,
+        beta=0.0)
+    before = gemmc.stats()
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        moe(A, B, C, offsets=ends_of(rng.multinomial(4096, np.full(32, 1 / 32)), t))
+        sizes = [tuple(int(x) for x in rng.integers(1, 64, 3)) for _ in range(int(rng.integers(1, 50)))]
+        lst([t.randn(m, k, device="cuda") for m, n, k in sizes], [t.randn(k, n, device="cuda") for m, n, k in sizes],
+            [t.empty(m, n, device="cuda") for m, n, k in sizes], alpha=1.0, beta=0.0)
+    t.cuda.synchronize()
+    assert gemmc.stats() == before

@@ -1,0 +1,270 @@
+"""Batches sized at run time (the dynamic family), without a GPU: the language and its errors, the plan, the device
+scheduler against a float64 model of which tile covers which outputs, and the scheduler's device code compiled for the
+CPU against the NumPy model. The generated kernels compile with nvcc and hipcc through examples/moe.gs
+(tests/test_codegen.py), whose golden plans hold `inspect`'s size-class table."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import gemmc
+from gemmc.codegen.env import render
+from gemmc.families.dynamic import codegen, scheduler
+from gemmc.families.dynamic.plan import DynamicPlan
+from gemmc.ir.dynamic import INT32_MAX, DynamicBatch, Grouping
+from tests.conftest import ROOT
+
+GXX = shutil.which("g++")
+
+MOE = """
+kernel moe {
+  layout B col
+  grouped M  n 96  k 40  groups 24
+}
+"""
+
+
+def kernel_of(text: str, name: str | None = None) -> gemmc.CompiledKernel:
+    prog = gemmc.compile_string(text)
+    return prog[name] if name else next(iter(prog))
+
+
+def errors(text: str) -> list[str]:
+    with pytest.raises(gemmc.GemmcError) as info:
+        gemmc.compile_string(text, filename="s.gs")
+    return info.value.render().splitlines()
+
+
+# ---- the language -----------------------------------------------------------------------------------------------
+
+def test_the_three_forms_lower_to_their_declaration():
+    prog = gemmc.compile_string("""
+        kernel up { grouped M n 2048 k 7168 groups 128 rows 65536 }
+        kernel wg { grouped k M 7168 N 2048 groups 128 }
+        kernel vl { grouped list problems 512 }""")
+    assert prog["up"].ir.dynamic == DynamicBatch(Grouping.M, n=2048, k=7168, max_groups=128, max_rows=65536)
+    assert prog["wg"].ir.dynamic == DynamicBatch(Grouping.K, m=7168, n=2048, max_groups=128)
+    assert prog["vl"].ir.dynamic == DynamicBatch(Grouping.LIST, max_groups=512)
+    assert prog["wg"].ir.dynamic.max_rows == INT32_MAX
+    for k in prog:
+        assert k.ir.problems == () and k.ir.family == "dynamic"
+
+
+def test_static_schedules_are_untouched():
+    k = kernel_of("kernel s { gemm 64 x 64 x 64 }")
+    assert k.ir.dynamic is None and k.ir.family == "simt"
+
+
+@pytest.mark.parametrize("stmt, expected", [
+    ("grouped N n 5 k 5 groups 2", ["s.gs:1:20: error[E204]: unknown grouped form 'N'",
+                                    "hint: expected one of M, K, list"]),
+    ("grouped M m 5 n 5 k 5 groups 2",
+     ["s.gs:1:12: error[E202]: M is the grouped dimension: its sizes come with each call"]),
+    ("grouped M n 5 groups 2", ["s.gs:1:12: error[E202]: 'grouped M' needs k"]),
+    ("grouped K m 5 n 5", ["s.gs:1:12: error[E202]: 'grouped K' needs groups"]),
+    ("grouped M n 5 k 5 groups 2 flavor 3", ["s.gs:1:39: error[E204]: unknown key 'flavor' of 'grouped'"]),
+    ("grouped M n 5 k 5 n 6 groups 2", ["s.gs:1:30: error[E200]: 'n' is given twice"]),
+    ("grouped M n 0 k 5 groups 2", ["s.gs:1:24: error[E201]: n must be at least 1, not 0"]),
+    ("grouped M n 5 k 5 groups 3000000000", ["s.gs:1:37: error[E201]: groups must be at most 2147483647 (the "
+                                             "device reads int32 sizes), not 3000000000"]),
+    ("grouped M n 5 k 5 groups 5000", ["s.gs:1:12: error[E201]: a batch sized at run time takes at most 4096 "
+                                       "groups, not 5000"]),
+    ("grouped list", ["s.gs:1:12: error[E202]: 'grouped list' needs a bound on the problems of a call"]),
+    ("grouped list groups 4", ["s.gs:1:25: error[E204]: unknown key 'groups' of 'grouped'"]),
+    ("gemm 8 x 8 x 8 grouped M n 5 k 5 groups 2",
+     ["s.gs:1:27: error[E200]: 'gemm' and 'grouped' both say what kernel 'q' computes"]),
+    ("grouped M n 5 k 5 groups 2 precision tf32",
+     ["s.gs:1:39: error[E900]: a batch sized at run time with precision tf32 (tensor cores) is not supported yet"]),
+    ("grouped M n 5 k 5 groups 2 algorithm simt",
+     ["s.gs:1:39: error[E202]: algorithm simt cannot compute a batch sized at run time"]),
+    ("gemm 8 x 8 x 8 algorithm dynamic",
+     ["s.gs:1:27: error[E202]: algorithm dynamic computes batches sized at run time"]),
+    ("grouped M n 5 k 5 groups 2 batching binary",
+     ["s.gs:1:39: error[E202]: batching binary packs a plan's tiles on the host; the persistent kernel takes its "
+      "tiles on the device"]),
+    ("grouped M n 5 k 5 groups 2 tile 64x64x16 kslices 2",
+     ["s.gs:1:39: error[E900]: kslices and ksplit with a batch sized at run time are not supported yet"]),
+])
+def test_errors_point_at_the_statement(stmt, expected):
+    lines = errors("kernel q { " + stmt + " }")
+    for line in expected:
+        assert line in lines, "\n".join(lines)
+
+
+def test_an_explicit_tile_is_the_only_size_class():
+    k = kernel_of("kernel t { tile 64x64x16 grouped M n 100 k 50 groups 4 }")
+    plan = k.ir.plan
+    assert isinstance(plan, DynamicPlan)
+    assert [(c.variant.bm, c.variant.bn, c.variant.bk) for c in plan.classes] == [(64, 64, 16)]
+
+
+def test_inspect_shows_the_size_classes_and_the_scheduler(tmp_path):
+    path = tmp_path / "m.gs"
+    path.write_text(MOE)
+    out = subprocess.run([str(ROOT / ".venv/bin/gemmc") if (ROOT / ".venv/bin/gemmc").exists() else "gemmc",
+                          "inspect", str(path)], capture_output=True, text=True, check=True).stdout
+    assert "problems: grouped M  n 96  k 40  (up to 24 groups)" in out
+    assert "size classes at n 96 (top cap): rows 1-16 -> 16x32" in out
+    assert "persistent kernel: block 256 threads, grid SMs x" in out
+    assert "tiles derived on the device" in out
+
+
+# ---- the scheduler: NumPy model, float64 reference, coverage ----------------------------------------------------
+
+def routings(seed: int, groups: int, rows: int) -> list[np.ndarray]:
+    """Cumulative ends of random routings: uniform, empty groups, one group with everything, sizes 1 and primes."""
+    rng = np.random.default_rng(seed)
+    uniform = rng.multinomial(rows, np.full(groups, 1.0 / groups))
+    empty = uniform.copy()
+    empty[rng.choice(groups, groups // 2, replace=False)] = 0
+    one = np.zeros(groups, dtype=np.int64)
+    one[rng.integers(groups)] = rows
+    small = rng.choice([0, 1, 2, 3, 5, 7, 13, 17, 31, 61, 127], size=groups)
+    zipf = np.minimum(rng.zipf(1.5, size=groups), rows)
+    return [np.cumsum(s).astype(np.int64) for s in (uniform, empty, one, small, zipf)]
+
+
+def reference_schedule(plan: DynamicPlan, m: np.ndarray, n: np.ndarray, threshold: int) -> tuple[int, list[int]]:
+    """The scheduler's rules in float64, group by group: the cheapest variant under each cap, the TLP per cap, the
+    largest cap whose TLP reaches the threshold."""
+    caps = len(plan.levels)
+    tlp = np.zeros(caps)
+    chosen = np.zeros((caps, len(m)), dtype=np.int64)
+    for g in range(len(m)):
+        for c in range(caps):
+            best, best_cost = 0, None
+            for v, cls in enumerate(plan.classes):
+                if cls.level > c:
+                    continue
+                tiles = np.ceil(m[g] / cls.variant.bm) * np.ceil(n[g] / cls.variant.bn)
+                cost = float(tiles) * float(cls.weight)
+                if best_cost is None or cost <= best_cost:
+                    best, best_cost = v, cost
+            cls = plan.classes[best]
+            chosen[c, g] = best
+            tlp[c] += np.ceil(m[g] / cls.variant.bm) * np.ceil(n[g] / cls.variant.bn) * cls.variant.threads
+    reached = [c for c in range(caps) if tlp[c] >= threshold]
+    cap = max(reached) if reached else 0
+    return cap, chosen[cap].tolist()
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("threshold", [1, 20_000, 10**9])
+def test_the_schedule_matches_a_float64_model_and_covers_every_output_once(seed, threshold):
+    plan = kernel_of(MOE).ir.plan
+    assert isinstance(plan, DynamicPlan)
+    rows, n = 500, 96
+    for ends in routings(seed, 24, rows):
+        starts = scheduler.clamped_starts(ends, rows)
+        m, nn, _ = scheduler.group_sizes(plan, starts, n=n, k=40)
+        sched = scheduler.schedule(plan, m, nn, threshold)
+        assert (sched.cap, sched.variant.tolist()) == reference_schedule(plan, m, nn, threshold)
+        covered = np.zeros((rows, n), dtype=np.int64)
+        bm, bn = scheduler.column(plan, "bm"), scheduler.column(plan, "bn")
+        for g, m0, n0, v in scheduler.tile_table(plan, sched, nn):
+            assert 0 <= m0 < m[g] and 0 <= n0 < n, "a tile starts outside its group"
+            lo, hi = starts[g] + m0, min(starts[g] + m0 + bm[v], starts[g + 1])
+            covered[lo:hi, n0:min(n0 + bn[v], n)] += 1
+        inside = np.zeros(rows, dtype=bool)
+        inside[:starts[-1]] = True
+        assert (covered[inside] == 1).all(), "an output of a group is missed or computed twice"
+        assert (covered[~inside] == 0).all(), "a row outside every group is written"
+
+
+def test_bad_ends_are_clamped_inside_the_rows():
+    ends = np.array([5, 3, -4, 12, 9, 40, 2])
+    starts = scheduler.clamped_starts(ends, 20)
+    assert starts.tolist() == [0, 5, 5, 5, 12, 12, 20, 20]
+    assert (np.diff(starts) >= 0).all() and starts[-1] <= 20
+
+
+def test_small_groups_take_small_tiles_and_large_ones_large_tiles():
+    plan = kernel_of(MOE.replace("n 96", "n 2048")).ir.plan
+    assert isinstance(plan, DynamicPlan)
+    choice, _ = scheduler.choices(plan, np.array([1, 40, 4000]), np.array([2048, 2048, 2048]))
+    tiles = [(plan.classes[v].variant.bm, plan.classes[v].variant.bn) for v in choice[-1]]
+    assert tiles[0] == (16, 32) and tiles[2] == (128, 128)
+    assert tiles[0][0] < tiles[1][0] <= tiles[2][0]
+
+
+def test_the_level_cap_refines_until_the_tlp_reaches_the_threshold():
+    plan = kernel_of(MOE.replace("n 96", "n 512")).ir.plan
+    assert isinstance(plan, DynamicPlan)
+    m, n = np.array([4096] * 8), np.array([512] * 8)
+    top = scheduler.schedule(plan, m, n, threshold=1)
+    assert top.cap == len(plan.levels) - 1
+    finer = scheduler.schedule(plan, m, n, threshold=int(top.tlp[-1]) + 1)
+    assert finer.cap < top.cap and finer.total > top.total
+    assert scheduler.schedule(plan, m, n, threshold=10**12).cap == 0
+
+
+# ---- the device code of the scheduler, compiled for the CPU --------------------------------------------------------
+
+HARNESS = r"""
+#define __host__
+#define __device__
+#include <cstdio>
+#include <vector>
+%s
+// Input: "groups threshold", then "m n" per group. Output: the cap, then each tile as "group m0 n0 variant",
+// computed as every block of the kernel computes them (sequentially here).
+int main() {
+  int groups = 0;
+  long long threshold = 0;
+  if (scanf("%%d %%lld", &groups, &threshold) != 2) return 1;
+  std::vector<long long> m(groups), n(groups);
+  unsigned long long tlp[GEMMC_DYN_LEVELS] = {};
+  for (int g = 0; g < groups; ++g) {
+    if (scanf("%%lld %%lld", &m[g], &n[g]) != 2) return 1;
+    int choice[GEMMC_DYN_LEVELS];
+    long long add[GEMMC_DYN_LEVELS];
+    gemmc_dyn_choices(m[g], n[g], choice, add);
+    for (int c = 0; c < GEMMC_DYN_LEVELS; ++c) tlp[c] += add[c];
+  }
+  const int cap = gemmc_dyn_cap(tlp, threshold);
+  std::vector<int> ends(groups), var(groups);
+  long long total = 0;
+  for (int g = 0; g < groups; ++g) {
+    var[g] = gemmc_dyn_variant(m[g], n[g], cap);
+    total += gemmc_dyn_tiles(m[g], n[g], var[g]);
+    ends[g] = (int)total;
+  }
+  printf("%%d\n", cap);
+  for (long long t = 0; t < total; ++t) {
+    const int g = gemmc_dyn_group(ends.data(), groups, t);
+    long long m0, n0;
+    gemmc_dyn_tile(t - (g ? ends[g - 1] : 0), n[g], var[g], &m0, &n0);
+    printf("%%d %%lld %%lld %%d\n", g, m0, n0, var[g]);
+  }
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(GXX is None, reason="g++ is not installed")
+@pytest.mark.parametrize("text", [MOE, "kernel l { dtype f64 grouped list problems 40 }"], ids=["grouped", "list"])
+def test_the_device_scheduler_agrees_with_the_numpy_model(text, tmp_path):
+    k = kernel_of(text)
+    plan = k.ir.plan
+    assert isinstance(plan, DynamicPlan)
+    source = tmp_path / "harness.cpp"
+    source.write_text(HARNESS % render("dynamic_sched.cuh.j2", codegen.context(k.ir, k.target)))
+    binary = tmp_path / "harness"
+    subprocess.run([GXX, "-std=c++17", "-O1", str(source), "-o", str(binary)], check=True, capture_output=True)
+    rng = np.random.default_rng(7)
+    for trial in range(6):
+        groups = int(rng.integers(1, 40))
+        m = rng.choice([0, 1, 2, 15, 16, 17, 31, 63, 64, 65, 127, 129, 300, 1000], size=groups)
+        n = rng.choice([0, 1, 7, 16, 33, 96, 128, 131, 512], size=groups) if trial % 2 else np.full(groups, 96)
+        threshold = int(rng.choice([1, 5_000, 50_000, 10**9]))
+        text_in = f"{groups} {threshold}\n" + "".join(f"{a} {b}\n" for a, b in zip(m, n, strict=True))
+        run = subprocess.run([str(binary)], input=text_in, capture_output=True, text=True, check=True)
+        out = run.stdout.split("\n")
+        sched = scheduler.schedule(plan, m, n, threshold)
+        assert int(out[0]) == sched.cap
+        device = [tuple(map(int, line.split())) for line in out[1:] if line]
+        assert device == [tuple(row) for row in scheduler.tile_table(plan, sched, n).tolist()]
