@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("codegen", ("gemmc.codegen",)),
     ("runtime", ("gemmc.runtime",)),
     ("api", ("gemmc.api",)),
-    ("top", ("gemmc.cli", "gemmc.__main__")),
+    ("top", ("gemmc.cli", "gemmc.__main__", "gemmc.bench")),
 )
 TOP_PACKAGE = "gemmc"
 RANK = {name: rank for rank, (name, _) in enumerate(LAYERS)}

@@ -8,12 +8,9 @@ call (plain Python calls, synchronised) is reported beside it.
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from collections.abc import Callable
-from datetime import date
-from pathlib import Path
 from typing import Any
 
 CALLS = 100
@@ -104,7 +101,7 @@ def inputs(shapes) -> tuple[list, list, list]:
 
 
 def checked_gemmc_us(kern: Any, As: list, Bs: list, Cs: list, label: str = "") -> tuple[float, float]:
-    """For the A/B experiments (bench/experiments): a gemmc kernel checked first as `gemmc run --check` checks
+    """For the studies in bench/experiments: a gemmc kernel checked first as `gemmc run --check` checks
     (gemmc.runtime.check: fresh random inputs, NaN-poisoned outputs, float64 reference), then its device time per
     call on As, Bs, Cs in microseconds (graph replays, as above). Returns (microseconds, relative error)."""
     from gemmc.runtime.check import check_kernel
@@ -157,26 +154,3 @@ def gpu_name() -> str:
     import torch
 
     return torch.cuda.get_device_name()
-
-
-def write_results(out_dir: str | Path, suite: str, rows: list[dict], extra: dict | None = None) -> Path:
-    name = gpu_name()
-    short = "h100" if "H100" in name else "h200" if "H200" in name else name.split()[-1].lower()
-    path = Path(out_dir) / f"{date.today().isoformat()}_{short}_{suite}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"suite": suite, "gpu": name, "date": date.today().isoformat(),
-               "protocol": f"CUDA events, {CALLS} back-to-back calls per window, median of {WINDOWS} windows, "
-                           "after warm-up; graph replay for baselines and gemmc device time",
-               **(extra or {}), "rows": rows}
-    path.write_text(json.dumps(payload, indent=2))
-    return path
-
-
-def table(rows: list[dict], columns: list[str]) -> str:
-    def fmt(v: Any) -> str:
-        return f"{v:.3g}" if isinstance(v, float) else str(v)
-
-    widths = [max(len(c), *(len(fmt(r.get(c, ""))) for r in rows)) for c in columns]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=False))]
-    lines += ["  ".join(fmt(r.get(c, "")).ljust(w) for c, w in zip(columns, widths, strict=False)) for r in rows]
-    return "\n".join(lines)

@@ -1,22 +1,22 @@
-"""Issue 4 benchmark: FP32 GEMM on tensor cores (paper 001) against cuBLAS SGEMM / TF32 / FP16 and Triton
-`tl.dot` emulations, per input kind. Protocol: bench/timing.py (CUDA events, median of 7 windows; at least 100
+"""FP32 GEMM on tensor cores (paper 001) against cuBLAS SGEMM / TF32 / FP16 and Triton
+`tl.dot` emulations, per input kind. Protocol: gemmc/bench/timing.py (CUDA events, median of 7 windows; at least 100
 calls per window, or fewer at the largest sizes as long as a window lasts >= 100 ms).
 
-    python bench/precision.py [--quick] [--out bench/results/<date>_h100_precision.json]
+    python -m gemmc.bench precision [--quick]      # bench/results/precision/<date>_<gpu>.json
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from functools import partial
-from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import gemmc
+from gemmc.bench import harness
+from gemmc.bench.timing import device_seconds, gemmc_graph, precompile
 
-import gemmc  # noqa: E402
-from bench.timing import device_seconds, gemmc_graph, precompile, write_results  # noqa: E402
+# the columns of its table (and of `gemmc bench report`'s)
+COLUMNS = ("shape", "name", "tflops", "rel_fro_uniform", "rel_fro_normal", "rel_fro_spread", "max_err_normal",
+           "error")
 
 MODES = ["split f16 x3", "split f16 x3 method le", "split f16 x4 method markidis", "split bf16 x3",
          "split bf16 x6", "split tf32 x3", "f16", "bf16", "tf32"]
@@ -67,30 +67,31 @@ def triton_fn(precision: str, cfg: tuple[int, int, int, int, int]):
     return run
 
 
-def main() -> None:
-    import torch
-
-    ap = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> None:
+    ap = harness.parser("precision", __doc__)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--sizes", default="")
-    ap.add_argument("--out", default="", help="results folder (or a .json file)")
+    ap.add_argument("--sizes", default="", help="MxNxK shapes, comma-separated")
+    ap.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
+    ap.add_argument("--tag", default="", help="appended to the results file's name")
     ap.add_argument("--modes", default="", help="comma-separated gemmc modes (default: all)")
     ap.add_argument("--no-triton", action="store_true")
     ap.add_argument("--triton-best", action="store_true",
-                    help="only the Triton configuration that was fastest in run 2 (128x128x32, 8 warps, 3 stages)")
-    args = ap.parse_args()
+                    help="only the fastest Triton configuration on the H100 (128x128x32, 8 warps, 3 stages)")
+    args = ap.parse_args(argv)
+    import torch
+
     shapes = [(n, n, n) for n in (1024, 2048, 4096, 8192)] + [(4096, 4096, 11008), (16, 4096, 4096)]
     if args.quick:
         shapes = [(8192, 8192, 8192)]
     if args.sizes:
-        shapes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
+        shapes = [(int(m), int(n), int(k)) for m, n, k in (s.split("x") for s in args.sizes.split(","))]
     kinds = ["uniform", "normal", "spread"]
     modes = args.modes.split(",") if args.modes else MODES
     precompile([f"kernel k {{ dtype f32 precision {mode} gemm {m} x {n} x {k} }}" for m, n, k in shapes
                 for mode in modes])
     gen = torch.Generator(device="cuda").manual_seed(0)
     rows = []
-    for m, n, k in shapes:
+    for m, n, k in harness.progress(shapes, "precision"):
         flops = 2 * m * n * k
         calls = max(5, min(100, int(2e13 / flops)))
         data = {kind: (inputs(kind, (m, k), gen), inputs(kind, (k, n), gen)) for kind in kinds}
@@ -117,7 +118,7 @@ def main() -> None:
             for cfg in configs:
                 cands[f"triton {prec} {cfg[0]}x{cfg[1]}x{cfg[2]} w{cfg[3]} s{cfg[4]}"] = triton_fn(prec, cfg)
         for name, fn in cands.items():
-            row = {"shape": [m, n, k], "name": name}
+            row: dict[str, Any] = {"shape": [m, n, k], "name": name}
             try:
                 for kind, (a, b) in data.items():
                     c = torch.full((m, n), float("nan"), device="cuda")
@@ -134,15 +135,13 @@ def main() -> None:
                 row["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
             torch.backends.cuda.matmul.allow_tf32 = False
             rows.append(row)
-            print(json.dumps(row), flush=True)
+            result = row.get("error") or f"{row['tflops']:.1f} TFLOP/s, rel. error {row['rel_fro_normal']:.1e}"
+            harness.log(f"{m}x{n}x{k} {name}: {result}")
         del data, refs
         torch.cuda.empty_cache()
-    if args.out:  # a folder, as for the other suites (a .json path is still taken as the file to write)
-        if args.out.endswith(".json"):
-            Path(args.out).write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=1))
-        else:
-            print(f"wrote {write_results(args.out, 'precision', rows)}")
-
+    path = harness.write_results(args.out, "precision", rows, tag=args.tag)
+    harness.table(rows, COLUMNS, "precision")
+    print(f"wrote {path}")
 
 if __name__ == "__main__":
     main()

@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable
 from functools import cache
 
-import timing
+from gemmc.bench import timing
 
 
 def cublas_loop(As, Bs, outs) -> Callable[[], None]:

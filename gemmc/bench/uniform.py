@@ -1,6 +1,6 @@
 """Uniform GEMMs, SIMT family vs cuBLAS (issue: the core). Run on the GPU machine:
 
-    python3 bench/uniform.py --out bench/results
+    python -m gemmc.bench uniform [--quick]        # bench/results/uniform/<date>_<gpu>.json
 
 Cases: one 4096^3 f32 GEMM vs cuBLAS SGEMM (torch.mm, TF32 off); 64 x 512^3 f32 vs torch.bmm in a CUDA graph;
 the Inception set (examples/inception_all.gs) vs cuBLAS in a graph loop (the irregular suite adds grouped GEMM).
@@ -8,16 +8,16 @@ the Inception set (examples/inception_all.gs) vs cuBLAS in a graph loop (the irr
 
 from __future__ import annotations
 
-import argparse
-import sys
-from pathlib import Path
+from collections.abc import Callable
+from functools import partial
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gemmc
+from gemmc.bench import harness, timing
+from gemmc.bench.irregular import EXAMPLES
 
-import timing  # noqa: E402
-
-import gemmc  # noqa: E402
+# the columns of its table (and of `gemmc bench report`'s)
+COLUMNS = ("case", "gemmc_us", "baseline", "baseline_us", "ratio", "gemmc_tflops", "baseline_tflops", "gemmc_err",
+           "gemmc_host_us")
 
 
 def rel_err(out, ref) -> float:
@@ -67,8 +67,7 @@ def case_batched(batch: int, n: int, tile: str) -> dict:
 def case_inception() -> dict:
     import torch
 
-    path = Path(__file__).resolve().parent.parent / "examples" / "inception_all.gs"
-    k = gemmc.compile_file(path)["inception_all"]
+    k = gemmc.compile_file(EXAMPLES / "inception_all.gs")["inception_all"]
     shapes = [(p.m, p.n, p.k) for p in k.ir.problems]
     As = [torch.randn(m, kk, device="cuda") for m, _, kk in shapes]
     Bs = [torch.randn(kk, n, device="cuda") for _, n, kk in shapes]
@@ -90,27 +89,27 @@ def case_inception() -> dict:
             "gemmc_host_us": timing.host_seconds(lambda: k(As, Bs, Cs)) * 1e6}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = harness.parser("uniform", __doc__)
+    parser.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--tag", default="", help="appended to the results file's name")
+    args = parser.parse_args(argv)
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False  # the baseline is exact SGEMM
     torch.backends.cudnn.allow_tf32 = False
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default="bench/results")
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--suffix", default="", help="appended to the suite name of the results file")
-    args = parser.parse_args()
-    rows = [case_single(4096, "")]
+    cases: list[Callable[[], dict]] = [partial(case_single, 4096, "")]
     if not args.quick:
-        rows.append(case_single(4096, "tile 128x128x16 threads 256"))
-        rows.append(case_single(4096, "tile 128x64x8 threads 128"))
-    rows.append(case_batched(64, 512, ""))
+        cases.append(partial(case_single, 4096, "tile 128x128x16 threads 256"))
+        cases.append(partial(case_single, 4096, "tile 128x64x8 threads 128"))
+    cases.append(partial(case_batched, 64, 512, ""))
     if not args.quick:
-        rows.append(case_batched(64, 512, "tile 64x64x8 threads 64"))
-    rows.append(case_inception())
-    path = timing.write_results(args.out, "uniform" + args.suffix, rows)
-    print(timing.table(rows, ["case", "gemmc_us", "baseline", "baseline_us", "ratio", "gemmc_tflops",
-                              "baseline_tflops", "gemmc_err", "gemmc_host_us"]))
+        cases.append(partial(case_batched, 64, 512, "tile 64x64x8 threads 64"))
+    cases.append(case_inception)
+    rows = [case() for case in harness.progress(cases, "uniform")]
+    path = harness.write_results(args.out, "uniform", rows, tag=args.tag)
+    harness.table(rows, COLUMNS, "uniform")
     print(f"wrote {path}")
 
 

@@ -1,7 +1,7 @@
 """Irregular batched GEMM (papers 000, 003): gemmc vs a cuBLAS loop in a graph, zero-padded torch.bmm in a graph
 and cublasSgemmGroupedBatched, all in one process on the same inputs. GPU machine only:
 
-    python3 bench/irregular.py --out bench/results [--quick]
+    python -m gemmc.bench irregular [--quick]      # bench/results/irregular/<date>_<gpu>.json
 
 Cases: the nine Inception modules of paper 000 Table 6 and all of them at once; random batches (fixed seeds) with
 M, N in [16, 128] or [16, 512] and K in [16, 128] or [16, 512], batch 8, 64, 256, 1024. Ablations per case:
@@ -11,29 +11,28 @@ coordinated (paper 003); `tile auto` is what gemmc picks by itself.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 import re
-import sys
+from functools import partial
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+import gemmc
+from gemmc.api import CompiledKernel
+from gemmc.bench import baselines, harness, timing
+from gemmc.families.simt import planner as simt
+from gemmc.families.simt import tiling
+from gemmc.model.tlp import default_threshold
 
-import baselines  # noqa: E402
-import timing  # noqa: E402
-
-import gemmc  # noqa: E402
-from gemmc.api import CompiledKernel  # noqa: E402
-from gemmc.families.simt import planner as simt  # noqa: E402
-from gemmc.families.simt import tiling  # noqa: E402
-from gemmc.model.tlp import default_threshold  # noqa: E402
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"  # the repository's: benchmarks run from a clone
+# the columns of its table (and of `gemmc bench report`'s)
+COLUMNS = ("case", "auto_us", "auto_choice", "uniform_us", "loadbalanced_us", "loadbalanced-oldTLP_us",
+           "coordinated_us", "loop_us", "bmm_us", "grouped_us", "speedup", "vs_loop", "tflops", "planner_us",
+           "gemmc_err")
 
 
 def inception_cases() -> list[tuple[str, list[tuple[int, int, int]]]]:
-    text = (ROOT / "examples" / "inception_all.gs").read_text()
+    text = (EXAMPLES / "inception_all.gs").read_text()
     shapes = [(m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4)))
               for m in re.finditer(r"(i\d)_\d+\s+(\d+) x (\d+) x (\d+)", text)]
     cases = []
@@ -106,9 +105,9 @@ def run_case(name: str, shapes, ablations: tuple[str, ...]) -> dict:
             if tuning is not None:
                 row.update(auto_choice=tuning.chosen_label, model_slowdown=tuning.model_slowdown,
                            tuning_us=tuning.microseconds)
-            row["gemmc_host_us"] = timing.host_seconds(lambda k=k: k(As, Bs, Cs)) * 1e6
+            row["gemmc_host_us"] = timing.host_seconds(partial(k, As, Bs, Cs)) * 1e6
             row["planner_us"] = k.planner_seconds * 1e6  # the pass pipeline on this host (paper 000 Fig. 7)
-        row[f"{label}_us"] = timing.device_seconds(timing.gemmc_graph(lambda k=k: k(As, Bs, Cs))) * 1e6
+        row[f"{label}_us"] = timing.device_seconds(timing.gemmc_graph(partial(k, As, Bs, Cs))) * 1e6
 
     outs = [torch.empty(m, n, device="cuda") for m, n, k in shapes]
     row["loop_us"] = timing.device_seconds(baselines.cublas_loop(As, Bs, outs)) * 1e6
@@ -127,37 +126,34 @@ def run_case(name: str, shapes, ablations: tuple[str, ...]) -> dict:
     return row
 
 
-def main() -> None:
-    import torch
-
-    torch.backends.cuda.matmul.allow_tf32 = False
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default="bench/results")
+def main(argv: list[str] | None = None) -> None:
+    parser = harness.parser("irregular", __doc__)
+    parser.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
     parser.add_argument("--quick", action="store_true", help="fewer random cases")
     parser.add_argument("--no-ablations", action="store_true")
     parser.add_argument("--cases", default="", help="regular expression: run only the cases whose name matches")
     parser.add_argument("--ablations", default="uniform,loadbalanced,coordinated,loadbalanced-oldTLP",
                         help="comma-separated subset of the ablations to time")
-    parser.add_argument("--suffix", default="", help="appended to the suite name of the results file")
-    args = parser.parse_args()
+    parser.add_argument("--tag", default="", help="appended to the results file's name")
+    args = parser.parse_args(argv)
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
     rows = []
     chosen = [(n, s) for n, s in inception_cases() + random_cases(args.quick) if re.search(args.cases, n)]
     ablations = () if args.no_ablations else tuple(args.ablations.split(","))
     timing.precompile([schedule(s, tile) for _, s in chosen
                        for tile in ("auto", *(f"auto({m})" for m in ablations if m != "loadbalanced-oldTLP"))])
-    for name, shapes in chosen:
+    for name, shapes in harness.progress(chosen, "irregular"):
         row = run_case(name, shapes, ablations)
         rows.append(row)
-        print(f"{name:32s} auto {row['auto_us']:9.1f} us ({row['auto_choice']}), best baseline {row['best_baseline']} "
-              f"{min(row['loop_us'], row['bmm_us'], row['grouped_us']):9.1f} us: x{row['speedup']:.2f}, "
-              f"{row['tflops']:.1f} TFLOP/s", flush=True)
+        harness.log(f"{name:32s} auto {row['auto_us']:9.1f} us ({row['auto_choice']}), best baseline "
+                    f"{row['best_baseline']} {min(row['loop_us'], row['bmm_us'], row['grouped_us']):9.1f} us: "
+                    f"x{row['speedup']:.2f}, {row['tflops']:.1f} TFLOP/s")
     geo = math.exp(sum(math.log(r["speedup"]) for r in rows) / len(rows))
     summary = {"geomean_speedup_vs_best": geo, "min_speedup_vs_best": min(r["speedup"] for r in rows)}
-    path = timing.write_results(args.out, "irregular" + args.suffix, rows, {"summary": summary})
-    cols = ["case", "auto_us", "auto_choice", "uniform_us", "loadbalanced_us", "loadbalanced-oldTLP_us",
-            "coordinated_us", "loop_us", "bmm_us", "grouped_us", "speedup", "vs_loop", "tflops", "planner_us",
-            "gemmc_err"]
-    print(timing.table(rows, [c for c in cols if any(c in r for r in rows)]))
+    path = harness.write_results(args.out, "irregular", rows, {"summary": summary}, tag=args.tag)
+    harness.table(rows, COLUMNS, "irregular")
     print(f"geomean speedup vs best baseline {geo:.2f}x, min {summary['min_speedup_vs_best']:.2f}x; wrote {path}")
 
 

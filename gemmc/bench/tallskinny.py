@@ -1,7 +1,7 @@
 """Tall-and-skinny GEMM (paper 002): gemmc's TSM2R / TSM2L vs cuBLAS (torch.mm) and the copy roof, in one process
 on the same inputs. GPU machine only:
 
-    python3 bench/tallskinny.py --out bench/results [--quick] [--layout row]
+    python -m gemmc.bench tallskinny [--quick] [--layout row]   # bench/results/tallskinny/<date>_<gpu>[_<tag>].json
 
 TSM2R: m = k in {8192, 16384, 30720}, n in {1, 2, 4, 8, 16, 32}; TSM2L: m in {1e5, 1e6, 1e7}, k = n in {8, 16};
 f32 and f64; column-major operands (the paper's), or with `--layout row` row-major ones (PyTorch's and NumPy's).
@@ -12,17 +12,12 @@ row-major: each dtype).
 
 from __future__ import annotations
 
-import argparse
-import sys
-from pathlib import Path
+import gemmc
+from gemmc.bench import harness, timing
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-import timing  # noqa: E402
-
-import gemmc  # noqa: E402
+# the columns of its table (and of `gemmc bench report`'s)
+COLUMNS = ("case", "gemmc_us", "gemmc_host_us", "cublas_us", "gemmc_tbs", "cublas_tbs", "roof_tbs", "of_roof",
+           "vs_cublas", "predicted_tbs", "gemmc_err")
 
 
 def calls_for(seconds: float) -> int:
@@ -120,12 +115,9 @@ def crossover(n_values, dtypes, mk: int = 16384) -> list[dict]:
     return rows
 
 
-def main() -> None:
-    import torch
-
-    torch.backends.cuda.matmul.allow_tf32 = False
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default="bench/results")
+def main(argv: list[str] | None = None) -> None:
+    parser = harness.parser("tallskinny", __doc__)
+    parser.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", choices=("tsm2r", "tsm2l"), help="run one family's cases")
     parser.add_argument("--sizes", help="TSM2R m = k values, comma-separated (default 8192,16384,30720)")
@@ -138,16 +130,19 @@ def main() -> None:
     parser.add_argument("--cross-mk", type=int, default=16384, help="the crossover's m = k (default 16384)")
     parser.add_argument("--layout", choices=("col", "row"), default="col",
                         help="every operand's layout (default col, the paper's)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
     global LAYOUT
     LAYOUT = args.layout
     rows = []
-    sizes = (8192, 16384) if args.quick else (8192, 16384, 30720)
+    sizes: tuple[int, ...] = (8192, 16384) if args.quick else (8192, 16384, 30720)
     if args.sizes:
         sizes = tuple(int(s) for s in args.sizes.split(","))
     ns = tuple(int(n) for n in args.ns.split(",")) if args.ns else (1, 2, 4, 8, 16, 32)
     dtypes = tuple(args.dtypes.split(","))
-    cross_n = () if args.no_crossover or args.only == "tsm2l" else (1, 2, 4, 8, 16, 24, 32, 48, 64)
+    cross_n: tuple[int, ...] = () if args.no_crossover or args.only == "tsm2l" else (1, 2, 4, 8, 16, 24, 32, 48, 64)
     cross_n = tuple(int(n) for n in args.cross_ns.split(",")) if args.cross_ns and cross_n else cross_n
     cross_dtypes = ("f32",) if LAYOUT == "col" else dtypes  # column-major: f32, as measured since the first run
     cross_dtypes = tuple(args.cross_dtypes.split(",")) if args.cross_dtypes else cross_dtypes
@@ -159,32 +154,26 @@ def main() -> None:
     texts += [schedule(a, args.cross_mk, n, args.cross_mk, d) for d in cross_dtypes for n in cross_n
               for a in ("tsm2r", "simt")]
     timing.precompile(texts, args.jobs)
+    jobs = []
     for dtype in dtypes:
-        for mk in sizes if args.only != "tsm2l" else ():
-            for n in ns:
-                rows.append(run("tsm2r", mk, n, mk, dtype))
-                torch.cuda.empty_cache()
-                print(rows[-1]["case"], f"{rows[-1]['gemmc_tbs']:.2f} TB/s ({rows[-1]['of_roof']:.0%} of roof), "
-                      f"cuBLAS {rows[-1]['cublas_tbs']:.2f}", flush=True)
-        for m in (10**5, 10**6, 10**7) if args.only != "tsm2r" else ():
-            for kn in (8, 16):
-                rows.append(run("tsm2l", m, kn, kn, dtype))
-                torch.cuda.empty_cache()
-                print(rows[-1]["case"], f"{rows[-1]['gemmc_tbs']:.2f} TB/s ({rows[-1]['of_roof']:.0%} of roof), "
-                      f"cuBLAS {rows[-1]['cublas_tbs']:.2f}", flush=True)
+        jobs += [("tsm2r", mk, n, mk, dtype) for mk in (sizes if args.only != "tsm2l" else ()) for n in ns]
+        jobs += [("tsm2l", m, kn, kn, dtype) for m in ((10**5, 10**6, 10**7) if args.only != "tsm2r" else ())
+                 for kn in (8, 16)]
+    for job in harness.progress(jobs, "tallskinny"):
+        rows.append(run(*job))
+        torch.cuda.empty_cache()
+        harness.log(f"{rows[-1]['case']} {rows[-1]['gemmc_tbs']:.2f} TB/s ({rows[-1]['of_roof']:.0%} of roof), "
+                    f"cuBLAS {rows[-1]['cublas_tbs']:.2f}")
     cross = crossover(cross_n, cross_dtypes, args.cross_mk) if cross_n else []
-    suite = "tallskinny" + (f"-{args.only}" if args.only else "") + (f"-{'_'.join(map(str, sizes))}"
-                                                                      if args.sizes else "")
-    suite += f"-n{'_'.join(map(str, ns))}" if args.ns else ""
-    suite += f"-{'_'.join(dtypes)}" if args.dtypes != "f32,f64" else ""
-    suite += "-rowmajor" if LAYOUT == "row" else ""
-    path = timing.write_results(args.out, suite, rows, {f"crossover_m_k_{args.cross_mk}": cross})
-    print(timing.table(rows, ["case", "gemmc_us", "gemmc_host_us", "cublas_us", "gemmc_tbs", "cublas_tbs", "roof_tbs",
-                              "of_roof", "vs_cublas", "predicted_tbs", "gemmc_err"]))
+    tag = "-".join(([args.only] if args.only else []) + (["_".join(map(str, sizes))] if args.sizes else [])
+                   + ([f"n{'_'.join(map(str, ns))}"] if args.ns else [])
+                   + (["_".join(dtypes)] if args.dtypes != "f32,f64" else [])
+                   + (["rowmajor"] if LAYOUT == "row" else []))
+    path = harness.write_results(args.out, "tallskinny", rows, {f"crossover_m_k_{args.cross_mk}": cross}, tag=tag)
+    harness.table(rows, COLUMNS, "tallskinny")
     if cross:
-        print(timing.table(cross, ["dtype", "m", "n", "tsm2r_us", "simt_us", "faster", "auto_picks"]))
+        harness.table(cross, ["dtype", "m", "n", "tsm2r_us", "simt_us", "faster", "auto_picks"], "TSM2R vs SIMT")
     print(f"wrote {path}")
-
 
 if __name__ == "__main__":
     main()

@@ -1,7 +1,7 @@
 """The concurrency predictor's data and fit (paper 004 §4.2-§4.3), for the GPU it runs on.
 
-    python3 bench/concurrent_train.py measure --out DIR [--budget 150]   # GPU: GO-kernel tuning of the GEMM set
-    python3 bench/concurrent_train.py fit DIR/<date>_<gpu>_concurrent_training.json [--write]
+    python -m gemmc.bench concurrent_train measure [--budget 150]  # GPU: GO-kernel tuning of the GEMM set
+    python -m gemmc.bench concurrent_train fit bench/results/concurrent_train/<date>_<gpu>.json [--write]
 
 `measure` tunes the GO-kernels (gemmc.runtime.concurrent.go_tune: candidates alone on 1, 1/2, 1/4 of the SMs
 through green contexts, then 2, 4, 8, 16 concurrent copies of the finalists) of every GEMM of paper 004's Table 3
@@ -16,24 +16,18 @@ reports accuracy and how close the predicted degree's speedup comes to the best 
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-# bench/concurrent.py would shadow the standard library's `concurrent` package: bench/ leaves the path
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
-sys.path.insert(0, str(ROOT))
-
-from gemmc.concurrent import predictor  # noqa: E402
-from gemmc.concurrent.features import FEATURE_NAMES  # noqa: E402
-from gemmc.concurrent.table3 import gemm_set, schedule  # noqa: E402
-from gemmc.ir.group import DEGREES  # noqa: E402
+from gemmc.bench import harness
+from gemmc.concurrent import predictor
+from gemmc.concurrent.features import FEATURE_NAMES
+from gemmc.concurrent.table3 import gemm_set, schedule
+from gemmc.ir.group import DEGREES
 
 MAX_FLOPS = 2**34  # 17.2 GFLOP: about 0.4 ms alone in f32; 16 copies of larger ones take too long to time here
 MIN_GAIN = 1.05  # a degree must beat sequential by 5% (paper 004 §5.5's oracle rule)
@@ -44,7 +38,8 @@ def interleaved(gemms: list) -> list:
     by_app: dict[str, list] = defaultdict(list)
     for g in gemms:
         by_app[g.app].append(g)
-    out, i = [], 0
+    out: list = []
+    i = 0
     while len(out) < len(gemms):
         for app in by_app:
             if i < len(by_app[app]):
@@ -80,7 +75,7 @@ def precompile(texts: list[str]) -> None:
     with ProcessPoolExecutor(16, mp_context=get_context("spawn")) as pool:
         unique = {(r.source, e): (r, e) for found in pool.map(_candidates, texts, chunksize=2) for r, e in found}
         list(pool.map(_compile, unique.values(), chunksize=4))
-    print(f"compiled {len(unique)} candidate kernels in {time.time() - t0:.0f} s", flush=True)
+    harness.log(f"compiled {len(unique)} candidate kernels in {time.time() - t0:.0f} s")
 
 
 def measure(out: Path, budget: float, limit: int | None, compile_only: bool = False) -> None:
@@ -98,16 +93,16 @@ def measure(out: Path, budget: float, limit: int | None, compile_only: bool = Fa
     rows: list[dict] = []
     stream = cp.cuda.Stream(non_blocking=True)
     start = time.time()
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{time.strftime('%Y-%m-%d')}_{device_name().split()[1].lower()}_concurrent_training.json"
+    path = harness.results_path(out, "concurrent_train", device_name(), time.strftime("%Y-%m-%d"))
+    path.parent.mkdir(parents=True, exist_ok=True)
 
     def save() -> None:  # after every GEMM: a run cut short keeps what it measured
         path.write_text(json.dumps({"gpu": device_name(), "max_flops": MAX_FLOPS, "feature_names": FEATURE_NAMES,
                                     "seconds": time.time() - start, "rows": rows}, indent=1))
 
-    for g, text in zip(gemms, texts, strict=True):
+    for g, text in harness.progress(list(zip(gemms, texts, strict=True)), "concurrent_train"):
         if time.time() - start > budget:
-            print(f"budget of {budget:.0f} s reached after {len(rows)} GEMMs", flush=True)
+            harness.log(f"budget of {budget:.0f} s reached after {len(rows)} GEMMs")
             break
         group = gemmc.compile_string(text)["t"]
         a_shape = (g.m, g.k) if g.layout_a == "row" else (g.k, g.m)
@@ -122,7 +117,7 @@ def measure(out: Path, budget: float, limit: int | None, compile_only: bool = Fa
             with stream:
                 tuning, _ = go_tune(group, 0, A, B, stream)
         except Exception as err:  # noqa: BLE001 - one GEMM's failure is recorded, the rest still measured
-            print(f"{g.app} {g.label()}: FAILED {type(err).__name__}: {err}", flush=True)
+            harness.log(f"{g.app} {g.label()}: FAILED {type(err).__name__}: {err}")
             rows.append({"app": g.app, "name": g.name, "gemm": g.label(), "error": f"{type(err).__name__}: {err}"})
             save()
             continue
@@ -136,8 +131,8 @@ def measure(out: Path, budget: float, limit: int | None, compile_only: bool = Fa
                "labels": list(tuning.labels), "partitions": tuning.partitions}
         rows.append(row)
         save()
-        print(f"{g.app:12s} {g.label():22s} {row['t_alone_us']:9.1f} us  "
-              + "  ".join(f"{d}P {row['speedup'][str(d)]:.2f}" for d in DEGREES[1:]), flush=True)
+        harness.log(f"{g.app:12s} {g.label():22s} {row['t_alone_us']:9.1f} us  "
+                    + "  ".join(f"{d}P {row['speedup'][str(d)]:.2f}" for d in DEGREES[1:]))
     save()
     print(f"wrote {path} ({len(rows)} GEMMs)")
 
@@ -207,18 +202,18 @@ def fit(path: Path, write: bool) -> None:
         print(f"wrote {out}")
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> None:
+    p = harness.parser("concurrent_train", __doc__)
     sub = p.add_subparsers(dest="command", required=True)
-    m = sub.add_parser("measure")
-    m.add_argument("--out", default="bench/results")
+    m = sub.add_parser("measure", help="GPU: the GEMM set's speedups at every degree")
+    m.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
     m.add_argument("--budget", type=float, default=150.0, help="seconds of measuring, compiles aside")
     m.add_argument("--limit", type=int)
     m.add_argument("--compile-only", action="store_true", help="only fill the compile caches")
-    f = sub.add_parser("fit")
+    f = sub.add_parser("fit", help="train and evaluate the predictor on a measured file")
     f.add_argument("data")
-    f.add_argument("--write", action="store_true")
-    args = p.parse_args()
+    f.add_argument("--write", action="store_true", help="store the model in gemmc/concurrent/data/")
+    args = p.parse_args(argv)
     if args.command == "measure":
         measure(Path(args.out), args.budget, args.limit, args.compile_only)
     else:

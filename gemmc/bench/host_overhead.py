@@ -1,7 +1,7 @@
-"""Host time of a plain Python call of a compiled irregular kernel (issue 3), and where it goes (cProfile).
+"""Host time of a plain Python call of a compiled irregular kernel, and where it goes (cProfile).
 
-    python3 bench/host_overhead.py --out bench/results/<date>_devhost_host-overhead_<what> [--profile]
-    python3 bench/host_overhead.py --gpu --out $OUT/<date>_h100_host-overhead      # GPU machine
+    python -m gemmc.bench host_overhead [--profile]   # bench/results/host_overhead/<date>_devhost.{json,txt}
+    python -m gemmc.bench host_overhead --gpu         # GPU machine: bench/results/host_overhead/<date>_<gpu>.*
 
 Without --gpu no device is needed: gemmc.runtime's launch path gets a stand-in `cupy` module (numpy tables, a launch
 that does nothing), and the arrays are stand-ins of the three kinds a call takes, read the way gemmc reads the real
@@ -12,7 +12,7 @@ pointer-table cache, the re-planning path), not NVRTC or a real launch. The wall
 another process held the core (the development host is shared), the CPU time does not: both are written.
 With --gpu the same cases run with real CuPy arrays and torch tensors, synchronising after each window.
 
-Cases: all 34 Inception GEMMs and the 1024-GEMM batch (M, N, K <= 512) of bench/irregular.py, each as compiled
+Cases: all 34 Inception GEMMs and the 1024-GEMM batch (M, N, K <= 512) of the irregular suite, each as compiled
 (the schedule's sizes), as a re-planned call (a kernel compiled for other sizes, plan cache warm: the cost of
 every call after the first), and "reads only": the library getters any check must call, and nothing else. Time
 per call: median of 7 windows of `calls` calls, after one warm-up call.
@@ -20,7 +20,6 @@ per call: median of 7 windows of `calls` calls, after one warm-up call.
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import io
 import json
@@ -28,18 +27,16 @@ import os
 import platform
 import pstats
 import statistics
-import sys
 import time
 import types
 from collections.abc import Callable
-from pathlib import Path
+from datetime import date
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+from gemmc.bench import harness, irregular
 
-import irregular  # noqa: E402
+# the columns of its table (and of `gemmc bench report`'s)
+COLUMNS = ("case", "arrays", "mode", "host_us", "cpu_us", "cpu_us_min", "cpu_us_per_array")
 
 WINDOWS = 7  # the protocol's median of 7; the minimum is written too (this host is shared)
 
@@ -62,7 +59,7 @@ def _address(nbytes: int) -> int:
     return _Next.address
 
 
-def _c_or_f_strides(shape: tuple[int, int], item: int, order: str) -> tuple[int, int]:
+def _c_or_f_strides(shape: tuple[int, ...], item: int, order: str) -> tuple[int, int]:
     return (shape[1] * item, item) if order == "C" else (item, shape[0] * item)
 
 
@@ -168,12 +165,12 @@ def install_fake_cupy() -> None:
     for name in ("int32", "int64", "uint8", "uint64", "float32", "float64", "asarray", "empty"):
         setattr(cp, name, getattr(np, name))
     stream = object()
-    cp.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0, is_hip=False),
-                                    get_current_stream=lambda: stream)
-    cp.ndarray = FakeCupyArray
+    setattr(cp, "cuda", types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0, is_hip=False),  # noqa: B010
+                                              get_current_stream=lambda: stream))
+    setattr(cp, "ndarray", FakeCupyArray)  # noqa: B010
     os.environ.setdefault("GEMMC_TUNE", "0")  # the stand-in cannot time `tile auto`'s alternatives
     launch.cupy = executable.cupy = lambda: cp
-    executable.hardware = lambda device_id=None: TARGETS["sm_90"]
+    setattr(executable, "hardware", lambda device_id=None: TARGETS["sm_90"])  # noqa: B010
     executable.device_function = lambda rendered, entry: _FakeFunction()
 
 
@@ -232,13 +229,14 @@ def per_call(fn: Callable[[], Any], calls: int, sync: Callable[[], Any]) -> tupl
     return statistics.median(wall), cpu
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", required=True, help="path without suffix: writes .json and .txt")
+def main(argv: list[str] | None = None) -> None:
+    parser = harness.parser("host_overhead", __doc__)
+    parser.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
+    parser.add_argument("--tag", default="", help="appended to the results files' names")
     parser.add_argument("--gpu", action="store_true", help="real CuPy arrays and torch tensors on the GPU")
     parser.add_argument("--profile", action="store_true", help="cProfile each case (top functions in the .txt)")
     parser.add_argument("--kinds", default="cupy,torch,cai")
-    opts = parser.parse_args()
+    opts = parser.parse_args(argv)
     if not opts.gpu:
         install_fake_cupy()
     import gemmc
@@ -252,9 +250,9 @@ def main() -> None:
         sync, make = (lambda: None), fake_batch
     cases = dict(irregular.inception_cases() + irregular.random_cases(False))
     wanted = [("inception-all (34)", 34), ("random MN<=512 K<=512 x1024", 1024)]
-    other = gemmc.compile_file(ROOT / "examples" / "inception3.gs")["inception3"]  # planned for other sizes
+    other = gemmc.compile_file(irregular.EXAMPLES / "inception3.gs")["inception3"]  # planned for other sizes
     rows, text = [], io.StringIO()
-    for name, batch in wanted:
+    for name, batch in harness.progress(wanted, "host_overhead"):
         shapes = cases[name]
         compiled = gemmc.compile_string(irregular.schedule(shapes, "auto"))["irregular"]
         calls = max(20, 20000 // batch)
@@ -276,7 +274,7 @@ def main() -> None:
                 line = f"{name:30s} {kind:6s} {mode:10s} wall {row['host_us']:9.1f} us/call, " \
                        f"CPU {row['cpu_us']:9.1f} (min {row['cpu_us_min']:9.1f}) us/call " \
                        f"({row['cpu_us_per_array']:.3f} us per array)"
-                print(line, flush=True)
+                harness.log(line)
                 text.write(line + "\n")
                 if opts.profile:
                     prof = cProfile.Profile()
@@ -288,11 +286,21 @@ def main() -> None:
                     pstats.Stats(prof, stream=stream).sort_stats("tottime").print_stats(14)
                     stats = stream.getvalue()
                     text.write(stats[stats.index("   ncalls"):] + "\n")
-    out = Path(opts.out)
-    meta = {"suite": "host-overhead", "gpu": opts.gpu, "host": platform.processor() or platform.machine(),
+    if opts.gpu:
+        from gemmc.runtime.device import device_name
+
+        gpu = device_name()
+    else:
+        gpu = "devhost"
+    out = harness.results_path(opts.out, "host_overhead", gpu, date.today().isoformat(), opts.tag)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"suite": "host_overhead", "gpu": gpu, "host": platform.processor() or platform.machine(),
             "python": platform.python_version(), "windows": WINDOWS, "rows": rows}
     out.with_suffix(".json").write_text(json.dumps(meta, indent=1) + "\n")
     out.with_suffix(".txt").write_text(text.getvalue())
+    harness.table(rows, COLUMNS,
+                  "host_overhead")
+    print(f"wrote {out.with_suffix('.json')}")
 
 
 if __name__ == "__main__":

@@ -8,25 +8,21 @@ Per case, on the same inputs in one process, each captured in a CUDA graph and t
 - the oracle: the fastest of gemmc's modes, to show how close `auto` gets.
 Every gemmc mode is first checked against cuBLAS on the same inputs (NaN-poisoned outputs).
 
-    python3 bench/concurrent.py --out DIR [--quick]
+    python -m gemmc.bench concurrent [--quick]     # bench/results/concurrent/<date>_<gpu>.json
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
-from pathlib import Path
+from functools import partial
+from typing import Any
 
-HERE = Path(__file__).resolve().parent
-# This file's name is the standard library's `concurrent` package's: bench/ goes last on the path, so that
-# `concurrent.futures` stays the library's and `timing` is still found.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(HERE)]
-sys.path.insert(0, str(HERE.parent))
+from gemmc.bench import harness, timing
+from gemmc.concurrent.table3 import Gemm, rnn_gemms, transformer_gemms
 
-import timing  # noqa: E402
-
-from gemmc.concurrent.table3 import Gemm, rnn_gemms, transformer_gemms  # noqa: E402
+# the columns of its table (and of `gemmc bench report`'s)
+COLUMNS = ("suite", "case", "auto", "oracle", "speedup_auto_vs_cublas_seq", "speedup_auto_vs_cublas_streams",
+           "auto_vs_oracle", "error")
 
 PEAK_F32 = 67e12  # H100 SXM FP32 on CUDA cores (nominal; gemmc/ir/hardware.py)
 
@@ -113,7 +109,7 @@ def precompile(texts: list[str]) -> None:
     with ProcessPoolExecutor(16, mp_context=get_context("spawn")) as pool:
         unique = {(r.source, entry): (r, entry) for found in pool.map(group_kernels, texts) for r, entry in found}
         list(pool.map(compile_one, unique.values(), chunksize=4))
-    print(f"compiled {len(unique)} kernels in {time.time() - t0:.0f} s", flush=True)
+    harness.log(f"compiled {len(unique)} kernels in {time.time() - t0:.0f} s")
 
 
 def operands(gemms: list[Gemm]):
@@ -179,8 +175,8 @@ def run_case(suite: str, name: str, gemms: list[Gemm]) -> dict:
     us["cublas_seq"] = timing.device_seconds(timing.torch_graph(
         lambda: [__import__("torch").mm(a, b, out=c) for a, b, c in zip(As, Bs, Cs, strict=True)])) * 1e6
     us["cublas_streams"] = timing.device_seconds(cublas_streams(As, Bs, Cs, min(n, 16))) * 1e6
-    modes: dict[str, object] = {"sequential": group.with_mode("sequential"),
-                                "isolated_streams": group.with_mode("streams", min(n, 16), kernels="isolated")}
+    modes: dict[str, Any] = {"sequential": group.with_mode("sequential"),
+                             "isolated_streams": group.with_mode("streams", min(n, 16), kernels="isolated")}
     for d in (2, 4, 8, 16):
         if d <= n:
             modes[f"go_streams_{d}"] = group.with_mode("streams", d)
@@ -188,8 +184,8 @@ def run_case(suite: str, name: str, gemms: list[Gemm]) -> dict:
         modes["fused"] = group.with_mode("fused")
     errors = {}
     for label, g in modes.items():
-        errors[label] = check(lambda g=g: g(As, Bs, Cs), As, Bs, Cs, f"{name} {label}")
-        us[label] = timing.device_seconds(timing.gemmc_graph(lambda g=g: g(As, Bs, Cs))) * 1e6
+        errors[label] = check(partial(g, As, Bs, Cs), As, Bs, Cs, f"{name} {label}")
+        us[label] = timing.device_seconds(timing.gemmc_graph(partial(g, As, Bs, Cs))) * 1e6
     auto_label = {"sequential": "sequential", "fused": "fused"}.get(group.mode.value, f"go_streams_{group.degree}")
     if auto_label not in us:  # streams at a degree that is not a tuned one: time it as it runs
         us[auto_label] = timing.device_seconds(timing.gemmc_graph(lambda: group(As, Bs, Cs))) * 1e6
@@ -232,23 +228,25 @@ def summarise(rows: list[dict], seconds: float) -> dict:
     }
 
 
-def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--out", default="bench/results")
+def main(argv: list[str] | None = None) -> None:
+    p = harness.parser("concurrent", __doc__)
+    p.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
+    p.add_argument("--tag", default="", help="appended to the results file's name")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--only", help="only cases whose name contains this")
     p.add_argument("--budget", type=float, default=1e9, help="start no case after this many seconds of cases")
-    p.add_argument("--precompile-only", action="store_true")
-    args = p.parse_args()
+    p.add_argument("--precompile-only", action="store_true", help="only fill the compile caches")
+    args = p.parse_args(argv)
     todo = [c for c in cases(args.quick) if not args.only or args.only in c[1]]
     precompile([schedule(g) for _, _, g in todo])
     if args.precompile_only:
         return
     rows: list[dict] = []
     start = time.time()
-    for suite, name, gemms in todo:
+    path = None
+    for suite, name, gemms in harness.progress(todo, "concurrent"):
         if time.time() - start > args.budget:
-            print(f"budget of {args.budget:.0f} s reached: {len(todo) - len(rows)} case(s) not run", flush=True)
+            harness.log(f"budget of {args.budget:.0f} s reached: {len(todo) - len(rows)} case(s) not run")
             break
         t0 = time.time()
         try:
@@ -257,12 +255,16 @@ def main() -> None:
             rows.append({"suite": suite, "case": name, "error": f"{type(err).__name__}: {err}"})
         r = rows[-1]
         if "us" in r:
-            print(f"{name:40s} auto {r['auto']:12s} {r['us']['auto']:9.1f} us  x{r['speedup_auto_vs_cublas_seq']:.2f} "
-                  f"seq cuBLAS, x{r['speedup_auto_vs_cublas_streams']:.2f} streams cuBLAS, oracle {r['oracle']} "
-                  f"({r['auto_vs_oracle']:.2f}), {time.time() - t0:.0f} s", flush=True)
+            harness.log(f"{name:40s} auto {r['auto']:12s} {r['us']['auto']:9.1f} us  "
+                        f"x{r['speedup_auto_vs_cublas_seq']:.2f} seq cuBLAS, "
+                        f"x{r['speedup_auto_vs_cublas_streams']:.2f} streams cuBLAS, oracle {r['oracle']} "
+                        f"({r['auto_vs_oracle']:.2f}), {time.time() - t0:.0f} s")
         else:
-            print(f"{name:40s} FAILED {r['error']}", flush=True)
-        path = timing.write_results(args.out, "concurrent", rows, {"summary": summarise(rows, time.time() - start)})
+            harness.log(f"{name:40s} FAILED {r['error']}")
+        # after every case: a run cut short keeps what it measured
+        path = harness.write_results(args.out, "concurrent", rows, {"summary": summarise(rows, time.time() - start)},
+                                     tag=args.tag)
+    harness.table(rows, COLUMNS, "concurrent")
     print(summarise(rows, time.time() - start))
     print(f"wrote {path}")
 

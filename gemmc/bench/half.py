@@ -1,24 +1,24 @@
-"""Issue 25 benchmark: bf16/f16 storage GEMM on the hopper family against cuBLAS (torch.mm in a CUDA graph), side by
+"""bf16/f16 storage GEMM on the hopper family against cuBLAS (torch.mm in a CUDA graph), side by
 side in one process on the same inputs. Square 1024..16384 (bf16, f16), LLM shapes (bf16: M 4096 and 16384 by the
 N, K of a transformer layer), each also with the other cluster size, and other raster bands at 8192^3. Protocol:
-bench/timing.py (CUDA events, median of 7 windows of 100 back-to-back calls, fewer calls where a window would pass
+gemmc/bench/timing.py (CUDA events, median of 7 windows of 100 back-to-back calls, fewer calls where a window would pass
 200 ms; gemmc replayed from a CUDA graph as cuBLAS is, and its host-inclusive time per plain call beside it).
 
-    python bench/half.py [--quick] [--out DIR]      # DIR/<date>_<gpu>_half.json
-    python bench/half.py --profile 8192              # one gemmc and one cuBLAS call between cudaProfilerStart/Stop
+    python -m gemmc.bench half [--quick]            # bench/results/half/<date>_<gpu>.json
+    python -m gemmc.bench half --profile 8192             # one gemmc and one cuBLAS call between cudaProfilerStart/Stop
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import gemmc
+from gemmc.bench import harness
+from gemmc.bench.timing import device_seconds, gemmc_graph, host_seconds, precompile, torch_graph
 
-import gemmc  # noqa: E402
-from bench.timing import device_seconds, gemmc_graph, host_seconds, precompile, table, torch_graph, write_results  # noqa: E402
+# the columns of its table (and of `gemmc bench report`'s)
+COLUMNS = ("suite", "dtype", "m", "n", "k", "variant", "gemmc_tflops", "cublas_tflops", "ratio", "gemmc_host_us",
+           "gemmc_err")
 
 SQUARE = (1024, 2048, 4096, 8192, 16384)
 LLM = [(m, n, k) for m in (4096, 16384) for n, k in ((4096, 4096), (14336, 4096), (4096, 14336), (8192, 8192))]
@@ -111,20 +111,21 @@ def profile(size: int) -> None:
     torch.cuda.cudart().cudaProfilerStop()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> None:
+    parser = harness.parser("half", __doc__)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", default="bench/results")
-    parser.add_argument("--profile", type=int, default=0)
-    parser.add_argument("--no-variants", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
+    parser.add_argument("--tag", default="", help="appended to the results file's name")
+    parser.add_argument("--profile", type=int, default=0, help="size: one call each between cudaProfilerStart/Stop")
+    parser.add_argument("--no-variants", action="store_true", help="skip the raster-band variants at 8192^3")
+    args = parser.parse_args(argv)
     if args.profile:
         profile(args.profile)
         return
     todo = cases(args.quick)
     precompile(sorted({schedule(dt, m, n, k) for _, dt, m, n, k in todo}))
-    rows = []
-    for suite, dtype, m, n, k in todo:
+    rows: list[dict] = []
+    for suite, dtype, m, n, k in harness.progress(todo, "half"):
         kernel = gemmc.compile_string(schedule(dtype, m, n, k))["k"]
         a, b, c, c_ref = operands(dtype, m, n, k, seed=len(rows))
         todo_here = [("", kernel), *other_cluster(kernel)]
@@ -137,16 +138,15 @@ def main() -> None:
                 row.update(measure(kern, a, b, c, c_ref, 2.0 * m * n * k))
             except Exception as err:  # noqa: BLE001 - one broken case must not hide the others' numbers
                 row["failed"] = f"{type(err).__name__}: {err}"[:500]
-                print(f"{suite:6} {dtype:4} {m:5}x{n:5}x{k:5} {label}: FAILED {row['failed']}", flush=True)
+                harness.log(f"{suite:6} {dtype:4} {m:5}x{n:5}x{k:5} {label}: FAILED {row['failed']}")
                 rows.append(row)
                 continue
             rows.append(row)
-            print(f"{row['suite']:7} {dtype:4} {m:5}x{n:5}x{k:5} {label:16} gemmc {row['gemmc_tflops']:6.1f}  cuBLAS "
-                  f"{row['cublas_tflops']:6.1f} TFLOP/s  ratio {row['ratio']:.3f}  err {row['gemmc_err']:.2e}",
-                  flush=True)
-    path = write_results(args.out, "half", rows)
-    print(table(rows, ["suite", "dtype", "m", "n", "k", "variant", "gemmc_tflops", "cublas_tflops", "ratio",
-                       "gemmc_host_us", "gemmc_err"]))
+            harness.log(f"{row['suite']:7} {dtype:4} {m:5}x{n:5}x{k:5} {label:16} "
+                        f"gemmc {row['gemmc_tflops']:6.1f}  cuBLAS {row['cublas_tflops']:6.1f} TFLOP/s  "
+                        f"ratio {row['ratio']:.3f}  err {row['gemmc_err']:.2e}")
+    path = harness.write_results(args.out, "half", rows, tag=args.tag)
+    harness.table(rows, COLUMNS, "half")
     print(f"wrote {path}")
 
 
