@@ -1,4 +1,4 @@
-"""The `gemmc` command: compile, inspect, run."""
+"""The `gemmc` command: compile, inspect, run, bench."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from gemmc.api import compile_file, front_end
+from gemmc.api import CompiledProgram, compile_file, compile_string, front_end
 from gemmc.concurrent.plan import plan_groups
 from gemmc.errors import GemmcError
 from gemmc.ir.printer import format_program
@@ -18,39 +18,61 @@ EXIT_USER = 1
 EXIT_INTERNAL = 70  # EX_SOFTWARE
 
 
+STDIN = "-"  # the schedule argument that reads standard input
+SOURCE_SUFFIXES = (".cu", ".hip")  # `-o` names a file, not a folder, when it ends with one of these
+
+
+def read_schedule(name: str) -> tuple[str, str]:
+    """The schedule's text and the file name its errors cite; `-` is standard input."""
+    if name == STDIN:
+        return sys.stdin.read(), "<stdin>"
+    try:
+        return Path(name).read_text(), name
+    except OSError as err:
+        raise GemmcError(f"cannot read {name}: {err.strerror}") from None
+
+
+def load(name: str, target: str | None) -> CompiledProgram:
+    if name == STDIN:
+        return compile_string(sys.stdin.read(), filename="<stdin>", target=target)
+    return compile_file(name, target=target)
+
+
 def cmd_compile(args: argparse.Namespace) -> int:
-    prog = compile_file(args.schedule, target=args.target)
+    prog = load(args.schedule, args.target)
+    wanted = set(args.kernel or ())
+    # (name, source, header, its extension, what the line after `wrote` says) per kernel and group to write
+    outputs = [(k.name, k.rendered.standalone, k.rendered.header, k.rendered.extension,
+                f"{k.rendered.launcher}() runs {k.ir.batch_size} GEMM(s) with the {k.ir.family or '?'} family; "
+                f"build it with {' '.join(k.rendered.build_flags)}") for k in prog if not wanted or k.name in wanted]
+    outputs += [(g.name, g.rendered.source, g.rendered.header, g.rendered.extension,
+                 f"{g.rendered.launcher}() runs group {g.name}'s {len(g.members)} GEMM(s) ({g.mode.value}); "
+                 f"build it with {' '.join(g.rendered.build_flags)}")
+                for g in prog.groups if not wanted or g.name in wanted]
     out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    for kernel in prog:
-        if args.kernel and kernel.name not in args.kernel:
-            continue
-        r = kernel.rendered
-        src = out / f"{kernel.name}.{r.extension}"
-        src.write_text(r.standalone)
-        (out / f"{kernel.name}.h").write_text(r.header)
-        print(f"wrote {src} and {out / (kernel.name + '.h')}: {r.launcher}() runs {kernel.ir.batch_size} "
-              f"GEMM(s) with the {kernel.ir.family or '?'} family; "
-              f"build it with {' '.join(r.build_flags)}")
-    for group in prog.groups:
-        if args.kernel and group.name not in args.kernel:
-            continue
-        g = group.rendered
-        src = out / f"{g.name}.{g.extension}"
-        src.write_text(g.source)
-        (out / f"{g.name}.h").write_text(g.header)
-        print(f"wrote {src} and {out / (g.name + '.h')}: {g.launcher}() runs group {g.name}'s "
-              f"{len(group.members)} GEMM(s) ({group.mode.value}); build it with {' '.join(g.build_flags)}")
+    if out.suffix in SOURCE_SUFFIXES:  # one file (and its header beside it)
+        if len(outputs) != 1:
+            names = ", ".join(o[0] for o in outputs) or "none"
+            raise GemmcError(f"-o {out} names one file, but {len(outputs)} kernels would be written ({names}): "
+                             "pick one with --kernel, or give a folder")
+        if out.suffix != f".{outputs[0][3]}":
+            language = {"cu": "CUDA", "hip": "HIP"}[outputs[0][3]]
+            raise GemmcError(f"-o {out}: kernel '{outputs[0][0]}' is {language} source; "
+                             f"name the file {out.with_suffix('.' + outputs[0][3]).name}")
+        files = [(out, out.with_suffix(".h"))]
+    else:
+        files = [(out / f"{name}.{ext}", out / f"{name}.h") for name, _, _, ext, _ in outputs]
+    for (src, header), (_, source, declarations, _, what) in zip(files, outputs, strict=True):
+        src.parent.mkdir(parents=True, exist_ok=True)
+        src.write_text(source)
+        header.write_text(declarations)
+        print(f"wrote {src} and {header}: {what}")
     return 0
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    path = Path(args.schedule)
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise GemmcError(f"cannot read {path}: {err.strerror}") from None
-    program = front_end(text, filename=str(path), target=args.target)
+    text, filename = read_schedule(args.schedule)
+    program = front_end(text, filename=filename, target=args.target)
     afters = PASS_NAMES if args.after == "all" else (args.after,)
     for name in afters:
         if len(afters) > 1:
@@ -62,7 +84,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print(format_program(planned), end="")
         print("planner time: " + ", ".join(f"{k} {s * 1e3:.2f} ms" for k, s in seconds.items()) + "\n")
     if args.source:
-        for kernel in compile_file(path, target=args.target):
+        for kernel in compile_string(text, filename=filename, target=args.target):
             print(kernel.source)
     return 0
 
@@ -70,7 +92,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from gemmc.runtime.check import check_kernel  # needs CuPy and a GPU
 
-    prog = compile_file(args.schedule, target=args.target)
+    prog = load(args.schedule, args.target)
     failed = False
     for kernel in prog:
         if args.kernel and kernel.name not in args.kernel:
@@ -93,21 +115,29 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_bench(argv: list[str]) -> int:
+    from gemmc.bench.__main__ import main as bench  # the suites import torch and rich when they run
+
+    bench(argv, prog="gemmc bench")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gemmc", description="Compile GEMM schedules (.gs) into CUDA/HIP kernels.")
     p.add_argument("--version", action="version", version=f"gemmc {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("compile", help="write <kernel>.cu/.hip and <kernel>.h for every kernel and group")
-    c.add_argument("schedule")
-    c.add_argument("-o", "--output", default="out", help="output folder (default: out)")
+    c.add_argument("schedule", help="a .gs file, or - for standard input")
+    c.add_argument("-o", "--output", default="out",
+                   help="output folder (default: out), or a .cu/.hip file (and its .h beside it) for one kernel")
     c.add_argument("--target", help="cuda | hip | sm_80 | sm_86 | sm_89 | sm_90 | gfx908 | gfx90a | gfx942 "
                                     "(default: the file's `target`, else sm_90)")
     c.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
     c.set_defaults(fn=cmd_compile)
 
     i = sub.add_parser("inspect", help="print the IR after a pass and what the passes decided")
-    i.add_argument("schedule")
+    i.add_argument("schedule", help="a .gs file, or - for standard input")
     i.add_argument("--after", default=PASS_NAMES[-1], choices=(*PASS_NAMES, "all"),
                    help="print the program after this pass (default: the last), or after each")
     i.add_argument("--target")
@@ -115,7 +145,7 @@ def parser() -> argparse.ArgumentParser:
     i.set_defaults(fn=cmd_inspect)
 
     r = sub.add_parser("run", help="(GPU) run every kernel on random inputs, compare with float64, time it")
-    r.add_argument("schedule")
+    r.add_argument("schedule", help="a .gs file, or - for standard input")
     r.add_argument("--check", action="store_true", help="exit 1 when an error exceeds --tolerance")
     r.add_argument("--tolerance", type=float, default=1e-5)
     r.add_argument("--seed", type=int, default=0)
@@ -123,10 +153,17 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--target")
     r.add_argument("--kernel", action="append")
     r.set_defaults(fn=cmd_run)
+
+    # listed here for --help; main() hands everything after `bench` to gemmc.bench, which parses it
+    sub.add_parser("bench", help="(GPU) run a benchmark suite, or `report` the docs' tables and plots: gemmc bench "
+                                 "--help lists them", add_help=False)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:
+        return cmd_bench(argv[1:])
     args = parser().parse_args(argv)
     try:
         return args.fn(args)
