@@ -185,17 +185,20 @@ def front_end(text: str, *, filename: str = "<string>", target: str | None = Non
     return lower(parse(text, filename), algorithms=NAMES, filename=filename, source=text, target=target)
 
 
-def compile_string(text: str, *, filename: str = "<string>", target: str | None = None) -> CompiledProgram:
-    """Parse, check and plan every kernel of a schedule. Raises GemmcError on a bad schedule. No GPU needed."""
+def compile_string(text: str, *, filename: str = "<string>", target: str | None = None,
+                   verify: bool = False) -> CompiledProgram:
+    """Parse, check and plan every kernel of a schedule. Raises GemmcError on a bad schedule. No GPU needed.
+    `verify` checks the IR's invariants after every pass (gemmc/passes/verify.py; InternalError: a gemmc bug)."""
     seconds: dict[str, float] = {}
-    program = run_pipeline(front_end(text, filename=filename, target=target), source=text, timings=seconds)
+    program = run_pipeline(front_end(text, filename=filename, target=target), source=text, timings=seconds,
+                           verify=verify)
     return CompiledProgram(plan_groups(program), text, seconds)
 
 
-def compile_file(path: str | Path, *, target: str | None = None) -> CompiledProgram:
+def compile_file(path: str | Path, *, target: str | None = None, verify: bool = False) -> CompiledProgram:
     path = Path(path)
     try:
         text = path.read_text()
     except OSError as err:
         raise GemmcError(f"cannot read {path}: {err.strerror}") from None
-    return compile_string(text, filename=str(path), target=target)
+    return compile_string(text, filename=str(path), target=target, verify=verify)

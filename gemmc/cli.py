@@ -10,12 +10,14 @@ from pathlib import Path
 from gemmc.api import CompiledProgram, compile_file, compile_string, front_end
 from gemmc.concurrent.plan import plan_groups
 from gemmc.errors import GemmcError
+from gemmc.ir.nodes import Program
 from gemmc.ir.printer import format_program
 from gemmc.passes import PASS_NAMES, run_pipeline
 from gemmc.version import __version__
 
 EXIT_USER = 1
 EXIT_INTERNAL = 70  # EX_SOFTWARE
+VERIFY_HELP = "check the IR's invariants after every pass (a broken one is a gemmc bug: exit 70)"
 
 
 STDIN = "-"  # the schedule argument that reads standard input
@@ -32,14 +34,14 @@ def read_schedule(name: str) -> tuple[str, str]:
         raise GemmcError(f"cannot read {name}: {err.strerror}") from None
 
 
-def load(name: str, target: str | None) -> CompiledProgram:
+def load(name: str, target: str | None, verify: bool = False) -> CompiledProgram:
     if name == STDIN:
-        return compile_string(sys.stdin.read(), filename="<stdin>", target=target)
-    return compile_file(name, target=target)
+        return compile_string(sys.stdin.read(), filename="<stdin>", target=target, verify=verify)
+    return compile_file(name, target=target, verify=verify)
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    prog = load(args.schedule, args.target)
+    prog = load(args.schedule, args.target, verify=args.verify)
     wanted = set(args.kernel or ())
     # (name, source, header, its extension, what the line after `wrote` says) per kernel and group to write
     outputs = [(k.name, k.rendered.standalone, k.rendered.header, k.rendered.extension,
@@ -73,20 +75,34 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def cmd_inspect(args: argparse.Namespace) -> int:
     text, filename = read_schedule(args.schedule)
     program = front_end(text, filename=filename, target=args.target)
-    afters = PASS_NAMES if args.after == "all" else (args.after,)
-    for name in afters:
-        if len(afters) > 1:
+    seconds: dict[str, float] = {}
+    if args.after == "all":  # one run, the program printed after each pass
+
+        def show(name: str, after: Program) -> None:
             print(f"=== after {name} ===")
-        seconds: dict[str, float] = {}
-        planned = run_pipeline(program, source=text, stop_after=name, timings=seconds)
-        if name == PASS_NAMES[-1]:  # groups are planned from their members' final plans
+            if name == PASS_NAMES[-1]:  # groups are planned from their members' final plans
+                after = plan_groups(after)
+            print(format_program(after), end="")
+
+        run_pipeline(program, source=text, timings=seconds, observe=show, verify=args.verify)
+    else:
+        planned = run_pipeline(program, source=text, stop_after=args.after, timings=seconds, verify=args.verify)
+        if args.after == PASS_NAMES[-1]:
             planned = plan_groups(planned)
         print(format_program(planned), end="")
-        print("planner time: " + ", ".join(f"{k} {s * 1e3:.2f} ms" for k, s in seconds.items()) + "\n")
+    print("planner time: " + ", ".join(f"{k} {s * 1e3:.2f} ms" for k, s in seconds.items()) + "\n")
     if args.source:
-        for kernel in compile_string(text, filename=filename, target=args.target):
+        for kernel in compile_string(text, filename=filename, target=args.target, verify=args.verify):
             print(kernel.source)
     return 0
+
+
+def pass_name(text: str) -> str:
+    """An `--after` value: a pass of the pipeline, or `all`."""
+    if text not in (*PASS_NAMES, "all"):
+        raise argparse.ArgumentTypeError(f"no pass named '{text}'; the passes, in order: {', '.join(PASS_NAMES)} "
+                                         "(or all)")
+    return text
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -134,12 +150,15 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--target", help="cuda | hip | sm_80 | sm_86 | sm_89 | sm_90 | gfx908 | gfx90a | gfx942 "
                                     "(default: the file's `target`, else sm_90)")
     c.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
+    c.add_argument("--verify", action="store_true", help=VERIFY_HELP)
     c.set_defaults(fn=cmd_compile)
 
     i = sub.add_parser("inspect", help="print the IR after a pass and what the passes decided")
     i.add_argument("schedule", help="a .gs file, or - for standard input")
-    i.add_argument("--after", default=PASS_NAMES[-1], choices=(*PASS_NAMES, "all"),
-                   help="print the program after this pass (default: the last), or after each")
+    i.add_argument("--after", default=PASS_NAMES[-1], type=pass_name, metavar="PASS",
+                   help=f"print the program after this pass (default: the last), or after each (all): "
+                        f"{', '.join(PASS_NAMES)}")
+    i.add_argument("--verify", action="store_true", help=VERIFY_HELP)
     i.add_argument("--target")
     i.add_argument("--source", action="store_true", help="also print the generated kernel source")
     i.set_defaults(fn=cmd_inspect)

@@ -1,4 +1,5 @@
-"""Shared test setup: the `gpu` marker skips cleanly without a GPU; `--update-golden` rewrites golden files."""
+"""Shared test setup: the `gpu` marker skips cleanly without a GPU; `--update-golden` rewrites golden files; every
+schedule the tests compile through the API is checked by the IR verifier after every pass."""
 
 from __future__ import annotations
 
@@ -10,17 +11,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.gs"))
 GOLDEN = Path(__file__).resolve().parent / "golden"
-
-
-def covers_every_output_once(ir) -> bool:
-    """Every output element of every problem lies in exactly one tile of the planned kernel's work list."""
-    import numpy as np
-
-    counts = [np.zeros((p.m, p.n), dtype=np.int32) for p in ir.problems]
-    for t in ir.work.tiles:
-        v = ir.plan.variants[t.variant]
-        counts[t.problem][t.m0:t.m0 + v.bm, t.n0:t.n0 + v.bn] += 1
-    return all(bool((c == 1).all()) for c in counts)
 
 
 def pytest_addoption(parser):
@@ -59,6 +49,22 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def verified_pipeline():
+    """Every run of the pipeline through gemmc.api (compile_string, compile_file, plan_for) checks the IR's
+    invariants after every pass (gemmc/passes/verify.py), whatever `verify` its caller passes: a pass that breaks
+    one fails the test that planned through it, with an InternalError naming the pass."""
+    import gemmc.api
+    from gemmc.passes import run_pipeline
+
+    def verifying(program, **options):
+        return run_pipeline(program, **{**options, "verify": True})
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gemmc.api, "run_pipeline", verifying)
+        yield
 
 
 @pytest.fixture

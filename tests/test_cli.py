@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
 import pytest
 
-from gemmc import cli
+from gemmc import cli, passes
+from gemmc.passes import PASS_NAMES
+from gemmc.passes.planning import BY_FAMILY
 from tests.conftest import ROOT
 
 INCEPTION = str(ROOT / "examples" / "inception3.gs")
@@ -49,9 +52,52 @@ def test_missing_file_is_a_user_error():
 def test_inspect_after_each_pass():
     proc = gemmc("inspect", INCEPTION, "--after", "all")
     assert proc.returncode == 0, proc.stderr
-    for name in ("check", "normalize", "select_family", "plan_family", "build_worklist", "check_resources"):
-        assert f"=== after {name} ===" in proc.stdout
-    assert "variant 0:" in proc.stdout and "decisions:" in proc.stdout
+    headings = [line for line in proc.stdout.splitlines() if line.startswith("=== after ")]
+    assert headings == [f"=== after {name} ===" for name in PASS_NAMES]
+    assert "variant 0:" in proc.stdout and "decisions:" in proc.stdout and "decided so far:" in proc.stdout
+
+
+def test_inspect_after_all_runs_the_pipeline_once(monkeypatch, capsys):
+    calls: list[str] = []
+
+    def counted(name, fn):
+        def run(kernel, hw):
+            calls.append(name)
+            return fn(kernel, hw)
+        return run
+
+    monkeypatch.setattr(passes, "PIPELINE", tuple((name, counted(name, fn)) for name, fn in passes.PIPELINE))
+    assert cli.main(["inspect", INCEPTION, "--after", "all"]) == 0
+    assert calls == list(PASS_NAMES)  # inception3.gs holds one kernel
+    assert capsys.readouterr().out.count("=== after ") == len(PASS_NAMES)
+
+
+@pytest.mark.parametrize("step", ["split_precision", "choose_tiles", "split_k", "finish_plan"])
+def test_inspect_after_a_planning_step(step):
+    proc = gemmc("inspect", INCEPTION, "--after", step)
+    assert proc.returncode == 0, proc.stderr
+    assert ("decided so far:" in proc.stdout) == (step in ("choose_tiles", "split_k"))
+    assert ("  plan:" in proc.stdout) == (step == "finish_plan")
+
+
+def test_inspect_after_an_unknown_pass_lists_the_passes():
+    proc = gemmc("inspect", INCEPTION, "--after", "plan_family")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert (f"error: argument --after: no pass named 'plan_family'; the passes, in order: {', '.join(PASS_NAMES)} "
+            "(or all)") in proc.stderr
+
+
+def test_verify_flag_checks_every_pass(tmp_path, monkeypatch, capsys):
+    for command in (["compile", INCEPTION, "-o", str(tmp_path), "--verify"], ["inspect", INCEPTION, "--verify"]):
+        assert cli.main(command) == 0
+    own = BY_FAMILY["simt"]["finish_plan"]
+    monkeypatch.setitem(BY_FAMILY["simt"], "finish_plan",
+                        lambda kernel, hw: dataclasses.replace(own(kernel, hw), draft=kernel.draft))
+    assert cli.main(["inspect", INCEPTION]) == 0  # the draft left behind goes unnoticed without --verify
+    capsys.readouterr()
+    assert cli.main(["inspect", INCEPTION, "--verify"]) == 70
+    assert ("internal error in finish_plan: kernel 'inception3': a draft is left after finish_plan"
+            in capsys.readouterr().err)
 
 
 def test_internal_error_exits_70(monkeypatch, capsys):

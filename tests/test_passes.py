@@ -8,13 +8,17 @@ import pytest
 
 import gemmc
 from gemmc.api import front_end
+from gemmc.errors import InternalError
+from gemmc.families.registry import FAMILIES
 from gemmc.families.simt.plan import SimtPlan, SimtVariant, micro_tile
 from gemmc.families.simt.planner import uniform_variant, with_edges, worklist
 from gemmc.ir.hardware import TARGETS
 from gemmc.ir.nodes import ProblemRow
+from gemmc.ir.printer import format_program
 from gemmc.ir.types import Precision
 from gemmc.model.worklist import problem_rows, problem_tiles
 from gemmc.passes import PASS_NAMES, run_pipeline
+from gemmc.passes.planning import own_steps
 
 H100 = TARGETS["sm_90"]
 
@@ -24,12 +28,14 @@ def kernel(text: str):
 
 
 def test_pipeline_order_is_fixed():
-    assert PASS_NAMES == ("check", "normalize", "select_family", "plan_family", "build_worklist", "check_resources")
+    assert PASS_NAMES == ("check", "normalize", "select_family", "check_family", "split_precision", "choose_tiles",
+                          "choose_staging", "split_k", "check_tiles", "choose_batching", "finish_plan",
+                          "build_worklist", "check_resources")
 
 
 def test_stop_after_leaves_later_fields_empty():
     prog = front_end("kernel k { gemm 8 x 8 x 8 }")
-    after = run_pipeline(prog, stop_after="select_family").kernels[0]
+    after = run_pipeline(prog, stop_after="select_family", verify=True).kernels[0]
     assert after.family == "simt" and after.plan is None and after.work is None
     assert after.precision == Precision(after.dtype)
 
@@ -37,7 +43,7 @@ def test_stop_after_leaves_later_fields_empty():
 def test_passes_do_not_mutate_their_input():
     prog = front_end("kernel k { gemm 8 x 8 x 8 }")
     before = prog.kernels[0]
-    run_pipeline(prog)
+    run_pipeline(prog, verify=True)
     assert prog.kernels[0] is before and before.plan is None
 
 
@@ -189,3 +195,81 @@ def test_register_estimate_is_within_fifteen_percent_of_ptxas(tile, threads, f64
            "gemm 300 x 300 x 300 }"
     estimate = kernel(text).plan.regs_estimate
     assert abs(estimate - regs) <= 0.15 * regs
+
+
+def test_every_family_step_is_a_pipeline_step_with_its_contract():
+    for fam in FAMILIES:
+        names = [name for name, _ in fam.steps]
+        assert names == sorted(names, key=PASS_NAMES.index) and "finish_plan" in names, fam.name
+        for name, step in fam.steps:
+            assert "Requires" in step.__doc__ and "Guarantees" in step.__doc__, f"{fam.name}.{name}"
+
+
+def test_a_misspelt_or_misplaced_step_is_refused():
+    class Misspelt:
+        name = "misspelt"
+        steps = (("choose_tile", lambda k, hw: k), ("finish_plan", lambda k, hw: k))
+
+    class Misplaced:
+        name = "misplaced"
+        steps = (("finish_plan", lambda k, hw: k), ("choose_tiles", lambda k, hw: k))
+
+    for fam in (Misspelt(), Misplaced()):
+        with pytest.raises(InternalError, match=f"family {fam.name}'s steps"):
+            own_steps(fam)
+
+
+@pytest.mark.parametrize("text, decided", [
+    ("kernel k { batch { a 196 x 192 x 192  b 196 x 16 x 192 } }", "batching not chosen yet"),
+    ("kernel k { precision split f16 x3 gemm 512 x 512 x 512 }", "block 64x64x32, warp tile 64x64, 128 threads"),
+    ("kernel k { gemm 16384 x 8 x 16384 layout A col algorithm tsm2r }", "tsm2r column kernel: t1 128, t2 8"),
+    ("kernel k { gemm 1000000 x 8 x 8 algorithm tsm2l }", "tsm2l: tcf 1"),
+])
+def test_a_draft_carries_the_decisions_between_the_steps(text, decided):
+    prog = front_end(text)
+    tiles = run_pipeline(prog, stop_after="choose_tiles", verify=True).kernels[0]
+    assert tiles.plan is None and tiles.draft is not None
+    assert decided in format_program(dataclasses.replace(prog, kernels=(tiles,)))
+    finished = run_pipeline(prog, stop_after="finish_plan", verify=True).kernels[0]
+    assert finished.draft is None and finished.plan == run_pipeline(prog).kernels[0].plan
+
+
+def test_each_step_decides_its_part():
+    # Paper 001's split before the tile; TSM2R's ring before its cluster; SIMT's batching last.
+    tc = [run_pipeline(front_end("kernel k { precision tf32 gemm 512 x 512 x 512 }"), stop_after=step).kernels[0]
+          for step in ("split_precision", "choose_tiles", "choose_staging")]
+    assert (tc[0].draft.split.compute, tc[0].draft.variant, tc[1].draft.stages) == ("tf32", None, 0)
+    assert tc[1].draft.variant is not None and tc[2].draft.stages == 4
+    r = [run_pipeline(front_end("kernel k { gemm 16384 x 8 x 16384 layout A col algorithm tsm2r }"),
+                      stop_after=step).kernels[0].draft for step in ("choose_staging", "split_k")]
+    assert (r[0].stages, r[0].cluster, r[1].cluster) == (2, 0, r[1].cluster) and r[1].cluster >= 1
+    simt = [run_pipeline(front_end("kernel k { tile 32x32x32 ksplit 2 gemm 64 x 64 x 640 }"),
+                         stop_after=step).kernels[0].draft for step in ("choose_tiles", "split_k", "choose_batching")]
+    assert (simt[0].tiling.ksplit, simt[1].tiling.ksplit, simt[1].batched, simt[2].batched) == (1, 2, False, True)
+
+
+def test_stop_after_names_a_pass():
+    with pytest.raises(ValueError, match="no pass named 'plan_family'; the passes are: check, normalize, "):
+        run_pipeline(front_end("kernel k { gemm 8 x 8 x 8 }"), stop_after="plan_family")
+
+
+def test_one_run_shows_the_program_after_each_pass_as_a_stop_there_would():
+    text = ("kernel a { batch { p 196 x 192 x 192  q 7 x 5 x 3 } }\n"
+            "kernel b { precision split bf16 x3 gemm 300 x 200 x 100 }\n"
+            "kernel c { gemm 16384 x 8 x 16384 layout A col algorithm tsm2r }")
+    seen: list[tuple[str, object]] = []
+    final = run_pipeline(front_end(text), observe=lambda name, program: seen.append((name, program)))
+    assert [name for name, _ in seen] == list(PASS_NAMES) and seen[-1][1] == final
+    for name, program in seen:
+        assert program == run_pipeline(front_end(text), stop_after=name), name
+
+
+def test_errors_of_every_kernel_are_reported_kernel_by_kernel():
+    # b fails at check, a at check_family (a later pass): both are reported, a's first.
+    text = "kernel a { pipeline stages 3 gemm 8 x 8 x 8 }\nkernel b { threads 48 gemm 8 x 8 x 8 }"
+    shown = []
+    with pytest.raises(gemmc.GemmcError) as err:
+        run_pipeline(front_end(text), observe=lambda name, _: shown.append(name))
+    assert [d.message for d in err.value.diagnostics] == [
+        "the SIMT family has 1 or 2 pipeline stages, not 3", "threads 48 is not a multiple of the warp size (32)"]
+    assert shown == []  # no pass got every kernel through

@@ -115,7 +115,7 @@ def test_cost_model_counts_equal_the_tiles_it_would_launch(shapes, count):
             launched[i] = len(tiles) * count
             warps += len(tiles) * count * ceil_div(v.threads, H100.warp_size)
         assert t.tile_counts(problems, count) == launched
-        plan = simt.with_edges(simt._plan_from(kernel, H100, t))
+        plan = simt.with_edges(simt.plan_from(kernel, H100, t))
         est = tiling.estimate(plan, problems, count, H100)
         assert est.active_warps == warps and est.tlp_new == warps * H100.warp_size
         assert est.tlp_old == sum(launched) * max(v.threads for v in t.variants)

@@ -20,7 +20,7 @@ MODES = ["f16", "bf16", "tf32", "split f16 x3 method le", "split f16 x3 method o
 
 
 def planned(text: str):
-    prog = run_pipeline(front_end(text))
+    prog = run_pipeline(front_end(text), verify=True)
     return prog.kernels[0], prog.target
 
 

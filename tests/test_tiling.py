@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import re
 
 import pytest
 
@@ -13,7 +13,7 @@ from gemmc.families.simt.plan import SimtVariant
 from gemmc.ir.hardware import TARGETS
 from gemmc.ir.nodes import Problem
 from gemmc.model.tlp import coordinated_threshold, default_threshold, occupancy, tlp_new, tlp_old
-from tests.conftest import covers_every_output_once
+from gemmc.passes.verify import output_coverage
 
 H100 = TARGETS["sm_90"]
 
@@ -78,10 +78,59 @@ def test_loadbalanced_steps_down_until_the_threshold_and_stops():
     assert all(v.bm * v.bn == 16 * 16 for v in fine.variants)
 
 
-def test_plan_shows_its_figures():
-    k = gemmc.compile_file("examples/inception3.gs")["inception3"]
-    assert "TLP old (Eq. 3)" in k.plan and "candidates (" in k.plan and "W_CP" in k.plan
-    assert dataclasses.is_dataclass(k.ir.plan)
+FIGURES = re.compile(r"TLP old \(Eq\. 3\) (\d+), new \(Eq\. 4\) (\d+), threshold (\d+); "
+                     r"occupancy (\d+) warps/SM \((\w+)\)")
+
+
+def tiles_of(sizes: list[tuple[int, int]], bm: int, bn: int) -> list[int]:
+    return [-(-m // bm) * -(-n // bn) for m, n in sizes]
+
+
+def resident_warps(threads: int, regs: int, smem: int) -> int:
+    """Paper 000 Eqs. 5-9 with the H100's constants, by hand: blocks per SM by threads, registers (per warp, in
+    units of 256), shared memory (and the 1 KiB the runtime keeps per block), blocks; warps of those blocks."""
+    warps = threads // 32
+    regs_per_warp = -(-regs * 32 // 256) * 256
+    blocks = min(2048 // threads, 65536 // (regs_per_warp * warps), 233472 // (smem + 1024), 32)
+    return blocks * warps
+
+
+def test_plan_shows_the_tlp_figures_of_paper_000():
+    # inception3 on the H100: the model's cheapest tiling is 32x32x32 tiles of 128 threads in 4 k slices (4x8
+    # micro-tiles), bound to 4 blocks of 128 registers. Its figures by hand: 84 tiles of 128 threads (every tile a
+    # full block of whole warps, so Eq. 3 and Eq. 4 agree), the threshold one machine of threads, 2 stages of
+    # 32 x (32 + 32 + 2 x 2 padding) floats.
+    plan = gemmc.compile_file("examples/inception3.gs")["inception3"].plan
+    sizes = [(196, 192), (196, 16), (196, 96), (196, 64)]
+    tiles = tiles_of(sizes, 32, 32)
+    assert tiles == [42, 7, 21, 14]
+    smem = 2 * 32 * (32 + 32 + 2 * 2) * 4
+    figures = (sum(tiles) * 128, sum(tiles) * 4 * 32, 132 * 2048, resident_warps(128, 128, smem), "registers")
+    assert figures == (10752, 10752, 270336, 16, "registers")
+    assert FIGURES.search(plan).groups() == tuple(map(str, figures))
+    assert "variant 0: 32x32x32 threads 128 micro 4x8 kslices 4, W_CP 8, W_DL 24 (~128 regs)" in plan  # Eqs. 1-2
+    assert f"shared memory {smem} B, bound 4 blocks/SM (128 registers)" in plan
+    assert f"work: grid {sum(tiles)}x1x1, 128 threads/block, {sum(tiles)} tiles" in plan
+    for (m, n), count in zip(sizes, tiles, strict=True):
+        assert re.search(rf"{m} x {n} x 192  -> variant 0 \(32x32, 128 threads, {count} tiles\)", plan)
+
+
+def test_plan_shows_where_eq_4_counts_fewer_threads_than_eq_3():
+    # Paper 000 §4.2.1: with 128x128 tiles (256 threads) and 16x16 tiles (128 threads) in one launch of 256-thread
+    # blocks, Eq. 3 counts every tile with 256 threads; Eq. 4 counts the warps that work, 4 for a 16x16 tile. The
+    # low threshold keeps Algorithm 1 at each problem's initial level. 255 registers: one block of 8 warps per SM.
+    text = ("kernel k { tile auto(loadbalanced) tlp threshold 1000 "
+            "batch { a 1024 x 1024 x 64  b 16 x 16 x 64  c 40 x 40 x 64 } }")
+    plan = gemmc.compile_string(text)["k"].plan
+    big, small = tiles_of([(1024, 1024)], 128, 128), tiles_of([(16, 16), (40, 40)], 16, 16)
+    assert (big, small) == ([64], [1, 9])
+    tlp_old = (sum(big) + sum(small)) * 256
+    tlp_new = (sum(big) * 8 + sum(small) * 4) * 32
+    figures = (tlp_old, tlp_new, 1000, resident_warps(256, 255, 2 * 16 * (128 + 128 + 2 * 2) * 4), "registers")
+    assert figures == (18944, 17664, 1000, 8, "registers")
+    assert FIGURES.search(plan).groups() == tuple(map(str, figures))
+    assert "variant 0: 128x128x16 threads 256 micro 8x8, W_CP 64, W_DL 80" in plan  # Eqs. 1-2: 16384 / 256, ...
+    assert "variant 1: 16x16x32 threads 128 micro 1x2, W_CP 2, W_DL 10" in plan  # ... (256 + 1024) / 128
 
 
 def test_plan_for_replans_and_caches_by_multiset():
@@ -131,7 +180,7 @@ def test_latency_bound_counts_the_scheduler_load_of_small_micro_tiles():
     hw, problems = k.target, k.ir.problems
     small = simt.everyone("x", tiling.variant(16, 16, 32, 128), 3)
     mid = simt.everyone("x", tiling.variant(32, 32, 32, 128), 3)
-    est = {name: tiling.estimate(simt.with_edges(simt._plan_from(k.ir, hw, t)), problems, 1, hw).seconds
+    est = {name: tiling.estimate(simt.with_edges(simt.plan_from(k.ir, hw, t)), problems, 1, hw).seconds
            for name, t in (("16", small), ("32", mid))}
     assert est["32"] < est["16"]
     assert k.ir.plan.variants[0].bm == 32 and k.ir.plan.variants[0].bn == 32 and set(k.ir.plan.assignment) == {0}
@@ -152,7 +201,7 @@ def test_tile_auto_offers_the_other_tilings_for_timing_and_forced_choices_none()
     assert len(set(keys)) == len(keys) == len(set(labels))
     split = [ir for _, ir in found if ir.plan.ksplit > 1]  # the split-k forms of the cheapest tilings under a wave
     assert split and all(ir.plan.batching.value == "none" and ir.work.one_tile_per_block for ir in split)
-    assert all(covers_every_output_once(ir) for _, ir in found)
+    assert all(output_coverage(ir, k.target) == [] for _, ir in found)
     body = open("examples/inception_all.gs").read().split("batch {", 1)[1].split("}", 1)[0]
     for fixed in ("tile auto(coordinated)", "tile 64x64x16 threads 256"):
         forced = gemmc.compile_string(f"kernel k {{ {fixed} batch {{ {body} }} }}")["k"]

@@ -12,6 +12,7 @@ import gemmc
 from gemmc.families import streaming
 from gemmc.families.tsm2l import planner as tsm2l
 from gemmc.families.tsm2r import planner as tsm2
+from gemmc.families.tsm2r import tuning
 from gemmc.ir.hardware import TARGETS
 from gemmc.ir.nodes import Problem
 from gemmc.ir.types import DType, Layout
@@ -136,7 +137,7 @@ def test_row_major_f64_takes_1_warp_slices_and_times_the_other_shapes(m, n, rows
     kern = gemmc.compile_string(f"kernel k {{ dtype f64 gemm {m} x {n} x {m} algorithm tsm2r }}")["k"]
     plan = kern.ir.plan
     assert (plan.t3, plan.kslices, plan.row_groups, plan.t1, plan.rows_per_warp) == (32, 4, 1, 128, rows)
-    found = tsm2.alternatives(kern.ir, kern.target)
+    found = tuning.alternatives(kern.ir, kern.target)
     assert all(alt.plan.smem <= TARGETS["sm_90"].smem_per_block for _, alt in found)
     shapes = sorted({(alt.plan.rows_per_warp, alt.plan.row_groups, alt.plan.kslices) for _, alt in found})
     if other is not None:
@@ -218,7 +219,7 @@ def test_renders_cover_every_column_major_path():
 
 def test_alternatives_are_the_cluster_sizes_model_first():
     kernel = _render("r_col_f32_m8k", "sm_90").ir
-    found = tsm2.alternatives(kernel, H100)
+    found = tuning.alternatives(kernel, H100)
     assert found[0][0] == f"cluster {kernel.plan.cluster} (model)" and found[0][1].plan == kernel.plan
     assert sorted(alt.plan.cluster for _, alt in found) == list(range(1, tsm2.MAX_CLUSTER + 1))
     for _, alt in found:  # same kernel but the cluster: the grid follows it
@@ -227,15 +228,15 @@ def test_alternatives_are_the_cluster_sizes_model_first():
         assert alt.work.grid[0] == 8192 // 128 * alt.plan.cluster and alt.work.problems == kernel.work.problems
     assert "times clusters of 1-7 blocks" in " ".join(kernel.notes)
     # nothing to time where there are no clusters and for TSM2L
-    assert tsm2.alternatives(_render("r_col_f32_m8k", "sm_80").ir, TARGETS["sm_80"]) == ()
-    assert tsm2.alternatives(_render("l_col_f32", "sm_90").ir, H100) == ()
+    assert tuning.alternatives(_render("r_col_f32_m8k", "sm_80").ir, TARGETS["sm_80"]) == ()
+    assert tuning.alternatives(_render("l_col_f32", "sm_90").ir, H100) == ()
 
 
 def test_the_row_kernel_is_timed_against_the_column_kernel_by_rows():
     # Row-major f32 n = 1 plans the row kernel; the tuning step also times the column kernel with A copied by rows
     # at every cluster size (it won at m = k = 8192, lost at 16384-30720).
     kernel = _render("r_row_f32_n1", "sm_90").ir
-    found = tsm2.alternatives(kernel, H100)
+    found = tuning.alternatives(kernel, H100)
     assert found[0] == ("row kernel (model)", found[0][1]) and not found[0][1].plan.a_by_rows
     assert found[0][1].work.grid == kernel.work.grid
     by_rows = [alt.plan for _, alt in found[1:]]
@@ -253,7 +254,7 @@ def test_f64_tensor_cores_share_b_between_the_warps_of_a_k_slice():
     assert kernel.work.grid[0] == 30720 // 128 * plan.cluster
     assert plan.smem == tsm2.column_smem(2, 32, 4, plan.stages, 2, DType.F64, H100, 16, 2)
     assert "k slices 2 of 2 warps" in plan.lines()[0]
-    found = tsm2.alternatives(kernel, H100)
+    found = tuning.alternatives(kernel, H100)
     assert found[0][1].plan == plan and len(found) == 2 * tsm2.MAX_CLUSTER
     single = [alt for label, alt in found if label.endswith("1-warp slices")]
     assert {(alt.plan.kslices, alt.plan.row_groups) for alt in single} == {(4, 1)} and len(single) == tsm2.MAX_CLUSTER

@@ -95,7 +95,7 @@ def replanned(kern: CompiledKernel, **constants) -> CompiledKernel:
     try:
         for name, value in constants.items():
             setattr(tsm2, name, value)
-        plan = tsm2.plan(kern.ir, kern.target)
+        plan = tsm2.tsm2r_params(kern.ir.problems[0], kern.ir.dtype, kern.ir.layout_a, kern.target)
     finally:
         for name, value in saved.items():
             setattr(tsm2, name, value)

@@ -69,7 +69,7 @@ def old_tlp_kernel(shapes) -> CompiledKernel:
     base = gemmc.compile_string(schedule(shapes, "auto(loadbalanced)"))["irregular"]
     ir, hw = base.ir, base.target
     t = tiling.loadbalanced(ir.problems, 1, hw, default_threshold(hw), metric="old")
-    fresh = simt._plan_from(ir, hw, t)
+    fresh = simt.plan_from(ir, hw, t)
     plan = simt.with_edges(dataclasses.replace(base.ir.plan, variants=fresh.variants, assignment=fresh.assignment,
                                                min_blocks=fresh.min_blocks, reg_cap=fresh.reg_cap, edges=()))
     return base.with_plan(plan, "<old-tlp>")

@@ -1,14 +1,16 @@
 """What a kernel family is: the `KernelFamily` protocol that every package in gemmc/families implements.
 
 A family is everything one kind of kernel needs: when `algorithm auto` takes it (`claim`), the schedule rules it
-owns (`check`), its plan type and planning (`plan`, `notes`, `worklist`), the shapes the first call may time
-against the model's choice (`alternatives`), and its template with the context that fills it. The pipeline, the
-code generator, the tuner and `inspect` reach a family only through this protocol and the registry
-(gemmc/families/registry.py); none of them names one.
+owns (`check`), its plan type and planning steps (`steps`, `worklist`), what its plans must satisfy (`limits`,
+`grid_tile`: what the IR verifier checks), the shapes the first call may time against the model's choice
+(`alternatives`), and its template with the context that fills it. The pipeline, the verifier, the code generator,
+the tuner and `inspect` reach a family only through this protocol and the registry (gemmc/families/registry.py);
+none of them names one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import IntEnum
 from pathlib import Path
 from types import ModuleType
@@ -17,6 +19,8 @@ from typing import Protocol
 from gemmc.errors import Diagnostic
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel, WorkList
+
+Pass = Callable[[Kernel, Hardware], Kernel]  # a pure pass: what every pipeline pass and planning step is
 
 
 class Claim(IntEnum):
@@ -56,17 +60,30 @@ class KernelFamily(Protocol):
         before a family is selected: every problem found, located at its statement."""
         ...
 
-    def plan(self, kernel: Kernel, hw: Hardware) -> FamilyPlan:
-        """The family's decisions for a checked, normalized kernel that selected it. Raises GemmcError where the
-        schedule asks for something this family cannot build."""
-        ...
-
-    def notes(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[str, ...]:
-        """Why the plan is what it is, for `gemmc inspect`."""
+    @property
+    def steps(self) -> tuple[tuple[str, Pass], ...]:
+        """The family's planning passes, each under the name of the pipeline's planning step it implements
+        (gemmc/passes/planning.py: STEPS), in the pipeline's order. A step the family lacks leaves its kernels as
+        they are. Between them a kernel carries the family's decisions so far in `Kernel.draft`; `finish_plan`,
+        which every family has, sets `plan` (with the notes that explain it) and clears the draft. A step raises
+        GemmcError where the schedule asks for something this family cannot build."""
         ...
 
     def worklist(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> WorkList:
         """The launch's data: problem table, tiles, blocks, grid."""
+        ...
+
+    def limits(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> list[str]:
+        """What the family's planning steps guarantee of a finished plan (tile sizes its template builds, thread
+        counts its kernels assume), each broken guarantee as a sentence for the IR verifier; empty: all hold."""
+        ...
+
+    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
+        """For a family whose grid maps blocks to outputs by arithmetic (no tile table): the rows and columns of C
+        one grid tile covers and the blocks that share it (a cluster splitting k); the grid has one block per tile
+        and sharer, which the IR verifier checks. Sharers 0: persistent blocks walk every tile by arithmetic, so
+        any grid of at most one block per tile covers them once. None: the work list's tile table maps blocks to
+        outputs."""
         ...
 
     def alternatives(self, kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]:
@@ -93,10 +110,12 @@ def cbool(flag: bool) -> str:
 
 
 class PlannerFamily:
-    """A family whose planning lives in its `planner` module (`plan`, `notes`, `worklist`) and whose rendering in
-    its `codegen` module (`TEMPLATE`, `context`, `knobs`): a package's `__init__` subclasses this, sets the two
-    modules, its name, plan type and folder, and writes `claim` (and `check`, `alternatives` where it has them)."""
+    """A family whose planning steps live in its `planning` module (`STEPS`, and `limits`, what they guarantee), its
+    model and work list in its `planner` module (`worklist`) and its rendering in its `codegen` module (`TEMPLATE`,
+    `context`, `knobs`): a package's `__init__` subclasses this, sets the three modules, its name, plan type and
+    folder, and writes `claim` (and `check`, `alternatives`, `grid_tile` where it has them)."""
 
+    planning: ModuleType
     planner: ModuleType
     codegen: ModuleType
     launcher = "launcher.j2"
@@ -104,16 +123,19 @@ class PlannerFamily:
     def check(self, kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
         return []
 
-    def plan(self, kernel: Kernel, hw: Hardware) -> FamilyPlan:
-        plan: FamilyPlan = self.planner.plan(kernel, hw)
-        return plan
-
-    def notes(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[str, ...]:
-        return tuple(self.planner.notes(kernel, plan, hw))
+    @property
+    def steps(self) -> tuple[tuple[str, Pass], ...]:
+        return tuple(self.planning.STEPS)
 
     def worklist(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> WorkList:
         work: WorkList = self.planner.worklist(kernel, plan, hw)
         return work
+
+    def limits(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> list[str]:
+        return list(self.planning.limits(kernel, plan, hw))
+
+    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
+        return None
 
     def alternatives(self, kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]:
         return ()

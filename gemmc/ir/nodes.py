@@ -1,7 +1,8 @@
 """IR nodes: frozen dataclasses. Passes change them with `dataclasses.replace`, never in place.
 
 A `Program` holds the target and the kernels. A `Kernel` starts as what the schedule said (problems, knobs,
-`None` for `auto`) and the passes fill in what they decide: the family, a family plan, the work list.
+`None` for `auto`) and the passes fill in what they decide: the family, its decisions so far (a draft) while its
+planning steps run, then a family plan, the work list.
 """
 
 from __future__ import annotations
@@ -88,6 +89,22 @@ class FamilyPlan:
         """The kernel reads A and B through TMA tensor maps that the host encodes per call (runtime/tma.py),
         instead of the pointer and problem tables."""
         return False
+
+    @property
+    def tile_shapes(self) -> tuple[tuple[int, int], ...]:
+        """(rows, columns) of C in a tile of each variant index that a work list's tiles name; empty for a family
+        whose grid maps blocks to outputs by arithmetic (TSM2)."""
+        return ()
+
+    def lines(self) -> tuple[str, ...]:
+        return ()
+
+
+@dataclass(frozen=True, slots=True)
+class PlanDraft:
+    """Base of each family's decisions so far (SimtDraft, TensorCoreDraft, ...), carried in `Kernel.draft` between
+    the family's planning steps: frozen and printable like a plan. The `finish_plan` step turns it into the family's
+    FamilyPlan and clears it."""
 
     def lines(self) -> tuple[str, ...]:
         return ()
@@ -232,6 +249,7 @@ class Kernel:
     stmt_spans: tuple[tuple[str, Span], ...] = field(default=(), compare=False, repr=False)
     # Decided by the passes.
     family: str | None = None  # the registered kernel family that computes it (gemmc/families)
+    draft: PlanDraft | None = None  # the family's decisions so far, between its planning steps
     plan: FamilyPlan | None = None
     work: WorkList | None = None
     notes: tuple[str, ...] = ()  # why the passes decided what they did, for `gemmc inspect`

@@ -32,6 +32,9 @@ def kernel_lines(k: Kernel) -> list[str]:
         out.append(f"    {p.name:<{width}}  {p.m} x {p.n} x {p.k}{assigned}")
     if k.family is not None:
         out.append(f"  family {k.family}")
+    if k.draft is not None:
+        out.append("  decided so far:")
+        out.extend(f"    {line}" for line in k.draft.lines())
     if k.plan is not None:
         out.append("  plan:")
         out.extend(f"    {line}" for line in k.plan.lines())

@@ -202,11 +202,12 @@ def test_every_tuning_candidate_is_correct(dtype, n, k, a_layout):
     import gemmc
     from gemmc.api import CompiledKernel
     from gemmc.families.tsm2r import planner as tsm2
+    from gemmc.families.tsm2r import tuning
     from gemmc.runtime.check import check_kernel
 
     kern = gemmc.compile_string(f"kernel k {{ dtype {dtype} layout A {a_layout}, B col, C col alpha 1.5 beta -0.5 "
                                 f"gemm 3001 x {n} x {k} algorithm tsm2r }}")["k"]
-    found = tsm2.alternatives(kern.ir, kern.target)
+    found = tuning.alternatives(kern.ir, kern.target)
     plan = kern.ir.plan
     if not tsm2.column_kernel(kern.ir, plan):
         assert len(found) == 1 + tsm2.MAX_CLUSTER

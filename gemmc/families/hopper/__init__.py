@@ -9,10 +9,10 @@ from pathlib import Path
 
 from gemmc.errors import Diagnostic
 from gemmc.families.base import Claim, PlannerFamily
-from gemmc.families.hopper import codegen, planner
+from gemmc.families.hopper import codegen, planner, steps
 from gemmc.families.hopper.plan import HopperPlan
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel
+from gemmc.ir.nodes import FamilyPlan, Kernel
 from gemmc.ir.types import AUTO, DType
 
 NAME = "hopper"
@@ -20,6 +20,7 @@ TARGET = "sm_90"  # the TMA + wgmma loop; the kernel is built for the architectu
 
 
 class Hopper(PlannerFamily):
+    planning = steps
     planner = planner
     codegen = codegen
     name = NAME
@@ -65,6 +66,10 @@ class Hopper(PlannerFamily):
         if kernel.tile is not None and (kernel.tile.slices > 1 or kernel.tile.split > 1):
             err("E202", "tile", "kslices and ksplit belong to the SIMT family", "leave them out")
         return diags
+
+    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
+        assert isinstance(plan, HopperPlan)
+        return plan.bm, plan.bn, 0  # persistent blocks walk every tile of the raster order
 
 
 FAMILY = Hopper()

@@ -7,13 +7,14 @@ from pathlib import Path
 
 from gemmc.errors import Diagnostic
 from gemmc.families.base import Claim, PlannerFamily
-from gemmc.families.simt import codegen, planner
+from gemmc.families.simt import codegen, planner, steps
 from gemmc.families.simt.plan import SimtPlan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 
 
 class Simt(PlannerFamily):
+    planning = steps
     planner = planner
     codegen = codegen
     name = "simt"

@@ -1,10 +1,11 @@
-"""The SIMT family's decisions: a catalogue of tile variants and which variant each problem uses."""
+"""The SIMT family's decisions: a catalogue of tile variants and which variant each problem uses (SimtPlan), and
+the decisions so far between its planning steps (SimtDraft)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gemmc.ir.nodes import FamilyPlan
+from gemmc.ir.nodes import FamilyPlan, PlanDraft
 from gemmc.ir.types import Batching
 
 
@@ -147,14 +148,21 @@ class SimtPlan(FamilyPlan):
     def regs_estimate(self) -> int:
         return max(self.variant_regs(v) for v in self.variants)
 
+    @property
+    def tile_shapes(self) -> tuple[tuple[int, int], ...]:
+        return tuple((v.bm, v.bn) for v in self.variants)
+
     def problem_detail(self, index: int, m: int, n: int) -> str:
         v = self.variants[self.assignment[index]]
         tiles = -(-m // v.bm) * -(-n // v.bn)
         return f"variant {self.assignment[index]} ({v.bm}x{v.bn}, {v.threads} threads, {tiles} tiles)"
 
     def lines(self) -> tuple[str, ...]:
-        out = [f"tiling {self.method}, batching {self.batching.value}"
-               + (f" (theta {self.theta})" if self.theta else "")
+        return self.described(f"batching {self.batching.value}" + (f" (theta {self.theta})" if self.theta else ""))
+
+    def described(self, batching: str) -> tuple[str, ...]:
+        """The plan's lines, its batching as given (a draft's is not chosen yet)."""
+        out = [f"tiling {self.method}, {batching}"
                + (f", k split over clusters of {self.ksplit} blocks" if self.ksplit > 1 else "")
                + f", stages {self.stages}, block {self.threads} threads, shared memory {self.smem_bytes} B"
                + (f", bound {self.min_blocks} blocks/SM ({self.reg_cap} registers)" if self.min_blocks else "")]
@@ -172,3 +180,17 @@ class SimtPlan(FamilyPlan):
             used = f"edge tiles of variant {edge_of[i]}" if i in edge_of else f"used by {users} problem(s)"
             out.append(f"variant {i}: {v}, W_CP {v.w_cp:g}, W_DL {v.w_dl:g} (~{self.variant_regs(v)} regs) {used}")
         return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class SimtDraft(PlanDraft):
+    """The SIMT family's decisions between its planning steps (families/simt/steps.py): the tiling chosen so far,
+    whose batching comes last (`batched`), and for `tile auto` every tiling the model costed (seconds, plan), which
+    split_k weighs its split forms against."""
+
+    tiling: SimtPlan
+    costed: tuple[tuple[float, SimtPlan], ...] = ()
+    batched: bool = False
+
+    def lines(self) -> tuple[str, ...]:
+        return self.tiling.lines() if self.batched else self.tiling.described("batching not chosen yet")

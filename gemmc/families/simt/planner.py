@@ -1,4 +1,5 @@
-"""The SIMT family's planner: tile variants on CUDA cores (FP32/FP64 FMA), one launch for the whole batch.
+"""The SIMT family's planner: tile variants on CUDA cores (FP32/FP64 FMA), one launch for the whole batch. The
+pipeline runs it through the family's planning steps (families/simt/steps.py).
 
 - `tile BMxBNxBK [threads N]`: one variant for every problem, checked against the target.
 - `tile auto(uniform)`: the largest tile of a small catalogue that still gives one wave of blocks (the baseline).
@@ -86,7 +87,7 @@ def check_variants(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> None:
 def split_problem(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> Diagnostic | None:
     """Why this target and schedule cannot split the plan's k over clusters of plan.ksplit blocks, at the line at
     fault; None where they can. `tile auto` offers split forms only where this is None (split_forms); an explicit
-    `ksplit` gets it as its error (finished)."""
+    `ksplit` gets it as its error (checked)."""
     where = kernel.where("tile")
     if not hw.has_clusters:
         return Diagnostic("E900", f"ksplit needs thread-block clusters, which {hw.arch} lacks", where,
@@ -120,9 +121,10 @@ def bound_blocks(plan: SimtPlan, hw: Hardware) -> tuple[int, int]:
     return blocks, cap
 
 
-def _plan_from(kernel: Kernel, hw: Hardware, t: tiling.Tiling, **fields) -> SimtPlan:
+def plan_from(kernel: Kernel, hw: Hardware, t: tiling.Tiling) -> SimtPlan:
+    """A tiling's plan with its launch bound (bound_blocks); its batching is chosen later."""
     plan = SimtPlan(variants=t.palette, assignment=tuple(t.choice.tolist()), stages=kernel.stages,
-                    elem_bytes=kernel.dtype.nbytes, method=t.method, **fields)
+                    elem_bytes=kernel.dtype.nbytes, method=t.method)
     blocks, cap = bound_blocks(plan, hw)
     return dataclasses.replace(plan, min_blocks=blocks, reg_cap=cap)
 
@@ -177,7 +179,7 @@ def costed(kernel: Kernel, hw: Hardware, sizes: Sizes,
     order."""
     scored = []
     for t in tilings:
-        planned = with_edges(_plan_from(kernel, hw, t))
+        planned = with_edges(plan_from(kernel, hw, t))
         est = tiling.estimate(planned, sizes, kernel.count or 1, hw, t.choice)
         occ = est.occupancy
         scored.append((est.seconds, dataclasses.replace(
@@ -226,9 +228,8 @@ def scored_plans(kernel: Kernel, hw: Hardware, sizes: Sizes) -> list[tuple[float
     return scored + (split_forms(kernel, hw, sizes, scored) if kernel.tile_mode is TileMode.AUTO else [])
 
 
-def auto_plan(kernel: Kernel, hw: Hardware, sizes: Sizes) -> SimtPlan:
-    """Cost every candidate tiling with tiling.estimate and keep the cheapest (ties: the earlier candidate)."""
-    scored = scored_plans(kernel, hw, sizes)
+def cheapest(scored: list[tuple[float, SimtPlan]]) -> SimtPlan:
+    """The plan the model estimates fastest (ties: the earlier), naming every plan it weighed (`candidates`)."""
     _, best = min(scored, key=lambda s: s[0])
     weighed = tuple((label(p), s * 1e6) for s, p in scored)
     return dataclasses.replace(best, candidates=weighed if len(weighed) > 1 else ())
@@ -258,22 +259,16 @@ def choose_batching(kernel: Kernel, plan: SimtPlan, hw: Hardware, sizes: Sizes |
     return Batching.NONE, f"batching none: {why}"
 
 
-def plan(kernel: Kernel, hw: Hardware) -> SimtPlan:
-    if kernel.stages not in (1, 2):
-        raise GemmcError(Diagnostic("E202", f"the SIMT family has 1 or 2 pipeline stages, not {kernel.stages}",
-                                    kernel.where("pipeline"), "deeper pipelines are the tensor-core family's"))
-    sizes = Sizes.of(kernel.problems)
-    if kernel.tile is not None:
-        result = _plan_from(kernel, hw, everyone("explicit", explicit_variant(kernel, hw), len(kernel.problems)),
-                            ksplit=kernel.tile.split)
-    else:
-        result = auto_plan(kernel, hw, sizes)
-    return finished(kernel, result, hw, sizes)
-
-
 def finished(kernel: Kernel, result: SimtPlan, hw: Hardware, sizes: Sizes,
              mode: Batching | None = None) -> SimtPlan:
     """A tiling's plan checked against the target, with its batching (`mode`, or `batching auto`'s choice)."""
+    checked(kernel, result, hw)
+    return batched(kernel, result, hw, sizes, mode)
+
+
+def checked(kernel: Kernel, result: SimtPlan, hw: Hardware) -> None:
+    """Raise GemmcError where the target cannot run the tiling: variants of different thread counts on HIP, a
+    variant past the block's limits (check_variants), a k split its clusters cannot take (split_problem)."""
     if hw.vendor == "hip" and len({v.threads for v in result.variants}) > 1:
         raise GemmcError(Diagnostic("E900", "variants with different thread counts in one launch need named "
                                     "barriers, which HIP lacks", kernel.where("tile"),
@@ -281,10 +276,22 @@ def finished(kernel: Kernel, result: SimtPlan, hw: Hardware, sizes: Sizes,
     check_variants(kernel, result, hw)
     if result.ksplit > 1 and (problem := split_problem(kernel, result, hw)):
         raise GemmcError(problem)
+
+
+def batched(kernel: Kernel, result: SimtPlan, hw: Hardware, sizes: Sizes, mode: Batching | None = None) -> SimtPlan:
+    """The tiling with its batching (`mode`, or `batching auto`'s choice), theta and the TLP threshold it works to."""
     mode = mode or choose_batching(kernel, result, hw, sizes)[0]
     theta = batching.THETA if mode in (Batching.THRESHOLD, Batching.BINARY) else 0
     return dataclasses.replace(result, batching=mode, theta=theta,
                                tlp_threshold=result.tlp_threshold or (kernel.tlp_threshold or 0))
+
+
+def with_split(plan: SimtPlan, ksplit: int, hw: Hardware) -> SimtPlan:
+    """The plan with its tiles' k split over clusters of `ksplit` blocks, its launch bound recounted for the
+    partial sums a split keeps in shared memory."""
+    split = dataclasses.replace(plan, ksplit=ksplit)
+    blocks, cap = bound_blocks(split, hw)
+    return dataclasses.replace(split, min_blocks=blocks, reg_cap=cap)
 
 
 MAX_CLUSTER_BLOCKS = 8  # the portable cluster size
@@ -361,19 +368,6 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
         name = f"{label(p)}, {p.batching.value}" + (" (model)" if p is chosen else "")
         out.append((name, dataclasses.replace(planned, work=work)))
     return tuple(out)
-
-
-def notes(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> tuple[str, ...]:
-    if kernel.tile is not None:
-        tile_note = f"tile {kernel.tile} from the schedule"
-    elif kernel.tile_mode is TileMode.AUTO:
-        tile_note = ("tile auto: every candidate tiling was costed by simulating its launch tile by tile; the first "
-                     "call on a GPU times them and keeps the fastest (GEMMC_TUNE=0 keeps this one); edge tiles of "
-                     "half height or width where half a tile covers a last row or column")
-    else:
-        tile_note = (f"tile auto({kernel.tile_mode.value}) from the schedule; edge tiles of half height or width "
-                     "where half a tile covers a last row or column")
-    return (tile_note, choose_batching(kernel, plan, hw)[1])
 
 
 def with_edges(plan: SimtPlan, *, sliced: bool = False) -> SimtPlan:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gemmc.errors import Diagnostic
 from gemmc.families.base import Claim, PlannerFamily
-from gemmc.families.tensorcore import codegen, planner
+from gemmc.families.tensorcore import codegen, planner, steps
 from gemmc.families.tensorcore.plan import TensorCorePlan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
@@ -29,6 +29,7 @@ def _tc_precision(kernel: Kernel) -> bool:
 
 
 class TensorCore(PlannerFamily):
+    planning = steps
     planner = planner
     codegen = codegen
     name = NAME

@@ -1,10 +1,11 @@
-"""The tensor-core family's decisions (paper 001): block and warp tiles, mma shape, pipeline, split terms."""
+"""The tensor-core family's decisions (paper 001): block and warp tiles, mma shape, pipeline, split terms
+(TensorCorePlan), and the decisions so far between its planning steps (TensorCoreDraft)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gemmc.ir.nodes import FamilyPlan
+from gemmc.ir.nodes import FamilyPlan, PlanDraft
 
 PREP_THREADS = 256  # threads per block of the pre-pass (its launch; the template's GEMMC_PREP_THREADS is this value)
 
@@ -105,6 +106,11 @@ class Candidate:
     wm: int = 0  # the warp tile this block tile is built from
     wn: int = 0
 
+    def line(self) -> str:
+        return (f"candidate {self.bm}x{self.bn} (warp {self.wm}x{self.wn}): {self.blocks} blocks, "
+                f"{self.warps_active} warps active, ratio {self.ratio:.1f}, "
+                f"{self.loads_per_thread} loads/thread/k-step: {self.verdict}")
+
 
 def scratch_bytes(rows: tuple[tuple[int, int, int], ...], bm: int, bn: int, bk: int, parts: int, elem: int,
                   b_planes: int = 0) -> int:
@@ -148,6 +154,10 @@ class TensorCorePlan(FamilyPlan):
     @property
     def scratch_bytes(self) -> int:
         return self.scratch
+
+    @property
+    def tile_shapes(self) -> tuple[tuple[int, int], ...]:
+        return ((self.variant.bm, self.variant.bn),)
 
     @property
     def prologue(self) -> tuple[int, int] | None:
@@ -213,9 +223,27 @@ class TensorCorePlan(FamilyPlan):
                f"split: {self.split.describe()}"]
         if self.wgmma:
             out.append("build: sm_90a only (nvcc -gencode=arch=compute_90a,code=sm_90a): the main loop is wgmma")
-        out += [f"candidate {c.bm}x{c.bn} (warp {c.wm}x{c.wn}): {c.blocks} blocks, "
-                f"{c.warps_active} warps active, ratio {c.ratio:.1f}, {c.loads_per_thread} loads/thread/k-step: "
-                f"{c.verdict}" for c in self.candidates]
+        out += [c.line() for c in self.candidates]
         if self.emulation_note:
             out.append(self.emulation_note)
         return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class TensorCoreDraft(PlanDraft):
+    """The tensor-core family's decisions between its planning steps (families/tensorcore/steps.py): the split,
+    then the block tile and the tiles the model weighed, then the pipeline depth (0: not chosen yet)."""
+
+    split: SplitPlan
+    variant: TensorCoreVariant | None = None
+    candidates: tuple[Candidate, ...] = ()
+    stages: int = 0
+
+    def lines(self) -> tuple[str, ...]:
+        out = [f"split: {self.split.describe()}"]
+        if self.variant is not None:
+            v = self.variant
+            out.append(f"block {v.bm}x{v.bn}x{v.bk}, warp tile {v.wm}x{v.wn}, {v.threads} threads")
+        if self.stages:
+            out.append(f"{self.stages} cp.async stages")
+        return (*out, *(c.line() for c in self.candidates))

@@ -1,6 +1,6 @@
 """The tensor-core family's planner (paper 001 §4): tile choice by the thread-parallelism analytic model, the
 split from split.py, the pipeline depth, the pre-pass's scratch, one tile per block through the
-standard work list.
+standard work list. The pipeline runs it through the family's planning steps (families/tensorcore/steps.py).
 
 The model (paper 001 §4.2, Eqs. 12-17; digest 001 §3.4 for the reading of phi):
 - TLP (Eq. 12) in warps: blocks x warps per block, capped by the warps the SMs can hold at this tile's
@@ -16,7 +16,6 @@ from __future__ import annotations
 from gemmc.errors import Diagnostic, GemmcError
 from gemmc.families.tensorcore import calibration as cal
 from gemmc.families.tensorcore.plan import Candidate, SplitPlan, TensorCorePlan, TensorCoreVariant, scratch_bytes
-from gemmc.families.tensorcore.split import split_plan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, WorkList
 from gemmc.ir.types import DType, Layout
@@ -154,7 +153,9 @@ def emulation_pays(kernel: Kernel, hw: Hardware, split: SplitPlan) -> str:
             f"pre-pass vs {t_f32 * 1e6:.1f} us in f32 on CUDA cores")
 
 
-def _explicit(kernel: Kernel, hw: Hardware, split: SplitPlan) -> TensorCoreVariant:
+def explicit_variant(kernel: Kernel, hw: Hardware, split: SplitPlan) -> TensorCoreVariant:
+    """The schedule's tile as the template builds it; GemmcError (E301) where it builds no such tile or the
+    schedule's threads do not match it."""
     t = kernel.tile
     assert t is not None
     step = 8 if kernel.precision and kernel.precision.compute is DType.TF32 else 16
@@ -174,29 +175,9 @@ def _explicit(kernel: Kernel, hw: Hardware, split: SplitPlan) -> TensorCoreVaria
     return TensorCoreVariant(t.m, t.n, t.k, wm, wn, threads)
 
 
-def plan(kernel: Kernel, hw: Hardware) -> TensorCorePlan:
-    written = any(key == "pipeline" for key, _ in kernel.stmt_spans)
-    if written and kernel.stages not in (2, 3, 4):
-        raise GemmcError(Diagnostic("E202", f"pipeline stages {kernel.stages}: the tensor-core family pipelines its "
-                                    "cp.async copies 2, 3 or 4 stages deep", kernel.where("pipeline"),
-                                    "write `pipeline stages 3`, or leave the line out to take the deepest that fits"))
-    assert kernel.precision is not None
-    split = split_plan(kernel.precision)
-    cands = weigh(kernel, hw, split)
-    if kernel.tile is not None:
-        variant = _explicit(kernel, hw, split)
-    else:
-        if not cands and kernel.threads is not None:
-            raise GemmcError(Diagnostic("E301", f"no tensor-core tile runs with threads {kernel.threads}",
-                                        kernel.where("threads"), "leave `threads` out; the tiles take 128 or 256"))
-        if not cands:
-            raise GemmcError(Diagnostic("E300", f"no tensor-core tile fits {hw.arch}'s shared memory and registers",
-                                        kernel.span))
-        best = choose(cands, hw)
-        variant = catalogue_variant(hw, split, best.bm, best.bn, best.wm, best.wn)
-    probe = make_plan(kernel, hw, variant, split, 2)
-    stages = kernel.stages if written else (deepest(probe, hw) or 2)
-    return make_plan(kernel, hw, variant, split, stages, cands, emulation_pays(kernel, hw, split))
+def stages_written(kernel: Kernel) -> bool:
+    """The schedule has a `pipeline stages` line (without one the family takes the deepest pipeline that fits)."""
+    return any(key == "pipeline" for key, _ in kernel.stmt_spans)
 
 
 def notes(kernel: Kernel, plan: TensorCorePlan, hw: Hardware) -> tuple[str, ...]:
@@ -204,8 +185,7 @@ def notes(kernel: Kernel, plan: TensorCorePlan, hw: Hardware) -> tuple[str, ...]
     why = (f"tile {kernel.tile} from the schedule" if kernel.tile else
            f"tile {v.bm}x{v.bn}: highest compute-to-memory ratio among tiles with >= {hw.sm_count} blocks "
            "(paper 001 Eqs. 12, 15), else most TLP")
-    written = any(key == "pipeline" for key, _ in kernel.stmt_spans)
-    stages = (f"{plan.stages} stages from the schedule" if written else
+    stages = (f"{plan.stages} stages from the schedule" if stages_written(kernel) else
               f"{plan.stages} stages: the deepest of {'/'.join(map(str, STAGES))} whose shared memory fits a block "
               f"(and {MIN_WARPS_PER_SM} warps per SM)")
     return (why, stages, f"split: {plan.split.describe()}", plan.emulation_note)

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gemmc.errors import InternalError
 from gemmc.families.base import Claim, PlannerFamily
-from gemmc.families.tsm2l import codegen, planner
+from gemmc.families.tsm2l import codegen, planner, steps
 from gemmc.families.tsm2l.plan import Tsm2lPlan
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel
+from gemmc.ir.nodes import FamilyPlan, Kernel
 
 
 class Tsm2l(PlannerFamily):
+    planning = steps
     planner = planner
     codegen = codegen
     name = "tsm2l"
@@ -23,6 +25,10 @@ class Tsm2l(PlannerFamily):
         why = planner.claim(kernel)
         return (Claim.SHAPE, why) if why else None
 
+    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
+        if not isinstance(plan, Tsm2lPlan):
+            raise InternalError("tsm2l", f"grid_tile of a {type(plan).__name__}")
+        return planner.grid_tile(kernel, plan, hw)
 
 
 FAMILY = Tsm2l()

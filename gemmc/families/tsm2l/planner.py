@@ -1,19 +1,18 @@
 """The TSM2L planner (paper 002 §3.2): a tall-and-skinny A (m x k, m >> k) times a small B (k x n). Each thread
-keeps whole rows of A in registers (tcf rows: the paper's thread-count factor) and B sits in shared memory."""
+keeps whole rows of A in registers (tcf rows: the paper's thread-count factor) and B sits in shared memory. The
+pipeline runs it through the family's planning steps (families/tsm2l/steps.py)."""
 
 from __future__ import annotations
 
-from gemmc.errors import Diagnostic, GemmcError
+from dataclasses import replace
+
 from gemmc.families.streaming import (
-    T2_MAX,
     bytes_needed_in_flight,
-    one_gemm_diagnostics,
-    own_parameters_diagnostic,
     resident_threads,
     t2_threshold,
 )
 from gemmc.families.tsm2l import calibration as cal
-from gemmc.families.tsm2l.plan import Tsm2lPlan
+from gemmc.families.tsm2l.plan import Tsm2lDraft, Tsm2lPlan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, Problem, TileTable, WorkList
 from gemmc.ir.types import DType, Layout
@@ -45,29 +44,44 @@ def tsm2l_stage_elems(k: int, n: int, dtype: DType, a_layout: Layout, c_layout: 
 
 def tsm2l_params(p: Problem, dtype: DType, hw: Hardware, a_layout: Layout = Layout.COL,
                  c_layout: Layout = Layout.COL, t1: int = T1) -> Tsm2lPlan:
-    """tcf (§3.2): about WAVES waves of resident threads, then more rows per thread (paper, V100 single:
-    tcf 1, 1, 2, 8 for m = 1e4 .. 1e7). Shared memory: B, then each warp's staging rows for row-major A and C.
-    Blocks of `t1` threads (T1), halved while their staging rows would not fit the target's shared memory (f64
-    with k or n near 32, row-major, on the 64 KiB of a CDNA workgroup)."""
+    """TSM2L's plan, the family's planning steps in one call; blocks of at most `t1` threads (T1)."""
+    return tsm2l_plan(tsm2l_staging(tsm2l_rows(p, dtype, hw), p, dtype, hw, a_layout, c_layout, t1), p, dtype, hw)
+
+
+def tsm2l_rows(p: Problem, dtype: DType, hw: Hardware) -> Tsm2lDraft:
+    """tcf, the rows each thread keeps in registers (§3.2): about WAVES waves of resident threads, then more rows
+    per thread (paper, V100 single: tcf 1, 1, 2, 8 for m = 1e4 .. 1e7), and the registers they take."""
     w = dtype.nbytes // 4 or 1
     capacity = hw.sm_count * hw.max_threads_per_sm
     # The rows a thread holds are registers: keep them to TSM2L_ROW_REGS so that 8+ warps stay resident per SM.
     tcf = max(c for c in TCF_CHOICES
               if c == 1 or (p.m >= c * WAVES * capacity and w * c * p.k <= TSM2L_ROW_REGS))
-    regs = w * (tcf * p.k + 2) + 24
+    return Tsm2lDraft(tcf=tcf, regs=w * (tcf * p.k + 2) + 24)
+
+
+def tsm2l_staging(rows: Tsm2lDraft, p: Problem, dtype: DType, hw: Hardware, a_layout: Layout, c_layout: Layout,
+                  t1: int = T1) -> Tsm2lDraft:
+    """Shared memory: B, then each warp's staging rows for row-major A and C. Blocks of `t1` threads, halved while
+    their staging rows would not fit the target's shared memory (f64 with k or n near 32, row-major, on the 64 KiB
+    of a CDNA workgroup)."""
     vec = 16 // dtype.nbytes
     stage_row = tsm2l_stage_elems(p.k, p.n, dtype, a_layout, c_layout)
+
     def smem_of(t1: int) -> int:
         return (ceil_div(p.k * p.n, vec) * vec + t1 * stage_row) * dtype.nbytes  # B (whole vectors), then the rows
 
     while smem_of(t1) > hw.smem_per_block and t1 > hw.warp_size:
         t1 //= 2
-    smem = smem_of(t1)
-    threads = ceil_div(p.m, tcf)
-    inflight = resident_threads(hw, threads, regs, smem, t1) * tcf * p.k * dtype.nbytes
+    return replace(rows, t1=t1, stage_row=stage_row, smem=smem_of(t1))
+
+
+def tsm2l_plan(draft: Tsm2lDraft, p: Problem, dtype: DType, hw: Hardware) -> Tsm2lPlan:
+    """The plan of a staged draft, with the bandwidth Little's law predicts over its resident threads."""
+    d = draft
+    inflight = resident_threads(hw, ceil_div(p.m, d.tcf), d.regs, d.smem, d.t1) * d.tcf * p.k * dtype.nbytes
     predicted = hw.mem_bandwidth * min(1.0, inflight / bytes_needed_in_flight(hw))
-    return Tsm2lPlan(t1=t1, tcf=tcf, elem_bytes=dtype.nbytes, t2_threshold=t2_threshold(hw, dtype),
-                     predicted_bandwidth=predicted, smem=smem, regs=regs, stage_row=stage_row)
+    return Tsm2lPlan(t1=d.t1, tcf=d.tcf, elem_bytes=dtype.nbytes, t2_threshold=t2_threshold(hw, dtype),
+                     predicted_bandwidth=predicted, smem=d.smem, regs=d.regs, stage_row=d.stage_row)
 
 
 def claim(kernel: Kernel) -> str | None:
@@ -78,21 +92,6 @@ def claim(kernel: Kernel) -> str | None:
     if p.k <= AUTO_TSM2L_MAX_KN and p.n <= AUTO_TSM2L_MAX_KN and p.m >= AUTO_TSM2L_MIN_M:
         return f"k, n <= {AUTO_TSM2L_MAX_KN} with m >= {AUTO_TSM2L_MIN_M}: tall-and-skinny A (TSM2L)"
     return None
-
-
-def plan(kernel: Kernel, hw: Hardware) -> Tsm2lPlan:
-    diags = one_gemm_diagnostics(kernel, "tsm2l")
-    p = kernel.problems[0]
-    if p.k > TSM2L_MAX_K:
-        diags.append(Diagnostic("E202", f"TSM2L keeps a row of A in registers: k = {p.k} exceeds {TSM2L_MAX_K}",
-                                kernel.where("algorithm"), "use algorithm tsm2r or simt"))
-    if p.n > T2_MAX:
-        diags.append(Diagnostic("E202", f"TSM2L computes n <= {T2_MAX} columns, not {p.n}",
-                                kernel.where("algorithm"), "use algorithm simt"))
-    diags += own_parameters_diagnostic(kernel, "tsm2l")
-    if diags:
-        raise GemmcError(diags)
-    return tsm2l_params(p, kernel.dtype, hw, kernel.layout_a, kernel.layout_c)
 
 
 def notes(kernel: Kernel, plan: Tsm2lPlan, hw: Hardware) -> tuple[str, ...]:
@@ -108,3 +107,8 @@ def worklist(kernel: Kernel, plan: Tsm2lPlan, hw: Hardware) -> WorkList:
     grid = (max(1, ceil_div(ceil_div(p.m, plan.tcf), plan.t1)), 1, 1)
     return WorkList(problems=problem_rows(kernel), tiles=TileTable(), block_offsets=(), grid=grid, block=plan.t1,
                     smem_bytes=plan.smem)
+
+
+def grid_tile(kernel: Kernel, plan: Tsm2lPlan, hw: Hardware) -> tuple[int, int, int]:
+    """The rows and columns of C one block covers (t1 threads of tcf rows, every column), unshared."""
+    return plan.t1 * plan.tcf, kernel.problems[0].n, 1

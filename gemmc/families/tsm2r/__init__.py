@@ -6,14 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gemmc.errors import InternalError
 from gemmc.families.base import Claim, PlannerFamily
-from gemmc.families.tsm2r import codegen, planner
+from gemmc.families.tsm2r import codegen, planner, steps, tuning
 from gemmc.families.tsm2r.plan import Tsm2rPlan
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel
+from gemmc.ir.nodes import FamilyPlan, Kernel
 
 
 class Tsm2r(PlannerFamily):
+    planning = steps
     planner = planner
     codegen = codegen
     name = "tsm2r"
@@ -24,9 +26,13 @@ class Tsm2r(PlannerFamily):
         why = planner.claim(kernel, hw)
         return (Claim.SHAPE, why) if why else None
 
-
     def alternatives(self, kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]:
-        return planner.alternatives(kernel, hw)
+        return tuning.alternatives(kernel, hw)
+
+    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
+        if not isinstance(plan, Tsm2rPlan):
+            raise InternalError("tsm2r", f"grid_tile of a {type(plan).__name__}")
+        return planner.grid_tile(kernel, plan, hw)
 
 
 FAMILY = Tsm2r()

@@ -1,11 +1,11 @@
 """The TSM2R family's decisions (paper 002 §3.1): t1, t2, t3, the k slices and clusters, and what the model
-predicts."""
+predicts (Tsm2rPlan), and the decisions so far between its planning steps (Tsm2rDraft)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gemmc.ir.nodes import FamilyPlan
+from gemmc.ir.nodes import FamilyPlan, PlanDraft
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,3 +49,41 @@ class Tsm2rPlan(FamilyPlan):
         return (f"tsm2r: {knobs}; shared memory {self.smem} B, ~{self.regs} regs",
                 f"t2 threshold {self.t2_threshold:.1f} (n above it is compute-bound); predicted "
                 f"{self.predicted_bandwidth / 1e12:.2f} TB/s")
+
+
+@dataclass(frozen=True, slots=True)
+class Tsm2rDraft(PlanDraft):
+    """The TSM2R family's decisions between its planning steps (families/tsm2r/steps.py): the kernel's form and
+    shape (choose_tiles), its shared memory and the blocks per SM that leaves (choose_staging), then, for the column
+    kernel, its cluster and the bandwidth the model predicts with it (split_k). Fields as in Tsm2rPlan; 0: not
+    chosen yet."""
+
+    column: bool  # the column kernel (column-major A, or row-major A copied by rows); else the row kernel
+    t1: int
+    t2: int
+    t3: int
+    kslices: int
+    rows_per_warp: int
+    elem_bytes: int
+    t2_threshold: float
+    regs: int
+    mma: int = 0
+    row_groups: int = 1
+    a_by_rows: bool = False
+    stages: int = 0
+    smem: int = 0
+    blocks_per_sm: int = 0
+    cluster: int = 0
+    predicted_bandwidth: float = 0.0
+
+    def lines(self) -> tuple[str, ...]:
+        form = "column kernel" + (", A copied by rows" if self.a_by_rows else "") if self.column else "row kernel"
+        out = [f"tsm2r {form}: t1 {self.t1}, t2 {self.t2} (threshold {self.t2_threshold:.1f}), t3 {self.t3}, k slices "
+               f"{self.kslices} of {self.row_groups} warp(s), rows/warp {self.rows_per_warp}, ~{self.regs} regs"
+               + (f", f64 tensor cores m{self.mma}n8k4" if self.mma else "")]
+        if self.smem:
+            out.append(f"shared memory {self.smem} B" + (f", {self.stages} stages, {self.blocks_per_sm} blocks/SM"
+                                                          if self.stages else ""))
+        if self.cluster:
+            out.append(f"cluster {self.cluster}, predicted {self.predicted_bandwidth / 1e12:.2f} TB/s")
+        return tuple(out)

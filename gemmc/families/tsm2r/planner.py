@@ -1,22 +1,20 @@
 """The TSM2R planner (paper 002 §3.1): a large A (m x k) times a tall-skinny B (k x n, n small), near memory
-bandwidth. The streaming model it shares with TSM2L is gemmc/families/streaming.py."""
+bandwidth. The streaming model it shares with TSM2L is gemmc/families/streaming.py; the pipeline runs it through the
+family's planning steps (families/tsm2r/steps.py), and what the first call times against it is in tuning.py."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import replace
 
-from gemmc.errors import GemmcError
 from gemmc.families.streaming import (
     bytes_needed_in_flight,
     choose_t2,
-    one_gemm_diagnostics,
-    own_parameters_diagnostic,
     resident_threads,
     t2_threshold,
 )
 from gemmc.families.tsm2r import calibration as cal
-from gemmc.families.tsm2r.plan import Tsm2rPlan
+from gemmc.families.tsm2r.plan import Tsm2rDraft, Tsm2rPlan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, Problem, TileTable, WorkList
 from gemmc.ir.types import DType, Layout
@@ -242,12 +240,21 @@ def column_shape(p: Problem, t2: int, dtype: DType, a_layout: Layout, mma: int, 
 
 def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, groups: int | None = None,
                  by_rows: bool | None = None, rows: int | None = None) -> Tsm2rPlan:
-    """TSM2R's plan; `groups` (warps per k slice of the column kernel), `by_rows` (row-major A in the column
-    kernel, its batches copied by rows) and `rows` (the column kernel's rows per lane) override the defaults."""
+    """TSM2R's plan, the family's planning steps in one call; `groups` (warps per k slice of the column kernel),
+    `by_rows` (row-major A in the column kernel, its batches copied by rows) and `rows` (the column kernel's rows
+    per lane) override the defaults."""
+    staged = tsm2r_staging(tsm2r_shape(p, dtype, a_layout, hw, groups, by_rows, rows), dtype, a_layout, hw)
+    return tsm2r_plan(tsm2r_cluster(staged, p, hw) if staged.column else staged, p, hw)
+
+
+def tsm2r_shape(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, groups: int | None = None,
+                by_rows: bool | None = None, rows: int | None = None) -> Tsm2rDraft:
+    """The kernel's form and shape: t2 by the t2 threshold (paper 002 §3.1.8, choose_t2), the f64 tensor cores where
+    they pay (f64_mma_rows), then the column kernel's rows per lane, batch t3 and k slices (column_shape) or the row
+    kernel's rows per warp, and the registers they take. Overrides as in tsm2r_params."""
     threshold = t2_threshold(hw, dtype)
     t2 = choose_t2(p.n, threshold)
     w = dtype.nbytes // 4 or 1
-    need = bytes_needed_in_flight(hw)
     mma = f64_mma_rows(hw, dtype, t2, a_layout)
     # (HIP keeps the row kernel: its 64-lane warps would need 245 KiB for these batches, gfx90a has 64)
     if by_rows is None:
@@ -258,44 +265,69 @@ def tsm2r_params(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, group
         rows_per_warp, t3, held = column_shape(p, t2, dtype, a_layout, mma, by_rows, hw)
         rows_per_warp = rows or rows_per_warp
         groups = groups or default_row_groups(mma, a_layout)
-        kw = COL_WARPS // groups  # k slices per block
         regs = column_regs(t2, held, rows_per_warp, dtype)
         if mma and a_layout is Layout.ROW:
             regs = max(regs, ROW_MMA_REGS)
-
-        def resident(stages: int) -> tuple[int, Occupancy]:  # shared memory and occupancy with a ring this deep
-            smem = column_smem(kw, t2, t3, stages, rows_per_warp, dtype, hw, mma, groups, a_layout is Layout.ROW)
-            return smem, occupancy(hw, COL_WARPS * hw.warp_size, regs, smem)
-
-        smem, occ = resident(STAGES)
-        stages = ring_stages(hw, occ.warps_per_sm, column_bytes_in_flight(t3, 2, rows_per_warp, dtype.nbytes, hw))
-        if stages > STAGES and resident(stages)[1].blocks_per_sm == occ.blocks_per_sm:
-            smem, occ = resident(stages)
-        else:
-            stages = STAGES  # a deeper ring that costs resident blocks is no gain
-        blocks_per_sm = max(1, occ.blocks_per_sm)
-        cluster, predicted = choose_cluster(hw, p.k, kw, t3, column_row_blocks(p, t2, rows_per_warp, hw, groups),
-                                            blocks_per_sm,
-                                            column_bytes_in_flight(t3, stages, rows_per_warp, dtype.nbytes, hw), groups)
-        # The model counts on blocks_per_sm resident blocks: ask the compiler for it (CUDA's __launch_bounds__;
-        # HIP's second argument means something else).
-        return Tsm2rPlan(t1=COL_WARPS * hw.warp_size, t2=t2, t3=t3, kslices=kw,
-                        rows_per_warp=rows_per_warp, elem_bytes=dtype.nbytes, t2_threshold=threshold,
-                        predicted_bandwidth=predicted, smem=smem, regs=regs, cluster=cluster, stages=stages,
-                        min_blocks=blocks_per_sm if hw.vendor == "cuda" else 0, mma=mma, row_groups=groups,
-                        a_by_rows=by_rows)
+        return Tsm2rDraft(column=True, t1=COL_WARPS * hw.warp_size, t2=t2, t3=t3, kslices=COL_WARPS // groups,
+                          rows_per_warp=rows_per_warp, elem_bytes=dtype.nbytes, t2_threshold=threshold, regs=regs,
+                          mma=mma, row_groups=groups, a_by_rows=by_rows)
     rows_per_warp = 4 if t2 <= 16 else 2
     t3 = 4 * rows_per_warp  # elements of A in flight per lane per step
-    regs = w * (rows_per_warp * t2 + t3 + 4) + 24
-    smem = t2 * hw.warp_size * 4 * dtype.nbytes
-    block = KSLICES * hw.warp_size
-    threads = ceil_div(p.m, KSLICES * rows_per_warp) * block * ceil_div(p.n, t2)
-    inflight = resident_threads(hw, threads, regs, smem, block) * t3 * dtype.nbytes
-    predicted = hw.mem_bandwidth * min(1.0, inflight / need)
-    return Tsm2rPlan(t1=block, t2=t2, t3=t3, kslices=KSLICES,
-                    rows_per_warp=rows_per_warp, elem_bytes=dtype.nbytes, t2_threshold=threshold,
-                    predicted_bandwidth=predicted, smem=smem,
-                    regs=regs)
+    return Tsm2rDraft(column=False, t1=KSLICES * hw.warp_size, t2=t2, t3=t3, kslices=KSLICES,
+                      rows_per_warp=rows_per_warp, elem_bytes=dtype.nbytes, t2_threshold=threshold,
+                      regs=w * (rows_per_warp * t2 + t3 + 4) + 24)
+
+
+def tsm2r_staging(shape: Tsm2rDraft, dtype: DType, a_layout: Layout, hw: Hardware) -> Tsm2rDraft:
+    """Shared memory for a shape: the row kernel's partial sums; the column kernel's ring of batches per warp, as
+    deep as Little's law asks (ring_stages) where that costs no resident block, else STAGES, and the blocks per SM
+    it leaves."""
+    if not shape.column:
+        return replace(shape, smem=shape.t2 * hw.warp_size * 4 * dtype.nbytes)
+    d = shape
+
+    def resident(stages: int) -> tuple[int, Occupancy]:  # shared memory and occupancy with a ring this deep
+        smem = column_smem(d.kslices, d.t2, d.t3, stages, d.rows_per_warp, dtype, hw, d.mma, d.row_groups,
+                           a_layout is Layout.ROW)
+        return smem, occupancy(hw, d.t1, d.regs, smem)
+
+    smem, occ = resident(STAGES)
+    stages = ring_stages(hw, occ.warps_per_sm, column_bytes_in_flight(d.t3, 2, d.rows_per_warp, dtype.nbytes, hw))
+    if stages > STAGES and resident(stages)[1].blocks_per_sm == occ.blocks_per_sm:
+        smem, occ = resident(stages)
+    else:
+        stages = STAGES  # a deeper ring that costs resident blocks is no gain
+    return replace(d, stages=stages, smem=smem, blocks_per_sm=max(1, occ.blocks_per_sm))
+
+
+def tsm2r_cluster(staged: Tsm2rDraft, p: Problem, hw: Hardware) -> Tsm2rDraft:
+    """The column kernel's cluster, the blocks that split each row tile's k, and the bandwidth the model predicts
+    with it (choose_cluster; 1 where the target has no clusters)."""
+    d = staged
+    cluster, predicted = choose_cluster(hw, p.k, d.kslices, d.t3, column_row_blocks(p, d.t2, d.rows_per_warp, hw,
+                                                                                    d.row_groups),
+                                        d.blocks_per_sm, column_bytes_in_flight(d.t3, d.stages, d.rows_per_warp,
+                                                                                d.elem_bytes, hw), d.row_groups)
+    return replace(d, cluster=cluster, predicted_bandwidth=predicted)
+
+
+def tsm2r_plan(draft: Tsm2rDraft, p: Problem, hw: Hardware) -> Tsm2rPlan:
+    """The plan of a finished draft. The column kernel counts on its blocks per SM and asks the compiler for them
+    (CUDA's __launch_bounds__; HIP's second argument means something else); the row kernel's bandwidth is Little's
+    law over its resident threads."""
+    d = draft
+    if d.column:
+        return Tsm2rPlan(t1=d.t1, t2=d.t2, t3=d.t3, kslices=d.kslices, rows_per_warp=d.rows_per_warp,
+                         elem_bytes=d.elem_bytes, t2_threshold=d.t2_threshold,
+                         predicted_bandwidth=d.predicted_bandwidth, smem=d.smem, regs=d.regs, cluster=d.cluster,
+                         stages=d.stages, min_blocks=d.blocks_per_sm if hw.vendor == "cuda" else 0, mma=d.mma,
+                         row_groups=d.row_groups, a_by_rows=d.a_by_rows)
+    threads = ceil_div(p.m, d.kslices * d.rows_per_warp) * d.t1 * ceil_div(p.n, d.t2)
+    inflight = resident_threads(hw, threads, d.regs, d.smem, d.t1) * d.t3 * d.elem_bytes
+    predicted = hw.mem_bandwidth * min(1.0, inflight / bytes_needed_in_flight(hw))
+    return Tsm2rPlan(t1=d.t1, t2=d.t2, t3=d.t3, kslices=d.kslices, rows_per_warp=d.rows_per_warp,
+                     elem_bytes=d.elem_bytes, t2_threshold=d.t2_threshold, predicted_bandwidth=predicted, smem=d.smem,
+                     regs=d.regs)
 
 
 def claim(kernel: Kernel, hw: Hardware) -> str | None:
@@ -318,105 +350,6 @@ def claim(kernel: Kernel, hw: Hardware) -> str | None:
     return None
 
 
-def plan(kernel: Kernel, hw: Hardware) -> Tsm2rPlan:
-    diags = one_gemm_diagnostics(kernel, "tsm2r") + own_parameters_diagnostic(kernel, "tsm2r")
-    if diags:
-        raise GemmcError(diags)
-    return tsm2r_params(kernel.problems[0], kernel.dtype, kernel.layout_a, hw)
-
-
-def notes(kernel: Kernel, plan: Tsm2rPlan, hw: Hardware) -> tuple[str, ...]:
-    p = kernel.problems[0]
-    bound = "memory-bound" if p.n <= plan.t2_threshold else "compute-bound"
-    lines: tuple[str, ...] = (f"tsm2r: n = {p.n} vs t2 threshold {plan.t2_threshold:.1f}: {bound}; "
-                              f"Little's law needs {bytes_needed_in_flight(hw) / 1024:.1f} KiB in flight per SM",)
-    row_kernel, shapes = tuning_shapes(kernel, plan, hw)
-    if row_kernel:
-        lines += (f"tsm2r: the first call on a GPU times the column kernel with A copied by rows (clusters of "
-                  f"{_span(shapes[0][2])} blocks) against this row kernel and keeps the fastest (GEMMC_TUNE=0 keeps "
-                  "this one)",)
-    elif sum(len(sizes) for _, _, sizes in shapes) > 1:
-        timed = ", and of ".join(f"{_span(sizes)}{' with ' + shape if shape else ' blocks'}"
-                                 for _, shape, sizes in shapes)
-        lines += (f"tsm2r: the first call on a GPU times clusters of {timed}{',' if len(shapes) > 1 else ''} and "
-                  f"keeps the fastest (the model's choice: {plan.cluster}; GEMMC_TUNE=0 keeps it)",)
-    return lines
-
-
-def _span(sizes: list[int]) -> str:
-    """Cluster sizes as a reader wants them: "1-7", or "1, 3" where they are not a run."""
-    ordered = sorted(sizes)
-    if len(ordered) > 1 and ordered == list(range(ordered[0], ordered[-1] + 1)):
-        return f"{ordered[0]}-{ordered[-1]}"
-    return ", ".join(map(str, ordered))
-
-
-def tuning_shapes(kernel: Kernel, plan: Tsm2rPlan, hw: Hardware) -> tuple[bool, list[tuple[Tsm2rPlan, str, list[int]]]]:
-    """What the tuning step times (`alternatives`) and `notes` reports: whether the plan is the row kernel, timed
-    as it is, and the column-kernel shapes timed, each (plan, what differs from the model's plan, cluster sizes),
-    the model's own shape and cluster first. Nothing where the target has no clusters."""
-    if not hw.has_clusters:
-        return False, []
-    p = kernel.problems[0]
-    if not column_kernel(kernel, plan):  # the row kernel: the model's choice, then the column kernel by rows
-        if kernel.layout_a is not Layout.ROW or plan.mma or hw.vendor != "cuda":
-            return False, []
-        by_rows = tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, by_rows=True)
-        return True, [(by_rows, "A copied by rows", cluster_sizes(p.k, by_rows.kslices, by_rows.t3))]
-    def shape(label: str, max_cluster: int = MAX_CLUSTER, **changes) -> tuple[Tsm2rPlan, str, list[int]]:
-        other = tsm2r_params(p, kernel.dtype, kernel.layout_a, hw, **changes)
-        return other, label, [s for s in cluster_sizes(p.k, other.kslices, other.t3) if s <= max_cluster]
-
-    shapes = [(plan, "", [plan.cluster, *(s for s in cluster_sizes(p.k, plan.kslices, plan.t3) if s != plan.cluster)])]
-    if plan.mma == 16 and kernel.layout_a is Layout.ROW and plan.t2 >= ROW_WIDE_MIN_N:
-        shapes.append(shape(f"one slice of {ROW_MMA_GROUPS} warps", groups=ROW_MMA_GROUPS))
-        shapes.append(shape(f"{hw.warp_size} rows per warp in {ROW_ALT_GROUPS}-warp slices", ROW_ALT_MAX_CLUSTER,
-                            groups=ROW_ALT_GROUPS, rows=1))
-    elif plan.mma == 16 and kernel.layout_a is Layout.ROW:
-        rows = 1 if plan.rows_per_warp == 2 else 2
-        shapes.append(shape(f"{rows * hw.warp_size} rows per warp", ROW_ALT_MAX_CLUSTER, rows=rows))
-    elif plan.row_groups > 1:
-        shapes.append(shape("1-warp slices", groups=1))
-    return False, shapes
-
-
-def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]:
-    """Planned kernels the runtime may time against the model's choice on the device, and keep the fastest of
-    (paper 002 §4's parameter search, done by measurement where the model cannot tell): column-major TSM2R on
-    targets with clusters, every cluster size that gives each warp a batch, the model's first. Measured at m = k
-    = 16384 the cluster sizes differ by up to 1.6x in an order no occupancy or Little's-law term follows (f32
-    n = 16: 1, 2, 3, 4, 5, 6, 7 blocks took 698, 434, 427, 516, 462, 433, 387 us; f64 n = 16: 834, 713, -, 846,
-    745, 786, 747; bench/results/2026-11-22_h100_tsm2r-wide_call1.json). Where the k slices have MMA_ROW_GROUPS
-    warps, every cluster size with slices of one warp too: at m = k = 8192, f64 n = 32, those took 186 us at
-    their best cluster and the grouped slices 204-247 (bench/results/2026-11-23_h100_tsm2r-groups-run3.json).
-    Row-major A on sm_90's f64 tensor cores: below
-    ROW_WIDE_MIN_N columns the other of 32 and 64 rows per warp, from it one slice of ROW_MMA_GROUPS warps at every
-    cluster size and 32 rows per warp in slices of ROW_ALT_GROUPS warps, the extra shapes in clusters up to
-    ROW_ALT_MAX_CLUSTER where not every size. Where the plan is the
-    row kernel (row-major A, n = 1 on CUDA), the column kernel with A copied by rows at every cluster size: at m = k
-    = 8192 f32 it took 102-104 us at n = 2-3 where the row kernel took 123, at 16384-30720 the row kernel was 7-9%
-    ahead at n = 1 (bench/results/2026-11-23_h100_tallskinny-tsm2r-f32-rowmajor-n2.json). The shapes are
-    `tuning_shapes`'. Empty: nothing to time."""
-    plan = kernel.plan
-    if not isinstance(plan, Tsm2rPlan):
-        return ()
-    row_kernel, shapes = tuning_shapes(kernel, plan, hw)
-    p = kernel.problems[0]
-    out = [("row kernel (model)", replace(kernel, work=worklist(kernel, plan, hw)))] if row_kernel else []
-    for base, shape, sizes in shapes:
-        row_blocks = column_row_blocks(p, base.t2, base.rows_per_warp, hw, base.row_groups)
-        in_flight = column_bytes_in_flight(base.t3, base.stages, base.rows_per_warp, base.elem_bytes, hw)
-        blocks_per_sm = max(1, occupancy(hw, base.t1, base.regs, base.smem).blocks_per_sm)
-        for size in sizes:
-            variant = replace(base, cluster=size, predicted_bandwidth=cluster_bandwidth(
-                hw, size, row_blocks, blocks_per_sm, base.kslices * base.row_groups, in_flight))
-            planned = replace(kernel, plan=variant)
-            label = (f"cluster {size}" + (" (model)" if base is plan and size == plan.cluster else "")
-                     + (f", {shape}" if shape else ""))
-            out.append((label, replace(planned, work=worklist(planned, variant, hw))))
-    return tuple(out)
-
-
 def worklist(kernel: Kernel, plan: Tsm2rPlan, hw: Hardware) -> WorkList:
     """No tiles: blocks map to rows by arithmetic (grid.y = passes over n for TSM2R)."""
     rows = problem_rows(kernel)
@@ -427,3 +360,12 @@ def worklist(kernel: Kernel, plan: Tsm2rPlan, hw: Hardware) -> WorkList:
     else:  # a warp owns rows_per_warp rows
         grid = (ceil_div(p.m, plan.kslices * plan.rows_per_warp), ceil_div(p.n, plan.t2), 1)
     return WorkList(problems=rows, tiles=TileTable(), block_offsets=(), grid=grid, block=plan.t1, smem_bytes=plan.smem)
+
+
+def grid_tile(kernel: Kernel, plan: Tsm2rPlan, hw: Hardware) -> tuple[int, int, int]:
+    """The rows and columns of C one grid tile covers, and the blocks of a cluster that share it: the column
+    kernel's row tile (warps of a k slice x lanes x rows per lane) by a pass of t2 columns; the row kernel's rows
+    (warps x rows per warp) by a pass (`worklist` lays the grid out over them)."""
+    if column_kernel(kernel, plan):
+        return plan.row_groups * hw.warp_size * plan.rows_per_warp, plan.t2, plan.cluster
+    return plan.kslices * plan.rows_per_warp, plan.t2, 1

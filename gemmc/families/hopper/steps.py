@@ -1,0 +1,37 @@
+"""The hopper family's planning steps, each a pure pass under the name of the pipeline step it implements
+(gemmc/passes/planning.py). Its plan has few decisions and they depend on each other (tile N, then the cluster
+that multicasts B, then the stages that fit), so one `finish_plan` makes them; `limits` is what it guarantees of
+the plan, for the IR verifier."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gemmc.families.hopper import planner
+from gemmc.families.hopper.plan import BK, BM, HopperPlan
+from gemmc.ir.hardware import Hardware
+from gemmc.ir.nodes import Kernel
+
+
+def finish_plan(kernel: Kernel, hw: Hardware) -> Kernel:
+    """Requires: a checked kernel of half storage that selected the hopper family. Guarantees: `plan` is the
+    HopperPlan (tile N by the waves model, the cluster, the deepest ring that fits) and the notes say why."""
+    plan = planner.plan(kernel, hw)
+    return dataclasses.replace(kernel, plan=plan, notes=(*kernel.notes, *planner.notes(kernel, plan, hw)))
+
+
+STEPS = (("finish_plan", finish_plan),)
+
+
+def limits(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> list[str]:
+    """What finish_plan guarantees: 128 x N x 64 tiles with N one the template builds, a ring of at least 2
+    stages, clusters of 1 or 2."""
+    out = []
+    if (plan.bm, plan.bk) != (BM, BK) or plan.bn not in planner.TILE_N:
+        out.append(f"tile {plan.bm} x {plan.bn} x {plan.bk}; the template builds {BM} x N x {BK}, N in "
+                   f"{planner.TILE_N}")
+    if plan.stages < 2:
+        out.append(f"{plan.stages} pipeline stages; the TMA ring needs 2 or more")
+    if plan.cluster not in (1, 2):
+        out.append(f"clusters of {plan.cluster}; the kernel multicasts B to pairs")
+    return out
