@@ -144,7 +144,7 @@ def load_all(kernels: Sequence[Any], slow: Callable[[], None]) -> None:
     soon as the compiles and the timing still to come are sure to take longer than NOTICE_SECONDS."""
     budget = NOTICE_SECONDS - len(kernels) * TIMING_SECONDS
     with ThreadPoolExecutor(min(8, len(kernels))) as pool:
-        loads = [pool.submit(lambda k=k: k.function) for k in kernels]
+        loads = [pool.submit(getattr, k, "function") for k in kernels]
         if budget <= 0 or wait(loads, timeout=budget).not_done:
             slow()
         for load in loads:
