@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -9,13 +10,14 @@ from typing import TYPE_CHECKING, Any
 from gemmc.api_group import CompiledGroup
 from gemmc.codegen import Rendered, render_kernel
 from gemmc.concurrent.plan import plan_groups
-from gemmc.errors import GemmcError
+from gemmc.errors import Diagnostic, GemmcError, printable, source_lines
 from gemmc.families.registry import NAMES
 from gemmc.grammar.lower import lower
 from gemmc.grammar.parser import parse
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel, Program
 from gemmc.ir.printer import format_kernel
+from gemmc.ir.types import Span
 from gemmc.model.tlp import Occupancy
 from gemmc.passes import replan, run_pipeline
 
@@ -195,10 +197,26 @@ def compile_string(text: str, *, filename: str = "<string>", target: str | None 
     return CompiledProgram(plan_groups(program), text, seconds)
 
 
-def compile_file(path: str | Path, *, target: str | None = None, verify: bool = False) -> CompiledProgram:
+def read_schedule(path: str | Path) -> str:
+    """The text of a schedule file: UTF-8 (a leading byte-order mark is dropped). A file that cannot be read, or
+    bytes that are not UTF-8, raise GemmcError E103 (the latter at the line and column of the first bad byte)."""
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as err:
-        raise GemmcError(f"cannot read {path}: {err.strerror}") from None
+        raise GemmcError(Diagnostic("E103", f"cannot read {printable(str(path))}: {err.strerror or err}")) from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        start = err.start + (3 if data.startswith(codecs.BOM_UTF8) else 0)
+        lines = source_lines(data[:start].decode("utf-8-sig"))  # valid up to the first bad byte
+        line, column = len(lines), len(lines[-1]) + 1
+        text = data.decode("utf-8-sig", errors="replace")
+        raise GemmcError(Diagnostic("E103", f"the schedule is not UTF-8 text (byte 0x{data[start]:02x})",
+                                    Span(line, column), "save the file as UTF-8"),
+                         filename=str(path), source=text) from None
+
+
+def compile_file(path: str | Path, *, target: str | None = None, verify: bool = False) -> CompiledProgram:
+    text = read_schedule(path)
     return compile_string(text, filename=str(path), target=target, verify=verify)

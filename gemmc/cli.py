@@ -3,35 +3,79 @@
 from __future__ import annotations
 
 import argparse
+import os
+import secrets
 import sys
 import traceback
 from pathlib import Path
 
-from gemmc.api import CompiledProgram, compile_file, compile_string, front_end
+from gemmc.api import CompiledKernel, CompiledProgram, compile_file, compile_string, front_end, read_schedule
 from gemmc.concurrent.plan import plan_groups
-from gemmc.errors import GemmcError
+from gemmc.errors import GemmcError, NoGpuError, printable
 from gemmc.ir.nodes import Program
 from gemmc.ir.printer import format_program
 from gemmc.passes import PASS_NAMES, run_pipeline
 from gemmc.version import __version__
 
-EXIT_USER = 1
-EXIT_INTERNAL = 70  # EX_SOFTWARE
+EXIT_USER = 1  # the schedule or an argument is wrong, or a file cannot be read or written
+EXIT_USAGE = 2  # the command line itself (argparse's own code)
+EXIT_NO_GPU = 3  # `run` without CuPy or a GPU
+EXIT_CHECK = 4  # `run --check`: an error above the tolerance
+EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in gemmc
 VERIFY_HELP = "check the IR's invariants after every pass (a broken one is a gemmc bug: exit 70)"
-
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE: what a tool killed by writing to a closed pipe reports
 
 STDIN = "-"  # the schedule argument that reads standard input
-SOURCE_SUFFIXES = (".cu", ".hip")  # `-o` names a file, not a folder, when it ends with one of these
+SOURCE_SUFFIXES = (".cu", ".hip")  # `-o` names one file, not a folder, when it ends with one of these
+
+EXIT_CODES = f"""exit status:
+  0    success
+  {EXIT_USER}    the schedule or an argument is wrong, or a file cannot be read or written (one message on stderr)
+  {EXIT_USAGE}    the command line is wrong
+  {EXIT_NO_GPU}    `run` found no GPU (CuPy is missing, or no device)
+  {EXIT_CHECK}    `run --check` found an error above the tolerance
+  {EXIT_INTERNAL}   an internal error: a bug in gemmc (the message asks for a report)
+  {EXIT_INTERRUPTED}  interrupted
+  {EXIT_CLOSED_PIPE}  standard output was closed (a pipe such as `| head` ended)"""
 
 
-def read_schedule(name: str) -> tuple[str, str]:
-    """The schedule's text and the file name its errors cite; `-` is standard input."""
-    if name == STDIN:
-        return sys.stdin.read(), "<stdin>"
+class CommandError(Exception):
+    """An argument of the command that cannot be used, or an output that cannot be written: one line, exit 1."""
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write `path` all at once: into a new file beside it, renamed over it when complete. A reader never sees half
+    a file, a failed write leaves what was there, and a symbolic link at `path` is replaced, never followed."""
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    created = False
     try:
-        return Path(name).read_text(), name
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        created = True
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temp, path)
     except OSError as err:
-        raise GemmcError(f"cannot read {name}: {err.strerror}") from None
+        raise CommandError(f"cannot write {printable(str(path))}: {err.strerror or err}") from None
+    finally:  # after the rename the temporary name is gone; after a failure or an interrupt, it goes
+        if created:
+            temp.unlink(missing_ok=True)
+
+
+def output_folder(name: str) -> Path:
+    out = Path(name)
+    if out.exists() and not out.is_dir():
+        raise CommandError(f"-o {printable(name)}: not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise CommandError(f"cannot create the folder {printable(name)}: {err.strerror or err}") from None
+    return out
+
+
+def schedule_text(name: str) -> tuple[str, str]:
+    """The schedule's text and the file name its errors cite; `-` is standard input."""
+    return (sys.stdin.read(), "<stdin>") if name == STDIN else (read_schedule(name), name)
 
 
 def load(name: str, target: str | None, verify: bool = False) -> CompiledProgram:
@@ -40,40 +84,61 @@ def load(name: str, target: str | None, verify: bool = False) -> CompiledProgram
     return compile_file(name, target=target, verify=verify)
 
 
+def selected(prog: CompiledProgram, wanted: list[str] | None) -> list[CompiledKernel]:
+    """The kernels `--kernel` names (every kernel without it); a name the schedule lacks (as a kernel or a group)
+    is an error."""
+    if wanted:
+        known = (*prog.names, *(g.name for g in prog.groups))
+        missing = [name for name in wanted if name not in known]
+        if missing:
+            raise CommandError(f"--kernel {printable(missing[0])}: the schedule has no such kernel; it defines "
+                               + ", ".join(known))
+    return [k for k in prog if not wanted or k.name in wanted]
+
+
 def cmd_compile(args: argparse.Namespace) -> int:
     prog = load(args.schedule, args.target, verify=args.verify)
-    wanted = set(args.kernel or ())
-    # (name, source, header, its extension, what the line after `wrote` says) per kernel and group to write
-    outputs = [(k.name, k.rendered.standalone, k.rendered.header, k.rendered.extension,
-                f"{k.rendered.launcher}() runs {k.ir.batch_size} GEMM(s) with the {k.ir.family or '?'} family; "
-                f"build it with {' '.join(k.rendered.build_flags)}") for k in prog if not wanted or k.name in wanted]
-    outputs += [(g.name, g.rendered.source, g.rendered.header, g.rendered.extension,
-                 f"{g.rendered.launcher}() runs group {g.name}'s {len(g.members)} GEMM(s) ({g.mode.value}); "
-                 f"build it with {' '.join(g.rendered.build_flags)}")
-                for g in prog.groups if not wanted or g.name in wanted]
-    out = Path(args.output)
-    if out.suffix in SOURCE_SUFFIXES:  # one file (and its header beside it)
-        if len(outputs) != 1:
-            names = ", ".join(o[0] for o in outputs) or "none"
-            raise GemmcError(f"-o {out} names one file, but {len(outputs)} kernels would be written ({names}): "
-                             "pick one with --kernel, or give a folder")
-        if out.suffix != f".{outputs[0][3]}":
-            language = {"cu": "CUDA", "hip": "HIP"}[outputs[0][3]]
-            raise GemmcError(f"-o {out}: kernel '{outputs[0][0]}' is {language} source; "
-                             f"name the file {out.with_suffix('.' + outputs[0][3]).name}")
-        files = [(out, out.with_suffix(".h"))]
-    else:
-        files = [(out / f"{name}.{ext}", out / f"{name}.h") for name, _, _, ext, _ in outputs]
-    for (src, header), (_, source, declarations, _, what) in zip(files, outputs, strict=True):
-        src.parent.mkdir(parents=True, exist_ok=True)
-        src.write_text(source)
-        header.write_text(declarations)
-        print(f"wrote {src} and {header}: {what}")
+    kernels = selected(prog, args.kernel)
+    groups = [g for g in prog.groups if not args.kernel or g.name in args.kernel]
+    rendered = [(k, k.rendered) for k in kernels]  # every kernel and group renders before any file is written
+    rendered_groups = [(g, g.rendered) for g in groups]
+    file = Path(args.output)
+    if file.suffix in SOURCE_SUFFIXES:  # one kernel's source, its header beside it
+        written = [(k.name, r.extension) for k, r in rendered] + [(g.name, r.extension) for g, r in rendered_groups]
+        if len(written) != 1:
+            raise CommandError(f"-o {printable(args.output)} names one file, but {len(written)} kernels would be "
+                               f"written ({', '.join(name for name, _ in written) or 'none'}): pick one with "
+                               "--kernel, or give a folder")
+        name, extension = written[0]
+        if file.suffix != f".{extension}":
+            raise CommandError(f"-o {printable(args.output)}: kernel '{name}' is {extension.upper()} source; name "
+                               f"the file {printable(file.with_suffix('.' + extension).name)}")
+        output_folder(str(file.parent))
+
+    def paths(name: str, extension: str) -> tuple[Path, Path]:
+        if file.suffix in SOURCE_SUFFIXES:
+            return file, file.with_suffix(".h")
+        return out / f"{name}.{extension}", out / f"{name}.h"
+
+    out = file if file.suffix in SOURCE_SUFFIXES else output_folder(args.output)
+    for kernel, r in rendered:
+        src, header = paths(kernel.name, r.extension)
+        write_whole(src, r.standalone)
+        write_whole(header, r.header)
+        print(f"wrote {printable(str(src))} and {printable(str(header))}: {r.launcher}() runs {kernel.ir.batch_size} "
+              f"GEMM(s) with the {kernel.ir.family or '?'} family; "
+              f"build it with {' '.join(r.build_flags)}")
+    for group, g in rendered_groups:
+        src, header = paths(g.name, g.extension)
+        write_whole(src, g.source)
+        write_whole(header, g.header)
+        print(f"wrote {printable(str(src))} and {printable(str(header))}: {g.launcher}() runs group {g.name}'s "
+              f"{len(group.members)} GEMM(s) ({group.mode.value}); build it with {' '.join(g.build_flags)}")
     return 0
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    text, filename = read_schedule(args.schedule)
+    text, filename = schedule_text(args.schedule)
     program = front_end(text, filename=filename, target=args.target)
     seconds: dict[str, float] = {}
     if args.after == "all":  # one run, the program printed after each pass
@@ -106,13 +171,14 @@ def pass_name(text: str) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from gemmc.runtime.check import check_kernel  # needs CuPy and a GPU
+    from gemmc.runtime.check import check_kernel
+    from gemmc.runtime.device import require_gpu
 
     prog = load(args.schedule, args.target)
+    kernels = selected(prog, args.kernel)
+    require_gpu()
     failed = False
-    for kernel in prog:
-        if args.kernel and kernel.name not in args.kernel:
-            continue
+    for kernel in kernels:
         res = check_kernel(kernel, seed=args.seed, time_it=not args.no_time)
         err = res["errors"]
         line = (f"{kernel.name}: {res['gflop']:.3f} GFLOP on {res['device']}: rel. Frobenius error "
@@ -128,7 +194,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.check and not (err["rel_fro"] <= tolerance and err["nonfinite"] == 0):
             print(f"  FAILED: error above {tolerance:g} or non-finite outputs", file=sys.stderr)
             failed = True
-    return 1 if failed else 0
+    return EXIT_CHECK if failed else 0
 
 
 def cmd_bench(argv: list[str]) -> int:
@@ -139,21 +205,24 @@ def cmd_bench(argv: list[str]) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gemmc", description="Compile GEMM schedules (.gs) into CUDA/HIP kernels.")
+    p = argparse.ArgumentParser(prog="gemmc", description="Compile GEMM schedules (.gs) into CUDA/HIP kernels.",
+                                epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"gemmc {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    c = sub.add_parser("compile", help="write <kernel>.cu/.hip and <kernel>.h for every kernel and group")
+    c = sub.add_parser("compile", help="write <kernel>.cu/.hip and <kernel>.h for every kernel and group",
+                       epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("schedule", help="a .gs file, or - for standard input")
-    c.add_argument("-o", "--output", default="out",
-                   help="output folder (default: out), or a .cu/.hip file (and its .h beside it) for one kernel")
+    c.add_argument("-o", "--output", default="out", help="output folder, created if missing (default: out), or a "
+                   ".cu/.hip file (and its .h beside it) for one kernel; each file is written whole, by a rename")
     c.add_argument("--target", help="cuda | hip | sm_80 | sm_86 | sm_89 | sm_90 | gfx908 | gfx90a | gfx942 "
                                     "(default: the file's `target`, else sm_90)")
     c.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
     c.add_argument("--verify", action="store_true", help=VERIFY_HELP)
     c.set_defaults(fn=cmd_compile)
 
-    i = sub.add_parser("inspect", help="print the IR after a pass and what the passes decided")
+    i = sub.add_parser("inspect", help="print the IR after a pass and what the passes decided", epilog=EXIT_CODES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     i.add_argument("schedule", help="a .gs file, or - for standard input")
     i.add_argument("--after", default=PASS_NAMES[-1], type=pass_name, metavar="PASS",
                    help=f"print the program after this pass (default: the last), or after each (all): "
@@ -163,14 +232,15 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("--source", action="store_true", help="also print the generated kernel source")
     i.set_defaults(fn=cmd_inspect)
 
-    r = sub.add_parser("run", help="(GPU) run every kernel on random inputs, compare with float64, time it")
+    r = sub.add_parser("run", help="(GPU) run every kernel on random inputs, compare with float64, time it",
+                       epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("schedule", help="a .gs file, or - for standard input")
-    r.add_argument("--check", action="store_true", help="exit 1 when an error exceeds --tolerance")
+    r.add_argument("--check", action="store_true", help=f"exit {EXIT_CHECK} when an error exceeds --tolerance")
     r.add_argument("--tolerance", type=float, default=1e-5)
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--no-time", action="store_true")
     r.add_argument("--target")
-    r.add_argument("--kernel", action="append")
+    r.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
     r.set_defaults(fn=cmd_run)
 
     # listed here for --help; main() hands everything after `bench` to gemmc.bench, which parses it
@@ -179,18 +249,36 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _close_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush does not meet the closed pipe again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:
         return cmd_bench(argv[1:])
     args = parser().parse_args(argv)
     try:
-        return args.fn(args)
+        code = args.fn(args)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at the interpreter's exit
+        return code
+    except BrokenPipeError:
+        _close_stdout()
+        return EXIT_CLOSED_PIPE
+    except NoGpuError as err:
+        print(err.render(), file=sys.stderr)
+        return EXIT_NO_GPU
     except GemmcError as err:
         print(err.render(), file=sys.stderr)
         return EXIT_USER
+    except CommandError as err:
+        print(f"gemmc: error: {err}", file=sys.stderr)
+        return EXIT_USER
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except Exception:  # noqa: BLE001 - anything else is gemmc's fault, and says so
         print("gemmc: internal error: this is a bug in gemmc, please report it with the schedule and this trace.",
               file=sys.stderr)

@@ -10,7 +10,9 @@ Rendered form (what the CLI prints):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+import unicodedata
+from dataclasses import dataclass, replace
 
 from gemmc.span import NO_SPAN, Span
 
@@ -20,18 +22,76 @@ CODES = {
     "E100": "syntax error",
     "E101": "unknown keyword",
     "E102": "bad number",
+    "E103": "unreadable schedule",
     "E200": "duplicate name",
     "E201": "bad size",
     "E202": "bad combination",
     "E203": "unknown target",
     "E204": "bad value",
+    "E205": "out of range",
+    "E206": "reserved name",
     "E300": "shared memory",
     "E301": "threads",
     "E302": "registers",
     "E303": "target and GPU differ",
+    "E304": "grid",
     "E400": "bad argument",
+    "E401": "no GPU",
     "E900": "not supported yet",
 }
+
+
+# The line breaks of a schedule: the parser counts lines by exactly these (parser.py turns \r\n and \r into \n
+# first), so the rendered line is the one a span's line number means. Form feeds, vertical tabs and U+2028 are
+# whitespace inside a line.
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+TAB_WIDTH = 8
+
+
+def source_lines(source: str) -> list[str]:
+    return LINE_BREAK.split(source)
+
+
+def printable(text: str) -> str:
+    """`text` with every control or format character (a newline, an escape, U+2028) written as its Python escape,
+    so that a file name shows on one line and cannot drive the terminal."""
+    return "".join(c.encode("unicode_escape").decode("ascii") if _invisible(c) else c for c in text)
+
+
+def _invisible(c: str) -> bool:
+    return unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+
+
+def _cells(c: str, at: int) -> tuple[str, int]:
+    """How character `c` shows at display column `at` (0-based): its text and its width in columns."""
+    if c == "\t":
+        width = TAB_WIDTH - at % TAB_WIDTH
+        return " " * width, width
+    if _invisible(c):
+        return " ", 1  # one column, as the parser counts it
+    if unicodedata.combining(c):
+        return c, 0
+    return c, 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
+
+
+def caret_line(text: str, column: int, end_column: int | None) -> tuple[str, str]:
+    """The source line as displayed (tabs expanded, invisible characters as spaces) and a caret line under the
+    characters [column, end_column) (1-based, in characters as the parser counts them; at least one caret)."""
+    shown: list[str] = []
+    starts: list[int] = []  # display column where each character starts
+    at = 0
+    for c in text:
+        starts.append(at)
+        cell, width = _cells(c, at)
+        shown.append(cell)
+        at += width
+
+    def display(col: int) -> int:  # 0-based character index -> display column; past the end, one per character
+        return starts[col] if col < len(starts) else at + col - len(starts)
+
+    first = display(column - 1)
+    last = display((end_column or column + 1) - 1)
+    return "".join(shown), " " * first + "^" * max(1, last - first)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,15 +102,14 @@ class Diagnostic:
     hint: str | None = None
 
     def render(self, filename: str, source: str | None) -> str:
-        head = f"{filename}:{self.span.line}:{self.span.column}: error[{self.code}]: {self.message}"
+        head = f"{printable(filename)}:{self.span.line}:{self.span.column}: error[{self.code}]: {self.message}"
         lines = [head]
         if source is not None and self.span.line > 0:
-            text_lines = source.splitlines()
+            text_lines = source_lines(source)
             if self.span.line <= len(text_lines):
-                text = text_lines[self.span.line - 1]
-                width = max(1, (self.span.end_column or self.span.column + 1) - self.span.column)
+                text, carets = caret_line(text_lines[self.span.line - 1], self.span.column, self.span.end_column)
                 lines.append(f"    {text}")
-                lines.append("    " + " " * (self.span.column - 1) + "^" * width)
+                lines.append(f"    {carets}")
         if self.hint:
             lines.append(f"hint: {self.hint}")
         return "\n".join(lines)
@@ -82,6 +141,19 @@ class GemmcError(Exception):
 
     def __str__(self) -> str:
         return self.render()
+
+    def at(self, span: Span) -> GemmcError:
+        """This error with every diagnostic that has no position pointed at `span` (a check that knows the numbers
+        but not the schedule line, reported by the caller that knows the line)."""
+        diags = [replace(d, span=span) if d.span == NO_SPAN else d for d in self.diagnostics]
+        return GemmcError(diags, filename=self.filename, source=self.source)
+
+
+class NoGpuError(GemmcError):
+    """Running a kernel needs CuPy and a GPU, and there is none (E401). The CLI exits 3."""
+
+    def __init__(self, message: str):
+        super().__init__(Diagnostic("E401", message))
 
 
 class InternalError(Exception):

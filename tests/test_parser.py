@@ -111,3 +111,117 @@ def test_errors_report_every_problem():
     with pytest.raises(gemmc.GemmcError) as info:
         gemmc.compile_string(BAD["sizes"], filename="s.gs")
     assert [d.code for d in info.value.diagnostics] == ["E201", "E201", "E102"]
+
+
+# Error positions: lines are broken by \n, \r\n and \r only, in the parser and in the rendered line alike; form feeds,
+# vertical tabs and U+2028 are whitespace within a line (shown as a space); tabs are expanded to 8 columns in the
+# shown line and under it. The column in the header counts characters.
+POSITIONS = {
+    "form_feed": ("kernel k {\f gemm 0 x 4 x 4 }\n",
+                  "p.gs:1:18: error[E201]: M must be at least 1, not 0\n"
+                  "    kernel k {  gemm 0 x 4 x 4 }\n"
+                  "                     ^"),
+    "vertical_tab": ("kernel k {\v gemm 0 x 4 x 4 }\n",
+                     "p.gs:1:18: error[E201]: M must be at least 1, not 0\n"
+                     "    kernel k {  gemm 0 x 4 x 4 }\n"
+                     "                     ^"),
+    "line_separator": ("kernel k {\u2028 gemm 0 x 4 x 4 }\n",
+                       "p.gs:1:18: error[E201]: M must be at least 1, not 0\n"
+                       "    kernel k {  gemm 0 x 4 x 4 }\n"
+                       "                     ^"),
+    "bare_cr": ("kernel k {\r  gemm 0 x 4 x 4\r}\r",
+                "p.gs:2:8: error[E201]: M must be at least 1, not 0\n"
+                "      gemm 0 x 4 x 4\n"
+                "           ^"),
+    "crlf": ("kernel k {\r\n  gemm 0 x 4 x 4\r\n}\r\n",
+             "p.gs:2:8: error[E201]: M must be at least 1, not 0\n"
+             "      gemm 0 x 4 x 4\n"
+             "           ^"),
+    "comment_ended_by_cr": ("kernel k { # a comment\r  gemm 0 x 4 x 4 }\n",
+                            "p.gs:2:8: error[E201]: M must be at least 1, not 0\n"
+                            "      gemm 0 x 4 x 4 }\n"
+                            "           ^"),
+    "leading_tab": ("kernel k {\n\tgemm 0 x 4 x 4\n}\n",
+                    "p.gs:2:7: error[E201]: M must be at least 1, not 0\n"
+                    "            gemm 0 x 4 x 4\n"
+                    "                 ^"),
+    "tab_before": ("kernel k {\n  gemm 4 x\t0 x 4\n}\n",
+                   "p.gs:2:12: error[E201]: N must be at least 1, not 0\n"
+                   "      gemm 4 x      0 x 4\n"
+                   "                    ^"),
+    "tabs_inside": ("kernel k {\n  gemm 4 x 4 x 4\n  tile\t32x32x8\tkslices 3\n}\n",
+                    "p.gs:3:3: error[E202]: kslices 3 does not divide the tile's K step 8\n"
+                    "      tile  32x32x8 kslices 3\n"
+                    "      ^^^^^^^^^^^^^^^^^^^^^^^\n"
+                    "hint: use a K step that is a multiple of 3"),
+    "bad_character_after_a_tab": ("kernel k {\n\tgemm 4 x 4 x 4 ;\n}\n",
+                                  "p.gs:2:17: error[E100]: unexpected character ';'\n"
+                                  "            gemm 4 x 4 x 4 ;\n"
+                                  "                           ^"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POSITIONS))
+def test_error_positions_and_carets(name):
+    text, expected = POSITIONS[name]
+    with pytest.raises(gemmc.GemmcError) as info:
+        gemmc.compile_string(text, filename="p.gs")
+    assert info.value.render() == expected
+
+
+def test_caret_line_counts_wide_and_invisible_characters():
+    from gemmc.errors import caret_line
+
+    assert caret_line("a\tb", 3, 4) == ("a       b", "        ^")
+    assert caret_line("\u4e2d x", 3, 4) == ("\u4e2d x", "   ^")  # a wide character takes two columns
+    assert caret_line("ab", 5, None) == ("ab", "    ^")  # past the end of the line
+    assert caret_line("a\x1bb", 3, 4) == ("a b", "  ^")
+
+
+def test_file_names_render_on_one_line():
+    with pytest.raises(gemmc.GemmcError) as info:
+        gemmc.compile_string("kernel k { gemm 0 x 1 x 1 }", filename="a\nb.gs")
+    assert info.value.render().startswith("a\\nb.gs:1:17: error[E201]")
+
+
+# A statement, an operand's layout, a tile option or a problem given twice: refused at the second, naming the first.
+TWICE = {
+    "layout": ("kernel k {\n  layout A col, A row\n  gemm 4 x 4 x 4\n}\n",
+               "d.gs:2:17: error[E200]: the layout of A is given twice\n"
+               "      layout A col, A row\n"
+               "                    ^\n"
+               "hint: the first is on this line, column 10"),
+    "layout_over_lines": ("kernel k {\n  layout A col, B row,\n         A row\n  gemm 4 x 4 x 4\n}\n",
+                          "d.gs:3:10: error[E200]: the layout of A is given twice\n"
+                          "             A row\n"
+                          "             ^\n"
+                          "hint: the first is on line 2"),
+    "tile_option": ("kernel k {\n  tile 64x64x16 kslices 2 kslices 4\n  gemm 4 x 4 x 4\n}\n",
+                    "d.gs:2:27: error[E200]: 'kslices' is given twice in the tile\n"
+                    "      tile 64x64x16 kslices 2 kslices 4\n"
+                    "                              ^^^^^^^\n"
+                    "hint: the first is on this line, column 17"),
+    "batch_and_gemm": ("kernel k {\n  batch { p 4 x 4 x 4 }\n  gemm 4 x 4 x 4\n}\n",
+                       "d.gs:3:3: error[E200]: 'gemm' and 'batch' both give the problems in kernel 'k'\n"
+                       "      gemm 4 x 4 x 4\n"
+                       "      ^^^^^^^^^^^^^^\n"
+                       "hint: the first is on line 2"),
+    "same_line": ("kernel k { alpha 1 alpha 2 gemm 4 x 4 x 4 }\n",
+                  "d.gs:1:20: error[E200]: 'alpha' is given twice in kernel 'k'\n"
+                  "    kernel k { alpha 1 alpha 2 gemm 4 x 4 x 4 }\n"
+                  "                       ^^^^^^^\n"
+                  "hint: the first is on this line, column 12"),
+    "target": ("target cuda sm_80\ntarget cuda sm_90\nkernel k { gemm 4 x 4 x 4 }\n",
+               "d.gs:2:1: error[E200]: 'target' is given twice\n"
+               "    target cuda sm_90\n"
+               "    ^^^^^^^^^^^^^^^^^\n"
+               "hint: a file has one target; the first is on line 1"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TWICE))
+def test_given_twice_points_at_the_second_and_names_the_first(name):
+    text, expected = TWICE[name]
+    with pytest.raises(gemmc.GemmcError) as info:
+        gemmc.compile_string(text, filename="d.gs")
+    assert info.value.render() == expected

@@ -8,6 +8,7 @@ from pathlib import PurePath
 from gemmc.codegen.env import render
 from gemmc.errors import InternalError
 from gemmc.families.registry import family
+from gemmc.grammar import limits, names
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 from gemmc.ir.types import DType
@@ -49,13 +50,23 @@ class Rendered:
 
 def entry_name(kernel: Kernel) -> str:
     assert kernel.family is not None
-    dtypes = kernel.dtype.value if kernel.dtype_c is None else f"{kernel.dtype.value}c{kernel.c_dtype.value}"
-    return f"gemmc_{kernel.name}_{kernel.family}_{dtypes}_{kernel.layouts}"
+    return names.entry_symbol(kernel.name, kernel.family, kernel.dtype_tag, kernel.layouts)
 
 
 def scalar_type(kernel: Kernel) -> str:
     """The type of alpha, beta and the accumulators' combination: double for f64 data, else float."""
-    return "double" if kernel.dtype is DType.F64 else "float"
+    return limits.scalar_ctype(kernel.dtype)
+
+
+def comment_text(text: str) -> str:
+    """`text` as it may stand in a // comment of generated code: printable ASCII, every other character (a line
+    break would end the comment; a backslash at a line's end would splice the next line into it) escaped."""
+    return "".join(c if " " <= c <= "~" and c != "\\" else _escape(c) for c in text)
+
+
+def _escape(c: str) -> str:
+    code = ord(c)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def literal(value: float | None, ctype: str) -> str | None:
@@ -71,7 +82,7 @@ def _chunks(items: list, size: int) -> list[list]:
 
 def common_context(kernel: Kernel, hw: Hardware, family_knobs: list[str]) -> dict:
     S = scalar_type(kernel)
-    lines = [
+    lines = [comment_text(line) for line in (
         f"kernel {kernel.name}: family {kernel.family or '?'}, target {hw.vendor} {hw.arch}",
         f"dtype {kernel.dtypes}, layout A {kernel.layout_a.value} B {kernel.layout_b.value} "
         f"C {kernel.layout_c.value}, alpha {literal(kernel.alpha, 'double') or 'runtime'}, "
@@ -79,12 +90,12 @@ def common_context(kernel: Kernel, hw: Hardware, family_knobs: list[str]) -> dic
         f"precision {kernel.precision}, algorithm {kernel.algorithm}, batching {kernel.batching.value}",
         f"batch of {kernel.batch_size} problem(s)",
         *family_knobs,
-    ]
+    )]
     return {
         "version": __version__,
         "header_lines": lines,
         "entry": entry_name(kernel),
-        "name": kernel.name,
+        "name": comment_text(kernel.name),
         "vendor": hw.vendor,
         "arch": hw.arch,
         "cp_async": False,  # the prelude's gemmc_cp_async helpers; a family that copies with cp.async sets it
@@ -134,12 +145,13 @@ def render_kernel(kernel: Kernel, hw: Hardware, source_file: str = "<string>") -
     ctx.update(fam.context(kernel, hw))
     source = render(fam.template(kernel), ctx)
     ctx.update(_table_context(kernel))
-    ctx["launcher"] = f"gemmc_{kernel.name}"
-    ctx["source_file"] = PurePath(source_file).name  # no absolute paths: output must not depend on the checkout
+    ctx["launcher"] = names.launcher_symbol(kernel.name)
+    # no absolute paths: output must not depend on the checkout
+    ctx["source_file"] = comment_text(PurePath(source_file).name)
     ctx["summary"] = ctx["header_lines"][0]
     shown = ", ".join(f"{p.name} {p.m}x{p.n}x{p.k}" for p in kernel.problems[:6])
     more = f", ... ({len(kernel.problems)} in all)" if len(kernel.problems) > 6 else ""
-    ctx["problem_summary"] = shown + more + (f", count {kernel.count}" if kernel.count else "")
+    ctx["problem_summary"] = comment_text(shown + more + (f", count {kernel.count}" if kernel.count else ""))
     standalone = source + render(fam.launcher, ctx)
     header = render("header.h.j2", ctx)
     return Rendered(name=kernel.name, entry=ctx["entry"], launcher=ctx["launcher"], source=source,

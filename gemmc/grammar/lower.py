@@ -7,10 +7,12 @@ module only knows what each statement may say on its own.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from typing import TypeVar
 
 from gemmc.errors import Diagnostic, GemmcError
+from gemmc.grammar import limits, names
 from gemmc.grammar.ast import KernelDecl, Module, Stmt, Word
 from gemmc.grammar.lower_group import lower_group
 from gemmc.ir.group import Group
@@ -37,30 +39,84 @@ def resolve_target(spec: str) -> Hardware | None:
     return hw
 
 
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+WHY_INTEGER = "each number of a schedule becomes a C int in the generated code"
+WHY_SIZE = "a tile's first row and column are int32 in the work list, and k-tiles are counted in an int"
+WHY_BATCH = f"a launch runs at most {limits.MAX_BATCH} problems: its problem table is listed in the generated code"
+
+
 class _Lowering:
     def __init__(self, algorithms: tuple[str, ...]) -> None:
         self.diags: list[Diagnostic] = []
         self.algorithms = algorithms
 
+    def distinct(self, decls: tuple[KernelDecl, ...], kernels: list[Kernel]) -> None:
+        """Kernels of one file need distinct symbols (they may be linked into one program) and file names that
+        differ in more than case (`gemmc compile` writes <name>.cu and <name>.h into one folder)."""
+        owner: dict[str, KernelDecl] = {}
+        files: dict[str, KernelDecl] = {}
+        for decl, kernel in zip(decls, kernels, strict=True):
+            name = decl.name
+            other = files.get(name.text.lower())
+            if other is not None and other.name.text == name.text:
+                self.error("E200", f"kernel '{name.text}' is defined twice", name.span,
+                           _first_at(other.name.span, name.span))
+                continue
+            if other is not None:
+                first = _first_at(other.name.span, name.span)
+                self.error("E200", f"kernels '{other.name.text}' and '{name.text}' differ only in case", name.span,
+                           f"their output files would be one on a case-insensitive file system; {first}")
+                continue
+            files[name.text.lower()] = decl
+            symbols = names.symbols(name.text, kernel.dtype_tag, kernel.layouts, self.algorithms)
+            for symbol in symbols:
+                clash = owner.get(symbol)
+                if clash is not None:
+                    self.error("E200", f"kernels '{clash.name.text}' and '{name.text}' would both define the symbol "
+                               f"'{symbol}'", name.span, "rename one of them")
+                    break
+            else:
+                owner.update(dict.fromkeys(symbols, decl))
+
     def error(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
         self.diags.append(Diagnostic(code, message, span, hint))
 
-    def integer(self, word: Word, what: str, minimum: int = 1) -> int:
-        try:
-            value = float(word.text)
-        except ValueError:
-            self.error("E102", f"{what} must be a whole number, not '{word.text}'", word.span)
+    def integer(self, word: Word, what: str, minimum: int = 1, maximum: int = limits.MAX_INTEGER,
+                why: str = WHY_INTEGER) -> int:
+        """A whole number written in digits (a sign allowed) in [minimum, maximum]; else an error, and `minimum`."""
+        text = word.text
+        if not _WHOLE.fullmatch(text):
+            self.error("E102", f"{what} must be a whole number, not '{_short(text)}'", word.span)
             return minimum
-        if value != int(value) or any(c in word.text for c in ".eE"):
-            self.error("E102", f"{what} must be a whole number, not '{word.text}'", word.span)
-            return minimum
+        digits = text.lstrip("+-").lstrip("0") or "0"
+        if len(digits) > len(str(maximum)):  # past the limit, whatever the digits (and no int() of a thousand)
+            value = -maximum - 1 if text.startswith("-") else maximum + 1
+        else:
+            value = int(text)
         if value < minimum:
-            self.error("E201", f"{what} must be at least {minimum}, not {word.text}", word.span)
+            self.error("E201", f"{what} must be at least {minimum}, not {_short(text)}", word.span)
             return minimum
-        return int(value)
+        if value > maximum:
+            self.error("E205", f"{what} must be at most {maximum}, not {_short(text)}", word.span, why)
+            return minimum
+        return value
 
     def scalar(self, word: Word) -> float | None:
+        # The grammar's NUMBER as a double (inf past its range); `scalars` checks it against the kernel's type.
         return None if word.text == "runtime" else float(word.text)
+
+    def scalars(self, given: dict[str, Stmt], fields: dict[str, object]) -> None:
+        """alpha and beta are baked into the kernel in its scalar type (double for f64 data, else float)."""
+        dtype = fields.get("dtype", DType.F32)
+        assert isinstance(dtype, DType)
+        for key in ("alpha", "beta"):
+            if key in given and fields.get(key) is not None:
+                word = given[key].values[0]
+                why = limits.scalar_problem(word.text, dtype)
+                if why:
+                    self.error("E205", f"{key} {_short(word.text)} {why}", word.span,
+                               f"a kernel of {dtype.value} data computes alpha and beta in "
+                               f"{limits.scalar_ctype(dtype)}")
 
     def choice(self, word: Word, what: str, options: dict[str, E]) -> E | None:
         if word.text in options:
@@ -71,24 +127,41 @@ class _Lowering:
     def kernel(self, decl: KernelDecl) -> Kernel:
         fields: dict[str, object] = {}
         spans: list[tuple[str, Span]] = []
-        seen: dict[str, Span] = {}
+        given: dict[str, Stmt] = {}
+        self.name(decl.name, "kernel")
         for stmt in decl.stmts:
             key = "problems" if stmt.keyword in ("batch", "gemm") else stmt.keyword
-            if key in seen:
-                self.error("E200", f"'{stmt.keyword}' is given twice in kernel '{decl.name.text}'", stmt.span,
-                           f"the first is on line {seen[key].line}")
+            first = given.get(key)
+            if first is not None:
+                what = (f"'{stmt.keyword}' is given twice" if first.keyword == stmt.keyword else
+                        f"'{stmt.keyword}' and '{first.keyword}' both give the problems")
+                self.error("E200", f"{what} in kernel '{decl.name.text}'", stmt.span, _first_at(first.span, stmt.span))
                 continue
-            seen[key] = stmt.span
+            given[key] = stmt
             spans.append((stmt.keyword, stmt.span))
             getattr(self, f"stmt_{stmt.keyword}")(stmt, fields)
-        if "problems" not in seen:
+        if "problems" not in given:
             self.error("E202", f"kernel '{decl.name.text}' has no problems", decl.name.span,
                        "add `gemm M x N x K` or a `batch { name M x N x K ... }`")
             fields["problems"] = (Problem("gemm", 1, 1, 1),)
+        self.scalars(given, fields)
         return Kernel(name=decl.name.text, span=decl.name.span, stmt_spans=tuple(spans), **fields)  # type: ignore[arg-type]
 
-    def dims(self, words: tuple[Word, ...]) -> tuple[int, int, int]:
-        m, n, k = (self.integer(w, what) for w, what in zip(words, ("M", "N", "K"), strict=True))
+    def name(self, word: Word, what: str) -> None:
+        """A kernel's name must be usable in symbols and file names (names.py); a problem's, short enough to show."""
+        if what == "kernel":
+            problem = names.name_problem(word.text)
+        elif len(word.text) > names.MAX_NAME_LENGTH:
+            problem = (f"is {len(word.text)} characters long; a {what} name has at most {names.MAX_NAME_LENGTH}",
+                       "it is shown in the generated code's comments and in errors; use a shorter name")
+        else:
+            problem = None
+        if problem:
+            self.error("E206", f"{what} name '{_short(word.text)}' {problem[0]}", word.span, problem[1])
+
+    def dims(self, words: tuple[Word, ...], what: tuple[str, str, str] = ("M", "N", "K")) -> tuple[int, int, int]:
+        m, n, k = (self.integer(w, name, maximum=limits.MAX_SIZE, why=WHY_SIZE)
+                   for w, name in zip(words, what, strict=True))
         return m, n, k
 
     def stmt_dtype(self, stmt: Stmt, out: dict) -> None:
@@ -124,9 +197,16 @@ class _Lowering:
 
     def stmt_layout(self, stmt: Stmt, out: dict) -> None:
         words = stmt.values
+        seen: dict[str, Span] = {}
         for operand, value in zip(words[::2], words[1::2], strict=True):
             op = self.choice(operand, "operand", {"A": "a", "B": "b", "C": "c"})
             lay = self.choice(value, "layout", {lay.value: lay for lay in Layout})
+            if op in seen:
+                self.error("E200", f"the layout of {operand.text} is given twice", operand.span,
+                           _first_at(seen[op], operand.span))
+                continue
+            if op:
+                seen[op] = operand.span
             if op and lay:
                 out[f"layout_{op}"] = lay
 
@@ -138,24 +218,29 @@ class _Lowering:
 
     def stmt_batch(self, stmt: Stmt, out: dict) -> None:
         problems: list[Problem] = []
-        names: dict[str, Span] = {}
+        seen: dict[str, Span] = {}
         words = stmt.values
         for i in range(0, len(words), 4):
             name = words[i]
-            if name.text in names:
+            if name.text in seen:
                 self.error("E200", f"problem '{name.text}' is defined twice", name.span,
-                           f"the first is on line {names[name.text].line}")
-            names[name.text] = name.span
+                           _first_at(seen[name.text], name.span))
+            else:
+                self.name(name, "problem")
+            seen[name.text] = name.span
             problems.append(Problem(name.text, *self.dims(words[i + 1:i + 4]), span=name.span))
         if not problems:
             self.error("E202", "the batch is empty", stmt.span, "list problems as `name M x N x K`")
             problems.append(Problem("gemm", 1, 1, 1))
+        if len(problems) > limits.MAX_BATCH:
+            self.error("E205", f"the batch has {len(problems)} problems; a kernel has at most {limits.MAX_BATCH}",
+                       stmt.span, WHY_BATCH)
         out["problems"] = tuple(problems)
 
     def stmt_gemm(self, stmt: Stmt, out: dict) -> None:
         out["problems"] = (Problem("gemm", *self.dims(stmt.values[:3]), span=stmt.span),)
         if len(stmt.values) == 4:
-            out["count"] = self.integer(stmt.values[3], "count")
+            out["count"] = self.integer(stmt.values[3], "count", maximum=limits.MAX_BATCH, why=WHY_BATCH)
 
     def stmt_tile(self, stmt: Stmt, out: dict) -> None:
         words = stmt.values
@@ -167,11 +252,16 @@ class _Lowering:
                     out["tile_mode"] = mode
             return
         options: dict[str, int] = {}
+        first: dict[str, Span] = {}
         for key, value in zip(words[3::2], words[4::2], strict=True):
-            if key.text in options:
-                self.error("E200", f"'{key.text}' is given twice in the tile", key.span)
+            if key.text in first:
+                self.error("E200", f"'{key.text}' is given twice in the tile", key.span, _first_at(first[key.text],
+                                                                                                key.span))
+                continue
+            first[key.text] = key.span
             options[key.text] = self.integer(value, key.text)
-        out["tile"] = TileShape(*self.dims(words[:3]), options.get("kslices", 1), options.get("ksplit", 1))
+        dims = self.dims(words[:3], ("the tile's M", "the tile's N", "the tile's K"))
+        out["tile"] = TileShape(*dims, options.get("kslices", 1), options.get("ksplit", 1))
 
     def stmt_threads(self, stmt: Stmt, out: dict) -> None:
         if stmt.values[0].text != "auto":
@@ -219,7 +309,8 @@ def lower(module: Module, *, algorithms: tuple[str, ...], filename: str = "<stri
     low = _Lowering(algorithms)
     hw = TARGETS[DEFAULT_TARGET]
     for extra in module.targets[1:]:
-        low.error("E200", "'target' is given twice", extra.span, "a file has one target")
+        low.error("E200", "'target' is given twice", extra.span,
+                  f"a file has one target; {_first_at(module.targets[0].span, extra.span)}")
     if module.targets:
         decl = module.targets[0]
         found = resolve_target(f"{decl.vendor.text}:{decl.arch.text}")
@@ -238,20 +329,15 @@ def lower(module: Module, *, algorithms: tuple[str, ...], filename: str = "<stri
             raise GemmcError(Diagnostic("E203", f"unknown target '{target}'", hint="expected cuda, hip, or one of "
                                         + ", ".join(TARGETS)), filename=filename, source=source)
         hw = found
-    kernels: list[Kernel] = []
-    names: dict[str, Span] = {}
-    for kdecl in module.kernels:
-        if kdecl.name.text in names:
-            low.error("E200", f"kernel '{kdecl.name.text}' is defined twice", kdecl.name.span,
-                      f"the first is on line {names[kdecl.name.text].line}")
-        names[kdecl.name.text] = kdecl.name.span
-        kernels.append(low.kernel(kdecl))
+    kernels = [low.kernel(kdecl) for kdecl in module.kernels]
+    low.distinct(module.kernels, kernels)
+    names_seen = {kdecl.name.text: kdecl.name.span for kdecl in module.kernels}
     groups: list[Group] = []
     for gdecl in module.groups:
         if gdecl.name.text in {g.name for g in groups}:
             low.error("E200", f"group '{gdecl.name.text}' is defined twice", gdecl.name.span)
             continue
-        group, members = lower_group(low, gdecl, names)
+        group, members = lower_group(low, gdecl, names_seen)
         groups.append(group)
         kernels.extend(members)
     if not module.kernels and not module.groups:
@@ -260,6 +346,17 @@ def lower(module: Module, *, algorithms: tuple[str, ...], filename: str = "<stri
         raise GemmcError(sorted(low.diags, key=lambda d: (d.span.line, d.span.column)), filename=filename,
                          source=source)
     return Program(target=hw, kernels=tuple(kernels), filename=filename, groups=tuple(groups))
+
+
+def _first_at(first: Span, here: Span) -> str:
+    if first.line == here.line:
+        return f"the first is on this line, column {first.column}"
+    return f"the first is on line {first.line}"
+
+
+def _short(text: str) -> str:
+    """A number or name as an error shows it: a very long one cut, with its length."""
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
 def map_kernels(program: Program, fn: Callable[[Kernel], Kernel]) -> Program:

@@ -9,7 +9,7 @@ from pathlib import Path
 import lark
 from lark import Lark, Token, Transformer, v_args
 
-from gemmc.errors import Diagnostic, GemmcError
+from gemmc.errors import LINE_BREAK, Diagnostic, GemmcError
 from gemmc.grammar.ast import GroupDecl, KernelDecl, MemberDecl, Module, Stmt, TargetDecl, Word
 from gemmc.span import Span
 
@@ -145,8 +145,8 @@ def _syntax_error(err: lark.exceptions.UnexpectedInput) -> Diagnostic:
 
 def parse(text: str, filename: str = "<string>") -> Module:
     """Parse schedule text into an AST; raise GemmcError (E100/E101) on a syntax error."""
-    try:
-        tree = _lark().parse(text)
+    try:  # Lark counts lines by \n alone: give it \n for every line break the error renderer knows (\r\n, \r)
+        tree = _lark().parse(LINE_BREAK.sub("\n", text))
     except lark.exceptions.UnexpectedInput as err:
         raise GemmcError(_syntax_error(err), filename=filename, source=text) from None
     return _ToAst().transform(tree)

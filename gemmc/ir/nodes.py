@@ -267,11 +267,24 @@ class Kernel:
         return self.dtype_c if self.dtype_c is not None else self.dtype
 
     @property
+    def dtype_tag(self) -> str:
+        """The storage types as generated symbols spell them: `bf16`, or `bf16cf32` where C differs."""
+        return self.dtype.value if self.dtype_c is None else f"{self.dtype.value}c{self.c_dtype.value}"
+
+    @property
     def dtypes(self) -> str:
         """The storage types as the schedule spells them: `bf16`, or `A bf16, B bf16, C f32`."""
         if self.c_dtype is self.dtype:
             return self.dtype.value
         return f"A {self.dtype.value}, B {self.dtype.value}, C {self.c_dtype.value}"
+
+    @property
+    def problems_span(self) -> Span:
+        """Where the problems were given (the `gemm` or `batch` statement), else the kernel's own span."""
+        for key, span in self.stmt_spans:
+            if key in ("gemm", "batch"):
+                return span
+        return self.span
 
     @property
     def batch_size(self) -> int:

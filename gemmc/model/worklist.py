@@ -13,6 +13,8 @@ from operator import attrgetter
 
 import numpy as np
 
+from gemmc.errors import Diagnostic, GemmcError
+from gemmc.grammar import limits
 from gemmc.ir.nodes import Kernel, Problem, ProblemRow, ProblemTable, TileTable, WorkList, WorkTile
 from gemmc.ir.types import Layout
 
@@ -64,6 +66,9 @@ def tile_table(m: np.ndarray, n: np.ndarray, bm: np.ndarray, bn: np.ndarray, var
     r // rows and row g * GROUP_M + r % rows, where r is j's place in the group and rows the group's height."""
     tiles_m, tiles_n = -(-m // bm), -(-n // bn)
     per_problem = tiles_m * tiles_n
+    too_many = limits.tiles_problem(float(per_problem.sum(dtype=np.float64)))  # counted before a row exists
+    if too_many:
+        raise GemmcError(Diagnostic("E205", too_many, hint=limits.TILES_HINT))  # build_worklist adds the line
     problem = np.repeat(np.arange(len(m)), per_problem)
     j = np.arange(len(problem)) - np.repeat(np.cumsum(per_problem) - per_problem, per_problem)
     tm, tn = tiles_m[problem], tiles_n[problem]

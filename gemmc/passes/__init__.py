@@ -31,7 +31,11 @@ def build_worklist(kernel: Kernel, hw: Hardware) -> Kernel:
     a family that maps blocks to outputs by arithmetic."""
     if kernel.plan is None:
         raise InternalError("build_worklist", "kernel has no plan")
-    return dataclasses.replace(kernel, work=family(kernel.family).worklist(kernel, kernel.plan, hw))
+    try:
+        work = family(kernel.family).worklist(kernel, kernel.plan, hw)
+    except GemmcError as err:  # a limit on the work list (grammar/limits.py): at the statement giving the problems
+        raise err.at(kernel.problems_span) from None
+    return dataclasses.replace(kernel, work=work)
 
 
 PIPELINE: tuple[tuple[str, Pass], ...] = (

@@ -8,6 +8,7 @@ kernel's real count). Reported at the schedule line that chose the tile or threa
 from __future__ import annotations
 
 from gemmc.errors import Diagnostic, GemmcError, InternalError
+from gemmc.grammar import limits
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 
@@ -26,6 +27,10 @@ def check_resources(kernel: Kernel, hw: Hardware) -> Kernel:
     if plan.regs_estimate > hw.max_regs_per_thread:
         diags.append(Diagnostic("E302", f"about {plan.regs_estimate} registers per thread are needed; "
                                 f"{hw.arch} allows {hw.max_regs_per_thread}", where))
+    too_big = limits.grid_problem(kernel.work.grid, kernel.work.block, hw)
+    if too_big:
+        diags.append(Diagnostic("E304", too_big, kernel.problems_span,
+                                "use fewer or smaller problems"))
     if kernel.work.blocks < 1:
         raise InternalError("check_resources", "empty work list")
     if diags:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from functools import cache
 
-from gemmc.errors import GemmcError
+from gemmc.errors import NoGpuError
 from gemmc.ir.hardware import TARGETS, Hardware
 
 
@@ -13,9 +13,20 @@ def cupy():
     try:
         import cupy as cp
     except ImportError:
-        raise GemmcError("running a kernel needs CuPy and a GPU: pip install 'gemmc[gpu]' "
+        raise NoGpuError("running a kernel needs CuPy and a GPU: pip install 'gemmc[gpu]' "
                          "(compiling and inspecting schedules does not)") from None
     return cp
+
+
+def require_gpu() -> None:
+    """Raise NoGpuError unless CuPy sees a device (`gemmc run` asks before it allocates anything)."""
+    cp = cupy()
+    try:
+        count = cp.cuda.runtime.getDeviceCount()
+    except Exception as err:  # noqa: BLE001 - CuPy's own errors for no driver / no device: all mean "no GPU"
+        raise NoGpuError(f"no GPU: CuPy found no usable device ({err})") from None
+    if count < 1:
+        raise NoGpuError("no GPU: CuPy found no device")
 
 
 @cache

@@ -9,6 +9,7 @@ persistent grid costs its slowest block; the planner takes the BN of the fewest 
 from __future__ import annotations
 
 from gemmc.errors import Diagnostic, GemmcError
+from gemmc.families.hopper import calibration as cal
 from gemmc.families.hopper.plan import ALIGN_SLACK, BK, BM, HopperPlan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, TileTable, WorkList
@@ -21,12 +22,7 @@ TILE_OVERHEAD = 32  # per tile, in columns of work (see the module docstring)
 MAX_STAGES = 8  # deeper buys nothing: 8 stages of 64 cover the TMA latency several times over
 BAND_TILES = 16  # raster band height in m-tiles: 16 x 8 tiles of 128 x 256 is about one H100 wave, near square
 TMA_ALIGN = 16  # bytes: TMA reads lines (global strides) and base addresses at 16-byte multiples
-# Clusters of 2 (B multicast) from this many waves of tiles: below it the pair's lockstep and the multicast's
-# latency cost more than the L2 traffic they save. bench/results/2026-11-26_h100_half.json (H100 SXM, each shape
-# with both sizes): cluster 1 ahead at 1024^3 (272 vs 212 TFLOP/s), 2048^3 (546 vs 530) and 4096^3 (647 vs 642,
-# f16 609 vs 586); cluster 2 ahead at 16384^3 (664 vs 642), 16384 x 8192 x 8192 (663 vs 646) and f16 8192^3
-# (641 vs 622); within the run's noise (about 3%, cuBLAS's own spread between its two timings) in between.
-CLUSTER_MIN_WAVES = 4
+CLUSTER_MIN_WAVES = cal.CLUSTER_MIN_WAVES.value  # clusters of 2 from this many waves (calibration.py)
 
 
 def _operands_kmajor(kernel: Kernel) -> tuple[bool, bool]:

@@ -3,6 +3,7 @@ the decisions so far between its planning steps (SimtDraft)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from gemmc.ir.nodes import FamilyPlan, PlanDraft
@@ -15,9 +16,7 @@ def micro_tile(bm: int, bn: int, threads: int) -> tuple[int, int] | None:
         return None
     per_thread = bm * bn // threads
     best = None
-    for tm in range(1, per_thread + 1):
-        if per_thread % tm or bm % tm:
-            continue
+    for tm in _divisors(math.gcd(per_thread, bm)):  # not every 1..per_thread: a tile may be absurdly large
         tn = per_thread // tm
         if bn % tn:
             continue
@@ -25,6 +24,11 @@ def micro_tile(bm: int, bn: int, threads: int) -> tuple[int, int] | None:
         if best is None or key < best[0]:
             best = (key, (tm, tn))
     return best[1] if best else None
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
 
 
 @dataclass(frozen=True, slots=True)

@@ -360,7 +360,10 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
     out, seen = [], set()
     for p in plans:
         planned = dataclasses.replace(kernel, plan=p)
-        work = worklist(planned, p, hw)
+        try:
+            work = worklist(planned, p, hw)
+        except GemmcError:
+            continue  # a tiling with more tiles than a launch lists (grammar/limits.py) is not a candidate
         key = (p.variants, p.assignment, work.block_offsets, work.tiles.data, work.grid)
         if key in seen:
             continue

@@ -1,0 +1,73 @@
+"""Kernel names: which ones a schedule may use, and the C symbols each becomes (docs/LANGUAGE.md, "Reserved names").
+
+A kernel's name reaches generated code only inside symbols that start with `gemmc_`: the launcher `gemmc_<name>`,
+the kernel entry `gemmc_<name>_<family>_<dtype>_<layouts>` and the entry's tables and pre-pass. So a name is
+refused where such a symbol would clash with an identifier the templates declare, with another kernel's symbols,
+or with what C++ reserves; and where the name would not do as a file name (`<name>.cu`, `<name>.h`).
+"""
+
+from __future__ import annotations
+
+MAX_NAME_LENGTH = 64  # a kernel's name is the stem of its output files and of symbols up to ~40 characters longer
+
+# C and C++ keywords (C23, C++23, the alternative operator spellings): a kernel's name is meant to stand on its own
+# as an identifier in the C++ that embeds it (a wrapper of its launcher, a namespace), as it does in Python.
+KEYWORDS = frozenset("""
+alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t class compl
+concept const consteval constexpr constinit const_cast continue co_await co_return co_yield decltype default
+delete do double dynamic_cast else enum explicit export extern false float for friend goto if inline int long
+mutable namespace new noexcept not not_eq nullptr operator or or_eq private protected public register
+reinterpret_cast requires restrict return short signed sizeof static static_assert static_cast struct switch
+template this thread_local throw true try typedef typeid typename typeof typeof_unqual union unsigned using
+virtual void volatile wchar_t while xor xor_eq
+""".split())
+
+# X for every identifier gemmc_X that the templates use (their helpers, types and macros' arguments): the launcher
+# of a kernel named X would be that identifier. tests/test_names.py keeps this in step with templates/.
+TEMPLATE_NAMES = frozenset("""
+absmax bf16_f32 bf16_rn cluster_arrive_relaxed_divergent cluster_rank cluster_sync cluster_sync_divergent cp_async
+cp_async_commit cp_async_wait dmma dsmem_load elem f16_f32 f16_rn f16_rz fence_async_smem frag_width hmul2
+ldmatrix_x4 line_scale load4 mma mma0 prep_unit problem round_up simt_loader simt_tile smem_dyn smem_raw split
+store_parts swizzle tc_copy tc_layout tc_scratch tc_tile tf32_f32 tf32_rna tsm2l tsm2r vec vec_ok warp_cols
+wg_commit wg_copy wg_fence wg_layout wg_tile wg_wait wgmma
+""".split())
+
+# What the templates append to a kernel's entry symbol: its baked tables and its pre-pass kernel.
+ENTRY_SUFFIXES = ("_problems", "_block_offsets", "_tiles", "_prep")
+
+
+def launcher_symbol(name: str) -> str:
+    """The extern "C" host function of a kernel (the C++ embedding contract)."""
+    return f"gemmc_{name}"
+
+
+def entry_symbol(name: str, family: str, dtypes: str, layouts: str) -> str:
+    """The __global__ function: the kernel's name and its configuration (`Kernel.dtype_tag`, `Kernel.layouts`)."""
+    return f"gemmc_{name}_{family}_{dtypes}_{layouts}"
+
+
+def symbols(name: str, dtypes: str, layouts: str, families: tuple[str, ...]) -> tuple[str, ...]:
+    """Every symbol a kernel of this name, storage types and layouts may define, whichever of the registered
+    `families` the passes choose."""
+    entries = tuple(entry_symbol(name, family, dtypes, layouts) for family in families)
+    return (launcher_symbol(name), *entries, *(e + s for e in entries for s in ENTRY_SUFFIXES))
+
+
+def name_problem(name: str) -> tuple[str, str] | None:
+    """(why, hint) when `name` cannot name a kernel, else None."""
+    if len(name) > MAX_NAME_LENGTH:
+        return (f"is {len(name)} characters long; a kernel name has at most {MAX_NAME_LENGTH}",
+                "it names the output files and the C symbols; use a shorter name")
+    if name.startswith("_"):
+        return "starts with '_', which C and C++ reserve", "start the name with a letter"
+    if "__" in name or name.endswith("_"):
+        return (f"would give symbols such as '{entry_symbol(name, 'simt', 'f32', 'rrr')}' with '__' in "
+                "them, which C++ reserves", "avoid '__' and a trailing '_'")
+    if name.startswith("gemmc_"):
+        return "starts with 'gemmc_', the prefix of gemmc's own symbols", "drop the 'gemmc_' prefix"
+    if name in KEYWORDS:
+        return "is a C/C++ keyword", "choose another name"
+    if name in TEMPLATE_NAMES:
+        return (f"would make the launcher '{launcher_symbol(name)}', an identifier the generated code declares",
+                "choose another name")
+    return None
