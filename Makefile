@@ -35,7 +35,9 @@ wheel: $(BIN)/gemmc
 	$(PYTHON) -m venv $(WHEEL_TMP)/venv
 	$(WHEEL_TMP)/venv/bin/pip install -q $(WHEEL_TMP)/dist/gemmc-*.whl
 	cd $(WHEEL_TMP) && venv/bin/gemmc compile $(CURDIR)/examples/inception3.gs -o out/ && test -s out/inception3.cu \
-	  && venv/bin/python -c "import gemmc, sys; sys.exit(not gemmc.__file__.startswith('$(CURDIR)/$(WHEEL_TMP)/venv/'))"
+	  && venv/bin/python -c "import gemmc, sys; sys.exit(not gemmc.__file__.startswith('$(CURDIR)/$(WHEEL_TMP)/venv/'))" \
+	  && venv/bin/gemmc bench irregular --help >/dev/null \
+	  && venv/bin/python -c "from gemmc.bench import harness; assert 'venv' in str(harness.example('inception3.gs'))"
 
 # On the GPU machine (see docs/GPU.md): the kernels themselves.
 gpu-test:

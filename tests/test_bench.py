@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gemmc.bench import SUITES, harness, report
+from gemmc.bench import SUITES, harness, irregular, report
 
 # Importing a module whose sys.modules entry is None raises ImportError: the suites must not import these to parse
 # their command line.
@@ -85,3 +85,8 @@ def test_report_writes_the_newest_file_of_each_suite_as_a_table(tmp_path: Path) 
     text = (tmp_path / "tables" / "uniform.md").read_text()
     assert "NVIDIA H100, 2026-02-01" in text and new.as_posix() in text
     assert "| case | gemmc_us | ratio |" in text and "| 4096^3 \\| f32 | 2 | 1.25 |" in text
+
+
+def test_the_suites_find_their_example_schedules() -> None:
+    assert harness.example("inception_all.gs").read_text().startswith("#")
+    assert len(irregular.inception_cases()) == 10  # the nine modules and all of them

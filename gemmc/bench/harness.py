@@ -24,6 +24,16 @@ PROTOCOL = (f"CUDA events, {timing.CALLS} back-to-back calls per window, median 
 T = TypeVar("T")
 
 
+def example(name: str) -> Path:
+    """An example schedule the suites take their cases from: the repository's examples/ (a clone, an editable
+    install), else the copy a wheel carries in gemmc/bench/examples/ (pyproject.toml)."""
+    here = Path(__file__).resolve()
+    for folder in (here.parents[2] / "examples", here.parent / "examples"):
+        if (folder / name).is_file():
+            return folder / name
+    raise FileNotFoundError(f"example schedule {name} is neither in the repository's examples/ nor in the package")
+
+
 def parser(suite: str, doc: str | None) -> argparse.ArgumentParser:
     """A suite's command line: `gemmc bench <suite>` with its module docstring as the description."""
     return argparse.ArgumentParser(prog=f"gemmc bench {suite}", description=doc,

@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> None:
         sync, make = (lambda: None), fake_batch
     cases = dict(irregular.inception_cases() + irregular.random_cases(False))
     wanted = [("inception-all (34)", 34), ("random MN<=512 K<=512 x1024", 1024)]
-    other = gemmc.compile_file(irregular.EXAMPLES / "inception3.gs")["inception3"]  # planned for other sizes
+    other = gemmc.compile_file(harness.example("inception3.gs"))["inception3"]  # planned for other sizes
     rows, text = [], io.StringIO()
     for name, batch in harness.progress(wanted, "host_overhead"):
         shapes = cases[name]

@@ -15,7 +15,6 @@ import dataclasses
 import math
 import re
 from functools import partial
-from pathlib import Path
 
 import gemmc
 from gemmc.api import CompiledKernel
@@ -24,7 +23,6 @@ from gemmc.families.simt import planner as simt
 from gemmc.families.simt import tiling
 from gemmc.model.tlp import default_threshold
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"  # the repository's: benchmarks run from a clone
 # the columns of its table (and of `gemmc bench report`'s)
 COLUMNS = ("case", "auto_us", "auto_choice", "uniform_us", "loadbalanced_us", "loadbalanced-oldTLP_us",
            "coordinated_us", "loop_us", "bmm_us", "grouped_us", "speedup", "vs_loop", "tflops", "planner_us",
@@ -32,7 +30,7 @@ COLUMNS = ("case", "auto_us", "auto_choice", "uniform_us", "loadbalanced_us", "l
 
 
 def inception_cases() -> list[tuple[str, list[tuple[int, int, int]]]]:
-    text = (EXAMPLES / "inception_all.gs").read_text()
+    text = harness.example("inception_all.gs").read_text()
     shapes = [(m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4)))
               for m in re.finditer(r"(i\d)_\d+\s+(\d+) x (\d+) x (\d+)", text)]
     cases = []

@@ -13,7 +13,6 @@ from functools import partial
 
 import gemmc
 from gemmc.bench import harness, timing
-from gemmc.bench.irregular import EXAMPLES
 
 # the columns of its table (and of `gemmc bench report`'s)
 COLUMNS = ("case", "gemmc_us", "baseline", "baseline_us", "ratio", "gemmc_tflops", "baseline_tflops", "gemmc_err",
@@ -67,7 +66,7 @@ def case_batched(batch: int, n: int, tile: str) -> dict:
 def case_inception() -> dict:
     import torch
 
-    k = gemmc.compile_file(EXAMPLES / "inception_all.gs")["inception_all"]
+    k = gemmc.compile_file(harness.example("inception_all.gs"))["inception_all"]
     shapes = [(p.m, p.n, p.k) for p in k.ir.problems]
     As = [torch.randn(m, kk, device="cuda") for m, _, kk in shapes]
     Bs = [torch.randn(kk, n, device="cuda") for _, n, kk in shapes]
