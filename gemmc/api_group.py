@@ -12,16 +12,19 @@ import dataclasses
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from gemmc.api_kernel import CompiledKernel
 from gemmc.ir.group import Group, GroupPlan, Mode, group_lines
 from gemmc.ir.hardware import Hardware
 
 if TYPE_CHECKING:
-    from gemmc.api import CompiledKernel
     from gemmc.concurrent.render import RenderedGroup
+    from gemmc.runtime.concurrent import GoTuning, GroupRun
 
 
 class CompiledGroup:
-    """A planned group: its members (compiled kernels), its plan, the C++ launcher, and (on a GPU) a callable.
+    """A planned group: its members (compiled kernels), its plan, the C++ launcher, and (on a GPU) a callable. What
+    runs on the GPU, and what the runtime loads and measures for it, is its `group_run`
+    (gemmc.runtime.concurrent.GroupRun), built on first use.
 
     `kernels` says which kernels the streams mode launches: "go" (each member's GO-kernel for the degree, measured
     under contention on the first call) or "isolated" (each member's own kernel: the paper's default).
@@ -34,7 +37,7 @@ class CompiledGroup:
         self.target = target
         self.filename = filename
         self.kernels = kernels
-        self._runtime_state: dict[str, Any] = {}  # streams, GO choices, fused kernel: owned by gemmc.runtime
+        self._group_run: GroupRun | None = None
 
     @property
     def name(self) -> str:
@@ -54,6 +57,19 @@ class CompiledGroup:
         return self.group_plan.degree
 
     @property
+    def group_run(self) -> GroupRun:
+        """The runtime's side of this group: the members' executables (each the member kernel's own), the fused and
+        share plans', the GO-kernel tunings, the events. Building it loads nothing (and needs no GPU); one serves
+        every mode of the group (`with_mode`)."""
+        run = self._group_run
+        if run is None:
+            from gemmc.runtime.concurrent import GroupRun
+
+            run = self._group_run = GroupRun(self.ir, [k.executable for k in self.members], self.target,
+                                             self.filename)
+        return run
+
+    @property
     def plan(self) -> str:
         """What the planner decided for the group, readable (the group's part of `gemmc inspect`), and once the
         first call has tuned them, the GO-kernels measured on this GPU."""
@@ -64,21 +80,12 @@ class CompiledGroup:
 
     @cached_property
     def fused(self) -> CompiledKernel | None:
-        from gemmc.api import CompiledKernel
-
-        fused = self.group_plan.fused
-        return CompiledKernel(fused, self.target, self.filename) if fused is not None else None
-
-    def share_kernel(self, index: int, share: int) -> CompiledKernel:
-        """Member `index`'s kernel planned for 1/share of the SMs (its own kernel where that plan is the same)."""
-        from gemmc.api import CompiledKernel
-
-        cache: dict = self._runtime_state.setdefault("shares", {})
-        key = (index, share)
-        if key not in cache:
-            found = self.group_plan.share_kernel(self.members[index].name, share) if share > 1 else None
-            cache[key] = CompiledKernel(found, self.target, self.filename) if found else self.members[index]
-        return cache[key]
+        """The whole group as one kernel, where the members allow it: the one the fused mode launches."""
+        if self.group_plan.fused is None:
+            return None
+        exe = self.group_run.fused
+        assert exe is not None
+        return CompiledKernel.of(exe)
 
     def with_mode(self, mode: str, degree: int = 1, kernels: str = "go") -> CompiledGroup:
         """The same group run another way: mode "sequential", "streams" (with `degree`) or "fused" (benchmarks
@@ -89,7 +96,7 @@ class CompiledGroup:
         plan = dataclasses.replace(self.group_plan, mode=m, degree=degree if m is Mode.STREAMS else 1)
         other = CompiledGroup(dataclasses.replace(self.ir, plan=plan), self.members, self.target, self.filename,
                               kernels)
-        other._runtime_state = self._runtime_state
+        other._group_run = self.group_run
         return other
 
     @cached_property
@@ -99,11 +106,10 @@ class CompiledGroup:
         return render_group(self.ir, {k.name: k.ir for k in self.members}, self.target, self.filename)
 
     @property
-    def tuning(self) -> dict[str, Any]:
+    def tuning(self) -> dict[str, GoTuning]:
         """Each member's GO-kernel measurements (gemmc.runtime.concurrent.GoTuning) by member name, once tuned
         (copies of one GEMM share theirs)."""
-        go, sigs = self._runtime_state.get("go", {}), self._runtime_state.get("signatures", {})
-        return {k.name: go[sigs[i]] for i, k in enumerate(self.members) if sigs.get(i) in go}
+        return self._group_run.tuning if self._group_run is not None else {}
 
     def __call__(self, As: Any, Bs: Any, Cs: Any, *, stream: Any = None) -> None:
         """Run every GEMM of the group on the current CuPy stream (or `stream`): one after another, forked onto
@@ -111,7 +117,8 @@ class CompiledGroup:
         (outside a graph capture); later calls, captured or not, launch only."""
         from gemmc.runtime.concurrent import run_group
 
-        run_group(self, As, Bs, Cs, stream=stream)
+        run_group(self.group_run, As, Bs, Cs, mode=self.mode, degree=self.degree, kernels=self.kernels,
+                  stream=stream)
 
     def __repr__(self) -> str:
         return f"<gemmc group {self.name}: {len(self.members)} GEMM(s), {self.mode.value}>"

@@ -12,8 +12,8 @@ from pathlib import Path
 from gemmc.api import CompiledKernel, CompiledProgram, compile_file, compile_string, front_end, read_schedule
 from gemmc.concurrent.plan import plan_groups
 from gemmc.errors import GemmcError, NoGpuError, printable
-from gemmc.ir.nodes import Program
 from gemmc.ir.printer import format_program
+from gemmc.ir.program import Program
 from gemmc.passes import PASS_NAMES, run_pipeline
 from gemmc.version import __version__
 
@@ -137,7 +137,30 @@ def cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def write_svgs(schedule: str, target: str | None, dest: str) -> int:
+    """`inspect --svg DEST`: each kernel's picture into the folder DEST (an existing folder, or a path ending in /),
+    else the one kernel's to the file DEST, or to standard output for -."""
+    kernels = list(load(schedule, target))
+    if dest.endswith(("/", os.sep)) or Path(dest).is_dir():
+        Path(dest).mkdir(parents=True, exist_ok=True)
+        for kernel in kernels:
+            write_whole(Path(dest) / f"{kernel.name}.svg", kernel.svg())
+            print(f"wrote {Path(dest) / f'{kernel.name}.svg'}")
+        return 0
+    if len(kernels) != 1:
+        raise GemmcError(f"--svg {dest}: this schedule has {len(kernels)} kernels ("
+                         + ", ".join(k.name for k in kernels) + "); give a folder (ending in /) for one file each")
+    if dest == "-":
+        sys.stdout.write(kernels[0].svg())
+    else:
+        write_whole(Path(dest), kernels[0].svg())
+        print(f"wrote {dest}")
+    return 0
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
+    if args.svg:
+        return write_svgs(args.schedule, args.target, args.svg)
     text, filename = schedule_text(args.schedule)
     program = front_end(text, filename=filename, target=args.target)
     seconds: dict[str, float] = {}
@@ -230,6 +253,9 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("--verify", action="store_true", help=VERIFY_HELP)
     i.add_argument("--target")
     i.add_argument("--source", action="store_true", help="also print the generated kernel source")
+    i.add_argument("--svg", metavar="PATH", help="draw each planned kernel (tiles, blocks, TLP, occupancy) as SVG "
+                                                 "instead: into the folder PATH as <kernel>.svg (an existing folder, "
+                                                 "or PATH ending in /), to the file PATH or, with -, to stdout")
     i.set_defaults(fn=cmd_inspect)
 
     r = sub.add_parser("run", help="(GPU) run every kernel on random inputs, compare with float64, time it",

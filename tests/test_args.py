@@ -11,7 +11,8 @@ from gemmc.runtime.args import batch_pointers, c_strides, describe, expected_ope
 
 
 class FakeArray:
-    """A device array as __cuda_array_interface__ describes it (no memory behind it; nothing is launched)."""
+    """A device array as __cuda_array_interface__ describes it (no memory behind it; nothing is launched). Each
+    gets addresses of its own, as an allocator would give them: the overlap checks compare byte ranges."""
 
     _next = 1 << 20
 
@@ -19,9 +20,13 @@ class FakeArray:
         item = int(typestr[-1])
         if strides is None and order == "F":
             strides = (item, shape[0] * item) if len(shape) == 2 else None
-        FakeArray._next += 1 << 16
+        nbytes = item
+        for extent in shape:
+            nbytes *= extent
+        ptr = FakeArray._next
+        FakeArray._next += (nbytes + 0xFFFF) // 0x10000 * 0x10000 + 0x10000
         self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": typestr, "strides": strides,
-                                         "data": (FakeArray._next, False), "version": 3}
+                                         "data": (ptr, False), "version": 3}
 
 
 class FakeCupy:
@@ -49,6 +54,7 @@ class FakeTensor:
     """What gemmc reads of a torch.Tensor (by its class's name and module): methods, strides in elements."""
 
     DTYPES = {"<f4": TorchDtype("torch.float32"), "<f8": TorchDtype("torch.float64")}
+    requires_grad = False
 
     def __init__(self, shape, order="C", typestr="<f4", strides=None, device=0):
         array = FakeCupy(shape, order, typestr, strides)
@@ -213,7 +219,7 @@ def test_two_outputs_in_one_array_are_refused(launches):
     k = gemmc.compile_string("kernel k { batch { a 8 x 4 x 6  b 8 x 4 x 6 } }")["k"]
     As, Bs, Cs = batch([(8, 4, 6)] * 2)
     k(As, Bs, Cs)
-    with pytest.raises(gemmc.GemmcError, match="Cs: two problems write the same output array"):
+    with pytest.raises(gemmc.GemmcError, match=r"Cs\[0\] and Cs\[1\] overlap"):
         k(As, Bs, [Cs[0], Cs[0]])
 
 

@@ -1,6 +1,8 @@
-"""The runtime's side of a kernel without a GPU: a stand-in CuPy (numpy tables), kernel functions that record their
-launches, and a tuning step whose timer reads a table instead of the device. What is checked is the bookkeeping the
-GPU tests rely on: where the executable keeps what it loaded and decided, and what `CompiledKernel` shows of it."""
+"""The runtime's side of a kernel and of a concurrent group without a GPU: a stand-in CuPy (numpy tables, streams and
+events that only record), kernel functions that record their launches, and tuning steps whose timers read a table
+instead of the device. What is checked is the bookkeeping the GPU tests rely on: where the executable and the group's
+run keep what they loaded and decided, what each call launches where, and what `CompiledKernel` and `CompiledGroup`
+show of it."""
 
 from __future__ import annotations
 
@@ -17,15 +19,30 @@ AUTO = "kernel k { tile auto batch { a 196 x 192 x 192  b 196 x 16 x 192  c 33 x
 
 
 class Function:
-    """A loaded kernel that records each launch as (its module's entry, the C pointer table)."""
+    """A loaded kernel that records each launch as (its module's entry, the C pointer table), and in `streams` the
+    stream it was launched on."""
 
     max_threads_per_block, num_regs = 1024, 64
 
-    def __init__(self, entry, launches):
-        self.entry, self.launches = entry, launches
+    def __init__(self, entry, launches, streams):
+        self.entry, self.launches, self.streams = entry, launches, streams
 
     def __call__(self, grid, block, args, **kwargs):
         self.launches.append((self.entry, args[5]))
+        self.streams.append(kwargs.get("stream"))
+
+
+class Stream:
+    """A stream that records what is ordered on it: ("record", event) and ("wait", event)."""
+
+    def __init__(self, name, log):
+        self.name, self.log, self.ptr = name, log, 0
+
+    def wait_event(self, event):
+        self.log.append((self.name, "wait", event))
+
+    def __repr__(self):
+        return self.name
 
 
 @pytest.fixture
@@ -35,33 +52,64 @@ def device(monkeypatch, tmp_path):
     import numpy as np
 
     from gemmc.ir.hardware import TARGETS
-    from gemmc.runtime import executable, launch, tune
+    from gemmc.runtime import concurrent, executable, launch, tune
+    from gemmc.runtime.green import Partitions
 
-    state = types.SimpleNamespace(launches=[], loaded=[], timed=0, capturing=False, seconds=lambda i: 1e-3 / (1 + i))
+    state = types.SimpleNamespace(launches=[], streams=[], loaded=[], timed=0, capturing=False, order=[],
+                                  seconds=lambda i: 1e-3 / (1 + i))
     scratch = iter(range(1 << 30, 1 << 31, 1 << 20))
+    caller = Stream("caller", state.order)
+    made = iter(range(1 << 10))
+
+    def memory(n, dtype):
+        return types.SimpleNamespace(data=types.SimpleNamespace(ptr=next(scratch)))
+
+    class Event:
+        def __init__(self, **kwargs):
+            self.name = f"event{next(made)}"
+
+        def record(self, stream):
+            state.order.append((stream.name, "record", self))
+
+        def __repr__(self):
+            return self.name
+
     cp = types.SimpleNamespace(
         int32=np.int32, int64=np.int64, uint8=np.uint8, uint64=np.uint64, float32=np.float32, float64=np.float64,
-        asarray=np.asarray, empty=np.empty,
-        zeros=lambda n, dtype: types.SimpleNamespace(data=types.SimpleNamespace(ptr=next(scratch))),
+        asarray=np.asarray, empty=memory, zeros=memory,
         cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0,
                                                                  streamIsCapturing=lambda ptr: state.capturing),
-                                   get_current_stream=lambda: types.SimpleNamespace(ptr=0)))
+                                   get_current_stream=lambda: caller, Device=lambda: types.SimpleNamespace(id=0),
+                                   Event=Event,
+                                   Stream=lambda non_blocking: Stream(f"side{next(made)}", state.order)))
 
     def timer(run, stream):
         run(stream)
         state.timed += 1
         return state.seconds(state.timed - 1)
 
-    for module in (launch, executable, tune):
+    for module in (launch, executable, tune, concurrent):
         monkeypatch.setattr(module, "cupy", lambda: cp)
     monkeypatch.setattr(executable, "hardware", lambda device_id=None: TARGETS["sm_90"])
     def load(rendered, entry):
         state.loaded.append(entry)
-        return Function(entry, state.launches)
+        return Function(entry, state.launches, state.streams)
 
     monkeypatch.setattr(executable, "device_function", load)
-    monkeypatch.setattr(tune, "device_name", lambda: "Stand-in GPU")
-    monkeypatch.setattr(tune, "_median_seconds", timer)
+    monkeypatch.setattr(tune, "toolkit", lambda: "stand-in NVRTC and driver")
+    for module in (tune, concurrent):
+        monkeypatch.setattr(module, "device_name", lambda: "Stand-in GPU")
+        monkeypatch.setattr(module, "_median_seconds", timer)
+    # GO-kernel tuning: no SM partitions (the model's share plans stand in), and each makespan measured is shorter
+    # than the one before, so that the last finalist of each degree is chosen
+    state.makespans = 0
+    def makespan(runs, reps, stream):
+        state.makespans += 1
+        return 1e-3 / state.makespans
+
+    monkeypatch.setattr(concurrent, "partitions", lambda: Partitions({}, {}, "no green contexts (stand-in)"))
+    monkeypatch.setattr(concurrent, "makespan_seconds", makespan)
+    monkeypatch.setattr(concurrent, "_SIDE", {})
     monkeypatch.setenv("GEMMC_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("GEMMC_TUNE", "1")
     return state
@@ -133,3 +181,112 @@ def test_a_kernel_is_loaded_once_from_the_source_it_rendered(device, monkeypatch
     assert kern.executable is exe and device.loaded == [rendered.entry] and len(device.launches) == 2
     work = kern.ir.work
     assert kern.occupancy() == occupancy(TARGETS["sm_90"], work.block, Function.num_regs, work.smem_bytes)
+
+
+# --- a concurrent group's run -----------------------------------------------------------------------------------
+
+GROUP = "group t { concurrency streams 4 gemm a 2048 x 512 x 512 copies 4 gemm b 8 x 8 x 8 }"
+
+
+def group_operands(group):
+    """Stand-in arrays for each GEMM of the group in its member's layouts, 4 GiB apart: no two overlap."""
+    order = {"row": "C", "col": "F"}
+    out = []
+    for operand, dims in (("a", lambda p: (p.m, p.k)), ("b", lambda p: (p.k, p.n)), ("c", lambda p: (p.m, p.n))):
+        arrays = []
+        for k in group.members:
+            x = FakeArray(dims(k.ir.problems[0]), order[getattr(k.ir, f"layout_{operand}").value])
+            x.__cuda_array_interface__["data"] = ((1 + len(out) * len(group.members) + len(arrays)) << 32, False)
+            arrays.append(x)
+        out.append(arrays)
+    return out
+
+
+def pointer(x):
+    return x.__cuda_array_interface__["data"][0]
+
+
+def test_a_group_runs_on_the_executables_of_its_members_in_every_mode(device, monkeypatch):
+    monkeypatch.setenv("GEMMC_TUNE", "0")  # the model's share plans as GO-kernels
+    group = gemmc.compile_string(GROUP).groups[0]
+    run = group.group_run
+    assert run.members == tuple(k.executable for k in group.members)  # a member's loads are its kernel's
+    share = run.share(0, 4)
+    assert share.name == "t_a_0_share4" and run.canonical == (run.members[0],) * 4 + (run.members[4],)
+    As, Bs, Cs = group_operands(group)
+    group(As, Bs, Cs)
+    # the four copies of a launch one executable, their GO-kernel for 4 at once, on side streams 0-3; b (no copies)
+    # its own kernel on side stream 0; each writes its own C
+    entries = [entry for entry, _ in device.launches]
+    assert entries == [share.rendered.entry] * 4 + [run.members[4].rendered.entry]
+    assert [[int(p) for p in c] for _, c in device.launches] == [[pointer(c)] for c in Cs]
+    sides = device.streams[:4]
+    assert len(set(map(id, sides))) == 4 and device.streams[4] is sides[0]
+    assert share.tuned is share  # pinned: the isolated tuning step does not swap the GO-kernel
+    fork, joins = run.events[4]
+    assert device.order[:5] == [("caller", "record", fork)] + [(s.name, "wait", fork) for s in sides]
+    assert device.order[5:] == [step for side, join in zip(sides, joins, strict=True)
+                                for step in ((side.name, "record", join), ("caller", "wait", join))]
+
+    device.launches.clear(), device.streams.clear()
+    sequential = group.with_mode("sequential")
+    assert sequential.group_run is run  # one run for every mode: what was loaded and measured is shared
+    sequential(As, Bs, Cs)
+    assert [e for e, _ in device.launches] == [run.members[0].rendered.entry] * 4 + [run.members[4].rendered.entry]
+    assert all(s.name == "caller" for s in device.streams)
+
+    device.launches.clear()
+    fused = group.with_mode("fused")
+    fused(As, Bs, Cs)
+    assert fused.fused is not None and fused.fused.executable is run.fused
+    [(entry, c)] = device.launches
+    assert entry == run.fused.rendered.entry and [int(p) for p in c] == [pointer(x) for x in Cs]
+    assert group.tuning == {} and "GO-kernels on" not in group.plan  # nothing measured
+
+
+def test_go_kernels_are_tuned_once_per_distinct_gemm_and_kept_on_the_run(device):
+    group = gemmc.compile_string(GROUP).groups[0]
+    run = group.group_run
+    As, Bs, Cs = group_operands(group)
+    device.capturing = True
+    with pytest.raises(gemmc.GemmcError, match="cannot run inside a graph capture"):
+        group(As, Bs, Cs)
+    device.capturing = False
+    group(As, Bs, Cs)
+    tuning = group.tuning["t_a_0"]
+    assert not tuning.cached and {group.tuning[f"t_a_{i}"] is tuning for i in range(4)} == {True}
+    assert "t_b" not in group.tuning  # no copies: its own kernel, and its own (isolated) tuning
+    labels, compiled = run.candidates[run.signature(0)]
+    assert list(tuning.labels) == labels and all(k.tuned is k for k in compiled)  # pinned: runs as measured
+    go = compiled[tuning.chosen[4]]
+    assert tuning.chosen[4] == tuning.finalists[-1]  # the stand-in's makespans favour the last finalist
+    calls = [(e, int(c[0])) for e, c in device.launches if int(c[0]) in map(pointer, Cs)]  # timing wrote scratch
+    entries = [go.rendered.entry] * 4 + [run.members[4].rendered.entry]
+    assert calls == list(zip(entries, map(pointer, Cs), strict=True))
+    timed, measured = device.timed, device.makespans
+    group(As, Bs, Cs)
+    group.with_mode("streams", 2)(As, Bs, Cs)
+    assert (device.timed, device.makespans) == (timed, measured)  # measured once, for every degree and mode
+    assert "GO-kernels on Stand-in GPU" in group.plan
+    again = gemmc.compile_string(GROUP).groups[0]  # another process would read the same cache file
+    again(*group_operands(again))
+    assert again.tuning["t_a_0"].cached and again.tuning["t_a_0"].chosen == tuning.chosen
+    assert (device.timed, device.makespans) == (timed, measured)
+
+
+def test_a_malformed_cached_choice_is_measured_again_not_a_crash(device):
+    # A chosen index past the candidates was an IndexError, a missing one a KeyError, in every later process.
+    import json
+
+    from gemmc.runtime import cache, tune
+
+    kern = gemmc.compile_string(TSM2R)["k"]
+    kern(*operands(kern))
+    key = tune.cache_key(kern.executable, "Stand-in GPU", "stand-in NVRTC and driver")
+    path = cache.entry_path("tuning", key, ".json")
+    entry = json.loads(path.read_text())
+    path.write_text(json.dumps({**entry, "chosen": 99}))
+    again = gemmc.compile_string(TSM2R)["k"]
+    with pytest.warns(cache.CacheWarning, match="chosen index 99"):
+        again(*operands(again))
+    assert not again.tuning.cached and device.timed == 14 and json.loads(path.read_text())["chosen"] == 6

@@ -25,8 +25,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("families", ("gemmc.families",)),
     ("passes", ("gemmc.passes",)),
     ("codegen", ("gemmc.codegen",)),
+    # Concurrent groups plan over planned kernels (the pipeline again for share plans and the fused kernel) and decide
+    # which of those differ by their rendered code, then render a group's C++: above codegen, below the runtime.
+    ("concurrent", ("gemmc.concurrent",)),
     ("runtime", ("gemmc.runtime",)),
-    ("api", ("gemmc.api",)),
+    ("api", ("gemmc.api", "gemmc.api_kernel", "gemmc.api_group")),
     ("top", ("gemmc.cli", "gemmc.__main__", "gemmc.bench")),
 )
 TOP_PACKAGE = "gemmc"

@@ -14,10 +14,13 @@ import pytest
 
 import gemmc
 from gemmc.codegen.env import template_dir
+from gemmc.families.registry import NAMES
 from gemmc.grammar import names
 
 NVCC = shutil.which("nvcc")
-TEMPLATES = "\n".join(p.read_text() for p in sorted(template_dir().glob("*.j2")))
+FAMILIES_DIR = Path(gemmc.__file__).parent / "families"
+TEMPLATES = "\n".join(p.read_text() for p in sorted([*template_dir().glob("*.j2"),
+                                                       *FAMILIES_DIR.rglob("*.j2")]))
 
 # One schedule per family, `{}` the kernel's name: between them they render every template. Cheapest to compile first.
 FAMILIES = {
@@ -43,7 +46,8 @@ def test_entry_suffixes_are_every_symbol_the_templates_derive_from_the_entry():
 def test_codegen_names_symbols_as_names_py_does():
     k = gemmc.compile_string("kernel mine { dtype f64 layout A col gemm 8 x 8 x 8 }")["mine"]
     assert (k.rendered.launcher, k.rendered.entry) == ("gemmc_mine", "gemmc_mine_simt_f64_crr")
-    assert set(names.symbols("mine", k.ir.dtype, k.ir.layouts)) >= {"gemmc_mine", "gemmc_mine_simt_f64_crr_tiles"}
+    symbols = set(names.symbols("mine", k.ir.dtype_tag, k.ir.layouts, NAMES))
+    assert symbols >= {"gemmc_mine", "gemmc_mine_simt_f64_crr_tiles"}
 
 
 REFUSED = {

@@ -76,19 +76,19 @@ def group_kernels(text: str) -> list:
     alternatives and its GO candidates; the fused kernel and its alternatives), rendered."""
     import gemmc
     from gemmc.concurrent.plan import go_candidates
-    from gemmc.runtime.concurrent import canonical
+    from gemmc.runtime.executable import Executable
     from gemmc.runtime.tune import candidates
 
-    group = gemmc.compile_string(text)["c"]
-    kernels = []
-    for i, k in enumerate(canonical(group)):
-        if k is not group.members[i]:
+    run = gemmc.compile_string(text)["c"].group_run
+    kernels: list[Executable] = []
+    for i, k in enumerate(run.canonical):
+        if k is not run.members[i]:
             continue
         kernels += [k, *(alt for _, alt in candidates(k)[1:])]
-        kernels += [gemmc.CompiledKernel(ir, k.target, k.filename)
-                    for _, ir in go_candidates(k.ir, group.group_plan.choices[i], k.target)]
-    if group.fused is not None:
-        kernels += [group.fused, *(alt for _, alt in candidates(group.fused)[1:])]
+        kernels += [Executable(ir, k.target, k.filename)
+                    for _, ir in go_candidates(k.ir, run.plan.choices[i], k.target)]
+    if run.fused is not None:
+        kernels += [run.fused, *(alt for _, alt in candidates(run.fused)[1:])]
     return [(kernel.rendered, entry) for kernel in kernels for entry in (kernel.rendered.entry,
                                                                         kernel.rendered.prologue) if entry]
 

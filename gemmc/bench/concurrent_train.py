@@ -115,7 +115,7 @@ def measure(out: Path, budget: float, limit: int | None, compile_only: bool = Fa
             B = B.T
         try:
             with stream:
-                tuning, _ = go_tune(group, 0, A, B, stream)
+                tuning, _ = go_tune(group.group_run, 0, A, B, stream)
         except Exception as err:  # noqa: BLE001 - one GEMM's failure is recorded, the rest still measured
             harness.log(f"{g.app} {g.label()}: FAILED {type(err).__name__}: {err}")
             rows.append({"app": g.app, "name": g.name, "gemm": g.label(), "error": f"{type(err).__name__}: {err}"})

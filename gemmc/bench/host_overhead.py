@@ -55,8 +55,10 @@ class _Next:
 
 
 def _address(nbytes: int) -> int:
+    """A fresh allocation of `nbytes` (gemmc refuses outputs that overlap anything)."""
+    address = _Next.address
     _Next.address += (nbytes + 511) // 256 * 256
-    return _Next.address
+    return address
 
 
 def _c_or_f_strides(shape: tuple[int, ...], item: int, order: str) -> tuple[int, int]:
@@ -101,6 +103,7 @@ class FakeTensor:
     __slots__ = ("_ptr", "_shape", "_stride", "dtype")
     DTYPE = _TorchDtype()
     is_cuda = True
+    requires_grad = False
 
     def __init__(self, shape: tuple[int, int], order: str = "C"):
         self._shape = list(shape)

@@ -116,7 +116,10 @@ def common_context(kernel: Kernel, hw: Hardware, family_knobs: list[str]) -> dic
     }
 
 
-def _table_context(kernel: Kernel) -> dict:
+def launch_context(kernel: Kernel) -> dict:
+    """The plan's tables and launch configuration as a C++ host launcher bakes them: the rows of the problem, block
+    offset and tile tables, the grid, the block, the dynamic shared memory, the scratch and the pre-pass. The
+    standalone file's launcher (launcher.j2) and a concurrent group's (gemmc/concurrent/render.py) read it."""
     work = kernel.work
     assert work is not None
     problems = work.problems.rows()
@@ -132,6 +135,7 @@ def _table_context(kernel: Kernel) -> dict:
         "batch": len(work.problems),
         "grid": work.grid,
         "block": work.block,
+        "smem_bytes": work.smem_bytes,  # the same value common_context gives the kernel's template
         "scratch_bytes": kernel.plan.scratch_bytes if kernel.plan else 0,
         "prologue_launch": kernel.plan.prologue if kernel.plan else None,
     }
@@ -144,7 +148,7 @@ def render_kernel(kernel: Kernel, hw: Hardware, source_file: str = "<string>") -
     ctx = common_context(kernel, hw, fam.knobs(kernel))
     ctx.update(fam.context(kernel, hw))
     source = render(fam.template(kernel), ctx)
-    ctx.update(_table_context(kernel))
+    ctx.update(launch_context(kernel))
     ctx["launcher"] = names.launcher_symbol(kernel.name)
     # no absolute paths: output must not depend on the checkout
     ctx["source_file"] = comment_text(PurePath(source_file).name)

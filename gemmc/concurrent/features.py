@@ -15,7 +15,8 @@ import math
 
 from gemmc.ir.group import SHARES
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel, Program
+from gemmc.ir.nodes import Kernel
+from gemmc.ir.program import Program
 from gemmc.ir.types import Layout
 from gemmc.model.tlp import occupancy
 

@@ -22,7 +22,8 @@ from gemmc.concurrent.features import features, plan_for_share
 from gemmc.errors import GemmcError
 from gemmc.ir.group import DEGREES, SHARES, Group, GroupPlan, MemberChoice, Mode
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel, Problem, Program
+from gemmc.ir.nodes import Kernel, Problem
+from gemmc.ir.program import Program
 
 FUSED_MARGIN = 0.97  # fused must be estimated at least 3% faster: the cost model is within ~3% (geomean)
 FUSED_FAMILY = "simt"  # the family whose irregular batch runs GEMMs of different sizes in one launch

@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from gemmc.codegen import RUNTIME_API, _table_context, literal, render_kernel, scalar_type
+from gemmc.codegen import RUNTIME_API, launch_context, literal, render_kernel, scalar_type
 from gemmc.codegen.env import render
 from gemmc.concurrent import predictor
 from gemmc.concurrent.plan import go_degree
@@ -86,7 +86,7 @@ def render_group(group: Group, members: dict[str, Kernel], hw: Hardware,
             kernels.append({"ns": distinct[key], "name": k.name, "source": body, "entry": r.entry,
                             "T": k.dtype.ctype, "S": S, "alpha": literal(k.alpha, S), "beta": literal(k.beta, S),
                             "summary": f"{k.family}, {len(k.problems)} problem(s), first {p.m}x{p.n}x{p.k}",
-                            **_table_context(named)})
+                            **launch_context(named)})
         namespaces.append(distinct[key])
     if len(archs) > 1:
         raise InternalError("concurrent.render", f"group '{group.name}' mixes device targets {sorted(archs)}")

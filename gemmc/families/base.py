@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Protocol
 
 from gemmc.errors import Diagnostic
+from gemmc.families.cells import Cells, whole_problems
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel, WorkList
 
@@ -91,6 +92,11 @@ class KernelFamily(Protocol):
         the model's first, each with a label; empty: nothing to time."""
         ...
 
+    def cells(self, kernel: Kernel, hw: Hardware) -> Cells:
+        """Which block computes which part of which problem's C in the planned kernel's launch, and the kinds of
+        cell a legend names (gemmc/families/cells.py): what `gemmc inspect --svg` draws."""
+        ...
+
     def template(self, kernel: Kernel) -> str:
         """The file name of the family's template (in `folder`) that renders this kernel."""
         ...
@@ -139,6 +145,9 @@ class PlannerFamily:
 
     def alternatives(self, kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]:
         return ()
+
+    def cells(self, kernel: Kernel, hw: Hardware) -> Cells:
+        return whole_problems(kernel)  # a family that says no more: each problem computed by the whole grid
 
     def template(self, kernel: Kernel) -> str:
         return str(self.codegen.TEMPLATE)

@@ -7,20 +7,16 @@ runtime refuses a call whose outputs overlap any operand (gemmc/runtime/concurre
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from gemmc.grammar.ast import GroupDecl, KernelDecl, Stmt, Word
+from gemmc.grammar.lower_kernel import Lowering
 from gemmc.ir.group import MAX_MEMBERS, MAX_STREAMS, Group, Mode
 from gemmc.ir.nodes import Kernel
 from gemmc.ir.types import Span
 
-if TYPE_CHECKING:
-    from gemmc.grammar.lower import _Lowering
-
 SIZE_STATEMENTS = ("gemm", "batch")
 
 
-def _concurrency(low: _Lowering, stmt: Stmt) -> tuple[Mode, int | None]:
+def _concurrency(low: Lowering, stmt: Stmt) -> tuple[Mode, int | None]:
     words = stmt.values
     mode = low.choice(words[0], "concurrency", {m.value: m for m in Mode})
     if mode is None:
@@ -41,7 +37,7 @@ def _concurrency(low: _Lowering, stmt: Stmt) -> tuple[Mode, int | None]:
     return mode, n
 
 
-def lower_group(low: _Lowering, decl: GroupDecl, taken: dict[str, Span]) -> tuple[Group, list[Kernel]]:
+def lower_group(low: Lowering, decl: GroupDecl, taken: dict[str, Span]) -> tuple[Group, list[Kernel]]:
     """The group and its member kernels. `taken` holds every kernel name defined so far (updated here)."""
     gname = decl.name.text
     defaults: dict[str, Stmt] = {}

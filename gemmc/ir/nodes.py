@@ -1,8 +1,8 @@
 """IR nodes: frozen dataclasses. Passes change them with `dataclasses.replace`, never in place.
 
-A `Program` holds the target and the kernels. A `Kernel` starts as what the schedule said (problems, knobs,
-`None` for `auto`) and the passes fill in what they decide: the family, its decisions so far (a draft) while its
-planning steps run, then a family plan, the work list.
+A `Kernel` starts as what the schedule said (problems, knobs, `None` for `auto`) and the passes fill in what they
+decide: the family, its decisions so far (a draft) while its planning steps run, then a family plan, the work list.
+A `Program` (gemmc/ir/program.py) holds the target, the kernels and the concurrent groups.
 """
 
 from __future__ import annotations
@@ -10,14 +10,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, overload
+from typing import Any, ClassVar, Generic, TypeVar, overload
 
 from gemmc.errors import InternalError
-from gemmc.ir.hardware import Hardware
-from gemmc.ir.types import AUTO, NO_SPAN, Batching, DType, Layout, Precision, Span, TileMode, span_field
-
-if TYPE_CHECKING:
-    from gemmc.ir.group import Group
+from gemmc.ir.types import AUTO, Batching, DType, Layout, Precision, Span, TileMode, span_field
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,11 +295,3 @@ class Kernel:
     def flops(self) -> int:
         return sum(p.flops for p in self.problems) * (self.count or 1)
 
-
-@dataclass(frozen=True, slots=True)
-class Program:
-    target: Hardware
-    kernels: tuple[Kernel, ...]
-    filename: str = field(default="<string>", compare=False)
-    span: Span = NO_SPAN
-    groups: tuple[Group, ...] = ()  # concurrent groups (gemmc/ir/group.py); their members are among `kernels`

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gemmc.ir.group import group_lines
-from gemmc.ir.nodes import Kernel, Program
+from gemmc.ir.nodes import Kernel
+from gemmc.ir.program import Program
 
 MAX_TILES_SHOWN = 8
 

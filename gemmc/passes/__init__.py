@@ -16,7 +16,8 @@ from gemmc.errors import Diagnostic, GemmcError, InternalError
 from gemmc.families.base import Pass
 from gemmc.families.registry import family
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel, Program
+from gemmc.ir.nodes import Kernel
+from gemmc.ir.program import Program
 from gemmc.passes.check import check
 from gemmc.passes.normalize import normalize
 from gemmc.passes.planning import PLANNING

@@ -8,7 +8,8 @@ import dataclasses
 from collections.abc import Sequence
 
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import FamilyPlan, Kernel, Problem, Program
+from gemmc.ir.nodes import FamilyPlan, Kernel, Problem
+from gemmc.ir.program import Program
 from gemmc.passes import build_worklist, run_pipeline
 
 

@@ -8,6 +8,8 @@ the arrays checked one by one in batch order, which names the first bad one and 
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -35,6 +37,7 @@ class ArrayInfo(NamedTuple):
     dtype: str  # numpy-style name: float32, float64, float16, bfloat16
     itemsize: int
     device: int | None  # None: unknown (a bare __cuda_array_interface__), taken to be the current device
+    readonly: str = ""  # why the array may not be written ('' when it may): refused as C
 
     @property
     def ndim(self) -> int:
@@ -43,7 +46,7 @@ class ArrayInfo(NamedTuple):
     def matrix(self, i: int) -> ArrayInfo:
         """The i-th matrix of a 3-D array."""
         return ArrayInfo(self.ptr + i * self.strides[0] * self.itemsize, self.shape[1:], self.strides[1:],
-                         self.dtype, self.itemsize, self.device)
+                         self.dtype, self.itemsize, self.device, self.readonly)
 
 
 # numpy dtype characters and torch dtypes -> names; looked up, never formatted, on the hot path.
@@ -62,14 +65,31 @@ _TYPESTRS: dict[str, tuple[str, int]] = {}
 
 
 def _typestr(typestr: str) -> tuple[str, int]:
-    """The numpy-style name and item size of a __cuda_array_interface__ typestr (numpy's dtype.name is Python)."""
+    """The numpy-style name and item size of a __cuda_array_interface__ typestr (numpy's dtype.name is Python).
+    An array in the other byte order than the host's gets a name of its own, so that it never passes for the
+    schedule's dtype: the kernels read the GPU's native (little-endian) order."""
     found = _TYPESTRS.get(typestr)
     if found is None:
         import numpy as np
 
         dt = np.dtype(typestr)
-        found = _TYPESTRS[typestr] = (dt.name, dt.itemsize)
+        name = dt.name if dt.isnative else f"{dt.name} in {'big' if dt.byteorder == '>' else 'little'}-endian order"
+        found = _TYPESTRS[typestr] = (name, dt.itemsize)
     return found
+
+
+def _dtype_name(dt: Any) -> str:
+    """The numpy-style name of a numpy/CuPy dtype object."""
+    return (_CHAR_NAMES.get(dt.char) or dt.name) if dt.isnative else _typestr(dt.str)[0]
+
+
+def _elements(strides: Sequence[int], item: int, what: str) -> tuple[int, ...]:
+    """Byte strides in elements. A byte stride that is not a whole number of items would be rounded down: the
+    view is refused instead (the kernels address elements)."""
+    if any(s % item for s in strides):
+        raise GemmcError(f"{what}: byte strides {tuple(strides)} are not multiples of the item size ({item} bytes); "
+                         "the kernel addresses whole elements, so pass a contiguous copy")
+    return tuple(s // item for s in strides)
 
 
 def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
@@ -83,10 +103,15 @@ def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-def _from_cupy(arr: Any) -> ArrayInfo:
-    data, item, dt = arr.data, arr.itemsize, arr.dtype
-    name = _CHAR_NAMES.get(dt.char) or dt.name
-    return ArrayInfo(data.ptr, arr.shape, tuple(s // item for s in arr.strides), name, item, data.device_id)
+def _from_cupy(arr: Any, what: str) -> ArrayInfo:
+    data, item = arr.data, arr.itemsize
+    return ArrayInfo(data.ptr, arr.shape, _elements(arr.strides, item, what), _dtype_name(arr.dtype), item,
+                     data.device_id)
+
+
+READ_ONLY = "the array is read-only (its __cuda_array_interface__ says so)"
+REQUIRES_GRAD = ("the tensor requires grad, and autograd would not see gemmc's write (torch refuses in-place "
+                 "writes to such a tensor too); pass C.detach() to write it anyway")
 
 
 def describe(obj: Any, group: str, index: int | None = None) -> ArrayInfo:
@@ -94,14 +119,14 @@ def describe(obj: Any, group: str, index: int | None = None) -> ArrayInfo:
     `group[index]` names the argument in errors."""
     kind = type(obj)
     module = kind.__module__.split(".")[0]
-    if module == "cupy":
-        return _from_cupy(obj)
     what = group if index is None else f"{group}[{index}]"
+    if module == "cupy":
+        return _from_cupy(obj, what)
     if module == "torch" and kind.__name__ in ("Tensor", "Parameter"):
         if not obj.is_cuda:
             raise GemmcError(f"{what}: the tensor is on the CPU; move it to the GPU (.cuda()) first")
         return ArrayInfo(obj.data_ptr(), tuple(obj.shape), obj.stride(), _torch_name(obj.dtype), obj.element_size(),
-                         obj.get_device())
+                         obj.get_device(), REQUIRES_GRAD if obj.requires_grad else "")
     if module == "numpy":
         raise GemmcError(f"{what}: expected a GPU array, got a host (numpy) array; copy it to the GPU first")
     if hasattr(obj, "__cuda_array_interface__"):
@@ -109,12 +134,15 @@ def describe(obj: Any, group: str, index: int | None = None) -> ArrayInfo:
         name, item = _typestr(cai["typestr"])
         shape = tuple(cai["shape"])
         strides = cai.get("strides") or c_strides(shape, item)
-        return ArrayInfo(int(cai["data"][0]), shape, tuple(x // item for x in strides), name, item, None)
+        data = cai["data"]
+        return ArrayInfo(int(data[0]), shape, _elements(strides, item, what), name, item, None,
+                         READ_ONLY if data[1] else "")
     if hasattr(obj, "__dlpack__"):
         try:
-            return _from_cupy(cupy().from_dlpack(obj))
+            viewed = cupy().from_dlpack(obj)
         except Exception as err:  # noqa: BLE001 - DLPack producers raise anything; report it as the argument's
             raise GemmcError(f"{what}: cannot view it on the GPU through DLPack ({err})") from None
+        return _from_cupy(viewed, what)
     raise GemmcError(f"{what}: expected a GPU array (CuPy, or an object with __cuda_array_interface__ or DLPack), "
                      f"got {kind.__name__}")
 
@@ -190,7 +218,7 @@ def check_matrix(arr: ArrayInfo, group: str, index: int, op: Operand, dtype: str
     """Raise GemmcError naming `group[index]` unless the array is what `op` needs. The common case (all good)
     is a handful of comparisons: the argument's name is only formatted for an error."""
     if (arr.shape == op.shape and arr.dtype == dtype and (arr.device is None or arr.device == device)
-            and _dense(arr, op.layout)):
+            and _dense(arr, op.layout) and (not arr.readonly or op.letter != "C")):
         return
     what = f"{group}[{index}]"
     if arr.ndim != 2:
@@ -211,6 +239,18 @@ def check_matrix(arr: ArrayInfo, group: str, index: int, op: Operand, dtype: str
                              f"or pass a {op.layout.value}-major copy")
         raise GemmcError(f"{what}: expected a densely packed {op.layout.value}-major array, got element strides "
                          f"{tuple(arr.strides)} (a view the kernel cannot read); pass a contiguous copy")
+    raise GemmcError(f"{what}: gemmc writes C in place, but {arr.readonly}")
+
+
+def count_outputs_apart(whole: ArrayInfo, name: str) -> None:
+    """The matrices of a 3-D C (a `count` batch) must not overlap one another: a first stride shorter than a
+    matrix (0 included, a broadcast view) makes every problem write its neighbour's output. A 3-D A or B may
+    overlap itself (a broadcast weight is a common, valid input)."""
+    count, rows, cols = whole.shape
+    if count > 1 and rows * cols > 0 and abs(whole.strides[0]) < rows * cols:
+        raise GemmcError(f"{name}: the matrices of the 3-D array overlap: each holds {rows * cols} elements but they "
+                         f"start {whole.strides[0]} elements apart (its first stride), so the problems would write "
+                         f"each other's outputs; pass an array whose matrices lie apart (a contiguous one)")
 
 
 class Columns(NamedTuple):
@@ -222,6 +262,7 @@ class Columns(NamedTuple):
     in_bytes: bool  # strides in bytes (CuPy, __cuda_array_interface__) or in elements (torch)
     dtype: str | None  # the numpy-style name when every array has the same dtype, else None
     devices: list[int] | None  # None: unknown (bare __cuda_array_interface__), taken to be the current device
+    writable: bool = True  # False: some array is read-only or a torch tensor that requires grad (read for C only)
 
 
 def _same(values: list[Any]) -> Any:
@@ -230,10 +271,11 @@ def _same(values: list[Any]) -> Any:
     return values[0] if values.count(values[0]) == len(values) else None
 
 
-def read_list(group: Any) -> Columns | None:
+def read_list(group: Any, output: bool = False) -> Columns | None:
     """The columns of a non-empty list of CuPy arrays, torch tensors or __cuda_array_interface__ objects, all of one
     class; None for anything else (mixed kinds, host arrays, DLPack: then the arrays are described one by one, and a
-    bad one is named). Reading checks nothing: `_fits` compares the columns with the plan."""
+    bad one is named). Reading checks nothing: `_fits` compares the columns with the plan. `output`: the list is C,
+    so whether every array may be written is read too (CuPy arrays always may)."""
     if not isinstance(group, (list, tuple)) or not group:
         return None
     classes = list(map(type, group))
@@ -244,12 +286,12 @@ def read_list(group: Any) -> Columns | None:
     if module == "cupy":
         dt = _same([x.dtype for x in group])
         return Columns([x.data.ptr for x in group], [x.shape for x in group], [x.strides for x in group], True,
-                       None if dt is None else _CHAR_NAMES.get(dt.char) or dt.name,
-                       [x.data.device_id for x in group])
+                       None if dt is None else _dtype_name(dt), [x.data.device_id for x in group])
     if module == "torch" and cls.__name__ in ("Tensor", "Parameter"):
         dt = _same([x.dtype for x in group])
         return Columns([x.data_ptr() for x in group], [x.shape for x in group], [x.stride() for x in group], False,
-                       None if dt is None else _torch_name(dt), [x.get_device() for x in group])  # CPU: -1
+                       None if dt is None else _torch_name(dt), [x.get_device() for x in group],  # CPU: -1
+                       not (output and any([x.requires_grad for x in group])))
     if module == "numpy":
         return None
     try:  # a class's property, or each object's own attribute
@@ -264,16 +306,17 @@ def read_list(group: Any) -> Columns | None:
     strides = [c.get("strides") for c in cais]
     if None in strides:  # C-contiguous
         strides = [s or c_strides(shape, item) for s, shape in zip(strides, shapes, strict=True)]
-    return Columns([c["data"][0] for c in cais], shapes, strides, True, name, None)
+    data = [c["data"] for c in cais]
+    return Columns([d[0] for d in data], shapes, strides, True, name, None, not (output and any([d[1] for d in data])))
 
 
 def read_batch(As: Any, Bs: Any, Cs: Any) -> tuple[Columns | None, Columns | None, Columns | None]:
-    return read_list(As), read_list(Bs), read_list(Cs)
+    return read_list(As), read_list(Bs), read_list(Cs, output=True)
 
 
 def _fits(cols: Columns, expected: Expected, slot: int, device: int) -> bool:
-    """Every array is what operand `slot` of the plan needs: shape, dtype, device, dense strides."""
-    return (cols.dtype == expected.dtype_of(slot) and cols.shapes == expected.shapes[slot]
+    """Every array is what operand `slot` of the plan needs: shape, dtype, device, dense strides, writable C."""
+    return (cols.writable and cols.dtype == expected.dtype_of(slot) and cols.shapes == expected.shapes[slot]
             and cols.strides == (expected.byte_strides if cols.in_bytes else expected.strides)[slot]
             and (cols.devices is None or cols.devices.count(device) == len(cols.devices)))
 
@@ -295,6 +338,8 @@ def batch_pointers(kernel: Kernel, As: Any, Bs: Any, Cs: Any, expected: Expected
             # The matrices differ only in their address: checking the first checks them all.
             check_matrix(whole.matrix(0), name, 0, expected.operands[0][slot], expected.dtype_of(slot), device,
                          expected.problems[0])
+            if slot == 2:
+                count_outputs_apart(whole, name)
             step = whole.strides[0] * whole.itemsize
             ptrs.append([whole.ptr + i * step for i in range(batch)])
             continue
@@ -317,9 +362,29 @@ def batch_pointers(kernel: Kernel, As: Any, Bs: Any, Cs: Any, expected: Expected
     return ptrs[0], ptrs[1], ptrs[2]
 
 
-def distinct_outputs(c: list[int]) -> None:
-    if len(set(c)) != len(c):
-        raise GemmcError("Cs: two problems write the same output array; each C must be its own memory")
+F32_MAX = 3.4028234663852886e38  # the largest finite float32
+
+
+def scalar(name: str, value: Any, double: bool) -> float:
+    """`alpha` or `beta` of a call as a float the kernel's scalar type holds (float64 for f64 kernels, float32 for
+    the others): a real, finite number. NaN and infinity are refused rather than passed on: their result would
+    depend on where a family applies the scalar (an epilogue multiply, or scaling in a pre-pass) and on the
+    `beta == 0` shortcut that never reads C, so no one answer could be promised; and a non-finite scale is almost
+    always an upstream bug. A huge int or a finite value past float32's range is refused for the same reason."""
+    if type(value) is not float:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise GemmcError(f"{name}: expected a real number (a Python int or float), got {type(value).__name__} "
+                             f"{value!r:.60}")
+        try:
+            value = float(value)
+        except (OverflowError, ValueError):
+            raise GemmcError(f"{name}: {value!r:.60} is past float64's range") from None
+    if not math.isfinite(value):
+        raise GemmcError(f"{name}: expected a finite number, got {value}")
+    if not double and abs(value) > F32_MAX:
+        raise GemmcError(f"{name}: {value:g} is past float32's range (largest {F32_MAX:g}); this kernel takes "
+                         f"{name} as a float32")
+    return value
 
 
 def call_shapes(As: Any, Bs: Any, Cs: Any) -> list[tuple[int, int, int]]:

@@ -1,17 +1,23 @@
 """Kernel source -> loaded function, through NVRTC (CuPy's RawModule).
 
-CuPy keeps compiled binaries on disk (~/.cupy/kernel_cache, or $CUPY_CACHE_DIR) keyed by the source text and
-the options, so a schedule compiles once per machine; this module adds an in-process cache on top.
+CuPy keeps what it compiles on disk (`~/.cupy/kernel_cache`, or `$CUPY_CACHE_DIR`), keyed by the source, the
+options, the target architecture and the NVRTC and CuPy versions, so a schedule compiles once per machine; this
+module adds an in-process cache on top.
 
-Kernels whose plan needs the architecture-specific target (Rendered.device_arch "sm_90a": wgmma) are compiled by
-NVRTC for that target into a cubin here, since CuPy builds for the plain one (where such a source stops with an
-#error), and loaded from that cubin.
+Kernels whose plan needs the architecture-specific target (Rendered.device_arch "sm_90a": wgmma) are compiled here
+into a cubin for that target, since CuPy builds for the plain one (where such a source stops with an #error): by
+NVRTC where CuPy's binding offers the calls, else by nvcc in a temporary folder that is removed afterwards. The
+cubins are cached in gemmc's cache folder (runtime/cache.py, `cubin/`) under `cubin_key`: the source, the
+compiler and its version, its options, and the gemmc version. The driver is not in the key: a cubin is machine
+code that the driver loads as it is (it JIT-compiles only PTX, which gemmc does not cache). A cached cubin that is
+not a whole ELF file is ignored with a warning and rebuilt.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import struct
 import subprocess
 import tempfile
 from functools import cache
@@ -19,13 +25,58 @@ from typing import Any
 
 from gemmc.codegen import Rendered
 from gemmc.errors import GemmcError
+from gemmc.runtime import cache as disk
 from gemmc.runtime.device import cupy, hardware
+from gemmc.version import __version__
 
 OPTIONS = ("--std=c++17",)
+NVCC_OPTIONS = ("-std=c++17", "--cubin")
+
+
+@cache
+def compiler() -> tuple[str, str]:
+    """The compiler that builds architecture-specific cubins here and its version: NVRTC through CuPy's binding
+    where it has the calls `_cubin_nvrtc` makes, else nvcc on the PATH."""
+    try:
+        from cupy_backends.cuda.libs import nvrtc  # type: ignore[import-not-found]
+
+        for call in ("createProgram", "compileProgram", "getCUBIN", "getProgramLog", "destroyProgram"):
+            getattr(nvrtc, call)
+        major, minor = nvrtc.getVersion()
+        return "nvrtc", f"{major}.{minor}"
+    except (ImportError, AttributeError):
+        pass
+    try:
+        out = subprocess.run(["nvcc", "--version"], check=True, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        raise GemmcError("compiling a kernel for an architecture-specific target (sm_90a) needs NVRTC's cubin "
+                         "output (CuPy's NVRTC binding) or nvcc on the PATH; neither was found") from None
+    return "nvcc", out.strip().splitlines()[-1]  # "Build cuda_12.4.r12.4/compiler.34097967_0"
+
+
+@cache
+def toolkit() -> str:
+    """What builds and runs CuPy's kernels on this machine: NVRTC's and the driver's CUDA versions (the tuning
+    cache's key: a new compiler or driver may change which candidate is fastest)."""
+    cp = cupy()
+    if cp.cuda.runtime.is_hip:
+        return f"hip {cp.cuda.runtime.runtimeGetVersion()}"
+    from cupy.cuda import nvrtc  # type: ignore[import-not-found]
+
+    major, minor = nvrtc.getVersion()
+    return f"nvrtc {major}.{minor}, driver {cp.cuda.runtime.driverGetVersion()}"
+
+
+def cubin_key(source: str, arch: str, flags: tuple[str, ...], tool: tuple[str, str]) -> str:
+    """Everything a cached cubin depends on: the source, the target, the compiler, its version and the options it
+    is given, and the gemmc version."""
+    options = (*OPTIONS, f"-arch={arch}") if tool[0] == "nvrtc" else (*flags, *NVCC_OPTIONS)
+    digest = hashlib.sha256(source.encode()).hexdigest()
+    return "\0".join((f"gemmc {__version__}", *tool, arch, *options, digest))
 
 
 def _cubin_nvrtc(source: str, arch: str) -> bytes:
-    from cupy_backends.cuda.libs import nvrtc  # type: ignore[import-not-found]
+    from cupy_backends.cuda.libs import nvrtc
 
     prog = nvrtc.createProgram(source, "gemmc.cu", (), ())
     try:
@@ -38,39 +89,57 @@ def _cubin_nvrtc(source: str, arch: str) -> bytes:
         nvrtc.destroyProgram(prog)
 
 
-def _cubin_nvcc(source: str, flags: tuple[str, ...], directory: str) -> bytes:
-    """The same through nvcc (where CuPy's NVRTC binding lacks a call this module uses)."""
-    src = os.path.join(directory, "gemmc.cu")
-    with open(src, "w") as f:
-        f.write(source)
-    out = src + ".cubin"
-    subprocess.run(["nvcc", *flags, "-std=c++17", "--cubin", src, "-o", out], check=True, capture_output=True,
-                   text=True)
-    with open(out, "rb") as f:
-        return f.read()
+def _cubin_nvcc(source: str, flags: tuple[str, ...]) -> bytes:
+    """The same through nvcc, in a temporary folder that is removed whatever happens."""
+    with tempfile.TemporaryDirectory(prefix="gemmc_") as directory:
+        src = os.path.join(directory, "gemmc.cu")
+        with open(src, "w") as f:
+            f.write(source)
+        out = src + ".cubin"
+        subprocess.run(["nvcc", *flags, *NVCC_OPTIONS, src, "-o", out], check=True, capture_output=True, text=True)
+        with open(out, "rb") as f:
+            return f.read()
 
 
-def _cache_dir() -> str:
-    return os.environ.get("CUPY_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cupy", "kernel_cache")
+def whole_elf(data: bytes) -> bool:
+    """True when `data` is a 64-bit little-endian ELF file whose section headers (at its end, in a cubin) lie
+    inside it: a truncated or overwritten cubin fails."""
+    if len(data) < 64 or data[:6] != b"\x7fELF\x02\x01":
+        return False
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    return shnum > 0 and shoff + shentsize * shnum <= len(data)
+
+
+_UNCACHED: list[tempfile.TemporaryDirectory] = []  # where cubins go when the cache folder cannot be written
+
+
+def cubin_file(source: str, arch: str, flags: tuple[str, ...]) -> str:
+    """A file holding the cubin of `source` for `arch`: gemmc's cache entry, compiled and written there first if
+    it is missing or torn. Where the cache cannot be written, a file in a temporary folder that lives as long as
+    the process (CuPy reads the file when the kernel is first used)."""
+    tool = compiler()
+    path = disk.entry_path("cubin", cubin_key(source, arch, flags, tool), ".cubin")
+    data = disk.read(path)
+    if data is not None:
+        if whole_elf(data):
+            return str(path)
+        disk.ignore(path, "it is not a whole cubin (ELF) file")
+    data = _cubin_nvrtc(source, arch) if tool[0] == "nvrtc" else _cubin_nvcc(source, flags)
+    if disk.write(path, data):
+        return str(path)
+    if not _UNCACHED:
+        _UNCACHED.append(tempfile.TemporaryDirectory(prefix="gemmc_"))
+    fd, name = tempfile.mkstemp(dir=_UNCACHED[0].name, suffix=".cubin")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return name
 
 
 @cache
 def _module_arch_specific(source: str, arch: str, flags: tuple[str, ...]) -> Any:
-    """A RawModule loaded from a cubin for `arch` (e.g. sm_90a), kept on disk beside CuPy's cache (keyed by the
-    source's hash) so that a schedule compiles once per machine, as with CuPy's own cache."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:32]
-    path = os.path.join(_cache_dir(), f"gemmc_{arch}_{digest}.cubin")
-    if not os.path.exists(path):
-        try:
-            cubin = _cubin_nvrtc(source, arch)
-        except (ImportError, AttributeError):
-            cubin = _cubin_nvcc(source, flags, tempfile.mkdtemp(prefix="gemmc_"))
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(cubin)
-        os.replace(tmp, path)  # atomic: parallel compiles of one source never see half a file
-    return cupy().RawModule(path=path)
+    """A RawModule of the cubin for `arch` (e.g. sm_90a)."""
+    return cupy().RawModule(path=cubin_file(source, arch, flags))
 
 
 @cache

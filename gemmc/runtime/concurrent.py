@@ -14,32 +14,37 @@ GO-kernels (`go_tune`), once per distinct member shape and GPU, on the first cal
 Choices are cached in the process and on disk beside the tuning step's (keyed by the GPU and the member's code).
 GEMMC_TUNE=0 turns the measuring off: a degree's GO-kernel is then the member's plan for 1/2 (degree 2) or 1/4
 (degree 4 and up) of the SMs, as in the generated C++ launcher.
+
+A `GroupRun` is the group on the runtime's side, built from plain data (the planned `Group`, its members'
+`Executable`s, the target) and keeping in its own fields what the runtime loads and measures for the group;
+`gemmc.api_group.CompiledGroup` holds one and passes its calls to it. The runtime knows nothing of the API.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import asdict, dataclass, replace
+from functools import cached_property
+from typing import Any
 
-from gemmc.concurrent.plan import go_degree
-from gemmc.errors import GemmcError
-from gemmc.ir.group import DEGREES, SHARES, Mode
+from gemmc.codegen import render_kernel
+from gemmc.concurrent.plan import go_candidates, go_degree
+from gemmc.errors import GemmcError, InternalError
+from gemmc.ir.group import DEGREES, SHARES, Group, GroupPlan, Mode
+from gemmc.ir.hardware import Hardware
+from gemmc.runtime import cache
 from gemmc.runtime.args import describe
 from gemmc.runtime.device import cupy, device_name
-from gemmc.runtime.launch import enqueue, kernel_function, launch, pointer_tables, scalars
-from gemmc.runtime.tune import _cache_path, _median_seconds, enabled
-
-if TYPE_CHECKING:
-    from gemmc.api import CompiledKernel
-    from gemmc.api_group import CompiledGroup
+from gemmc.runtime.executable import Executable
+from gemmc.runtime.green import partitions
+from gemmc.runtime.launch import enqueue, launch, pointer_tables, scalars
+from gemmc.runtime.tune import _median_seconds, enabled
+from gemmc.version import __version__
 
 WINDOW_SECONDS = 2e-3  # a makespan window holds about this much work
 WINDOWS = 5
@@ -83,50 +88,51 @@ class GoTuning:
         return "\n".join(lines)
 
 
-def _cache_file() -> str:
-    return os.path.join(os.path.dirname(_cache_path()), "concurrent.json")
-
-
-def _read_cache() -> dict[str, Any]:
+def _read_go(key: str, labels: list[str]) -> dict[str, Any] | None:
+    """The cached GO-kernel choice of `key` (one file per entry, runtime/cache.py) if it is one for these
+    candidates; None when there is none or it was measured for others, and, with a warning naming the file, when
+    it is malformed (then the next call measures again and rewrites it)."""
+    path = cache.entry_path("go", key, ".json")
+    data = cache.read(path)
+    if data is None:
+        return None
     try:
-        with open(_cache_file()) as f:
-            data = json.load(f)
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
+        entry = json.loads(data)
+    except ValueError as err:  # not UTF-8 or not JSON (a truncated write, an edit by hand)
+        cache.ignore(path, f"it is not JSON ({err})")
+        return None
+    if not isinstance(entry, dict) or entry.get("key") != key:
+        cache.ignore(path, "it is not a GO-kernel entry for this key")
+        return None
+    if entry.get("labels") != labels:
+        return None  # measured for other candidates: measured again
+    tables = ("alone", "makespans", "chosen")
+    if not all(isinstance(entry.get(f), dict) and all(str(k).isdigit() for k in entry[f]) for f in tables) \
+            or not isinstance(entry.get("finalists"), list) or "partitions" not in entry:
+        cache.ignore(path, "its fields are not those of a GO-kernel entry")
+        return None
+    return entry
 
 
-def _write_cache(key: str, entry: dict[str, Any]) -> None:
-    path = _cache_file()
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        data = _read_cache()
-        data[key] = entry
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # an unwritable cache only costs the next process the timing
+def _write_go(key: str, entry: dict[str, Any]) -> None:
+    """Write the entry of `key` atomically; an unwritable cache only costs the next process the timing."""
+    data = json.dumps({**entry, "key": key, "gemmc": __version__}, indent=1, sort_keys=True).encode()
+    cache.write(cache.entry_path("go", key, ".json"), data)
 
 
-def signature(kernel: CompiledKernel) -> str:
+def signature(kernel: Executable) -> str:
     """The member's code and launch data, its name aside: copies of one GEMM share one tuning."""
-    import dataclasses
-
-    from gemmc.codegen import render_kernel
-
     ir = kernel.ir
     work = ir.work
     assert work is not None
-    source = render_kernel(dataclasses.replace(ir, name="member"), kernel.target).source
+    source = render_kernel(replace(ir, name="member"), kernel.target).source
     digest = hashlib.sha256(source.encode() + work.problems.data + repr((work.grid, work.block)).encode())
     return digest.hexdigest()[:32]
 
 
-def pin(kernel: CompiledKernel) -> CompiledKernel:
-    """The kernel launches as it is: the isolated tuning step does not swap it for an alternative."""
-    kernel._runtime_state["tuned"] = kernel
+def pin(kernel: Executable) -> Executable:
+    """The kernel launches as it is: the isolated tuning step (tune.tuned) does not swap it for an alternative."""
+    kernel.tuned = kernel
     return kernel
 
 
@@ -195,50 +201,110 @@ def side_streams(n: int) -> list[Any]:
     return pool[:n]
 
 
-def go_tune(group: CompiledGroup, index: int, A: Any, B: Any, stream: Any) -> tuple[GoTuning, list[Any]]:
-    """The GO-kernel tuning of member `index` (measured, or read from the caches) and its candidates as compiled
-    kernels. A and B are the call's own operands; the copies write scratch outputs."""
-    from gemmc.api import CompiledKernel
-    from gemmc.concurrent.plan import go_candidates
-    from gemmc.runtime.green import partitions
+class GroupRun:
+    """One planned group as the runtime runs it, in whichever mode a call asks for. Built from plain data: the
+    planned `Group` (its plan gives the fused kernel, the share plans and the GO candidates), its members'
+    `Executable`s in call order (a member called on its own shares its loads and its tuning with the group's
+    calls), the `Hardware` it was planned for and the schedule's file name. Nothing is loaded until a call needs it;
+    what is loaded and measured stays in its fields, shared by every mode of the group."""
 
-    member = group.members[index]
-    state: dict = group._runtime_state.setdefault("go", {})
-    kernels: dict = group._runtime_state.setdefault("go_kernels", {})
-    sigs: dict = group._runtime_state.setdefault("signatures", {})
-    if index not in sigs:
-        sigs[index] = signature(member)
-    sig = sigs[index]
-    plan = group.group_plan
-    if sig not in kernels:
-        found = go_candidates(member.ir, plan.choices[index], member.target)
-        kernels[sig] = ([label for label, _ in found],
-                        [pin(CompiledKernel(ir, member.target, member.filename)) for _, ir in found])
-    labels, compiled = kernels[sig]
-    if sig in state:
-        return state[sig], compiled
+    def __init__(self, ir: Group, members: Sequence[Executable], target: Hardware, filename: str):
+        if ir.plan is None:
+            raise InternalError("runtime.concurrent", f"group '{ir.name}' is not planned")
+        if len(members) != len(ir.members):
+            raise InternalError("runtime.concurrent", f"group '{ir.name}' has {len(ir.members)} members, "
+                                f"not {len(members)}")
+        self.ir = ir
+        self.members = tuple(members)
+        self.target = target
+        self.filename = filename
+        self.signatures: dict[int, str] = {}  # member index -> `signature`: copies of one GEMM share one
+        self.go: dict[str, GoTuning] = {}  # signature -> what its GO-kernel tuning measured (`go_tune`)
+        self.candidates: dict[str, tuple[list[str], list[Executable]]] = {}  # signature -> its GO candidates
+        self.shares: dict[tuple[int, int], Executable] = {}  # (member, share) -> its plan for 1/share of the SMs
+        self.go_degrees: dict[int, list[int]] = {}  # group degree -> each member's GO degree (plan.go_degree)
+        self.events: dict[int, tuple[Any, list[Any]]] = {}  # degree -> the fork event and one join per side stream
+        self.checked: tuple[int, ...] | None = None  # the pointers of the last call found independent
+
+    @property
+    def name(self) -> str:
+        return self.ir.name
+
+    @property
+    def plan(self) -> GroupPlan:
+        assert self.ir.plan is not None
+        return self.ir.plan
+
+    def signature(self, index: int) -> str:
+        """Member `index`'s `signature`, worked out once."""
+        found = self.signatures.get(index)
+        if found is None:
+            found = self.signatures[index] = signature(self.members[index])
+        return found
+
+    @cached_property
+    def canonical(self) -> tuple[Executable, ...]:
+        """Per GEMM, the first member of the group with the same code and launch data (copies of one GEMM): one
+        compile, one isolated tuning and one GO tuning per distinct GEMM; the arrays are each call's own."""
+        first: dict[str, Executable] = {}
+        return tuple(first.setdefault(self.signature(i), k) for i, k in enumerate(self.members))
+
+    @cached_property
+    def fused(self) -> Executable | None:
+        """The whole group as one launch (GroupPlan.fused), where the members allow it."""
+        fused = self.plan.fused
+        return Executable(fused, self.target, self.filename) if fused is not None else None
+
+    def share(self, index: int, share: int) -> Executable:
+        """Member `index`'s kernel planned for 1/share of the SMs (its own executable where that plan is the same)."""
+        key = (index, share)
+        found = self.shares.get(key)
+        if found is None:
+            ir = self.plan.share_kernel(self.members[index].name, share) if share > 1 else None
+            found = self.shares[key] = Executable(ir, self.target, self.filename) if ir else self.members[index]
+        return found
+
+    @property
+    def tuning(self) -> dict[str, GoTuning]:
+        """Each member's GO-kernel measurements by member name, once tuned (copies of one GEMM share theirs)."""
+        return {k.name: self.go[sig] for i, k in enumerate(self.members)
+                if (sig := self.signatures.get(i)) is not None and sig in self.go}
+
+
+def go_tune(run: GroupRun, index: int, A: Any, B: Any, stream: Any) -> tuple[GoTuning, list[Executable]]:
+    """The GO-kernel tuning of member `index` (measured, or read from the caches) and its candidates as
+    executables. A and B are the call's own operands; the copies write scratch outputs."""
+    member = run.members[index]
+    sig = run.signature(index)
+    if sig not in run.candidates:
+        found = go_candidates(member.ir, run.plan.choices[index], member.target)
+        run.candidates[sig] = ([label for label, _ in found],
+                               [pin(Executable(ir, member.target, member.filename)) for _, ir in found])
+    labels, compiled = run.candidates[sig]
+    if sig in run.go:
+        return run.go[sig], compiled
     cp = cupy()
     gpu = device_name()
     key = f"{gpu}|{sig}"
-    entry = _read_cache().get(key)
-    if entry is not None and entry.get("labels") == labels:
+    entry = _read_go(key, labels)
+    if entry is not None:
         tuning = GoTuning(gpu, tuple(labels), {int(s): v for s, v in entry["alone"].items()},
                           tuple(entry["finalists"]), {int(d): v for d, v in entry["makespans"].items()},
                           {int(d): v for d, v in entry["chosen"].items()}, entry["partitions"], cached=True)
-        state[sig] = tuning
+        run.go[sig] = tuning
         return tuning, compiled
     if cp.cuda.runtime.streamIsCapturing(stream.ptr):
-        raise GemmcError(f"group {group.name}: the first call tunes its GO-kernels and cannot run inside a graph "
+        raise GemmcError(f"group {run.name}: the first call tunes its GO-kernels and cannot run inside a graph "
                          "capture; call the group once before capturing it")
     with ThreadPoolExecutor(min(8, len(compiled))) as pool:
-        list(pool.map(kernel_function, compiled))
+        list(pool.map(lambda k: k.function, compiled))  # compiles and loads each: NVRTC runs without the GIL
     alpha_, beta_ = scalars(member, None, None)
     a, b = describe(A, "As", index).ptr, describe(B, "Bs", index).ptr
     p = member.ir.problems[0]
     scratch = [cp.empty(p.m * p.n * member.ir.dtype.nbytes, dtype=cp.uint8) for _ in range(max(DEGREES))]
 
-    def runner(k: CompiledKernel, copy: int) -> Callable[[Any], None]:
-        _, pa, pb, pc = pointer_tables(OrderedDict(), [a], [b], [int(scratch[copy].data.ptr)])
+    def runner(k: Executable, copy: int) -> Callable[[Any], None]:
+        _, pa, pb, pc = pointer_tables(OrderedDict(), [a], [b], [int(scratch[copy].data.ptr)], None)
         return lambda s: enqueue(k, pa, pb, pc, alpha_, beta_, s)
 
     parts = partitions()
@@ -272,28 +338,12 @@ def go_tune(group: CompiledGroup, index: int, A: Any, B: Any, stream: Any) -> tu
     tuning = GoTuning(gpu, tuple(labels), alone, finalists, makespans, chosen, how)
     record = asdict(tuning)
     record.pop("cached")
-    _write_cache(key, {**record, "labels": labels})
-    state[sig] = tuning
+    _write_go(key, {**record, "labels": labels})
+    run.go[sig] = tuning
     return tuning, compiled
 
 
-def canonical(group: CompiledGroup) -> list[CompiledKernel]:
-    """Per GEMM, the first member of the group with the same code and launch data (copies of one GEMM): one
-    compile, one isolated tuning and one GO tuning per distinct GEMM; the arrays are each call's own."""
-    state = group._runtime_state
-    if "canonical" not in state:
-        sigs: dict = state.setdefault("signatures", {})
-        first: dict[str, CompiledKernel] = {}
-        out = []
-        for i, k in enumerate(group.members):
-            if i not in sigs:
-                sigs[i] = signature(k)
-            out.append(first.setdefault(sigs[i], k))
-        state["canonical"] = out
-    return state["canonical"]
-
-
-def _check_independent(group: CompiledGroup, As: Any, Bs: Any, Cs: Any) -> None:
+def _check_independent(run: GroupRun, As: Any, Bs: Any, Cs: Any) -> None:
     """Every output is its own memory and no operand reads one: the GEMMs of a group do not depend on each other."""
     spans = []
     for name, arrays in (("As", As), ("Bs", Bs), ("Cs", Cs)):
@@ -305,62 +355,61 @@ def _check_independent(group: CompiledGroup, As: Any, Bs: Any, Cs: Any) -> None:
     for lo, hi, _, i in outputs:
         for olo, ohi, oname, j in spans:
             if (oname, j) != ("Cs", i) and lo < ohi and olo < hi:
-                raise GemmcError(f"Cs[{i}] ({group.members[i].name}) overlaps {oname}[{j}]: the GEMMs of group "
-                                 f"{group.name} are independent, so no output may be another GEMM's operand or "
+                raise GemmcError(f"Cs[{i}] ({run.members[i].name}) overlaps {oname}[{j}]: the GEMMs of group "
+                                 f"{run.name} are independent, so no output may be another GEMM's operand or "
                                  "output", code="E400")
 
 
-def run_group(group: CompiledGroup, As: Any, Bs: Any, Cs: Any, *, stream: Any = None) -> None:
+def run_group(run: GroupRun, As: Any, Bs: Any, Cs: Any, *, mode: Mode, degree: int, kernels: str = "go",
+              stream: Any = None) -> None:
+    """Run every GEMM of the group as `mode` says (never AUTO: a plan's mode), `degree` at once on streams;
+    `kernels` "go" (each member's GO-kernel for its degree) or "isolated" (each member's own kernel)."""
     cp = cupy()
-    n = len(group.members)
+    n = len(run.members)
     for name, arrays in (("As", As), ("Bs", Bs), ("Cs", Cs)):
         if not isinstance(arrays, (list, tuple)) or len(arrays) != n:
             got = f"{len(arrays)} arrays" if isinstance(arrays, (list, tuple)) else type(arrays).__name__
-            raise GemmcError(f"{name}: expected a list of {n} arrays, one per GEMM of group {group.name} in order "
-                             f"({', '.join(k.name for k in group.members)}); got {got}", code="E400")
+            raise GemmcError(f"{name}: expected a list of {n} arrays, one per GEMM of group {run.name} in order "
+                             f"({', '.join(k.name for k in run.members)}); got {got}", code="E400")
     stream = stream if stream is not None else cp.cuda.get_current_stream()
-    state = group._runtime_state
     key = tuple(describe(x, name, i).ptr for name, arrays in (("As", As), ("Bs", Bs), ("Cs", Cs))
                 for i, x in enumerate(arrays))
-    if state.get("checked") != key:
-        _check_independent(group, As, Bs, Cs)
-        state["checked"] = key
-    if group.mode is Mode.FUSED:
-        fused = group.fused
+    if run.checked != key:
+        _check_independent(run, As, Bs, Cs)
+        run.checked = key
+    if mode is Mode.FUSED:
+        fused = run.fused
         assert fused is not None
         launch(fused, list(As), list(Bs), list(Cs), alpha=None, beta=None, stream=stream)
         return
-    members = canonical(group)
-    if group.mode is Mode.SEQUENTIAL or group.degree <= 1:
+    members = run.canonical
+    if mode is Mode.SEQUENTIAL or degree <= 1:
         for i, k in enumerate(members):
             launch(k, [As[i]], [Bs[i]], [Cs[i]], alpha=None, beta=None, stream=stream)
         return
-    degree = group.degree
-    degrees: dict = state.setdefault("go_degrees", {})
-    if degree not in degrees:  # each member's GO degree at this group degree (plan.go_degree), worked out once
-        irs = [k.ir for k in group.members]
-        degrees[degree] = [go_degree(irs, i, degree) for i in range(n)]
-    kernels = []
+    if degree not in run.go_degrees:  # each member's GO degree at this group degree (plan.go_degree), worked out once
+        irs = [k.ir for k in run.members]
+        run.go_degrees[degree] = [go_degree(irs, i, degree) for i in range(n)]
+    launched = []
     for i, member in enumerate(members):
-        go = degrees[degree][i] if group.kernels == "go" else 1
+        go = run.go_degrees[degree][i] if kernels == "go" else 1
         if go == 1:
-            kernels.append(member)  # the isolated kernel (and its own tuning)
+            launched.append(member)  # the isolated kernel (and its own tuning)
         elif not enabled():  # no measuring: the model's plan for the degree's share of the SMs
-            kernels.append(pin(group.share_kernel(group.members.index(member), min(4, go))))
+            launched.append(pin(run.share(run.members.index(member), min(4, go))))
         else:
-            tuning, compiled = go_tune(group, i, As[i], Bs[i], stream)
-            kernels.append(compiled[tuning.chosen[go]])
+            tuning, compiled = go_tune(run, i, As[i], Bs[i], stream)
+            launched.append(compiled[tuning.chosen[go]])
     sides = side_streams(degree)
-    events: dict = state.setdefault("events", {})
-    if degree not in events:
-        events[degree] = (cp.cuda.Event(disable_timing=True), [cp.cuda.Event(disable_timing=True)
-                                                               for _ in range(degree)])
-    fork, joins = events[degree]
+    if degree not in run.events:
+        run.events[degree] = (cp.cuda.Event(disable_timing=True), [cp.cuda.Event(disable_timing=True)
+                                                                   for _ in range(degree)])
+    fork, joins = run.events[degree]
     fork.record(stream)
     for side in sides:
         side.wait_event(fork)
     try:
-        for i, k in enumerate(kernels):
+        for i, k in enumerate(launched):
             launch(k, [As[i]], [Bs[i]], [Cs[i]], alpha=None, beta=None, stream=sides[i % degree])
     finally:  # join every side stream, so that the caller's stream (and a capture) is never left forked
         for side, join in zip(sides, joins, strict=True):

@@ -13,30 +13,35 @@ from typing import Any
 from gemmc.errors import GemmcError
 from gemmc.runtime.args import (
     Columns,
+    Expected,
     ShapeMismatch,
     batch_pointers,
     call_shapes,
-    distinct_outputs,
     read_batch,
+    scalar,
 )
 from gemmc.runtime.device import cupy
 from gemmc.runtime.executable import Executable, Replan
+from gemmc.runtime.memory import check_memory
 from gemmc.runtime.tune import tuned
 
 POINTER_CACHE = 16  # pointer tables kept per kernel (a training loop reuses a few sets of buffers)
 REPLAN_ORDERS = 64  # batches of other sizes (in call order) whose plan and order a kernel keeps
 
 
-def pointer_tables(cache: OrderedDict, a: list[int], b: list[int], c: list[int],
+def pointer_tables(cache: OrderedDict, a: list[int], b: list[int], c: list[int], expected: Expected | None,
                    order: list[int] | None = None) -> tuple[Any, Any, Any, Any]:
     """The uint64 table of A, B and C pointers on the device and its three views, uploaded once per set of arrays
     (a training loop reuses a few sets of buffers) and kept in `cache` by the pointers in call order; `order` puts
-    them in the plan's order (order[p] is the caller's index of problem p). A new set is where the outputs are
-    checked to be distinct: a set seen before has passed."""
+    them in the plan's order (order[p] is the caller's index of problem p). A new set is where the memory the
+    arrays occupy is checked (memory.check_memory: alignment, outputs overlapping anything) against `expected`, the
+    sizes of the plan that `cache` belongs to, in call order; a set seen before has passed. `expected` None: the
+    pointers are gemmc's own (the tuning step's scratch C)."""
     key = (tuple(a), tuple(b), tuple(c))
     found = cache.get(key)
     if found is None:
-        distinct_outputs(c)
+        if expected is not None:
+            check_memory(a, b, c, expected)
         if order is not None:
             a, b, c = ([p[i] for i in order] for p in (a, b, c))
         table = cupy().asarray(a + b + c, dtype=cupy().uint64)
@@ -51,7 +56,7 @@ def pointer_tables(cache: OrderedDict, a: list[int], b: list[int], c: list[int],
 
 def pointer_table(kernel: Executable, a: list[int], b: list[int], c: list[int]) -> Any:
     """The pointer table of a call of `kernel` on these arrays (for experiments that launch by hand)."""
-    return pointer_tables(kernel.pointers, a, b, c)[0]
+    return pointer_tables(kernel.pointers, a, b, c, kernel.expected)[0]
 
 
 def replanned(kernel: Executable, As: Any, Bs: Any, Cs: Any, columns: tuple[Columns | None, ...]) -> Replan | None:
@@ -85,8 +90,10 @@ def scalars(kernel: Executable, alpha: float | None, beta: float | None) -> tupl
         if baked is not None and given is not None:
             raise GemmcError(f"{name}: the schedule bakes {name} = {baked:g}; write `{name} runtime` in the "
                              f"schedule to pass it at call time")
-    ctype = cp.float64 if ir.dtype.value == "f64" else cp.float32
-    return ctype(alpha if alpha is not None else 0.0), ctype(beta if beta is not None else 0.0)
+    double = ir.dtype.value == "f64"
+    ctype = cp.float64 if double else cp.float32
+    return (ctype(0.0 if alpha is None else scalar("alpha", alpha, double)),
+            ctype(0.0 if beta is None else scalar("beta", beta, double)))
 
 
 def launch(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, alpha: float | None, beta: float | None,
@@ -95,7 +102,7 @@ def launch(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, alpha: float | None
     alpha_, beta_ = scalars(kernel, alpha, beta)
     device = cp.cuda.runtime.getDevice()
     columns = read_batch(As, Bs, Cs)  # read once, checked against the schedule's plan and, if need be, a new one
-    pointers = kernel.pointers
+    pointers, want = kernel.pointers, kernel.expected
     order = None
     try:
         a, b, c = batch_pointers(kernel.ir, As, Bs, Cs, kernel.expected, device, columns)
@@ -114,12 +121,12 @@ def launch(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, alpha: float | None
 
         enqueue_tma(kernel, a[0], b[0], c[0], alpha_, beta_, stream)
         return
-    _, ptr_a, ptr_b, ptr_c = pointer_tables(pointers, a, b, c, order)
+    _, ptr_a, ptr_b, ptr_c = pointer_tables(pointers, a, b, c, want, order)
 
     def on_scratch(scratch_c: list[int]) -> Any:  # the tuning step's launches: this call's A and B, C in scratch
         if order is not None:  # scratch_c is in the plan's order, the call's pointers in the caller's
             scratch_c = [scratch_c[p] for p in sorted(range(len(order)), key=order.__getitem__)]
-        _, sa, sb, sc = pointer_tables(OrderedDict(), a, b, scratch_c, order)
+        _, sa, sb, sc = pointer_tables(OrderedDict(), a, b, scratch_c, None, order)
         return lambda candidate, on: enqueue(candidate, sa, sb, sc, alpha_, beta_, on)
 
     enqueue(tuned(kernel, on_scratch, stream), ptr_a, ptr_b, ptr_c, alpha_, beta_, stream)

@@ -3,11 +3,12 @@
 GPU times each of them on the call's own A and B (C goes to scratch memory, so the call's C is untouched), as
 replays of a CUDA graph of back-to-back launches, and the kernel keeps the fastest.
 
-The choice is kept on the kernel's `Executable` in the process and on disk ($GEMMC_CACHE_DIR or ~/.cache/gemmc,
-keyed by the GPU's name and the model's kernel source), so later processes skip the timing. `GEMMC_TUNE=0` turns the
-step off (the model's choice runs). A call inside a CUDA graph capture never tunes: it runs the cached choice, or
-the model's. `Executable.tuning` (`CompiledKernel.tuning`) reports what was measured and by how much the model was
-off.
+The choice is kept on the kernel's `Executable` in the process and on disk (runtime/cache.py: one file per entry
+under `tuning/` in gemmc's cache folder, keyed by `cache_key`), so later processes skip the timing. An entry is
+validated when read (`_entry`): one that is malformed is ignored with a warning and rewritten; one measured for
+other candidates is measured again. `GEMMC_TUNE=0` turns the step off (the model's choice runs). A call inside a
+CUDA graph capture never tunes: it runs the cached choice, or the model's. `Executable.tuning`
+(`CompiledKernel.tuning`) reports what was measured and by how much the model was off.
 
 A first call that will take longer than NOTICE_SECONDS to decide says so on standard error, in one line, before it
 waits: the compiles of the candidates are still running after the time left once their timing is counted
@@ -18,17 +19,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from gemmc.families.registry import family
 from gemmc.ir.types import Layout
+from gemmc.runtime import cache
+from gemmc.runtime.compile import toolkit
 from gemmc.runtime.device import cupy, device_name
 from gemmc.runtime.executable import Executable, Tuning
+from gemmc.version import __version__
 
 WINDOW_SECONDS = 5e-3  # each timing window launches a candidate back to back for about this long
 WINDOWS = 5  # the median of these per candidate (3 windows of 2 ms picked choices 12% off the benchmark's time)
@@ -50,43 +54,60 @@ def candidates(kernel: Executable) -> list[tuple[str, Executable]]:
     return [(label, Executable(ir, kernel.target, kernel.filename)) for label, ir in found]
 
 
-def _cache_path() -> str:
-    base = os.environ.get("GEMMC_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "gemmc")
-    return os.path.join(base, "tuning.json")
-
-
-def cache_key(kernel: Executable, gpu: str) -> str:
+def cache_key(kernel: Executable, gpu: str, toolkit: str = "") -> str:
     """The GPU, the model's kernel source and its launch data (the sizes live in the problem table, not in the
-    source: two shapes with the same template parameters share a source but not a choice)."""
+    source: two shapes with the same template parameters share a source but not a choice), the gemmc version (which
+    makes the candidates) and the compiler and driver that build and run them (`compile.toolkit`): what the
+    measured times depend on."""
     work = kernel.ir.work
     assert work is not None
     digest = hashlib.sha256(kernel.rendered.source.encode())
     digest.update(work.problems.data + repr((work.grid, work.block, work.smem_bytes)).encode())
+    digest.update(f"|gemmc {__version__}|{toolkit}".encode())
     return gpu + "|" + digest.hexdigest()[:32]
 
 
-def _read_cache() -> dict[str, Any]:
-    try:
-        with open(_cache_path()) as f:
-            data = json.load(f)
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
+def _finite_seconds(values: object, count: int) -> bool:
+    return (isinstance(values, list) and len(values) == count
+            and all(type(t) in (int, float) and math.isfinite(t) and t >= 0 for t in values))
 
 
-def _write_cache(key: str, entry: dict[str, Any]) -> None:
-    """Read, add, replace atomically: concurrent processes lose at most each other's newest entry."""
-    path = _cache_path()
+def _entry(key: str, labels: list[str]) -> dict[str, Any] | None:
+    """The cached entry of `key` if it is one for these candidates; None when there is none, when it was measured
+    for other candidates (gemmc changed its alternatives: measured again), or, with a warning naming the file, when
+    it is malformed."""
+    path = cache.entry_path("tuning", key, ".json")
+    data = cache.read(path)
+    if data is None:
+        return None
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        data = _read_cache()
-        data[key] = entry
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # an unwritable cache only costs the next process the timing
+        entry = json.loads(data)
+    except ValueError as err:  # not UTF-8 or not JSON (a truncated write, an edit by hand)
+        cache.ignore(path, f"it is not JSON ({err})")
+        return None
+    if not isinstance(entry, dict) or entry.get("key") != key:
+        cache.ignore(path, "it is not a tuning entry for this key")
+        return None
+    found = entry.get("labels")
+    if not isinstance(found, list) or not all(isinstance(label, str) for label in found):
+        cache.ignore(path, "its labels are not a list of names")
+        return None
+    if found != labels:
+        return None
+    chosen = entry.get("chosen")
+    if type(chosen) is not int or not 0 <= chosen < len(labels):
+        cache.ignore(path, f"its chosen index {chosen!r} is not one of the {len(labels)} candidates")
+        return None
+    if not _finite_seconds(entry.get("seconds"), len(labels)):
+        cache.ignore(path, f"its times are not {len(labels)} finite numbers")
+        return None
+    return entry
+
+
+def _store(key: str, labels: tuple[str, ...], seconds: tuple[float, ...], chosen: int) -> None:
+    """Write the entry of `key` (atomically; an unwritable cache only costs the next process the timing)."""
+    entry = {"key": key, "labels": list(labels), "seconds": list(seconds), "chosen": chosen, "gemmc": __version__}
+    cache.write(cache.entry_path("tuning", key, ".json"), json.dumps(entry, indent=1, sort_keys=True).encode())
 
 
 def _scratch_c(kernel: Executable) -> list[Any]:
@@ -136,7 +157,8 @@ def _median_seconds(run: Callable[[Any], None], stream: Any) -> float:
 
 def notice(name: str, count: int, gpu: str) -> str:
     return (f"gemmc: first call of '{name}': compiling and timing {count} candidate plans on {gpu}; the choice is "
-            f"kept in {_cache_path()} for later processes (GEMMC_TUNE=0 runs the model's choice untimed)")
+            f"kept in {cache.cache_dir() / 'tuning'} for later processes (GEMMC_TUNE=0 runs the model's choice "
+            "untimed)")
 
 
 def load_all(kernels: Sequence[Any], slow: Callable[[], None]) -> None:
@@ -168,11 +190,11 @@ def tuned(kernel: Executable, launcher: Callable[[list[int]], Callable[[Executab
         return kernel
     cp = cupy()
     gpu = device_name()
-    key = cache_key(kernel, gpu)
-    entry = _read_cache().get(key)
-    if entry is not None and entry.get("labels") == [label for label, _ in options]:
-        chosen = int(entry["chosen"])
-        kernel.tuning = Tuning(gpu, tuple(entry["labels"]), tuple(entry["seconds"]), chosen, cached=True)
+    key = cache_key(kernel, gpu, toolkit())
+    entry = _entry(key, [label for label, _ in options])
+    if entry is not None:
+        chosen = entry["chosen"]
+        kernel.tuning = Tuning(gpu, tuple(entry["labels"]), tuple(map(float, entry["seconds"])), chosen, cached=True)
         kernel.tuned = options[chosen][1] if chosen else kernel
         return kernel.tuned
     if cp.cuda.runtime.streamIsCapturing(stream.ptr):
@@ -185,6 +207,6 @@ def tuned(kernel: Executable, launcher: Callable[[list[int]], Callable[[Executab
     chosen = min(range(len(seconds)), key=seconds.__getitem__)
     labels = tuple(label for label, _ in options)
     kernel.tuning = Tuning(gpu, labels, seconds, chosen, cached=False)
-    _write_cache(key, {"labels": list(labels), "seconds": list(seconds), "chosen": chosen})
+    _store(key, labels, seconds, chosen)
     kernel.tuned = kernels[chosen]
     return kernel.tuned

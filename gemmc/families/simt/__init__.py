@@ -7,6 +7,7 @@ from pathlib import Path
 
 from gemmc.errors import Diagnostic
 from gemmc.families.base import Claim, PlannerFamily
+from gemmc.families.cells import CellKind, Cells, Figures, planned, tile_cells
 from gemmc.families.simt import codegen, planner, steps
 from gemmc.families.simt.plan import SimtPlan
 from gemmc.ir.hardware import Hardware
@@ -20,6 +21,18 @@ class Simt(PlannerFamily):
     name = "simt"
     plan_type = SimtPlan
     folder = Path(__file__).parent
+
+    def cells(self, kernel: Kernel, hw: Hardware) -> Cells:
+        """The work list's tiles, one kind per variant; a split k's cluster of `ksplit` blocks computes each tile.
+        The TLP figures are those the tiling was chosen by, where it was (`tile auto`)."""
+        plan, work = planned(kernel, SimtPlan)
+        edge_of = {e: i for i, row in enumerate(plan.edges) for e in row if e >= 0}
+        kinds = tuple(CellKind(f"variant {i}", v.bm, v.bn, v.threads, str(v),
+                               f"edge tiles of variant {edge_of[i]}" if i in edge_of else "")
+                      for i, v in enumerate(plan.variants))
+        figures = (Figures(plan.tlp_old, plan.tlp_new, plan.tlp_threshold, plan.occupancy) if plan.occupancy
+                   else None)
+        return tile_cells(work, kinds, plan.ksplit, figures)
 
     def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
         return Claim.DEFAULT, "f32/f64 on CUDA cores: the default family"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from gemmc.errors import Diagnostic
 from gemmc.families.base import Claim, PlannerFamily
+from gemmc.families.cells import CellKind, Cells, planned, tile_cells
 from gemmc.families.tensorcore import codegen, planner, steps
 from gemmc.families.tensorcore.plan import TensorCorePlan
 from gemmc.ir.hardware import Hardware
@@ -35,6 +36,14 @@ class TensorCore(PlannerFamily):
     name = NAME
     plan_type = TensorCorePlan
     folder = Path(__file__).parent
+
+    def cells(self, kernel: Kernel, hw: Hardware) -> Cells:
+        """The work list's tiles, one block each, all of the plan's one block tile."""
+        plan, work = planned(kernel, TensorCorePlan)
+        v = plan.variant
+        kind = CellKind("variant 0", v.bm, v.bn, v.threads,
+                        f"{v.bm}x{v.bn}x{v.bk}, warp tile {v.wm}x{v.wn}, {v.threads} threads")
+        return tile_cells(work, (kind,))
 
     def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
         if _tc_precision(kernel):

@@ -156,7 +156,7 @@ __host__ __device__ constexpr int gemmc_warp_cols(int tx, int ty) {
 // k-tile; after the k-loop the slices 1.. leave their sums in shared memory and slice 0 adds them in slice
 // order (the result does not depend on timing) and writes C. All NT threads load the k-tiles.
 template <typename T, int BM, int BN, int BK, int TM, int TN, int NT, int KS, int STAGES, int PAD, bool A_KC,
-          bool B_KC, bool C_ROW, bool BETA_ZERO>
+          bool B_KC, bool C_ROW, int SMEM>
 __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long long m0, long long n0,
                                                 const T* __restrict__ A, const T* __restrict__ B,
                                                 T* __restrict__ C, T alpha, T beta, T* __restrict__ smem, int tid,
@@ -166,6 +166,11 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   constexpr int VM = gemmc_frag_width<T>(TM), VN = gemmc_frag_width<T>(TN);
   constexpr int LDA = BM + PAD, LDB = BN + PAD;
   constexpr int A_STAGE = BK * LDA, B_STAGE = BK * LDB;
+  // Shared memory: the k-tile buffers, reused after the k-loop for the partial sums of the slices 1.. (KS > 1) and
+  // of a split k's cluster (one micro-tile per thread). SMEM: the plan's bytes for this variant (variant_smem).
+  constexpr int PARTIALS = (KS - 1 > 0 ? KS - 1 : 0) * TM * TN * (NT / KS);
+  static_assert((STAGES * (A_STAGE + B_STAGE) > PARTIALS ? STAGES * (A_STAGE + B_STAGE) : PARTIALS) * (int)sizeof(T) == SMEM,
+                "the plan's shared memory for this variant (SimtPlan.variant_smem) and the tile's layout disagree");
   constexpr int WX = gemmc_warp_cols(TX, TY), WY = WX ? 32 / WX : 1;
   static_assert(TX * TY == NS && NS * KS == NT && KSLICE * KS == BK, "micro-tiles must cover the tile exactly");
   using LA = gemmc_simt_loader<T, BM, BK, NT, PAD, A_KC>;
@@ -267,13 +272,12 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
         for (int j = 0; j < TN; ++j) acc[i][j] += part[((s - 1) * TM * TN + i * TN + j) * NS];
   }
 
-  // Epilogue: C = alpha * acc + beta * C, predicated on the matrix edge; beta == 0 never reads C. Along C's
-  // contiguous dimension a thread owns VN (row-major) or VM (column-major) adjacent elements per group: one
-  // vector access each when C, ldc and that extent allow (gemmc_vec_ok: the vector is wholly in or out).
+  // Epilogue (epilogue.j2), predicated on the matrix edge. Along C's contiguous dimension a thread owns VN
+  // (row-major) or VM (column-major) adjacent elements per group: one vector access each when C, ldc and that
+  // extent allow (gemmc_vec_ok: the vector is wholly in or out).
   const long long ldc = p.ldc;
   constexpr int VC = C_ROW ? VN : VM;
   const bool vec_c = gemmc_vec_ok<T, VC>(C, ldc, C_ROW ? N : M);
-  const bool read_c = !BETA_ZERO && beta != T(0);
   constexpr int OUTER = C_ROW ? TM : TN, GROUPS = C_ROW ? TN / VN : TM / VM;
 #pragma unroll
   for (int o = 0; o < OUTER; ++o) {
@@ -289,24 +293,17 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
 #pragma unroll
       for (int e = 0; e < VC; ++e) out[e] = alpha * (C_ROW ? acc[o][g * VN + e] : acc[g * VM + e][o]);
       if (vec_c && VC > 1) {
-        if (x0 >= xend) continue;
-        gemmc_vec<T, VC>* cv = reinterpret_cast<gemmc_vec<T, VC>*>(cl + x0);
-        gemmc_vec<T, VC> v;
-        if (read_c) {
-          v = *cv;
+        if (x0 < xend) {
+          gemmc_vec<T, VC>* const c_ptr = reinterpret_cast<gemmc_vec<T, VC>*>(cl + x0);
+          gemmc_vec<T, VC> c_val;
 #pragma unroll
-          for (int e = 0; e < VC; ++e) v.v[e] = GEMMC_FMA(beta, v.v[e], out[e]);
-        } else {
-#pragma unroll
-          for (int e = 0; e < VC; ++e) v.v[e] = out[e];
+          for (int c_e = 0; c_e < VC; ++c_e) c_val.v[c_e] = out[c_e];
+          *c_ptr = c_val;
         }
-        *cv = v;
       } else {
 #pragma unroll
         for (int e = 0; e < VC; ++e) {
-          if (x0 + e >= xend) continue;
-          T* c = cl + x0 + e;
-          *c = read_c ? GEMMC_FMA(beta, *c, out[e]) : out[e];
+          if (x0 + e < xend) *(cl + x0 + e) = out[e];
         }
       }
     }
@@ -333,7 +330,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) gemmc_pair_k0_simt_f32_rcr(
     switch (tile.w) {
       case 0:  // 32x32x32, 128 threads, micro-tile 4x8, k in 4 slices
         if (tid < 128)
-          gemmc_simt_tile<float, 32, 32, 32, 4, 8, 128, 4, 2, 2, true, true, true, true>(
+          gemmc_simt_tile<float, 32, 32, 32, 4, 8, 128, 4, 2, 2, true, true, true, 17408>(
               p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid, rank);
         break;
       default:
@@ -637,7 +634,7 @@ __host__ __device__ constexpr int gemmc_warp_cols(int tx, int ty) {
 // tile's k-tiles; ranks 1.. leave their sums in shared memory, and rank 0 adds them in rank order through
 // distributed shared memory and writes C.
 template <typename T, int BM, int BN, int BK, int TM, int TN, int NT, int KS, int STAGES, int PAD, bool A_KC,
-          bool B_KC, bool C_ROW, bool BETA_ZERO>
+          bool B_KC, bool C_ROW, int SMEM>
 __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long long m0, long long n0,
                                                 const T* __restrict__ A, const T* __restrict__ B,
                                                 T* __restrict__ C, T alpha, T beta, T* __restrict__ smem, int tid,
@@ -647,6 +644,11 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   constexpr int VM = gemmc_frag_width<T>(TM), VN = gemmc_frag_width<T>(TN);
   constexpr int LDA = BM + PAD, LDB = BN + PAD;
   constexpr int A_STAGE = BK * LDA, B_STAGE = BK * LDB;
+  // Shared memory: the k-tile buffers, reused after the k-loop for the partial sums of the slices 1.. (KS > 1) and
+  // of a split k's cluster (one micro-tile per thread). SMEM: the plan's bytes for this variant (variant_smem).
+  constexpr int PARTIALS = (KS - 1 > 1 ? KS - 1 : 1) * TM * TN * (NT / KS);
+  static_assert((STAGES * (A_STAGE + B_STAGE) > PARTIALS ? STAGES * (A_STAGE + B_STAGE) : PARTIALS) * (int)sizeof(T) == SMEM,
+                "the plan's shared memory for this variant (SimtPlan.variant_smem) and the tile's layout disagree");
   constexpr int WX = gemmc_warp_cols(TX, TY), WY = WX ? 32 / WX : 1;
   static_assert(TX * TY == NS && NS * KS == NT && KSLICE * KS == BK, "micro-tiles must cover the tile exactly");
   using LA = gemmc_simt_loader<T, BM, BK, NT, PAD, A_KC>;
@@ -776,13 +778,12 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
     }
   }
 
-  // Epilogue: C = alpha * acc + beta * C, predicated on the matrix edge; beta == 0 never reads C. Along C's
-  // contiguous dimension a thread owns VN (row-major) or VM (column-major) adjacent elements per group: one
-  // vector access each when C, ldc and that extent allow (gemmc_vec_ok: the vector is wholly in or out).
+  // Epilogue (epilogue.j2), predicated on the matrix edge. Along C's contiguous dimension a thread owns VN
+  // (row-major) or VM (column-major) adjacent elements per group: one vector access each when C, ldc and that
+  // extent allow (gemmc_vec_ok: the vector is wholly in or out).
   const long long ldc = p.ldc;
   constexpr int VC = C_ROW ? VN : VM;
   const bool vec_c = gemmc_vec_ok<T, VC>(C, ldc, C_ROW ? N : M);
-  const bool read_c = !BETA_ZERO && beta != T(0);
   constexpr int OUTER = C_ROW ? TM : TN, GROUPS = C_ROW ? TN / VN : TM / VM;
 #pragma unroll
   for (int o = 0; o < OUTER; ++o) {
@@ -798,31 +799,24 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
 #pragma unroll
       for (int e = 0; e < VC; ++e) out[e] = alpha * (C_ROW ? acc[o][g * VN + e] : acc[g * VM + e][o]);
       if (vec_c && VC > 1) {
-        if (x0 >= xend) continue;
-        gemmc_vec<T, VC>* cv = reinterpret_cast<gemmc_vec<T, VC>*>(cl + x0);
-        gemmc_vec<T, VC> v;
-        if (read_c) {
-          v = *cv;
+        if (x0 < xend) {
+          gemmc_vec<T, VC>* const c_ptr = reinterpret_cast<gemmc_vec<T, VC>*>(cl + x0);
+          gemmc_vec<T, VC> c_val;
 #pragma unroll
-          for (int e = 0; e < VC; ++e) v.v[e] = GEMMC_FMA(beta, v.v[e], out[e]);
-        } else {
-#pragma unroll
-          for (int e = 0; e < VC; ++e) v.v[e] = out[e];
+          for (int c_e = 0; c_e < VC; ++c_e) c_val.v[c_e] = out[c_e];
+          *c_ptr = c_val;
         }
-        *cv = v;
       } else {
 #pragma unroll
         for (int e = 0; e < VC; ++e) {
-          if (x0 + e >= xend) continue;
-          T* c = cl + x0 + e;
-          *c = read_c ? GEMMC_FMA(beta, *c, out[e]) : out[e];
+          if (x0 + e < xend) *(cl + x0 + e) = out[e];
         }
       }
     }
   }
   // Rank 0 has written C from the other ranks' sums, so its reads of their shared memory are done (the stores
   // consumed them): it lets them leave. A relaxed arrival, after the stores rather than before them, keeps rank 0
-  // from waiting on a release (measured: a release arrival before C cost as much as the full barrier).
+  // from waiting on a release (a release arrival before C costs as much as the full barrier).
   gemmc_cluster_arrive_relaxed_divergent();
 }
 
@@ -846,7 +840,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) __cluster_dims__(2, 1, 1) g
     switch (tile.w) {
       case 0:  // 32x32x32, 128 threads, micro-tile 4x8, k in 4 slices
         if (tid < 128)
-          gemmc_simt_tile<float, 32, 32, 32, 4, 8, 128, 4, 2, 2, false, false, true, true>(
+          gemmc_simt_tile<float, 32, 32, 32, 4, 8, 128, 4, 2, 2, false, false, true, 17408>(
               p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid, rank);
         break;
       default:

@@ -1,0 +1,140 @@
+"""The Python API of one planned kernel: its source and plan without a GPU, a callable on one (through its
+runtime side, `gemmc.runtime.executable.Executable`). `gemmc.api` gives the program that holds the kernels."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from gemmc.codegen import Rendered, render_kernel
+from gemmc.codegen.svg import render_svg
+from gemmc.ir.hardware import Hardware
+from gemmc.ir.nodes import FamilyPlan, Kernel
+from gemmc.ir.printer import format_kernel
+from gemmc.model.tlp import Occupancy
+from gemmc.passes import replan
+
+if TYPE_CHECKING:
+    from gemmc.runtime.executable import Executable, Tuning
+
+
+class CompiledKernel:
+    """One planned kernel: its source, its plan, and (on a GPU) a callable. What runs on the GPU, and what the
+    runtime loads and measures for it, is its `executable` (gemmc.runtime.executable), built on first use."""
+
+    def __init__(self, ir: Kernel, target: Hardware, filename: str, planner_seconds: float = 0.0):
+        self.ir = ir
+        self.target = target
+        self.filename = filename
+        self.planner_seconds = planner_seconds  # host time the passes took for this plan (paper 000 Fig. 7)
+        self._rendered: Rendered | None = None
+        self._executable: Executable | None = None
+        self._replans: dict[Executable, CompiledKernel] = {}  # plan_for's kernels, by the plan the runtime keeps
+
+    @classmethod
+    def of(cls, executable: Executable) -> CompiledKernel:
+        """The kernel of a plan the runtime holds (`Executable.plan_for`'s plans, a group's fused kernel), sharing
+        its executable: what a call loads and measures on either shows on both."""
+        kernel = cls(executable.ir, executable.target, executable.filename, executable.planner_seconds)
+        kernel._executable = executable
+        return kernel
+
+    @property
+    def name(self) -> str:
+        return self.ir.name
+
+    @property
+    def rendered(self) -> Rendered:
+        if self._rendered is None:
+            exe = self._executable
+            self._rendered = exe.rendered if exe is not None else render_kernel(self.ir, self.target, self.filename)
+        return self._rendered
+
+    @property
+    def executable(self) -> Executable:
+        """The runtime's side of this kernel: the loaded function, the tables on the device, the tuning. Building it
+        loads nothing (and needs no GPU); a call loads what it needs."""
+        exe = self._executable
+        if exe is None:
+            from gemmc.runtime.executable import Executable
+
+            exe = self._executable = Executable(self.ir, self.target, self.filename, self._rendered,
+                                                self.planner_seconds)
+        return exe
+
+    @property
+    def source(self) -> str:
+        """The generated kernel source (CUDA or HIP) that the runtime compiles."""
+        return self.rendered.source
+
+    @property
+    def standalone(self) -> str:
+        """The source plus the baked plan and the extern "C" launcher: what `gemmc compile` writes."""
+        return self.rendered.standalone
+
+    @property
+    def header(self) -> str:
+        return self.rendered.header
+
+    @property
+    def plan(self) -> str:
+        """What the passes decided, readable (the same text `gemmc inspect` prints)."""
+        return format_kernel(self.ir)
+
+    @property
+    def shapes(self) -> tuple[tuple[int, int, int], ...]:
+        """(M, N, K) of every problem in batch order."""
+        return tuple((p.m, p.n, p.k) for p in self.ir.problems) * (self.ir.count or 1)
+
+    def svg(self) -> str:
+        """A picture of the plan as SVG text: each problem's C with its tiles coloured by variant and labelled by the
+        block that computes them, the TLP figures, occupancy and waves (what `gemmc inspect --svg` writes)."""
+        return render_svg(self.ir, self.target)
+
+    def plan_for(self, shapes: Sequence[tuple[int, int, int]]) -> CompiledKernel:
+        """This kernel re-planned for a batch of other sizes (same dtype, layouts, knobs), on the host.
+
+        Plans are cached by the multiset of shapes: the batch is planned in sorted order, and a call passes its
+        arrays in that order, so any permutation of a batch reuses one plan. A call of this kernel on such a batch
+        runs the same plan (its `tuning` is this one's). The planner's own cost is in `.planner_seconds`."""
+        exe = self.executable.plan_for(shapes)
+        kernel = self._replans.get(exe)
+        if kernel is None:
+            kept = set(self.executable.plans.values())  # hold no kernel of a plan the runtime has let go
+            self._replans = {e: k for e, k in self._replans.items() if e in kept}
+            kernel = self._replans[exe] = CompiledKernel.of(exe)
+        return kernel
+
+    def with_plan(self, plan: FamilyPlan, label: str = "<plan>") -> CompiledKernel:
+        """These problems under another plan of the same family (a shape the planner would not pick by itself),
+        the work list rebuilt by the pipeline's own pass: how tests, ablations and experiments run such a plan."""
+        return CompiledKernel(replan.with_plan(self.ir, plan, self.target), self.target, label)
+
+    def occupancy(self) -> Occupancy:
+        """Resident blocks and warps per SM of the compiled kernel on the current device (paper 000 Eqs. 5-9 in
+        CUDA terms): the registers are the compiled kernel's `num_regs`, the limits the device's own; offline,
+        `inspect` shows the same model with estimated registers and the target table. Needs a GPU."""
+        return self.executable.occupancy()
+
+    @property
+    def tuning(self) -> Tuning | None:
+        """What the first call's tuning step measured on this GPU (`gemmc.runtime.executable.Tuning`: each
+        candidate's time, the one kept, how far the model's choice was from it), or None: nothing tuned (yet)."""
+        return self._executable.tuning if self._executable is not None else None
+
+    def __call__(self, As: Any, Bs: Any, Cs: Any, *, alpha: float | None = None, beta: float | None = None,
+                 stream: Any = None) -> None:
+        """C_i = alpha * A_i @ B_i + beta * C_i for every problem i, in one launch on the current CuPy stream.
+
+        As, Bs, Cs: sequences of 2-D device arrays in batch order (3-D arrays for a `count` batch), CuPy arrays or
+        anything with __cuda_array_interface__ or DLPack. `alpha`/`beta` are required when the schedule says
+        `runtime` and refused otherwise. A list batch whose sizes differ from the schedule's is re-planned on the
+        host (`plan_for`, cached). Where the planner offers alternatives to its model's choice (TSM2R's cluster
+        sizes), the first call times them and keeps the fastest (`tuning`; GEMMC_TUNE=0 turns it off)."""
+        from gemmc.runtime.launch import launch  # lazy: CuPy is only needed here
+
+        launch(self.executable, As, Bs, Cs, alpha=alpha, beta=beta, stream=stream)
+
+    def __repr__(self) -> str:
+        return f"<gemmc kernel {self.name}: {self.ir.family or '?'}, " \
+               f"{self.ir.batch_size} problem(s)>"
