@@ -9,6 +9,10 @@ validated when read (`_entry`): one that is malformed is ignored with a warning 
 other candidates is measured again. `GEMMC_TUNE=0` turns the step off (the model's choice runs). A call inside a
 CUDA graph capture never tunes: it runs the cached choice, or the model's. `Executable.tuning`
 (`CompiledKernel.tuning`) reports what was measured and by how much the model was off.
+
+A first call that will take longer than NOTICE_SECONDS to decide says so on standard error, in one line, before it
+waits: the compiles of the candidates are still running after the time left once their timing is counted
+(TIMING_SECONDS each).
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from gemmc.families.registry import family
@@ -32,6 +37,9 @@ from gemmc.version import __version__
 
 WINDOW_SECONDS = 5e-3  # each timing window launches a candidate back to back for about this long
 WINDOWS = 5  # the median of these per candidate (3 windows of 2 ms picked choices 12% off the benchmark's time)
+# a candidate's timing: its windows, a warm-up, and two graph captures (about 10 ms on the H100 machine)
+TIMING_SECONDS = WINDOWS * WINDOW_SECONDS + 10e-3
+NOTICE_SECONDS = 1.0  # a first call that takes longer than this says why on standard error
 
 
 def enabled() -> bool:
@@ -148,6 +156,24 @@ def _median_seconds(run: Callable[[Any], None], stream: Any) -> float:
     return sorted(times)[len(times) // 2]
 
 
+def notice(name: str, count: int, gpu: str) -> str:
+    return (f"gemmc: first call of '{name}': compiling and timing {count} candidate plans on {gpu}; the choice is "
+            f"kept in {cache.cache_dir() / 'tuning'} for later processes (GEMMC_TUNE=0 runs the model's choice "
+            "untimed)")
+
+
+def load_all(kernels: Sequence[Any], slow: Callable[[], None]) -> None:
+    """Compile and load every kernel's function, in threads (NVRTC runs without the GIL); call `slow()` once, as
+    soon as the compiles and the timing still to come are sure to take longer than NOTICE_SECONDS."""
+    budget = NOTICE_SECONDS - len(kernels) * TIMING_SECONDS
+    with ThreadPoolExecutor(min(8, len(kernels))) as pool:
+        loads = [pool.submit(getattr, k, "function") for k in kernels]
+        if budget <= 0 or wait(loads, timeout=budget).not_done:
+            slow()
+        for load in loads:
+            load.result()
+
+
 def tuned(kernel: Executable, launcher: Callable[[list[int]], Callable[[Executable, Any], None]],
           stream: Any) -> Executable:
     """The kernel a call should launch: the model's, or the fastest of its alternatives on this GPU, kept in
@@ -178,8 +204,7 @@ def tuned(kernel: Executable, launcher: Callable[[list[int]], Callable[[Executab
     scratch = _scratch_c(kernel)
     run = launcher([int(arr.data.ptr) for arr in scratch])
     kernels = [kernel] + [k for _, k in options[1:]]
-    with ThreadPoolExecutor(min(8, len(kernels))) as pool:
-        list(pool.map(lambda k: k.function, kernels))  # compiles and loads each
+    load_all(kernels, lambda: print(notice(kernel.name, len(kernels), gpu), file=sys.stderr, flush=True))
     seconds = tuple(_median_seconds(lambda s, k=k: run(k, s), stream) for k in kernels)  # type: ignore[misc]
     chosen = min(range(len(seconds)), key=seconds.__getitem__)
     labels = tuple(label for label, _ in options)
