@@ -1,7 +1,7 @@
 """What a user has today for a batch of differently sized GEMMs, each run without Python overhead (DESIGN.md):
 a cuBLAS loop captured in a CUDA graph, a zero-padded torch.bmm in a graph, and cublasSgemmGroupedBatched
 through ctypes (CUDA 12.5+), also replayed from a graph where capture works; for sizes that change every call
-(bench/dynamic.py), cublasSgemmGroupedBatched with the sizes on the host, as such code calls it per step."""
+(gemmc/bench/dynamic.py), cublasSgemmGroupedBatched with the sizes on the host, as such code calls it per step."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 random GEMMs with new sizes every call, f32. gemmc's dynamic kernels against what users run, in one process, on the
 same inputs (DESIGN.md protocol). GPU machine only:
 
-    python3 bench/dynamic.py --out bench/results [--quick]
+    python -m gemmc.bench dynamic [--quick]
 
 Per MoE case and routing (uniform, Zipf-skewed, a quarter of the experts empty, one expert with half the tokens),
 a pool of ROUTINGS draws is cycled so that every call has other group sizes than the one before:
@@ -23,23 +23,16 @@ cuBLAS grouped (host sizes, pointer arrays uploaded per call), and the static pl
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
+from functools import partial
+from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-import baselines  # noqa: E402
-import timing  # noqa: E402
-
-import gemmc  # noqa: E402
+import gemmc
+from gemmc.bench import baselines, harness, timing
 
 os.environ.setdefault("GEMMC_TUNE", "0")  # the static roof runs the model's plan: no alternatives compiled
 
@@ -68,7 +61,8 @@ def draws(experts: int, tokens: int, kind: str) -> list[np.ndarray]:
 
 def list_shapes(problems: int) -> list[list[tuple[int, int, int]]]:
     rng = np.random.default_rng(problems)
-    return [[tuple(int(x) for x in rng.integers(8, 641, 3)) for _ in range(problems)] for _ in range(ROUTINGS)]
+    draws = [[(int(m), int(n), int(k)) for m, n, k in rng.integers(8, 641, (problems, 3))] for _ in range(ROUTINGS)]
+    return draws
 
 
 def static_shapes(job: tuple) -> list[tuple[int, int, int]]:
@@ -189,8 +183,8 @@ def moe_case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], 
            "W16": W.bfloat16(), "static": next(iter(gemmc.compile_string(STATIC.format(n=n, k=k))))}
     rows = []
     for kind in kinds:
-        row = {"case": f"moe E{experts} T{tokens} N{n} K{k}", "routing": kind, "experts": experts, "tokens": tokens,
-               "n": n, "k": k, "flops": 2 * tokens * n * k}
+        row: dict[str, Any] = {"case": f"moe E{experts} T{tokens} N{n} K{k}", "routing": kind, "experts": experts,
+                               "tokens": tokens, "n": n, "k": k, "flops": 2 * tokens * n * k}
         row.update(moe_routing(ctx, draws(experts, tokens, kind), kind == "uniform"))
         print(row, flush=True)
         rows.append(row)
@@ -273,7 +267,7 @@ def list_case(problems: int, first_call: dict) -> dict:
         kern(*sets[0][:3], alpha=1.0, beta=0.0)
         torch.cuda.synchronize()
         first_call["list"] = (time.perf_counter() - t0) * 1e3
-    row = {"case": f"list x{problems}", "routing": "random 8..640", "problems": problems,
+    row: dict[str, Any] = {"case": f"list x{problems}", "routing": "random 8..640", "problems": problems,
            "flops": int(np.mean([sum(2 * m * n * k for m, n, k in s[3]) for s in sets]))}
     As, Bs, Cs, _ = sets[0]
     for c in Cs:
@@ -340,9 +334,9 @@ def graph_step(experts: int, tokens: int, n: int, k: int) -> dict:
             kern(sorted_x, W, routed, offsets=ends)
         Y.index_copy_(0, order, routed)
 
-    out = {"case": f"graph step E{experts} T{tokens} N{n} K{k}", "routing": "uniform, new each replay"}
+    out: dict[str, Any] = {"case": f"graph step E{experts} T{tokens} N{n} K{k}", "routing": "uniform, new each replay"}
     for label, with_gemm in (("step", True), ("parts_without_gemmc", False)):
-        graph = timing.torch_graph(lambda with_gemm=with_gemm: step(with_gemm))
+        graph = timing.torch_graph(partial(step, with_gemm))
         errors = []
         for i in range(3):
             assign.copy_(pool[i])
@@ -361,12 +355,12 @@ def graph_step(experts: int, tokens: int, n: int, k: int) -> dict:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default="bench/results")
+def main(argv: list[str] | None = None) -> None:
+    parser = harness.parser("dynamic", __doc__)
+    parser.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
     parser.add_argument("--quick", action="store_true", help="two MoE cases, two routings, the 64-problem list")
-    parser.add_argument("--suffix", default="")
-    args = parser.parse_args()
+    parser.add_argument("--tag", default="", help="appended to the results file's name")
+    args = parser.parse_args(argv)
     cases = CASES[:2] if args.quick else CASES
     lists = (64,) if args.quick else (64, 512)
     jobs = ([("dynamic", MOE.format(n=8, k=8)), ("dynamic", LIST), ("dynamic", MOE_COLD)]
@@ -380,14 +374,13 @@ def main() -> None:
     print(f"precompiled {len(jobs)} kernels in {time.perf_counter() - t0:.1f} s", flush=True)
     first_call: dict = {"cold_compile_s": seconds[2]}  # a dynamic kernel no earlier process compiled
     rows: list[dict] = []
-    suite = "dynamic" + args.suffix
     for experts, tokens, n, k in cases:
         kinds = ("uniform", "half") if args.quick or 2 * tokens * n * k > BIG_FLOPS else KINDS
         rows += moe_case(experts, tokens, n, k, kinds, first_call)
-        timing.write_results(args.out, suite, rows, {"partial": True, "first_call_ms": first_call})
+        harness.write_results(args.out, "dynamic", rows, {"partial": True, "first_call_ms": first_call}, tag=args.tag)
     for problems in lists:
         rows.append(list_case(problems, first_call))
-        timing.write_results(args.out, suite, rows, {"partial": True, "first_call_ms": first_call})
+        harness.write_results(args.out, "dynamic", rows, {"partial": True, "first_call_ms": first_call}, tag=args.tag)
     step = graph_step(*CASES[0])
     gemm_us = next(r["gemmc_device_us"] for r in rows if r.get("routing") == "uniform")  # CASES[0], uniform
     step["replay_vs_parts"] = step["step_us"] / (step["parts_without_gemmc_us"] + gemm_us)
@@ -397,10 +390,10 @@ def main() -> None:
                "device_vs_static": {r["case"] + " " + r["routing"]: r["device_vs_static"] for r in rows
                                     if "device_vs_static" in r},
                "first_call_ms": first_call, "graph_step": step}
-    path = timing.write_results(args.out, suite, rows, {"summary": summary})
-    print(timing.table(rows, ["case", "routing", "gemmc_host_us", "gemmc_issue_us", "gemmc_device_us",
-                              "static_device_us", "torch_loop_host_us", "cublas_grouped_host_us",
-                              "grouped_mm_bf16_host_us", "speedup_host", "timed_compiles"]))
+    path = harness.write_results(args.out, "dynamic", rows, {"summary": summary}, tag=args.tag)
+    harness.table(rows, ["case", "routing", "gemmc_host_us", "gemmc_issue_us", "gemmc_device_us", "static_device_us",
+                         "torch_loop_host_us", "cublas_grouped_host_us", "grouped_mm_bf16_host_us", "speedup_host",
+                         "timed_compiles"], "dynamic")
     print(summary)
     print(f"wrote {path}")
 
