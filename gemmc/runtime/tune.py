@@ -18,7 +18,6 @@ waits: the compiles of the candidates are still running after the time left once
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import sys
@@ -77,17 +76,8 @@ def _entry(key: str, labels: list[str]) -> dict[str, Any] | None:
     """The cached entry of `key` if it is one for these candidates; None when there is none, when it was measured
     for other candidates (gemmc changed its alternatives: measured again), or, with a warning naming the file, when
     it is malformed."""
-    path = cache.entry_path("tuning", key, ".json")
-    data = cache.read(path)
-    if data is None:
-        return None
-    try:
-        entry = json.loads(data)
-    except ValueError as err:  # not UTF-8 or not JSON (a truncated write, an edit by hand)
-        cache.ignore(path, f"it is not JSON ({err})")
-        return None
-    if not isinstance(entry, dict) or entry.get("key") != key:
-        cache.ignore(path, "it is not a tuning entry for this key")
+    path, entry = cache.read_json("tuning", key, "tuning entry")
+    if entry is None:
         return None
     found = entry.get("labels")
     if not isinstance(found, list) or not all(isinstance(label, str) for label in found):
@@ -107,8 +97,8 @@ def _entry(key: str, labels: list[str]) -> dict[str, Any] | None:
 
 def _store(key: str, labels: tuple[str, ...], seconds: tuple[float, ...], chosen: int) -> None:
     """Write the entry of `key` (atomically; an unwritable cache only costs the next process the timing)."""
-    entry = {"key": key, "labels": list(labels), "seconds": list(seconds), "chosen": chosen, "gemmc": __version__}
-    cache.write(cache.entry_path("tuning", key, ".json"), json.dumps(entry, indent=1, sort_keys=True).encode())
+    cache.write_json("tuning", key, {"labels": list(labels), "seconds": list(seconds), "chosen": chosen,
+                                     "gemmc": __version__})
 
 
 def _scratch_c(kernel: Executable) -> list[Any]:
