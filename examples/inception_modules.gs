@@ -1,4 +1,4 @@
-# The nine Inception modules of paper 000, Table 6, one kernel each (bench/irregular.py's per-module cases;
+# The nine Inception modules of paper 000, Table 6, one kernel each (gemmc/bench/irregular.py's per-module cases;
 # examples/inception_all.gs runs all of them in one launch). Within a module the GEMMs share M (28^2, 14^2 or 7^2
 # output positions) and K = 192; N is the module's output channels per branch. `tile auto` picks per problem.
 target cuda sm_90

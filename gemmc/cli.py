@@ -1,4 +1,4 @@
-"""The `gemmc` command: compile, inspect, run."""
+"""The `gemmc` command: compile, inspect, run, bench."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from gemmc.api import CompiledKernel, CompiledProgram, compile_file, front_end, read_schedule
+from gemmc.api import CompiledKernel, CompiledProgram, compile_file, compile_string, front_end, read_schedule
 from gemmc.concurrent.plan import plan_groups
 from gemmc.errors import GemmcError, NoGpuError, printable
 from gemmc.ir.printer import format_program
@@ -25,6 +25,9 @@ EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in gemmc
 VERIFY_HELP = "check the IR's invariants after every pass (a broken one is a gemmc bug: exit 70)"
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE: what a tool killed by writing to a closed pipe reports
+
+STDIN = "-"  # the schedule argument that reads standard input
+SOURCE_SUFFIXES = (".cu", ".hip")  # `-o` names one file, not a folder, when it ends with one of these
 
 EXIT_CODES = f"""exit status:
   0    success
@@ -70,6 +73,17 @@ def output_folder(name: str) -> Path:
     return out
 
 
+def schedule_text(name: str) -> tuple[str, str]:
+    """The schedule's text and the file name its errors cite; `-` is standard input."""
+    return (sys.stdin.read(), "<stdin>") if name == STDIN else (read_schedule(name), name)
+
+
+def load(name: str, target: str | None, verify: bool = False) -> CompiledProgram:
+    if name == STDIN:
+        return compile_string(sys.stdin.read(), filename="<stdin>", target=target, verify=verify)
+    return compile_file(name, target=target, verify=verify)
+
+
 def selected(prog: CompiledProgram, wanted: list[str] | None) -> list[CompiledKernel]:
     """The kernels `--kernel` names (every kernel without it); a name the schedule lacks (as a kernel or a group)
     is an error."""
@@ -83,21 +97,39 @@ def selected(prog: CompiledProgram, wanted: list[str] | None) -> list[CompiledKe
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    prog = compile_file(args.schedule, target=args.target, verify=args.verify)
+    prog = load(args.schedule, args.target, verify=args.verify)
     kernels = selected(prog, args.kernel)
     groups = [g for g in prog.groups if not args.kernel or g.name in args.kernel]
     rendered = [(k, k.rendered) for k in kernels]  # every kernel and group renders before any file is written
     rendered_groups = [(g, g.rendered) for g in groups]
-    out = output_folder(args.output)
+    file = Path(args.output)
+    if file.suffix in SOURCE_SUFFIXES:  # one kernel's source, its header beside it
+        written = [(k.name, r.extension) for k, r in rendered] + [(g.name, r.extension) for g, r in rendered_groups]
+        if len(written) != 1:
+            raise CommandError(f"-o {printable(args.output)} names one file, but {len(written)} kernels would be "
+                               f"written ({', '.join(name for name, _ in written) or 'none'}): pick one with "
+                               "--kernel, or give a folder")
+        name, extension = written[0]
+        if file.suffix != f".{extension}":
+            raise CommandError(f"-o {printable(args.output)}: kernel '{name}' is {extension.upper()} source; name "
+                               f"the file {printable(file.with_suffix('.' + extension).name)}")
+        output_folder(str(file.parent))
+
+    def paths(name: str, extension: str) -> tuple[Path, Path]:
+        if file.suffix in SOURCE_SUFFIXES:
+            return file, file.with_suffix(".h")
+        return out / f"{name}.{extension}", out / f"{name}.h"
+
+    out = file if file.suffix in SOURCE_SUFFIXES else output_folder(args.output)
     for kernel, r in rendered:
-        src, header = out / f"{kernel.name}.{r.extension}", out / f"{kernel.name}.h"
+        src, header = paths(kernel.name, r.extension)
         write_whole(src, r.standalone)
         write_whole(header, r.header)
         runs = "a batch sized at run time" if kernel.ir.dynamic else f"{kernel.ir.batch_size} GEMM(s)"
         print(f"wrote {printable(str(src))} and {printable(str(header))}: {r.launcher}() runs {runs} "
               f"with the {kernel.ir.family or '?'} family; build it with {' '.join(r.build_flags)}")
     for group, g in rendered_groups:
-        src, header = out / f"{g.name}.{g.extension}", out / f"{g.name}.h"
+        src, header = paths(g.name, g.extension)
         write_whole(src, g.source)
         write_whole(header, g.header)
         print(f"wrote {printable(str(src))} and {printable(str(header))}: {g.launcher}() runs group {g.name}'s "
@@ -108,7 +140,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def write_svgs(schedule: str, target: str | None, dest: str) -> int:
     """`inspect --svg DEST`: each kernel's picture into the folder DEST (an existing folder, or a path ending in /),
     else the one kernel's to the file DEST, or to standard output for -."""
-    kernels = list(compile_file(schedule, target=target))
+    kernels = list(load(schedule, target))
     if dest.endswith(("/", os.sep)) or Path(dest).is_dir():
         Path(dest).mkdir(parents=True, exist_ok=True)
         for kernel in kernels:
@@ -129,9 +161,8 @@ def write_svgs(schedule: str, target: str | None, dest: str) -> int:
 def cmd_inspect(args: argparse.Namespace) -> int:
     if args.svg:
         return write_svgs(args.schedule, args.target, args.svg)
-    path = Path(args.schedule)
-    text = read_schedule(path)
-    program = front_end(text, filename=str(path), target=args.target)
+    text, filename = schedule_text(args.schedule)
+    program = front_end(text, filename=filename, target=args.target)
     seconds: dict[str, float] = {}
     if args.after == "all":  # one run, the program printed after each pass
 
@@ -149,7 +180,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print(format_program(planned), end="")
     print("planner time: " + ", ".join(f"{k} {s * 1e3:.2f} ms" for k, s in seconds.items()) + "\n")
     if args.source:
-        for kernel in compile_file(path, target=args.target, verify=args.verify):
+        for kernel in compile_string(text, filename=filename, target=args.target, verify=args.verify):
             print(kernel.source)
     return 0
 
@@ -166,7 +197,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from gemmc.runtime.check import check_kernel
     from gemmc.runtime.device import require_gpu
 
-    prog = compile_file(args.schedule, target=args.target)
+    prog = load(args.schedule, args.target)
     kernels = selected(prog, args.kernel)
     require_gpu()
     failed = False
@@ -189,6 +220,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_CHECK if failed else 0
 
 
+def cmd_bench(argv: list[str]) -> int:
+    from gemmc.bench.__main__ import main as bench  # the suites import torch and rich when they run
+
+    bench(argv, prog="gemmc bench")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gemmc", description="Compile GEMM schedules (.gs) into CUDA/HIP kernels.",
                                 epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -197,9 +235,9 @@ def parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compile", help="write <kernel>.cu/.hip and <kernel>.h for every kernel and group",
                        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    c.add_argument("schedule")
-    c.add_argument("-o", "--output", default="out", help="output folder, created if missing (default: out); each "
-                   "file is written whole, by a rename")
+    c.add_argument("schedule", help="a .gs file, or - for standard input")
+    c.add_argument("-o", "--output", default="out", help="output folder, created if missing (default: out), or a "
+                   ".cu/.hip file (and its .h beside it) for one kernel; each file is written whole, by a rename")
     c.add_argument("--target", help="cuda | hip | sm_80 | sm_86 | sm_89 | sm_90 | gfx908 | gfx90a | gfx942 "
                                     "(default: the file's `target`, else sm_90)")
     c.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
@@ -208,7 +246,7 @@ def parser() -> argparse.ArgumentParser:
 
     i = sub.add_parser("inspect", help="print the IR after a pass and what the passes decided", epilog=EXIT_CODES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    i.add_argument("schedule")
+    i.add_argument("schedule", help="a .gs file, or - for standard input")
     i.add_argument("--after", default=PASS_NAMES[-1], type=pass_name, metavar="PASS",
                    help=f"print the program after this pass (default: the last), or after each (all): "
                         f"{', '.join(PASS_NAMES)}")
@@ -222,7 +260,7 @@ def parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="(GPU) run every kernel on random inputs, compare with float64, time it",
                        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    r.add_argument("schedule")
+    r.add_argument("schedule", help="a .gs file, or - for standard input")
     r.add_argument("--check", action="store_true", help=f"exit {EXIT_CHECK} when an error exceeds --tolerance")
     r.add_argument("--tolerance", type=float, default=1e-5)
     r.add_argument("--seed", type=int, default=0)
@@ -230,6 +268,10 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--target")
     r.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
     r.set_defaults(fn=cmd_run)
+
+    # listed here for --help; main() hands everything after `bench` to gemmc.bench, which parses it
+    sub.add_parser("bench", help="(GPU) run a benchmark suite, or `report` the docs' tables and plots: gemmc bench "
+                                 "--help lists them", add_help=False)
     return p
 
 
@@ -241,6 +283,9 @@ def _close_stdout() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:
+        return cmd_bench(argv[1:])
     args = parser().parse_args(argv)
     try:
         code = args.fn(args)

@@ -65,7 +65,7 @@ def refused(match, *call_args):
 @pytest.mark.parametrize("make", [FakeArray, FakeCupy])
 def test_a_big_endian_array_is_not_taken_for_the_schedule_dtype(make):
     a, b, c = args()
-    refused(r"As\[0\]: expected dtype float32 \(the schedule's dtype\), got float32 in big-endian order",
+    refused(r"As\[0\]: expected dtype float32 \(the schedule's dtype of A\), got float32 in big-endian order",
             [make((8, 6), typestr=">f4"), a[1]], b, c)
     refused(r"Cs\[1\]: expected dtype float32 .* big-endian", a, b, [c[0], make((3, 5), typestr=">f4")])
 

@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("concurrent", ("gemmc.concurrent",)),
     ("runtime", ("gemmc.runtime",)),
     ("api", ("gemmc.api", "gemmc.api_kernel", "gemmc.api_group")),
-    ("top", ("gemmc.cli", "gemmc.__main__")),
+    ("top", ("gemmc.cli", "gemmc.__main__", "gemmc.bench")),
 )
 TOP_PACKAGE = "gemmc"
 RANK = {name: rank for rank, (name, _) in enumerate(LAYERS)}

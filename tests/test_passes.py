@@ -256,7 +256,7 @@ def test_stop_after_names_a_pass():
 def test_one_run_shows_the_program_after_each_pass_as_a_stop_there_would():
     text = ("kernel a { batch { p 196 x 192 x 192  q 7 x 5 x 3 } }\n"
             "kernel b { precision split bf16 x3 gemm 300 x 200 x 100 }\n"
-            "kernel c { gemm 16384 x 8 x 16384 layout A col algorithm tsm2r }")
+            "kernel r { gemm 16384 x 8 x 16384 layout A col algorithm tsm2r }")
     seen: list[tuple[str, object]] = []
     final = run_pipeline(front_end(text), observe=lambda name, program: seen.append((name, program)))
     assert [name for name, _ in seen] == list(PASS_NAMES) and seen[-1][1] == final

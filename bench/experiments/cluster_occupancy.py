@@ -12,12 +12,8 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import timing  # noqa: E402
+from gemmc.bench import timing
 
 SOURCE = """
 extern "C" __global__ void __cluster_dims__({c}, 1, 1) probe(float* out) {{

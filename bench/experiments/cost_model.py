@@ -1,4 +1,4 @@
-"""How well `tile auto`'s cost model ranks (no GPU): for every case of bench/irregular.py, the candidates the
+"""How well `tile auto`'s cost model ranks (no GPU): for every case of gemmc/bench/irregular.py, the candidates the
 tuning step timed on the H100 in a recorded run, and which of them the model picks offline (GEMMC_TUNE=0, or the
 standalone source of `gemmc compile`), against the fastest measured.
 
@@ -16,16 +16,11 @@ import math
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+import gemmc
+from gemmc.bench import irregular
+from gemmc.families.simt import planner as simt
 
-import irregular  # noqa: E402
-
-import gemmc  # noqa: E402
-from gemmc.families.simt import planner as simt  # noqa: E402
-
-RECORDED = ROOT / "bench" / "results" / "2026-11-23_h100_irregular_slices.json"
+RECORDED = Path(__file__).resolve().parents[2] / "bench" / "results" / "2026-11-23_h100_irregular_slices.json"
 
 
 def main() -> None:

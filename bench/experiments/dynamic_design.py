@@ -18,20 +18,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 from functools import partial
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-import gemmc  # noqa: E402
-from gemmc.families.dynamic import calibration as cal  # noqa: E402
-from gemmc.ir.types import DType  # noqa: E402
-from gemmc.runtime.dynamic import state  # noqa: E402
+import gemmc
+from gemmc.families.dynamic import calibration as cal
+from gemmc.ir.types import DType
+from gemmc.runtime.dynamic import state
 
 CASES = [(32, 8192, 1024, 512), (8, 4096, 512, 512), (8, 65536, 512, 512), (64, 16384, 1024, 2048)]
 CALLS, WINDOWS = 20, 5

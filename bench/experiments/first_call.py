@@ -13,22 +13,16 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 os.environ["CUPY_CACHE_DIR"] = tempfile.mkdtemp(prefix="cupy-cache-")
 os.environ["GEMMC_CACHE_DIR"] = tempfile.mkdtemp(prefix="gemmc-cache-")
 
-from irregular import inception_cases, random_cases, schedule  # noqa: E402
-
-import gemmc  # noqa: E402
-from gemmc.api import CompiledKernel  # noqa: E402
-from gemmc.families.simt import planner as simt  # noqa: E402
+import gemmc
+from gemmc.api import CompiledKernel
+from gemmc.bench.irregular import inception_cases, random_cases, schedule
+from gemmc.families.simt import planner as simt
 
 CASES = ["inception-3$", "inception-all", "MN<=512 K<=512 x1024"]
 

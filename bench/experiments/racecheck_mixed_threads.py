@@ -22,14 +22,11 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+import cupy as cp
 
-import cupy as cp  # noqa: E402
-
-import gemmc  # noqa: E402
-from gemmc.runtime import compile as nvrtc  # noqa: E402
+import gemmc
+from gemmc.runtime import compile as nvrtc
 
 SYNTHETIC = r"""
 template <int NT, int ID>

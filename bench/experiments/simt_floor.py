@@ -24,15 +24,9 @@ the slices shared a saturated shared-memory pipe (16-byte fragment reads at 4 wa
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import timing  # noqa: E402
-
-import gemmc  # noqa: E402
+import gemmc
+from gemmc.bench import timing
 
 INCEPTION_3 = ((196, 192), (196, 16), (196, 96), (196, 64))
 

@@ -24,19 +24,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 os.environ["GEMMC_TUNE"] = "0"
 
-import timing  # noqa: E402
-from irregular import inception_cases, random_cases, schedule  # noqa: E402
-
-import gemmc  # noqa: E402
-from gemmc.families.simt.plan import SimtPlan  # noqa: E402
+import gemmc
+from gemmc.bench import timing
+from gemmc.bench.irregular import inception_cases, random_cases, schedule
+from gemmc.families.simt.plan import SimtPlan
 
 CASES = [  # (case regex or explicit shapes, tile)
     ("inception-3$", "32x32x32 threads 128"),

@@ -13,12 +13,9 @@ import argparse
 import glob
 import json
 import statistics
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-import gemmc  # noqa: E402
+import gemmc
 
 FILES = "bench/results/2026-11-23_h100_tallskinny-tsm2r-*-stop1[67].json"
 

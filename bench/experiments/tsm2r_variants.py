@@ -17,21 +17,15 @@ import dataclasses
 import json
 import os
 import statistics
-import sys
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cluster_occupancy import active_clusters
 
-import timing  # noqa: E402
-from cluster_occupancy import active_clusters  # noqa: E402
-
-import gemmc  # noqa: E402
-from gemmc.api import CompiledKernel  # noqa: E402
-from gemmc.families.tsm2r import planner as tsm2  # noqa: E402
-from gemmc.model.tlp import occupancy  # noqa: E402
+import gemmc
+from gemmc.api import CompiledKernel
+from gemmc.bench import timing
+from gemmc.families.tsm2r import planner as tsm2
+from gemmc.model.tlp import occupancy
 
 CASES = [("f32", 8192, 16), ("f32", 8192, 1), ("f32", 8192, 8), ("f32", 8192, 32), ("f64", 8192, 16),
          ("f64", 8192, 32), ("f32", 30720, 16)]
@@ -287,7 +281,7 @@ def time_case(dtype: str, m: int, n: int) -> list[dict]:
             times[i].append(timing.device_seconds(graph, calls=20, windows=5))
         cublas.append(timing.device_seconds(lambda: torch.mm(A, B, out=out), calls=20, windows=5))
     t_cublas = statistics.median(cublas)
-    # The references of bench/tallskinny.py in the same process: cuBLAS (torch.mm) and a copy of the same bytes.
+    # The references of gemmc/bench/tallskinny.py in the same process: cuBLAS (torch.mm) and a copy of the same bytes.
     src = torch.empty(nbytes // 4, device="cuda", dtype=torch.float32).uniform_()
     dst = torch.empty_like(src)
     roof = 2 * nbytes / timing.device_seconds(lambda: dst.copy_(src), calls=20, windows=5)

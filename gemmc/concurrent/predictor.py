@@ -3,7 +3,7 @@ classes 1S/2P/4P/8P/16P. Inference is one matrix-vector product and a softmax; t
 descent on the cross-entropy with an L2 penalty (numpy only, deterministic).
 
 The trained model is a data file per target architecture (gemmc/concurrent/data/predictor_<arch>.json) written
-by bench/concurrent_train.py from measurements on the GPU; it records its training rows and, for each, the class
+by gemmc/bench/concurrent_train.py from measurements on the GPU; it records its training rows and, for each, the class
 the script's own evaluation gave, so a test can check inference against the training script.
 """
 

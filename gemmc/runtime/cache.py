@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import tempfile
 import warnings
 from pathlib import Path
+from typing import Any
 
 ENVIRONMENT = "GEMMC_CACHE_DIR"
 
@@ -55,6 +57,29 @@ def read(path: Path) -> bytes | None:
     except OSError as err:
         ignore(path, f"it cannot be read: {err.strerror or err}")
         return None
+
+
+def read_json(cache: str, key: str, what: str) -> tuple[Path, dict[str, Any] | None]:
+    """The JSON entry of `key` in `cache` and its file: None when there is none, and (with a warning naming the
+    file) when it is not JSON or is not a `what` for this key; the caller validates the rest of its fields."""
+    path = entry_path(cache, key, ".json")
+    data = read(path)
+    if data is None:
+        return path, None
+    try:
+        entry = json.loads(data)
+    except ValueError as err:  # not UTF-8 or not JSON (a truncated write, an edit by hand)
+        ignore(path, f"it is not JSON ({err})")
+        return path, None
+    if not isinstance(entry, dict) or entry.get("key") != key:
+        ignore(path, f"it is not a {what} for this key")
+        return path, None
+    return path, entry
+
+
+def write_json(cache: str, key: str, entry: dict[str, Any]) -> bool:
+    """Write `entry` (with its key) as the JSON entry of `key` in `cache`, atomically."""
+    return write(entry_path(cache, key, ".json"), json.dumps({**entry, "key": key}, indent=1, sort_keys=True).encode())
 
 
 def write(path: Path, data: bytes) -> bool:

@@ -23,7 +23,6 @@ A `GroupRun` is the group on the runtime's side, built from plain data (the plan
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -92,17 +91,8 @@ def _read_go(key: str, labels: list[str]) -> dict[str, Any] | None:
     """The cached GO-kernel choice of `key` (one file per entry, runtime/cache.py) if it is one for these
     candidates; None when there is none or it was measured for others, and, with a warning naming the file, when
     it is malformed (then the next call measures again and rewrites it)."""
-    path = cache.entry_path("go", key, ".json")
-    data = cache.read(path)
-    if data is None:
-        return None
-    try:
-        entry = json.loads(data)
-    except ValueError as err:  # not UTF-8 or not JSON (a truncated write, an edit by hand)
-        cache.ignore(path, f"it is not JSON ({err})")
-        return None
-    if not isinstance(entry, dict) or entry.get("key") != key:
-        cache.ignore(path, "it is not a GO-kernel entry for this key")
+    path, entry = cache.read_json("go", key, "GO-kernel entry")
+    if entry is None:
         return None
     if entry.get("labels") != labels:
         return None  # measured for other candidates: measured again
@@ -116,8 +106,7 @@ def _read_go(key: str, labels: list[str]) -> dict[str, Any] | None:
 
 def _write_go(key: str, entry: dict[str, Any]) -> None:
     """Write the entry of `key` atomically; an unwritable cache only costs the next process the timing."""
-    data = json.dumps({**entry, "key": key, "gemmc": __version__}, indent=1, sort_keys=True).encode()
-    cache.write(cache.entry_path("go", key, ".json"), data)
+    cache.write_json("go", key, {**entry, "gemmc": __version__})
 
 
 def signature(kernel: Executable) -> str:

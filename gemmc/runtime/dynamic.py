@@ -4,7 +4,7 @@ and the graph replayed with other group ends; the list form writes its problem t
 (runtime/dynamic_list.py). Nothing here plans, tunes or compiles after a kernel's first call (gemmc.stats()).
 
 Host time per call is the checks (a few attribute reads per argument), a dictionary look-up for the stream and the
-launch itself (bench/dynamic.py measures it).
+launch itself (gemmc/bench/dynamic.py measures it).
 """
 
 from __future__ import annotations

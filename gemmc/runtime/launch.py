@@ -1,7 +1,7 @@
 """Launch a planned kernel (an `Executable`): its tables and function are loaded once, the pointer tables once per
 set of arrays.
 
-Host time per call (bench/host_overhead.py, docs/PERFORMANCE-irregular.md "Host time"): the argument checks in
+Host time per call (gemmc/bench/host_overhead.py, docs/PERFORMANCE-irregular.md "Host time"): the argument checks in
 bulk (runtime/args.py), then look-ups: the executable's loaded pieces (attributes), the pointer tables of this set of
 arrays, and for a batch of other sizes than the schedule's the plan made for them."""
 

@@ -9,16 +9,20 @@ validated when read (`_entry`): one that is malformed is ignored with a warning 
 other candidates is measured again. `GEMMC_TUNE=0` turns the step off (the model's choice runs). A call inside a
 CUDA graph capture never tunes: it runs the cached choice, or the model's. `Executable.tuning`
 (`CompiledKernel.tuning`) reports what was measured and by how much the model was off.
+
+A first call that will take longer than NOTICE_SECONDS to decide says so on standard error, in one line, before it
+waits: the compiles of the candidates are still running after the time left once their timing is counted
+(TIMING_SECONDS each).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from gemmc.families.registry import family
@@ -32,6 +36,9 @@ from gemmc.version import __version__
 
 WINDOW_SECONDS = 5e-3  # each timing window launches a candidate back to back for about this long
 WINDOWS = 5  # the median of these per candidate (3 windows of 2 ms picked choices 12% off the benchmark's time)
+# a candidate's timing: its windows, a warm-up, and two graph captures (about 10 ms on the H100 machine)
+TIMING_SECONDS = WINDOWS * WINDOW_SECONDS + 10e-3
+NOTICE_SECONDS = 1.0  # a first call that takes longer than this says why on standard error
 
 
 def enabled() -> bool:
@@ -69,17 +76,8 @@ def _entry(key: str, labels: list[str]) -> dict[str, Any] | None:
     """The cached entry of `key` if it is one for these candidates; None when there is none, when it was measured
     for other candidates (gemmc changed its alternatives: measured again), or, with a warning naming the file, when
     it is malformed."""
-    path = cache.entry_path("tuning", key, ".json")
-    data = cache.read(path)
-    if data is None:
-        return None
-    try:
-        entry = json.loads(data)
-    except ValueError as err:  # not UTF-8 or not JSON (a truncated write, an edit by hand)
-        cache.ignore(path, f"it is not JSON ({err})")
-        return None
-    if not isinstance(entry, dict) or entry.get("key") != key:
-        cache.ignore(path, "it is not a tuning entry for this key")
+    path, entry = cache.read_json("tuning", key, "tuning entry")
+    if entry is None:
         return None
     found = entry.get("labels")
     if not isinstance(found, list) or not all(isinstance(label, str) for label in found):
@@ -99,8 +97,8 @@ def _entry(key: str, labels: list[str]) -> dict[str, Any] | None:
 
 def _store(key: str, labels: tuple[str, ...], seconds: tuple[float, ...], chosen: int) -> None:
     """Write the entry of `key` (atomically; an unwritable cache only costs the next process the timing)."""
-    entry = {"key": key, "labels": list(labels), "seconds": list(seconds), "chosen": chosen, "gemmc": __version__}
-    cache.write(cache.entry_path("tuning", key, ".json"), json.dumps(entry, indent=1, sort_keys=True).encode())
+    cache.write_json("tuning", key, {"labels": list(labels), "seconds": list(seconds), "chosen": chosen,
+                                     "gemmc": __version__})
 
 
 def _scratch_c(kernel: Executable) -> list[Any]:
@@ -148,6 +146,24 @@ def _median_seconds(run: Callable[[Any], None], stream: Any) -> float:
     return sorted(times)[len(times) // 2]
 
 
+def notice(name: str, count: int, gpu: str) -> str:
+    return (f"gemmc: first call of '{name}': compiling and timing {count} candidate plans on {gpu}; the choice is "
+            f"kept in {cache.cache_dir() / 'tuning'} for later processes (GEMMC_TUNE=0 runs the model's choice "
+            "untimed)")
+
+
+def load_all(kernels: Sequence[Any], slow: Callable[[], None]) -> None:
+    """Compile and load every kernel's function, in threads (NVRTC runs without the GIL); call `slow()` once, as
+    soon as the compiles and the timing still to come are sure to take longer than NOTICE_SECONDS."""
+    budget = NOTICE_SECONDS - len(kernels) * TIMING_SECONDS
+    with ThreadPoolExecutor(min(8, len(kernels))) as pool:
+        loads = [pool.submit(getattr, k, "function") for k in kernels]
+        if budget <= 0 or wait(loads, timeout=budget).not_done:
+            slow()
+        for load in loads:
+            load.result()
+
+
 def tuned(kernel: Executable, launcher: Callable[[list[int]], Callable[[Executable, Any], None]],
           stream: Any) -> Executable:
     """The kernel a call should launch: the model's, or the fastest of its alternatives on this GPU, kept in
@@ -178,8 +194,7 @@ def tuned(kernel: Executable, launcher: Callable[[list[int]], Callable[[Executab
     scratch = _scratch_c(kernel)
     run = launcher([int(arr.data.ptr) for arr in scratch])
     kernels = [kernel] + [k for _, k in options[1:]]
-    with ThreadPoolExecutor(min(8, len(kernels))) as pool:
-        list(pool.map(lambda k: k.function, kernels))  # compiles and loads each
+    load_all(kernels, lambda: print(notice(kernel.name, len(kernels), gpu), file=sys.stderr, flush=True))
     seconds = tuple(_median_seconds(lambda s, k=k: run(k, s), stream) for k in kernels)  # type: ignore[misc]
     chosen = min(range(len(seconds)), key=seconds.__getitem__)
     labels = tuple(label for label, _ in options)

@@ -47,7 +47,7 @@ STEP_OVERHEAD = Measured(
     40, H100,
     why="Instructions per thread per k step besides the FMAs and fragment loads (the k-tile's global loads, staging "
         "stores, barrier, addressing), fitted to the first H100 run of the irregular benchmark. With it the "
-        "simulated launch ranks the candidates of bench/irregular.py's 26 cases within 2.6% of the fastest "
+        "simulated launch ranks the candidates of gemmc/bench/irregular.py's 26 cases within 2.6% of the fastest "
         "measured (geometric mean; worst 14%; bench/experiments/cost_model.py replays them).",
     sources=(R + "2026-11-22_h100_irregular_quick_run1.json", R + "2026-11-23_h100_irregular_slices.json"),
 )

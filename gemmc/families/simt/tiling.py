@@ -329,7 +329,7 @@ def estimate(plan: SimtPlan, problems: Batch, count: int, hw: Hardware, choice: 
     Without the issue-slot term 16x16 tiles (1x2 micro-tiles) looked faster than 32x32 ones on the Inception
     modules; they measured 12.6 against 8.5 us (bench/results/2026-11-22_h100_simt_tiles_call2.log).
 
-    Ranks the candidates of bench/irregular.py's 26 cases within 2.6% of the fastest measured (geometric
+    Ranks the candidates of gemmc/bench/irregular.py's 26 cases within 2.6% of the fastest measured (geometric
     mean; worst 14%), where padded FLOPs over the busy share of the machine are 17% off (worst 83%)
     (bench/results/2026-11-23_h100_irregular_slices.json; bench/experiments/cost_model.py). `choice`: the
     plan's assignment as an array (Tiling.choice), where the caller has it."""

@@ -1,0 +1,224 @@
+"""The concurrency predictor's data and fit (paper 004 §4.2-§4.3), for the GPU it runs on.
+
+    python -m gemmc.bench concurrent_train measure [--budget 150]  # GPU: GO-kernel tuning of the GEMM set
+    python -m gemmc.bench concurrent_train fit bench/results/concurrent_train/<date>_<gpu>.json [--write]
+
+`measure` tunes the GO-kernels (gemmc.runtime.concurrent.go_tune: candidates alone on 1, 1/2, 1/4 of the SMs
+through green contexts, then 2, 4, 8, 16 concurrent copies of the finalists) of every GEMM of paper 004's Table 3
+set (gemmc.concurrent.table3) up to MAX_FLOPS, networks interleaved so that a run cut short by `--budget` still
+covers them all, and writes each GEMM's features and speedups S(d) = d x T_alone / makespan(d).
+
+`fit` labels each GEMM with the degree of the largest speedup, or 1S where none reaches MIN_GAIN (the paper's
+oracle rule), trains the softmax regression (gemmc.concurrent.predictor.fit) on every network but HELD_OUT,
+reports accuracy and how close the predicted degree's speedup comes to the best on the held-out networks, and with
+`--write` stores the model in gemmc/concurrent/data/predictor_<arch>.json with the rows it was trained on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from gemmc.bench import harness
+from gemmc.concurrent import predictor
+from gemmc.concurrent.features import FEATURE_NAMES
+from gemmc.concurrent.table3 import gemm_set, schedule
+from gemmc.ir.group import DEGREES
+
+MAX_FLOPS = 2**34  # 17.2 GFLOP: about 0.4 ms alone in f32; 16 copies of larger ones take too long to time here
+MIN_GAIN = 1.05  # a degree must beat sequential by 5% (paper 004 §5.5's oracle rule)
+HELD_OUT = ("bert", "ds2")  # whole networks left out of training (the paper's random split leaks shapes)
+
+
+def interleaved(gemms: list) -> list:
+    by_app: dict[str, list] = defaultdict(list)
+    for g in gemms:
+        by_app[g.app].append(g)
+    out: list = []
+    i = 0
+    while len(out) < len(gemms):
+        for app in by_app:
+            if i < len(by_app[app]):
+                out.append(by_app[app][i])
+        i += 1
+    return out
+
+
+def _candidates(text: str) -> list:
+    """In a worker process: every GO candidate of a one-GEMM group, rendered."""
+    import gemmc
+    from gemmc.concurrent.plan import go_candidates
+
+    group = gemmc.compile_string(text)["t"]
+    member = group.members[0]
+    rendered = [gemmc.CompiledKernel(ir, member.target, member.filename).rendered
+                for _, ir in go_candidates(member.ir, group.group_plan.choices[0], member.target)]
+    return [(r, r.entry) for r in rendered]
+
+
+def _compile(item) -> None:
+    from gemmc.runtime.compile import device_function
+
+    device_function(*item)
+
+
+def precompile(texts: list[str]) -> None:
+    """Plan the GEMMs in parallel processes, then NVRTC-compile each distinct candidate once (disk caches)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    t0 = time.time()
+    with ProcessPoolExecutor(16, mp_context=get_context("spawn")) as pool:
+        unique = {(r.source, e): (r, e) for found in pool.map(_candidates, texts, chunksize=2) for r, e in found}
+        list(pool.map(_compile, unique.values(), chunksize=4))
+    harness.log(f"compiled {len(unique)} candidate kernels in {time.time() - t0:.0f} s")
+
+
+def measure(out: Path, budget: float, limit: int | None, compile_only: bool = False) -> None:
+    import cupy as cp
+
+    import gemmc
+    from gemmc.runtime.concurrent import go_tune
+    from gemmc.runtime.device import device_name
+
+    gemms = interleaved(gemm_set(MAX_FLOPS))[:limit]
+    texts = [schedule(g) for g in gemms]
+    precompile(texts)
+    if compile_only:
+        return
+    rows: list[dict] = []
+    stream = cp.cuda.Stream(non_blocking=True)
+    start = time.time()
+    path = harness.results_path(out, "concurrent_train", device_name(), time.strftime("%Y-%m-%d"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:  # after every GEMM: a run cut short keeps what it measured
+        path.write_text(json.dumps({"gpu": device_name(), "max_flops": MAX_FLOPS, "feature_names": FEATURE_NAMES,
+                                    "seconds": time.time() - start, "rows": rows}, indent=1))
+
+    for g, text in harness.progress(list(zip(gemms, texts, strict=True)), "concurrent_train"):
+        if time.time() - start > budget:
+            harness.log(f"budget of {budget:.0f} s reached after {len(rows)} GEMMs")
+            break
+        group = gemmc.compile_string(text)["t"]
+        a_shape = (g.m, g.k) if g.layout_a == "row" else (g.k, g.m)
+        b_shape = (g.k, g.n) if g.layout_b == "row" else (g.n, g.k)
+        A = cp.random.standard_normal(a_shape, dtype=cp.float32)
+        B = cp.random.standard_normal(b_shape, dtype=cp.float32)
+        if g.layout_a == "col":
+            A = A.T
+        if g.layout_b == "col":
+            B = B.T
+        try:
+            with stream:
+                tuning, _ = go_tune(group.group_run, 0, A, B, stream)
+        except Exception as err:  # noqa: BLE001 - one GEMM's failure is recorded, the rest still measured
+            harness.log(f"{g.app} {g.label()}: FAILED {type(err).__name__}: {err}")
+            rows.append({"app": g.app, "name": g.name, "gemm": g.label(), "error": f"{type(err).__name__}: {err}"})
+            save()
+            continue
+        choice = group.group_plan.choices[0]
+        row = {"app": g.app, "name": g.name, "gemm": g.label(), "m": g.m, "n": g.n, "k": g.k,
+               "layout_a": g.layout_a, "layout_b": g.layout_b, "features": list(choice.features),
+               "t_alone_us": tuning.t_alone * 1e6,
+               "speedup": {str(d): tuning.speedup(d) for d in DEGREES},
+               "go_kernel": {str(d): tuning.labels[tuning.chosen[d]] for d in DEGREES},
+               "alone_us": {str(s): [t * 1e6 if t is not None else None for t in ts] for s, ts in tuning.alone.items()},
+               "labels": list(tuning.labels), "partitions": tuning.partitions}
+        rows.append(row)
+        save()
+        harness.log(f"{g.app:12s} {g.label():22s} {row['t_alone_us']:9.1f} us  "
+                    + "  ".join(f"{d}P {row['speedup'][str(d)]:.2f}" for d in DEGREES[1:]))
+    save()
+    print(f"wrote {path} ({len(rows)} GEMMs)")
+
+
+def label(speedups: dict[str, float]) -> int:
+    """Index into DEGREES: the degree of the largest speedup, or 1S where none reaches MIN_GAIN."""
+    best = max(DEGREES, key=lambda d: speedups[str(d)])
+    return DEGREES.index(best) if speedups[str(best)] >= MIN_GAIN else 0
+
+
+def evaluate(model: predictor.Predictor | dict[str, predictor.Predictor], rows: list[dict]) -> dict:
+    """Accuracy, and the share of GEMMs whose predicted degree runs within 5% of the best degree's speedup (the
+    oracle, which is 1 where nothing beats sequential by MIN_GAIN), overall and with the group's size D clamping
+    both (paper 004 §4.7 reports accuracy per D)."""
+    report: dict = {}
+    for D in (16, 2, 4, 8):
+        hits = close = 0
+        for r in rows:
+            s = {d: r["speedup"][str(d)] for d in DEGREES if d <= D}
+            best = max(s, key=s.__getitem__)
+            best = best if s[best] >= MIN_GAIN else 1
+            m = model[r["app"]] if isinstance(model, dict) else model
+            pred = max(d for d in DEGREES if d <= min(m.predict(r["features"]), D))
+            hits += pred == best
+            close += s[pred] >= 0.95 * s[best]
+        report[f"D={D}"] = {"accuracy": hits / len(rows), "within_5pct_of_oracle": close / len(rows)}
+    return report
+
+
+def trained(rows: list[dict], gpu: str) -> predictor.Predictor:
+    X = np.array([r["features"] for r in rows])
+    y = np.array([label(r["speedup"]) for r in rows])
+    W, b, lo, hi = predictor.fit(X, y)
+    return predictor.Predictor(gpu=gpu, arch="sm_90", features=tuple(FEATURE_NAMES), x_min=tuple(lo),
+                               x_max=tuple(hi), weights=tuple(map(tuple, W)), bias=tuple(b))
+
+
+def fit(path: Path, write: bool) -> None:
+    data = json.loads(path.read_text())
+    rows = [r for r in data["rows"] if "error" not in r]
+    train = [r for r in rows if r["app"] not in HELD_OUT]
+    test = [r for r in rows if r["app"] in HELD_OUT]
+    X = np.array([r["features"] for r in train])
+    y = np.array([label(r["speedup"]) for r in train])
+    W, b, lo, hi = predictor.fit(X, y)
+    arch = "sm_90"
+    model = predictor.Predictor(gpu=data["gpu"], arch=arch, features=tuple(FEATURE_NAMES), x_min=tuple(lo),
+                                x_max=tuple(hi), weights=tuple(map(tuple, W)), bias=tuple(b))
+    counts = {f"{d}{'S' if d == 1 else 'P'}": int((y == i).sum()) for i, d in enumerate(DEGREES)}
+    apps = sorted({r["app"] for r in rows})
+    # leave one network out: each network predicted by a model trained on all the others
+    loo = {app: trained([r for r in rows if r["app"] != app], data["gpu"]) for app in apps}
+    result = {"train": evaluate(model, train), "held_out": evaluate(model, test) if test else {},
+              "leave_one_network_out": evaluate(loo, rows),
+              "train_gemms": len(train), "held_out_gemms": len(test), "held_out_networks": list(HELD_OUT),
+              "train_labels": counts}
+    print(json.dumps(result, indent=1))
+    if write:
+        out = predictor.model_path(arch)
+        payload = {"gpu": data["gpu"], "arch": arch, "features": list(FEATURE_NAMES), "x_min": lo.tolist(),
+                   "x_max": hi.tolist(), "weights": W.tolist(), "bias": b.tolist(), "classes": list(DEGREES),
+                   "trained_from": path.name, "min_gain": MIN_GAIN, "evaluation": result,
+                   "rows": [{"gemm": r["gemm"], "app": r["app"], "features": r["features"],
+                             "label": DEGREES[label(r["speedup"])], "predicted": model.predict(r["features"])}
+                            for r in train]}
+        out.write_text(json.dumps(payload, indent=1) + "\n")
+        print(f"wrote {out}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = harness.parser("concurrent_train", __doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    m = sub.add_parser("measure", help="GPU: the GEMM set's speedups at every degree")
+    m.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
+    m.add_argument("--budget", type=float, default=150.0, help="seconds of measuring, compiles aside")
+    m.add_argument("--limit", type=int)
+    m.add_argument("--compile-only", action="store_true", help="only fill the compile caches")
+    f = sub.add_parser("fit", help="train and evaluate the predictor on a measured file")
+    f.add_argument("data")
+    f.add_argument("--write", action="store_true", help="store the model in gemmc/concurrent/data/")
+    args = p.parse_args(argv)
+    if args.command == "measure":
+        measure(Path(args.out), args.budget, args.limit, args.compile_only)
+    else:
+        fit(Path(args.data), args.write)
+
+
+if __name__ == "__main__":
+    main()

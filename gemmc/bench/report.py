@@ -1,0 +1,113 @@
+"""The docs' benchmark tables and plots, regenerated from results files; no GPU needed.
+
+    python -m gemmc.bench report                       # the newest file of each suite under bench/results/<suite>/
+    python -m gemmc.bench report FILE.json [FILE.json ...]
+
+Writes `<tables>/<suite>.md` (default docs/results/): the GPU, the date, the file it was drawn from and one table
+of the suite's columns; for the irregular suite also `<plots>/irregular-speedups.png` (default docs/): gemmc's
+speedup per case over the best baseline and over each tiling ablation (needs matplotlib).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from gemmc.bench import SUITES, harness
+
+REPORTED = ("irregular", "uniform", "precision", "half", "tallskinny", "concurrent", "host_overhead", "planner_time")
+
+
+def suite_of(path: Path, data: dict[str, Any]) -> str | None:
+    """The suite a results file belongs to: its folder under the results root, else its `suite` field's prefix
+    (`irregular_sliced`, `tallskinny-tsm2r-f64`)."""
+    if path.parent.name in SUITES:
+        return path.parent.name
+    name = str(data.get("suite", "")).replace("-", "_")
+    return next((s for s in sorted(SUITES, key=len, reverse=True) if name == s or name.startswith(s)), None)
+
+
+def newest(results: Path) -> list[Path]:
+    """The newest results file of each reported suite (file names begin with the date)."""
+    found = []
+    for suite in REPORTED:
+        files = sorted((results / suite).glob("*.json"))
+        if files:
+            found.append(files[-1])
+    return found
+
+
+def markdown(suite: str, data: dict[str, Any], source: str) -> str:
+    """One suite's summary: where the numbers come from, then its columns as a markdown table."""
+    columns = importlib.import_module(f"gemmc.bench.{suite}").COLUMNS
+    rows = data["rows"]
+    shown = [c for c in columns if any(c in r for r in rows)]
+    lines = [f"# {suite}", "",
+             f"{data.get('gpu', 'unknown GPU')}, {data.get('date', 'undated')}; from `{source}`. "
+             f"Regenerate with `python -m gemmc.bench report {source}`.", ""]
+    if data.get("protocol"):
+        lines += [f"Timing: {data['protocol']}.", ""]
+    lines += ["| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
+    lines += ["| " + " | ".join(harness.fmt(r.get(c, "")).replace("|", "\\|") for c in shown) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+SERIES = {"tile auto": "auto_us", "uniform (core)": "uniform_us", "load-balanced": "loadbalanced_us",
+          "load-balanced, old TLP": "loadbalanced-oldTLP_us", "coordinated": "coordinated_us"}
+
+
+def irregular_plot(data: dict[str, Any], dst: Path) -> None:
+    """gemmc's speedup per case over the best baseline (cuBLAS loop, padded bmm, grouped GEMM) and per ablation."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = data["rows"]
+    series = {label: key for label, key in SERIES.items() if all(key in r for r in rows)}
+    best = [min(r["loop_us"], r["bmm_us"], r["grouped_us"]) for r in rows]
+    fig, ax = plt.subplots(figsize=(14, 5.5))
+    width = 0.8 / len(series)
+    for j, (label, key) in enumerate(series.items()):
+        xs = [i + (j - len(series) / 2 + 0.5) * width for i in range(len(rows))]
+        ax.bar(xs, [b / r[key] for b, r in zip(best, rows, strict=True)], width, label=label)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(rows)), [r["case"] for r in rows], rotation=60, ha="right", fontsize=8)
+    ax.set_ylabel("speedup over the best baseline\n(cuBLAS loop / padded bmm / grouped, all in graphs)")
+    speedups = [b / r["auto_us"] for b, r in zip(best, rows, strict=True)]
+    geomean = math.exp(sum(map(math.log, speedups)) / len(speedups))
+    ax.set_title(f"gemmc irregular batches, {data.get('gpu', '')}, f32 on CUDA cores: tile auto geomean "
+                 f"{geomean:.2f}x, min {min(speedups):.2f}x")
+    ax.legend(fontsize=8, ncol=3)
+    fig.tight_layout()
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(dst, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = harness.parser("report", __doc__)
+    parser.add_argument("files", nargs="*", type=Path, help="results files (default: the newest of each suite)")
+    parser.add_argument("--results", type=Path, default=harness.RESULTS, help="results root (default: %(default)s)")
+    parser.add_argument("--tables", type=Path, default=Path("docs/results"), help="default: %(default)s")
+    parser.add_argument("--plots", type=Path, default=Path("docs"), help="default: %(default)s")
+    args = parser.parse_args(argv)
+    files = args.files or newest(args.results)
+    if not files:
+        parser.error(f"no results files under {args.results}/<suite>/ and none named")
+    for path in files:
+        data = json.loads(path.read_text())
+        suite = suite_of(path, data)
+        if suite not in REPORTED:
+            parser.error(f"{path}: not a results file of a reported suite ({', '.join(REPORTED)})")
+        out = args.tables / f"{suite}.md"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(markdown(suite, data, path.as_posix()))
+        print(f"wrote {out}")
+        if suite == "irregular":
+            plot = args.plots / "irregular-speedups.png"
+            irregular_plot(data, plot)
+            print(f"wrote {plot}")
