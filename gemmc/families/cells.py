@@ -68,7 +68,8 @@ class Cells:
     def of(columns: dict[str, object], kinds: tuple[CellKind, ...], unit: str, mapping: tuple[str, ...] = (),
            figures: Figures | None = None) -> Cells:
         """Cells from columns by name (arrays or sequences; a column may be one number for all cells)."""
-        arrays = [np.size(value) for value in columns.values() if np.ndim(value) > 0]
+        values = [np.asarray(value) for value in columns.values()]
+        arrays = [value.size for value in values if value.ndim > 0]
         size = max(arrays) if arrays else 1  # the arrays' length (0 for no problems), one cell for scalars alone
 
         def column(name: str) -> np.ndarray:
