@@ -48,6 +48,8 @@ def problem_sizes(kernel: gemmc.api.CompiledKernel) -> np.ndarray:
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_the_cells_of_every_example_cover_c_once_and_name_every_block(path):
     for kernel in gemmc.compile_file(path):
+        if kernel.ir.dynamic is not None:
+            continue  # sizes come with each call: no cells to check at compile time
         cells = cells_of(kernel)
         assert covered_once(cells, problem_sizes(kernel)), kernel.name
         assert blocks_named(cells) == set(range(kernel.ir.work.blocks)), kernel.name
@@ -57,6 +59,8 @@ def test_the_cells_of_every_example_cover_c_once_and_name_every_block(path):
 @pytest.mark.parametrize("path", [p for p in EXAMPLES if p.stem not in ("tsm2r", "tsm2l")], ids=lambda p: p.stem)
 def test_a_tile_tables_cells_are_its_tiles_and_the_blocks_that_run_them(path):
     for kernel in gemmc.compile_file(path):
+        if kernel.ir.dynamic is not None:
+            continue  # sizes come with each call: no cells to check at compile time
         cells, work = cells_of(kernel), kernel.ir.work
         tiles = np.array(work.tiles.rows(), dtype=np.int64).reshape(-1, 4)
         assert (cells.tile == np.arange(len(tiles))).all()

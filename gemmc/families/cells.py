@@ -68,7 +68,9 @@ class Cells:
     def of(columns: dict[str, object], kinds: tuple[CellKind, ...], unit: str, mapping: tuple[str, ...] = (),
            figures: Figures | None = None) -> Cells:
         """Cells from columns by name (arrays or sequences; a column may be one number for all cells)."""
-        size = max(np.size(np.asarray(value)) for value in columns.values())
+        values = [np.asarray(value) for value in columns.values()]
+        arrays = [value.size for value in values if value.ndim > 0]
+        size = max(arrays) if arrays else 1  # the arrays' length (0 for no problems), one cell for scalars alone
 
         def column(name: str) -> np.ndarray:
             return np.broadcast_to(np.asarray(columns[name], dtype=np.int64), (size,)).copy()

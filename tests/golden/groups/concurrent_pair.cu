@@ -202,7 +202,7 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
 
   const int ktiles = (int)((K + BK - 1) / BK);
   const int klast = (int)(K - (long long)(ktiles - 1) * BK);  // k in the last k-tile: 1..BK
-  {
+  if (ktiles > 0) {  // K = 0 (a dynamic batch's empty reduction, a split k's last ranks) reads no k-tile
     la.load(ktiles == 1 ? klast : BK, M - m0, vec_a, tid);
     lb.load(ktiles == 1 ? klast : BK, N - n0, vec_b, tid);
     la.store(As, tid);
@@ -683,7 +683,7 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
 
   const int ktiles = (int)((K + BK - 1) / BK);
   const int klast = (int)(K - (long long)(ktiles - 1) * BK);  // k in the last k-tile: 1..BK
-  if (ktiles > 0) {  // a split k's last ranks may have no k-tile
+  if (ktiles > 0) {  // K = 0 (a dynamic batch's empty reduction, a split k's last ranks) reads no k-tile
     la.load(ktiles == 1 ? klast : BK, M - m0, vec_a, tid);
     lb.load(ktiles == 1 ? klast : BK, N - n0, vec_b, tid);
     la.store(As, tid);
