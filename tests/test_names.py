@@ -40,7 +40,7 @@ def test_template_names_are_every_gemmc_identifier_of_the_templates():
 def test_entry_suffixes_are_every_symbol_the_templates_derive_from_the_entry():
     derived = set(re.findall(r"\{\{ entry \}\}(_[A-Za-z0-9_]+)", TEMPLATES))
     assert derived == set(names.ENTRY_SUFFIXES)
-    assert re.findall(r"\{\{ launcher \}\}\w", TEMPLATES) == []
+    assert set(re.findall(r"\{\{ launcher \}\}(_[A-Za-z0-9_]+)", TEMPLATES)) == set(names.LAUNCHER_SUFFIXES)
 
 
 def test_codegen_names_symbols_as_names_py_does():

@@ -37,6 +37,8 @@ tsm2r_columns tsm2r_rows vec vec_ok warp_cols wg_commit wg_copy wg_fence wg_layo
 # What the templates append to a kernel's entry symbol: its baked tables, its pre-pass kernel, its tensor-map encoder,
 # its offsets' validation kernel.
 ENTRY_SUFFIXES = ("_problems", "_block_offsets", "_tiles", "_prep", "_encode", "_validate")
+# What the launchers of a batch sized at run time append to the launcher's name: their other host functions.
+LAUNCHER_SUFFIXES = ("_grid", "_validate", "_workspace_bytes")
 
 
 def launcher_symbol(name: str) -> str:
@@ -53,7 +55,9 @@ def symbols(name: str, dtypes: str, layouts: str, families: tuple[str, ...]) -> 
     """Every symbol a kernel of this name, storage types and layouts may define, whichever of the registered
     `families` the passes choose."""
     entries = tuple(entry_symbol(name, family, dtypes, layouts) for family in families)
-    return (launcher_symbol(name), *entries, *(e + s for e in entries for s in ENTRY_SUFFIXES))
+    launcher = launcher_symbol(name)
+    return (launcher, *(launcher + s for s in LAUNCHER_SUFFIXES), *entries,
+            *(e + s for e in entries for s in ENTRY_SUFFIXES))
 
 
 def name_problem(name: str) -> tuple[str, str] | None:
