@@ -273,3 +273,16 @@ def test_errors_of_every_kernel_are_reported_kernel_by_kernel():
     assert [d.message for d in err.value.diagnostics] == [
         "the SIMT family has 1 or 2 pipeline stages, not 3", "threads 48 is not a multiple of the warp size (32)"]
     assert shown == []  # no pass got every kernel through
+
+
+def test_a_family_refuses_another_familys_plan_as_a_gemmc_bug():
+    import dataclasses
+
+    from gemmc.codegen import render_kernel
+    from gemmc.errors import InternalError
+
+    simt = gemmc.compile_string("kernel k { gemm 64 x 64 x 64 }")["k"]
+    tsm2 = gemmc.compile_string("kernel t { dtype f64 gemm 8192 x 8 x 8192 algorithm tsm2r }")["t"]
+    wrong = dataclasses.replace(simt.ir, plan=tsm2.ir.plan)
+    with pytest.raises(InternalError, match=r"codegen.simt: kernel 'k': expected a SimtPlan, got a? ?Tsm2rPlan"):
+        render_kernel(wrong, simt.target)

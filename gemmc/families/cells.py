@@ -87,9 +87,10 @@ Plan = TypeVar("Plan", bound=FamilyPlan)
 
 def planned(kernel: Kernel, plan_type: type[Plan]) -> tuple[Plan, WorkList]:
     """The kernel's plan, of the family's plan type, and its work list: what `cells` describes."""
-    if not isinstance(kernel.plan, plan_type) or kernel.work is None:
-        raise InternalError("cells", f"kernel {kernel.name} is not planned by its family ({plan_type.__name__})")
-    return kernel.plan, kernel.work
+    plan = kernel.plan_as(plan_type, "cells")
+    if kernel.work is None:
+        raise InternalError("cells", f"kernel {kernel.name} has no work list")
+    return plan, kernel.work
 
 
 def tile_cells(work: WorkList, kinds: tuple[CellKind, ...], per_tile: int = 1,

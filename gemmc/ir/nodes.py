@@ -136,6 +136,7 @@ class WorkTile:
 
 
 Row = TypeVar("Row", ProblemRow, WorkTile)
+P = TypeVar("P", bound=FamilyPlan)
 Table = TypeVar("Table", bound="PackedTable[Any]")
 
 
@@ -257,6 +258,14 @@ class Kernel:
     plan: FamilyPlan | None = None
     work: WorkList | None = None
     notes: tuple[str, ...] = ()  # why the passes decided what they did, for `gemmc inspect`
+
+    def plan_as(self, plan_type: type[P], where: str) -> P:
+        """The plan as its family's plan type; InternalError naming `where` (a pass, a codegen module) when another
+        family planned the kernel or none did: a bug in gemmc, not in the schedule."""
+        if not isinstance(self.plan, plan_type):
+            raise InternalError(where, f"kernel '{self.name}': expected a {plan_type.__name__}, got "
+                                       f"{type(self.plan).__name__}")
+        return self.plan
 
     def where(self, stmt: str) -> Span:
         """The span of statement `stmt` (e.g. "tile"), else the kernel's own span."""

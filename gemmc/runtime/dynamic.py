@@ -33,9 +33,7 @@ _STREAMS: dict[int, Any] = {}  # raw handle -> the CuPy stream object launches t
 
 
 def dynamic_plan(kernel: Executable) -> DynamicPlan:
-    plan = kernel.ir.plan
-    assert isinstance(plan, DynamicPlan)
-    return plan
+    return kernel.ir.plan_as(DynamicPlan, "runtime.dynamic")
 
 
 def blocks_per_sm(fn: Any, block: int, smem: int, static_smem: int) -> int:

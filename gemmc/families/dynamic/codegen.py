@@ -3,7 +3,6 @@ of a dynamic kernel beside them)."""
 
 from __future__ import annotations
 
-from gemmc.errors import InternalError
 from gemmc.families.base import cbool
 from gemmc.families.dynamic.plan import DynamicPlan
 from gemmc.ir.dynamic import INT32_MAX
@@ -18,9 +17,7 @@ SM_COUNT_ATTRIBUTE = {"cuda": "cudaDevAttrMultiProcessorCount", "hip": "hipDevic
 
 
 def dynamic_plan(kernel: Kernel) -> DynamicPlan:
-    if not isinstance(kernel.plan, DynamicPlan):
-        raise InternalError("codegen.dynamic", f"expected a DynamicPlan, got {type(kernel.plan).__name__}")
-    return kernel.plan
+    return kernel.plan_as(DynamicPlan, "codegen.dynamic")
 
 
 def context(kernel: Kernel, hw: Hardware) -> dict:

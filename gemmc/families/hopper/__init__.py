@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gemmc.errors import Diagnostic
+from gemmc.errors import Diagnostic, InternalError
 from gemmc.families.base import Claim, PlannerFamily
 from gemmc.families.hopper import codegen, planner, steps
 from gemmc.families.hopper.plan import HopperPlan
@@ -68,7 +68,8 @@ class Hopper(PlannerFamily):
         return diags
 
     def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
-        assert isinstance(plan, HopperPlan)
+        if not isinstance(plan, HopperPlan):
+            raise InternalError("hopper", f"grid_tile of a {type(plan).__name__}")
         return plan.bm, plan.bn, 0  # persistent blocks walk every tile of the raster order
 
 

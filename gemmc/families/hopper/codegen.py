@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from gemmc.errors import InternalError
 from gemmc.families.base import cbool
 from gemmc.families.hopper.plan import HopperPlan, Operand
 from gemmc.ir.hardware import Hardware
@@ -14,9 +13,7 @@ TMAP_DTYPE = {DType.F16: "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", DType.BF16: "CU_TENS
 
 
 def _plan(kernel: Kernel) -> HopperPlan:
-    if not isinstance(kernel.plan, HopperPlan):
-        raise InternalError("codegen.hopper", f"expected a HopperPlan, got {type(kernel.plan).__name__}")
-    return kernel.plan
+    return kernel.plan_as(HopperPlan, "codegen.hopper")
 
 
 def context(kernel: Kernel, hw: Hardware) -> dict:

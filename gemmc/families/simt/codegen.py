@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from gemmc.errors import InternalError
 from gemmc.families.base import cbool
 from gemmc.families.simt.plan import SimtPlan
 from gemmc.ir.hardware import Hardware
@@ -13,9 +12,7 @@ TEMPLATE = "simt.cu.j2"
 
 
 def context(kernel: Kernel, hw: Hardware) -> dict:
-    plan = kernel.plan
-    if not isinstance(plan, SimtPlan):
-        raise InternalError("codegen.simt", f"expected a SimtPlan, got {type(plan).__name__}")
+    plan = kernel.plan_as(SimtPlan, "codegen.simt")
     variants = [dict(index=i, bm=v.bm, bn=v.bn, bk=v.bk, tm=v.tm, tn=v.tn, threads=v.threads, slices=v.slices,
                      smem=plan.variant_smem(v))
                 for i, v in enumerate(plan.variants)]
@@ -35,7 +32,6 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
 
 
 def knobs(kernel: Kernel) -> list[str]:
-    plan = kernel.plan
-    assert isinstance(plan, SimtPlan)
+    plan = kernel.plan_as(SimtPlan, "codegen.simt")
     split = [f"k split over clusters of {plan.ksplit} blocks"] if plan.ksplit > 1 else []
     return [f"variant {i}: {v}" for i, v in enumerate(plan.variants)] + [f"pipeline stages {plan.stages}"] + split

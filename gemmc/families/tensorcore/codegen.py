@@ -18,9 +18,7 @@ TO_F32 = {"f16": "gemmc_f16_f32", "bf16": "gemmc_bf16_f32", "tf32": "gemmc_tf32_
 
 
 def _plan(kernel: Kernel) -> TensorCorePlan:
-    if not isinstance(kernel.plan, TensorCorePlan):
-        raise InternalError("codegen.tensorcore", f"expected a TensorCorePlan, got {type(kernel.plan).__name__}")
-    return kernel.plan
+    return kernel.plan_as(TensorCorePlan, "codegen.tensorcore")
 
 
 def float_literal(value: float) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from gemmc.errors import InternalError
 from gemmc.families.base import cbool
 from gemmc.families.tsm2l.plan import Tsm2lPlan
 from gemmc.ir.hardware import Hardware
@@ -13,9 +12,7 @@ TEMPLATE = "tsm2l.cu.j2"
 
 
 def _plan(kernel: Kernel) -> Tsm2lPlan:
-    if not isinstance(kernel.plan, Tsm2lPlan):
-        raise InternalError("codegen.tsm2l", f"expected a Tsm2lPlan, got {type(kernel.plan).__name__}")
-    return kernel.plan
+    return kernel.plan_as(Tsm2lPlan, "codegen.tsm2l")
 
 
 def context(kernel: Kernel, hw: Hardware) -> dict:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from gemmc.errors import InternalError
 from gemmc.families.base import cbool
 from gemmc.families.tsm2r import planner
 from gemmc.families.tsm2r.plan import Tsm2rPlan
@@ -14,9 +13,7 @@ TEMPLATE = "tsm2r.cu.j2"
 
 
 def _plan(kernel: Kernel) -> Tsm2rPlan:
-    if not isinstance(kernel.plan, Tsm2rPlan):
-        raise InternalError("codegen.tsm2r", f"expected a Tsm2rPlan, got {type(kernel.plan).__name__}")
-    return kernel.plan
+    return kernel.plan_as(Tsm2rPlan, "codegen.tsm2r")
 
 
 def context(kernel: Kernel, hw: Hardware) -> dict:
