@@ -70,6 +70,14 @@ TILES_HINT = ("use larger tiles or fewer, smaller problems; a tall-and-skinny pr
               "(algorithm tsm2r or tsm2l)")
 
 
+def max_grid_x(hw: Hardware, block: int) -> int:
+    """The most blocks a grid of `block` threads a block may have along x on the target: a kernel whose blocks map
+    to more work than that strides over it (model/raster.py)."""
+    if hw.vendor == "hip":
+        return min(MAX_GRID_X, MAX_HIP_WORK_ITEMS // max(1, block))
+    return MAX_GRID_X
+
+
 def grid_problem(grid: tuple[int, int, int], block: int, hw: Hardware) -> str | None:
     """Why this launch grid cannot run on the target, or None."""
     x, y, z = grid

@@ -17,8 +17,8 @@ from gemmc.errors import Diagnostic, GemmcError
 from gemmc.grammar import limits
 from gemmc.ir.nodes import Kernel, Problem, ProblemRow, ProblemTable, TileTable, WorkList, WorkTile
 from gemmc.ir.types import Layout
+from gemmc.model.raster import GROUP_M
 
-GROUP_M = 8  # tile rows per launch group: consecutive blocks share B panels in L2 (the usual grouped order)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
