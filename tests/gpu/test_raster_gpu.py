@@ -23,7 +23,6 @@ def raster_of(text: str):
 @pytest.mark.parametrize("text", [
     "kernel k { gemm 1000 x 777 x 129 }",
     "kernel k { dtype f64 layout A col, C col gemm 331 x 97 x 45 }",
-    "kernel k { tile 64x64x16 threads 128 gemm 257 x 130 x 31 count 5 }",
     "kernel k { layout B col gemm 333 x 222 x 17 count 300 }",  # small K, many waves: threshold batching
 ])
 def test_simt_uniform(text):
@@ -36,7 +35,6 @@ def test_simt_uniform_batches_several_tiles_a_block():
 
 
 @pytest.mark.parametrize("text", [
-    "kernel k { precision tf32 gemm 301 x 257 x 99 }",
     "kernel k { precision tf32 layout A col gemm 129 x 65 x 33 count 7 }",
 ])
 def test_tensorcore_uniform(text):
