@@ -15,8 +15,8 @@ from gemmc.families.simt import planner as simt
 from gemmc.families.simt import tiling
 from gemmc.ir.hardware import TARGETS
 from gemmc.ir.nodes import Kernel, Problem, ProblemRow, ProblemTable, TileTable, WorkTile
-from gemmc.model.tlp import ceil_div
 from gemmc.model.raster import table as raster_table
+from gemmc.model.tlp import ceil_div
 from gemmc.model.worklist import GROUP_M, Sizes, one_tile_per_block
 
 H100 = TARGETS["sm_90"]

@@ -59,8 +59,9 @@ def raster(kernel: Kernel, bm: int, bn: int, variant: int, per_block: int = 1, b
            cluster: int = 1) -> Raster:
     """The raster of a uniform kernel's launch with bm x bn tiles of `variant`."""
     p = kernel.problems[0]
-    return Raster(problems=len(kernel.problems) * (kernel.count or 1), tiles_m=ceil_div(p.m, bm), tiles_n=ceil_div(p.n, bn), bm=bm, bn=bn,
-                  variant=variant, group_m=GROUP_M, per_block=per_block, batched=batched, cluster=cluster)
+    return Raster(problems=len(kernel.problems) * (kernel.count or 1), tiles_m=ceil_div(p.m, bm),
+                  tiles_n=ceil_div(p.n, bn), bm=bm, bn=bn, variant=variant, group_m=GROUP_M, per_block=per_block,
+                  batched=batched, cluster=cluster)
 
 
 def raster_grid(r: Raster, threads: int, hw: Hardware) -> tuple[int, int, int]:

@@ -20,7 +20,6 @@ from gemmc.ir.types import Layout
 from gemmc.model.raster import GROUP_M
 
 
-
 @dataclass(frozen=True, slots=True, eq=False)
 class Sizes:
     """M, N, K of every problem, in batch order, as int64 columns: the planners' per-problem arithmetic runs

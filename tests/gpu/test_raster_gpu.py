@@ -23,14 +23,14 @@ def raster_of(text: str):
 @pytest.mark.parametrize("text", [
     "kernel k { gemm 1000 x 777 x 129 }",
     "kernel k { dtype f64 layout A col, C col gemm 331 x 97 x 45 }",
-    "kernel k { layout B col gemm 333 x 222 x 17 count 300 }",  # small K, many waves: threshold batching
+    "kernel k { layout B col batching threshold gemm 333 x 222 x 17 count 300 }",  # blocks of several tiles
 ])
 def test_simt_uniform(text):
     check_schedule(text, seed=11)
 
 
 def test_simt_uniform_batches_several_tiles_a_block():
-    r = raster_of("kernel k { layout B col gemm 333 x 222 x 17 count 300 }")
+    r = raster_of("kernel k { layout B col batching threshold gemm 333 x 222 x 17 count 300 }")
     assert r.per_block > 1 and r.batched > 0
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from gemmc.families.base import cbool, raster_context
-from gemmc.families.simt.tiling import edge_lookup
 from gemmc.families.simt.plan import SimtPlan
+from gemmc.families.simt.tiling import edge_lookup
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 from gemmc.ir.types import Layout

@@ -24,8 +24,8 @@ from gemmc.families.simt.plan import SimtPlan, SimtVariant, micro_tile
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, ProblemTable, TileTable, WorkList
 from gemmc.ir.types import Batching, DType, TileMode
-from gemmc.model.tlp import SMEM_RESERVED_PER_BLOCK, coordinated_threshold, default_threshold, occupancy
 from gemmc.model import raster
+from gemmc.model.tlp import SMEM_RESERVED_PER_BLOCK, coordinated_threshold, default_threshold, occupancy
 from gemmc.model.worklist import Sizes, packed, problem_rows, tile_table
 
 # Uniform catalogue, largest first. f32: measured (calibration.py). f64 halves the micro-tile to stay under the

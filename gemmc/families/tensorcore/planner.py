@@ -19,8 +19,8 @@ from gemmc.families.tensorcore.plan import Candidate, SplitPlan, TensorCorePlan,
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, TileTable, WorkList
 from gemmc.ir.types import DType, Layout
-from gemmc.model.tlp import ceil_div, occupancy
 from gemmc.model import raster
+from gemmc.model.tlp import ceil_div, occupancy
 from gemmc.model.worklist import one_tile_per_block, problem_rows
 
 # Block tiles the template is instantiated with: (bm, bn, warp tile m, warp tile n), in the order `choose` prefers
