@@ -185,3 +185,11 @@ def test_tiles_of_every_pairing_of_sizes_are_covered_once():
             r = dataclasses.replace(rm.raster(kernel, 8, 16, 0), group_m=group)
             listed, _ = rm.table(r)
             assert not tile_coverage(problem_rows(kernel), TileTable(listed.astype("<i4").tobytes()), [(8, 16)])
+
+
+def test_split_k_clusters_do_not_stride_and_past_the_grid_are_refused():
+    k = gemmc.compile_string("kernel k { tile 32x32x64 ksplit 4 gemm 100 x 100 x 4096 }")["k"]
+    assert k.ir.work.raster.cluster == 4 and k.ir.work.grid == (64, 1, 1)
+    with pytest.raises(GemmcError) as caught:
+        gemmc.compile_string("kernel k { tile 32x32x64 ksplit 4 gemm 2147483647 x 2147483647 x 4096 }")
+    assert caught.value.code == "E304"

@@ -66,9 +66,12 @@ def raster(kernel: Kernel, bm: int, bn: int, variant: int, per_block: int = 1, b
 
 def raster_grid(r: Raster, threads: int, hw: Hardware) -> tuple[int, int, int]:
     """The launch grid: one block (a cluster of r.cluster) per block of the mapping, or as many as the target's
-    grid takes, whose blocks then stride over the rest (limits.max_grid_x)."""
-    most = limits.max_grid_x(hw, threads) // r.cluster
-    return (max(1, min(r.blocks, most)) * r.cluster, 1, 1)
+    grid takes, whose blocks then stride over the rest (limits.max_grid_x). Clusters do not stride: a split k's
+    blocks meet at cluster barriers once per tile (its rank 0 leaves the last one without waiting), so a grid of
+    more clusters than the target takes is refused (check_resources, E304)."""
+    if r.cluster > 1:
+        return (max(1, r.blocks) * r.cluster, 1, 1)
+    return (max(1, min(r.blocks, limits.max_grid_x(hw, threads))), 1, 1)
 
 
 def tile_columns(r: Raster, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

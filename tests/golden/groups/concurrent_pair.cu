@@ -310,7 +310,6 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   }
 }
 
-
 __device__ __forceinline__ int4 gemmc_raster_tile(long long t, long long M, long long N) {
   constexpr long long TM = 32LL, TN = 16LL, PER = 512LL, G = 8LL;
   const long long problem = t / PER, j = t - problem * PER;
@@ -750,7 +749,6 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   // from waiting on a release (a release arrival before C costs as much as the full barrier).
   gemmc_cluster_arrive_relaxed_divergent();
 }
-
 
 __device__ __forceinline__ int4 gemmc_raster_tile(long long t, long long M, long long N) {
   constexpr long long TM = 16LL, TN = 16LL, PER = 256LL, G = 8LL;
