@@ -92,7 +92,9 @@ def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
     tiles = ceil_div(p.m, plan.bm) * ceil_div(p.n, plan.bn)
     out = [f"hopper: tile N {plan.bn}: {tiles} tiles, {tiles / hw.sm_count:.2f} waves over {hw.sm_count} SMs "
            f"(a tile costs N + {TILE_OVERHEAD} columns; N in {', '.join(map(str, TILE_N))})",
-           f"hopper: {plan.stages} stages of {plan.stage_bytes} B fit {hw.smem_per_block} B of shared memory",
+           f"hopper: {plan.stages} stages of {plan.stage_bytes} B"
+           + (f" and {plan.epilogue_bytes} B of C sub-tiles" if plan.tma_store else "")
+           + f" fit {hw.smem_per_block} B of shared memory",
            "hopper: edges by TMA bounds (zero fill past M, N, K)"]
     if plan.tma_store:
         out.append(f"hopper: epilogue through shared memory: each consumer warpgroup writes its accumulators (alpha, "
