@@ -42,6 +42,7 @@ from gemmc.runtime.device import cupy, device_name
 from gemmc.runtime.executable import Executable
 from gemmc.runtime.green import partitions
 from gemmc.runtime.launch import enqueue, launch, pointer_tables, scalars
+from gemmc.runtime.tma import enqueue_tma
 from gemmc.runtime.tune import _median_seconds, enabled
 from gemmc.version import __version__
 
@@ -290,10 +291,13 @@ def go_tune(run: GroupRun, index: int, A: Any, B: Any, stream: Any) -> tuple[GoT
     alpha_, beta_ = scalars(member, None, None)
     a, b = describe(A, "As", index).ptr, describe(B, "Bs", index).ptr
     p = member.ir.problems[0]
-    scratch = [cp.empty(p.m * p.n * member.ir.dtype.nbytes, dtype=cp.uint8) for _ in range(max(DEGREES))]
+    scratch = [cp.empty(p.m * p.n * member.ir.c_dtype.nbytes, dtype=cp.uint8) for _ in range(max(DEGREES))]
 
     def runner(k: Executable, copy: int) -> Callable[[Any], None]:
-        _, pa, pb, pc = pointer_tables(OrderedDict(), [a], [b], [int(scratch[copy].data.ptr)], None)
+        c = int(scratch[copy].data.ptr)
+        if k.ir.plan is not None and k.ir.plan.tensor_maps:  # read through TMA: tensor maps, no pointer tables
+            return lambda s: enqueue_tma(k, a, b, c, alpha_, beta_, s)
+        _, pa, pb, pc = pointer_tables(OrderedDict(), [a], [b], [c], None)
         return lambda s: enqueue(k, pa, pb, pc, alpha_, beta_, s)
 
     parts = partitions()

@@ -90,7 +90,8 @@ class Executable:
         self.tuned: Executable | None = None  # what calls launch once the tuning step has decided (tune.py)
         self.tuning: Tuning | None = None  # what the tuning step measured, where it measured
         self.tensor_maps: OrderedDict = OrderedDict()  # TMA tensor maps by (operand, address, pitch) (tma.py)
-        self.staging: dict[str, Any] = {}  # scratch for operands TMA cannot read in place, by operand (tma.py)
+        self.staging: dict[tuple[str, int], Any] = {}  # scratch for operands TMA cannot read in place, by operand
+        #                                                and stream (tma.py)
         self.dynamic: DynamicState | None = None  # a batch sized at run time: made on its first call (dynamic.py)
 
     @property

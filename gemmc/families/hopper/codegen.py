@@ -29,7 +29,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "a_kmajor": cbool(plan.a_kmajor), "b_kmajor": cbool(plan.b_kmajor), "compute": plan.compute,
         "c_type": kernel.c_dtype.value, "c_row": cbool(kernel.layout_c is Layout.ROW),
         "beta_zero": cbool(kernel.beta == 0.0), "alpha_one": cbool(kernel.alpha == 1.0),
-        "acc_regs": plan.bn // 2,
+        "acc_regs": plan.bn // 2, "sm_cap": plan.sm_cap,
         # the standalone launcher's tensor maps (the Python runtime encodes the same in runtime/tma.py)
         "m": p.m, "n": p.n, "k": p.k, "tmap_dtype": TMAP_DTYPE[kernel.dtype],
         "ldc": p.n if kernel.layout_c is Layout.ROW else p.m,
