@@ -41,9 +41,9 @@ def bf16_cases(quick: bool) -> list[tuple[str, str, list[Gemm]]]:
     """The bf16 Transformer groups (QKV, the FFN and projection dX/dW pairs) at Table 3 sizes, and instances of the
     small GEMMs the issue names (160-300 TFLOP/s of cuBLAS bf16 alone on the H100)."""
     out: list[tuple[str, str, list[Gemm]]] = []
-    for app, h, t in (("transformer", 1024, 2048), ("bert", 768, 4096), ("transformer", 1024, 8192)):
-        g = transformer_gemms(app, h, t)
-        out.append(("bf16 transformer", f"bf16 QKV H{h} T{t}", [_find(g, "qkv")] * 3))
+    for app, h, tokens in (("transformer", 1024, 2048), ("bert", 768, 4096), ("transformer", 1024, 8192)):
+        layer = transformer_gemms(app, h, tokens)
+        out.append(("bf16 transformer", f"bf16 QKV H{h} T{tokens}", [_find(layer, "qkv")] * 3))
     t = transformer_gemms("transformer", 1024, 2048)
     out.append(("bf16 transformer", "bf16 FFN1 dX+dW H1024 T2048", [_find(t, "ffn1.dX"), _find(t, "ffn1.dW")]))
     out.append(("bf16 transformer", "bf16 FFN2 dX+dW H1024 T2048", [_find(t, "ffn2.dX"), _find(t, "ffn2.dW")]))
