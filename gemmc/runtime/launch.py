@@ -157,7 +157,7 @@ def enqueue(kernel: Executable, ptr_a: Any, ptr_b: Any, ptr_c: Any, alpha_: Any,
     args: tuple = (problems, offsets, tiles, ptr_a, ptr_b, ptr_c, alpha_, beta_)
     prologue = kernel.ir.plan.prologue if kernel.ir.plan is not None else None
     if prologue is not None:  # a pre-pass fills the scratch the main kernel reads (FamilyPlan.prologue)
-        scratch = kernel.scratch
+        scratch = kernel.scratch(stream)
         kernel.prologue_function((prologue[0], 1, 1), (prologue[1], 1, 1),
                                  (problems, cp.int32(n), ptr_a, ptr_b, scratch), stream=stream)
         args += (scratch,)
