@@ -194,15 +194,15 @@ def test_softmax_fit_separates_separable_classes():
     assert np.mean([DEGREES.index(model.predict(x)) == t for x, t in zip(X, y, strict=True)]) > 0.9
 
 
-SHIPPED = predictor.model_path("sm_90")
-
-
-@pytest.mark.skipif(not SHIPPED.exists(), reason="no predictor trained for sm_90")
-def test_shipped_predictor_matches_its_training_script():
+@pytest.mark.parametrize("key", predictor.STORAGE)
+def test_shipped_predictor_matches_its_training_script(key):
     """Inference on the rows the training script recorded gives the classes the script's own model gave them, and
-    refitting the recorded rows with the script's settings gives the shipped weights."""
-    data = json.loads(SHIPPED.read_text())
-    model = predictor.load("sm_90")
+    refitting the recorded rows with the script's settings gives the shipped weights (each storage's model)."""
+    shipped = predictor.model_path("sm_90", key)
+    if not shipped.exists():
+        pytest.skip(f"no predictor trained for sm_90 {key}")
+    data = json.loads(shipped.read_text())
+    model = predictor.load("sm_90", key)
     assert model is not None and model.features == FEATURE_NAMES
     for row in data["rows"]:
         assert model.predict(row["features"]) == row["predicted"], row["gemm"]
@@ -330,6 +330,17 @@ def test_bf16_members_run_hopper_kernels_capped_to_their_share(monkeypatch):
         assert k.work.grid[0] <= sms // share and "grid capped" in k.plan.lines()[1]
         assert any("persistent grid capped" in n for n in k.notes)
     assert group.members[0].ir.plan.sm_cap == 0  # the isolated kernel takes every SM of the device
+
+
+def test_bf16_members_take_the_bf16_model():
+    """bf16 members are predicted by the model trained on bf16 measurements, f32 members by the f32 one."""
+    group = gemmc.compile_string(BF16.replace("gemm b", "gemm c 512 x 256 x 128 { dtype f32 } gemm b")).groups[0]
+    half, single = predictor.load("sm_90", "half"), predictor.load("sm_90")
+    if half is None or single is None:
+        pytest.skip("no predictors trained for sm_90")
+    for c, k in zip(group.group_plan.choices, group.members, strict=True):
+        assert c.predicted == (half if k.ir.dtype.half else single).predict(c.features), k.name
+    assert half.source in group.group_plan.model and single.source in group.group_plan.model
 
 
 def test_without_a_model_a_member_runs_as_many_copies_as_fit(monkeypatch):
