@@ -212,7 +212,8 @@ def fit(path: Path, write: bool) -> None:
     print(json.dumps(result, indent=1))
     if write:
         out = predictor.model_path(arch, storage(data))
-        payload = {"gpu": data["gpu"], "arch": arch, "dtype": data.get("dtype", "f32"), "features": list(FEATURE_NAMES), "x_min": lo.tolist(),
+        payload = {"gpu": data["gpu"], "arch": arch, "dtype": data.get("dtype", "f32"),
+                   "features": list(FEATURE_NAMES), "x_min": lo.tolist(),
                    "x_max": hi.tolist(), "weights": W.tolist(), "bias": b.tolist(), "classes": list(DEGREES),
                    "trained_from": path.name, "min_gain": MIN_GAIN, "evaluation": result,
                    "rows": [{"gemm": r["gemm"], "app": r["app"], "features": r["features"],
