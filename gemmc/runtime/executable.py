@@ -155,7 +155,7 @@ class Executable:
         time (copies of one GEMM in a concurrent group) gets scratch of its own, kept for that stream."""
         plan = self.ir.plan
         assert plan is not None
-        key = int(stream.ptr)
+        key = int(getattr(stream, "ptr", 0) or 0)  # the legacy default stream: 0 (a caller may pass None for it)
         found = self.scratches.get(key)
         if found is None:
             found = self.scratches[key] = cupy().empty(plan.scratch_bytes, dtype=cupy().uint8)
