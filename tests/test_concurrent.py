@@ -164,7 +164,7 @@ def fake_model(degree_of_log2m) -> predictor.Predictor:
 
 def test_auto_chooses_by_the_models(monkeypatch):
     model = fake_model(None)
-    monkeypatch.setattr(predictor, "load", lambda arch: model)
+    monkeypatch.setattr(predictor, "load", lambda arch, key="": model)
     for text in ("group g { gemm a 16384 x 64 x 64 copies 4 }",  # fused allowed
                  "group g { gemm a 16384 x 64 x 64 gemm b 2048 x 64 x 64 { layout B col } }"):  # not
         plan = gemmc.compile_string(text).groups[0].group_plan
@@ -194,15 +194,15 @@ def test_softmax_fit_separates_separable_classes():
     assert np.mean([DEGREES.index(model.predict(x)) == t for x, t in zip(X, y, strict=True)]) > 0.9
 
 
-SHIPPED = predictor.model_path("sm_90")
-
-
-@pytest.mark.skipif(not SHIPPED.exists(), reason="no predictor trained for sm_90")
-def test_shipped_predictor_matches_its_training_script():
+@pytest.mark.parametrize("key", predictor.STORAGE)
+def test_shipped_predictor_matches_its_training_script(key):
     """Inference on the rows the training script recorded gives the classes the script's own model gave them, and
-    refitting the recorded rows with the script's settings gives the shipped weights."""
-    data = json.loads(SHIPPED.read_text())
-    model = predictor.load("sm_90")
+    refitting the recorded rows with the script's settings gives the shipped weights (each storage's model)."""
+    shipped = predictor.model_path("sm_90", key)
+    if not shipped.exists():
+        pytest.skip(f"no predictor trained for sm_90 {key}")
+    data = json.loads(shipped.read_text())
+    model = predictor.load("sm_90", key)
     assert model is not None and model.features == FEATURE_NAMES
     for row in data["rows"]:
         assert model.predict(row["features"]) == row["predicted"], row["gemm"]
@@ -264,7 +264,7 @@ def test_cpp_predictor_table_agrees_with_numpy(tmp_path, monkeypatch):
     """The generated C++ computes the group's degree from its table as the Python planner does (run on the host:
     the degree function touches no GPU)."""
     model = fake_model(None)
-    monkeypatch.setattr(predictor, "load", lambda arch: model)
+    monkeypatch.setattr(predictor, "load", lambda arch, key="": model)
     text = ("group mix { concurrency auto gemm a 16384 x 64 x 64 copies 2 gemm b 4096 x 64 x 64 "
             "gemm c 1024 x 64 x 64 { layout B col } }")
     group = gemmc.compile_string(text).groups[0]
@@ -299,3 +299,78 @@ def test_example_group_golden(golden):
     golden("groups/concurrent_pair.txt", group.plan + "\n")
     golden("groups/concurrent_pair.cu", group.rendered.source)
     golden("groups/concurrent_pair.h", group.rendered.header)
+
+
+BF16 = "group g { concurrency auto dtype bf16 gemm a 4096 x 64 x 1024 copies 4 gemm b 2048 x 1024 x 1024 }"
+
+
+def test_bf16_fused_is_refused_at_its_line():
+    shown = errors_of("group g {\n  concurrency fused\n  dtype bf16\n  gemm a 64 x 64 x 64\n  gemm b 64 x 64 x 64\n}")
+    assert "g.gs:2:3: error[E900]" in shown and "grouped bf16 kernel" in shown
+
+
+def test_bf16_groups_are_refused_off_sm_90():
+    with pytest.raises(GemmcError) as info:
+        gemmc.compile_string("group g { dtype bf16 gemm a 64 x 64 x 64 gemm b 64 x 64 x 64 }", target="hip")
+    assert info.value.code == "E900"
+
+
+def test_bf16_members_run_hopper_kernels_capped_to_their_share(monkeypatch):
+    """bf16 members plan on the hopper family; their GO-kernels for 1/2 and 1/4 of the SMs cap the persistent grid
+    to that share; auto never runs them fused (no grouped bf16 kernel yet) and says so."""
+    group = gemmc.compile_string(BF16).groups[0]
+    plan = group.group_plan
+    assert {k.ir.family for k in group.members} == {"hopper"}
+    assert plan.fused is None and plan.mode is not Mode.FUSED
+    assert "not fused: fused needs a grouped bf16 kernel" in group.plan
+    sms = group.target.sm_count
+    for share in (2, 4):
+        k = plan.share_kernel("g_a_0", share)
+        assert k is not None and k.plan.sm_cap == sms // share
+        assert k.work.grid[0] <= sms // share and "grid capped" in k.plan.lines()[1]
+        assert any("persistent grid capped" in n for n in k.notes)
+    assert group.members[0].ir.plan.sm_cap == 0  # the isolated kernel takes every SM of the device
+
+
+def test_bf16_members_take_the_bf16_model():
+    """bf16 members are predicted by the model trained on bf16 measurements, f32 members by the f32 one."""
+    group = gemmc.compile_string(BF16.replace("gemm b", "gemm c 512 x 256 x 128 { dtype f32 } gemm b")).groups[0]
+    half, single = predictor.load("sm_90", "half"), predictor.load("sm_90")
+    if half is None or single is None:
+        pytest.skip("no predictors trained for sm_90")
+    for c, k in zip(group.group_plan.choices, group.members, strict=True):
+        assert c.predicted == (half if k.ir.dtype.half else single).predict(c.features), k.name
+    assert half.source in group.group_plan.model and single.source in group.group_plan.model
+
+
+def test_without_a_model_a_member_runs_as_many_copies_as_fit(monkeypatch):
+    """No predictor trained for bf16 on sm_90: each member's degree is how many copies of its launch fit the GPU at
+    once (a 32-tile persistent grid: 4 on 132 SMs; a 128-tile one: 1), and the group runs the smallest."""
+    from gemmc.concurrent.plan import fit_degree
+
+    real = predictor.load
+    monkeypatch.setattr(predictor, "load", lambda arch, key="": None if key else real(arch))
+    group = gemmc.compile_string(BF16).groups[0]
+    plan = group.group_plan
+    degrees = {c.member: c.predicted for c in plan.choices}
+    assert degrees["g_a_0"] == fit_degree(group.members[0].ir, group.target) == 4
+    assert degrees["g_b"] == 1 and (plan.mode, plan.degree) == (Mode.SEQUENTIAL, 1)
+    assert "none trained for bf16 storage" in plan.model
+
+
+MIXED_LAUNCHED = ("group mix { concurrency streams 2 dtype bf16 gemm q 256 x 384 x 192 copies 2 "
+                  "gemm o 130 x 131 x 129 { layout A col } gemm f 100 x 64 x 48 { dtype f32 } }")
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_bf16_group_launcher_compiles_with_nvcc(tmp_path):
+    """A group with hopper members and an f32 one: the hopper kernels bring their launchers (static, tensor maps
+    encoded from the call's host pointers), and the whole file builds for sm_90a."""
+    out = compile_group(tmp_path, MIXED_LAUNCHED, "sm_90")
+    src = (out / "mix.cu").read_text()
+    assert "cuTensorMapEncodeTiled" in src and 'extern "C" cudaError_t gemmc_mix_k' not in src
+    assert "if (sms > 66) sms = 66;" in src  # the copies' GO-kernel for half of the SMs
+    assert "-lcuda" in (out / "mix.h").read_text()
+    proc = subprocess.run([NVCC, "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17", "-c", str(out / "mix.cu"),
+                           "-o", str(tmp_path / "mix.o")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]

@@ -41,6 +41,9 @@ class Stream:
     def wait_event(self, event):
         self.log.append((self.name, "wait", event))
 
+    def synchronize(self):
+        """The host waits for the stream (GO-kernel tuning, after uploading a candidate's pointer table)."""
+
     def __repr__(self):
         return self.name
 
@@ -74,9 +77,13 @@ def device(monkeypatch, tmp_path):
         def __repr__(self):
             return self.name
 
+    def upload(x, dtype=None):  # a host-to-device copy, ordered on the current (the caller's) stream
+        state.order.append(("caller", "upload", None))
+        return np.asarray(x, dtype=dtype)
+
     cp = types.SimpleNamespace(
         int32=np.int32, int64=np.int64, uint8=np.uint8, uint64=np.uint64, float32=np.float32, float64=np.float64,
-        asarray=np.asarray, empty=memory, zeros=memory,
+        asarray=upload, empty=memory, zeros=memory,
         cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0,
                                                                  streamIsCapturing=lambda ptr: state.capturing),
                                    get_current_stream=lambda: caller, Device=lambda: types.SimpleNamespace(id=0),
@@ -224,9 +231,14 @@ def test_a_group_runs_on_the_executables_of_its_members_in_every_mode(device, mo
     assert len(set(map(id, sides))) == 4 and device.streams[4] is sides[0]
     assert share.tuned is share  # pinned: the isolated tuning step does not swap the GO-kernel
     fork, joins = run.events[4]
-    assert device.order[:5] == [("caller", "record", fork)] + [(s.name, "wait", fork) for s in sides]
-    assert device.order[5:] == [step for side, join in zip(sides, joins, strict=True)
-                                for step in ((side.name, "record", join), ("caller", "wait", join))]
+    # every table and pointer table is uploaded on the caller's stream before the fork: a side stream waits only
+    # for the fork, so an upload after it could still be in flight when a side stream's kernel reads it
+    at = device.order.index(("caller", "record", fork))
+    assert at > 0 and all(step == ("caller", "upload", None) for step in device.order[:at])
+    order = device.order[at:]
+    assert order[:5] == [("caller", "record", fork)] + [(s.name, "wait", fork) for s in sides]
+    assert order[5:] == [step for side, join in zip(sides, joins, strict=True)
+                         for step in ((side.name, "record", join), ("caller", "wait", join))]
 
     device.launches.clear(), device.streams.clear()
     sequential = group.with_mode("sequential")

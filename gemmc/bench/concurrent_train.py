@@ -1,6 +1,6 @@
 """The concurrency predictor's data and fit (paper 004 §4.2-§4.3), for the GPU it runs on.
 
-    python -m gemmc.bench concurrent_train measure [--budget 150]  # GPU: GO-kernel tuning of the GEMM set
+    python -m gemmc.bench concurrent_train measure [--budget 150] [--dtype bf16]  # GPU: GO-kernel tuning of the set
     python -m gemmc.bench concurrent_train fit bench/results/concurrent_train/<date>_<gpu>.json [--write]
 
 `measure` tunes the GO-kernels (gemmc.runtime.concurrent.go_tune: candidates alone on 1, 1/2, 1/4 of the SMs
@@ -11,7 +11,8 @@ covers them all, and writes each GEMM's features and speedups S(d) = d x T_alone
 `fit` labels each GEMM with the degree of the largest speedup, or 1S where none reaches MIN_GAIN (the paper's
 oracle rule), trains the softmax regression (gemmc.concurrent.predictor.fit) on every network but HELD_OUT,
 reports accuracy and how close the predicted degree's speedup comes to the best on the held-out networks, and with
-`--write` stores the model in gemmc/concurrent/data/predictor_<arch>.json with the rows it was trained on.
+`--write` stores the model in gemmc/concurrent/data/predictor_<arch>.json (f32 storage) or
+predictor_<arch>_half.json (bf16 storage: the hopper family's kernels) with the rows it was trained on.
 """
 
 from __future__ import annotations
@@ -48,6 +49,12 @@ def interleaved(gemms: list) -> list:
     return out
 
 
+def set_of(dtype: str) -> list:
+    """The GEMMs measured for a storage type: Table 3's up to MAX_FLOPS (f32), or up to 4 x MAX_FLOPS (bf16: the
+    tensor cores run them about ten times faster), networks interleaved."""
+    return interleaved(gemm_set(MAX_FLOPS if dtype == "f32" else 4 * MAX_FLOPS))
+
+
 def _candidates(text: str) -> list:
     """In a worker process: every GO candidate of a one-GEMM group, rendered."""
     import gemmc
@@ -78,27 +85,29 @@ def precompile(texts: list[str]) -> None:
     harness.log(f"compiled {len(unique)} candidate kernels in {time.time() - t0:.0f} s")
 
 
-def measure(out: Path, budget: float, limit: int | None, compile_only: bool = False) -> None:
+def measure(out: Path, budget: float, limit: int | None, compile_only: bool = False, dtype: str = "f32") -> None:
     import cupy as cp
 
     import gemmc
     from gemmc.runtime.concurrent import go_tune
     from gemmc.runtime.device import device_name
 
-    gemms = interleaved(gemm_set(MAX_FLOPS))[:limit]
-    texts = [schedule(g) for g in gemms]
+    gemms = set_of(dtype)[:limit]
+    texts = [schedule(g, dtype=dtype) for g in gemms]
     precompile(texts)
     if compile_only:
         return
     rows: list[dict] = []
     stream = cp.cuda.Stream(non_blocking=True)
     start = time.time()
-    path = harness.results_path(out, "concurrent_train", device_name(), time.strftime("%Y-%m-%d"))
+    path = harness.results_path(out, "concurrent_train", device_name(), time.strftime("%Y-%m-%d"),
+                                "" if dtype == "f32" else dtype)
     path.parent.mkdir(parents=True, exist_ok=True)
 
     def save() -> None:  # after every GEMM: a run cut short keeps what it measured
-        path.write_text(json.dumps({"gpu": device_name(), "max_flops": MAX_FLOPS, "feature_names": FEATURE_NAMES,
-                                    "seconds": time.time() - start, "rows": rows}, indent=1))
+        path.write_text(json.dumps({"gpu": device_name(), "dtype": dtype, "max_flops": MAX_FLOPS,
+                                    "feature_names": FEATURE_NAMES, "seconds": time.time() - start, "rows": rows},
+                                   indent=1))
 
     for g, text in harness.progress(list(zip(gemms, texts, strict=True)), "concurrent_train"):
         if time.time() - start > budget:
@@ -107,8 +116,14 @@ def measure(out: Path, budget: float, limit: int | None, compile_only: bool = Fa
         group = gemmc.compile_string(text)["t"]
         a_shape = (g.m, g.k) if g.layout_a == "row" else (g.k, g.m)
         b_shape = (g.k, g.n) if g.layout_b == "row" else (g.n, g.k)
-        A = cp.random.standard_normal(a_shape, dtype=cp.float32)
-        B = cp.random.standard_normal(b_shape, dtype=cp.float32)
+        if dtype == "bf16":  # CuPy has no bfloat16: torch's tensors, which gemmc takes as well
+            import torch
+
+            A = torch.randn(a_shape, device="cuda", dtype=torch.bfloat16)
+            B = torch.randn(b_shape, device="cuda", dtype=torch.bfloat16)
+        else:
+            A = cp.random.standard_normal(a_shape, dtype=cp.float32)
+            B = cp.random.standard_normal(b_shape, dtype=cp.float32)
         if g.layout_a == "col":
             A = A.T
         if g.layout_b == "col":
@@ -162,6 +177,11 @@ def evaluate(model: predictor.Predictor | dict[str, predictor.Predictor], rows: 
     return report
 
 
+def storage(data: dict) -> str:
+    """The predictor key of a measured file: "" for f32 (older files name no dtype), "half" for bf16/f16."""
+    return predictor.storage_key(data.get("dtype", "f32") in ("bf16", "f16"))
+
+
 def trained(rows: list[dict], gpu: str) -> predictor.Predictor:
     X = np.array([r["features"] for r in rows])
     y = np.array([label(r["speedup"]) for r in rows])
@@ -191,8 +211,9 @@ def fit(path: Path, write: bool) -> None:
               "train_labels": counts}
     print(json.dumps(result, indent=1))
     if write:
-        out = predictor.model_path(arch)
-        payload = {"gpu": data["gpu"], "arch": arch, "features": list(FEATURE_NAMES), "x_min": lo.tolist(),
+        out = predictor.model_path(arch, storage(data))
+        payload = {"gpu": data["gpu"], "arch": arch, "dtype": data.get("dtype", "f32"),
+                   "features": list(FEATURE_NAMES), "x_min": lo.tolist(),
                    "x_max": hi.tolist(), "weights": W.tolist(), "bias": b.tolist(), "classes": list(DEGREES),
                    "trained_from": path.name, "min_gain": MIN_GAIN, "evaluation": result,
                    "rows": [{"gemm": r["gemm"], "app": r["app"], "features": r["features"],
@@ -210,12 +231,13 @@ def main(argv: list[str] | None = None) -> None:
     m.add_argument("--budget", type=float, default=150.0, help="seconds of measuring, compiles aside")
     m.add_argument("--limit", type=int)
     m.add_argument("--compile-only", action="store_true", help="only fill the compile caches")
+    m.add_argument("--dtype", choices=("f32", "bf16"), default="f32", help="the GEMMs' storage type")
     f = sub.add_parser("fit", help="train and evaluate the predictor on a measured file")
     f.add_argument("data")
     f.add_argument("--write", action="store_true", help="store the model in gemmc/concurrent/data/")
     args = p.parse_args(argv)
     if args.command == "measure":
-        measure(Path(args.out), args.budget, args.limit, args.compile_only)
+        measure(Path(args.out), args.budget, args.limit, args.compile_only, args.dtype)
     else:
         fit(Path(args.data), args.write)
 

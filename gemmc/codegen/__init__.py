@@ -141,7 +141,10 @@ def launch_context(kernel: Kernel) -> dict:
     }
 
 
-def render_kernel(kernel: Kernel, hw: Hardware, source_file: str = "<string>") -> Rendered:
+def render_kernel(kernel: Kernel, hw: Hardware, source_file: str = "<string>",
+                  linkage: str = 'extern "C"') -> Rendered:
+    """The kernel's source, its standalone file and header. `linkage` is that of a family launcher that takes
+    host pointers (the hopper family's): `static` where a concurrent group's file calls it (concurrent/render.py)."""
     if kernel.family is None or kernel.work is None:
         raise InternalError("codegen", f"kernel '{kernel.name}' is not planned (family {kernel.family})")
     fam = family(kernel.family)
@@ -150,6 +153,7 @@ def render_kernel(kernel: Kernel, hw: Hardware, source_file: str = "<string>") -
     source = render(fam.template(kernel), ctx)
     ctx.update(launch_context(kernel))
     ctx["launcher"] = names.launcher_symbol(kernel.name)
+    ctx["linkage"] = linkage
     # no absolute paths: output must not depend on the checkout
     ctx["source_file"] = comment_text(PurePath(source_file).name)
     ctx["summary"] = ctx["header_lines"][0]

@@ -38,7 +38,15 @@ def plan_for_share(kernel: Kernel, hw: Hardware, share: int) -> Kernel:
 
     fresh = dataclasses.replace(kernel, name=f"{kernel.name}_share{share}", family=None, plan=None, work=None,
                                 notes=())
-    return run_pipeline(Program(share_hardware(hw, share), (fresh,))).kernels[0]
+    part = share_hardware(hw, share)
+    planned = run_pipeline(Program(part, (fresh,))).kernels[0]
+    assert planned.plan is not None
+    capped = planned.plan.capped(part.sm_count)  # a persistent grid stays on its share (FamilyPlan.capped)
+    if capped is planned.plan:
+        return planned
+    return dataclasses.replace(planned, plan=capped, notes=(
+        *planned.notes, f"persistent grid capped to {part.sm_count} of {hw.sm_count} SMs: the GO-kernel for 1/{share} "
+        "of the GPU leaves the other SMs to the GEMMs that run beside it"))
 
 
 def kernel_figures(kernel: Kernel, hw: Hardware) -> tuple[int, int, float]:

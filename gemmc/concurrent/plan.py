@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 
 from gemmc.concurrent import predictor
-from gemmc.concurrent.features import features, plan_for_share
+from gemmc.concurrent.features import features, kernel_figures, plan_for_share
 from gemmc.errors import GemmcError
 from gemmc.ir.group import DEGREES, SHARES, Group, GroupPlan, MemberChoice, Mode
 from gemmc.ir.hardware import Hardware
@@ -50,6 +50,10 @@ def go_degree(members: list[Kernel], index: int, degree: int) -> int:
 def fused_kernel(group: Group, members: list[Kernel], hw: Hardware) -> tuple[Kernel | None, str]:
     """The group as one SIMT launch (one problem per member, in call order), or None and why not."""
     first = members[0]
+    half = next((k for k in members if k.dtype.half), None)
+    if half is not None:
+        return None, (f"fused needs a grouped {half.dtype.value} kernel (one TMA + wgmma launch over several "
+                      f"GEMMs), not supported yet; member {half.name} is {half.dtype.value}")
     keys = ("dtype", "layout_a", "layout_b", "layout_c", "alpha", "beta", "precision", "tile", "threads",
             "stages")
     for key in keys:
@@ -127,26 +131,40 @@ def choose(group: Group, choices: list[MemberChoice], fused: Kernel | None, fuse
     return GroupPlan(Mode.STREAMS, predicted, tuple(choices), fused, model, tuple(estimates), tuple(notes))
 
 
+def fit_degree(kernel: Kernel, hw: Hardware) -> int:
+    """A member's degree where no predictor was trained for its storage on the target: how many copies of its
+    isolated launch the GPU holds at once (1 / its waves, from the planner's blocks and occupancy), rounded down
+    to a tuned degree. Fewer than one wave leaves SMs idle that a copy beside it can use; a launch of a wave or
+    more has none to give (a persistent grid of one block per SM is one wave from as many tiles as SMs)."""
+    _, _, waves = kernel_figures(kernel, hw)
+    return tuned_degree(int(1.0 / waves)) if waves > 0 else 1
+
+
 def plan_group(group: Group, program: Program) -> Group:
     """The group with its plan. Requires: the program's kernels planned by the pipeline."""
     hw = program.target
     by_name = {k.name: k for k in program.kernels}
     members = [by_name[name] for name in group.members]
-    model = predictor.load(hw.arch)
     choices = []
+    sources: dict[str, None] = {}
     for k in members:
+        key = predictor.storage_key(k.dtype.half)
+        model = predictor.load(hw.arch, key)
         shares = tuple(plan_for_share(k, hw, s) for s in SHARES)
         x = features(k, shares, hw)
         if model is not None:
             probs = tuple(round(float(p), 4) for p in model.probabilities(x))
             degree = model.predict(x)
+            sources[model.source] = None
         else:
-            probs, degree = tuple(1.0 if d == 1 else 0.0 for d in DEGREES), 1
+            degree = fit_degree(k, hw)
+            probs = tuple(1.0 if d == degree else 0.0 for d in DEGREES)
+            what = f"{k.dtype.value} storage" if key else "f32 storage"
+            sources[f"none trained for {what} on {hw.arch}: copies of the isolated launch that fit the GPU"] = None
         distinct = tuple(s for s in shares[1:] if not same_kernel(s, k, hw))
         choices.append(MemberChoice(k.name, x, degree, probs, distinct))
     fused, why = fused_kernel(group, members, hw) if len(members) > 1 else (None, "one GEMM: nothing to fuse")
-    name = model.source if model is not None else f"none trained for {hw.arch}: every member 1S"
-    return dataclasses.replace(group, plan=choose(group, choices, fused, why, members, name))
+    return dataclasses.replace(group, plan=choose(group, choices, fused, why, members, "; ".join(sources)))
 
 
 def plan_groups(program: Program) -> Program:

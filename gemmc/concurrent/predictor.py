@@ -77,14 +77,24 @@ def from_dict(data: dict, source: str = "") -> Predictor:
                      classes=tuple(data["classes"]), source=source)
 
 
-def model_path(arch: str) -> Path:
-    return DATA / f"predictor_{arch}.json"
+STORAGE = ("", "half")  # the models' keys: f32/f64 storage (CUDA-core and tensor-core f32 kernels), bf16/f16 storage
+
+
+def storage_key(half: bool) -> str:
+    """The key of the model for a GEMM of half (bf16/f16) storage or not. The two run different kernel families
+    (f32: SIMT and its kin; half: hopper's persistent TMA + wgmma loop), whose concurrency behaves differently, so
+    each is trained from its own measurements (paper 004 trains once per GPU and kernel library)."""
+    return "half" if half else ""
+
+
+def model_path(arch: str, key: str = "") -> Path:
+    return DATA / (f"predictor_{arch}_{key}.json" if key else f"predictor_{arch}.json")
 
 
 @cache
-def load(arch: str) -> Predictor | None:
-    """The trained model for a target architecture, or None where none was trained."""
-    path = model_path(arch)
+def load(arch: str, key: str = "") -> Predictor | None:
+    """The trained model for a target architecture and storage key, or None where none was trained."""
+    path = model_path(arch, key)
     if not path.exists():
         return None
     return from_dict(json.loads(path.read_text()), source=f"gemmc/concurrent/data/{path.name}")

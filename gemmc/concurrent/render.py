@@ -70,27 +70,41 @@ def render_group(group: Group, members: dict[str, Kernel], hw: Hardware,
     archs = set()
     distinct: dict[tuple, str] = {}  # a kernel's code and tables (its name aside) -> its namespace
     namespaces = []
-    for k in launched_kernels(group, members):
+    flags: dict[str, tuple[str, ...]] = {}  # device target -> the build flags of a kernel that needs it
+    tma = False
+    launched = launched_kernels(group, members)
+    for k in launched:
         probe = render_kernel(dataclasses.replace(k, name=f"{group.name}_k"), hw, source_file)
         key = (probe.source, k.work)
         if key not in distinct:
             # extern "C" entries share one space of names: each distinct kernel gets a name of its own
             named = dataclasses.replace(k, name=f"{group.name}_k{len(distinct)}")
-            r = render_kernel(named, hw, source_file)
+            # a kernel read through TMA tensor maps (hopper) brings its family's launcher, which encodes them
+            # on the host from the call's pointers: static here, called with the group's host arrays
+            maps = bool(k.plan is not None and k.plan.tensor_maps)
+            r = render_kernel(named, hw, source_file, linkage="static")
             archs.add(r.device_arch)
+            flags.setdefault(r.device_arch, r.build_flags)
+            tma = tma or maps
             distinct[key] = f"gemmc_{named.name}_ns"
-            body, incs = _hoist(r.source)
+            body, incs = _hoist(r.standalone if maps else r.source)
             includes += [i for i in incs if i not in includes]
             S = scalar_type(k)
             p = k.problems[0]
             kernels.append({"ns": distinct[key], "name": k.name, "source": body, "entry": r.entry,
-                            "T": k.dtype.ctype, "S": S, "alpha": literal(k.alpha, S), "beta": literal(k.beta, S),
+                            "T": k.dtype.ctype, "TC": k.c_dtype.ctype, "S": S, "alpha": literal(k.alpha, S),
+                            "beta": literal(k.beta, S), "tma": maps, "launcher": r.launcher,
                             "summary": f"{k.family}, {len(k.problems)} problem(s), first {p.m}x{p.n}x{p.k}",
                             **launch_context(named)})
-        namespaces.append(distinct[key])
-    if len(archs) > 1:
+        namespaces.append(next(x for x in kernels if x["ns"] == distinct[key]))
+    # sm_90a code runs every sm_90 kernel too: a group with a wgmma kernel builds all of them for sm_90a
+    specific = hw.arch + "a"
+    if not archs <= {hw.arch, specific}:
         raise InternalError("concurrent.render", f"group '{group.name}' mixes device targets {sorted(archs)}")
-    model = predictor.load(hw.arch)
+    target = specific if specific in archs else hw.arch
+    models = {predictor.load(hw.arch, predictor.storage_key(k.dtype.half)) for k in launched} \
+        if plan.mode is not Mode.FUSED else {predictor.load(hw.arch)}
+    model = next(iter(models)) if len(models) == 1 else None  # one table in the C++: one model for every member
     fixed = None if group.mode is Mode.AUTO and plan.mode is not Mode.FUSED else plan.degree
     if model is None and fixed is None:
         fixed = plan.degree
@@ -106,6 +120,7 @@ def render_group(group: Group, members: dict[str, Kernel], hw: Hardware,
                                                           else ""), *plan.notes],
         "includes": includes, "kernels": kernels,
         "members": namespaces if plan.mode is not Mode.FUSED else [],
+        "tma": tma,
         "fused": kernels[0]["ns"] if plan.mode is Mode.FUSED else "",
         "max_streams": max(1, min(MAX_STREAMS, len(group.members), max(plan.degree, 1) if fixed else 16)),
         "model": model.source if model else "none trained for this target",
@@ -115,12 +130,14 @@ def render_group(group: Group, members: dict[str, Kernel], hw: Hardware,
         "x_min": list(model.x_min) if model else [], "x_max": list(model.x_max) if model else [],
         "bias": list(model.bias) if model else [],
         "fixed_degree": fixed if fixed is not None else 0,
-        "degree_rule": (f"fixed at {fixed} by the schedule and the planner" if fixed is not None
-                        else "the smallest degree the predictor gives any of its GEMMs, clamped to the group's "
-                             "size and rounded down to a tuned degree"),
+        "degree_rule": ("the smallest degree the predictor gives any of its GEMMs, clamped to the group's size "
+                        "and rounded down to a tuned degree" if fixed is None
+                        else f"fixed at {fixed} by the schedule and the planner"
+                        if group.mode is not Mode.AUTO or plan.mode is Mode.FUSED
+                        else f"fixed at {fixed} by the planner ({plan.model})"),
         "order": order, "runs": runs,
         "rt": {**RUNTIME_API[hw.vendor], "event_t": EVENT_T[hw.vendor]},
     }
-    flags = render_kernel(launched_kernels(group, members)[0], hw, source_file).build_flags
     return RenderedGroup(group.name, f"gemmc_{group.name}", render("group_launcher.j2", ctx),
-                         render("group_header.h.j2", ctx), "hip" if hw.vendor == "hip" else "cu", flags)
+                         render("group_header.h.j2", ctx), "hip" if hw.vendor == "hip" else "cu",
+                         flags[target])

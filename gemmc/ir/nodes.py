@@ -93,6 +93,12 @@ class FamilyPlan:
         instead of the pointer and problem tables."""
         return False
 
+    def capped(self, sms: int) -> FamilyPlan:
+        """The plan launched on at most `sms` SMs: a persistent kernel, whose launch sizes its grid from the
+        device's SM count, returns a copy that caps it (a concurrent group's GO-kernel for a share of the GPU,
+        gemmc/concurrent/features.py); a plan whose grid covers its tiles has no cap to set and returns itself."""
+        return self
+
     @property
     def tile_shapes(self) -> tuple[tuple[int, int], ...]:
         """(rows, columns) of C in a tile of each variant index that a work list's tiles name; empty for a family

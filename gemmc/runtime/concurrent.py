@@ -41,7 +41,8 @@ from gemmc.runtime.args import describe
 from gemmc.runtime.device import cupy, device_name
 from gemmc.runtime.executable import Executable
 from gemmc.runtime.green import partitions
-from gemmc.runtime.launch import enqueue, launch, pointer_tables, scalars
+from gemmc.runtime.launch import enqueue, launch, pointer_tables, prepare, scalars
+from gemmc.runtime.tma import enqueue_tma
 from gemmc.runtime.tune import _median_seconds, enabled
 from gemmc.version import __version__
 
@@ -290,10 +291,14 @@ def go_tune(run: GroupRun, index: int, A: Any, B: Any, stream: Any) -> tuple[GoT
     alpha_, beta_ = scalars(member, None, None)
     a, b = describe(A, "As", index).ptr, describe(B, "Bs", index).ptr
     p = member.ir.problems[0]
-    scratch = [cp.empty(p.m * p.n * member.ir.dtype.nbytes, dtype=cp.uint8) for _ in range(max(DEGREES))]
+    scratch = [cp.empty(p.m * p.n * member.ir.c_dtype.nbytes, dtype=cp.uint8) for _ in range(max(DEGREES))]
 
     def runner(k: Executable, copy: int) -> Callable[[Any], None]:
-        _, pa, pb, pc = pointer_tables(OrderedDict(), [a], [b], [int(scratch[copy].data.ptr)], None)
+        c = int(scratch[copy].data.ptr)
+        if k.ir.plan is not None and k.ir.plan.tensor_maps:  # read through TMA: tensor maps, no pointer tables
+            return lambda s: enqueue_tma(k, a, b, c, alpha_, beta_, s)
+        _, pa, pb, pc = pointer_tables(OrderedDict(), [a], [b], [c], None)
+        cp.cuda.get_current_stream().synchronize()  # uploaded before a side or green stream launches with it
         return lambda s: enqueue(k, pa, pb, pc, alpha_, beta_, s)
 
     parts = partitions()
@@ -389,6 +394,10 @@ def run_group(run: GroupRun, As: Any, Bs: Any, Cs: Any, *, mode: Mode, degree: i
         else:
             tuning, compiled = go_tune(run, i, As[i], Bs[i], stream)
             launched.append(compiled[tuning.chosen[go]])
+    # every member's tables and pointer tables are uploaded on the caller's stream before the fork, so that the
+    # side streams, which wait only for the fork, never read a pointer table still being copied
+    enqueues = [prepare(k, [As[i]], [Bs[i]], [Cs[i]], alpha=None, beta=None, stream=stream)
+                for i, k in enumerate(launched)]
     sides = side_streams(degree)
     if degree not in run.events:
         run.events[degree] = (cp.cuda.Event(disable_timing=True), [cp.cuda.Event(disable_timing=True)
@@ -398,8 +407,8 @@ def run_group(run: GroupRun, As: Any, Bs: Any, Cs: Any, *, mode: Mode, degree: i
     for side in sides:
         side.wait_event(fork)
     try:
-        for i, k in enumerate(launched):
-            launch(k, [As[i]], [Bs[i]], [Cs[i]], alpha=None, beta=None, stream=sides[i % degree])
+        for i, enqueue_on in enumerate(enqueues):
+            enqueue_on(sides[i % degree])
     finally:  # join every side stream, so that the caller's stream (and a capture) is never left forked
         for side, join in zip(sides, joins, strict=True):
             join.record(side)

@@ -90,7 +90,9 @@ class Executable:
         self.tuned: Executable | None = None  # what calls launch once the tuning step has decided (tune.py)
         self.tuning: Tuning | None = None  # what the tuning step measured, where it measured
         self.tensor_maps: OrderedDict = OrderedDict()  # TMA tensor maps by (operand, address, pitch) (tma.py)
-        self.staging: dict[str, Any] = {}  # scratch for operands TMA cannot read in place, by operand (tma.py)
+        self.scratches: dict[int, Any] = {}  # a pre-pass's scratch by stream (`scratch`)
+        self.staging: dict[tuple[str, int], Any] = {}  # scratch for operands TMA cannot read in place, by operand
+        #                                                and stream (tma.py)
         self.dynamic: DynamicState | None = None  # a batch sized at run time: made on its first call (dynamic.py)
 
     @property
@@ -147,14 +149,17 @@ class Executable:
         tiles = cp.asarray(np.frombuffer(packed, dtype="<i4").reshape(-1, 4), dtype=cp.int32)
         return problems, offsets, tiles
 
-    @cached_property
-    def scratch(self) -> Any:
-        """The kernel's scratch memory (FamilyPlan.scratch_bytes). The pre-pass and the main kernel of one call run
-        in order on one stream; calls of the same kernel on different streams at the same time would share it, so
-        such calls must be ordered (one stream, or events)."""
+    def scratch(self, stream: Any) -> Any:
+        """The kernel's scratch memory (FamilyPlan.scratch_bytes) for its calls on `stream`. The pre-pass and the
+        main kernel of one call run in order on one stream; a call of the same kernel on another stream at the same
+        time (copies of one GEMM in a concurrent group) gets scratch of its own, kept for that stream."""
         plan = self.ir.plan
         assert plan is not None
-        return cupy().empty(plan.scratch_bytes, dtype=cupy().uint8)
+        key = int(getattr(stream, "ptr", 0) or 0)  # the legacy default stream: 0 (a caller may pass None for it)
+        found = self.scratches.get(key)
+        if found is None:
+            found = self.scratches[key] = cupy().empty(plan.scratch_bytes, dtype=cupy().uint8)
+        return found
 
     def occupancy(self) -> tlp.Occupancy:
         """Resident blocks and warps per SM on the current device (paper 000 Eqs. 5-9 in CUDA terms), with the

@@ -8,6 +8,7 @@ arrays, and for a batch of other sizes than the schedule's the plan made for the
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from gemmc.errors import GemmcError
@@ -98,6 +99,16 @@ def scalars(kernel: Executable, alpha: float | None, beta: float | None) -> tupl
 
 def launch(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, alpha: float | None, beta: float | None,
            stream: Any = None) -> None:
+    stream = stream if stream is not None else cupy().cuda.get_current_stream()
+    prepare(kernel, As, Bs, Cs, alpha=alpha, beta=beta, stream=stream)(stream)
+
+
+def prepare(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, alpha: float | None, beta: float | None,
+            stream: Any = None) -> Callable[[Any], None]:
+    """Everything a launch does before the kernel is enqueued (checks, tables and pointer tables uploaded on
+    `stream`, the first call's tuning), and the function that enqueues it on a stream. A launch on another stream
+    than `stream` must be ordered after `stream`'s work so far (a concurrent group records its fork event after
+    preparing every member): a pointer table is uploaded on `stream`."""
     cp = cupy()
     alpha_, beta_ = scalars(kernel, alpha, beta)
     device = cp.cuda.runtime.getDevice()
@@ -119,8 +130,8 @@ def launch(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, alpha: float | None
     if kernel.ir.plan is not None and kernel.ir.plan.tensor_maps:  # one GEMM read through TMA: no pointer tables
         from gemmc.runtime.tma import enqueue_tma
 
-        enqueue_tma(kernel, a[0], b[0], c[0], alpha_, beta_, stream)
-        return
+        tma = kernel
+        return lambda on: enqueue_tma(tma, a[0], b[0], c[0], alpha_, beta_, on)
     _, ptr_a, ptr_b, ptr_c = pointer_tables(pointers, a, b, c, want, order)
 
     def on_scratch(scratch_c: list[int]) -> Any:  # the tuning step's launches: this call's A and B, C in scratch
@@ -129,7 +140,9 @@ def launch(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, alpha: float | None
         _, sa, sb, sc = pointer_tables(OrderedDict(), a, b, scratch_c, None, order)
         return lambda candidate, on: enqueue(candidate, sa, sb, sc, alpha_, beta_, on)
 
-    enqueue(tuned(kernel, on_scratch, stream), ptr_a, ptr_b, ptr_c, alpha_, beta_, stream)
+    chosen = tuned(kernel, on_scratch, stream)
+    _ = chosen.tables, chosen.function  # loaded (tables uploaded on `stream`) before the launch, wherever it goes
+    return lambda on: enqueue(chosen, ptr_a, ptr_b, ptr_c, alpha_, beta_, on)
 
 
 def enqueue(kernel: Executable, ptr_a: Any, ptr_b: Any, ptr_c: Any, alpha_: Any, beta_: Any,
@@ -144,7 +157,7 @@ def enqueue(kernel: Executable, ptr_a: Any, ptr_b: Any, ptr_c: Any, alpha_: Any,
     args: tuple = (problems, offsets, tiles, ptr_a, ptr_b, ptr_c, alpha_, beta_)
     prologue = kernel.ir.plan.prologue if kernel.ir.plan is not None else None
     if prologue is not None:  # a pre-pass fills the scratch the main kernel reads (FamilyPlan.prologue)
-        scratch = kernel.scratch
+        scratch = kernel.scratch(stream)
         kernel.prologue_function((prologue[0], 1, 1), (prologue[1], 1, 1),
                                  (problems, cp.int32(n), ptr_a, ptr_b, scratch), stream=stream)
         args += (scratch,)

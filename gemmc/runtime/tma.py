@@ -96,15 +96,16 @@ def encode(dtype: DType, ptr: int, inner: int, outer: int, pitch: int, box: tupl
 
 
 def _staged(kernel: Executable, name: str, ptr: int, inner: int, outer: int, padded: int, stream: Any) -> int:
-    """A copy of the operand with lines of `padded` elements (16-byte multiples) in scratch kept per kernel: the
-    copy is enqueued on `stream` before the kernel that reads it (so, as with a pre-pass's scratch, calls of one
-    kernel on two streams at once must be ordered)."""
+    """A copy of the operand with lines of `padded` elements (16-byte multiples) in scratch kept per kernel and
+    stream: the copy is enqueued on `stream` before the kernel that reads it, and a call of the same kernel on
+    another stream at once (copies of one GEMM in a concurrent group) stages into scratch of its own."""
     cp = cupy()
     scratch = kernel.staging
     size = padded * outer * 2
-    buf = scratch.get(name)
+    key = (name, int(stream.ptr))
+    buf = scratch.get(key)
     if buf is None or buf.nbytes < size:
-        buf = scratch[name] = cp.empty(size, dtype=cp.uint8)
+        buf = scratch[key] = cp.empty(size, dtype=cp.uint8)
     cp.cuda.runtime.memcpy2DAsync(buf.data.ptr, padded * 2, ptr, inner * 2, inner * 2, outer,
                                   cp.cuda.runtime.memcpyDeviceToDevice, stream.ptr)
     return int(buf.data.ptr)

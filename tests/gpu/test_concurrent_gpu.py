@@ -22,6 +22,9 @@ group g {
 }
 """
 SAME = "group s { gemm a 97 x 131 x 251 gemm b 1 x 7 x 3 gemm c 300 x 5 x 17 copies 2 gemm d 196 x 192 x 192 }"
+# exact f32 by three tf32 products (the tensorcore family): a pre-pass splits A and B into scratch, which copies of
+# one GEMM running at once on two streams must not share
+SPLIT = "group p { precision split tf32 x3 gemm a 300 x 200 x 500 copies 2 gemm b 97 x 131 x 251 { layout A col } }"
 
 
 def operands(group, seed=0):
@@ -73,7 +76,7 @@ def modes(group):
     return out
 
 
-@pytest.mark.parametrize("text", [MIXED, SAME], ids=["mixed", "same"])
+@pytest.mark.parametrize("text", [MIXED, SAME, SPLIT], ids=["mixed", "same", "split"])
 def test_every_mode_matches_one_by_one(text):
     group = next(iter(gemmc.compile_string(text).groups))
     for seed, (_, g) in enumerate(modes(group)):
@@ -87,11 +90,12 @@ def test_fused_is_one_launch_and_correct():
     check(fused, lambda As, Bs, Cs: fused(As, Bs, Cs), seed=3)
 
 
-@pytest.mark.parametrize("mode", ["sequential", "streams", "fused"])
-def test_graph_capture_replays_every_mode(mode):
+@pytest.mark.parametrize("mode, text", [("sequential", SAME), ("streams", SAME), ("fused", SAME),
+                                        ("sequential", SPLIT), ("streams", SPLIT)])
+def test_graph_capture_replays_every_mode(mode, text):
     import cupy as cp
 
-    group = gemmc.compile_string(SAME).groups[0].with_mode(mode, 4)
+    group = gemmc.compile_string(text).groups[0].with_mode(mode, 4)
     As, Bs, Cs, _ = operands(group, seed=5)
     group(As, Bs, Cs)  # the first call compiles and uploads outside the capture
     cp.cuda.Device().synchronize()

@@ -3,6 +3,7 @@ TMA cannot read in place. Every byte count the kernel and the host's tensor maps
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from gemmc.ir.nodes import FamilyPlan
@@ -34,6 +35,8 @@ class HopperPlan(FamilyPlan):
     consumers: int = 2
     producer_regs: int = 40  # setmaxnreg: the producer warpgroup gives registers back ...
     consumer_regs: int = 232  # ... so that both consumer warpgroups hold 128 accumulators and addresses
+    sm_cap: int = 0  # 0: one block per SM of the device; else at most this many SMs (a concurrent group's
+    #                  GO-kernel planned for a share of the GPU leaves the other SMs to the GEMMs beside it)
 
     @property
     def threads(self) -> int:
@@ -112,8 +115,14 @@ class HopperPlan(FamilyPlan):
         return ceil_div(ceil_div(m, self.bm), self.cluster) * ceil_div(n, self.bn)
 
     def grid(self, m: int, n: int, sm_count: int) -> int:
-        """Persistent grid: one block per SM (whole clusters), no more than there are units."""
-        return self.cluster * max(1, min(self.units(m, n), sm_count // self.cluster))
+        """Persistent grid: one block per SM (whole clusters) of `sm_count`, or of `sm_cap` where that is
+        smaller, no more than there are units."""
+        sms = min(sm_count, self.sm_cap) if self.sm_cap else sm_count
+        return self.cluster * max(1, min(self.units(m, n), sms // self.cluster))
+
+    def capped(self, sms: int) -> HopperPlan:
+        """The plan with its persistent grid capped to `sms` SMs (FamilyPlan.capped)."""
+        return dataclasses.replace(self, sm_cap=sms)
 
     def lines(self) -> tuple[str, ...]:
         staged = f"; {', '.join(self.staged)} staged to aligned scratch (lines not 16-byte multiples)" \
@@ -122,11 +131,12 @@ class HopperPlan(FamilyPlan):
         share = "B multicast to clusters of 2" if self.cluster > 1 else "no cluster"
         store = (f"C through {C_BUFFERS} shared-memory sub-tiles of {C_SUB_ROWS}x{self.c_sub_cols} per warpgroup "
                  "and TMA stores" if self.tma_store else "C stored from the accumulators")
+        cap = f"; grid capped to {self.sm_cap} SMs" if self.sm_cap else ""
         return (f"hopper: tile {self.bm}x{self.bn}x{self.bk} {self.compute}, {self.stages} stages of "
                 f"{self.stage_bytes // 1024} KiB (TMA, 128-byte swizzle, mbarriers), {lay}, {share}{staged}",
                 f"1 producer warp (setmaxnreg {self.producer_regs}) + {self.consumers} consumer warpgroups of "
                 f"64x{self.bn} (wgmma m64n{self.bn}k16, setmaxnreg {self.consumer_regs}); persistent, bands of "
-                f"{self.band * self.cluster} m-tiles; {store}")
+                f"{self.band * self.cluster} m-tiles{cap}; {store}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,233 @@
+"""Concurrent groups of bf16 GEMMs on the GPU (the hopper family's kernels): every mode computes what the GEMMs
+compute one by one, against float64 on the rounded inputs with an error bound that grows with K, on NaN-poisoned
+outputs; odd sizes whose operands TMA cannot read in place (staged, also for copies of one GEMM running at once on
+two streams), a member in f32 beside them, the GO-kernels' capped persistent grids, a CUDA graph capture, the
+GO-kernel tuning under green contexts, and the C++ launcher built with nvcc and replayed from a graph."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+import gemmc
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+
+UNIT = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11, "f32": 2.0 ** -24}
+
+MIXED = """
+group g {
+  concurrency auto
+  dtype bf16
+  gemm a 256 x 384 x 192
+  gemm b 97 x 131 x 251 copies 2 { layout A col }
+  gemm c 300 x 259 x 1000 { layout B col, C col }
+  gemm d 130 x 129 x 129 { dtype A bf16, B bf16, C f32 beta -0.5 alpha 1.5 }
+  gemm e 1 x 7 x 13
+  gemm f 100 x 64 x 48 { dtype f32 }
+}
+"""
+SAME = "group s { dtype bf16 gemm p 512 x 256 x 1000 copies 4 gemm q 257 x 63 x 31 copies 2 }"
+
+
+def bound(c_type: str, k: int) -> float:
+    """C rounded once to its type, plus f32 accumulation over k products (each exact in f32): linear in k."""
+    return UNIT[c_type] + 2 * k * 2.0 ** -24
+
+
+def operands(group, seed=0):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    As, Bs, Cs, C0 = [], [], [], []
+    for k in group.members:
+        ir, p = k.ir, k.ir.problems[0]
+
+        def make(rows, cols, layout, dtype):
+            t = getattr(torch, {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}[dtype])
+            x = (torch.rand(rows, cols, generator=gen, device="cuda", dtype=torch.float64) * 2 - 1).to(t)
+            return x if layout == "row" else x.t().contiguous().t()
+
+        As.append(make(p.m, p.k, ir.layout_a.value, ir.dtype.value))
+        Bs.append(make(p.k, p.n, ir.layout_b.value, ir.dtype.value))
+        c0 = make(p.m, p.n, ir.layout_c.value, ir.c_dtype.value)
+        C0.append(c0.clone())
+        Cs.append(c0)
+    return As, Bs, Cs, C0
+
+
+def check(group, run, seed=0):
+    As, Bs, Cs, C0 = operands(group, seed)
+    for k, c, c0 in zip(group.members, Cs, C0, strict=True):
+        if k.ir.beta == 0:
+            c.fill_(float("nan"))
+        else:
+            c.copy_(c0)
+    run(As, Bs, Cs)
+    torch.cuda.synchronize()
+    for k, a, b, c, c0 in zip(group.members, As, Bs, Cs, C0, strict=True):
+        ref = k.ir.alpha * (a.double() @ b.double()) + k.ir.beta * c0.double()
+        out = c.double()
+        assert bool(torch.isfinite(out).all()), f"{k.name}: outputs not written"
+        err = float((out - ref).norm() / ref.norm())
+        limit = 1e-5 if k.ir.dtype.value == "f32" else bound(k.ir.c_dtype.value, k.ir.problems[0].k)
+        assert err < limit, (k.name, err, limit)
+
+
+def modes(group):
+    out = [("as planned", group), ("sequential", group.with_mode("sequential"))]
+    for d in (2, 4, 8):
+        out.append((f"streams {d}", group.with_mode("streams", d)))
+        out.append((f"isolated streams {d}", group.with_mode("streams", d, kernels="isolated")))
+    return out
+
+
+@pytest.mark.parametrize("text", [MIXED, SAME], ids=["mixed", "same"])
+def test_every_mode_matches_one_by_one(text):
+    group = next(iter(gemmc.compile_string(text).groups))
+    assert group.group_plan.fused is None  # no grouped bf16 kernel yet: never fused
+    for seed, (_, g) in enumerate(modes(group)):
+        check(g, lambda As, Bs, Cs, g=g: g(As, Bs, Cs), seed=seed)
+
+
+def test_go_kernels_keep_to_their_share_of_the_sms():
+    """A member's kernel for 1/2 or 1/4 of the SMs launches a persistent grid of at most that many blocks."""
+    from gemmc.runtime.device import hardware
+
+    group = gemmc.compile_string(SAME).groups[0]
+    sms = hardware().sm_count
+    for share in (2, 4):
+        k = group.group_plan.share_kernel(group.members[0].name, share)
+        assert k is not None and k.plan.sm_cap == sms // share
+        p = k.problems[0]
+        assert k.plan.grid(p.m, p.n, sms) <= sms // share
+
+
+@pytest.mark.parametrize("mode", ["sequential", "streams"])
+def test_graph_capture_replays(mode):
+    import cupy as cp
+
+    group = gemmc.compile_string(SAME).groups[0].with_mode(mode, 4)
+    As, Bs, Cs, _ = operands(group, seed=5)
+    group(As, Bs, Cs)  # the first call compiles, encodes the tensor maps and stages outside the capture
+    cp.cuda.Device().synchronize()
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        group(As, Bs, Cs)
+        graph = stream.end_capture()
+    for c in Cs:
+        c.fill_(float("nan"))
+    graph.launch(stream=stream)
+    stream.synchronize()
+    for k, a, b, c in zip(group.members, As, Bs, Cs, strict=True):
+        ref = a.double() @ b.double()
+        err = float((c.double() - ref).norm() / ref.norm())
+        assert err < bound("bf16", k.ir.problems[0].k), (k.name, err)
+
+
+def test_go_tuning_under_green_contexts(monkeypatch):
+    monkeypatch.setenv("GEMMC_TUNE", "1")
+    group = gemmc.compile_string("group t { dtype bf16 gemm a 1024 x 512 x 768 copies 4 }").groups[0]
+    g = group.with_mode("streams", 4)
+    check(g, lambda As, Bs, Cs: g(As, Bs, Cs), seed=7)
+    tuning = g.tuning["t_a_0"]
+    assert set(tuning.chosen) == {1, 2, 4, 8, 16}
+    assert all(tuning.speedup(d) > 0 for d in (2, 4, 8, 16))
+    print(tuning)
+
+
+CPP_MAIN = r"""
+#include <cmath>
+#include <cstdio>
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <vector>
+#include "pair.h"
+
+static size_t at(bool col, int rows, int cols, int r, int c) {
+  return col ? (size_t)c * rows + r : (size_t)r * cols + c;
+}
+
+int main() {
+  const int G = %(count)d;
+  const int M[] = {%(m)s}, N[] = {%(n)s}, K[] = {%(k)s};
+  const bool colA[] = {%(ca)s}, colB[] = {%(cb)s};
+  std::vector<std::vector<__nv_bfloat16>> a(G), b(G);
+  const void* A[G]; const void* B[G]; void* C[G];
+  unsigned seed = 12345;
+  auto rnd = [&] { seed = seed * 1664525u + 1013904223u; return (float)((seed >> 8) %% 2001) / 1000.0f - 1.0f; };
+  for (int g = 0; g < G; ++g) {
+    a[g].resize((size_t)M[g] * K[g]); b[g].resize((size_t)K[g] * N[g]);
+    for (auto& x : a[g]) x = __float2bfloat16(rnd());
+    for (auto& x : b[g]) x = __float2bfloat16(rnd());
+    void *da, *db, *dc;
+    cudaMalloc(&da, a[g].size() * 2); cudaMalloc(&db, b[g].size() * 2); cudaMalloc(&dc, (size_t)M[g] * N[g] * 2);
+    cudaMemcpy(da, a[g].data(), a[g].size() * 2, cudaMemcpyHostToDevice);
+    cudaMemcpy(db, b[g].data(), b[g].size() * 2, cudaMemcpyHostToDevice);
+    cudaMemset(dc, 0xff, (size_t)M[g] * N[g] * 2);  // NaN: every output must be written
+    A[g] = da; B[g] = db; C[g] = dc;
+  }
+  cudaStream_t s; cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  if (gemmc_pair_prepare() != cudaSuccess) { std::printf("prepare failed\n"); return 2; }
+  cudaGraph_t graph; cudaGraphExec_t exec;
+  cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+  cudaError_t err = gemmc_pair(A, B, C, s);
+  cudaError_t cap = cudaStreamEndCapture(s, &graph);
+  if (err != cudaSuccess || cap != cudaSuccess) {
+    std::printf("capture failed: %%s / %%s\n", cudaGetErrorString(err), cudaGetErrorString(cap)); return 3; }
+  if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) { std::printf("instantiate failed\n"); return 4; }
+  cudaGraphLaunch(exec, s);
+  if (cudaStreamSynchronize(s) != cudaSuccess) { std::printf("replay failed\n"); return 5; }
+  int bad = 0;
+  for (int g = 0; g < G; ++g) {
+    std::vector<__nv_bfloat16> c((size_t)M[g] * N[g]);
+    cudaMemcpy(c.data(), C[g], c.size() * 2, cudaMemcpyDeviceToHost);
+    double num = 0, den = 0;
+    for (int i = 0; i < M[g]; ++i)
+      for (int j = 0; j < N[g]; ++j) {
+        double ref = 0;
+        for (int p = 0; p < K[g]; ++p)
+          ref += (double)__bfloat162float(a[g][at(colA[g], M[g], K[g], i, p)])
+                 * __bfloat162float(b[g][at(colB[g], K[g], N[g], p, j)]);
+        double d = (double)__bfloat162float(c[(size_t)i * N[g] + j]) - ref;
+        num += d * d; den += ref * ref;
+      }
+    double e = std::sqrt(num / den);
+    const double limit = %(unit)g + 2.0 * K[g] * %(acc)g;
+    std::printf("%%d %%.3e (bound %%.3e)\n", g, e, limit);
+    if (!(e < limit)) bad = 1;
+  }
+  return bad;
+}
+"""
+
+
+def test_cpp_group_launcher_runs_captured_in_a_graph(tmp_path):
+    """`gemmc compile`'s group launcher with hopper members (tensor maps encoded on the host, staging for an odd
+    K), built with nvcc, forks and joins inside a CUDA graph capture and computes every GEMM."""
+    from gemmc.cli import main
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is not installed")
+    shapes = [(256, 192, 128, "row", "row"), (256, 192, 128, "row", "row"), (97, 131, 251, "col", "row"),
+              (130, 64, 37, "row", "col")]
+    members = " ".join(f"gemm m{i} {m} x {n} x {k} {{ layout A {la}, B {lb} }}"
+                       for i, (m, n, k, la, lb) in enumerate(shapes))
+    (tmp_path / "g.gs").write_text(f"group pair {{ concurrency streams 2 dtype bf16 {members} }}")
+    assert main(["compile", str(tmp_path / "g.gs"), "-o", str(tmp_path), "--kernel", "pair"]) == 0
+
+    def column(i: int) -> str:
+        return ", ".join(str(s[i]) if i < 3 else "true" if s[i] == "col" else "false" for s in shapes)
+
+    (tmp_path / "main.cu").write_text(CPP_MAIN % {"count": len(shapes), "m": column(0), "n": column(1),
+                                                  "k": column(2), "ca": column(3), "cb": column(4),
+                                                  "unit": UNIT["bf16"], "acc": 2.0 ** -24})
+    build = subprocess.run([nvcc, "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17", "-I", str(tmp_path),
+                            str(tmp_path / "main.cu"), str(tmp_path / "pair.cu"), "-o", str(tmp_path / "pair"),
+                            "-lcuda"], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-4000:]
+    run = subprocess.run([str(tmp_path / "pair")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
