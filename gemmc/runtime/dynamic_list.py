@@ -181,14 +181,15 @@ def launch_list(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: Any,
     if st.ring is None:
         st.ring = Ring(kernel.ir.dynamic.max_groups)  # type: ignore[union-attr]
     dev = st.ring.stage(table, stream)
+    counter = st.counter(stream.ptr)
     if st.fast is not None:
-        st.fast(st.grid, st.block, st.smem, stream, (0, 0, 0, 0, dev.data.ptr, len(table), 0),
+        st.fast(st.grid, st.block, st.smem, stream.ptr, (0, 0, 0, 0, dev.data.ptr, len(table), 0), counter,
                 (float(alpha_), float(beta_)))
         st.ring.done(stream)
         return
     zero = np.uint64(0)
     st.fn((st.grid, 1, 1), (st.block, 1, 1),
           (zero, zero, zero, zero, dev, np.int32(len(table)), np.int64(0), np.int64(0), np.int64(0), np.int64(0),
-           np.int64(st.threshold), alpha_, beta_), shared_mem=st.smem, stream=stream)
+           np.int64(st.threshold), np.uint64(counter), alpha_, beta_), shared_mem=st.smem, stream=stream)
     st.ring.done(stream)
 

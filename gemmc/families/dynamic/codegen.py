@@ -26,7 +26,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
     assert dyn is not None
     variants = [dict(index=i, bm=c.variant.bm, bn=c.variant.bn, bk=c.variant.bk, tm=c.variant.tm, tn=c.variant.tn,
                      threads=c.variant.threads, slices=c.variant.slices, level=c.level, weight=c.weight,
-                     smem=plan.tiles.variant_smem(c.variant))
+                     smem=plan.tiles.variant_smem(c.variant), edges=c.edges)
                 for i, c in enumerate(plan.classes)]
     return {
         # the SIMT family's template, included for its loader and tile function only (simt.cu.j2)

@@ -23,13 +23,14 @@ SCAN_WORDS = 8  # bytes per thread of the block-wide scan (long long)
 @dataclass(frozen=True, slots=True)
 class SizeClass:
     """One variant of the ladder: its tile, its level (0: the smallest tiles), and its cost weight: the issue slots
-    one of its tiles takes per k (the SIMT cost model's step_instructions x threads / bk), so that tiles x weight
-    compares the variants on one group."""
+    one of its tiles takes per k (the SIMT cost model's step_instructions x threads / bk), so that the tiles' weights
+    summed compare the variants on one group; and the variants of its edge tiles (planner.edges)."""
 
     variant: SimtVariant
     level: int
     level_name: str
     weight: int
+    edges: tuple[int, int, int]  # the variants of its edge tiles: half height, half width, both (its own where none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,10 +88,12 @@ class DynamicPlan(FamilyPlan):
                f"target table; the launch reads the device's){bound}",
                f"shared memory {self.tile_smem} B k-tile buffers (stages {t.stages}) + {self.sched_smem} B scheduler "
                f"(up to {self.max_groups} groups)",
-               f"size classes: per group the variant of least tiles x weight at a level <= the cap; the cap is the "
-               f"largest level whose TLP (Eq. 4, threads) reaches {threshold}"]
+               f"size classes: per group the variant whose tiles weigh least at a level <= the cap (edge tiles at "
+               f"their variant's weight); the cap is the largest level whose TLP (Eq. 4, threads) reaches {threshold}",
+               "tiles: each block takes the next unclaimed one from a counter in the workspace"]
         for i, c in enumerate(self.classes):
             v = c.variant
-            out.append(f"variant {i}: level {c.level} {c.level_name}, {v}, weight {c.weight} "
+            edge = "" if c.edges == (i, i, i) else f", edge tiles {'/'.join(map(str, c.edges))}"
+            out.append(f"variant {i}: level {c.level} {c.level_name}, {v}, weight {c.weight}{edge} "
                        f"(~{t.variant_regs(v)} regs)")
         return tuple(out)
