@@ -180,13 +180,16 @@ def test_the_schedule_matches_a_float64_model_and_covers_every_output_once(seed,
     rows, n = 500, 96
     for ends in routings(seed, 24, rows):
         starts = scheduler.clamped_starts(ends, rows)
-        m, nn, _ = scheduler.group_sizes(plan, starts, n=n, k=40)
-        sched = scheduler.schedule(plan, m, nn, threshold)
+        m, nn, kk = scheduler.group_sizes(plan, starts, n=n, k=40)
+        sched = scheduler.schedule(plan, m, nn, threshold, kk)
         assert (sched.cap, sched.variant.tolist()) == reference_schedule(plan, m, nn, threshold)
+        first = sorted(range(len(m)), key=lambda g: (-plan.classes[model_tiles(plan, m[g], n, sched.variant[g])[0][2]
+                                                                   ].weight * 40 if m[g] else 0, g))
+        assert sched.order.tolist() == first, "the groups of the costliest tiles first, ties in group order"
         covered = np.zeros((rows, n), dtype=np.int64)
         bm, bn = scheduler.column(plan, "bm"), scheduler.column(plan, "bn")
         table = scheduler.tile_table(plan, sched, m, nn)
-        want = [(g, m0, n0, v) for g in range(len(m)) for m0, n0, v in model_tiles(plan, m[g], n, sched.variant[g])]
+        want = [(g, m0, n0, v) for g in first for m0, n0, v in model_tiles(plan, m[g], n, sched.variant[g])]
         assert [tuple(row) for row in table.tolist()] == want
         for g, m0, n0, v in table:
             assert 0 <= m0 < m[g] and 0 <= n0 < n, "a tile starts outside its group"
@@ -231,6 +234,20 @@ def test_the_body_holds_the_top_tile_and_its_edges_alone():
     assert max(c.variant.tm * c.variant.tn for c in f64.classes) == 16
 
 
+def test_the_longest_tiles_are_numbered_first():
+    """The list form's problems by decreasing cost of a tile (weight x k), as the static planner orders its tiles;
+    past SORT_GROUPS groups they keep their order."""
+    plan = kernel_of("kernel l { grouped list problems 2000 }").ir.plan
+    assert isinstance(plan, DynamicPlan)
+    m, n, k = np.array([300, 300, 40, 300, 0]), np.array([300, 300, 300, 300, 9]), np.array([10, 500, 500, 500, 9])
+    sched = scheduler.schedule(plan, m, n, 1, k)
+    assert sched.order.tolist() == [1, 3, 2, 0, 4]
+    table = scheduler.tile_table(plan, sched, m, n)
+    assert table[0, 0] == 1 and table[-1, 0] == 0
+    many = scheduler.schedule(plan, np.full(1500, 8), np.full(1500, 8), 1, np.arange(1500))
+    assert many.order.tolist() == list(range(1500))
+
+
 def test_the_level_cap_refines_until_the_tlp_reaches_the_threshold():
     plan = kernel_of(MOE.replace("n 96", "n 512")).ir.plan
     assert isinstance(plan, DynamicPlan)
@@ -250,34 +267,41 @@ HARNESS = r"""
 #include <cstdio>
 #include <vector>
 %s
-// Input: "groups threshold", then "m n" per group. Output: the cap, then each tile as "group m0 n0 variant",
+// Input: "groups threshold", then "m n k" per group. Output: the cap, then each tile as "group m0 n0 variant",
 // computed as every block of the kernel computes them (sequentially here).
 int main() {
   int groups = 0;
   long long threshold = 0;
   if (scanf("%%d %%lld", &groups, &threshold) != 2) return 1;
-  std::vector<long long> m(groups), n(groups);
+  std::vector<long long> m(groups), n(groups), k(groups);
   unsigned long long tlp[GEMMC_DYN_LEVELS] = {};
   for (int g = 0; g < groups; ++g) {
-    if (scanf("%%lld %%lld", &m[g], &n[g]) != 2) return 1;
+    if (scanf("%%lld %%lld %%lld", &m[g], &n[g], &k[g]) != 3) return 1;
     int choice[GEMMC_DYN_LEVELS];
     long long add[GEMMC_DYN_LEVELS];
     gemmc_dyn_choices(m[g], n[g], choice, add);
     for (int c = 0; c < GEMMC_DYN_LEVELS; ++c) tlp[c] += add[c];
   }
   const int cap = gemmc_dyn_cap(tlp, threshold);
-  std::vector<int> ends(groups), var(groups);
-  long long total = 0;
+  std::vector<int> ends(groups), var(groups), order(groups);
+  std::vector<unsigned> keys(groups);
   for (int g = 0; g < groups; ++g) {
     var[g] = gemmc_dyn_variant(m[g], n[g], cap);
-    total += gemmc_dyn_tiles(m[g], n[g], var[g]);
-    ends[g] = (int)total;
+    long long m0, n0;
+    keys[g] = m[g] > 0 && n[g] > 0 ? gemmc_dyn_key(gemmc_dyn_tile(0, m[g], n[g], var[g], &m0, &n0), k[g]) : 0u;
+  }
+  for (int g = 0; g < groups; ++g) order[gemmc_dyn_rank(keys.data(), groups, g)] = g;
+  long long total = 0;
+  for (int i = 0; i < groups; ++i) {
+    total += gemmc_dyn_tiles(m[order[i]], n[order[i]], var[order[i]]);
+    ends[i] = (int)total;
   }
   printf("%%d\n", cap);
   for (long long t = 0; t < total; ++t) {
-    const int g = gemmc_dyn_group(ends.data(), groups, t);
+    const int i = gemmc_dyn_group(ends.data(), groups, t);
+    const int g = order[i];
     long long m0, n0;
-    const int v = gemmc_dyn_tile(t - (g ? ends[g - 1] : 0), m[g], n[g], var[g], &m0, &n0);
+    const int v = gemmc_dyn_tile(t - (i ? ends[i - 1] : 0), m[g], n[g], var[g], &m0, &n0);
     printf("%%d %%lld %%lld %%d\n", g, m0, n0, v);
   }
   return 0;
@@ -300,11 +324,12 @@ def test_the_device_scheduler_agrees_with_the_numpy_model(text, tmp_path):
         groups = int(rng.integers(1, 40))
         m = rng.choice([0, 1, 2, 15, 16, 17, 31, 63, 64, 65, 127, 129, 300, 1000], size=groups)
         n = rng.choice([0, 1, 7, 16, 33, 96, 128, 131, 512], size=groups) if trial % 2 else np.full(groups, 96)
+        k = rng.choice([0, 1, 40, 333, 3000, 2**31 - 1], size=groups)
         threshold = int(rng.choice([1, 5_000, 50_000, 10**9]))
-        text_in = f"{groups} {threshold}\n" + "".join(f"{a} {b}\n" for a, b in zip(m, n, strict=True))
+        text_in = f"{groups} {threshold}\n" + "".join(f"{a} {b} {c}\n" for a, b, c in zip(m, n, k, strict=True))
         run = subprocess.run([str(binary)], input=text_in, capture_output=True, text=True, check=True)
         out = run.stdout.split("\n")
-        sched = scheduler.schedule(plan, m, n, threshold)
+        sched = scheduler.schedule(plan, m, n, threshold, k)
         assert int(out[0]) == sched.cap
         device = [tuple(map(int, line.split())) for line in out[1:] if line]
         assert device == [tuple(row) for row in scheduler.tile_table(plan, sched, m, n).tolist()]

@@ -69,7 +69,7 @@ def columns(group: Any, name: str) -> tuple[list[int], np.ndarray, np.ndarray, s
     one pass per attribute. Anything else (mixed kinds, DLPack, host arrays) is described array by array."""
     cls = type(group[0])
     module = cls.__module__.split(".")[0]
-    same = all(type(x) is cls for x in group)
+    same = len(set(map(type, group))) == 1  # one pass in C (a generator over the list took a seventh of the call)
     n = len(group)
     try:
         if same and module == "torch":

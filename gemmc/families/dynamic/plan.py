@@ -18,6 +18,9 @@ from gemmc.ir.dynamic import Grouping
 from gemmc.ir.nodes import FamilyPlan
 
 SCAN_WORDS = 8  # bytes per thread of the block-wide scan (long long)
+# Groups the device scheduler sorts by tile cost (largest first): each thread counts, for its groups, the larger keys
+# among all groups, so the work grows with the square of the groups; 1024 groups take 4096 comparisons a thread.
+SORT_GROUPS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +66,11 @@ class DynamicPlan(FamilyPlan):
 
     @property
     def sched_smem(self) -> int:
-        """Static shared memory of the scheduler: group starts, tile ends and variants, the scan, the TLP sums."""
+        """Static shared memory of the scheduler: group starts, tile ends, the order, variants, the scan, the TLP sums
+        and the next tile."""
         groups = self.max_groups
-        return 4 * (groups + 1) + 4 * groups + (-(-groups // 8) * 8) + SCAN_WORDS * self.threads + 8 * len(self.levels)
+        return (4 * (groups + 1) + 4 * groups + 2 * groups + (-(-groups // 8) * 8) + SCAN_WORDS * self.threads
+                + 8 * len(self.levels) + 8)
 
     @property
     def smem_bytes(self) -> int:

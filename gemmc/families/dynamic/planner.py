@@ -28,7 +28,7 @@ from gemmc.ir.nodes import Kernel, ProblemTable, TileTable, WorkList
 from gemmc.ir.types import DType
 from gemmc.model.tlp import occupancy
 
-MAX_GROUPS = 4096  # the scheduler keeps 9 bytes per group in shared memory: 36 KiB at this bound
+MAX_GROUPS = 4096  # the scheduler keeps 11 bytes per group in shared memory: 44 KiB at this bound (static: 48)
 SIZE_TABLE_ROWS = 512  # inspect's size-class table runs up to this many rows per group
 
 

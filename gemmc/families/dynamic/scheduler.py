@@ -11,7 +11,9 @@ side; tests compare the two).
    (the static plan's edge tiles), and weigh what that variant weighs.
 3. The cap (paper 000 Algorithm 1, largest tiles stepped down first, by whole levels): the largest c whose TLP
    (Eq. 4: tiles x threads, summed over the groups) reaches the threshold; the smallest level when none does.
-4. Tiles are numbered group by group (an inclusive prefix sum of tiles per group), n fastest within a group. Block b
+4. Tiles are numbered group by group, the groups by decreasing cost of one tile (the variant's weight x the group's
+   reduction depth; ties: group order; up to plan.SORT_GROUPS groups, more keep their order), n fastest within a
+   group, through an inclusive prefix sum of tiles over that order. Block b
    takes tile b first, then the next unclaimed one from a counter in the workspace (atomicAdd): the hardware's
    first-free-block order, not a fixed share per block.
 """
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gemmc.families.dynamic.plan import DynamicPlan
+from gemmc.families.dynamic.plan import SORT_GROUPS, DynamicPlan
 from gemmc.ir.dynamic import Grouping
 
 INT32_MAX = 2**31 - 1
@@ -36,7 +38,8 @@ class Schedule:
     tlp: np.ndarray  # per cap: the TLP (threads) of the launch under that cap
     variant: np.ndarray  # per group
     tiles: np.ndarray  # per group
-    ends: np.ndarray  # per group: inclusive prefix sum of tiles (int32-clamped, as the device keeps it)
+    order: np.ndarray  # per position of the tile numbering: its group
+    ends: np.ndarray  # per position: inclusive prefix sum of tiles (int32-clamped, as the device keeps it)
 
     @property
     def total(self) -> int:
@@ -104,8 +107,33 @@ def choices(plan: DynamicPlan, m: np.ndarray, n: np.ndarray) -> tuple[np.ndarray
     return choice, tlp
 
 
-def schedule(plan: DynamicPlan, m: np.ndarray, n: np.ndarray, threshold: int) -> Schedule:
-    """The decisions of one launch over groups of m x n outputs (threshold in threads, Eq. 4)."""
+def first_variant(plan: DynamicPlan, variant: np.ndarray, m: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """The variant of each group's first tile, its largest (an edge variant where the group needs at most half)."""
+    bm, bn = column(plan, "bm")[variant], column(plan, "bn")[variant]
+    kind = (np.asarray(m) <= bm // 2).astype(np.int64) + 2 * (np.asarray(n) <= bn // 2)
+    return edge_table(plan)[variant, kind]
+
+
+def keys(plan: DynamicPlan, variant: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Each group's sort key: the weight of `variant` (its first tile's) x the group's depth, saturated to 32 bits
+    (gemmc_dyn_key)."""
+    cost = column(plan, "weight")[variant].astype(object) * np.maximum(np.asarray(k, dtype=np.int64), 0).astype(object)
+    return np.array([min(int(c), 2**32 - 1) for c in cost], dtype=np.int64)
+
+
+def order(plan: DynamicPlan, variant: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """The groups in tile-numbering order: decreasing key (`variant`: each group's first tile's), ties in group order
+    (gemmc_dyn_rank)."""
+    groups = np.arange(len(variant))
+    if len(variant) > SORT_GROUPS:
+        return groups
+    return np.lexsort((groups, -keys(plan, variant, k)))
+
+
+def schedule(plan: DynamicPlan, m: np.ndarray, n: np.ndarray, threshold: int, k: np.ndarray | None = None
+             ) -> Schedule:
+    """The decisions of one launch over groups of m x n outputs and depth k (threshold in threads, Eq. 4; k None:
+    every group alike, the groups in their order)."""
     choice, tlp = choices(plan, m, n)
     totals = tlp.sum(axis=1)
     reached = np.flatnonzero(totals >= threshold)
@@ -113,16 +141,20 @@ def schedule(plan: DynamicPlan, m: np.ndarray, n: np.ndarray, threshold: int) ->
     variant = choice[cap]
     bm, bn = column(plan, "bm")[variant], column(plan, "bn")[variant]
     tiles = -(-np.asarray(m, dtype=np.int64) // bm) * -(-np.asarray(n, dtype=np.int64) // bn)
-    return Schedule(cap, totals, variant, tiles, np.minimum(np.cumsum(tiles), INT32_MAX))
+    first = first_variant(plan, variant, m, n)
+    depth = np.where(tiles > 0, np.zeros(len(variant), dtype=np.int64) if k is None else k, 0)  # no tile: key 0
+    seq = order(plan, first, depth)
+    return Schedule(cap, totals, variant, tiles, seq, np.minimum(np.cumsum(tiles[seq]), INT32_MAX))
 
 
 def tile_table(plan: DynamicPlan, sched: Schedule, m: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Every tile in numbering order as rows (group, m0, n0, variant): the decode a block does for a tile it takes,
     edge tiles with their half variants."""
     total = sched.total
-    group = np.repeat(np.arange(len(sched.tiles)), sched.tiles)[:total]
+    position = np.repeat(np.arange(len(sched.tiles)), sched.tiles[sched.order])[:total]
+    group = sched.order[position]
     first = np.concatenate([[0], sched.ends[:-1]])
-    local = np.arange(total) - first[group]
+    local = np.arange(total) - first[position]
     v = sched.variant[group]
     bm, bn = column(plan, "bm")[v], column(plan, "bn")[v]
     tiles_n = -(-np.asarray(n, dtype=np.int64)[group] // bn)

@@ -411,7 +411,26 @@ __host__ __device__ inline int gemmc_dyn_tile(long long local, long long m, long
   return eh ? (ew ? d.ehw : d.eh) : ew ? d.ew : v;
 }
 
-// The group holding tile t: the first g with ends[g] > t (ends: inclusive prefix sums of tiles, non-decreasing).
+// The sort key of a group: the cost of one of its tiles, variant v's weight x the depth k (saturated to 32 bits).
+__host__ __device__ inline unsigned gemmc_dyn_key(int v, long long k) {
+  const unsigned long long w = (unsigned long long)gemmc_dyn_class_of(v).weight, d = k > 0 ? (unsigned long long)k : 0;
+  return d > 0xFFFFFFFFull / (w ? w : 1) ? 0xFFFFFFFFu : (unsigned)(w * d);
+}
+
+// Group g's position in the tile numbering: the groups of larger keys first, equal keys in group order. Up to
+// 1024 groups; more keep their order (the count of larger keys grows with the square of the groups).
+__host__ __device__ inline int gemmc_dyn_rank(const unsigned* keys, int groups, int g) {
+  if (groups > 1024) return g;
+  const unsigned key = keys[g];
+  int rank = 0;
+  for (int h = 0; h < groups; ++h) {
+    const unsigned other = keys[h];
+    rank += other > key || (other == key && h < g);
+  }
+  return rank;
+}
+
+// The position holding tile t: the first i with ends[i] > t (ends: inclusive prefix sums of tiles, non-decreasing).
 __host__ __device__ inline int gemmc_dyn_group(const int* ends, int groups, long long t) {
   int lo = 0, hi = groups - 1;
   while (lo < hi) {
@@ -452,6 +471,13 @@ __device__ __forceinline__ void gemmc_dyn_outputs(int g, const int* s_first, con
   *n = dim_n;
 }
 
+// The reduction depth of every group: the fixed k.
+__device__ __forceinline__ long long gemmc_dyn_depth(int g, const int* s_first, const gemmc_dyn_problem* problems,
+                                                     long long dim_k) {
+  (void)g; (void)s_first; (void)problems;
+  return dim_k;
+}
+
 // One persistent launch over a batch sized at run time (grouped M). Every block derives the same
 // schedule from the sizes (families/dynamic/scheduler.py): clamped group rows, a variant per group under the
 // launch's level cap, an inclusive prefix sum of tiles per group in shared memory. Block b then computes tile b and
@@ -472,7 +498,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemmc_moe_up_dynamic_f32_rc
   const float beta_ = 0.0f;
   (void)alpha; (void)beta;
   __shared__ int s_first[MAX_GROUPS + 1];     // grouped forms: group g's rows are [s_first[g], s_first[g + 1])
-  __shared__ int s_ends[MAX_GROUPS];          // inclusive prefix sum of tiles per group
+  __shared__ int s_ends[MAX_GROUPS];          // inclusive prefix sum of tiles, by position (before: the sort keys)
+  __shared__ unsigned short s_order[MAX_GROUPS];  // the group at each position of the tile numbering
   __shared__ unsigned char s_var[MAX_GROUPS];  // each group's variant
   __shared__ long long s_scan[NT];
   __shared__ unsigned long long s_tlp[GEMMC_DYN_LEVELS];
@@ -520,28 +547,42 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemmc_moe_up_dynamic_f32_rc
   __syncthreads();
   const int cap = gemmc_dyn_cap(s_tlp, tlp_threshold);
 
-  // Each group's variant under the cap, and the inclusive prefix sum of tiles.
-  long long count = 0;
+  // Each group's variant under the cap and its sort key, the cost of its largest tile (its first tile's variant's
+  // weight x the group's depth): the groups are numbered by decreasing key, so that the blocks claim the longest tiles first (the
+  // static planner's order), and the inclusive prefix sum of tiles follows that order.
+  unsigned* s_key = reinterpret_cast<unsigned*>(s_ends);
   for (int g = lo; g < hi; ++g) {
     long long m, n;
     gemmc_dyn_outputs(g, s_first, problems, dim_m, dim_n, &m, &n);
     const int v = gemmc_dyn_variant(m, n, cap);
     s_var[g] = (unsigned char)v;
-    count += gemmc_dyn_tiles(m, n, v);
+    long long m0, n0;  // the group's first tile is its largest: its variant, its weight (0: a group of no tile)
+    s_key[g] = m > 0 && n > 0 ? gemmc_dyn_key(gemmc_dyn_tile(0, m, n, v, &m0, &n0),
+                                              gemmc_dyn_depth(g, s_first, problems, dim_k)) : 0u;
   }
-  long long total = gemmc_dyn_scan<NT, false>(count, s_scan, tid);
-  for (int g = lo; g < hi; ++g) {
+  __syncthreads();
+  for (int g = lo; g < hi; ++g) s_order[gemmc_dyn_rank(s_key, G, g)] = (unsigned short)g;
+  __syncthreads();
+  long long count = 0;
+  for (int i = lo; i < hi; ++i) {
     long long m, n;
-    gemmc_dyn_outputs(g, s_first, problems, dim_m, dim_n, &m, &n);
-    total += gemmc_dyn_tiles(m, n, s_var[g]);
-    s_ends[g] = total < 2147483647LL ? (int)total : 2147483647;
+    gemmc_dyn_outputs(s_order[i], s_first, problems, dim_m, dim_n, &m, &n);
+    count += gemmc_dyn_tiles(m, n, s_var[s_order[i]]);
+  }
+  long long total = gemmc_dyn_scan<NT, false>(count, s_scan, tid);  // its barriers: every key read is done
+  for (int i = lo; i < hi; ++i) {
+    long long m, n;
+    gemmc_dyn_outputs(s_order[i], s_first, problems, dim_m, dim_n, &m, &n);
+    total += gemmc_dyn_tiles(m, n, s_var[s_order[i]]);
+    s_ends[i] = total < 2147483647LL ? (int)total : 2147483647;
   }
   __syncthreads();
   const long long tiles = G ? s_ends[G - 1] : 0;
 
   for (long long t = blockIdx.x; t < tiles; t = s_next) {
-    const int g = gemmc_dyn_group(s_ends, G, t);
-    const long long local = t - (g ? s_ends[g - 1] : 0);
+    const int i = gemmc_dyn_group(s_ends, G, t);  // the position, then its group
+    const int g = s_order[i];
+    const long long local = t - (i ? s_ends[i - 1] : 0);
     const int v = s_var[g];
     gemmc_problem p;
     const float* a;
