@@ -108,7 +108,7 @@ def test_inspect_shows_the_size_classes_and_the_scheduler(tmp_path):
     out = subprocess.run([str(ROOT / ".venv/bin/gemmc") if (ROOT / ".venv/bin/gemmc").exists() else "gemmc",
                           "inspect", str(path)], capture_output=True, text=True, check=True).stdout
     assert "problems: grouped M  n 96  k 40  (up to 24 groups)" in out
-    assert "size classes at n 96 (top cap): rows 1-64 -> 64x64" in out
+    assert "size classes at n 96 (top cap): rows 1-64 -> 64x128, rows 65+ -> 128x128" in out
     assert "persistent kernel: block 256 threads, grid SMs x" in out
     assert "tiles derived on the device" in out
 
