@@ -108,7 +108,7 @@ def test_inspect_shows_the_size_classes_and_the_scheduler(tmp_path):
     out = subprocess.run([str(ROOT / ".venv/bin/gemmc") if (ROOT / ".venv/bin/gemmc").exists() else "gemmc",
                           "inspect", str(path)], capture_output=True, text=True, check=True).stdout
     assert "problems: grouped M  n 96  k 40  (up to 24 groups)" in out
-    assert "size classes at n 96 (top cap): rows 1-16 -> 16x32" in out
+    assert "size classes at n 96 (top cap): rows 1-64 -> 64x128, rows 65+ -> 128x128" in out
     assert "persistent kernel: block 256 threads, grid SMs x" in out
     assert "tiles derived on the device" in out
 
@@ -129,8 +129,9 @@ def routings(seed: int, groups: int, rows: int) -> list[np.ndarray]:
 
 
 def reference_schedule(plan: DynamicPlan, m: np.ndarray, n: np.ndarray, threshold: int) -> tuple[int, list[int]]:
-    """The scheduler's rules in float64, group by group: the cheapest variant under each cap, the TLP per cap, the
-    largest cap whose TLP reaches the threshold."""
+    """The scheduler's rules in float64, group by group and tile by tile: the variant whose tiles (edge tiles in the
+    last row or column at their half variant's weight) weigh least under each cap, the TLP per cap, the largest cap
+    whose TLP reaches the threshold."""
     caps = len(plan.levels)
     tlp = np.zeros(caps)
     chosen = np.zeros((caps, len(m)), dtype=np.int64)
@@ -140,8 +141,7 @@ def reference_schedule(plan: DynamicPlan, m: np.ndarray, n: np.ndarray, threshol
             for v, cls in enumerate(plan.classes):
                 if cls.level > c:
                     continue
-                tiles = np.ceil(m[g] / cls.variant.bm) * np.ceil(n[g] / cls.variant.bn)
-                cost = float(tiles) * float(cls.weight)
+                cost = sum(float(plan.classes[variant].weight) for *_, variant in model_tiles(plan, m[g], n[g], v))
                 if best_cost is None or cost <= best_cost:
                     best, best_cost = v, cost
             cls = plan.classes[best]
@@ -152,6 +152,26 @@ def reference_schedule(plan: DynamicPlan, m: np.ndarray, n: np.ndarray, threshol
     return cap, chosen[cap].tolist()
 
 
+def model_tiles(plan: DynamicPlan, m: int, n: int, v: int) -> list[tuple[int, int, int]]:
+    """(m0, n0, variant) of every tile of variant v over m x n, n fastest: a tile whose rows (columns) left need at
+    most half its height (width) runs the variant of that half, where the ladder has one (float64 arithmetic)."""
+    cls = plan.classes[v].variant
+    out = []
+    for i in range(int(np.ceil(m / cls.bm))):
+        for j in range(int(np.ceil(n / cls.bn))):
+            m0, n0 = i * cls.bm, j * cls.bn
+            half_h, half_w = float(m - m0) <= cls.bm / 2.0, float(n - n0) <= cls.bn / 2.0
+            want = (cls.bm // 2 if half_h else cls.bm, cls.bn // 2 if half_w else cls.bn)
+            runs = [u for u, c in enumerate(plan.classes)
+                    if (c.variant.bm, c.variant.bn) == want and c.variant.threads == cls.threads]
+            if not runs:  # no such corner: the half along one side, else the tile itself
+                runs = [u for u, c in enumerate(plan.classes) if c.variant.threads == cls.threads and (
+                    (c.variant.bm, c.variant.bn) in ((cls.bm // 2, cls.bn) if half_h else (0, 0),
+                                                     (cls.bm, cls.bn // 2) if half_w else (0, 0)))] or [v]
+            out.append((m0, n0, runs[0]))
+    return out
+
+
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("threshold", [1, 20_000, 10**9])
 def test_the_schedule_matches_a_float64_model_and_covers_every_output_once(seed, threshold):
@@ -160,12 +180,18 @@ def test_the_schedule_matches_a_float64_model_and_covers_every_output_once(seed,
     rows, n = 500, 96
     for ends in routings(seed, 24, rows):
         starts = scheduler.clamped_starts(ends, rows)
-        m, nn, _ = scheduler.group_sizes(plan, starts, n=n, k=40)
-        sched = scheduler.schedule(plan, m, nn, threshold)
+        m, nn, kk = scheduler.group_sizes(plan, starts, n=n, k=40)
+        sched = scheduler.schedule(plan, m, nn, threshold, kk)
         assert (sched.cap, sched.variant.tolist()) == reference_schedule(plan, m, nn, threshold)
+        first = sorted(range(len(m)), key=lambda g: (-plan.classes[model_tiles(plan, m[g], n, sched.variant[g])[0][2]
+                                                                   ].weight * 40 if m[g] else 0, g))
+        assert sched.order.tolist() == first, "the groups of the costliest tiles first, ties in group order"
         covered = np.zeros((rows, n), dtype=np.int64)
         bm, bn = scheduler.column(plan, "bm"), scheduler.column(plan, "bn")
-        for g, m0, n0, v in scheduler.tile_table(plan, sched, nn):
+        table = scheduler.tile_table(plan, sched, m, nn)
+        want = [(g, m0, n0, v) for g in first for m0, n0, v in model_tiles(plan, m[g], n, sched.variant[g])]
+        assert [tuple(row) for row in table.tolist()] == want
+        for g, m0, n0, v in table:
             assert 0 <= m0 < m[g] and 0 <= n0 < n, "a tile starts outside its group"
             lo, hi = starts[g] + m0, min(starts[g] + m0 + bm[v], starts[g + 1])
             covered[lo:hi, n0:min(n0 + bn[v], n)] += 1
@@ -185,10 +211,41 @@ def test_bad_ends_are_clamped_inside_the_rows():
 def test_small_groups_take_small_tiles_and_large_ones_large_tiles():
     plan = kernel_of(MOE.replace("n 96", "n 2048")).ir.plan
     assert isinstance(plan, DynamicPlan)
-    choice, _ = scheduler.choices(plan, np.array([1, 40, 4000]), np.array([2048, 2048, 2048]))
-    tiles = [(plan.classes[v].variant.bm, plan.classes[v].variant.bn) for v in choice[-1]]
-    assert tiles[0] == (16, 32) and tiles[2] == (128, 128)
-    assert tiles[0][0] < tiles[1][0] <= tiles[2][0]
+    m = np.array([1, 40, 31 * 128 + 100, 31 * 128 + 60])
+    sched = scheduler.schedule(plan, m, np.full(4, 2048), threshold=1)
+    table = scheduler.tile_table(plan, sched, m, np.full(4, 2048))
+    shape = {g: {(plan.classes[v].variant.bm, plan.classes[v].variant.bn) for gg, _, _, v in table if gg == g}
+             for g in range(4)}
+    assert shape[0] == shape[1] == {(64, 128)}, "a group of a few rows runs half-height tiles"
+    assert shape[2] == {(128, 128)}, "the last row needs more than half a tile: 128 x 128 tiles"
+    assert shape[3] == {(128, 128), (64, 128)}, "a last row of half-height edge tiles"
+
+
+def test_the_body_holds_the_top_tile_and_its_edges_alone():
+    """One kernel body holds every variant: the ladder is the static plan's uniform tile and its edge tiles."""
+    plan = kernel_of(MOE).ir.plan
+    assert isinstance(plan, DynamicPlan)
+    tiles = [(c.variant.bm, c.variant.bn) for c in plan.classes]
+    assert tiles == [(64, 64), (128, 64), (64, 128), (128, 128)]
+    assert {c.variant.threads for c in plan.classes} == {256}
+    assert plan.classes[3].edges == (2, 1, 0) and plan.classes[0].edges == (0, 0, 0)
+    f64 = kernel_of("kernel l { dtype f64 grouped list problems 40 }").ir.plan
+    assert isinstance(f64, DynamicPlan)
+    assert max(c.variant.tm * c.variant.tn for c in f64.classes) == 16
+
+
+def test_the_longest_tiles_are_numbered_first():
+    """The list form's problems by decreasing cost of a tile (weight x k), as the static planner orders its tiles;
+    past SORT_GROUPS groups they keep their order."""
+    plan = kernel_of("kernel l { grouped list problems 2000 }").ir.plan
+    assert isinstance(plan, DynamicPlan)
+    m, n, k = np.array([300, 300, 40, 300, 0]), np.array([300, 300, 300, 300, 9]), np.array([10, 500, 500, 500, 9])
+    sched = scheduler.schedule(plan, m, n, 1, k)
+    assert sched.order.tolist() == [1, 3, 2, 0, 4]
+    table = scheduler.tile_table(plan, sched, m, n)
+    assert table[0, 0] == 1 and table[-1, 0] == 0
+    many = scheduler.schedule(plan, np.full(1500, 8), np.full(1500, 8), 1, np.arange(1500))
+    assert many.order.tolist() == list(range(1500))
 
 
 def test_the_level_cap_refines_until_the_tlp_reaches_the_threshold():
@@ -210,35 +267,42 @@ HARNESS = r"""
 #include <cstdio>
 #include <vector>
 %s
-// Input: "groups threshold", then "m n" per group. Output: the cap, then each tile as "group m0 n0 variant",
+// Input: "groups threshold", then "m n k" per group. Output: the cap, then each tile as "group m0 n0 variant",
 // computed as every block of the kernel computes them (sequentially here).
 int main() {
   int groups = 0;
   long long threshold = 0;
   if (scanf("%%d %%lld", &groups, &threshold) != 2) return 1;
-  std::vector<long long> m(groups), n(groups);
+  std::vector<long long> m(groups), n(groups), k(groups);
   unsigned long long tlp[GEMMC_DYN_LEVELS] = {};
   for (int g = 0; g < groups; ++g) {
-    if (scanf("%%lld %%lld", &m[g], &n[g]) != 2) return 1;
+    if (scanf("%%lld %%lld %%lld", &m[g], &n[g], &k[g]) != 3) return 1;
     int choice[GEMMC_DYN_LEVELS];
     long long add[GEMMC_DYN_LEVELS];
     gemmc_dyn_choices(m[g], n[g], choice, add);
     for (int c = 0; c < GEMMC_DYN_LEVELS; ++c) tlp[c] += add[c];
   }
   const int cap = gemmc_dyn_cap(tlp, threshold);
-  std::vector<int> ends(groups), var(groups);
-  long long total = 0;
+  std::vector<int> ends(groups), var(groups), order(groups);
+  std::vector<unsigned> keys(groups);
   for (int g = 0; g < groups; ++g) {
     var[g] = gemmc_dyn_variant(m[g], n[g], cap);
-    total += gemmc_dyn_tiles(m[g], n[g], var[g]);
-    ends[g] = (int)total;
+    long long m0, n0;
+    keys[g] = m[g] > 0 && n[g] > 0 ? gemmc_dyn_key(gemmc_dyn_tile(0, m[g], n[g], var[g], &m0, &n0), k[g]) : 0u;
+  }
+  for (int g = 0; g < groups; ++g) order[gemmc_dyn_rank(keys.data(), groups, g)] = g;
+  long long total = 0;
+  for (int i = 0; i < groups; ++i) {
+    total += gemmc_dyn_tiles(m[order[i]], n[order[i]], var[order[i]]);
+    ends[i] = (int)total;
   }
   printf("%%d\n", cap);
   for (long long t = 0; t < total; ++t) {
-    const int g = gemmc_dyn_group(ends.data(), groups, t);
+    const int i = gemmc_dyn_group(ends.data(), groups, t);
+    const int g = order[i];
     long long m0, n0;
-    gemmc_dyn_tile(t - (g ? ends[g - 1] : 0), n[g], var[g], &m0, &n0);
-    printf("%%d %%lld %%lld %%d\n", g, m0, n0, var[g]);
+    const int v = gemmc_dyn_tile(t - (i ? ends[i - 1] : 0), m[g], n[g], var[g], &m0, &n0);
+    printf("%%d %%lld %%lld %%d\n", g, m0, n0, v);
   }
   return 0;
 }
@@ -260,11 +324,12 @@ def test_the_device_scheduler_agrees_with_the_numpy_model(text, tmp_path):
         groups = int(rng.integers(1, 40))
         m = rng.choice([0, 1, 2, 15, 16, 17, 31, 63, 64, 65, 127, 129, 300, 1000], size=groups)
         n = rng.choice([0, 1, 7, 16, 33, 96, 128, 131, 512], size=groups) if trial % 2 else np.full(groups, 96)
+        k = rng.choice([0, 1, 40, 333, 3000, 2**31 - 1], size=groups)
         threshold = int(rng.choice([1, 5_000, 50_000, 10**9]))
-        text_in = f"{groups} {threshold}\n" + "".join(f"{a} {b}\n" for a, b in zip(m, n, strict=True))
+        text_in = f"{groups} {threshold}\n" + "".join(f"{a} {b} {c}\n" for a, b, c in zip(m, n, k, strict=True))
         run = subprocess.run([str(binary)], input=text_in, capture_output=True, text=True, check=True)
         out = run.stdout.split("\n")
-        sched = scheduler.schedule(plan, m, n, threshold)
+        sched = scheduler.schedule(plan, m, n, threshold, k)
         assert int(out[0]) == sched.cap
         device = [tuple(map(int, line.split())) for line in out[1:] if line]
-        assert device == [tuple(row) for row in scheduler.tile_table(plan, sched, n).tolist()]
+        assert device == [tuple(row) for row in scheduler.tile_table(plan, sched, m, n).tolist()]

@@ -286,10 +286,11 @@ def list_case(problems: int, first_call: dict) -> dict:
     zero = np.uint64(0)
 
     def raw(i: int) -> None:  # the kernel alone on a staged table: its device time
+        on = torch_stream()
         st.fn((st.grid, 1, 1), (st.block, 1, 1),
               (zero, zero, zero, zero, np.uint64(table.data_ptr()), np.int32(problems), np.int64(0), np.int64(0),
-               np.int64(0), np.int64(0), np.int64(st.threshold), np.float32(1.0), np.float32(0.0)),
-              shared_mem=st.smem, stream=torch_stream())
+               np.int64(0), np.int64(0), np.int64(st.threshold), np.uint64(st.counter(on.ptr)), np.float32(1.0),
+               np.float32(0.0)), shared_mem=st.smem, stream=on)
 
     row["gemmc_device_us"] = graph_seconds(raw) * 1e6
 
@@ -360,9 +361,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
     parser.add_argument("--quick", action="store_true", help="two MoE cases, two routings, the 64-problem list")
     parser.add_argument("--tag", default="", help="appended to the results file's name")
+    parser.add_argument("--cases", default="", help="comma-separated indices into CASES (default: all)")
+    parser.add_argument("--lists", default="", help="comma-separated list sizes (default: 64,512)")
     args = parser.parse_args(argv)
     cases = CASES[:2] if args.quick else CASES
-    lists = (64,) if args.quick else (64, 512)
+    if args.cases:
+        cases = [CASES[int(i)] for i in args.cases.split(",")]
+    lists: tuple[int, ...] = (64,) if args.quick else (64, 512)
+    if args.lists:
+        lists = tuple(int(p) for p in args.lists.split(","))
     jobs = ([("dynamic", MOE.format(n=8, k=8)), ("dynamic", LIST), ("dynamic", MOE_COLD)]
             + [("moe", *case) for case in cases] + [("list", p) for p in lists])
     from concurrent.futures import ProcessPoolExecutor

@@ -26,7 +26,8 @@ virtual void volatile wchar_t while xor xor_eq
 # of a kernel named X would be that identifier. tests/test_names.py keeps this in step with templates/.
 TEMPLATE_NAMES = frozenset("""
 absmax bf16_f32 bf16_rn c cluster_arrive_relaxed_divergent cluster_rank cluster_sync cluster_sync_divergent cp_async
-cp_async_commit cp_async_wait desc dmma dsmem_load dyn_cap dyn_choices dyn_class dyn_class_of dyn_group dyn_outputs
+cp_async_commit cp_async_wait desc dmma dsmem_load dyn_cap dyn_choices dyn_class dyn_class_of dyn_cost dyn_depth
+dyn_group dyn_key dyn_outputs dyn_rank
 dyn_problem dyn_scan dyn_tile dyn_tiles dyn_variant elem f16_f32 f16_rn f16_rz fence_acc fence_async_smem frag_width
 get2 hmul2 in ldmatrix_x4 line_scale load4 mbar_expect mbar_init mbar_release mbar_wait mma mma0 out prep_unit
 later problem put2 put2_smem raster raster_tile round_up simt_loader simt_tile smem_addr smem_dyn smem_raw split

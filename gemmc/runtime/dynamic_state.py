@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -16,12 +16,13 @@ class Launcher:
     call with this kernel's thirteen arguments (bench/results/2026-11-26_h100_dynamic_call2-partial.json,
     gemmc_issue_us). A lock keeps two threads from interleaving their stores."""
 
-    def __init__(self, fn: Any, types: tuple[Any, ...]):
+    def __init__(self, fn: Any, types: tuple[Any, ...], counter: int):
         from cupy.cuda import driver  # type: ignore[import-not-found]
 
         self.launch_kernel = driver.launchKernel
         self.func = int(fn.kernel.ptr)
         self.values = [t() for t in types]
+        self.counter = self.values[counter]  # the slot of the tile counters' address
         self.params = (ctypes.c_void_p * len(types))(*(ctypes.addressof(v) for v in self.values))
         self.address = ctypes.addressof(self.params)
         self.lock = threading.Lock()
@@ -29,15 +30,22 @@ class Launcher:
     def set(self, index: int, value: Any) -> None:
         self.values[index].value = value
 
-    def __call__(self, grid: int, block: int, smem: int, stream: Any, values: tuple[Any, ...],
-                 scalars: tuple[float, float]) -> None:
-        """Launch with `values` as the leading arguments and `scalars` as the last two (alpha, beta); the arguments
-        between keep what `set` stored."""
+    def __call__(self, grid: int, block: int, smem: int, stream: int, values: tuple[Any, ...], counter: int,
+                 scalars: tuple[float, float] | None = None) -> None:
+        """Launch on the raw stream handle `stream` with `values` as the leading arguments, the tile counters at
+        `counter` and `scalars` as the last two (alpha, beta; None: those `set` stored); the other arguments keep
+        what `set` stored."""
         with self.lock:
             for slot, value in zip(self.values, values, strict=False):
                 slot.value = value
-            self.values[-2].value, self.values[-1].value = scalars
-            self.launch_kernel(self.func, grid, 1, 1, block, 1, 1, smem, stream.ptr, self.address, 0)
+            self.counter.value = counter
+            if scalars is not None:
+                self.values[-2].value, self.values[-1].value = scalars
+            self.launch_kernel(self.func, grid, 1, 1, block, 1, 1, smem, stream, self.address, 0)
+
+
+COUNTER_SLOTS = 64  # streams a kernel keeps tile counters for (each launch's stream takes its own pair)
+COUNTER_INTS = 8  # int32 per slot: the kernel's two counters, padded to 32 bytes
 
 
 @dataclass
@@ -54,3 +62,20 @@ class DynamicState:
     fast: Launcher | None = None  # None: CuPy's kernel call (a CuPy without the driver binding)
     workspace: Any = None  # int32[4]: the validation result
     ring: Any = None  # the list form's staging buffers (runtime/dynamic_list.py)
+    counters: Any = None  # int32[COUNTER_SLOTS x COUNTER_INTS], zeroed once: the tile counters, a slot per stream
+    slots: dict[int, int] = field(default_factory=dict)  # raw stream handle -> the device address of its counters
+    seen: dict[tuple, tuple] = field(default_factory=dict)  # checked grouped calls' metadata -> their launch values
+    baked: bool = True  # alpha and beta are the schedule's constants
+
+    def counter(self, stream: int) -> int:
+        """The device address of the tile counters for launches on `stream` (a raw handle): the kernel leaves them
+        zeroed, so launches in stream order share them; launches on two streams at once must not."""
+        found = self.slots.get(stream)
+        if found is None:
+            if len(self.slots) >= COUNTER_SLOTS:
+                from gemmc.errors import GemmcError
+
+                raise GemmcError(f"stream: this kernel has run on {COUNTER_SLOTS} streams, the most it keeps tile "
+                                 "counters for; launch it on fewer streams", code="E900")
+            found = self.slots[stream] = int(self.counters.data.ptr) + 4 * COUNTER_INTS * len(self.slots)
+        return found

@@ -312,3 +312,59 @@ def test_no_compile_plan_or_tuning_after_warm_up():
             [t.empty(m, n, device="cuda") for m, n, k in sizes], alpha=1.0, beta=0.0)
     t.cuda.synchronize()
     assert gemmc.stats() == before
+
+
+def test_calls_in_stream_order_share_the_tile_counters_and_leave_them_zeroed():
+    """Many launches back to back without a synchronisation (each claims tiles from the same counters, which the last
+    block of each launch resets), then the quick path: a call with the arguments of a checked call launches without
+    the checks; other arguments take them again."""
+    from gemmc.runtime.dynamic_state import COUNTER_INTS
+
+    t = torch()
+    n, k, rows, groups = 130, 24, 2000, 12
+    kern = kernel(M32, n=n, k=k)
+    A, B = t.randn(rows, k, device="cuda"), t.randn(groups, n, k, device="cuda")
+    rng = np.random.default_rng(3)
+    pool = [rng.multinomial(rows, rng.dirichlet(np.ones(groups))) for _ in range(6)]
+    ends = [ends_of(p, t) for p in pool]
+    outs = [t.full((rows, n), float("nan"), device="cuda") for _ in pool]
+    for _ in range(3):  # the second and third rounds take the quick path (the same tensors)
+        for C, e in zip(outs, ends, strict=True):
+            C.fill_(float("nan"))
+            kern(A, B, C, offsets=e)
+    t.cuda.synchronize()
+    st = kern.executable.dynamic
+    assert st is not None and len(st.seen) == len(pool), "each argument set is checked once"
+    assert not st.counters.get().reshape(-1, COUNTER_INTS)[:, :2].any(), "the counters are left zeroed"
+    for C, p in zip(outs, pool, strict=True):
+        starts = np.concatenate([[0], np.cumsum(p)])
+        bounds = zip(starts[:-1], starts[1:], strict=True)
+        ref = t.cat([A[s:e].double() @ B[g].double().t() for g, (s, e) in enumerate(bounds)])
+        assert rel(C, ref) < TOL["f32"]
+    with pytest.raises(gemmc.GemmcError, match=r"C: expected shape"):
+        kern(A, B, outs[0][:-1], offsets=ends[0])  # new metadata: checked again, and refused
+    C = t.empty(rows, n, device="cuda", requires_grad=True)
+    with pytest.raises(gemmc.GemmcError, match="C: the tensor requires grad"):
+        kern(A, B, C, offsets=ends[0])
+
+
+def test_a_second_stream_takes_its_own_counters():
+    t = torch()
+    n, k, rows, groups = 64, 16, 900, 5
+    kern = kernel(M32, n=n, k=k)
+    A, B = t.randn(rows, k, device="cuda"), t.randn(groups, n, k, device="cuda")
+    sizes = [100, 0, 300, 200, 300]
+    e = ends_of(sizes, t)
+    C1, C2 = t.full((rows, n), float("nan"), device="cuda"), t.full((rows, n), float("nan"), device="cuda")
+    side = t.cuda.Stream()
+    side.wait_stream(t.cuda.current_stream())
+    kern(A, B, C1, offsets=e)
+    with t.cuda.stream(side):
+        kern(A, B, C2, offsets=e)
+    t.cuda.synchronize()
+    st = kern.executable.dynamic
+    assert st is not None and len(st.slots) >= 2
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    bounds = zip(starts[:-1], starts[1:], strict=True)
+    ref = t.cat([A[s:e_].double() @ B[g].double().t() for g, (s, e_) in enumerate(bounds)])
+    assert rel(C1, ref) < TOL["f32"] and rel(C2, ref) < TOL["f32"]

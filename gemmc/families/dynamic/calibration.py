@@ -7,6 +7,7 @@ from gemmc.families.calibration import H100, Measured
 from gemmc.ir.types import DType
 
 DESIGN = "bench/results/2026-11-26_h100_dynamic_design-call2.json"
+PROFILE = "bench/results/2026-11-26_h100_dynamic_profile.json"
 
 MAX_OUTPUTS = Measured(
     {DType.F32: 64, DType.F64: 16}, H100,
@@ -24,4 +25,16 @@ TLP_WAVES = Measured(
         "small tiles and runs them up to 2.7x slower (E8 T4096 N512 K512: 458 against 171 us); no threshold at all "
         "(the largest tiles always) times the same as one wave on every case.",
     sources=(DESIGN,),
+)
+
+BODY = Measured(
+    2, H100,
+    why="Rungs of the ladder below the top tile that the one kernel body holds: the top tile's halves and its "
+        "quarter, which are also its edge tiles (the static plan's `uniform` tiling with edges). Every variant is "
+        "inlined into one body and ptxas allocates registers for the largest path: with the whole ten-variant "
+        "ladder (16 x 16 up) the body took 255 registers and spilled in the 128 x 128 main loop (1.5 M local "
+        "memory requests on E8 T65536 N512 K512), and ran 1040 us where the same tiles in a body of the top four "
+        "variants (237 registers, no spills) ran 870 us and the static plan 836 us; E32 T8192 N1024 K512: 376 "
+        "against 338 us.",
+    sources=(PROFILE, "bench/results/2026-11-26_h100_dynamic_profile_ncu.csv"),
 )

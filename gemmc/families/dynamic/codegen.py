@@ -4,7 +4,7 @@ of a dynamic kernel beside them)."""
 from __future__ import annotations
 
 from gemmc.families.base import cbool
-from gemmc.families.dynamic.plan import DynamicPlan
+from gemmc.families.dynamic.plan import SORT_GROUPS, DynamicPlan
 from gemmc.ir.dynamic import INT32_MAX
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
@@ -26,7 +26,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
     assert dyn is not None
     variants = [dict(index=i, bm=c.variant.bm, bn=c.variant.bn, bk=c.variant.bk, tm=c.variant.tm, tn=c.variant.tn,
                      threads=c.variant.threads, slices=c.variant.slices, level=c.level, weight=c.weight,
-                     smem=plan.tiles.variant_smem(c.variant))
+                     smem=plan.tiles.variant_smem(c.variant), edges=c.edges)
                 for i, c in enumerate(plan.classes)]
     return {
         # the SIMT family's template, included for its loader and tile function only (simt.cu.j2)
@@ -41,6 +41,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "grouping": dyn.grouping.value,
         "dynamic_summary": str(dyn),
         "max_groups": plan.max_groups,
+        "sort_groups": SORT_GROUPS,
         "max_rows": dyn.max_rows,
         "int32_max": INT32_MAX,
         "fixed_m": dyn.m,

@@ -18,18 +18,22 @@ from gemmc.ir.dynamic import Grouping
 from gemmc.ir.nodes import FamilyPlan
 
 SCAN_WORDS = 8  # bytes per thread of the block-wide scan (long long)
+# Groups the device scheduler sorts by tile cost (largest first): each thread counts, for its groups, the larger keys
+# among all groups, so the work grows with the square of the groups; 1024 groups take 4096 comparisons a thread.
+SORT_GROUPS = 1024
 
 
 @dataclass(frozen=True, slots=True)
 class SizeClass:
     """One variant of the ladder: its tile, its level (0: the smallest tiles), and its cost weight: the issue slots
-    one of its tiles takes per k (the SIMT cost model's step_instructions x threads / bk), so that tiles x weight
-    compares the variants on one group."""
+    one of its tiles takes per k (the SIMT cost model's step_instructions x threads / bk), so that the tiles' weights
+    summed compare the variants on one group; and the variants of its edge tiles (planner.edges)."""
 
     variant: SimtVariant
     level: int
     level_name: str
     weight: int
+    edges: tuple[int, int, int]  # the variants of its edge tiles: half height, half width, both (its own where none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +66,11 @@ class DynamicPlan(FamilyPlan):
 
     @property
     def sched_smem(self) -> int:
-        """Static shared memory of the scheduler: group starts, tile ends and variants, the scan, the TLP sums."""
+        """Static shared memory of the scheduler: group starts, tile ends, the order, variants, the scan, the TLP sums
+        and the next tile."""
         groups = self.max_groups
-        return 4 * (groups + 1) + 4 * groups + (-(-groups // 8) * 8) + SCAN_WORDS * self.threads + 8 * len(self.levels)
+        return (4 * (groups + 1) + 4 * groups + 2 * groups + (-(-groups // 8) * 8) + SCAN_WORDS * self.threads
+                + 8 * len(self.levels) + 8)
 
     @property
     def smem_bytes(self) -> int:
@@ -87,10 +93,12 @@ class DynamicPlan(FamilyPlan):
                f"target table; the launch reads the device's){bound}",
                f"shared memory {self.tile_smem} B k-tile buffers (stages {t.stages}) + {self.sched_smem} B scheduler "
                f"(up to {self.max_groups} groups)",
-               f"size classes: per group the variant of least tiles x weight at a level <= the cap; the cap is the "
-               f"largest level whose TLP (Eq. 4, threads) reaches {threshold}"]
+               f"size classes: per group the variant whose tiles weigh least at a level <= the cap (edge tiles at "
+               f"their variant's weight); the cap is the largest level whose TLP (Eq. 4, threads) reaches {threshold}",
+               "tiles: each block takes the next unclaimed one from a counter in the workspace"]
         for i, c in enumerate(self.classes):
             v = c.variant
-            out.append(f"variant {i}: level {c.level} {c.level_name}, {v}, weight {c.weight} "
+            edge = "" if c.edges == (i, i, i) else f", edge tiles {'/'.join(map(str, c.edges))}"
+            out.append(f"variant {i}: level {c.level} {c.level_name}, {v}, weight {c.weight}{edge} "
                        f"(~{t.variant_regs(v)} regs)")
         return tuple(out)

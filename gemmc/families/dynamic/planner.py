@@ -1,11 +1,12 @@
 """The dynamic family's planner: the size-class table compiled into the persistent kernel, the grid, and the
 notes `gemmc inspect` shows (the size classes at the declared fixed sizes).
 
-The ladder is paper 000's (Table 3: 16x16 to 64x64, 128 threads up to 32x32 and 256 above) with paper 003's 64x128
-and 128x128 on top, in tall and wide orientations: the SIMT family's load-balanced catalogue (families/simt/
-tiling.py, LOADBALANCED_LEVELS), whose K steps were measured there. Each variant's cost weight comes from the SIMT
-cost model (tiling.step_instructions: FMAs, fragment loads and staging per k step), so that a group of 10 rows takes
-a 16-row tile and a group of 4000 rows the 128 x 128 one, as the static planner would.
+The ladder is the top of the SIMT family's load-balanced catalogue (families/simt/tiling.py, LOADBALANCED_LEVELS:
+paper 000's Table 3 with paper 003's 64x128 and 128x128 on top): the largest tile, its halves and its quarter, which
+are also its edge tiles (`ladder`). Each variant's cost weight comes from the SIMT cost model (tiling.step_instructions:
+FMAs, fragment loads and staging per k step); a group's cost counts its edge tiles at their own weight, so that a
+group of 40 rows takes 64-row tiles and a group of 4000 rows 128 x 128 ones with a 64-row last row where that covers
+it, as the static planner's `uniform` tiling with edges would.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from gemmc.families.dynamic import calibration as cal
 from gemmc.families.dynamic import scheduler
 from gemmc.families.dynamic.plan import DynamicPlan, SizeClass
 from gemmc.families.simt import tiling
-from gemmc.families.simt.plan import SimtPlan, SimtVariant
+from gemmc.families.simt.plan import SimtPlan, SimtVariant, micro_tile
 from gemmc.families.simt.planner import bound_blocks, check_variants, explicit_variant
 from gemmc.ir.dynamic import Grouping
 from gemmc.ir.hardware import Hardware
@@ -27,25 +28,60 @@ from gemmc.ir.nodes import Kernel, ProblemTable, TileTable, WorkList
 from gemmc.ir.types import DType
 from gemmc.model.tlp import occupancy
 
-MAX_GROUPS = 4096  # the scheduler keeps 9 bytes per group in shared memory: 36 KiB at this bound
+MAX_GROUPS = 4096  # the scheduler keeps 11 bytes per group in shared memory: 44 KiB at this bound (static: 48)
 SIZE_TABLE_ROWS = 512  # inspect's size-class table runs up to this many rows per group
 
 
+def _half(v: SimtVariant, bm: int, bn: int) -> SimtVariant | None:
+    """The variant of a bm x bn tile with v's threads and k step (families/simt/planner.py's edge tiles), or None."""
+    micro = micro_tile(bm, bn, v.threads) if bm and bn and v.slices == 1 else None
+    return SimtVariant(bm, bn, v.bk, micro[0], micro[1], v.threads) if micro else None
+
+
 def ladder(kernel: Kernel, hw: Hardware) -> list[tuple[int, str, SimtVariant]]:
-    """(level, level name, variant) of every size class, level ascending, tall before wide. HIP keeps the levels of
-    256-thread tiles only: without named barriers every variant of a launch must use the block's threads."""
+    """(level, level name, variant) of every size class, level ascending, tall before wide.
+
+    The top level is the load-balanced catalogue's largest tile within MAX_OUTPUTS per thread (paper 003's 128 x 128
+    for f32); below it its halves (half the height, half the width) and its quarter, with the same threads and k
+    step: the static plan's `uniform` tiling with its edge tiles (families/simt/planner.py: with_edges), the set that
+    the static planner picks for these batches. One body holds every variant, so the set is what ptxas allocates
+    registers for: the whole paper 000 ladder (ten variants, 16 x 16 up) took 255 registers and spilled in the
+    128 x 128 main loop, and the same kernel with the top tile and its halves alone ran 16% faster
+    (calibration.BODY: the rungs below the top)."""
     if kernel.tile is not None:
         return [(0, "schedule", explicit_variant(kernel, hw))]
     limit = cal.MAX_OUTPUTS.value.get(kernel.dtype, 32)  # outputs per thread of the top tile
-    levels = [lv for lv in tiling.LOADBALANCED_LEVELS
-              if max(lv.tall.tm * lv.tall.tn, lv.wide.tm * lv.wide.tn) <= limit]
-    if hw.vendor == "hip":
-        widest = max(lv.tall.threads for lv in levels)
-        levels = [lv for lv in levels if lv.tall.threads == lv.wide.threads == widest]
+    top = [lv for lv in tiling.LOADBALANCED_LEVELS
+           if max(lv.tall.tm * lv.tall.tn, lv.wide.tm * lv.wide.tn) <= limit][-1]
+    tops = tuple(dict.fromkeys((top.tall, top.wide)))
+    halves = [h for v in tops for h in (_half(v, v.bm, v.bn // 2), _half(v, v.bm // 2, v.bn)) if h]
+    quarters = [h for v in tops for h in (_half(v, v.bm // 2, v.bn // 2),) if h]
+    names = {(lv.tall.bm, lv.tall.bn): lv.name for lv in tiling.LOADBALANCED_LEVELS}
+    names.update({(lv.wide.bm, lv.wide.bn): lv.name for lv in tiling.LOADBALANCED_LEVELS})
     out: list[tuple[int, str, SimtVariant]] = []
-    for i, lv in enumerate(levels):
-        for v in dict.fromkeys((lv.tall, lv.wide)):
-            out.append((i, lv.name, v))
+    for rung in (quarters, halves, list(tops))[-1 - cal.BODY.value:]:
+        rung = list(dict.fromkeys(v for v in rung if all(v != w for _, _, w in out)))
+        if not rung:
+            continue
+        level = out[-1][0] + 1 if out else 0
+        name = names.get((rung[0].bm, rung[0].bn), f"{rung[0].bm}x{rung[0].bn}")
+        out += [(level, name, v) for v in rung]
+    return out
+
+
+def edges(variants: list[SimtVariant]) -> list[tuple[int, int, int]]:
+    """Per variant: the variant its tiles take in a group's last row of tiles when that needs at most half the
+    height, in the last column at most half the width, and in the corner needing both (its own index where the
+    ladder has no such half): families/simt/planner.py's with_edges, looked up in the ladder."""
+    def index(v: SimtVariant, bm: int, bn: int, own: int) -> int:
+        half = _half(v, bm, bn)
+        return variants.index(half) if half in variants else own
+
+    out = []
+    for i, v in enumerate(variants):
+        h, w = index(v, v.bm // 2, v.bn, i), index(v, v.bm, v.bn // 2, i)
+        both = index(v, v.bm // 2, v.bn // 2, -1)
+        out.append((h, w, both if both >= 0 else h if h != i else w))
     return out
 
 
@@ -71,7 +107,10 @@ def plan(kernel: Kernel, hw: Hardware) -> DynamicPlan:
     tiles = dataclasses.replace(tiles, min_blocks=blocks, reg_cap=cap)
     check_variants(kernel, tiles, hw)
     names = tuple(dict.fromkeys(name for _, name, _ in rungs))
-    classes = tuple(SizeClass(v, level, name, weight(v, kernel, hw)) for level, name, v in rungs)
+    variants = [v for _, _, v in rungs]
+    classes = tuple(SizeClass(v, level, name, weight(v, kernel, hw), e)
+                    for (level, name, v), e in zip(rungs, edges(variants) if kernel.tile is None
+                                                    else [(0, 0, 0)], strict=True))
     result = DynamicPlan(grouping=kernel.dynamic.grouping, tiles=tiles, classes=classes, levels=names,
                          max_groups=kernel.dynamic.max_groups, tlp_threshold=kernel.tlp_threshold or 0,
                          blocks_per_sm=1)

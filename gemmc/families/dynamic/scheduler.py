@@ -6,11 +6,16 @@ side; tests compare the two).
    [start_g, start_{g+1}); bad ends (negative, decreasing, past the rows) give empty or shortened groups and never
    an index outside A, B or C.
 2. Size classes (paper 000 §4.1 with the SIMT cost model): for every cap c on the ladder level, each group takes the
-   variant of level <= c with the least tiles x weight (ties: the later variant, i.e. the larger tile).
+   variant of level <= c whose tiles weigh least (ties: the later variant, i.e. the larger tile). A variant's tiles in
+   the group's last row (column) take its half-height (half-width) variant where half the tile covers what is left
+   (the static plan's edge tiles), and weigh what that variant weighs.
 3. The cap (paper 000 Algorithm 1, largest tiles stepped down first, by whole levels): the largest c whose TLP
    (Eq. 4: tiles x threads, summed over the groups) reaches the threshold; the smallest level when none does.
-4. Tiles are numbered group by group (an inclusive prefix sum of tiles per group), n fastest within a group; block b
-   takes tiles b, b + grid, b + 2 grid, ...
+4. Tiles are numbered group by group, the groups by decreasing cost of one tile (the variant's weight x the group's
+   reduction depth; ties: group order; up to plan.SORT_GROUPS groups, more keep their order), n fastest within a
+   group, through an inclusive prefix sum of tiles over that order. Block b
+   takes tile b first, then the next unclaimed one from a counter in the workspace (atomicAdd): the hardware's
+   first-free-block order, not a fixed share per block.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gemmc.families.dynamic.plan import DynamicPlan
+from gemmc.families.dynamic.plan import SORT_GROUPS, DynamicPlan
 from gemmc.ir.dynamic import Grouping
 
 INT32_MAX = 2**31 - 1
@@ -33,7 +38,8 @@ class Schedule:
     tlp: np.ndarray  # per cap: the TLP (threads) of the launch under that cap
     variant: np.ndarray  # per group
     tiles: np.ndarray  # per group
-    ends: np.ndarray  # per group: inclusive prefix sum of tiles (int32-clamped, as the device keeps it)
+    order: np.ndarray  # per position of the tile numbering: its group
+    ends: np.ndarray  # per position: inclusive prefix sum of tiles (int32-clamped, as the device keeps it)
 
     @property
     def total(self) -> int:
@@ -45,6 +51,27 @@ def column(plan: DynamicPlan, field: str) -> np.ndarray:
     values = [getattr(c.variant, field) if field in ("bm", "bn", "threads") else getattr(c, field)
               for c in plan.classes]
     return np.array(values, dtype=np.int64)
+
+
+def edge_table(plan: DynamicPlan) -> np.ndarray:
+    """variant x kind -> the variant a tile of that kind runs (kinds: 0 whole, 1 in the last row needing at most half
+    the height, 2 in the last column needing at most half the width, 3 both)."""
+    return np.array([(i, *c.edges) for i, c in enumerate(plan.classes)], dtype=np.int64).reshape(-1, 4)
+
+
+def costs(plan: DynamicPlan, m: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per variant (rows) and group (columns): its tile count and the tiles' summed weight, edge tiles at their
+    variant's weight."""
+    bm, bn, weight = (column(plan, f)[:, None] for f in ("bm", "bn", "weight"))
+    m, n = np.asarray(m, dtype=np.int64)[None, :], np.asarray(n, dtype=np.int64)[None, :]
+    tm, tn = -(-m // bm), -(-n // bn)
+    row = ((tm > 0) & (m - (tm - 1) * bm <= bm // 2)).astype(np.int64)  # the last row is a half-height edge
+    col = ((tn > 0) & (n - (tn - 1) * bn <= bn // 2)).astype(np.int64)
+    edge = edge_table(plan)
+    w = column(plan, "weight")
+    cost = ((tm - row) * (tn - col) * weight + row * (tn - col) * w[edge[:, 1]][:, None]
+            + (tm - row) * col * w[edge[:, 2]][:, None] + row * col * w[edge[:, 3]][:, None])
+    return tm * tn, cost
 
 
 def clamped_starts(ends: np.ndarray, rows: int) -> np.ndarray:
@@ -67,23 +94,46 @@ def group_sizes(plan: DynamicPlan, starts: np.ndarray, m: int = 0, n: int = 0, k
 
 def choices(plan: DynamicPlan, m: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per cap (rows) and group (columns): the variant chosen and the TLP it adds (tiles x threads)."""
-    bm, bn, threads, level, weight = (column(plan, f)[:, None] for f in ("bm", "bn", "threads", "level", "weight"))
-    m, n = np.asarray(m, dtype=np.int64)[None, :], np.asarray(n, dtype=np.int64)[None, :]
-    tiles = -(-m // bm) * -(-n // bn)  # variants x groups
-    cost = tiles * weight
+    threads, level = (column(plan, f)[:, None] for f in ("threads", "level"))
+    tiles, cost = costs(plan, m, n)  # variants x groups
     last = len(plan.classes) - 1
     caps = len(plan.levels)
-    choice = np.empty((caps, m.shape[1]), dtype=np.int64)
+    choice = np.empty((caps, tiles.shape[1]), dtype=np.int64)
     for c in range(caps):
         allowed = np.where(level <= c, cost, np.iinfo(np.int64).max)
         choice[c] = last - np.argmin(allowed[::-1], axis=0)  # the least cost; ties: the later variant
-    groups = np.arange(m.shape[1])
+    groups = np.arange(tiles.shape[1])
     tlp = tiles[choice, groups] * threads[choice, 0]
     return choice, tlp
 
 
-def schedule(plan: DynamicPlan, m: np.ndarray, n: np.ndarray, threshold: int) -> Schedule:
-    """The decisions of one launch over groups of m x n outputs (threshold in threads, Eq. 4)."""
+def first_variant(plan: DynamicPlan, variant: np.ndarray, m: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """The variant of each group's first tile, its largest (an edge variant where the group needs at most half)."""
+    bm, bn = column(plan, "bm")[variant], column(plan, "bn")[variant]
+    kind = (np.asarray(m) <= bm // 2).astype(np.int64) + 2 * (np.asarray(n) <= bn // 2)
+    return edge_table(plan)[variant, kind]
+
+
+def keys(plan: DynamicPlan, variant: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Each group's sort key: the weight of `variant` (its first tile's) x the group's depth, saturated to 32 bits
+    (gemmc_dyn_key)."""
+    cost = column(plan, "weight")[variant].astype(object) * np.maximum(np.asarray(k, dtype=np.int64), 0).astype(object)
+    return np.array([min(int(c), 2**32 - 1) for c in cost], dtype=np.int64)
+
+
+def order(plan: DynamicPlan, variant: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """The groups in tile-numbering order: decreasing key (`variant`: each group's first tile's), ties in group order
+    (gemmc_dyn_rank)."""
+    groups = np.arange(len(variant))
+    if len(variant) > SORT_GROUPS:
+        return groups
+    return np.lexsort((groups, -keys(plan, variant, k)))
+
+
+def schedule(plan: DynamicPlan, m: np.ndarray, n: np.ndarray, threshold: int, k: np.ndarray | None = None
+             ) -> Schedule:
+    """The decisions of one launch over groups of m x n outputs and depth k (threshold in threads, Eq. 4; k None:
+    every group alike, the groups in their order)."""
     choice, tlp = choices(plan, m, n)
     totals = tlp.sum(axis=1)
     reached = np.flatnonzero(totals >= threshold)
@@ -91,32 +141,37 @@ def schedule(plan: DynamicPlan, m: np.ndarray, n: np.ndarray, threshold: int) ->
     variant = choice[cap]
     bm, bn = column(plan, "bm")[variant], column(plan, "bn")[variant]
     tiles = -(-np.asarray(m, dtype=np.int64) // bm) * -(-np.asarray(n, dtype=np.int64) // bn)
-    return Schedule(cap, totals, variant, tiles, np.minimum(np.cumsum(tiles), INT32_MAX))
+    first = first_variant(plan, variant, m, n)
+    depth = np.where(tiles > 0, np.zeros(len(variant), dtype=np.int64) if k is None else k, 0)  # no tile: key 0
+    seq = order(plan, first, depth)
+    return Schedule(cap, totals, variant, tiles, seq, np.minimum(np.cumsum(tiles[seq]), INT32_MAX))
 
 
-def tile_table(plan: DynamicPlan, sched: Schedule, n: np.ndarray) -> np.ndarray:
-    """Every tile in launch order as rows (group, m0, n0, variant): the decode each block does for its tiles."""
+def tile_table(plan: DynamicPlan, sched: Schedule, m: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Every tile in numbering order as rows (group, m0, n0, variant): the decode a block does for a tile it takes,
+    edge tiles with their half variants."""
     total = sched.total
-    group = np.repeat(np.arange(len(sched.tiles)), sched.tiles)[:total]
+    position = np.repeat(np.arange(len(sched.tiles)), sched.tiles[sched.order])[:total]
+    group = sched.order[position]
     first = np.concatenate([[0], sched.ends[:-1]])
-    local = np.arange(total) - first[group]
+    local = np.arange(total) - first[position]
     v = sched.variant[group]
-    bn = column(plan, "bn")[v]
+    bm, bn = column(plan, "bm")[v], column(plan, "bn")[v]
     tiles_n = -(-np.asarray(n, dtype=np.int64)[group] // bn)
-    return np.stack([group, (local // tiles_n) * column(plan, "bm")[v], (local % tiles_n) * bn, v], axis=1)
-
-
-def block_tiles(total: int, grid: int, block: int) -> range:
-    """The tiles block `block` of a persistent grid of `grid` blocks computes, in order."""
-    return range(block, total, grid)
+    m0, n0 = (local // tiles_n) * bm, (local % tiles_n) * bn
+    kind = ((np.asarray(m, dtype=np.int64)[group] - m0 <= bm // 2).astype(np.int64)
+            + 2 * (np.asarray(n, dtype=np.int64)[group] - n0 <= bn // 2))
+    return np.stack([group, m0, n0, edge_table(plan)[v, kind]], axis=1)
 
 
 def size_table(plan: DynamicPlan, n: int, rows_limit: int = 1024) -> list[tuple[int, int, int]]:
     """For groups of 1..rows_limit rows and n columns at the top cap: (first rows, last rows, variant) runs, for
-    `gemmc inspect` (the grouped-M form's size classes)."""
+    `gemmc inspect` (the grouped-M form's size classes). The variant is the one the group's first tile runs: a group
+    that needs at most half a tile's height runs the half-height edge variant."""
     rows = np.arange(1, rows_limit + 1, dtype=np.int64)
     choice, _ = choices(plan, rows, np.full_like(rows, n))
-    top = choice[-1]
+    bm, bn = column(plan, "bm")[choice[-1]], column(plan, "bn")[choice[-1]]
+    top = edge_table(plan)[choice[-1], (rows <= bm // 2).astype(np.int64) + 2 * (n <= bn // 2)]
     runs = []
     start = 0
     for i in range(1, len(rows) + 1):

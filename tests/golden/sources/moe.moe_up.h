@@ -14,11 +14,12 @@ extern "C" {
 // Never synchronises; may be captured in a CUDA graph and replayed with other ends.
 cudaError_t gemmc_moe_up(const float* A, const float* B, float* C, const int32_t* group_end, int groups, long long rows, void* workspace, cudaStream_t stream);
 
-// Checks the ends on the device: four int32 in `workspace` (the first bad group or -1; why: 1 negative, 2 below
-// the previous end, 3 past `rows`; its end; the previous end), written asynchronously.
+// Checks the ends on the device: four int32 at `workspace` + 16 bytes (the first bad group or -1; why: 1 negative,
+// 2 below the previous end, 3 past `rows`; its end; the previous end), written asynchronously.
 cudaError_t gemmc_moe_up_validate(const int32_t* group_end, int groups, long long rows, void* workspace, cudaStream_t stream);
 
-// Bytes of `workspace` the launchers take.
+// Bytes of `workspace` the launchers take: zero it once after allocating it (every launch leaves its tile counters
+// zeroed again); launches that share one must not run at the same time.
 size_t gemmc_moe_up_workspace_bytes(int max_groups);
 
 #ifdef __cplusplus

@@ -4,16 +4,10 @@
 // precision f32, algorithm auto, batching auto
 // batch sized at run time
 // grouping K, up to 64 groups
-// variant 0: level 0 small, 16x16x32 threads 128 micro 1x2, weight 800
-// variant 1: level 1 small-medium, 32x16x32 threads 128 micro 2x2, weight 1184
-// variant 2: level 1 small-medium, 16x32x32 threads 128 micro 2x2, weight 1184
-// variant 3: level 2 medium, 32x32x32 threads 128 micro 2x4, weight 1568
-// variant 4: level 3 medium-large, 64x32x16 threads 256 micro 2x4, weight 3456
-// variant 5: level 3 medium-large, 32x64x16 threads 256 micro 2x4, weight 3456
-// variant 6: level 4 large, 64x64x16 threads 256 micro 4x4, weight 5248
-// variant 7: level 5 x-large, 128x64x16 threads 256 micro 4x8, weight 9600
-// variant 8: level 5 x-large, 64x128x16 threads 256 micro 4x8, weight 9600
-// variant 9: level 6 huge, 128x128x16 threads 256 micro 8x8, weight 18048
+// variant 0: level 0 large, 64x64x16 threads 256 micro 4x4, weight 5248
+// variant 1: level 1 x-large, 128x64x16 threads 256 micro 4x8, weight 9600
+// variant 2: level 1 x-large, 64x128x16 threads 256 micro 4x8, weight 9600
+// variant 3: level 2 huge, 128x128x16 threads 256 micro 8x8, weight 18048
 // pipeline stages 2
 // scheduler: up to 64 groups, TLP threshold one wave of the persistent grid
 
@@ -322,29 +316,26 @@ struct gemmc_dyn_problem {
 };
 #endif
 
-// A size class: the tile (bm x bn) of variant v, its threads, its ladder level (0: the smallest tiles) and its cost
-// weight, the issue slots one tile takes per k (the SIMT cost model). Compiled in by the planner.
+// A size class: the tile (bm x bn) of variant v, its threads, its ladder level (0: the smallest tiles), its cost
+// weight, the issue slots one tile takes per k (the SIMT cost model), and the variants of its edge tiles: in the last
+// row of tiles where that needs at most half the height (eh), the last column at most half the width (ew), both
+// (ehw); its own index where the ladder has no such half. Compiled in by the planner.
 struct gemmc_dyn_class {
   int bm, bn, threads, level;
   long long weight;
+  int eh, ew, ehw;
 };
 
-constexpr int GEMMC_DYN_VARIANTS = 10;
-constexpr int GEMMC_DYN_LEVELS = 7;
+constexpr int GEMMC_DYN_VARIANTS = 4;
+constexpr int GEMMC_DYN_LEVELS = 3;
 
 __host__ __device__ inline gemmc_dyn_class gemmc_dyn_class_of(int v) {
   switch (v) {
-    case 0: return gemmc_dyn_class{16, 16, 128, 0, 800LL};
-    case 1: return gemmc_dyn_class{32, 16, 128, 1, 1184LL};
-    case 2: return gemmc_dyn_class{16, 32, 128, 1, 1184LL};
-    case 3: return gemmc_dyn_class{32, 32, 128, 2, 1568LL};
-    case 4: return gemmc_dyn_class{64, 32, 256, 3, 3456LL};
-    case 5: return gemmc_dyn_class{32, 64, 256, 3, 3456LL};
-    case 6: return gemmc_dyn_class{64, 64, 256, 4, 5248LL};
-    case 7: return gemmc_dyn_class{128, 64, 256, 5, 9600LL};
-    case 8: return gemmc_dyn_class{64, 128, 256, 5, 9600LL};
-    case 9: return gemmc_dyn_class{128, 128, 256, 6, 18048LL};
-    default: return gemmc_dyn_class{1, 1, 0, 0, 0LL};
+    case 0: return gemmc_dyn_class{64, 64, 256, 0, 5248LL, 0, 0, 0};
+    case 1: return gemmc_dyn_class{128, 64, 256, 1, 9600LL, 0, 1, 0};
+    case 2: return gemmc_dyn_class{64, 128, 256, 1, 9600LL, 2, 0, 0};
+    case 3: return gemmc_dyn_class{128, 128, 256, 2, 18048LL, 2, 1, 0};
+    default: return gemmc_dyn_class{1, 1, 0, 0, 0LL, 0, 0, 0};
   }
 }
 
@@ -355,8 +346,17 @@ __host__ __device__ inline long long gemmc_dyn_tiles(long long m, long long n, i
   return (long long)tm * tn;
 }
 
-// For a group of m x n outputs and every cap c on the level: the variant of level <= c with the least tiles x
-// weight (ties: the later variant, the larger tile), and the TLP it adds (tiles x threads; paper 000 Eq. 4).
+// The summed weight of variant v's tiles over m x n outputs, its edge tiles at their own variant's weight.
+__host__ __device__ inline long long gemmc_dyn_cost(long long m, long long n, int v) {
+  const gemmc_dyn_class d = gemmc_dyn_class_of(v);
+  const long long tm = ((unsigned)m + d.bm - 1) / (unsigned)d.bm, tn = ((unsigned)n + d.bn - 1) / (unsigned)d.bn;
+  const long long row = tm > 0 && m - (tm - 1) * d.bm <= d.bm / 2, col = tn > 0 && n - (tn - 1) * d.bn <= d.bn / 2;
+  return (tm - row) * (tn - col) * d.weight + row * (tn - col) * gemmc_dyn_class_of(d.eh).weight +
+         (tm - row) * col * gemmc_dyn_class_of(d.ew).weight + row * col * gemmc_dyn_class_of(d.ehw).weight;
+}
+
+// For a group of m x n outputs and every cap c on the level: the variant of level <= c whose tiles weigh least
+// (ties: the later variant, the larger tile), and the TLP it adds (tiles x threads; paper 000 Eq. 4).
 // The variants are in level order, so the choice under cap c is the best over the variants up to c's last one.
 // Fully unrolled: the table folds into constants and the arrays stay in registers.
 __host__ __device__ inline void gemmc_dyn_choices(long long m, long long n, int* choice, long long* tlp) {
@@ -365,7 +365,7 @@ __host__ __device__ inline void gemmc_dyn_choices(long long m, long long n, int*
 #pragma unroll
   for (int v = 0; v < GEMMC_DYN_VARIANTS; ++v) {
     const long long tiles = gemmc_dyn_tiles(m, n, v);
-    const long long cost = tiles * gemmc_dyn_class_of(v).weight;
+    const long long cost = gemmc_dyn_cost(m, n, v);
     if (best_cost < 0 || cost <= best_cost) {
       best = v;
       best_cost = cost;
@@ -398,15 +398,39 @@ __host__ __device__ inline int gemmc_dyn_cap(const unsigned long long* tlp, long
   return 0;
 }
 
-// Tile `local` of a group's tiles of variant v over n columns: its first row and column (n fastest).
-__host__ __device__ inline void gemmc_dyn_tile(long long local, long long n, int v, long long* m0, long long* n0) {
+// Tile `local` of a group's tiles of variant v over m x n outputs: its first row and column (n fastest) and the
+// variant it runs (v, or an edge variant in the last row or column).
+__host__ __device__ inline int gemmc_dyn_tile(long long local, long long m, long long n, int v, long long* m0,
+                                              long long* n0) {
   const gemmc_dyn_class d = gemmc_dyn_class_of(v);
-  const long long tiles_n = (n + d.bn - 1) / d.bn;
-  *m0 = (local / tiles_n) * d.bm;
-  *n0 = (local % tiles_n) * d.bn;
+  const unsigned tiles_n = ((unsigned)n + d.bn - 1) / (unsigned)d.bn;
+  const unsigned row = (unsigned)local / tiles_n;
+  *m0 = (long long)row * d.bm;
+  *n0 = (long long)((unsigned)local - row * tiles_n) * d.bn;
+  const bool eh = m - *m0 <= d.bm / 2, ew = n - *n0 <= d.bn / 2;
+  return eh ? (ew ? d.ehw : d.eh) : ew ? d.ew : v;
 }
 
-// The group holding tile t: the first g with ends[g] > t (ends: inclusive prefix sums of tiles, non-decreasing).
+// The sort key of a group: the cost of one of its tiles, variant v's weight x the depth k (saturated to 32 bits).
+__host__ __device__ inline unsigned gemmc_dyn_key(int v, long long k) {
+  const unsigned long long w = (unsigned long long)gemmc_dyn_class_of(v).weight, d = k > 0 ? (unsigned long long)k : 0;
+  return d > 0xFFFFFFFFull / (w ? w : 1) ? 0xFFFFFFFFu : (unsigned)(w * d);
+}
+
+// Group g's position in the tile numbering: the groups of larger keys first, equal keys in group order. Up to
+// 1024 groups; more keep their order (the count of larger keys grows with the square of the groups).
+__host__ __device__ inline int gemmc_dyn_rank(const unsigned* keys, int groups, int g) {
+  if (groups > 1024) return g;
+  const unsigned key = keys[g];
+  int rank = 0;
+  for (int h = 0; h < groups; ++h) {
+    const unsigned other = keys[h];
+    rank += other > key || (other == key && h < g);
+  }
+  return rank;
+}
+
+// The position holding tile t: the first i with ends[i] > t (ends: inclusive prefix sums of tiles, non-decreasing).
 __host__ __device__ inline int gemmc_dyn_group(const int* ends, int groups, long long t) {
   int lo = 0, hi = groups - 1;
   while (lo < hi) {
@@ -447,15 +471,26 @@ __device__ __forceinline__ void gemmc_dyn_outputs(int g, const int* s_first, con
   *n = dim_n;
 }
 
+// The reduction depth of group g: its (clamped) share of the rows.
+__device__ __forceinline__ long long gemmc_dyn_depth(int g, const int* s_first, const gemmc_dyn_problem* problems,
+                                                     long long dim_k) {
+  (void)problems; (void)dim_k;
+  return s_first[g + 1] - s_first[g];
+}
+
 // One persistent launch over a batch sized at run time (grouped K). Every block derives the same
 // schedule from the sizes (families/dynamic/scheduler.py): clamped group rows, a variant per group under the
-// launch's level cap, an inclusive prefix sum of tiles per group in shared memory; then block b computes tiles
-// b, b + gridDim.x, ... with the SIMT tile function. The grid comes from the SM count and the occupancy, never
-// from the sizes. `group_end`: cumulative group ends (grouped forms); `problems`: the list form's table.
+// launch's level cap, an inclusive prefix sum of tiles per group in shared memory. Block b then computes tile b and
+// takes the next unclaimed tile from counter[0] until none is left, with the SIMT tile function (edge tiles of the
+// group's last row and column with their half variants); the last block to finish sets both counters back to 0, so
+// the next launch on the stream finds them zeroed. The grid comes from the SM count and the occupancy, never from the
+// sizes. `group_end`: cumulative group ends (grouped forms); `problems`: the list form's table; `counter`: two int32
+// of the workspace, zero before the launch.
 extern "C" __global__ void __launch_bounds__(256, 1) gemmc_moe_wgrad_dynamic_f32_crr(
     const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
     const int* __restrict__ group_end, const gemmc_dyn_problem* __restrict__ problems, int groups, long long rows,
-    long long dim_m, long long dim_n, long long dim_k, long long tlp_threshold, float alpha, float beta) {
+    long long dim_m, long long dim_n, long long dim_k, long long tlp_threshold, int* __restrict__ counter,
+    float alpha, float beta) {
   constexpr int NT = 256, MAX_GROUPS = 64;
   extern __shared__ __align__(16) unsigned char gemmc_smem_raw[];
   float* smem = reinterpret_cast<float*>(gemmc_smem_raw);
@@ -463,10 +498,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemmc_moe_wgrad_dynamic_f32
   const float beta_ = 0.0f;
   (void)alpha; (void)beta;
   __shared__ int s_first[MAX_GROUPS + 1];     // grouped forms: group g's rows are [s_first[g], s_first[g + 1])
-  __shared__ int s_ends[MAX_GROUPS];          // inclusive prefix sum of tiles per group
+  __shared__ int s_ends[MAX_GROUPS];          // inclusive prefix sum of tiles, by position (before: the sort keys)
+  __shared__ unsigned short s_order[MAX_GROUPS];  // the group at each position of the tile numbering
   __shared__ unsigned char s_var[MAX_GROUPS];  // each group's variant
   __shared__ long long s_scan[NT];
   __shared__ unsigned long long s_tlp[GEMMC_DYN_LEVELS];
+  __shared__ long long s_next;
   const int tid = threadIdx.x;
   // A count past the bound or below 0 never indexes past the tables (the launchers refuse it before).
   const int G = groups < 0 ? 0 : groups > MAX_GROUPS ? MAX_GROUPS : groups;
@@ -510,29 +547,42 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemmc_moe_wgrad_dynamic_f32
   __syncthreads();
   const int cap = gemmc_dyn_cap(s_tlp, tlp_threshold);
 
-  // Each group's variant under the cap, and the inclusive prefix sum of tiles.
-  long long count = 0;
+  // Each group's variant under the cap and its sort key, the cost of its largest tile (its first tile's variant's
+  // weight x the group's depth): the groups are numbered by decreasing key, so that the blocks claim the longest tiles first (the
+  // static planner's order), and the inclusive prefix sum of tiles follows that order.
+  unsigned* s_key = reinterpret_cast<unsigned*>(s_ends);
   for (int g = lo; g < hi; ++g) {
     long long m, n;
     gemmc_dyn_outputs(g, s_first, problems, dim_m, dim_n, &m, &n);
     const int v = gemmc_dyn_variant(m, n, cap);
     s_var[g] = (unsigned char)v;
-    count += gemmc_dyn_tiles(m, n, v);
+    long long m0, n0;  // the group's first tile is its largest: its variant, its weight (0: a group of no tile)
+    s_key[g] = m > 0 && n > 0 ? gemmc_dyn_key(gemmc_dyn_tile(0, m, n, v, &m0, &n0),
+                                              gemmc_dyn_depth(g, s_first, problems, dim_k)) : 0u;
   }
-  long long total = gemmc_dyn_scan<NT, false>(count, s_scan, tid);
-  for (int g = lo; g < hi; ++g) {
+  __syncthreads();
+  for (int g = lo; g < hi; ++g) s_order[gemmc_dyn_rank(s_key, G, g)] = (unsigned short)g;
+  __syncthreads();
+  long long count = 0;
+  for (int i = lo; i < hi; ++i) {
     long long m, n;
-    gemmc_dyn_outputs(g, s_first, problems, dim_m, dim_n, &m, &n);
-    total += gemmc_dyn_tiles(m, n, s_var[g]);
-    s_ends[g] = total < 2147483647LL ? (int)total : 2147483647;
+    gemmc_dyn_outputs(s_order[i], s_first, problems, dim_m, dim_n, &m, &n);
+    count += gemmc_dyn_tiles(m, n, s_var[s_order[i]]);
+  }
+  long long total = gemmc_dyn_scan<NT, false>(count, s_scan, tid);  // its barriers: every key read is done
+  for (int i = lo; i < hi; ++i) {
+    long long m, n;
+    gemmc_dyn_outputs(s_order[i], s_first, problems, dim_m, dim_n, &m, &n);
+    total += gemmc_dyn_tiles(m, n, s_var[s_order[i]]);
+    s_ends[i] = total < 2147483647LL ? (int)total : 2147483647;
   }
   __syncthreads();
   const long long tiles = G ? s_ends[G - 1] : 0;
 
-  for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
-    if (t != (long long)blockIdx.x) __syncthreads();  // the previous tile's last reads of shared memory are done
-    const int g = gemmc_dyn_group(s_ends, G, t);
-    const long long local = t - (g ? s_ends[g - 1] : 0);
+  for (long long t = blockIdx.x; t < tiles; t = s_next) {
+    const int i = gemmc_dyn_group(s_ends, G, t);  // the position, then its group
+    const int g = s_order[i];
+    const long long local = t - (i ? s_ends[i - 1] : 0);
     const int v = s_var[g];
     gemmc_problem p;
     const float* a;
@@ -549,60 +599,40 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemmc_moe_wgrad_dynamic_f32
       c = C + (long long)g * dim_m * dim_n;
     }
     long long m0, n0;
-    gemmc_dyn_tile(local, p.n, v, &m0, &n0);
-    switch (v) {
-      case 0:  // level 0: 16x16x32, 128 threads, micro-tile 1x2
-        if (tid < 128)
-          gemmc_simt_tile<float, 16, 16, 32, 1, 2, 128, 1, 2, 2, false, false, true, 9216>(
-              p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
-        break;
-      case 1:  // level 1: 32x16x32, 128 threads, micro-tile 2x2
-        if (tid < 128)
-          gemmc_simt_tile<float, 32, 16, 32, 2, 2, 128, 1, 2, 2, false, false, true, 13312>(
-              p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
-        break;
-      case 2:  // level 1: 16x32x32, 128 threads, micro-tile 2x2
-        if (tid < 128)
-          gemmc_simt_tile<float, 16, 32, 32, 2, 2, 128, 1, 2, 2, false, false, true, 13312>(
-              p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
-        break;
-      case 3:  // level 2: 32x32x32, 128 threads, micro-tile 2x4
-        if (tid < 128)
-          gemmc_simt_tile<float, 32, 32, 32, 2, 4, 128, 1, 2, 2, false, false, true, 17408>(
-              p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
-        break;
-      case 4:  // level 3: 64x32x16, 256 threads, micro-tile 2x4
-        if (tid < 256)
-          gemmc_simt_tile<float, 64, 32, 16, 2, 4, 256, 1, 2, 2, false, false, true, 12800>(
-              p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
-        break;
-      case 5:  // level 3: 32x64x16, 256 threads, micro-tile 2x4
-        if (tid < 256)
-          gemmc_simt_tile<float, 32, 64, 16, 2, 4, 256, 1, 2, 2, false, false, true, 12800>(
-              p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
-        break;
-      case 6:  // level 4: 64x64x16, 256 threads, micro-tile 4x4
+    switch (gemmc_dyn_tile(local, p.m, p.n, v, &m0, &n0)) {
+      case 0:  // level 0: 64x64x16, 256 threads, micro-tile 4x4
         if (tid < 256)
           gemmc_simt_tile<float, 64, 64, 16, 4, 4, 256, 1, 2, 2, false, false, true, 16896>(
               p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
-      case 7:  // level 5: 128x64x16, 256 threads, micro-tile 4x8
+      case 1:  // level 1: 128x64x16, 256 threads, micro-tile 4x8
         if (tid < 256)
           gemmc_simt_tile<float, 128, 64, 16, 4, 8, 256, 1, 2, 2, false, false, true, 25088>(
               p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
-      case 8:  // level 5: 64x128x16, 256 threads, micro-tile 4x8
+      case 2:  // level 1: 64x128x16, 256 threads, micro-tile 4x8
         if (tid < 256)
           gemmc_simt_tile<float, 64, 128, 16, 4, 8, 256, 1, 2, 2, false, false, true, 25088>(
               p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
-      case 9:  // level 6: 128x128x16, 256 threads, micro-tile 8x8
+      case 3:  // level 2: 128x128x16, 256 threads, micro-tile 8x8
         if (tid < 256)
           gemmc_simt_tile<float, 128, 128, 16, 8, 8, 256, 1, 2, 2, false, false, true, 33280>(
               p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
         break;
       default:
         break;
+    }
+    __syncthreads();  // the tile's last reads of shared memory (and of s_next) are done
+    if (tid == 0) s_next = (long long)gridDim.x + atomicAdd(&counter[0], 1);
+    __syncthreads();
+  }
+  if (tid == 0) {  // this block claims no more tiles: the last one out leaves the counters zeroed
+    __threadfence();
+    if (atomicAdd(&counter[1], 1) == (int)gridDim.x - 1) {
+      counter[0] = 0;
+      counter[1] = 0;
+      __threadfence();
     }
   }
 }

@@ -24,7 +24,8 @@ struct gemmc_dyn_problem {
 // problems: `count` (<= 512) problems on the device, any sizes (0 included), new ones every call.
 cudaError_t gemmc_varlen(const struct gemmc_dyn_problem* problems, int count, double alpha, double beta, void* workspace, cudaStream_t stream);
 
-// Bytes of `workspace` the launchers take.
+// Bytes of `workspace` the launchers take: zero it once after allocating it (every launch leaves its tile counters
+// zeroed again); launches that share one must not run at the same time.
 size_t gemmc_varlen_workspace_bytes(int max_groups);
 
 #ifdef __cplusplus
