@@ -51,14 +51,11 @@ def resident_threads(hw: Hardware, total_threads: int, regs: int, smem: int, blo
 
 
 def one_gemm_diagnostics(kernel: Kernel, name: str) -> list[Diagnostic]:
-    """What both TSM2 families refuse: batches, other data than f32/f64, and a tile or thread count of the
-    schedule's (they choose t1, t2, t3 themselves)."""
+    """What both TSM2 families refuse: batches (a half batch runs in the SIMT family)."""
     diags = []
     if kernel.count is not None or len(kernel.problems) != 1:
         diags.append(Diagnostic("E900", f"algorithm {name} runs one GEMM per kernel; batches are not "
                                 "supported yet", kernel.where("algorithm"), "use `gemm M x N x K`"))
-    if kernel.dtype not in (DType.F32, DType.F64):
-        diags.append(Diagnostic("E202", f"algorithm {name} computes f32 or f64", kernel.where("dtype")))
     return diags
 
 

@@ -290,7 +290,7 @@ def go_tune(run: GroupRun, index: int, A: Any, B: Any, stream: Any) -> tuple[GoT
     alpha_, beta_ = scalars(member, None, None)
     a, b = describe(A, "As", index).ptr, describe(B, "Bs", index).ptr
     p = member.ir.problems[0]
-    scratch = [cp.empty(p.m * p.n * member.ir.dtype.nbytes, dtype=cp.uint8) for _ in range(max(DEGREES))]
+    scratch = [cp.empty(p.m * p.n * member.ir.c_dtype.nbytes, dtype=cp.uint8) for _ in range(max(DEGREES))]
 
     def runner(k: Executable, copy: int) -> Callable[[Any], None]:
         _, pa, pb, pc = pointer_tables(OrderedDict(), [a], [b], [int(scratch[copy].data.ptr)], None)
