@@ -42,9 +42,11 @@ def diagnostics(text: str, target: str | None = None) -> list[tuple[str, int, in
     ("batch { a 100 x 33 x 77 b 64 x 64 x 64 }", "sm_90", "simt"),
     ("precision f32 gemm 4096 x 4096 x 4096", "sm_90", "simt"),  # f32 products: CUDA cores
     ("threads 256 gemm 4096 x 4096 x 4096", "sm_90", "simt"),  # a block size the hopper loop does not have
-    ("gemm 16384 x 16 x 16384", "sm_90", "tsm2r"),  # tall-and-skinny B
-    ("gemm 16384 x 16 x 16384", "sm_80", "tsm2r"),
-    ("gemm 10000000 x 16 x 16", "sm_90", "tsm2l"),  # tall-and-skinny A
+    ("gemm 16384 x 16 x 16384", "sm_90", "hopper"),  # the TMA loop streams B faster than TSM2R (streaming.py)
+    ("gemm 16384 x 16 x 16384", "sm_80", "tsm2r"),  # tall-and-skinny B
+    ("layout A col gemm 16384 x 16 x 16384", "hip", "tsm2r"),
+    ("gemm 10000000 x 16 x 16", "sm_90", "hopper"),
+    ("gemm 10000000 x 16 x 16", "sm_89", "tsm2l"),  # tall-and-skinny A
     ("gemm 10000000 x 16 x 16", "hip", "tsm2l"),
 ])
 @pytest.mark.parametrize("dtype", ["bf16", "A f16, B f16, C f32"])
@@ -187,7 +189,7 @@ def _compile(command: list[str], text: str, suffix: str, tmp_path) -> None:
 
 
 def test_half_kernels_go_where_they_should():
-    families = {k.name: k.ir.family for k in gemmc.compile_string("target cuda sm_90\n" + HALF_KERNELS)}
+    families = {k.name: k.ir.family for k in gemmc.compile_string("target cuda sm_80\n" + HALF_KERNELS)}
     assert families == {"simt_batch": "simt", "simt_count": "simt", "tsm2r_col": "tsm2r", "tsm2r_row": "tsm2r",
                         "tsm2r_edge": "tsm2r", "tsm2l_row": "tsm2l", "tsm2l_col": "tsm2l"}
 

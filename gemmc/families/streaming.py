@@ -50,6 +50,18 @@ def resident_threads(hw: Hardware, total_threads: int, regs: int, smem: int, blo
     return min(occ.warps_per_sm * hw.warp_size, max(1, total_threads // hw.sm_count))
 
 
+HALF_TMA_RESULTS = "bench/results/2026-11-26_h100_half-tsm2-point.json"
+
+
+def half_goes_to_tma(kernel: Kernel, hw: Hardware) -> bool:
+    """bf16/f16 storage on a target with TMA + wgmma (sm_90): `algorithm auto` leaves even tall-and-skinny shapes to
+    the hopper family. Measured on the H100 (HALF_TMA_RESULTS): 16384 x 16 x 16384 bf16, A column-major, the hopper
+    loop streams 3.0 TB/s (0.98x cuBLAS) and TSM2R 1.2 TB/s (0.39x): with f32 FMAs from halves TSM2R issues twice the
+    FMAs per byte of f32 data and is bound by them, not by memory. Elsewhere the TSM2 families claim half shapes by
+    their f32 crossovers against SIMT, which halves its bytes too (unmeasured for halves)."""
+    return kernel.dtype.half and hw.has_tma
+
+
 def one_gemm_diagnostics(kernel: Kernel, name: str) -> list[Diagnostic]:
     """What both TSM2 families refuse: batches (a half batch runs in the SIMT family)."""
     diags = []

@@ -30,8 +30,7 @@ class Hopper(PlannerFamily):
 
     def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
         if runs_here(kernel, hw):
-            return Claim.SHAPE, (f"dtype {kernel.dtypes}, one GEMM on cuda {TARGET}: the TMA + wgmma loop (a "
-                                 "tall-and-skinny shape goes to TSM2R/TSM2L, registered first)")
+            return Claim.SHAPE, f"dtype {kernel.dtypes}, one GEMM on cuda {TARGET}: the TMA + wgmma loop"
         return None
 
     def check(self, kernel: Kernel, hw: Hardware) -> list[Diagnostic]:

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from gemmc.families.streaming import (
     bytes_needed_in_flight,
+    half_goes_to_tma,
     resident_threads,
     t2_threshold,
 )
@@ -89,9 +90,9 @@ def tsm2l_plan(draft: Tsm2lDraft, p: Problem, dtype: DType, hw: Hardware) -> Tsm
                      predicted_bandwidth=predicted, smem=d.smem, regs=d.regs, stage_row=d.stage_row)
 
 
-def claim(kernel: Kernel) -> str | None:
+def claim(kernel: Kernel, hw: Hardware) -> str | None:
     """The `algorithm auto` rule for TSM2L, with its reason; None: not this family's shape."""
-    if kernel.count is not None or len(kernel.problems) != 1:
+    if kernel.count is not None or len(kernel.problems) != 1 or half_goes_to_tma(kernel, hw):
         return None
     p = kernel.problems[0]
     if p.k <= AUTO_TSM2L_MAX_KN and p.n <= AUTO_TSM2L_MAX_KN and p.m >= AUTO_TSM2L_MIN_M:

@@ -10,6 +10,7 @@ from dataclasses import replace
 from gemmc.families.streaming import (
     bytes_needed_in_flight,
     choose_t2,
+    half_goes_to_tma,
     resident_threads,
     t2_threshold,
 )
@@ -338,7 +339,7 @@ def claim(kernel: Kernel, hw: Hardware) -> str | None:
     gets); None: not this family's shape, or the schedule fixed a tile or thread count."""
     if kernel.tile is not None or kernel.threads is not None:
         return None
-    if kernel.count is not None or len(kernel.problems) != 1:
+    if kernel.count is not None or len(kernel.problems) != 1 or half_goes_to_tma(kernel, hw):
         return None
     p = kernel.problems[0]
     row_a = kernel.layout_a is Layout.ROW and not f64_mma_rows(hw, kernel.dtype, p.n, Layout.ROW)  # CUDA cores

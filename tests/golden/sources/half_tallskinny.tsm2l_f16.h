@@ -7,7 +7,7 @@
 extern "C" {
 #endif
 
-// kernel tsm2l_f16: family tsm2l, target cuda sm_90
+// kernel tsm2l_f16: family tsm2l, target cuda sm_80
 // A, B, C: host arrays of 1 device pointers in batch order.
 // Problems (M x N x K): gemm 4000000x16x16
 cudaError_t gemmc_tsm2l_f16(const __half* const* A, const __half* const* B, float* const* C, cudaStream_t stream);

@@ -7,7 +7,7 @@
 extern "C" {
 #endif
 
-// kernel tsm2r_bf16: family tsm2r, target cuda sm_90
+// kernel tsm2r_bf16: family tsm2r, target cuda sm_80
 // A, B, C: host arrays of 1 device pointers in batch order.
 // Problems (M x N x K): gemm 16384x16x16384
 cudaError_t gemmc_tsm2r_bf16(const __nv_bfloat16* const* A, const __nv_bfloat16* const* B, __nv_bfloat16* const* C, cudaStream_t stream);
