@@ -205,3 +205,27 @@ def test_half_kernels_compile_with_nvcc(arch, tmp_path):
 def test_half_kernels_compile_with_hipcc(tmp_path):
     for k in gemmc.compile_string(HALF_KERNELS, target="hip"):
         _compile([HIPCC, "--offload-arch=gfx90a", "--genco", "-std=c++17"], k.standalone, "hip", tmp_path)
+
+
+HALF_GROUP = """
+group g {
+  dtype A bf16, B bf16, C f32
+  concurrency auto
+  gemm dx 1024 x 512 x 512 { layout B col }
+  gemm dw 512 x 512 x 1024 { layout A col }
+}
+"""
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_half_group_compiles_with_nvcc(tmp_path):
+    """A concurrent group of half GEMMs off sm_90 (SIMT members): its launcher casts the pointer tables to the
+    kernels' element types."""
+    group = gemmc.compile_string("target cuda sm_80\n" + HALF_GROUP)["g"]
+    _compile([NVCC, "-arch=sm_80", "-c", "-std=c++17"], group.rendered.source, "cu", tmp_path)
+
+
+@pytest.mark.skipif(HIPCC is None, reason="hipcc is not installed (Debian package hipcc)")
+def test_half_group_compiles_with_hipcc(tmp_path):
+    group = gemmc.compile_string("target hip gfx90a\n" + HALF_GROUP)["g"]
+    _compile([HIPCC, "--offload-arch=gfx90a", "--genco", "-std=c++17"], group.rendered.source, "hip", tmp_path)
