@@ -1,7 +1,7 @@
 """One tall-and-skinny point for bf16 storage: gemmc's TSM2R and the hopper family (what `algorithm auto` picks on
-sm_90), against torch.mm bf16 (cuBLAS, in a CUDA graph), side by side on the same inputs (gemmc/bench/timing.py's protocol,
-fewer windows). Reports device time, the bandwidth of reading A + B and writing C, and the relative error of each
-against float64.
+sm_90), against torch.mm bf16 (cuBLAS, in a CUDA graph), side by side on the same inputs (gemmc/bench/timing.py's
+protocol, fewer windows). Reports device time, the bandwidth of reading A + B and writing C, and the relative error
+of each against float64.
 
     python bench/experiments/half_tsm2_point.py OUT.json
 """

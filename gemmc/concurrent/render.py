@@ -84,7 +84,8 @@ def render_group(group: Group, members: dict[str, Kernel], hw: Hardware,
             S = scalar_type(k)
             p = k.problems[0]
             kernels.append({"ns": distinct[key], "name": k.name, "source": body, "entry": r.entry,
-                            "T": device_ctype(k.dtype, hw), "TC": device_ctype(k.c_dtype, hw), "S": S, "alpha": literal(k.alpha, S), "beta": literal(k.beta, S),
+                            "T": device_ctype(k.dtype, hw), "TC": device_ctype(k.c_dtype, hw),  # kernel types
+                            "S": S, "alpha": literal(k.alpha, S), "beta": literal(k.beta, S),
                             "summary": f"{k.family}, {len(k.problems)} problem(s), first {p.m}x{p.n}x{p.k}",
                             **launch_context(named)})
         namespaces.append(distinct[key])
