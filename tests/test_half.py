@@ -229,3 +229,11 @@ def test_half_group_compiles_with_nvcc(tmp_path):
 def test_half_group_compiles_with_hipcc(tmp_path):
     group = gemmc.compile_string("target hip gfx90a\n" + HALF_GROUP)["g"]
     _compile([HIPCC, "--offload-arch=gfx90a", "--genco", "-std=c++17"], group.rendered.source, "hip", tmp_path)
+
+
+def test_half_group_on_sm_90_names_what_is_missing():
+    """On sm_90 a half member would run in the hopper family, whose launch takes TMA maps: E900 at the group, with
+    the way out; `algorithm simt` in the group plans it."""
+    assert diagnostics("target cuda sm_90\n" + HALF_GROUP) == [("E900", 2, 7)]
+    prog = gemmc.compile_string("target cuda sm_90\n" + HALF_GROUP.replace("concurrency auto", "algorithm simt"))
+    assert {k.ir.family for k in prog} == {"simt"}

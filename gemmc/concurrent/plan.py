@@ -132,6 +132,7 @@ def plan_group(group: Group, program: Program) -> Group:
     hw = program.target
     by_name = {k.name: k for k in program.kernels}
     members = [by_name[name] for name in group.members]
+    _check_launchers(group, members)
     model = predictor.load(hw.arch)
     choices = []
     for k in members:
@@ -147,6 +148,21 @@ def plan_group(group: Group, program: Program) -> Group:
     fused, why = fused_kernel(group, members, hw) if len(members) > 1 else (None, "one GEMM: nothing to fuse")
     name = model.source if model is not None else f"none trained for {hw.arch}: every member 1S"
     return dataclasses.replace(group, plan=choose(group, choices, fused, why, members, name))
+
+
+def _check_launchers(group: Group, members: list[Kernel]) -> None:
+    """A group's launcher calls its members' kernels with the shared launcher's arguments (pointer tables and the
+    work list); a family with a launcher of its own (the hopper family's TMA maps) cannot be a member yet."""
+    from gemmc.errors import Diagnostic
+    from gemmc.families.registry import family
+
+    own = [k for k in members if family(k.family).launcher != "launcher.j2"]
+    if own:
+        k = own[0]
+        raise GemmcError(Diagnostic(
+            "E900", f"member {k.name.removeprefix(group.name + '_')} runs in the {k.family} family, whose kernels "
+            "take their own launch arguments; such members of a group are not supported yet", group.span,
+            "write `algorithm simt` in the group: bf16/f16 storage then computes in f32 on CUDA cores"))
 
 
 def plan_groups(program: Program) -> Program:
