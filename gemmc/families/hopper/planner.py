@@ -47,11 +47,13 @@ def choose_tile_n(m: int, n: int, hw: Hardware, cluster: int) -> int:
     return min(TILE_N, key=cost)
 
 
-def stages_for(bn: int, hw: Hardware) -> int:
-    """As many stages as the block's shared memory holds (HopperPlan.smem_bytes), at most MAX_STAGES."""
-    one = HopperPlan(bn=bn, stages=1, cluster=1, band=1, a_kmajor=True, b_kmajor=True, staged=(), compute="bf16")
-    per_stage = one.smem_bytes - ALIGN_SLACK
-    return min(MAX_STAGES, (hw.smem_per_block - ALIGN_SLACK) // per_stage)
+def stages_for(bn: int, hw: Hardware, tma_store: bool = False, c_bytes: int = 2) -> int:
+    """As many stages as the block's shared memory holds beside the epilogue's C buffers (HopperPlan.smem_bytes),
+    at most MAX_STAGES."""
+    one = HopperPlan(bn=bn, stages=1, cluster=1, band=1, a_kmajor=True, b_kmajor=True, staged=(), compute="bf16",
+                     tma_store=tma_store, c_bytes=c_bytes)
+    per_stage = one.stage_bytes + one.barrier_bytes
+    return min(MAX_STAGES, (hw.smem_per_block - ALIGN_SLACK - one.epilogue_bytes) // per_stage)
 
 
 def choose_cluster(m: int, n: int, bn: int, hw: Hardware) -> int:
@@ -71,7 +73,9 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
                                         "write `tile auto`, or e.g. `tile 128x256x64`"))
         bn = t.n
     cluster = choose_cluster(p.m, p.n, bn, hw)
-    stages = stages_for(bn, hw)
+    tma_store = kernel.layout_c is Layout.ROW  # TMA's boxes are rows of C; a column-major C is stored directly
+    c_bytes = kernel.c_dtype.nbytes
+    stages = stages_for(bn, hw, tma_store, c_bytes)
     if any(key == "pipeline" for key, _ in kernel.stmt_spans):  # `pipeline stages N`: the schedule's depth
         stages = kernel.stages
     if stages < 2:
@@ -79,7 +83,8 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
                                     kernel.where("pipeline")))
     a_kmajor, b_kmajor = _operands_kmajor(kernel)
     return HopperPlan(bn=bn, stages=stages, cluster=cluster, band=max(1, BAND_TILES // cluster), a_kmajor=a_kmajor,
-                      b_kmajor=b_kmajor, staged=staged_operands(kernel), compute=kernel.dtype.value)
+                      b_kmajor=b_kmajor, staged=staged_operands(kernel), compute=kernel.dtype.value,
+                      tma_store=tma_store, c_bytes=c_bytes)
 
 
 def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
@@ -87,9 +92,19 @@ def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
     tiles = ceil_div(p.m, plan.bm) * ceil_div(p.n, plan.bn)
     out = [f"hopper: tile N {plan.bn}: {tiles} tiles, {tiles / hw.sm_count:.2f} waves over {hw.sm_count} SMs "
            f"(a tile costs N + {TILE_OVERHEAD} columns; N in {', '.join(map(str, TILE_N))})",
-           f"hopper: {plan.stages} stages of {plan.stage_bytes} B fit {hw.smem_per_block} B of shared memory",
-           "hopper: edges by TMA bounds (zero fill past M, N, K); C written from the accumulators with "
-           "predicated stores (any ldc, any alignment)"]
+           f"hopper: {plan.stages} stages of {plan.stage_bytes} B"
+           + (f" and {plan.epilogue_bytes} B of C sub-tiles" if plan.tma_store else "")
+           + f" fit {hw.smem_per_block} B of shared memory",
+           "hopper: edges by TMA bounds (zero fill past M, N, K)"]
+    if plan.tma_store:
+        out.append(f"hopper: epilogue through shared memory: each consumer warpgroup writes its accumulators (alpha, "
+                   f"beta C read in place) into {plan.c_box[1]}x{plan.c_box[0]} sub-tiles, "
+                   f"{plan.epilogue_bytes // 1024} KiB in all, and one thread TMA-stores them (clipped at M and N) "
+                   "while the warpgroup returns to the next tile's wgmma; a C whose lines or base are not "
+                   "16-byte aligned is stored from the accumulators with predicated stores")
+    else:
+        out.append("hopper: column-major C (TMA stores whole rows of C): written from the accumulators with "
+                   "predicated stores (any ldc, any alignment)")
     if plan.cluster > 1:
         out.append(f"hopper: {tiles} tiles >= {CLUSTER_MIN_WAVES} waves: clusters of 2 blocks on m-tiles 2p, 2p+1 "
                    "load half of B each and multicast it (a third less L2 traffic per tile pair)")
