@@ -53,6 +53,14 @@ def entry_name(kernel: Kernel) -> str:
     return names.entry_symbol(kernel.name, kernel.family, kernel.dtype_tag, kernel.layouts)
 
 
+def device_ctype(dtype: DType, hw: Hardware) -> str:
+    """The C type of one element in kernel code: `gemmc_bf16`/`gemmc_f16` (unsigned short, the prelude's typedef)
+    for CUDA's 16-bit types, the launcher's type otherwise (hip_bfloat16 and _Float16 on HIP)."""
+    if hw.vendor == "cuda" and dtype.half:
+        return f"gemmc_{dtype.value}"
+    return dtype.ctype_for(hw.vendor)
+
+
 def scalar_type(kernel: Kernel) -> str:
     """The type of alpha, beta and the accumulators' combination: double for f64 data, else float."""
     return limits.scalar_ctype(kernel.dtype)
@@ -101,6 +109,12 @@ def common_context(kernel: Kernel, hw: Hardware, family_knobs: list[str]) -> dic
         "cp_async": False,  # the prelude's gemmc_cp_async helpers; a family that copies with cp.async sets it
         "T": kernel.dtype.ctype_for(hw.vendor),
         "TC": kernel.c_dtype.ctype_for(hw.vendor),
+        # The element types in kernel code (the prelude's conversions): the launcher's types, except that CUDA
+        # kernels hold bf16/f16 as their 16-bit patterns (gemmc_bf16, gemmc_f16), so that NVRTC needs no
+        # cuda_bf16.h/cuda_fp16.h. `half_storage`: the kernel's 16-bit storage type ("bf16", "f16"), or "".
+        "DT": device_ctype(kernel.dtype, hw),
+        "DTC": device_ctype(kernel.c_dtype, hw),
+        "half_storage": kernel.dtype.value if kernel.dtype.half else "",
         "type_headers": sorted({TYPE_HEADERS[(hw.vendor, d)] for d in (kernel.dtype, kernel.c_dtype)
                                 if (hw.vendor, d) in TYPE_HEADERS}),
         "S": S,

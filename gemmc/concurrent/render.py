@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from gemmc.codegen import RUNTIME_API, launch_context, literal, render_kernel, scalar_type
+from gemmc.codegen import RUNTIME_API, device_ctype, launch_context, literal, render_kernel, scalar_type
 from gemmc.codegen.env import render
 from gemmc.concurrent import predictor
 from gemmc.concurrent.plan import go_degree
@@ -92,8 +92,11 @@ def render_group(group: Group, members: dict[str, Kernel], hw: Hardware,
             S = scalar_type(k)
             p = k.problems[0]
             kernels.append({"ns": distinct[key], "name": k.name, "source": body, "entry": r.entry,
-                            "T": k.dtype.ctype, "TC": k.c_dtype.ctype, "S": S, "alpha": literal(k.alpha, S),
-                            "beta": literal(k.beta, S), "tma": maps, "launcher": r.launcher,
+                            # a member with its own launcher (tma) takes the launcher's types; kernels the device's
+                            "T": k.dtype.ctype if maps else device_ctype(k.dtype, hw),
+                            "TC": k.c_dtype.ctype if maps else device_ctype(k.c_dtype, hw),
+                            "S": S, "alpha": literal(k.alpha, S), "beta": literal(k.beta, S), "tma": maps,
+                            "launcher": r.launcher,
                             "summary": f"{k.family}, {len(k.problems)} problem(s), first {p.m}x{p.n}x{p.k}",
                             **launch_context(named)})
         namespaces.append(next(x for x in kernels if x["ns"] == distinct[key]))

@@ -58,6 +58,11 @@ class Hardware:
         return self.compute_capability >= 90
 
     @property
+    def has_tma(self) -> bool:
+        """The tensor memory accelerator and wgmma (sm_90): the hopper family's main loop for bf16/f16 storage."""
+        return self.compute_capability >= 90
+
+    @property
     def has_tensor_cores(self) -> bool:
         """mma.sync with f16/bf16/tf32 inputs (sm_80 and newer); HIP MFMA is not generated yet."""
         return self.compute_capability >= 80

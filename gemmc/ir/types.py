@@ -38,6 +38,13 @@ class DType(Enum):
         """A 16-bit storage type (f16, bf16)."""
         return self in (DType.F16, DType.BF16)
 
+    @property
+    def widened(self) -> DType:
+        """The type the CUDA-core families (SIMT, TSM2R, TSM2L) hold values in, in registers and shared memory: f32
+        for 16-bit storage (converted as it is loaded; a product of two halves is exact in f32, so f32 FMAs compute
+        what a tensor core's f32-accumulated half products do), the storage type otherwise."""
+        return DType.F32 if self.half else self
+
 
 STORAGE_DTYPES = (DType.F32, DType.F64, DType.F16, DType.BF16)
 HALF_DTYPES = (DType.F16, DType.BF16)

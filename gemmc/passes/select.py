@@ -3,8 +3,9 @@
 Requires: a normalized kernel. Guarantees: `family` names a registered family and a note says why.
 An explicit `algorithm` names the family; under `algorithm auto` every registered family may claim the kernel
 (`KernelFamily.claim`) and the strongest claim wins, ties going to the family registered first: a tensor-core
-precision requires the tensor-core family, the TSM2 families claim the tall-and-skinny shapes of their model, and
-the SIMT family takes the rest.
+precision requires the tensor-core family, the TSM2 families claim the tall-and-skinny shapes of their model, the
+hopper family one bf16/f16 GEMM on sm_90 (tall-and-skinny ones too: the TSM2 families leave those to it), and the
+SIMT family takes the rest (half storage included).
 """
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ def _scratch_c(kernel: Executable) -> list[Any]:
     out = []
     for row in work.problems:
         extent = (row.m - 1) * row.ldc + row.n if kernel.ir.layout_c is Layout.ROW else (row.n - 1) * row.ldc + row.m
-        out.append(cp.zeros(max(1, extent) * kernel.ir.dtype.nbytes, dtype=cp.uint8))
+        out.append(cp.zeros(max(1, extent) * kernel.ir.c_dtype.nbytes, dtype=cp.uint8))
     return out
 
 

@@ -13,7 +13,7 @@ from gemmc.families.hopper import codegen, planner, steps
 from gemmc.families.hopper.plan import HopperPlan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel
-from gemmc.ir.types import AUTO, DType
+from gemmc.ir.types import DType
 
 NAME = "hopper"
 TARGET = "sm_90"  # the TMA + wgmma loop; the kernel is built for the architecture-specific sm_90a
@@ -29,8 +29,8 @@ class Hopper(PlannerFamily):
     launcher = "hopper_launcher.j2"
 
     def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
-        if kernel.dtype.half:
-            return Claim.REQUIRED, f"dtype {kernel.dtype.value} storage multiplies on the TMA + wgmma loop"
+        if runs_here(kernel, hw):
+            return Claim.SHAPE, f"dtype {kernel.dtypes}, one GEMM on cuda {TARGET}: the TMA + wgmma loop"
         return None
 
     def check(self, kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
@@ -39,27 +39,26 @@ class Hopper(PlannerFamily):
         def err(code: str, stmt: str, message: str, hint: str | None = None) -> None:
             diags.append(Diagnostic(code, message, kernel.where(stmt), hint))
 
-        half = kernel.dtype.half
-        if kernel.algorithm == NAME and not half:
+        if kernel.algorithm != NAME:
+            return diags  # under `algorithm auto` the family claims only what it builds (runs_here)
+        if not kernel.dtype.half:
             err("E202", "algorithm", f"algorithm hopper multiplies bf16/f16 storage, not {kernel.dtype.value}",
                 "write `dtype bf16` or `dtype f16`; f32 data on tensor cores is `precision f16|bf16|tf32` "
                 "(the tensorcore family)")
-        if not half:
             return diags
-        if kernel.algorithm not in (AUTO, NAME):
-            err("E202", "algorithm", f"dtype {kernel.dtype.value} storage runs in the hopper family, not with "
-                f"algorithm {kernel.algorithm}", "write `algorithm auto` or `algorithm hopper`")
         if hw.vendor != "cuda" or hw.arch != TARGET:
-            err("E900", "dtype", f"dtype {kernel.dtype.value} storage runs on target cuda {TARGET} only so far "
-                f"(the hopper family's TMA + wgmma loop); {hw.vendor} {hw.arch} is not supported yet",
-                f"write `target cuda {TARGET}`")
+            err("E202", "algorithm", f"algorithm hopper is the TMA + wgmma loop of target cuda {TARGET}; "
+                f"{hw.vendor} {hw.arch} has neither", "write `algorithm auto`: the SIMT family computes "
+                f"{kernel.dtype.value} storage on every target")
         if kernel.count is not None or len(kernel.problems) != 1:
-            err("E900", "batch" if kernel.count is None else "gemm", f"dtype {kernel.dtype.value} storage runs "
-                "one GEMM per kernel so far; batches are not supported yet", "use `gemm M x N x K`")
+            err("E900", "batch" if kernel.count is None else "gemm", "algorithm hopper runs one GEMM per kernel; "
+                "its batches are not supported yet", "write `algorithm auto`: the SIMT family runs a batch of "
+                f"{kernel.dtype.value} GEMMs in one launch")
         prec = kernel.precision
         if prec is not None and prec.compute is DType.F32:
-            err("E900", "precision", f"f32 products of {kernel.dtype.value} storage (CUDA cores) are not "
-                "supported yet", f"leave `precision` out: {kernel.dtype.value} products accumulate in f32")
+            err("E202", "precision", "algorithm hopper multiplies on tensor cores, not in f32",
+                "leave `precision` out, or write `algorithm auto`: f32 products of half storage run in the SIMT "
+                "family")
         if kernel.threads is not None and kernel.threads != 384:
             err("E202", "threads", f"the hopper family's blocks are 384 threads (a producer and two consumer "
                 f"warpgroups), not {kernel.threads}", "write `threads auto`")
@@ -71,6 +70,18 @@ class Hopper(PlannerFamily):
         if not isinstance(plan, HopperPlan):
             raise InternalError("hopper", f"grid_tile of a {type(plan).__name__}")
         return plan.bm, plan.bn, 0  # persistent blocks walk every tile of the raster order
+
+
+def runs_here(kernel: Kernel, hw: Hardware) -> bool:
+    """`algorithm auto` takes the TMA + wgmma loop for one bf16/f16 GEMM on target cuda sm_90 whose schedule leaves
+    it the threads (384) and the k to itself (no kslices, ksplit) and multiplies on tensor cores (not `precision
+    f32`); the SIMT family computes every other half-precision kernel (batches, other targets)."""
+    prec = kernel.precision
+    tile = kernel.tile
+    return (kernel.dtype.half and hw.vendor == "cuda" and hw.arch == TARGET and kernel.dynamic is None
+            and kernel.count is None and len(kernel.problems) == 1 and kernel.threads in (None, 384)
+            and (tile is None or (tile.slices == 1 and tile.split == 1))
+            and (prec is None or prec.compute is not DType.F32))
 
 
 FAMILY = Hopper()

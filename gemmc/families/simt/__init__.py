@@ -35,6 +35,9 @@ class Simt(PlannerFamily):
         return tile_cells(work, kinds, plan.ksplit, figures)
 
     def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
+        if kernel.dtype.half:
+            return Claim.DEFAULT, (f"dtype {kernel.dtypes} computed in f32 on CUDA cores (halves widened as they are "
+                                   "loaded): the default family")
         return Claim.DEFAULT, "f32/f64 on CUDA cores: the default family"
 
     def check(self, kernel: Kernel, hw: Hardware) -> list[Diagnostic]:

@@ -125,7 +125,7 @@ def bound_blocks(plan: SimtPlan, hw: Hardware) -> tuple[int, int]:
 def plan_from(kernel: Kernel, hw: Hardware, t: tiling.Tiling) -> SimtPlan:
     """A tiling's plan with its launch bound (bound_blocks); its batching is chosen later."""
     plan = SimtPlan(variants=t.palette, assignment=tuple(t.choice.tolist()), stages=kernel.stages,
-                    elem_bytes=kernel.dtype.nbytes, method=t.method)
+                    elem_bytes=kernel.dtype.widened.nbytes, method=t.method)
     blocks, cap = bound_blocks(plan, hw)
     return dataclasses.replace(plan, min_blocks=blocks, reg_cap=cap)
 
@@ -326,7 +326,7 @@ def sliced(catalogue: tuple[SimtVariant, ...], kernel: Kernel, hw: Hardware) -> 
                     continue
                 s = SimtVariant(v.bm, v.bn, v.bk, micro[0], micro[1], threads, slices)
                 probe = SimtPlan(variants=(s,), assignment=(0,), stages=kernel.stages,
-                                 elem_bytes=kernel.dtype.nbytes)
+                                 elem_bytes=kernel.dtype.widened.nbytes)
                 if probe.variant_need(s) * threads <= hw.regs_per_sm and probe.variant_smem(s) <= hw.smem_per_block:
                     out.append(s)
     return out

@@ -54,8 +54,13 @@ class TensorCore(PlannerFamily):
         diags: list[Diagnostic] = []
         prec = kernel.precision
         tc_precision = _tc_precision(kernel)
-        if kernel.dtype.half:
-            return diags  # bf16/f16 storage is the hopper family's (its check says where it runs)
+        if kernel.dtype.half:  # bf16/f16 storage: the hopper family (one GEMM on sm_90) or SIMT (f32 FMAs)
+            if kernel.algorithm == NAME:
+                diags.append(Diagnostic(
+                    "E202", f"algorithm tensorcore computes f32 data; dtype {kernel.dtype.value} storage runs in the "
+                    "hopper family (one GEMM on sm_90) or the SIMT family", kernel.where("algorithm"),
+                    "write `algorithm auto`"))
+            return diags
         if kernel.algorithm == NAME and not tc_precision:
             diags.append(Diagnostic(
                 "E202", "algorithm tensorcore needs a tensor-core precision", kernel.where("algorithm"),

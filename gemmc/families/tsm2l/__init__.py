@@ -42,7 +42,7 @@ class Tsm2l(PlannerFamily):
                          "block": block[inside], "blocks": 1, "tile": -1}, kinds, "row tile", mapping)
 
     def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
-        why = planner.claim(kernel)
+        why = planner.claim(kernel, hw)
         return (Claim.SHAPE, why) if why else None
 
     def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from gemmc.families.streaming import (
     bytes_needed_in_flight,
+    half_goes_to_tma,
     resident_threads,
     t2_threshold,
 )
@@ -31,11 +32,15 @@ AUTO_TSM2L_MAX_KN = cal.AUTO_TSM2L_MAX_KN.value
 AUTO_TSM2L_MIN_M = cal.AUTO_TSM2L_MIN_M.value
 
 
-def tsm2l_stage_elems(k: int, n: int, dtype: DType, a_layout: Layout, c_layout: Layout) -> int:
-    """Elements of one warp's shared-memory rows through which row-major A and C pass (tsm2l.cu.j2):
-    one row per lane, an odd number of 16-byte vectors long; 0 where neither is read as vectors."""
-    vec = 16 // dtype.nbytes
-    staged = [x for x, layout in ((k, a_layout), (n, c_layout)) if layout is Layout.ROW and x % vec == 0]
+def tsm2l_stage_elems(k: int, n: int, dtype: DType, a_layout: Layout, c_layout: Layout,
+                      c_dtype: DType | None = None) -> int:
+    """Elements of one warp's shared-memory rows through which row-major A and C pass (tsm2l.cu.j2): one row per
+    lane, an odd number of 16-byte vectors long; 0 where neither is read as vectors. A row of A (C) is staged where
+    it is a whole number of 16-byte vectors of its storage type (8 halves); the rows hold the computed type (f32 for
+    16-bit storage: dtype.widened)."""
+    vec = 16 // dtype.widened.nbytes
+    a_vec, c_vec = 16 // dtype.nbytes, 16 // (c_dtype or dtype).nbytes
+    staged = [x for x, layout, v in ((k, a_layout, a_vec), (n, c_layout, c_vec)) if layout is Layout.ROW and x % v == 0]
     if not staged:
         return 0
     wide = max(staged)
@@ -51,7 +56,7 @@ def tsm2l_params(p: Problem, dtype: DType, hw: Hardware, a_layout: Layout = Layo
 def tsm2l_rows(p: Problem, dtype: DType, hw: Hardware) -> Tsm2lDraft:
     """tcf, the rows each thread keeps in registers (§3.2): about WAVES waves of resident threads, then more rows
     per thread (paper, V100 single: tcf 1, 1, 2, 8 for m = 1e4 .. 1e7), and the registers they take."""
-    w = dtype.nbytes // 4 or 1
+    w = dtype.widened.nbytes // 4 or 1
     capacity = hw.sm_count * hw.max_threads_per_sm
     # The rows a thread holds are registers: keep them to TSM2L_ROW_REGS so that 8+ warps stay resident per SM.
     tcf = max(c for c in TCF_CHOICES
@@ -60,15 +65,16 @@ def tsm2l_rows(p: Problem, dtype: DType, hw: Hardware) -> Tsm2lDraft:
 
 
 def tsm2l_staging(rows: Tsm2lDraft, p: Problem, dtype: DType, hw: Hardware, a_layout: Layout, c_layout: Layout,
-                  t1: int = T1) -> Tsm2lDraft:
+                  t1: int = T1, c_dtype: DType | None = None) -> Tsm2lDraft:
     """Shared memory: B, then each warp's staging rows for row-major A and C. Blocks of `t1` threads, halved while
     their staging rows would not fit the target's shared memory (f64 with k or n near 32, row-major, on the 64 KiB
     of a CDNA workgroup)."""
-    vec = 16 // dtype.nbytes
-    stage_row = tsm2l_stage_elems(p.k, p.n, dtype, a_layout, c_layout)
+    work = dtype.widened  # shared memory holds the computed type
+    vec = 16 // work.nbytes
+    stage_row = tsm2l_stage_elems(p.k, p.n, dtype, a_layout, c_layout, c_dtype)
 
     def smem_of(t1: int) -> int:
-        return (ceil_div(p.k * p.n, vec) * vec + t1 * stage_row) * dtype.nbytes  # B (whole vectors), then the rows
+        return (ceil_div(p.k * p.n, vec) * vec + t1 * stage_row) * work.nbytes  # B (whole vectors), then the rows
 
     while smem_of(t1) > hw.smem_per_block and t1 > hw.warp_size:
         t1 //= 2
@@ -84,9 +90,9 @@ def tsm2l_plan(draft: Tsm2lDraft, p: Problem, dtype: DType, hw: Hardware) -> Tsm
                      predicted_bandwidth=predicted, smem=d.smem, regs=d.regs, stage_row=d.stage_row)
 
 
-def claim(kernel: Kernel) -> str | None:
+def claim(kernel: Kernel, hw: Hardware) -> str | None:
     """The `algorithm auto` rule for TSM2L, with its reason; None: not this family's shape."""
-    if kernel.count is not None or len(kernel.problems) != 1 or kernel.dtype not in (DType.F32, DType.F64):
+    if kernel.count is not None or len(kernel.problems) != 1 or half_goes_to_tma(kernel, hw):
         return None
     p = kernel.problems[0]
     if p.k <= AUTO_TSM2L_MAX_KN and p.n <= AUTO_TSM2L_MAX_KN and p.m >= AUTO_TSM2L_MIN_M:

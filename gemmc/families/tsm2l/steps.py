@@ -23,7 +23,7 @@ def draft_of(kernel: Kernel, step: str) -> Tsm2lDraft:
 
 
 def check_family(kernel: Kernel, hw: Hardware) -> Kernel:
-    """Requires: a kernel that selected TSM2L. Guarantees: one f32 or f64 GEMM whose rows of A fit a thread's
+    """Requires: a kernel that selected TSM2L. Guarantees: one GEMM whose rows of A fit a thread's
     registers (k <= TSM2L_MAX_K) with at most T2_MAX columns, and no tile or thread count of the schedule's;
     GemmcError with every problem otherwise."""
     diags = one_gemm_diagnostics(kernel, "tsm2l")
@@ -50,7 +50,8 @@ def choose_staging(kernel: Kernel, hw: Hardware) -> Kernel:
     """Requires: the draft's tcf. Guarantees: the block and its shared memory: B, and the rows through which
     row-major A and C pass, in blocks of T1 threads halved until they fit (planner.py: tsm2l_staging)."""
     draft = draft_of(kernel, "choose_staging")
-    staged = planner.tsm2l_staging(draft, kernel.problems[0], kernel.dtype, hw, kernel.layout_a, kernel.layout_c)
+    staged = planner.tsm2l_staging(draft, kernel.problems[0], kernel.dtype, hw, kernel.layout_a, kernel.layout_c,
+                                   c_dtype=kernel.c_dtype)
     return dataclasses.replace(kernel, draft=staged)
 
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 from gemmc.families.streaming import (
     bytes_needed_in_flight,
     choose_t2,
+    half_goes_to_tma,
     resident_threads,
     t2_threshold,
 )
@@ -92,20 +93,23 @@ def column_smem(kw: int, t2: int, t3: int, stages: int, rows: int, dtype: DType,
     """Column-major TSM2R shared memory: per k slice (of `groups` warps), a ring of `stages` batches (for each warp
     t3 columns x warp x rows of A, each column padded by 32 bytes for the tensor cores' fragment loads, then the
     batch's t3 x t2 values of B padded to 16 bytes), reused after the k loop for the slice's partial sums (t2 x
-    groups x rows x warp; row-major A on the FMAs: the warp's rows x t3, each row padded by 16 bytes). The template
-    computes the same region size."""
-    b_part = ceil_div(t3 * t2 * dtype.nbytes, 16) * 16 // dtype.nbytes
-    column = hw.warp_size * rows + (32 // dtype.nbytes if mma else 0)
-    a_part = hw.warp_size * rows * (t3 + 16 // dtype.nbytes) if a_row and not mma else t3 * column
-    region = max(stages * (groups * a_part + b_part), t2 * groups * rows * hw.warp_size)
-    return kw * region * dtype.nbytes
+    groups x rows x warp; row-major A on the FMAs: the warp's rows x t3, each row padded by 16 bytes). The ring
+    holds the storage type (16-bit storage is copied as it is, and widened as the FMAs read it), the sums the
+    computed type (dtype.widened); each region is a whole number of 16-byte vectors. The template computes the same
+    region size."""
+    elem, work = dtype.nbytes, dtype.widened.nbytes
+    b_part = ceil_div(t3 * t2 * elem, 16) * 16 // elem
+    column = hw.warp_size * rows + (32 // elem if mma else 0)
+    a_part = hw.warp_size * rows * (t3 + 16 // elem) if a_row and not mma else t3 * column
+    region = max(stages * (groups * a_part + b_part) * elem, t2 * groups * rows * hw.warp_size * work)
+    return kw * ceil_div(region, 16) * 16
 
 
 def column_regs(t2: int, t3: int, rows: int, dtype: DType) -> int:
     """Registers per thread: the accumulators, one batch of A read back from shared memory, one column of B, and
     about REGS_OVERHEAD for indices, pointers and predicates (calibrated against ptxas, sm_90). The loads in flight
-    live in shared memory, not in registers."""
-    w = dtype.nbytes // 4 or 1
+    live in shared memory, not in registers (16-bit storage: widened to f32 registers)."""
+    w = dtype.widened.nbytes // 4 or 1
     return w * (rows * t2 + t3 * rows + t3) + REGS_OVERHEAD
 
 
@@ -254,7 +258,7 @@ def tsm2r_shape(p: Problem, dtype: DType, a_layout: Layout, hw: Hardware, groups
     kernel's rows per warp, and the registers they take. Overrides as in tsm2r_params."""
     threshold = t2_threshold(hw, dtype)
     t2 = choose_t2(p.n, threshold)
-    w = dtype.nbytes // 4 or 1
+    w = dtype.widened.nbytes // 4 or 1
     mma = f64_mma_rows(hw, dtype, t2, a_layout)
     # (HIP keeps the row kernel: its 64-lane warps would need 245 KiB for these batches, gfx90a has 64)
     if by_rows is None:
@@ -283,7 +287,7 @@ def tsm2r_staging(shape: Tsm2rDraft, dtype: DType, a_layout: Layout, hw: Hardwar
     deep as Little's law asks (ring_stages) where that costs no resident block, else STAGES, and the blocks per SM
     it leaves."""
     if not shape.column:
-        return replace(shape, smem=shape.t2 * hw.warp_size * 4 * dtype.nbytes)
+        return replace(shape, smem=shape.t2 * hw.warp_size * 4 * dtype.widened.nbytes)  # B's chunk, widened
     d = shape
 
     def resident(stages: int) -> tuple[int, Occupancy]:  # shared memory and occupancy with a ring this deep
@@ -335,12 +339,13 @@ def claim(kernel: Kernel, hw: Hardware) -> str | None:
     gets); None: not this family's shape, or the schedule fixed a tile or thread count."""
     if kernel.tile is not None or kernel.threads is not None:
         return None
-    if kernel.count is not None or len(kernel.problems) != 1 or kernel.dtype not in (DType.F32, DType.F64):
+    if kernel.count is not None or len(kernel.problems) != 1 or half_goes_to_tma(kernel, hw):
         return None
     p = kernel.problems[0]
     row_a = kernel.layout_a is Layout.ROW and not f64_mma_rows(hw, kernel.dtype, p.n, Layout.ROW)  # CUDA cores
     mma = f64_mma_rows(hw, kernel.dtype, p.n, kernel.layout_a) == 16  # sm_90's f64 tensor cores
-    row_max = AUTO_TSM2R_MAX_N_ROW_FMA if kernel.dtype is DType.F32 and hw.vendor == "cuda" else AUTO_TSM2R_MAX_N_ROW_A
+    row_max = (AUTO_TSM2R_MAX_N_ROW_FMA if kernel.dtype.widened is DType.F32 and hw.vendor == "cuda"
+               else AUTO_TSM2R_MAX_N_ROW_A)
     max_n = AUTO_TSM2R_MAX_N_F64_MMA if mma else row_max if row_a else AUTO_TSM2R_MAX_N
     if p.n <= max_n and p.m >= AUTO_TSM2R_MIN_MK and p.k >= AUTO_TSM2R_MIN_MK:
         kind = " (row-major A)" if row_a else " (f64 tensor cores)" if mma else ""

@@ -29,6 +29,13 @@ __device__ __forceinline__ void gemmc_cp_async_commit() { asm volatile("cp.async
 template <int N>
 __device__ __forceinline__ void gemmc_cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
+// Storage <-> the type values are computed in (f32 for 16-bit storage, the storage type otherwise): the same type
+// passes through; a 16-bit type widens exactly and narrows with round-to-nearest-even.
+__device__ __forceinline__ float gemmc_widen(float x) { return x; }
+__device__ __forceinline__ double gemmc_widen(double x) { return x; }
+template <typename D, typename S>
+__device__ __forceinline__ D gemmc_narrow(S x) { return static_cast<D>(x); }
+
 // One row of the problem table: sizes and leading dimensions in elements (64-bit: m * k may exceed 2^32).
 struct gemmc_problem {
   long long m, n, k, lda, ldb, ldc;

@@ -16,6 +16,13 @@
 // The compiler may no longer assume it knows x's value here (so it cannot hoist what is computed from it).
 #define GEMMC_OPAQUE(x) asm volatile("" : "+l"(x))
 
+// Storage <-> the type values are computed in (f32 for 16-bit storage, the storage type otherwise): the same type
+// passes through; a 16-bit type widens exactly and narrows with round-to-nearest-even.
+__device__ __forceinline__ float gemmc_widen(float x) { return x; }
+__device__ __forceinline__ double gemmc_widen(double x) { return x; }
+template <typename D, typename S>
+__device__ __forceinline__ D gemmc_narrow(S x) { return static_cast<D>(x); }
+
 // One row of the problem table: sizes and leading dimensions in elements (64-bit: m * k may exceed 2^32).
 struct gemmc_problem {
   long long m, n, k, lda, ldb, ldc;
@@ -39,24 +46,25 @@ __device__ __forceinline__ bool gemmc_vec_ok(const T* p, long long ld, long long
 // column-major B), so a vector holds V consecutive k of one x and the store to shared memory transposes it.
 // Each load keeps its own pointer, set once per tile and advanced by one k-tile per step, and a bit saying
 // whether its x line is inside the matrix: no 64-bit index arithmetic per element in the k-loop, and the k
-// edge is tested only in a partial last k-tile.
-template <typename T, int BX, int BK, int NT, int PAD, bool K_CONTIG>
+// edge is tested only in a partial last k-tile. TS: the operand's storage type, read in 16-byte vectors (8 halves)
+// and widened to T as it is loaded (gemmc_widen), so that registers and shared memory hold T.
+template <typename T, int BX, int BK, int NT, int PAD, bool K_CONTIG, typename TS = T>
 struct gemmc_simt_loader {
-  static constexpr int VEC = 16 / (int)sizeof(T);
+  static constexpr int VEC = 16 / (int)sizeof(TS);
   static constexpr int V = K_CONTIG ? (BK % VEC == 0 ? VEC : 1) : (BX % VEC == 0 ? VEC : 1);
   static constexpr int PER_LINE = K_CONTIG ? BK / V : BX / V;  // vectors along one contiguous line
   static constexpr int GROUPS = BX * BK / V;
   static constexpr int LOADS = (GROUPS + NT - 1) / NT;
   static constexpr int LD = BX + PAD;
   T reg[LOADS][V];
-  const T* ptr[LOADS];
+  const TS* ptr[LOADS];
   unsigned inside;  // bit i: load i's vector group exists and its x line (first x for !K_CONTIG) is < X
 
   __device__ __forceinline__ static int line_of(int i, int tid) { return (tid + i * NT) / PER_LINE; }
   __device__ __forceinline__ static int pos_of(int i, int tid) { return ((tid + i * NT) % PER_LINE) * V; }
 
   // base: the operand at (x0, 0); xrem: X - x0 (> 0).
-  __device__ __forceinline__ void init(const T* __restrict__ base, long long ld, long long xrem, int tid) {
+  __device__ __forceinline__ void init(const TS* __restrict__ base, long long ld, long long xrem, int tid) {
     inside = 0;
 #pragma unroll
     for (int i = 0; i < LOADS; ++i) {
@@ -81,21 +89,20 @@ struct gemmc_simt_loader {
       const int k = K_CONTIG ? pos : line;
       const bool in = ((inside >> i) & 1u) && k < krem;
       if (V > 1 && vec) {  // the whole vector is in or out (gemmc_vec_ok)
-        gemmc_vec<T, V> v;
         if (in) {
-          v = *reinterpret_cast<const gemmc_vec<T, V>*>(ptr[i]);
+          const gemmc_vec<TS, V> v = *reinterpret_cast<const gemmc_vec<TS, V>*>(ptr[i]);
+#pragma unroll
+          for (int j = 0; j < V; ++j) reg[i][j] = gemmc_widen(v.v[j]);
         } else {
 #pragma unroll
-          for (int j = 0; j < V; ++j) v.v[j] = T(0);
+          for (int j = 0; j < V; ++j) reg[i][j] = T(0);
         }
-#pragma unroll
-        for (int j = 0; j < V; ++j) reg[i][j] = v.v[j];
       } else {
 #pragma unroll
         for (int j = 0; j < V; ++j) {
           const bool inj = K_CONTIG ? in && k + j < krem
                                     : ((GROUPS % NT == 0 || tid + i * NT < GROUPS) && pos + j < xrem && k < krem);
-          reg[i][j] = inj ? ptr[i][j] : T(0);
+          reg[i][j] = inj ? gemmc_widen(ptr[i][j]) : T(0);
         }
       }
     }
@@ -139,12 +146,14 @@ __host__ __device__ constexpr int gemmc_warp_cols(int tx, int ty) {
 // global loads in flight in registers while the current one is multiplied (one barrier per k-tile).
 // KS > 1 (sliced k): the threads form KS slices of NT / KS, each covering the whole tile over BK / KS of every
 // k-tile; after the k-loop the slices 1.. leave their sums in shared memory and slice 0 adds them in slice
-// order (the result does not depend on timing) and writes C. All NT threads load the k-tiles.
+// order (the result does not depend on timing) and writes C. All NT threads load the k-tiles. T: the type values are
+// computed in (registers, shared memory, alpha and beta); TS: A's and B's storage; TO: C's (16-bit storage: f32
+// values from halves, as the loader widens them, and C narrowed as it is stored).
 template <typename T, int BM, int BN, int BK, int TM, int TN, int NT, int KS, int STAGES, int PAD, bool A_KC,
-          bool B_KC, bool C_ROW, int SMEM>
+          bool B_KC, bool C_ROW, int SMEM, typename TS = T, typename TO = T>
 __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long long m0, long long n0,
-                                                const T* __restrict__ A, const T* __restrict__ B,
-                                                T* __restrict__ C, T alpha, T beta, T* __restrict__ smem, int tid,
+                                                const TS* __restrict__ A, const TS* __restrict__ B,
+                                                TO* __restrict__ C, T alpha, T beta, T* __restrict__ smem, int tid,
                                                 int rank) {
   constexpr int NS = NT / KS, KSLICE = BK / KS;  // threads and k per slice
   constexpr int TX = BN / TN, TY = BM / TM;
@@ -158,8 +167,8 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
                 "the plan's shared memory for this variant (SimtPlan.variant_smem) and the tile's layout disagree");
   constexpr int WX = gemmc_warp_cols(TX, TY), WY = WX ? 32 / WX : 1;
   static_assert(TX * TY == NS && NS * KS == NT && KSLICE * KS == BK, "micro-tiles must cover the tile exactly");
-  using LA = gemmc_simt_loader<T, BM, BK, NT, PAD, A_KC>;
-  using LB = gemmc_simt_loader<T, BN, BK, NT, PAD, B_KC>;
+  using LA = gemmc_simt_loader<T, BM, BK, NT, PAD, A_KC, TS>;
+  using LB = gemmc_simt_loader<T, BN, BK, NT, PAD, B_KC, TS>;
   LA la;
   LB lb;
   T* As = smem;
@@ -168,8 +177,8 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   const long long M = p.m, N = p.n, lda = p.lda, ldb = p.ldb;
   const long long kb = 0, K = p.k;
   (void)rank;
-  const bool vec_a = gemmc_vec_ok<T, LA::V>(A, lda, A_KC ? p.k : M);
-  const bool vec_b = gemmc_vec_ok<T, LB::V>(B, ldb, B_KC ? p.k : N);
+  const bool vec_a = gemmc_vec_ok<TS, LA::V>(A, lda, A_KC ? p.k : M);
+  const bool vec_b = gemmc_vec_ok<TS, LB::V>(B, ldb, B_KC ? p.k : N);
   la.init(A_KC ? A + m0 * lda + kb : A + kb * lda + m0, lda, M - m0, tid);  // operand at (m0, kb)
   lb.init(B_KC ? B + n0 * ldb + kb : B + kb * ldb + n0, ldb, N - n0, tid);  // operand at (n0, kb)
   const long long kstep_a = A_KC ? BK : BK * lda, kstep_b = B_KC ? BK : BK * ldb;
@@ -262,14 +271,14 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   // extent allow (gemmc_vec_ok: the vector is wholly in or out).
   const long long ldc = p.ldc;
   constexpr int VC = C_ROW ? VN : VM;
-  const bool vec_c = gemmc_vec_ok<T, VC>(C, ldc, C_ROW ? N : M);
+  const bool vec_c = gemmc_vec_ok<TO, VC>(C, ldc, C_ROW ? N : M);
   constexpr int OUTER = C_ROW ? TM : TN, GROUPS = C_ROW ? TN / VN : TM / VM;
 #pragma unroll
   for (int o = 0; o < OUTER; ++o) {
     // o: a row (row-major C) or a column (column-major C) of the micro-tile; g: a vector group along the other.
     const long long line = C_ROW ? m0 + ((o / VM) * TY + ty) * VM + o % VM : n0 + ((o / VN) * TX + tx) * VN + o % VN;
     if (line >= (C_ROW ? M : N)) continue;
-    T* cl = C + line * ldc;
+    TO* cl = C + line * ldc;
 #pragma unroll
     for (int g = 0; g < GROUPS; ++g) {
       const long long x0 = C_ROW ? n0 + (g * TX + tx) * VN : m0 + (g * TY + ty) * VM;

@@ -16,6 +16,13 @@
 // The compiler may no longer assume it knows x's value here (so it cannot hoist what is computed from it).
 #define GEMMC_OPAQUE(x) asm volatile("" : "+l"(x))
 
+// Storage <-> the type values are computed in (f32 for 16-bit storage, the storage type otherwise): the same type
+// passes through; a 16-bit type widens exactly and narrows with round-to-nearest-even.
+__device__ __forceinline__ float gemmc_widen(float x) { return x; }
+__device__ __forceinline__ double gemmc_widen(double x) { return x; }
+template <typename D, typename S>
+__device__ __forceinline__ D gemmc_narrow(S x) { return static_cast<D>(x); }
+
 // One row of the problem table: sizes and leading dimensions in elements (64-bit: m * k may exceed 2^32).
 struct gemmc_problem {
   long long m, n, k, lda, ldb, ldc;
@@ -44,11 +51,16 @@ __device__ __forceinline__ bool gemmc_vec_ok(const T* p, long long ld, long long
 // pass through the warp's slice of shared memory to the lane that owns the row; C's rows go the same way back.
 // A lane reading its own row instead (W rows 8 K bytes apart per instruction) streams at about half the copy roof
 // (f64, k = n = 16). Otherwise a row is read and written element by element.
-template <typename T, int K, int N, int TCF, int W, int SR, bool A_ROW, bool B_ROW, bool C_ROW>
-__device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __restrict__ A, const T* __restrict__ B,
-                                            T* __restrict__ C, T alpha, T beta, T* __restrict__ smem) {
-  constexpr int V = 16 / sizeof(T);  // elements per 16-byte vector
-  constexpr bool A_VEC = A_ROW && K % V == 0, C_VEC = C_ROW && N % V == 0;
+// T: the type values are computed and staged in (registers, shared memory); TS: A's and B's storage, TO: C's (16-bit
+// storage: read in vectors of 8 halves and widened to f32 as it is loaded, C narrowed as it is stored).
+template <typename T, int K, int N, int TCF, int W, int SR, bool A_ROW, bool B_ROW, bool C_ROW, typename TS = T,
+          typename TO = T>
+__device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const TS* __restrict__ A, const TS* __restrict__ B,
+                                            TO* __restrict__ C, T alpha, T beta, T* __restrict__ smem) {
+  constexpr int V = 16 / sizeof(T);  // elements of T per 16-byte vector (shared memory)
+  constexpr int VA = 16 / sizeof(TS), VC = 16 / sizeof(TO);  // elements per 16-byte vector of A, of C
+  constexpr bool A_VEC = A_ROW && K % VA == 0, C_VEC = C_ROW && N % VC == 0;
+  static_assert(VA % V == 0 && VC % V == 0, "storage vectors are whole vectors of the computed type");
   // A warp's staging rows, one per lane, SR elements apart (the plan's stage_row: an odd number of vectors, so that
   // the 16-byte reads of a quarter warp, 8 lanes in 8 rows, fall in 8 distinct groups of banks), after B.
   static_assert(!(A_VEC || C_VEC) || (SR >= (A_VEC ? K : 0) && SR >= (C_VEC ? N : 0) && SR % V == 0),
@@ -59,7 +71,7 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
   T* bs = smem;
   for (int i = threadIdx.x; i < K * N; i += blockDim.x) {
     const int k = i / N, j = i % N;
-    bs[i] = B_ROW ? B[(long long)k * p.ldb + j] : B[(long long)j * p.ldb + k];
+    bs[i] = gemmc_widen(B_ROW ? B[(long long)k * p.ldb + j] : B[(long long)j * p.ldb + k]);
   }
   __syncthreads();
   const long long stride = (long long)gridDim.x * blockDim.x;
@@ -67,8 +79,8 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
   const int lane = threadIdx.x % W;
   T* stage = smem + BS + (threadIdx.x / W) * W * SR;
   // Uniform over the grid, so that a warp's lanes take the same branch around its warp barriers.
-  const bool a_vec = A_VEC && gemmc_vec_ok<T, V>(A, p.lda, K);
-  const bool c_vec = C_VEC && gemmc_vec_ok<T, V>(C, p.ldc, N);
+  const bool a_vec = A_VEC && gemmc_vec_ok<TS, VA>(A, p.lda, K);
+  const bool c_vec = C_VEC && gemmc_vec_ok<TO, VC>(C, p.ldc, N);
   T a[TCF][K];  // staged: vectors lane + W * i of the warp's rows, then (after the exchange) the lane's own row
 #pragma unroll
   for (int r = 0; r < TCF; ++r) {  // every row's loads first: TCF x K loads in flight per thread
@@ -76,24 +88,23 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
     if constexpr (A_VEC) {
       if (a_vec) {
 #pragma unroll
-        for (int i = 0; i < K / V; ++i) {
+        for (int i = 0; i < K / VA; ++i) {
           const int g = lane + W * i;
-          const long long mg = m - lane + g / (K / V);
-          gemmc_vec<T, V> x;
+          const long long mg = m - lane + g / (K / VA);
           if (mg < p.m) {
-            x = *reinterpret_cast<const gemmc_vec<T, V>*>(A + mg * p.lda + (g % (K / V)) * V);
+            const gemmc_vec<TS, VA> x = *reinterpret_cast<const gemmc_vec<TS, VA>*>(A + mg * p.lda + (g % (K / VA)) * VA);
+#pragma unroll
+            for (int q = 0; q < VA; ++q) a[r][i * VA + q] = gemmc_widen(x.v[q]);
           } else {
 #pragma unroll
-            for (int q = 0; q < V; ++q) x.v[q] = T(0);
+            for (int q = 0; q < VA; ++q) a[r][i * VA + q] = T(0);
           }
-#pragma unroll
-          for (int q = 0; q < V; ++q) a[r][i * V + q] = x.v[q];
         }
         continue;
       }
     }
 #pragma unroll
-    for (int k = 0; k < K; ++k) a[r][k] = m < p.m ? (A_ROW ? A[m * p.lda + k] : A[k * p.lda + m]) : T(0);
+    for (int k = 0; k < K; ++k) a[r][k] = m < p.m ? gemmc_widen(A_ROW ? A[m * p.lda + k] : A[k * p.lda + m]) : T(0);
   }
 #pragma unroll
   for (int r = 0; r < TCF; ++r) {
@@ -101,12 +112,15 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
     if constexpr (A_VEC) {
       if (a_vec) {  // the warp's vectors to shared memory, the lane's own row back
 #pragma unroll
-        for (int i = 0; i < K / V; ++i) {
+        for (int i = 0; i < K / VA; ++i) {
           const int g = lane + W * i;
-          gemmc_vec<T, V> x;
 #pragma unroll
-          for (int q = 0; q < V; ++q) x.v[q] = a[r][i * V + q];
-          *reinterpret_cast<gemmc_vec<T, V>*>(stage + (g / (K / V)) * SR + (g % (K / V)) * V) = x;
+          for (int h = 0; h < VA / V; ++h) {
+            gemmc_vec<T, V> x;
+#pragma unroll
+            for (int q = 0; q < V; ++q) x.v[q] = a[r][i * VA + h * V + q];
+            *reinterpret_cast<gemmc_vec<T, V>*>(stage + (g / (K / VA)) * SR + (g % (K / VA)) * VA + h * V) = x;
+          }
         }
         GEMMC_SYNCWARP();
 #pragma unroll
@@ -138,15 +152,21 @@ __device__ __forceinline__ void gemmc_tsm2l(const gemmc_problem& p, const T* __r
         }
         GEMMC_SYNCWARP();
 #pragma unroll
-        for (int i = 0; i < N / V; ++i) {
+        for (int i = 0; i < N / VC; ++i) {
           const int g = lane + W * i;
-          const long long mg = m - lane + g / (N / V);
-          const gemmc_vec<T, V> x = *reinterpret_cast<const gemmc_vec<T, V>*>(stage + (g / (N / V)) * SR + (g % (N / V)) * V);
-          if (mg < p.m) {
-            gemmc_vec<T, V>* const c_ptr = reinterpret_cast<gemmc_vec<T, V>*>(C + mg * p.ldc + (g % (N / V)) * V);
-            gemmc_vec<T, V> c_val;
+          const long long mg = m - lane + g / (N / VC);
+          T x[VC];
 #pragma unroll
-            for (int c_e = 0; c_e < V; ++c_e) c_val.v[c_e] = x.v[c_e];
+          for (int h = 0; h < VC / V; ++h) {
+            const gemmc_vec<T, V> y = *reinterpret_cast<const gemmc_vec<T, V>*>(stage + (g / (N / VC)) * SR + (g % (N / VC)) * VC + h * V);
+#pragma unroll
+            for (int q = 0; q < V; ++q) x[h * V + q] = y.v[q];
+          }
+          if (mg < p.m) {
+            gemmc_vec<T, VC>* const c_ptr = reinterpret_cast<gemmc_vec<T, VC>*>(C + mg * p.ldc + (g % (N / VC)) * VC);
+            gemmc_vec<T, VC> c_val;
+#pragma unroll
+            for (int c_e = 0; c_e < VC; ++c_e) c_val.v[c_e] = x[c_e];
             *c_ptr = c_val;
           }
         }

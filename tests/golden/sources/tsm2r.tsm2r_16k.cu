@@ -29,6 +29,13 @@ __device__ __forceinline__ void gemmc_cp_async_commit() { asm volatile("cp.async
 template <int N>
 __device__ __forceinline__ void gemmc_cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
+// Storage <-> the type values are computed in (f32 for 16-bit storage, the storage type otherwise): the same type
+// passes through; a 16-bit type widens exactly and narrows with round-to-nearest-even.
+__device__ __forceinline__ float gemmc_widen(float x) { return x; }
+__device__ __forceinline__ double gemmc_widen(double x) { return x; }
+template <typename D, typename S>
+__device__ __forceinline__ D gemmc_narrow(S x) { return static_cast<D>(x); }
+
 // One row of the problem table: sizes and leading dimensions in elements (64-bit: m * k may exceed 2^32).
 struct gemmc_problem {
   long long m, n, k, lda, ldb, ldc;
@@ -66,6 +73,10 @@ __device__ __forceinline__ bool gemmc_vec_ok(const T* p, long long ld, long long
 // Otherwise, row-major A: one warp per group of RW rows; the lanes split k into 16-byte vectors (a warp reads
 // WARP x 16 contiguous bytes of a row), B is staged transposed so that each lane reads its 4 k values of one
 // column as one vector, and the lanes' partial sums are reduced with shuffles in a fixed order.
+//
+// T is the type values are computed in, TS A's and B's storage, TO C's. 16-bit storage (TS bf16/f16, T f32): the
+// column kernel copies its batches into shared memory as they are (a lane's vector is 8 halves, 16 bytes) and
+// widens them as the FMAs read them; the partial sums and C are f32 until C is narrowed as it is stored.
 // Thread-block clusters (sm_90): the rank of this block, a barrier over the cluster that orders shared-memory
 // writes before it against reads after it, and a load from another block's shared memory.
 __device__ __forceinline__ int gemmc_cluster_rank() {
@@ -100,6 +111,16 @@ __device__ __forceinline__ void gemmc_cluster_arrive_relaxed_divergent() {
   asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
 }
 
+// A copy of BYTES into shared memory: asynchronous for 4, 8 or 16 bytes (what cp.async moves), a plain copy of one
+// 16-bit element (the thread's later barrier orders it like the asynchronous ones).
+template <int BYTES>
+__device__ __forceinline__ void gemmc_tsm2r_copy(void* smem, const void* gmem) {
+  if constexpr (BYTES >= 4)
+    gemmc_cp_async<BYTES>(smem, gmem);
+  else
+    *static_cast<unsigned short*>(smem) = *static_cast<const unsigned short*>(gmem);
+}
+
 // B(k, j) of the pass that starts at column n0 (ncols of its columns exist), zero outside the matrix.
 template <typename T, bool B_ROW>
 __device__ __forceinline__ T gemmc_tsm2r_b_at(const gemmc_problem& p, const T* B, long long n0, long long ncols,
@@ -112,9 +133,9 @@ __device__ __forceinline__ T gemmc_tsm2r_b_at(const gemmc_problem& p, const T* B
 // The column kernel (column-major A, and row-major A copied by rows): the passes over n of one row tile are
 // neighbours in x (after the cluster's S blocks), so they run together and all but the first read A from L2.
 template <typename T, int T2, int KS, int RG, int S, int T3, int STAGES, int RW, int WARP, int MMA, bool A_ROW,
-          bool B_ROW, bool C_ROW>
-__device__ __forceinline__ void gemmc_tsm2r_columns(const gemmc_problem& p, const T* __restrict__ A,
-                                                    const T* __restrict__ B, T* __restrict__ C, T alpha, T beta,
+          bool B_ROW, bool C_ROW, typename TS = T, typename TO = T>
+__device__ __forceinline__ void gemmc_tsm2r_columns(const gemmc_problem& p, const TS* __restrict__ A,
+                                                    const TS* __restrict__ B, TO* __restrict__ C, T alpha, T beta,
                                                     T* __restrict__ smem) {
   const int tid = threadIdx.x, lane = tid % WARP, warp = tid / WARP;
   constexpr int NT = KS * RG * WARP;  // threads per block
@@ -128,7 +149,7 @@ __device__ __forceinline__ void gemmc_tsm2r_columns(const gemmc_problem& p, cons
   constexpr int P = S * KS;        // k slices per row tile
   const int rg = warp % RG, ks = warp / RG;  // this warp's rows within the tile, and its k slice
   // B elements per uniform load (16 bytes at most): along n for row-major B, along k (within a batch) otherwise.
-  constexpr int VW = 16 / sizeof(T);
+  constexpr int VW = 16 / sizeof(TS);
   constexpr int VB = B_ROW ? (T2 % VW == 0 ? VW : 1) : (T3 % VW == 0 ? VW : T3);
   const int rank = gemmc_cluster_rank();
   const long long tile = (long long)blockIdx.x / S / passes;
@@ -140,33 +161,36 @@ __device__ __forceinline__ void gemmc_tsm2r_columns(const gemmc_problem& p, cons
   const long long ke = kb + per < p.k ? kb + per : p.k;
   // A warp reads WARP x R consecutive rows of a column (512 bytes with 16-byte vectors): wide enough for full DRAM
   // bursts. One row per lane is copied asynchronously as one element (an element is always aligned).
-  const bool avec = R == 1 || ((p.lda % R == 0) && (reinterpret_cast<unsigned long long>(A) % (R * sizeof(T)) == 0));
+  const bool avec = R == 1 || ((p.lda % R == 0) && (reinterpret_cast<unsigned long long>(A) % (R * sizeof(TS)) == 0));
   // Row-major A: the batch is stored by rows, [MT][AROW], copied in 16-byte pieces of a row.
-  constexpr int AV = 16 / (int)sizeof(T), ACH = T3 / AV;  // elements per piece, pieces per row of a batch
+  constexpr int AV = 16 / (int)sizeof(TS), ACH = T3 / AV;  // elements per piece, pieces per row of a batch
   static_assert(!A_ROW || T3 % AV == 0, "row-major A in the column kernel: whole 16-byte pieces per row");
   const bool arow_vec = (p.lda % AV == 0) && (reinterpret_cast<unsigned long long>(A) % 16 == 0);
   const bool rows_full = m + R <= p.m, tile_full = wrow + MT <= p.m;
   // B along k (column-major B) or along n (row-major B) in vectors: the slices start at multiples of T3.
   const bool bvec = VB > 1 && (p.ldb % VB == 0) &&
-                    (reinterpret_cast<unsigned long long>(B) % (VB * sizeof(T)) == 0) && (!B_ROW || p.n % VB == 0);
+                    (reinterpret_cast<unsigned long long>(B) % (VB * sizeof(TS)) == 0) && (!B_ROW || p.n % VB == 0);
   // This slice's ring of STAGES batches in shared memory: per stage, for each of its RG warps T3 columns x WARP
   // lanes x R rows of A (each lane reads back only the rows it copied itself), then the batch's T3 x T2 values of
   // B, which every lane of the slice reads ([T2][T3] for column-major B, [T3][T2] for row-major), padded to 16
   // bytes. After the loop the same region holds the slice's partial sums, [T2][BT].
   // With tensor cores (MMA = the fragment's rows) each column of A is padded by 32 bytes: the lanes of a fragment
   // load read 4 columns at once, and 32 bytes apart they fall in different banks.
-  constexpr int ACOL = MT + (MMA ? 32 / (int)sizeof(T) : 0);  // elements from one column of A to the next
+  constexpr int ACOL = MT + (MMA ? 32 / (int)sizeof(TS) : 0);  // elements from one column of A to the next
   // Row-major A: from one row of the batch to the next. The FMAs read a lane's rows (r x WARP + lane) as 16-byte
   // vectors, so the rows are an odd number of 16-byte vectors apart: a quarter warp's reads hit 8 bank groups.
   constexpr int AROW = T3 + (MMA ? 0 : AV);
   static_assert(MMA || !A_ROW || (AROW / AV) % 2 == 1, "row-major A: rows an odd number of vectors apart");
   constexpr int AS = A_ROW ? (MT * AROW > T3 * ACOL ? MT * AROW : T3 * ACOL) : T3 * ACOL;
-  constexpr int BS = (T3 * T2 * (int)sizeof(T) + 15) / 16 * 16 / (int)sizeof(T);
-  constexpr int STAGE = RG * AS + BS;
-  constexpr int REGION = STAGES * STAGE > T2 * BT ? STAGES * STAGE : T2 * BT;
-  static_assert(KS * REGION * (int)sizeof(T) == 17408,
+  constexpr int BS = (T3 * T2 * (int)sizeof(TS) + 15) / 16 * 16 / (int)sizeof(TS);
+  constexpr int STAGE = RG * AS + BS;  // elements of TS
+  // A slice's region: the ring (TS), then its partial sums (T, [T2][BT]), in whole 16-byte vectors; REGION in T.
+  constexpr int RING_BYTES = STAGES * STAGE * (int)sizeof(TS), SUMS_BYTES = T2 * BT * (int)sizeof(T);
+  constexpr int REGION_BYTES = ((RING_BYTES > SUMS_BYTES ? RING_BYTES : SUMS_BYTES) + 15) / 16 * 16;
+  constexpr int REGION = REGION_BYTES / (int)sizeof(T);
+  static_assert(KS * REGION_BYTES == 17408,
                 "the plan's shared memory (planner.column_smem) and the slices' regions disagree");
-  T* ring = smem + ks * REGION;
+  TS* ring = reinterpret_cast<TS*>(smem + ks * REGION);
   const int glane = rg * WARP + lane;  // this thread within its slice, which copies B's batches
   // The slice's barrier: every lane's copies of a batch have landed, and every lane is done with the stage
   // refilled next. With several warps per slice, the block's barrier: its slices then run the same number of
@@ -179,8 +203,8 @@ __device__ __forceinline__ void gemmc_tsm2r_columns(const gemmc_problem& p, cons
   // the vector is whole and aligned, plain zero-filled copies at the edges.
   auto copy_batch = [&](long long b) {
     const long long k0 = kb + b * T3;
-    T* as = ring + (b % STAGES) * STAGE + rg * AS;
-    T* bs = ring + (b % STAGES) * STAGE + RG * AS;
+    TS* as = ring + (b % STAGES) * STAGE + rg * AS;
+    TS* bs = ring + (b % STAGES) * STAGE + RG * AS;
     if constexpr (A_ROW) {  // piece c: row c / ACH of the tile, k0 + (c % ACH) * AV ..; a warp reads whole sectors
       if (WARP % ACH == 0 && arow_vec && tile_full && k0 + T3 <= ke) {
         // A whole batch: a lane's pieces share their k offset and lie WARP / ACH rows apart, so one pointer and
@@ -189,8 +213,8 @@ __device__ __forceinline__ void gemmc_tsm2r_columns(const gemmc_problem& p, cons
         // below is not unrolled for the same reason.
         long long step = (long long)(WARP / ACH) * p.lda;
         GEMMC_OPAQUE(step);
-        const T* src = A + (wrow + lane / ACH) * p.lda + k0 + lane % ACH * AV;
-        T* dst = as + lane / ACH * AROW + lane % ACH * AV;
+        const TS* src = A + (wrow + lane / ACH) * p.lda + k0 + lane % ACH * AV;
+        TS* dst = as + lane / ACH * AROW + lane % ACH * AV;
 #pragma unroll
         for (int i = 0; i < MT * ACH / WARP; ++i) gemmc_cp_async<16>(dst + i * (WARP / ACH) * AROW, src + i * step);
       } else {  // the edges (the last rows, a slice's last batch, unaligned A): element by element where needed
@@ -198,25 +222,25 @@ __device__ __forceinline__ void gemmc_tsm2r_columns(const gemmc_problem& p, cons
         for (int c0 = 0; c0 < MT * ACH; c0 += WARP) {
           const int c = c0 + lane, row = c / ACH, u = c % ACH * AV;
           const long long gm = wrow + row;
-          T* dst = as + row * AROW + u;
+          TS* dst = as + row * AROW + u;
           if (arow_vec && gm < p.m && k0 + u + AV <= ke) {
             gemmc_cp_async<16>(dst, A + gm * p.lda + k0 + u);
           } else {
 #pragma unroll
-            for (int q = 0; q < AV; ++q) dst[q] = (gm < p.m && k0 + u + q < ke) ? A[gm * p.lda + k0 + u + q] : T(0);
+            for (int q = 0; q < AV; ++q) dst[q] = (gm < p.m && k0 + u + q < ke) ? A[gm * p.lda + k0 + u + q] : TS(0);
           }
         }
       }
     } else {
 #pragma unroll
       for (int u = 0; u < T3; ++u) {
-        T* dst = as + u * ACOL + lane * R;
-        const T* col = A + (k0 + u) * p.lda + m;
+        TS* dst = as + u * ACOL + lane * R;
+        const TS* col = A + (k0 + u) * p.lda + m;
         if (k0 + u < ke && avec && rows_full) {
-          gemmc_cp_async<(int)(R * sizeof(T))>(dst, col);
+          gemmc_tsm2r_copy<(int)(R * sizeof(TS))>(dst, col);
         } else {
 #pragma unroll
-          for (int r = 0; r < R; ++r) dst[r] = (k0 + u < ke && m + r < p.m) ? col[r] : T(0);
+          for (int r = 0; r < R; ++r) dst[r] = (k0 + u < ke && m + r < p.m) ? col[r] : TS(0);
         }
       }
     }
@@ -226,12 +250,12 @@ __device__ __forceinline__ void gemmc_tsm2r_columns(const gemmc_problem& p, cons
       for (int c0 = 0; c0 < CHUNKS; c0 += RG * WARP) {
         const int c = c0 + glane;
         if (c < CHUNKS) {
-          if (B_ROW) {  // chunk c: row u, columns j .. j + VB - 1
+          if constexpr (B_ROW) {  // chunk c: row u, columns j .. j + VB - 1
             const int u = c / (T2 / VB), j = c % (T2 / VB) * VB;
-            if (j < ncols) gemmc_cp_async<(int)(VB * sizeof(T))>(bs + u * T2 + j, B + (k0 + u) * p.ldb + n0 + j);
+            if (j < ncols) gemmc_tsm2r_copy<(int)(VB * sizeof(TS))>(bs + u * T2 + j, B + (k0 + u) * p.ldb + n0 + j);
           } else {  // chunk c: column j, rows u .. u + VB - 1
             const int j = c / (T3 / VB), u = c % (T3 / VB) * VB;
-            if (j < ncols) gemmc_cp_async<(int)(VB * sizeof(T))>(bs + j * T3 + u, B + (n0 + j) * p.ldb + k0 + u);
+            if (j < ncols) gemmc_tsm2r_copy<(int)(VB * sizeof(TS))>(bs + j * T3 + u, B + (n0 + j) * p.ldb + k0 + u);
           }
         }
       }
@@ -240,9 +264,9 @@ __device__ __forceinline__ void gemmc_tsm2r_columns(const gemmc_problem& p, cons
       for (int e = glane; e < T3 * T2; e += RG * WARP) {
         const int u = B_ROW ? e / T2 : e % T3, j = B_ROW ? e % T2 : e / T3;
         if (whole && j < ncols)
-          gemmc_cp_async<(int)sizeof(T)>(bs + e, B_ROW ? B + (k0 + u) * p.ldb + n0 + j : B + (n0 + j) * p.ldb + k0 + u);
+          gemmc_tsm2r_copy<(int)sizeof(TS)>(bs + e, B_ROW ? B + (k0 + u) * p.ldb + n0 + j : B + (n0 + j) * p.ldb + k0 + u);
         else
-          bs[e] = gemmc_tsm2r_b_at<T, B_ROW>(p, B, n0, ncols, k0 + u, j);
+          bs[e] = gemmc_tsm2r_b_at<TS, B_ROW>(p, B, n0, ncols, k0 + u, j);
       }
     }
     gemmc_cp_async_commit();
@@ -271,8 +295,8 @@ __device__ __forceinline__ void gemmc_tsm2r_columns(const gemmc_problem& p, cons
     gemmc_cp_async_wait<STAGES - 2>();  // this lane's copies of batch b have landed
     slice_sync();  // and every lane's (B); every lane is also done reading the stage refilled next
     copy_batch(b + STAGES - 1);
-    const T* as = ring + (b % STAGES) * STAGE + rg * AS;
-    const T* bs = ring + (b % STAGES) * STAGE + RG * AS;
+    const TS* as = ring + (b % STAGES) * STAGE + rg * AS;
+    const TS* bs = ring + (b % STAGES) * STAGE + RG * AS;
     // The FMA step over one batch: the lane's R rows times the batch's T2 columns of B, UC k values at a time: all T3
     // of the lane's column vectors (column-major A, columns ACOL apart), or one 16-byte vector of each of its rows
     // (row-major A: rows r x WARP + lane of the warp's tile, AROW apart).
@@ -283,16 +307,16 @@ __device__ __forceinline__ void gemmc_tsm2r_columns(const gemmc_problem& p, cons
       if constexpr (A_ROW) {
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-          const gemmc_vec<T, UC> v = *reinterpret_cast<const gemmc_vec<T, UC>*>(as + (r * WARP + lane) * AROW + u0);
+          const gemmc_vec<TS, UC> v = *reinterpret_cast<const gemmc_vec<TS, UC>*>(as + (r * WARP + lane) * AROW + u0);
 #pragma unroll
-          for (int q = 0; q < UC; ++q) a[q][r] = v.v[q];
+          for (int q = 0; q < UC; ++q) a[q][r] = gemmc_widen(v.v[q]);
         }
       } else {
 #pragma unroll
         for (int q = 0; q < UC; ++q) {
-          const gemmc_vec<T, R> v = *reinterpret_cast<const gemmc_vec<T, R>*>(as + (u0 + q) * ACOL + lane * R);
+          const gemmc_vec<TS, R> v = *reinterpret_cast<const gemmc_vec<TS, R>*>(as + (u0 + q) * ACOL + lane * R);
 #pragma unroll
-          for (int r = 0; r < R; ++r) a[q][r] = v.v[r];
+          for (int r = 0; r < R; ++r) a[q][r] = gemmc_widen(v.v[r]);
         }
       }
       if (B_ROW) {
@@ -301,7 +325,7 @@ __device__ __forceinline__ void gemmc_tsm2r_columns(const gemmc_problem& p, cons
 #pragma unroll
           for (int j = 0; j < T2; ++j)
 #pragma unroll
-            for (int r = 0; r < R; ++r) acc[r][j] = GEMMC_FMA(a[q][r], bs[(u0 + q) * T2 + j], acc[r][j]);
+            for (int r = 0; r < R; ++r) acc[r][j] = GEMMC_FMA(a[q][r], gemmc_widen(bs[(u0 + q) * T2 + j]), acc[r][j]);
       } else {
         // Every column, also those past n in the last pass (their sums are never stored): stopping at n here is
         // 1.2-2x slower for row-major A with column-major B (m = k = 8192, f32 n = 16).
@@ -310,7 +334,7 @@ __device__ __forceinline__ void gemmc_tsm2r_columns(const gemmc_problem& p, cons
 #pragma unroll
           for (int q = 0; q < UC; ++q)
 #pragma unroll
-            for (int r = 0; r < R; ++r) acc[r][j] = GEMMC_FMA(a[q][r], bs[j * T3 + u0 + q], acc[r][j]);
+            for (int r = 0; r < R; ++r) acc[r][j] = GEMMC_FMA(a[q][r], gemmc_widen(bs[j * T3 + u0 + q]), acc[r][j]);
         }
       }
     }
@@ -320,7 +344,7 @@ __device__ __forceinline__ void gemmc_tsm2r_columns(const gemmc_problem& p, cons
   // The KS slices' partial sums ([T2][BT] in each slice's region), added in slice order into slice 0's: the
   // block's.
   T* red = smem;
-  T* sums = ring + rg * MT;  // this warp's rows of its slice's sums
+  T* sums = reinterpret_cast<T*>(ring) + rg * MT;  // this warp's rows of its slice's sums
   if (MMA) {  // fragment element (i, q, 2h + c): row i * MM + 8h + g, column q * 8 + 2 * t4 + c
 #pragma unroll
     for (int i = 0; i < MI; ++i)
