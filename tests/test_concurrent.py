@@ -309,12 +309,6 @@ def test_bf16_fused_is_refused_at_its_line():
     assert "g.gs:2:3: error[E900]" in shown and "grouped bf16 kernel" in shown
 
 
-def test_bf16_groups_are_refused_off_sm_90():
-    with pytest.raises(GemmcError) as info:
-        gemmc.compile_string("group g { dtype bf16 gemm a 64 x 64 x 64 gemm b 64 x 64 x 64 }", target="hip")
-    assert info.value.code == "E900"
-
-
 def test_bf16_members_run_hopper_kernels_capped_to_their_share(monkeypatch):
     """bf16 members plan on the hopper family; their GO-kernels for 1/2 and 1/4 of the SMs cap the persistent grid
     to that share; auto never runs them fused (no grouped bf16 kernel yet) and says so."""
