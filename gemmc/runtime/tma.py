@@ -4,7 +4,7 @@ The tensor maps are 128-byte descriptors the host encodes with the driver's cuTe
 libcuda is loaded by any CUDA process) and the kernel takes by value as `__grid_constant__` parameters. They name
 the arrays' addresses, so they are encoded once per set of arrays and kept (a training loop reuses a few buffers).
 TMA reads lines whose distance is a multiple of 16 bytes from a 16-byte aligned base; an operand that is not
-(K * 2 bytes not a multiple of 16, or a view at an odd offset) is first copied into scratch memory with padded lines.
+(K elements not a multiple of 16 bytes, or a view at an odd offset) is first copied into scratch memory with padded lines.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from gemmc.ir.types import DType, Layout
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.executable import Executable
 
-TMAP_DTYPE = {DType.F16: 6, DType.BF16: 9}  # CU_TENSOR_MAP_DATA_TYPE_FLOAT16 / _BFLOAT16 (cuda.h)
+TMAP_DTYPE = {DType.F16: 6, DType.BF16: 9, DType.F32: 7}  # CU_TENSOR_MAP_DATA_TYPE_FLOAT16 / _BFLOAT16 / _FLOAT32
 SWIZZLE_128B = 3  # CU_TENSOR_MAP_SWIZZLE_128B: the layout the kernel's wgmma descriptors describe
 L2_PROMOTION_256B = 3  # CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 TMAP_BYTES = 128
@@ -84,17 +84,18 @@ def encode(dtype: DType, ptr: int, inner: int, outer: int, pitch: int, box: tupl
     return out
 
 
-def _staged(kernel: Executable, name: str, ptr: int, inner: int, outer: int, padded: int, stream: Any) -> int:
+def _staged(kernel: Executable, name: str, ptr: int, inner: int, outer: int, padded: int, elem: int,
+            stream: Any) -> int:
     """A copy of the operand with lines of `padded` elements (16-byte multiples) in scratch kept per kernel: the
     copy is enqueued on `stream` before the kernel that reads it (so, as with a pre-pass's scratch, calls of one
     kernel on two streams at once must be ordered)."""
     cp = cupy()
     scratch = kernel.staging
-    size = padded * outer * 2
+    size = padded * outer * elem
     buf = scratch.get(name)
     if buf is None or buf.nbytes < size:
         buf = scratch[name] = cp.empty(size, dtype=cp.uint8)
-    cp.cuda.runtime.memcpy2DAsync(buf.data.ptr, padded * 2, ptr, inner * 2, inner * 2, outer,
+    cp.cuda.runtime.memcpy2DAsync(buf.data.ptr, padded * elem, ptr, inner * elem, inner * elem, outer,
                                   cp.cuda.runtime.memcpyDeviceToDevice, stream.ptr)
     return int(buf.data.ptr)
 
@@ -105,11 +106,12 @@ def enqueue_tma(kernel: Executable, a: int, b: int, c: int, alpha: Any, beta: An
     plan = cast(TmaPlan, ir.plan)
     p = ir.problems[0]
     maps = kernel.tensor_maps
+    elem = ir.dtype.nbytes
     args: list[Any] = []
     for name, ptr, op in zip("AB", (a, b), plan.tensors(p.m, p.n, p.k), strict=True):
-        pitch = op.inner * 2
+        pitch = op.inner * elem
         if pitch % ALIGN or ptr % ALIGN:
-            ptr, pitch = _staged(kernel, name, ptr, op.inner, op.outer, op.padded, stream), op.padded * 2
+            ptr, pitch = _staged(kernel, name, ptr, op.inner, op.outer, op.padded, elem, stream), op.padded * elem
         key = (name, ptr, pitch)
         found = maps.get(key)
         if found is None:

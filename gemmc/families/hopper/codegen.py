@@ -9,7 +9,8 @@ from gemmc.ir.nodes import Kernel
 from gemmc.ir.types import DType, Layout
 
 TEMPLATE = "hopper.cu.j2"
-TMAP_DTYPE = {DType.F16: "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", DType.BF16: "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"}
+TMAP_DTYPE = {DType.F16: "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", DType.BF16: "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
+              DType.F32: "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"}
 
 
 def _plan(kernel: Kernel) -> HopperPlan:
@@ -29,7 +30,8 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "a_kmajor": cbool(plan.a_kmajor), "b_kmajor": cbool(plan.b_kmajor), "compute": plan.compute,
         "c_type": kernel.c_dtype.value, "c_row": cbool(kernel.layout_c is Layout.ROW),
         "beta_zero": cbool(kernel.beta == 0.0), "alpha_one": cbool(kernel.alpha == 1.0),
-        "acc_regs": plan.bn // 2,
+        "acc_regs": plan.bn // 2, "elem": plan.elem, "boxw": plan.box_width, "parts": plan.parts,
+        "work_bytes": plan.work_bytes,
         # the standalone launcher's tensor maps (the Python runtime encodes the same in runtime/tma.py)
         "m": p.m, "n": p.n, "k": p.k, "tmap_dtype": TMAP_DTYPE[kernel.dtype],
         "ldc": p.n if kernel.layout_c is Layout.ROW else p.m,
