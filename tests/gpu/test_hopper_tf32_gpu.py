@@ -53,7 +53,7 @@ def test_rounds_as_the_emulator(mode):
     a = torch.randn(m, k, generator=gen, device="cuda")
     b = torch.randn(k, n, generator=gen, device="cuda")
     c = torch.full((m, n), float("nan"), device="cuda")
-    kernel([a], [b], [c])
+    kernel([a], [b], [c], alpha=1.0, beta=0.0)
     torch.cuda.synchronize()
     prec = kernel.ir.precision
     emu = emulate_gemm(a.cpu().numpy(), b.cpu().numpy(), split_plan(prec))

@@ -53,9 +53,10 @@ class HopperPlan(FamilyPlan):
 
     @property
     def work_bytes(self) -> int:
-        """f32 storage: two buffers (one filled while wgmma reads the other) of the tf32 parts of a stage's A and B
-        tiles, K-major with the 128-byte swizzle (tf32 wgmma reads only K-major operands). 0 for half storage."""
-        return 2 * self.parts * (self.bm + self.bn) * self.bk * 4
+        """f32 storage: two buffers (one filled while wgmma reads the other) of the tf32 parts of a stage's B tile,
+        K-major with the 128-byte swizzle (tf32 wgmma reads B only K-major; A's parts are registers). 0 for half
+        storage."""
+        return 2 * self.parts * self.bn * self.bk * 4
 
     @property
     def stage_bytes(self) -> int:
@@ -121,8 +122,8 @@ class HopperPlan(FamilyPlan):
             return out
         how = ("hi = rna(a), lo = rna(a - hi); per stage lo*hi + hi*lo + hi*hi summed on the tensor core from zero, "
                "added to an f32 total (round to nearest)" if self.parts == 2 else "rna(a), accumulated on the tensor core")
-        return (*out, f"tf32 parts formed from the f32 stage by the consumers into 2 K-major buffers of "
-                      f"{self.work_bytes // 2 // 1024} KiB: {how}")
+        return (*out, f"tf32 parts formed from the f32 stage by the consumers: A's in registers (wgmma's A "
+                      f"fragment), B's in 2 K-major buffers of {self.work_bytes // 2 // 1024} KiB: {how}")
 
 
 @dataclass(frozen=True, slots=True)
