@@ -3,8 +3,8 @@
 The tensor maps are 128-byte descriptors the host encodes with the driver's cuTensorMapEncodeTiled (through ctypes:
 libcuda is loaded by any CUDA process) and the kernel takes by value as `__grid_constant__` parameters. They name
 the arrays' addresses, so they are encoded once per set of arrays and kept (a training loop reuses a few buffers).
-TMA reads lines whose distance is a multiple of 16 bytes from a 16-byte aligned base; an operand that is not
-(K elements not a multiple of 16 bytes, or a view at an odd offset) is first copied into scratch memory with padded lines.
+TMA reads lines whose distance is a multiple of 16 bytes from a 16-byte aligned base; an operand that is not (lines
+not a multiple of 16 bytes, or a view at an odd offset) is first copied into scratch memory with padded lines.
 """
 
 from __future__ import annotations

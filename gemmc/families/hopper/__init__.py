@@ -1,8 +1,9 @@
 """The hopper family: bf16/f16 storage, and f32 storage with tf32 products (`precision tf32`, `split tf32 x3`, which
-the tensorcore family hands over where TMA can read the operands), on sm_90's TMA + wgmma main loop (sm_90a), the way CUTLASS's and DeepGEMM's
-warp-specialized persistent kernels are built: a producer warp streams A and B tiles through a ring of shared-memory
-stages with the tensor memory accelerator, two consumer warpgroups multiply them with wgmma, mbarriers pass the
-stages between them, and the blocks stay resident and walk the output tiles in L2-friendly bands."""
+the tensorcore family hands over where TMA can read the operands), on sm_90's TMA + wgmma main loop (sm_90a), the way
+CUTLASS's and DeepGEMM's warp-specialized persistent kernels are built: a producer warp streams A and B tiles through
+a ring of shared-memory stages with the tensor memory accelerator, two consumer warpgroups multiply them with wgmma,
+mbarriers pass the stages between them, and the blocks stay resident and walk the output tiles in L2-friendly
+bands."""
 
 from __future__ import annotations
 

@@ -121,7 +121,8 @@ class HopperPlan(FamilyPlan):
         if not self.parts:
             return out
         how = ("hi = rna(a), lo = rna(a - hi); per stage lo*hi + hi*lo + hi*hi summed on the tensor core from zero, "
-               "added to an f32 total (round to nearest)" if self.parts == 2 else "rna(a), accumulated on the tensor core")
+               "added to an f32 total (round to nearest)" if self.parts == 2 else
+               "rna(a), accumulated on the tensor core")
         return (*out, f"tf32 parts formed from the f32 stage by the consumers: A's in registers (wgmma's A "
                       f"fragment), B's in 2 K-major buffers of {self.work_bytes // 2 // 1024} KiB: {how}")
 

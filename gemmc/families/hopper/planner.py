@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from gemmc.errors import Diagnostic, GemmcError
 from gemmc.families.hopper import calibration as cal
-from gemmc.families.hopper.plan import ALIGN_SLACK, BK, BK_F32, BM, HopperPlan
+from gemmc.families.hopper.plan import BK, BK_F32, BM, HopperPlan
 from gemmc.families.tensorcore.split import split_plan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, TileTable, WorkList
