@@ -19,8 +19,8 @@ from gemmc.model.tlp import ceil_div
 from gemmc.model.worklist import problem_rows
 
 TILE_N = (256, 192, 128, 64)  # wgmma N: multiples of 64 (N-major B arrives in 64-column TMA boxes)
-# f32 storage: the consumers hold the f32 total and one stage's sum of the split's products (2 x N / 2 registers),
-# and the stage's tf32 parts take two more buffers of shared memory, so N stays at 128 (3 stages fit) or below.
+# f32 storage: a consumer thread holds the f32 total and one stage's sum of the split's products (2 x N / 2 registers:
+# 128 of the 168 a thread of a 384-thread block gets at N = 128) beside A's parts, so N stays at 128 or below.
 TILE_N_F32 = (128, 64)
 TILE_OVERHEAD = 32  # per tile, in columns of work (see the module docstring)
 MAX_STAGES = 8  # deeper buys nothing: 8 stages of 64 cover the TMA latency several times over
@@ -89,7 +89,7 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
                                         f"{', '.join(map(str, TILE_N))}; not {t}", kernel.where("tile"),
                                         "write `tile auto`, or e.g. `tile 128x256x64`"))
         bn = t.n
-    # f32 storage: no cluster (its consumers' transform step has not been measured with the multicast pair)
+    # f32 storage: no cluster (the consumers' forming of the parts has not been measured with the multicast pair)
     cluster = 1 if parts else choose_cluster(p.m, p.n, bn, hw)
     stages = stages_for(bn, hw, parts)
     if any(key == "pipeline" for key, _ in kernel.stmt_spans):  # `pipeline stages N`: the schedule's depth
@@ -113,9 +113,10 @@ def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
            "hopper: edges by TMA bounds (zero fill past M, N, K); C written from the accumulators with "
            "predicated stores (any ldc, any alignment)"]
     if plan.parts:
-        out.append("hopper: f32 storage: TMA loads the f32 tiles once; the consumers form the tf32 parts (cvt.rna) "
-                   "in K-major buffers, because tf32 wgmma reads only K-major operands and would otherwise use the "
-                   "f32 bits as they are (the 13 low mantissa bits ignored: truncation, not rounding)")
+        out.append("hopper: f32 storage: TMA loads the f32 tiles once; the consumers round the tf32 parts to nearest "
+                   "(A's into wgmma's register fragment, B's into K-major buffers), because tf32 wgmma reads B only "
+                   "K-major and would otherwise use the f32 bits as they are (the 13 low mantissa bits ignored: "
+                   "truncation, not rounding)")
         out.append("hopper: f32 storage: no cluster (the multicast pair is built and measured for half storage)")
     elif plan.cluster > 1:
         out.append(f"hopper: {tiles} tiles >= {CLUSTER_MIN_WAVES} waves: clusters of 2 blocks on m-tiles 2p, 2p+1 "
