@@ -22,6 +22,8 @@ def test_batched_work_lists_cover_every_element_once(shapes, tile, mode):
     compiled = gemmc.compile_string(f"kernel k {{ tile {tile} batching {mode} batch {{ {body} }} }}")["k"]
     k = compiled.ir
     assert output_coverage(k, compiled.target) == []
+    if k.work.raster is not None:  # equal problems: computed tiles, covered as output_coverage checks
+        return
     assert k.work.block_offsets[0] == 0 and k.work.block_offsets[-1] == len(k.work.tiles)
     assert all(b > a for a, b in zip(k.work.block_offsets, k.work.block_offsets[1:], strict=False))
 

@@ -11,6 +11,7 @@ import gemmc
 from gemmc.families.base import PlannerFamily
 from gemmc.families.cells import Cells
 from gemmc.families.registry import family
+from gemmc.model.raster import table as raster_table
 from tests.conftest import EXAMPLES, ROOT
 
 
@@ -62,11 +63,14 @@ def test_a_tile_tables_cells_are_its_tiles_and_the_blocks_that_run_them(path):
         if kernel.ir.dynamic is not None:
             continue  # sizes come with each call: no cells to check at compile time
         cells, work = cells_of(kernel), kernel.ir.work
-        tiles = np.array(work.tiles.rows(), dtype=np.int64).reshape(-1, 4)
+        if work.raster is not None:  # a uniform launch: the tiles the kernel computes, listed
+            tiles, offsets = raster_table(work.raster)
+        else:
+            tiles, offsets = np.array(work.tiles.rows(), dtype=np.int64).reshape(-1, 4), work.block_offsets
         assert (cells.tile == np.arange(len(tiles))).all()
         assert (np.stack([cells.problem, cells.m0, cells.n0, cells.kind], axis=1) == tiles).all()
         per = int(cells.blocks[0])
-        for b, (start, stop) in enumerate(zip(work.block_offsets, work.block_offsets[1:], strict=False)):
+        for b, (start, stop) in enumerate(zip(offsets, offsets[1:], strict=False)):
             assert (cells.block[start:stop] == b * per).all()
 
 

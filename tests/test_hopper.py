@@ -71,13 +71,35 @@ def test_other_targets_say_what_is_supported(target):
 
 @pytest.mark.parametrize(("size", "bn", "cluster", "stages"), [
     ((8192, 8192, 8192), 256, 2, 4), ((4096, 14336, 4096), 256, 2, 4), ((1024, 1024, 1024), 64, 1, 8),
-    ((2055, 2039, 1027), 192, 1, 5), ((4096, 4096, 4096), 256, 1, 4), ((100, 5000, 3000), 64, 1, 8)])
+    ((2055, 2039, 1027), 192, 1, 4), ((4096, 4096, 4096), 256, 1, 4), ((100, 5000, 3000), 64, 1, 8)])
 def test_planner_choices(size, bn, cluster, stages):
     m, n, k = size
     plan = kernel(f"kernel k {{ dtype bf16 gemm {m} x {n} x {k} }}").ir.plan
     assert isinstance(plan, HopperPlan)
     assert (plan.bn, plan.cluster, plan.stages) == (bn, cluster, stages)
     assert plan.smem_bytes <= 232448 and plan.threads == 384
+
+
+def test_epilogue_plan():
+    """Row-major C goes through the TMA-store epilogue (2 sub-tiles of 64 rows x 128 bytes per consumer warpgroup in
+    shared memory); column-major C keeps the direct stores and its shared memory; the verifier's limits refuse a
+    TMA-store plan of a column-major C."""
+    from gemmc.families.hopper import steps
+    from gemmc.ir.hardware import TARGETS
+
+    row = kernel("kernel k { dtype bf16 gemm 4096 x 4096 x 4096 }")
+    col = kernel("kernel k { dtype bf16 layout C col gemm 4096 x 4096 x 4096 }")
+    f32 = kernel("kernel k { dtype A f16, B f16, C f32 gemm 4096 x 4096 x 4096 }").ir.plan
+    assert (row.ir.plan.tma_store, col.ir.plan.tma_store, f32.tma_store) == (True, False, True)
+    assert (row.ir.plan.c_box, f32.c_box) == ((64, 64), (32, 64))
+    assert row.ir.plan.stages == col.ir.plan.stages == 4
+    assert row.ir.plan.smem_bytes - col.ir.plan.smem_bytes == 2 * 2 * 64 * 128
+    assert "TMA-stores them" in row.plan and "column-major C" in col.plan
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" in row.source
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" not in col.source
+    forced = dataclasses.replace(col.ir.plan, tma_store=True)
+    assert any("column-major C" in line for line in steps.limits(col.ir, forced, TARGETS["sm_90"]))
+    assert steps.limits(row.ir, row.ir.plan, TARGETS["sm_90"]) == []
 
 
 def test_tile_and_stages_from_the_schedule():

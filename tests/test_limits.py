@@ -116,23 +116,23 @@ def test_batch_past_the_batch_limit(monkeypatch):
 
 
 @pytest.mark.parametrize("text, tiles", [
-    ("gemm 268435456 x 64 x 64", 2097152),  # wrote a 385 MB .cu
-    ("gemm 2147483647 x 2147483647 x 4", 562949953421312),  # a MemoryError
-    ("algorithm simt gemm 268435456 x 4 x 4", 16777216),
-    ("precision tf32 gemm 2147483647 x 2147483647 x 2147483647", 140737488355328),
-    ("gemm 65536 x 65536 x 64 count 1024", 268435456),
+    ("tile 16x16x16 batch { a 65536 x 65536 x 64 b 65536 x 65535 x 64 }", 33554432),
+    ("batch { a 2147483647 x 2147483647 x 4 b 2147483647 x 2147483646 x 4 }", 562949953421312),
+    ("precision tf32 batch { a 2147483647 x 2147483647 x 2147483647 b 1 x 1 x 1 }", 140737488355329),
 ])
-def test_launches_past_the_tile_limit_are_refused_at_the_problems(text, tiles):
+def test_irregular_launches_past_the_tile_limit_are_refused_at_the_problems(text, tiles):
+    # a uniform launch computes its tiles (tests/test_raster.py); an irregular one lists them
     err = refused(f"kernel k {{ {text} }}")
     d = err.diagnostics[0]
     assert (d.code, d.message) == ("E205", f"the launch would list {tiles} output tiles; gemmc lists at most "
                                            f"{limits.MAX_TILES} per launch")
-    assert d.span.column == len("kernel k { ") + text.index("gemm") + 1
+    assert d.span.column == len("kernel k { ") + text.index("batch") + 1
 
 
-def test_a_launch_at_the_tile_limit_is_accepted():
-    k = gemmc.compile_string("kernel k { tile 128x128x16 gemm 131072 x 131072 x 64 }")["k"]
-    assert len(k.ir.work.tiles) == limits.MAX_TILES
+def test_an_irregular_launch_at_the_tile_limit_is_accepted():
+    text = "kernel k { tile 128x128x16 batching none batch { a 131072 x 65536 x 64 b 131072 x 65535 x 64 } }"
+    k = gemmc.compile_string(text)["k"]
+    assert len(k.ir.work.tiles) == limits.MAX_TILES and k.ir.work.raster is None
 
 
 @pytest.mark.parametrize("text", ["algorithm tsm2r gemm 2147483647 x 4096 x 4",

@@ -111,7 +111,7 @@ def test_work_list_is_one_tile_per_block():
     # With one tile per block the standalone launcher bakes no offsets table and passes a null pointer.
     table = "static __device__ const int gemmc_k_simt_f32_rrr_block_offsets"
     assert table not in gemmc.compile_string("kernel k { tile 32x32x8 threads 64 gemm 33 x 32 x 1 }")["k"].standalone
-    text = "kernel k { tile 32x32x8 threads 64 batching binary batch { a 1 x 1 x 1  b 1 x 1 x 1  c 1 x 1 x 1 } }"
+    text = "kernel k { tile 32x32x8 threads 64 batching binary batch { a 1 x 1 x 1  b 1 x 1 x 1  c 1 x 2 x 1 } }"
     batched = gemmc.compile_string(text)["k"]
     assert batched.ir.work.block_offsets == (0, 2, 3) and not batched.ir.work.one_tile_per_block
     assert table in batched.standalone

@@ -69,7 +69,7 @@ def test_every_tile_is_drawn_once_and_rendering_is_deterministic(text):
     root = parse(picture)
     cells = drawn(root, "cell")
     tiles = sorted(t for g in cells for t in numbers(g.get("data-tiles", "")))
-    assert tiles == list(range(len(kernel.ir.work.tiles)))
+    assert tiles == list(range(kernel.ir.work.tile_count))
     blocks = {b for g in cells for b in numbers(g.get("data-blocks", ""))}
     assert blocks == set(range(kernel.ir.work.blocks))
     assert len(drawn(root, "problem")) == kernel.ir.batch_size

@@ -13,6 +13,7 @@ from gemmc.errors import InternalError
 from gemmc.families.simt.plan import SimtVariant
 from gemmc.ir.hardware import TARGETS
 from gemmc.ir.nodes import ProblemRow, ProblemTable, TileTable, WorkTile
+from gemmc.model.raster import table as raster_table
 from gemmc.passes import PASS_NAMES, run_pipeline
 from gemmc.passes.planning import BY_FAMILY
 from gemmc.passes.verify import grid_coverage, tile_coverage, verify
@@ -34,7 +35,7 @@ def with_tiles(kernel, tiles: list[tuple[int, int, int, int]]):
     """The kernel with a work list of these tiles, one per block (so that only their coverage can be wrong)."""
     assert kernel.work is not None
     work = dataclasses.replace(kernel.work, tiles=TileTable.of(WorkTile(*t) for t in tiles),
-                               block_offsets=tuple(range(len(tiles) + 1)), grid=(len(tiles), 1, 1))
+                               block_offsets=tuple(range(len(tiles) + 1)), grid=(len(tiles), 1, 1), raster=None)
     return dataclasses.replace(kernel, work=work)
 
 
@@ -55,7 +56,7 @@ FOUR_TILES = "kernel k { tile 32x32x8 threads 64 gemm 64 x 64 x 8 }"
 
 def test_a_dropped_tile_is_named():
     k = planned(FOUR_TILES)
-    assert [(t.m0, t.n0) for t in k.work.tiles] == [(0, 0), (32, 0), (0, 32), (32, 32)]
+    assert raster_table(k.work.raster)[0][:, 1:3].tolist() == [[0, 0], [32, 0], [0, 32], [32, 32]]
     verify(with_tiles(k, [(0, 0, 0, 0), (0, 32, 0, 0), (0, 0, 32, 0), (0, 32, 32, 0)]), H100, PASS_NAMES)
     broken = with_tiles(k, [(0, 0, 0, 0), (0, 0, 32, 0), (0, 32, 32, 0)])
     with pytest.raises(InternalError) as err:

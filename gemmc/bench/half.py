@@ -1,10 +1,11 @@
 """bf16/f16 storage GEMM on the hopper family against cuBLAS (torch.mm in a CUDA graph), side by
 side in one process on the same inputs. Square 1024..16384 (bf16, f16), LLM shapes (bf16: M 4096 and 16384 by the
-N, K of a transformer layer), each also with the other cluster size, and other raster bands at 8192^3. Protocol:
+N, K of a transformer layer), each also with the epilogue's direct stores and the other cluster size (--ablate), and
+other raster bands at 8192^3. Protocol:
 gemmc/bench/timing.py (CUDA events, median of 7 windows of 100 back-to-back calls, fewer calls where a window would pass
 200 ms; gemmc replayed from a CUDA graph as cuBLAS is, and its host-inclusive time per plain call beside it).
 
-    python -m gemmc.bench half [--quick]            # bench/results/half/<date>_<gpu>.json
+    python -m gemmc.bench half [--quick] [--ablate epilogue,cluster]   # bench/results/half/<date>_<gpu>.json
     python -m gemmc.bench half --profile 8192             # one gemmc and one cuBLAS call between cudaProfilerStart/Stop
 """
 
@@ -45,6 +46,19 @@ def other_cluster(kernel) -> list[tuple[str, object]]:
     size = 3 - plan.cluster
     alt = dataclasses.replace(plan, cluster=size, band=max(1, plan.band * plan.cluster // size))
     return [(f"cluster {size}", kernel.with_plan(alt, f"cluster {size}"))]
+
+
+def direct_stores(kernel) -> list[tuple[str, object]]:
+    """The same problem with the epilogue storing C from the accumulators (no TMA stores), with the stages that
+    the freed shared memory holds: the kernel as it was before its epilogue went through shared memory."""
+    from gemmc.families.hopper.planner import stages_for
+    from gemmc.ir.hardware import TARGETS
+
+    plan = kernel.ir.plan
+    if not plan.tma_store:
+        return []
+    alt = dataclasses.replace(plan, tma_store=False, stages=stages_for(plan.bn, TARGETS["sm_90"], False))
+    return [("direct stores", kernel.with_plan(alt, "direct stores"))]
 
 
 def variants(kernel) -> list[tuple[str, object]]:
@@ -118,6 +132,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tag", default="", help="appended to the results file's name")
     parser.add_argument("--profile", type=int, default=0, help="size: one call each between cudaProfilerStart/Stop")
     parser.add_argument("--no-variants", action="store_true", help="skip the raster-band variants at 8192^3")
+    parser.add_argument("--ablate", default="epilogue,cluster",
+                        help="comma-separated: each shape also with the other epilogue (direct stores) and/or the "
+                             "other cluster size (default: %(default)s; '' for neither)")
     args = parser.parse_args(argv)
     if args.profile:
         profile(args.profile)
@@ -128,7 +145,9 @@ def main(argv: list[str] | None = None) -> None:
     for suite, dtype, m, n, k in harness.progress(todo, "half"):
         kernel = gemmc.compile_string(schedule(dtype, m, n, k))["k"]
         a, b, c, c_ref = operands(dtype, m, n, k, seed=len(rows))
-        todo_here = [("", kernel), *other_cluster(kernel)]
+        ablate = set(filter(None, args.ablate.split(",")))
+        todo_here = [("", kernel), *(direct_stores(kernel) if "epilogue" in ablate else []),
+                     *(other_cluster(kernel) if "cluster" in ablate else [])]
         if not args.no_variants and suite == "square" and m == 8192 and dtype == "bf16":
             todo_here += variants(kernel)
         for label, kern in todo_here:

@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> None:
             times.append(fresh.plan_for(shapes).planner_seconds)
         plan = kernel.plan_for(shapes).ir
         rows.append({"case": name, "batch": len(shapes), "planner_us": statistics.median(times) * 1e6,
-                     "tiles": len(plan.work.tiles), "method": plan.plan.method})
+                     "tiles": plan.work.tile_count, "method": plan.plan.method})
         row = rows[-1]
         harness.log(f"{name:32s} batch {len(shapes):5d} tiles {row['tiles']:6d} planner {row['planner_us']:9.0f} us")
     path = harness.write_results(args.out, "planner_time", rows, {"host": platform.processor() or platform.machine(),

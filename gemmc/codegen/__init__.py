@@ -129,7 +129,7 @@ def launch_context(kernel: Kernel) -> dict:
         "problems": problems,
         "block_offset_rows": _chunks(offsets, OFFSETS_PER_LINE),
         "block_offsets_len": len(offsets),
-        "one_tile_per_block": work.one_tile_per_block,
+        "one_tile_per_block": not work.reads_offsets,  # no offsets table: a null pointer
         "tile_rows": _chunks(tiles, TILES_PER_LINE),
         "tiles_len": len(tiles),
         "batch": len(work.problems),

@@ -232,7 +232,7 @@ def header(kernel: Kernel, plan: FamilyPlan, work: WorkList, hw: Hardware, cells
     launch = (f"launch: grid {work.grid[0]}x{work.grid[1]}x{work.grid[2]} = {work.blocks} blocks of {work.block} "
               f"threads, {len(cells)} {cells.unit}s")
     batched = 0
-    if len(work.tiles):
+    if work.tile_count:
         per_tile = int(cells.blocks.max())
         several = np.bincount(cells.block, minlength=work.blocks)
         batched = int((several > 1).sum())
@@ -257,7 +257,7 @@ def header(kernel: Kernel, plan: FamilyPlan, work: WorkList, hw: Hardware, cells
     resident = max(1, occ.blocks_per_sm * hw.sm_count)
     occ_text = occ_text or f"{occ.warps_per_sm} warps/SM ({occ.limit})"
     # batching's rule counts the waves of its tiles, one a block (families/simt/planner.py: choose_batching)
-    before = f", {len(work.tiles) / resident:.1f} waves of tiles before batching" if batched else ""
+    before = f", {work.tile_count / resident:.1f} waves of tiles before batching" if batched else ""
     out.append(f"occupancy {occ_text}: {occ.blocks_per_sm} blocks/SM, {occ.fraction(hw):.0%} of an SM's warps "
                f"(~{plan.regs_estimate} registers, {plan.smem_bytes} B shared a block); "
                f"{work.blocks / resident:.1f} waves of blocks ({resident} resident at once{before})")
@@ -275,7 +275,7 @@ def legend(drawing: Drawing, y: float) -> float:
     m, n = drawing.sizes[c.problem, 0], drawing.sizes[c.problem, 1]
     edges = int(((c.m0 + c.rows > m) | (c.n0 + c.cols > n)).sum())
     batched = int((drawing.per_block > 1).sum())
-    why = " (batching, paper 003)" if len(drawing.work.tiles) else ""
+    why = " (batching, paper 003)" if drawing.work.tile_count else ""
     rows += [("c e", f"hatched: {edges} {tip} that reach past their C's edge (predicated)"),
              ("f", f"framed: the {tip} of the {batched} blocks that compute several, one after another{why}")]
     for cls, line in rows:

@@ -121,6 +121,17 @@ def cbool(flag: bool) -> str:
     return "true" if flag else "false"
 
 
+def raster_context(kernel: Kernel) -> dict | None:
+    """A uniform launch's computed tiles (WorkList.raster) as the templates' `raster` (common.j2: raster_tile,
+    each_tile), every number computed here; None where the work list lists its tiles."""
+    r = kernel.work.raster if kernel.work is not None else None
+    if r is None:
+        return None
+    return {"tiles_m": r.tiles_m, "tiles_n": r.tiles_n, "per_problem": r.per_problem, "group_m": r.group_m,
+            "bm": r.bm, "bn": r.bn, "variant": r.variant, "tiles": r.tiles, "per_block": r.per_block,
+            "batched": r.batched, "batched_tiles": r.batched_tiles, "blocks": r.blocks, "cluster": r.cluster}
+
+
 class PlannerFamily:
     """A family whose planning steps live in its `planning` module (`STEPS`, and `limits`, what they guarantee), its
     model and work list in its `planner` module (`worklist`) and its rendering in its `codegen` module (`TEMPLATE`,

@@ -14,8 +14,11 @@ from typing import TypeVar
 
 import numpy as np
 
-from gemmc.errors import InternalError
+from gemmc.errors import GemmcError, InternalError
 from gemmc.ir.nodes import FamilyPlan, Kernel, WorkList
+from gemmc.model.raster import table as raster_table
+
+DRAWN = 1 << 16  # computed tiles a picture lists at most (a picture of more would be boxes of thousands anyway)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +101,15 @@ def tile_cells(work: WorkList, kinds: tuple[CellKind, ...], per_tile: int = 1,
     """The work list's tiles as cells, each of its variant's shape (`kinds[variant]`). Block b computes tiles
     offsets[b] .. offsets[b + 1] - 1; with `per_tile` > 1 every tile is computed by a cluster of that many blocks
     that split its k (tile t by blocks t * per_tile ..), and the work list has one tile a block."""
-    table = np.frombuffer(work.tiles.data, dtype="<i4").reshape(-1, 4).astype(np.int64)
-    offsets = np.asarray(work.block_offsets, dtype=np.int64)
+    if work.raster is not None:  # computed tiles: listed for the picture, up to DRAWN of them
+        if work.raster.tiles > DRAWN:
+            raise GemmcError(f"the launch computes {work.raster.tiles} tiles on the device; its picture is drawn for "
+                             f"at most {DRAWN} (`gemmc inspect` without --svg prints how they are computed)",
+                             code="E900")
+        table, offsets = raster_table(work.raster)
+    else:
+        table = np.frombuffer(work.tiles.data, dtype="<i4").reshape(-1, 4).astype(np.int64)
+        offsets = np.asarray(work.block_offsets, dtype=np.int64)
     block = np.searchsorted(offsets, np.arange(len(table)), side="right") - 1
     shape = np.array([(k.rows, k.cols) for k in kinds], dtype=np.int64).reshape(-1, 2)
     variant = table[:, 3]

@@ -1,7 +1,7 @@
 """gemmc's limits on the numbers of a schedule, each with the reason it holds (docs/LANGUAGE.md, "Limits").
 
 A limit is checked where its number is first known, before anything is built from it: a single value in the
-lowering, a launch's listed tiles before the tile table exists (passes/worklist.py), the launch grid against the
+lowering, a launch's listed tiles before the tile table exists (model/worklist.py), the launch grid against the
 target once the plan is made (passes/resources.py). Past a limit gemmc reports a located error: E205 (a number
 past gemmc's limits), E304 (a grid past the target's).
 """
@@ -24,9 +24,10 @@ MAX_SIZE = INT32_MAX
 # Problems per launch, `count` copies included: the problem table holds one 48-byte row per problem, in memory and
 # baked into the generated .cu (about 30 bytes of source a row).
 MAX_BATCH = 1 << 20
-# Output tiles per launch for the families that list them (SIMT, tensor core): the work list holds one 16-byte row
-# per tile, baked into the .cu as about 25 bytes of source; 2^20 keeps a generated file near 30 MB, and a launch
-# of one tile per block far below the grid's 2^31 - 1 blocks.
+# Output tiles of a launch whose tiles are listed (SIMT, tensor core: an irregular batch): the work list holds one
+# 16-byte row per tile, baked into the .cu as about 25 bytes of source; 2^20 keeps a generated file near 30 MB, and
+# a launch of one tile per block far below the grid's 2^31 - 1 blocks. A uniform launch (one size, one variant)
+# lists no tile: its kernel computes them (ir/nodes.py: Raster), so no tile count limits it.
 MAX_TILES = 1 << 20
 # CUDA's grid: x up to 2^31 - 1 blocks (the kernels read blockIdx.x into an int), y and z up to 65535.
 MAX_GRID_X = INT32_MAX
@@ -66,8 +67,16 @@ def tiles_problem(total: float) -> str | None:
     return f"the launch would list {total:.0f} output tiles; gemmc lists at most {MAX_TILES} per launch"
 
 
-TILES_HINT = ("use larger tiles or fewer, smaller problems; a tall-and-skinny product runs without a tile list "
-              "(algorithm tsm2r or tsm2l)")
+TILES_HINT = ("use larger tiles or fewer, smaller problems; a batch of equal problems (a `count` batch) or a "
+              "tall-and-skinny product (algorithm tsm2r or tsm2l) runs without a tile list")
+
+
+def max_grid_x(hw: Hardware, block: int) -> int:
+    """The most blocks a grid of `block` threads a block may have along x on the target: a kernel whose blocks map
+    to more work than that strides over it (model/raster.py)."""
+    if hw.vendor == "hip":
+        return min(MAX_GRID_X, MAX_HIP_WORK_ITEMS // max(1, block))
+    return MAX_GRID_X
 
 
 def grid_problem(grid: tuple[int, int, int], block: int, hw: Hardware) -> str | None:

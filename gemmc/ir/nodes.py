@@ -201,13 +201,59 @@ class TileTable(PackedTable[WorkTile]):
 
 
 @dataclass(frozen=True, slots=True)
+class Raster:
+    """The output tiles of a uniform launch (one problem size, one tile, one variant: a single GEMM or a `count`
+    batch) as numbers instead of rows: the kernel computes tile t's problem and corner from t, so the work list's
+    size and the planning time do not depend on the tile count (model/raster.py enumerates it for checks).
+
+    Tile t (0 <= t < tiles) belongs to problem t // (tiles_m * tiles_n); its place j in the problem runs in grouped
+    order, as the tile table's (model/worklist.py): group g = j // (group_m * tiles_n) of group_m tile rows (the last
+    one shorter), across the columns first. Blocks: the first `batched` blocks run `per_block` consecutive tiles
+    each (batching, paper 003; the last of them may run fewer), every later block one; a grid smaller than that
+    strides over the blocks (grid.x < blocks: block b also runs b + grid.x, ...), since a block count past the
+    grid's limit is a valid launch. With a cluster of C blocks splitting each tile's k, grid.x counts C per block of
+    the mapping."""
+
+    problems: int
+    tiles_m: int
+    tiles_n: int
+    bm: int
+    bn: int
+    variant: int
+    group_m: int
+    per_block: int = 1
+    batched: int = 0  # blocks of per_block tiles, before the one-tile blocks
+    cluster: int = 1  # blocks that share each block's tiles (a thread-block cluster splitting k)
+
+    @property
+    def per_problem(self) -> int:
+        return self.tiles_m * self.tiles_n
+
+    @property
+    def tiles(self) -> int:
+        return self.problems * self.per_problem
+
+    @property
+    def batched_tiles(self) -> int:
+        """Tiles run by the batched blocks."""
+        return min(self.tiles, self.batched * self.per_block)
+
+    @property
+    def blocks(self) -> int:
+        """Blocks of the mapping (a block of a grid that strides runs several of them)."""
+        return self.batched + self.tiles - self.batched_tiles
+
+
+@dataclass(frozen=True, slots=True)
 class WorkList:
     """What one launch does, as data the kernel reads.
 
     Block b computes `tiles[block_offsets[b]:block_offsets[b + 1]]` one after another (with one tile per block the
     kernel gets a null pointer for block_offsets instead: `one_tile_per_block`). `grid` is the launch grid
     (x, y, z); for the work-list families it is (len(block_offsets) - 1, 1, 1). A family that maps blocks to work
-    by arithmetic (TSM2) leaves `tiles` and `block_offsets` empty and sets `grid` itself.
+    by arithmetic (TSM2) leaves `tiles` and `block_offsets` empty and sets `grid` itself. A uniform launch of a
+    work-list family describes its tiles by a `raster` instead (and leaves the tables empty): grid.x is then its
+    blocks, times a cluster's, or fewer where that passes the grid's limit.
     """
 
     problems: ProblemTable
@@ -216,6 +262,7 @@ class WorkList:
     grid: tuple[int, int, int]
     block: int  # threads per block
     smem_bytes: int  # dynamic shared memory per block (0 when the kernel uses static shared memory only)
+    raster: Raster | None = None  # the tiles as numbers (a uniform launch); None: the tables list them
 
     @property
     def blocks(self) -> int:
@@ -226,6 +273,17 @@ class WorkList:
         """Block b computes tile b: the kernel then gets a null `block_offsets` and reads no offsets (one
         dependent load fewer before its first k-tile), and plans that differ only in this share their source."""
         return len(self.block_offsets) > 1 and self.block_offsets == tuple(range(len(self.block_offsets)))
+
+    @property
+    def reads_offsets(self) -> bool:
+        """The kernel reads block offsets: a tile table with several tiles for some block (else the launch passes a
+        null pointer)."""
+        return self.raster is None and not self.one_tile_per_block
+
+    @property
+    def tile_count(self) -> int:
+        """Output tiles of the launch, listed or computed."""
+        return self.raster.tiles if self.raster is not None else len(self.tiles)
 
 
 @dataclass(frozen=True, slots=True)

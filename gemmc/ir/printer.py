@@ -44,9 +44,17 @@ def kernel_lines(k: Kernel) -> list[str]:
         out.extend(f"    {line}" for line in k.plan.lines())
     if k.work is not None:
         w = k.work
-        tiles = "tiles derived on the device" if k.dynamic is not None else f"{len(w.tiles)} tiles"
+        r = w.raster
+        tiles = ("tiles derived on the device" if k.dynamic is not None else
+                 f"{r.tiles} tiles computed on the device" if r is not None else f"{len(w.tiles)} tiles")
         out.append(f"  work: grid {w.grid[0]}x{w.grid[1]}x{w.grid[2]}, {w.block} threads/block, "
                    f"{tiles}, dynamic shared memory {w.smem_bytes} B")
+        if r is not None:
+            batched = (f"; blocks 0-{r.batched - 1} run {r.per_block} tiles each, the rest one"
+                       if r.batched else "; one tile a block")
+            out.append(f"    tiles: {r.problems} problem(s) x {r.tiles_m} x {r.tiles_n} tiles of {r.bm} x {r.bn}, "
+                       f"variant {r.variant}, in groups of {r.group_m} tile rows{batched}"
+                       + (f"; clusters of {r.cluster} blocks" if r.cluster > 1 else ""))
         for t in w.tiles[:MAX_TILES_SHOWN]:
             out.append(f"    tile problem {t.problem} at ({t.m0}, {t.n0}) variant {t.variant}")
         if len(w.tiles) > MAX_TILES_SHOWN:

@@ -17,8 +17,7 @@ from gemmc.errors import Diagnostic, GemmcError
 from gemmc.grammar import limits
 from gemmc.ir.nodes import Kernel, Problem, ProblemRow, ProblemTable, TileTable, WorkList, WorkTile
 from gemmc.ir.types import Layout
-
-GROUP_M = 8  # tile rows per launch group: consecutive blocks share B panels in L2 (the usual grouped order)
+from gemmc.model.raster import GROUP_M
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -11,7 +11,8 @@ over numpy columns, band by band, with no array per output element.
   family's own guarantees on the plan (`KernelFamily.limits`: tile sizes its template builds, thread counts).
 - From `build_worklist` on: a work list for the plan: its problem table holds the kernel's problems, its blocks
   have the plan's threads and shared memory, and every output element of every problem lies in exactly one tile of
-  its tile table (or, for a family whose grid maps blocks by arithmetic, one grid tile: `KernelFamily.grid_tile`).
+  its tile table (or its computed tiles, WorkList.raster; or, for a family whose grid maps blocks by arithmetic, one
+  grid tile: `KernelFamily.grid_tile`).
 - From `check_resources` on: a block fits the target (threads, shared memory, registers) and the grid is not empty.
 """
 
@@ -25,8 +26,10 @@ from gemmc.errors import InternalError
 from gemmc.families.registry import NAMES, family
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel, ProblemTable, TileTable, WorkList
+from gemmc.model.raster import table as raster_table
 
 SHOWN = 3  # coverage faults named per kernel; the rest are counted
+ENUMERATED = 1 << 14  # a computed work list of at most this many tiles is also checked tile by tile
 
 
 def verify(kernel: Kernel, hw: Hardware, ran: Sequence[str]) -> None:
@@ -102,6 +105,8 @@ def output_coverage(kernel: Kernel, hw: Hardware) -> list[str]:
     plan, work = kernel.plan, kernel.work
     if plan is None or work is None:
         return ["no plan or work list to cover the outputs"]
+    if plan.tile_shapes and work.raster is not None:
+        return raster_coverage(work, plan.tile_shapes)
     if plan.tile_shapes:
         out = tile_coverage(work.problems, work.tiles, plan.tile_shapes)
         offsets = work.block_offsets
@@ -115,6 +120,39 @@ def output_coverage(kernel: Kernel, hw: Hardware) -> list[str]:
         return [f"family {kernel.family} maps blocks to outputs neither by a tile table of its plan's tiles nor by "
                 "arithmetic alone (a grid tile)"]
     return grid_coverage(work.problems, work.grid, tile)
+
+
+def raster_coverage(work: WorkList, shapes: Sequence[tuple[int, int]]) -> list[str]:
+    """A computed work list (WorkList.raster) covers each output once when its numbers describe the problem table's
+    launch: every problem of one size, tiles_m x tiles_n tiles of its variant's shape over each, the batched blocks
+    within the tiles, and a grid of whole clusters, none idle. The grouped order visits each of a problem's tiles
+    once for any tiles_m, tiles_n and group height (tests/test_raster.py checks it against the listed tiles);
+    launches of up to ENUMERATED tiles are also listed here and checked as a tile table is."""
+    r = work.raster
+    assert r is not None
+    sizes = np.frombuffer(work.problems.data, dtype="<i8").reshape(-1, 6)[:, :2]
+    if len(sizes) != r.problems or len(sizes) == 0 or (sizes != sizes[0]).any():
+        return [f"the raster's {r.problems} problems of one size are not the problem table's {len(sizes)}"]
+    if work.tiles.data or work.block_offsets:
+        return ["a computed work list also lists tiles or block offsets"]
+    if not 0 <= r.variant < len(shapes) or (r.bm, r.bn) != tuple(shapes[r.variant]):
+        return [f"the raster's {r.bm} x {r.bn} tiles are not variant {r.variant}'s of the plan"]
+    m, n = (int(v) for v in sizes[0])
+    if (r.tiles_m, r.tiles_n) != (-(-m // r.bm), -(-n // r.bn)):
+        return [f"{r.tiles_m} x {r.tiles_n} tiles of {r.bm} x {r.bn} do not cover {m} x {n} outputs once"]
+    if r.group_m < 1 or r.per_block < 1 or not 0 <= r.batched <= -(-r.tiles // r.per_block) or r.cluster < 1:
+        return [f"the raster's blocks ({r.batched} of {r.per_block} tiles, groups of {r.group_m} rows, clusters of "
+                f"{r.cluster}) do not hand out its {r.tiles} tiles"]
+    x = work.grid[0]
+    if work.grid[1:] != (1, 1) or x % r.cluster or not 1 <= x // r.cluster <= r.blocks:
+        return [f"grid {work.grid} is not at most the raster's {r.blocks} blocks of {r.cluster}"]
+    if r.tiles <= ENUMERATED:
+        listed, offsets = raster_table(r)
+        out = tile_coverage(work.problems, TileTable(listed.astype("<i4").tobytes()), shapes)
+        if (np.diff(offsets) <= 0).any():
+            out.append("a block of the raster runs no tile")
+        return out
+    return []
 
 
 def grid_coverage(problems: ProblemTable, grid: tuple[int, int, int], tile: tuple[int, int, int]) -> list[str]:

@@ -140,8 +140,8 @@ class Executable:
         work = self.ir.work
         assert work is not None
         problems = cp.asarray(np.frombuffer(work.problems.data, dtype="<i8").reshape(-1, 6), dtype=cp.int64)
-        # one tile per block: a null pointer, and the kernel reads no offsets (WorkList.one_tile_per_block)
-        offsets = np.uint64(0) if work.one_tile_per_block else cp.asarray(list(work.block_offsets) or [0, 0],
+        # one tile per block or computed tiles: a null pointer, and the kernel reads no offsets (WorkList.reads_offsets)
+        offsets = np.uint64(0) if not work.reads_offsets else cp.asarray(list(work.block_offsets) or [0, 0],
                                                                           dtype=cp.int32)
         packed = work.tiles.data or bytes(TileTable.FORMAT.size)  # the kernel's int4 rows; one dummy when empty
         tiles = cp.asarray(np.frombuffer(packed, dtype="<i4").reshape(-1, 4), dtype=cp.int32)

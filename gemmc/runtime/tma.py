@@ -5,6 +5,8 @@ libcuda is loaded by any CUDA process) and the kernel takes by value as `__grid_
 the arrays' addresses, so they are encoded once per set of arrays and kept (a training loop reuses a few buffers).
 TMA reads lines whose distance is a multiple of 16 bytes from a 16-byte aligned base; an operand that is not (lines
 not a multiple of 16 bytes, or a view at an odd offset) is first copied into scratch memory with padded lines.
+A plan with `tma_store` also takes a map of row-major C, whose epilogue TMA stores; a C that TMA cannot describe gets
+a zeroed map and the flag that has the kernel store from its accumulators instead.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from gemmc.ir.types import DType, Layout
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.executable import Executable
 
-TMAP_DTYPE = {DType.F16: 6, DType.BF16: 9, DType.F32: 7}  # CU_TENSOR_MAP_DATA_TYPE_FLOAT16 / _BFLOAT16 / _FLOAT32
+TMAP_DTYPE = {DType.F16: 6, DType.F32: 7, DType.BF16: 9}  # CU_TENSOR_MAP_DATA_TYPE_FLOAT16 / _FLOAT32 / _BFLOAT16
 SWIZZLE_128B = 3  # CU_TENSOR_MAP_SWIZZLE_128B: the layout the kernel's wgmma descriptors describe
 L2_PROMOTION_256B = 3  # CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 TMAP_BYTES = 128
@@ -44,6 +46,15 @@ class TmaPlan(Protocol):
 
     @property
     def smem_bytes(self) -> int: ...
+
+    @property
+    def tma_store(self) -> bool: ...
+
+    @property
+    def c_box(self) -> tuple[int, int]: ...
+
+    @property
+    def c_bytes(self) -> int: ...
 
     def tensors(self, m: int, n: int, k: int) -> tuple[Tensor, Tensor]: ...
 
@@ -100,30 +111,39 @@ def _staged(kernel: Executable, name: str, ptr: int, inner: int, outer: int, pad
     return int(buf.data.ptr)
 
 
+def _kept(kernel: Executable, key: tuple[str, int, int], dtype: DType, inner: int, outer: int,
+          box: tuple[int, int]) -> np.ndarray:
+    """The tensor map of (operand, address, pitch), encoded on first use and kept (the MAPS_KEPT most recent)."""
+    maps = kernel.tensor_maps
+    found = maps.get(key)
+    if found is None:
+        found = maps[key] = encode(dtype, key[1], inner, outer, key[2], box)
+        if len(maps) > MAPS_KEPT:
+            maps.popitem(last=False)
+    else:
+        maps.move_to_end(key)
+    return found
+
+
 def enqueue_tma(kernel: Executable, a: int, b: int, c: int, alpha: Any, beta: Any, stream: Any) -> None:
     """C = alpha A B + beta C for the kernel's one problem, with A, B, C at device addresses a, b, c (checked)."""
     ir = kernel.ir
     plan = cast(TmaPlan, ir.plan)
     p = ir.problems[0]
-    maps = kernel.tensor_maps
     elem = ir.dtype.nbytes
     args: list[Any] = []
     for name, ptr, op in zip("AB", (a, b), plan.tensors(p.m, p.n, p.k), strict=True):
         pitch = op.inner * elem
         if pitch % ALIGN or ptr % ALIGN:
             ptr, pitch = _staged(kernel, name, ptr, op.inner, op.outer, op.padded, elem, stream), op.padded * elem
-        key = (name, ptr, pitch)
-        found = maps.get(key)
-        if found is None:
-            found = maps[key] = encode(ir.dtype, ptr, op.inner, op.outer, pitch, op.box)
-            if len(maps) > MAPS_KEPT:
-                maps.popitem(last=False)
-        else:
-            maps.move_to_end(key)
-        args.append(found)
+        args.append(_kept(kernel, (name, ptr, pitch), ir.dtype, op.inner, op.outer, op.box))
     ldc = p.n if ir.layout_c is Layout.ROW else p.m
+    c_pitch = ldc * plan.c_bytes
+    c_by_tma = plan.tma_store and c_pitch % ALIGN == 0 and c % ALIGN == 0
+    args.append(_kept(kernel, ("C", c, c_pitch), ir.c_dtype, p.n, p.m, plan.c_box) if c_by_tma
+                else np.zeros(1, dtype=TMAP))
     fn = kernel.function
     grid = plan.grid(p.m, p.n, hardware().sm_count)
     fn((grid, 1, 1), (plan.threads, 1, 1),
-       (*args, np.uint64(c), np.int64(ldc), np.int32(p.m), np.int32(p.n), np.int32(p.k), np.float32(alpha),
-        np.float32(beta)), shared_mem=plan.smem_bytes, stream=stream)
+       (*args, np.int32(c_by_tma), np.uint64(c), np.int64(ldc), np.int32(p.m), np.int32(p.n), np.int32(p.k),
+        np.float32(alpha), np.float32(beta)), shared_mem=plan.smem_bytes, stream=stream)

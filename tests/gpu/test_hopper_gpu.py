@@ -1,7 +1,8 @@
 """Hopper family on the GPU: bf16 and f16 storage against float64 on the rounded inputs, with an error bound that
 grows with K; odd sizes (1, primes, non-multiples of every tile), every layout, NaN-poisoned C, beta != 0, C in the
-storage type or f32, inputs TMA cannot read in place (staged), inf/NaN propagating as cuBLAS does, CuPy float16
-arrays, and the standalone C++ launcher built with nvcc and run."""
+storage type or f32, both epilogues (TMA stores through shared memory; direct stores, forced or for a C that TMA
+cannot describe), inputs TMA cannot read in place (staged), inf/NaN propagating as cuBLAS does, CuPy float16 arrays,
+and the standalone C++ launcher built with nvcc and run."""
 
 from __future__ import annotations
 
@@ -98,6 +99,59 @@ def test_large(dtype, layouts, c_type, size):
     for beta, seed in ((0.0, 1), (0.75, 2)):
         err, _ = run(kernel, m, n, k, layouts, 1.0, beta, seed=seed)
         assert err < bound(c_type or dtype, k), f"beta {beta}: relative error {err:.3e}"
+
+
+# Sizes whose C rows are 16-byte multiples (N a multiple of 8), so the epilogue TMA-stores C: odd M, N short of
+# every tile width, K not a multiple of 64, one row.
+ALIGNED_C = [(1, 8, 13), (97, 136, 251), (130, 264, 129), (257, 72, 31), (300, 520, 1000), (1000, 3000, 2001)]
+
+
+@pytest.mark.parametrize(("dtype", "c_type"), [("bf16", None), ("f16", None), ("bf16", "f32"), ("f16", "f32")])
+@pytest.mark.parametrize("tma_store", [True, False])
+def test_both_epilogues(dtype, c_type, tma_store):
+    """The TMA-store epilogue (C through shared memory, clipped at M and N by TMA's bounds) and the direct stores,
+    forced on the same sizes, beta 0 on NaN-poisoned C and beta != 0."""
+    base = compile_kernel(dtype, "rrr", c_type)
+    for i, (m, n, k) in enumerate(ALIGNED_C):
+        planned = base.plan_for([(m, n, k)])
+        assert planned.ir.plan.tma_store
+        kern = planned if tma_store else planned.with_plan(dataclasses.replace(planned.ir.plan, tma_store=False))
+        err, _ = run(kern, m, n, k, "rrr", 1.25, 0.5 if i % 2 else 0.0, seed=20 + i)
+        assert err < bound(c_type or dtype, k), f"{m}x{n}x{k}: relative error {err:.3e}"
+
+
+@pytest.mark.parametrize("cluster", [1, 2])
+def test_tma_store_every_tile_and_cluster(cluster):
+    """Every tile N and both cluster sizes through the TMA-store epilogue, several tiles per block."""
+    m, n, k = 1100, 2056, 300
+    for bn in (256, 192, 128, 64):
+        kernel = compile_kernel("bf16", "rrr", extra=f"tile 128x{bn}x64", size=f"{m} x {n} x {k}")
+        plan = kernel.ir.plan
+        kern = kernel.with_plan(dataclasses.replace(plan, cluster=cluster, band=max(1, 16 // cluster)))
+        for beta, seed in ((0.0, bn), (-1.5, bn + 1)):
+            err, _ = run(kern, m, n, k, "rrr", 1.0, beta, seed=seed)
+            assert err < bound("bf16", k), f"tile N {bn} beta {beta}: relative error {err:.3e}"
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_misaligned_c_is_stored_directly(beta):
+    """A C view 8 bytes into its allocation: TMA cannot store it, so the kernel writes it from the accumulators;
+    the elements before the view stay as they were."""
+    m, n, k = 200, 136, 96
+    kernel = compile_kernel("bf16", "rrr", size=f"{m} x {n} x {k}")
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    A, B = matrix(m, k, "r", "bfloat16", gen), matrix(k, n, "r", "bfloat16", gen)
+    base = matrix(1, m * n + 4, "r", "bfloat16", gen)
+    C = base[0, 4:].view(m, n)
+    assert C.data_ptr() % 16 != 0
+    before = base[0, :4].clone()
+    if beta == 0:
+        C.fill_(float("nan"))
+    ref = A.double() @ B.double() + (beta * C.double() if beta else 0)
+    kernel([A], [B], [C], alpha=1.0, beta=beta)
+    torch.cuda.synchronize()
+    assert torch.equal(base[0, :4], before)
+    assert float((C.double() - ref).norm() / ref.norm()) < bound("bf16", k)
 
 
 @pytest.mark.parametrize("tile", ["128x256x64", "128x192x64", "128x128x64"])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gemmc.families.base import cbool
-from gemmc.families.hopper.plan import HopperPlan, Operand
+from gemmc.families.hopper.plan import C_BUFFERS, HopperPlan, Operand
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 from gemmc.ir.types import DType, Layout
@@ -32,6 +32,8 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "beta_zero": cbool(kernel.beta == 0.0), "alpha_one": cbool(kernel.alpha == 1.0),
         "acc_regs": plan.bn // 2, "elem": plan.elem, "boxw": plan.box_width, "parts": plan.parts,
         "work_bytes": plan.work_bytes,
+        "tma_store": plan.tma_store, "c_sub_cols": plan.c_sub_cols, "c_buffers": C_BUFFERS, "c_box": plan.c_box,
+        "c_bytes": plan.c_bytes, "tmap_dtype_c": TMAP_DTYPE[kernel.c_dtype],
         # the standalone launcher's tensor maps (the Python runtime encodes the same in runtime/tma.py)
         "m": p.m, "n": p.n, "k": p.k, "tmap_dtype": TMAP_DTYPE[kernel.dtype],
         "ldc": p.n if kernel.layout_c is Layout.ROW else p.m,

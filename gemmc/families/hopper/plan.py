@@ -14,6 +14,8 @@ BK = SWIZZLE_BYTES // 2  # 64 16-bit elements per k-row
 BK_F32 = SWIZZLE_BYTES // 4  # 32 f32 elements per k-row (tf32 wgmma: k8 steps)
 ALIGN_SLACK = 1024  # dynamic shared memory is rounded up to a 1024-byte boundary (the 128-byte swizzle's atom)
 WARPGROUP = 128
+C_SUB_ROWS = 64  # a consumer warpgroup's rows: its C sub-tiles are 64 rows of 128 bytes (one swizzled TMA box)
+C_BUFFERS = 2  # C sub-tile buffers per consumer warpgroup: one filled while TMA stores the other
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +28,8 @@ class HopperPlan(FamilyPlan):
     b_kmajor: bool  # B col-major: K contiguous; else N contiguous (wgmma reads B transposed)
     staged: tuple[str, ...]  # operands whose lines are not 16-byte multiples: copied to aligned scratch first
     compute: str  # the products' type: "bf16", "f16" or "tf32" (f32 storage)
+    tma_store: bool = False  # C row-major: the epilogue stages C through shared memory and TMA stores it
+    c_bytes: int = 2  # bytes of C's element (2: bf16/f16, 4: f32)
     bm: int = BM
     bk: int = BK
     elem: int = 2  # bytes of a storage element (2: bf16/f16; 4: f32 read by TMA as it is)
@@ -67,8 +71,28 @@ class HopperPlan(FamilyPlan):
         return 2 * self.stages * 8  # a full and an empty mbarrier per stage
 
     @property
+    def c_sub_cols(self) -> int:
+        """Columns of a C sub-tile: one 128-byte swizzled row (64 bf16/f16 or 32 f32)."""
+        return SWIZZLE_BYTES // self.c_bytes
+
+    @property
+    def c_sub_bytes(self) -> int:
+        return C_SUB_ROWS * SWIZZLE_BYTES
+
+    @property
+    def epilogue_bytes(self) -> int:
+        """The C sub-tile buffers of the TMA-store epilogue: C_BUFFERS per consumer warpgroup, or none."""
+        return self.consumers * C_BUFFERS * self.c_sub_bytes if self.tma_store else 0
+
+    @property
+    def c_box(self) -> tuple[int, int]:
+        """TMA box of row-major C (innermost first): a consumer warpgroup's sub-tile of 64 rows of 128 bytes."""
+        return (self.c_sub_cols, C_SUB_ROWS)
+
+    @property
     def smem_bytes(self) -> int:
-        return self.stages * self.stage_bytes + self.work_bytes + self.barrier_bytes + ALIGN_SLACK
+        return (self.stages * self.stage_bytes + self.work_bytes + self.epilogue_bytes + self.barrier_bytes
+                + ALIGN_SLACK)
 
     @property
     def regs_estimate(self) -> int:
@@ -113,11 +137,13 @@ class HopperPlan(FamilyPlan):
         lay = f"A {'K' if self.a_kmajor else 'M'}-major, B {'K' if self.b_kmajor else 'N'}-major"
         share = "B multicast to clusters of 2" if self.cluster > 1 else "no cluster"
         data = "f32 storage" if self.parts else self.compute
+        store = (f"C through {C_BUFFERS} shared-memory sub-tiles of {C_SUB_ROWS}x{self.c_sub_cols} per warpgroup "
+                 "and TMA stores" if self.tma_store else "C stored from the accumulators")
         out = (f"hopper: tile {self.bm}x{self.bn}x{self.bk} {data}, {self.stages} stages of "
                f"{self.stage_bytes // 1024} KiB (TMA, 128-byte swizzle, mbarriers), {lay}, {share}{staged}",
                f"1 producer warp (setmaxnreg {self.producer_regs}) + {self.consumers} consumer warpgroups of "
                f"64x{self.bn} (wgmma m64n{self.bn}k{16 if self.elem == 2 else 8}, setmaxnreg {self.consumer_regs}); "
-               f"persistent, bands of {self.band * self.cluster} m-tiles")
+               f"persistent, bands of {self.band * self.cluster} m-tiles; {store}")
         if not self.parts:
             return out
         how = ("hi = rna(a), lo = rna(a - hi); per stage lo*hi + hi*lo + hi*hi summed on the tensor core from zero, "

@@ -58,10 +58,12 @@ def f32_parts(kernel: Kernel) -> int:
     return split_plan(kernel.precision).parts
 
 
-def stages_for(bn: int, hw: Hardware, parts: int = 0) -> int:
-    """As many stages as the block's shared memory holds (HopperPlan.smem_bytes), at most MAX_STAGES."""
+def stages_for(bn: int, hw: Hardware, tma_store: bool = False, c_bytes: int = 2, parts: int = 0) -> int:
+    """As many stages as the block's shared memory holds beside the epilogue's C buffers and f32 storage's buffers of
+    B's parts (HopperPlan.smem_bytes), at most MAX_STAGES."""
     fields = {"compute": "bf16", **f32_fields(parts)}
-    one = HopperPlan(bn=bn, stages=1, cluster=1, band=1, a_kmajor=True, b_kmajor=True, staged=(), **fields)
+    one = HopperPlan(bn=bn, stages=1, cluster=1, band=1, a_kmajor=True, b_kmajor=True, staged=(), tma_store=tma_store,
+                     c_bytes=c_bytes, **fields)
     fixed = one.smem_bytes - one.stage_bytes - one.barrier_bytes
     per_stage = one.stage_bytes + one.barrier_bytes
     return min(MAX_STAGES, (hw.smem_per_block - fixed) // per_stage)
@@ -89,9 +91,13 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
                                         f"{', '.join(map(str, TILE_N))}; not {t}", kernel.where("tile"),
                                         "write `tile auto`, or e.g. `tile 128x256x64`"))
         bn = t.n
-    # f32 storage: no cluster (the consumers' forming of the parts has not been measured with the multicast pair)
+    # f32 storage: no cluster (the consumers' forming of the parts has not been measured with the multicast pair),
+    # and C stored from the accumulators (its shared memory holds B's parts; the TMA-store epilogue is not measured
+    # with them)
     cluster = 1 if parts else choose_cluster(p.m, p.n, bn, hw)
-    stages = stages_for(bn, hw, parts)
+    tma_store = kernel.layout_c is Layout.ROW and not parts  # TMA's boxes are rows of C; a column-major C is stored directly
+    c_bytes = kernel.c_dtype.nbytes
+    stages = stages_for(bn, hw, tma_store, c_bytes, parts)
     if any(key == "pipeline" for key, _ in kernel.stmt_spans):  # `pipeline stages N`: the schedule's depth
         stages = kernel.stages
     if stages < 2:
@@ -100,7 +106,8 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
     a_kmajor, b_kmajor = _operands_kmajor(kernel)
     fields = {"compute": kernel.dtype.value, **f32_fields(parts)}
     return HopperPlan(bn=bn, stages=stages, cluster=cluster, band=max(1, BAND_TILES // cluster), a_kmajor=a_kmajor,
-                      b_kmajor=b_kmajor, staged=staged_operands(kernel), **fields)
+                      b_kmajor=b_kmajor, staged=staged_operands(kernel), tma_store=tma_store, c_bytes=c_bytes,
+                      **fields)
 
 
 def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
@@ -109,9 +116,23 @@ def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
     out = [f"hopper: tile N {plan.bn}: {tiles} tiles, {tiles / hw.sm_count:.2f} waves over {hw.sm_count} SMs "
            f"(a tile costs N + {TILE_OVERHEAD} columns; N in "
            f"{', '.join(map(str, TILE_N_F32 if plan.parts else TILE_N))})",
-           f"hopper: {plan.stages} stages of {plan.stage_bytes} B fit {hw.smem_per_block} B of shared memory",
-           "hopper: edges by TMA bounds (zero fill past M, N, K); C written from the accumulators with "
-           "predicated stores (any ldc, any alignment)"]
+           f"hopper: {plan.stages} stages of {plan.stage_bytes} B"
+           + (f" and {plan.epilogue_bytes} B of C sub-tiles" if plan.tma_store else "")
+           + (f" and {plan.work_bytes} B of B's tf32 parts" if plan.parts else "")
+           + f" fit {hw.smem_per_block} B of shared memory",
+           "hopper: edges by TMA bounds (zero fill past M, N, K)"]
+    if plan.tma_store:
+        out.append(f"hopper: epilogue through shared memory: each consumer warpgroup writes its accumulators (alpha, "
+                   f"beta C read in place) into {plan.c_box[1]}x{plan.c_box[0]} sub-tiles, "
+                   f"{plan.epilogue_bytes // 1024} KiB in all, and one thread TMA-stores them (clipped at M and N) "
+                   "while the warpgroup returns to the next tile's wgmma; a C whose lines or base are not "
+                   "16-byte aligned is stored from the accumulators with predicated stores")
+    elif plan.parts:
+        out.append("hopper: f32 storage: C written from the accumulators with predicated stores (its shared memory "
+                   "holds B's parts)")
+    else:
+        out.append("hopper: column-major C (TMA stores whole rows of C): written from the accumulators with "
+                   "predicated stores (any ldc, any alignment)")
     if plan.parts:
         out.append("hopper: f32 storage: TMA loads the f32 tiles once; the consumers round the tf32 parts to nearest "
                    "(A's into wgmma's register fragment, B's into K-major buffers), because tf32 wgmma reads B only "

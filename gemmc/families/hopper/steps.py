@@ -11,6 +11,7 @@ from gemmc.families.hopper import planner
 from gemmc.families.hopper.plan import BK, BK_F32, BM, HopperPlan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
+from gemmc.ir.types import Layout
 
 
 def finish_plan(kernel: Kernel, hw: Hardware) -> Kernel:
@@ -25,7 +26,8 @@ STEPS = (("finish_plan", finish_plan),)
 
 def limits(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> list[str]:
     """What finish_plan guarantees: 128 x N x 64 tiles (128 x N x 32 for f32 storage) with N one the template
-    builds, a ring of at least 2 stages, clusters of 1 or 2 (1 for f32 storage)."""
+    builds, a ring of at least 2 stages, clusters of 1 or 2 (1 for f32 storage), TMA stores of C only where C is
+    row-major (TMA's boxes are rows of C; never for f32 storage) with C's element size."""
     out = []
     bk, sizes = (BK_F32, planner.TILE_N_F32) if plan.parts else (BK, planner.TILE_N)
     if (plan.bm, plan.bk) != (BM, bk) or plan.bn not in sizes:
@@ -36,4 +38,8 @@ def limits(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> list[str]:
         out.append(f"{plan.stages} pipeline stages; the TMA ring needs 2 or more")
     if plan.cluster not in (1, 2):
         out.append(f"clusters of {plan.cluster}; the kernel multicasts B to pairs")
+    if plan.tma_store and kernel.layout_c is not Layout.ROW:
+        out.append("TMA stores of a column-major C; the epilogue's boxes are rows of a row-major C")
+    if plan.c_bytes != kernel.c_dtype.nbytes:
+        out.append(f"C elements of {plan.c_bytes} bytes; C is {kernel.c_dtype.value}")
     return out

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from gemmc.families.base import cbool
+from gemmc.families.base import cbool, raster_context
 from gemmc.families.simt.plan import SimtPlan
+from gemmc.families.simt.tiling import edge_lookup
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 from gemmc.ir.types import Layout
@@ -16,8 +17,12 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
     variants = [dict(index=i, bm=v.bm, bn=v.bn, bk=v.bk, tm=v.tm, tn=v.tn, threads=v.threads, slices=v.slices,
                      smem=plan.variant_smem(v))
                 for i, v in enumerate(plan.variants)]
+    raster = raster_context(kernel)
     return {
         "variants": variants,
+        "raster": raster,
+        # a uniform launch's edge tiles: the variant each edge kind of its tiles runs (tiling.edge_lookup)
+        "raster_edges": tuple(edge_lookup(plan)[raster["variant"]].tolist()) if raster and plan.edges else (),
         "block_threads": plan.threads,
         "min_blocks": plan.min_blocks,
         "ksplit": plan.ksplit,

@@ -22,8 +22,9 @@ from gemmc.families.simt import batching, tiling
 from gemmc.families.simt import calibration as cal
 from gemmc.families.simt.plan import SimtPlan, SimtVariant, micro_tile
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel, WorkList
+from gemmc.ir.nodes import Kernel, ProblemTable, TileTable, WorkList
 from gemmc.ir.types import Batching, DType, TileMode
+from gemmc.model import raster
 from gemmc.model.tlp import SMEM_RESERVED_PER_BLOCK, coordinated_threshold, default_threshold, occupancy
 from gemmc.model.worklist import Sizes, packed, problem_rows, tile_table
 
@@ -364,7 +365,7 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
             work = worklist(planned, p, hw)
         except GemmcError:
             continue  # a tiling with more tiles than a launch lists (grammar/limits.py) is not a candidate
-        key = (p.variants, p.assignment, work.block_offsets, work.tiles.data, work.grid)
+        key = (p.variants, p.assignment, work.block_offsets, work.tiles.data, work.grid, work.raster)
         if key in seen:
             continue
         seen.add(key)
@@ -417,8 +418,11 @@ def edge_variants(plan: SimtPlan, table: np.ndarray, m: np.ndarray, n: np.ndarra
 
 def worklist(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> WorkList:
     """Every problem's tiles (worklist.tile_table, with the plan's edge tiles), grouped into blocks by the plan's
-    batching."""
+    batching; for a uniform launch, the same tiles and batching as a raster the kernel computes (its edge tiles
+    chosen on the device by the same rule as edge_variants)."""
     rows = problem_rows(kernel)
+    if raster.uniform(kernel, plan.assignment):
+        return uniform_worklist(kernel, plan, hw, rows)
     s = Sizes.of_rows(rows)
     variant = np.resize(np.asarray(plan.assignment, dtype=np.int64), len(s))  # a `count` batch repeats its entry
     m, n, k = s.m, s.n, s.k
@@ -435,3 +439,17 @@ def worklist(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> WorkList:
         raise InternalError("passes.simt", "a split k needs one tile per cluster (batching none)")
     return WorkList(problems=rows, tiles=packed(table[blocks.order]), block_offsets=offsets,
                     grid=((len(offsets) - 1) * plan.ksplit, 1, 1), block=plan.threads, smem_bytes=plan.smem_bytes)
+
+
+def uniform_worklist(kernel: Kernel, plan: SimtPlan, hw: Hardware, rows: ProblemTable) -> WorkList:
+    """A uniform launch's work list: a raster of the assigned variant's tiles, batched in closed form."""
+    base = plan.assignment[0]
+    v = plan.variants[base]
+    tiles = raster.raster(kernel, v.bm, v.bn, base).tiles
+    per_block, batched = raster.batched_blocks(plan.batching, tiles, kernel.problems[0].k, plan.theta or batching.THETA,
+                                               plan.threads, plan.tlp_threshold or coordinated_threshold(hw))
+    if plan.ksplit > 1 and per_block > 1:
+        raise InternalError("passes.simt", "a split k needs one tile per cluster (batching none)")
+    r = raster.raster(kernel, v.bm, v.bn, base, per_block, batched, plan.ksplit)
+    return WorkList(problems=rows, tiles=TileTable(), block_offsets=(), grid=raster.raster_grid(r, plan.threads, hw),
+                    block=plan.threads, smem_bytes=plan.smem_bytes, raster=r)

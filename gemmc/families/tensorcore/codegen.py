@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gemmc.errors import InternalError
-from gemmc.families.base import cbool
+from gemmc.families.base import cbool, raster_context
 from gemmc.families.tensorcore.plan import F16_TOP, PREP_THREADS, SCRATCH_ALIGN, TensorCorePlan, scratch_bytes
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
@@ -44,6 +44,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
     # One problem whose every size needs padding: the template holds its scratch layout to the plan's on it.
     probe = (v.bm + 1, v.bn + 1, v.bk + 1)
     return {
+        "raster": raster_context(kernel),
         "prep_threads": PREP_THREADS, "scratch_align": SCRATCH_ALIGN, "smem_align": plan.smem_align,
         "probe": probe,
         "scratch_probe": scratch_bytes((probe,), v.bm, v.bn, v.bk, sp.parts, plan.elem_bytes, plan.b_planes),

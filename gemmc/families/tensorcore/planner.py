@@ -18,8 +18,9 @@ from gemmc.families.tensorcore import calibration as cal
 from gemmc.families.tensorcore import hopper_loop
 from gemmc.families.tensorcore.plan import Candidate, SplitPlan, TensorCorePlan, TensorCoreVariant, scratch_bytes
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel, WorkList
+from gemmc.ir.nodes import Kernel, TileTable, WorkList
 from gemmc.ir.types import DType, Layout
+from gemmc.model import raster
 from gemmc.model.tlp import ceil_div, occupancy
 from gemmc.model.worklist import one_tile_per_block, problem_rows
 
@@ -195,4 +196,9 @@ def notes(kernel: Kernel, plan: TensorCorePlan, hw: Hardware) -> tuple[str, ...]
 
 def worklist(kernel: Kernel, plan: TensorCorePlan, hw: Hardware) -> WorkList:
     v = plan.variant
-    return one_tile_per_block(problem_rows(kernel), ((v.bm, v.bn),), (0,), v.threads, plan.smem_bytes)
+    rows = problem_rows(kernel)
+    if raster.uniform(kernel):  # one tile a block, computed on the device
+        r = raster.raster(kernel, v.bm, v.bn, 0)
+        return WorkList(problems=rows, tiles=TileTable(), block_offsets=(), grid=raster.raster_grid(r, v.threads, hw),
+                        block=v.threads, smem_bytes=plan.smem_bytes, raster=r)
+    return one_tile_per_block(rows, ((v.bm, v.bn),), (0,), v.threads, plan.smem_bytes)

@@ -4,7 +4,7 @@
 // precision bf16, algorithm auto, batching auto
 // batch of 1 problem(s)
 // hopper: tile 128x256x64 bf16, 4 stages of 48 KiB (TMA, 128-byte swizzle, mbarriers), A K-major, B N-major, B multicast to clusters of 2
-// 1 producer warp (setmaxnreg 40) + 2 consumer warpgroups of 64x256 (wgmma m64n256k16, setmaxnreg 232); persistent, bands of 16 m-tiles
+// 1 producer warp (setmaxnreg 40) + 2 consumer warpgroups of 64x256 (wgmma m64n256k16, setmaxnreg 232); persistent, bands of 16 m-tiles; C through 2 shared-memory sub-tiles of 64x64 per warpgroup and TMA stores
 
 
 // Hopper family: C (bf16) = alpha * A (bf16) @ B (bf16) + beta * C, accumulated in f32, for one
@@ -14,8 +14,10 @@
 //     into a ring of 4 shared-memory stages with TMA (128-byte swizzle); a stage's `full` mbarrier counts its
 //     bytes in, its `empty` mbarrier the consumer warps done with it. TMA's bounds zero-fill past M, N and K.
 //   - two consumer warpgroups (setmaxnreg 232) multiply 64 rows each by the 256 columns with wgmma
-//     m64n256k16 from shared memory, keeping one stage's wgmma group in flight while they issue the next, and write
-//     C from the accumulators with predicated stores.
+//     m64n256k16 from shared memory, keeping one stage's wgmma group in flight while they issue the next.
+//   - the epilogue: each consumer warpgroup writes its 64 x 256 results into 2 shared-memory sub-tiles of
+//     64 x 64 in turn and one of its threads TMA-stores each (bounds clip them at M and N); the warpgroup goes
+//     on to the next tile's wgmma while the stores drain (a C that TMA cannot describe: predicated stores).
 //   - the blocks stay resident and walk the output in bands of 16 m-tiles (L2 reuse of B along a band).
 //   - clusters of 2 blocks take m-tiles 2p and 2p+1 of one n-tile: each block loads half of the B tile and
 //     TMA multicasts it to both, so a pair reads B from L2 once.
@@ -107,6 +109,29 @@ __device__ __forceinline__ void gemmc_tma_load(unsigned dst, const gemmc_tmap* m
   asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, { %3, %4 }], [%2];"
                ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(x), "r"(y) : "memory");
 }
+// The epilogue's TMA stores: a box of shared memory to the tensor at (x, y), in the issuing thread's bulk group.
+__device__ __forceinline__ void gemmc_tma_store(const gemmc_tmap* map, unsigned src, int x, int y) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, { %2, %3 }], [%1];"
+               ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(src), "r"(x), "r"(y) : "memory");
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+// The issuing thread's bulk groups but the newest N have finished reading shared memory.
+template <int N>
+__device__ __forceinline__ void gemmc_tma_store_read_wait() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+// ... and have completed (their writes made visible): before the block exits.
+__device__ __forceinline__ void gemmc_tma_store_wait_all() {
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+// Generic-proxy writes to shared memory made visible to the async proxy (TMA) before it reads them.
+__device__ __forceinline__ void gemmc_fence_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+// A barrier over one consumer warpgroup's 128 threads (named barrier `id`; 0 is __syncthreads's).
+__device__ __forceinline__ void gemmc_warpgroup_sync(int id) {
+  asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory");
+}
 __device__ __forceinline__ void gemmc_tma_prefetch(const gemmc_tmap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");
 }
@@ -190,6 +215,13 @@ __device__ __forceinline__ void gemmc_get2(const gemmc_c* p, float& c0, float& c
   c1 = gemmc_in((gemmc_c)(packed >> 16));
 }
 
+// v0, v1 as C's elements at byte address `addr` of shared memory (C[row][col], C[row][col + 1]).
+__device__ __forceinline__ void gemmc_put2_smem(unsigned addr, float v0, float v1) {
+  unsigned packed;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(v1), "f"(v0));
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(packed) : "memory");
+}
+
 // C[row][col] and C[row][col + 1] from two accumulators; nothing outside M x N. `pairs`: the two are adjacent and
 // aligned in memory (row-major C, even ldc and base), stored together.
 __device__ __forceinline__ void gemmc_store2(gemmc_c* __restrict__ C, long long ldc, long long row, int col, int M,
@@ -220,13 +252,18 @@ __device__ __forceinline__ void gemmc_raster(int u, int groups_m, int tiles_n, i
 }
 
 extern "C" __global__ void __launch_bounds__(384, 1) __cluster_dims__(2, 1, 1) gemmc_bf16_8192_hopper_bf16_rrr(
-    const __grid_constant__ gemmc_tmap tma_a, const __grid_constant__ gemmc_tmap tma_b, gemmc_c* __restrict__ C,
-    long long ldc, int M, int N, int K, float alpha, float beta) {
+    const __grid_constant__ gemmc_tmap tma_a, const __grid_constant__ gemmc_tmap tma_b,
+    const __grid_constant__ gemmc_tmap tma_c, int c_by_tma, gemmc_c* __restrict__ C, long long ldc, int M, int N, int K,
+    float alpha, float beta) {
   constexpr int BM = 128, BN = 256, BK = 64, STAGES = 4, CLUSTER = 2, CONSUMERS = 2;
   constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
   [[maybe_unused]] constexpr int BOX = 64 * BK * 2;  // one 64-wide block of an MN-major tile: BK rows of 128 bytes
   static_assert(A_BYTES == 16384 && B_BYTES == 32768 && STAGE_BYTES == 49152, "the plan's tile bytes");
-  static_assert(STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024 == 197696, "the plan's shared memory");
+  // The epilogue's C sub-tiles: 64 rows of 128 bytes (C_SUB columns), C_BUFFERS per consumer warpgroup.
+  [[maybe_unused]] constexpr int C_SUB = 64, C_BUFFERS = 2, C_SUB_BYTES = 64 * 128;
+  constexpr int EPI_BYTES = CONSUMERS * C_BUFFERS * C_SUB_BYTES;
+  static_assert(C_SUB * sizeof(gemmc_c) == 128 && BN % C_SUB == 0, "a C sub-tile row is one 128-byte swizzle row");
+  static_assert(STAGES * STAGE_BYTES + EPI_BYTES + 2 * STAGES * 8 + 1024 == 230464, "the plan's shared memory");
   static_assert(BK * 2 == 128 && BM == 64 * CONSUMERS && BN % 64 == 0, "128-byte rows; 64 rows per consumer");
   static_assert(64 * 128 * 2 * 1 == A_BYTES, "A's TMA boxes fill its tile");
   static_assert(64 * 32 * 2 * 4 * CLUSTER == B_BYTES, "B's TMA boxes fill its tile");
@@ -237,7 +274,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) __cluster_dims__(2, 1, 1) g
   // The 128-byte swizzle repeats every 1024 bytes from an aligned address: the plan's 1024 bytes of slack.
   extern __shared__ unsigned char gemmc_smem_raw[];
   const unsigned base = (gemmc_smem_addr(gemmc_smem_raw) + 1023u) & ~1023u;
-  const unsigned a_smem = base, b_smem = base + STAGES * A_BYTES, full0 = b_smem + STAGES * B_BYTES;
+  // A and B stages, the C sub-tiles (1024-byte multiples: every buffer stays on the swizzle's alignment), barriers.
+  const unsigned a_smem = base, b_smem = base + STAGES * A_BYTES, c_smem = b_smem + STAGES * B_BYTES;
+  const unsigned full0 = c_smem + EPI_BYTES;
   const unsigned empty0 = full0 + 8 * STAGES;  // stage s: full0 + 8 s, empty0 + 8 s
 
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, kblocks = (K + BK - 1) / BK;
@@ -252,6 +291,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) __cluster_dims__(2, 1, 1) g
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the copy engine and the peer
     gemmc_tma_prefetch(&tma_a);
     gemmc_tma_prefetch(&tma_b);
+    if (c_by_tma) gemmc_tma_prefetch(&tma_c);
   }
   __syncwarp();
   gemmc_cluster_sync();  // both blocks' barriers exist before either multicasts or arrives on them
@@ -304,6 +344,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) __cluster_dims__(2, 1, 1) g
     const bool pairs = true && ldc % 2 == 0 && reinterpret_cast<unsigned long long>(C) % (2 * sizeof(gemmc_c)) == 0;
     int stage = 0;
     unsigned phase = 0;
+    const bool storer = threadIdx.x % 128 == 0;  // issues (and waits for) this warpgroup's TMA stores
+    const unsigned c_bufs = c_smem + c * C_BUFFERS * C_SUB_BYTES;
+    int c_next = 0;  // C sub-tiles this warpgroup has stored: buffer c_next % C_BUFFERS is next
     for (int u = blockIdx.x / CLUSTER; u < units; u += gridDim.x / CLUSTER) {
       int mg, nb;
       gemmc_raster(u, groups_m, tiles_n, mg, nb);
@@ -334,6 +377,36 @@ extern "C" __global__ void __launch_bounds__(384, 1) __cluster_dims__(2, 1, 1) g
 
       const long long row0 = (long long)(mg * CLUSTER + rank) * BM + 64 * c + 16 * warp + lane / 4;
       const int col0 = nb * BN + 2 * (lane % 4);
+      const int wg_row = (mg * CLUSTER + rank) * BM + 64 * c;  // this warpgroup's first row of C
+      if (c_by_tma) {
+        // Rows past M (the pair block of an odd m-tile count among them) and sub-tiles past N store nothing; the
+        // conditions are uniform over the warpgroup, so its barriers stay matched.
+        if (wg_row < M) {
+#pragma unroll
+          for (int s = 0; s < BN / C_SUB; ++s) {
+            const int col_s = nb * BN + s * C_SUB;
+            if (col_s >= N) continue;
+            const unsigned buf = c_bufs + (c_next % C_BUFFERS) * C_SUB_BYTES;
+            if (storer) gemmc_tma_store_read_wait<C_BUFFERS - 1>();  // the store that last read `buf` has read it
+            gemmc_warpgroup_sync(1 + c);
+#pragma unroll
+            for (int jj = 0; jj < C_SUB / 8; ++jj)
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                const int j = s * (C_SUB / 8) + jj, r = 16 * warp + lane / 4 + 8 * h;
+                float v0 = alpha_ * acc[4 * j + 2 * h], v1 = alpha_ * acc[4 * j + 2 * h + 1];
+                // 128-byte swizzle: 16-byte chunk q of row r sits at chunk q ^ (r % 8)
+                const unsigned byte = (unsigned)(8 * jj + 2 * (lane % 4)) * (unsigned)sizeof(gemmc_c);
+                gemmc_put2_smem(buf + r * 128 + (((byte >> 4) ^ (r & 7)) << 4) + (byte & 15), v0, v1);
+              }
+            gemmc_fence_async_smem();
+            gemmc_warpgroup_sync(1 + c);
+            if (storer) gemmc_tma_store(&tma_c, buf, col_s, wg_row);
+            ++c_next;
+          }
+        }
+        continue;
+      }
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
@@ -341,6 +414,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) __cluster_dims__(2, 1, 1) g
           gemmc_store2(C, ldc, row0 + 8 * h, col0 + 8 * j, M, N, pairs, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1],
                        alpha_, beta_);
     }
+    if (storer) gemmc_tma_store_wait_all();  // the block's last stores have written C before it exits
   }
   gemmc_cluster_sync_divergent();  // neither block leaves while the other may still write to its shared memory
 }

@@ -306,6 +306,17 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   }
 }
 
+__device__ __forceinline__ int4 gemmc_raster_tile(long long t, long long M, long long N) {
+  constexpr long long TM = 16LL, TN = 13LL, PER = 208LL, G = 8LL;
+  const long long problem = t / PER, j = t - problem * PER;
+  const long long group = j / (G * TN), place = j - group * G * TN;
+  const long long rows = TM - group * G < G ? TM - group * G : G;
+  const long long m0 = (group * G + place % rows) * 64, n0 = (place / rows) * 64;
+  constexpr int edge[4] = { 0, 0, 0, 0 };
+  const int kind = (M - m0 <= 32 ? 1 : 0) + (N - n0 <= 32 ? 2 : 0);
+  return make_int4((int)problem, (int)m0, (int)n0, edge[kind]);
+}
+
 extern "C" __global__ void __launch_bounds__(128, 2) gemmc_colmajor_simt_f32_ccc(
     const gemmc_problem* __restrict__ problems, const int* __restrict__ block_offsets,
     const int4* __restrict__ tiles, const float* const* __restrict__ A, const float* const* __restrict__ B,
@@ -316,21 +327,25 @@ extern "C" __global__ void __launch_bounds__(128, 2) gemmc_colmajor_simt_f32_ccc
   const float beta_ = beta;
   (void)alpha; (void)beta;
   const int tid = threadIdx.x;
-  const int first = block_offsets ? block_offsets[blockIdx.x] : (int)blockIdx.x;
-  const int last = block_offsets ? block_offsets[blockIdx.x + 1] : first + 1;
+  (void)block_offsets; (void)tiles;  // a uniform launch: its tiles are computed (gemmc_raster_tile)
   const int rank = 0;
-  for (int t = first; t < last; ++t) {
-    if (t != first) __syncthreads();  // the previous tile's last reads of shared memory are done
-    const int4 tile = tiles[t];
-    const gemmc_problem p = problems[tile.x];
-    switch (tile.w) {
-      case 0:  // 64x64x16, 128 threads, micro-tile 8x8, k in 2 slices
-        if (tid < 128)
-          gemmc_simt_tile<float, 64, 64, 16, 8, 8, 128, 2, 2, 2, false, true, false, 16896>(
-              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid, rank);
-        break;
-      default:
-        break;
+  bool gemmc_later = false;
+  for (long long u = blockIdx.x; u < 208LL; u += gridDim.x) {
+    const long long first = u, last = u + 1;
+    for (long long t = first; t < last; ++t) {
+      if (gemmc_later) __syncthreads();  // the previous tile's last reads of shared memory are done
+      gemmc_later = true;
+      const gemmc_problem p = problems[0];  // every problem has the first's sizes and leading dimensions
+      const int4 tile = gemmc_raster_tile(t, p.m, p.n);
+      switch (tile.w) {
+        case 0:  // 64x64x16, 128 threads, micro-tile 8x8, k in 2 slices
+          if (tid < 128)
+            gemmc_simt_tile<float, 64, 64, 16, 8, 8, 128, 2, 2, 2, false, true, false, 16896>(
+                p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid, rank);
+          break;
+        default:
+          break;
+      }
     }
   }
 }

@@ -364,6 +364,17 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
   gemmc_cluster_arrive_relaxed_divergent();
 }
 
+__device__ __forceinline__ int4 gemmc_raster_tile(long long t, long long M, long long N) {
+  constexpr long long TM = 16LL, TN = 16LL, PER = 256LL, G = 8LL;
+  const long long problem = t / PER, j = t - problem * PER;
+  const long long group = j / (G * TN), place = j - group * G * TN;
+  const long long rows = TM - group * G < G ? TM - group * G : G;
+  const long long m0 = (group * G + place % rows) * 32, n0 = (place / rows) * 32;
+  constexpr int edge[4] = { 0, 0, 0, 0 };
+  const int kind = (M - m0 <= 16 ? 1 : 0) + (N - n0 <= 16 ? 2 : 0);
+  return make_int4((int)problem, (int)m0, (int)n0, edge[kind]);
+}
+
 extern "C" __global__ void __launch_bounds__(128, 4) __cluster_dims__(2, 1, 1) gemmc_pair_dW_simt_f32_crr(
     const gemmc_problem* __restrict__ problems, const int* __restrict__ block_offsets,
     const int4* __restrict__ tiles, const float* const* __restrict__ A, const float* const* __restrict__ B,
@@ -374,21 +385,25 @@ extern "C" __global__ void __launch_bounds__(128, 4) __cluster_dims__(2, 1, 1) g
   const float beta_ = 0.0f;
   (void)alpha; (void)beta;
   const int tid = threadIdx.x;
-  // k split over the 2 blocks of a cluster: one tile per cluster, never batched (no offsets).
-  const int first = (int)blockIdx.x / 2, last = first + 1, rank = gemmc_cluster_rank();
-  (void)block_offsets;
-  for (int t = first; t < last; ++t) {
-    if (t != first) __syncthreads();  // the previous tile's last reads of shared memory are done
-    const int4 tile = tiles[t];
-    const gemmc_problem p = problems[tile.x];
-    switch (tile.w) {
-      case 0:  // 32x32x32, 128 threads, micro-tile 4x8, k in 4 slices
-        if (tid < 128)
-          gemmc_simt_tile<float, 32, 32, 32, 4, 8, 128, 4, 2, 2, false, false, true, 17408>(
-              p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid, rank);
-        break;
-      default:
-        break;
+  (void)block_offsets; (void)tiles;  // a uniform launch: its tiles are computed (gemmc_raster_tile)
+  const int rank = gemmc_cluster_rank();
+  bool gemmc_later = false;
+  for (long long u = blockIdx.x / 2; u < 256LL; u += gridDim.x / 2) {
+    const long long first = u, last = u + 1;
+    for (long long t = first; t < last; ++t) {
+      if (gemmc_later) __syncthreads();  // the previous tile's last reads of shared memory are done
+      gemmc_later = true;
+      const gemmc_problem p = problems[0];  // every problem has the first's sizes and leading dimensions
+      const int4 tile = gemmc_raster_tile(t, p.m, p.n);
+      switch (tile.w) {
+        case 0:  // 32x32x32, 128 threads, micro-tile 4x8, k in 4 slices
+          if (tid < 128)
+            gemmc_simt_tile<float, 32, 32, 32, 4, 8, 128, 4, 2, 2, false, false, true, 17408>(
+                p, tile.y, tile.z, A[tile.x], B[tile.x], C[tile.x], alpha_, beta_, smem, tid, rank);
+          break;
+        default:
+          break;
+      }
     }
   }
 }

@@ -495,6 +495,16 @@ __device__ __forceinline__ void gemmc_wg_tile(const gemmc_problem& p, long long 
       }
 }
 
+__device__ __forceinline__ int4 gemmc_raster_tile(long long t, long long M, long long N) {
+  constexpr long long TM = 32LL, TN = 64LL, PER = 2048LL, G = 8LL;
+  const long long problem = t / PER, j = t - problem * PER;
+  const long long group = j / (G * TN), place = j - group * G * TN;
+  const long long rows = TM - group * G < G ? TM - group * G : G;
+  const long long m0 = (group * G + place % rows) * 256, n0 = (place / rows) * 128;
+  (void)M; (void)N;
+  return make_int4((int)problem, (int)m0, (int)n0, 0);
+}
+
 // The main kernel: the standard signature plus the scratch the pre-pass filled (A and B are not read here).
 extern "C" __global__ void __launch_bounds__(256, 1) gemmc_split8192_tensorcore_f32_rrr(
     const gemmc_problem* __restrict__ problems, const int* __restrict__ block_offsets,
@@ -510,14 +520,18 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemmc_split8192_tensorcore_
   (void)alpha; (void)beta;
   (void)A; (void)B;
   const int tid = threadIdx.x;
-  const int first = block_offsets ? block_offsets[blockIdx.x] : (int)blockIdx.x;
-  const int last = block_offsets ? block_offsets[blockIdx.x + 1] : first + 1;
-  for (int t = first; t < last; ++t) {
-    if (t != first) __syncthreads();  // the previous tile's last reads of shared memory are done
-    const int4 tile = tiles[t];
-    const gemmc_problem p = problems[tile.x];
-    const gemmc_tc_scratch s(p, scratch + reinterpret_cast<const long long*>(scratch)[tile.x]);
-    gemmc_wg_tile<256, 128, 32, 128, 256, 2, 3, 4, true, false, true, true>(
-        p, tile.y, tile.z, s, C[tile.x], alpha_, beta_, reinterpret_cast<gemmc_elem*>(gemmc_smem_raw), tid);
+  (void)block_offsets; (void)tiles;  // a uniform launch: its tiles are computed (gemmc_raster_tile)
+  bool gemmc_later = false;
+  for (long long u = blockIdx.x; u < 2048LL; u += gridDim.x) {
+    const long long first = u, last = u + 1;
+    for (long long t = first; t < last; ++t) {
+      if (gemmc_later) __syncthreads();  // the previous tile's last reads of shared memory are done
+      gemmc_later = true;
+      const gemmc_problem p = problems[0];  // every problem has the first's sizes and leading dimensions
+      const int4 tile = gemmc_raster_tile(t, p.m, p.n);
+      const gemmc_tc_scratch s(p, scratch + reinterpret_cast<const long long*>(scratch)[tile.x]);
+      gemmc_wg_tile<256, 128, 32, 128, 256, 2, 3, 4, true, false, true, true>(
+          p, tile.y, tile.z, s, C[tile.x], alpha_, beta_, reinterpret_cast<gemmc_elem*>(gemmc_smem_raw), tid);
+    }
   }
 }
