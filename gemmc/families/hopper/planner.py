@@ -95,7 +95,8 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
     # and C stored from the accumulators (its shared memory holds B's parts; the TMA-store epilogue is not measured
     # with them)
     cluster = 1 if parts else choose_cluster(p.m, p.n, bn, hw)
-    tma_store = kernel.layout_c is Layout.ROW and not parts  # TMA's boxes are rows of C; a column-major C is stored directly
+    # TMA's boxes are rows of C; a column-major C is stored directly
+    tma_store = kernel.layout_c is Layout.ROW and not parts
     c_bytes = kernel.c_dtype.nbytes
     stages = stages_for(bn, hw, tma_store, c_bytes, parts)
     if any(key == "pipeline" for key, _ in kernel.stmt_spans):  # `pipeline stages N`: the schedule's depth
