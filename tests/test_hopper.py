@@ -160,12 +160,47 @@ def test_f32_tensor_core_precisions_stay_in_the_tensorcore_family():
     assert kernel("kernel k { dtype bf16 gemm 64 x 64 x 64 }").ir.family == "hopper"
 
 
+@pytest.mark.parametrize(("text", "family", "why"), [
+    ("precision tf32 gemm 8192 x 8192 x 8192", "hopper", None),
+    ("precision split tf32 x3 layout A col, B col, C col gemm 100 x 4 x 36", "hopper", None),
+    ("precision split tf32 x3 gemm 64 x 64 x 63", "tensorcore", "the lines of A (63 f32 per line) are not 16-byte"),
+    ("precision split tf32 x3 layout B col gemm 64 x 64 x 62", "tensorcore", "the lines of A (62 f32 per line) and "
+     "B (62 f32 per line)"),
+    ("precision tf32 layout A col gemm 65 x 64 x 64", "tensorcore", "the lines of A (65 f32 per line)"),
+    ("precision tf32 algorithm tensorcore gemm 64 x 64 x 64", "tensorcore", "algorithm tensorcore in the schedule"),
+    ("precision tf32 tile 128x128x32 gemm 64 x 64 x 64", "tensorcore", "the schedule's tile or threads"),
+    ("precision tf32 gemm 64 x 64 x 64 count 3", "tensorcore", "a batch"),
+    ("precision split f16 x3 gemm 64 x 64 x 64", "tensorcore", "the Hopper loop takes tf32 and split tf32 x3 so far"),
+])
+def test_f32_tf32_precisions_take_the_hopper_loop_where_tma_reads_them(text, family, why):
+    k = kernel(f"kernel k {{ dtype f32 {text} }}")
+    assert k.ir.family == family
+    notes = [n for n in k.ir.notes if n.startswith("not the Hopper TMA loop")]
+    assert (notes == []) if why is None else (why in notes[0])
+    assert not [n for n in kernel(f"kernel k {{ dtype f32 {text} }}", "sm_80").ir.notes if "Hopper" in n]
+
+
+@pytest.mark.parametrize(("mode", "bn", "stages", "parts"), [
+    ("split tf32 x3", 128, 5, 2), ("tf32", 128, 6, 1)])
+def test_f32_plan(mode, bn, stages, parts):
+    plan = kernel(f"kernel k {{ dtype f32 precision {mode} gemm 8192 x 8192 x 8192 }}").ir.plan
+    assert isinstance(plan, HopperPlan)
+    assert (plan.bn, plan.bk, plan.stages, plan.parts, plan.elem, plan.cluster) == (bn, 32, stages, parts, 4, 1)
+    assert plan.work_bytes == 2 * parts * bn * 32 * 4 and plan.smem_bytes <= 232448  # B's parts, 2 buffers
+    assert plan.a_box == (32, 128) and plan.b_box == (32, 32)  # K-major A; N-major B in boxes of 32 columns
+    small = kernel(f"kernel k {{ dtype f32 precision {mode} gemm 256 x 256 x 256 }}").ir.plan
+    assert small.bn == 64  # 2 x 4 tiles of N 64 cost less than 2 x 2 of N 128 on 132 SMs
+
+
 VARIANTS = [
     "dtype bf16 gemm 8192 x 8192 x 8192",
     "dtype f16 layout A col, B col, C col alpha runtime beta runtime gemm 1000 x 1001 x 999",
     "dtype A bf16, B bf16, C f32 layout B col beta 0.5 gemm 100 x 64 x 17",
     "dtype A f16, B f16, C f32 layout A col gemm 2055 x 2039 x 1027",
     "dtype bf16 tile 128x192x64 layout C col gemm 4096 x 4096 x 4096",
+    "dtype f32 precision split tf32 x3 gemm 8192 x 8192 x 8192",
+    "dtype f32 precision tf32 layout A col, B col, C col beta runtime gemm 100 x 64 x 20",
+    "dtype f32 precision split tf32 x3 layout A col gemm 1000 x 1004 x 996",
 ]
 
 

@@ -37,8 +37,9 @@ RANK = {name: rank for rank, (name, _) in enumerate(LAYERS)}
 ORDER = " -> ".join(name for name, _ in LAYERS)
 FAMILIES = "gemmc.families"
 # A family that builds on another, one way, named here so that no other crossing slips in: the dynamic family's kernel
-# includes the SIMT template's tile function, so its ladder is the SIMT catalogue and its plan a SimtPlan.
-BUILDS_ON = {"gemmc.families.dynamic": "gemmc.families.simt"}
+# includes the SIMT template's tile function, so its ladder is the SIMT catalogue and its plan a SimtPlan; the hopper
+# family takes the f32 tensor-core precisions that the tensorcore family's rule (tensorcore/hopper_loop.py) hands it.
+BUILDS_ON = {"gemmc.families.dynamic": "gemmc.families.simt", "gemmc.families.hopper": "gemmc.families.tensorcore"}
 REGISTRY = "gemmc.families.registry"
 
 

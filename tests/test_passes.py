@@ -236,8 +236,8 @@ def test_a_draft_carries_the_decisions_between_the_steps(text, decided):
 
 def test_each_step_decides_its_part():
     # Paper 001's split before the tile; TSM2R's ring before its cluster; SIMT's batching last.
-    tc = [run_pipeline(front_end("kernel k { precision tf32 gemm 512 x 512 x 512 }"), stop_after=step).kernels[0]
-          for step in ("split_precision", "choose_tiles", "choose_staging")]
+    tc = [run_pipeline(front_end("kernel k { precision tf32 algorithm tensorcore gemm 512 x 512 x 512 }"),
+                       stop_after=step).kernels[0] for step in ("split_precision", "choose_tiles", "choose_staging")]
     assert (tc[0].draft.split.compute, tc[0].draft.variant, tc[1].draft.stages) == ("tf32", None, 0)
     assert tc[1].draft.variant is not None and tc[2].draft.stages == 4
     r = [run_pipeline(front_end("kernel k { gemm 16384 x 8 x 16384 layout A col algorithm tsm2r }"),

@@ -43,8 +43,9 @@ def test_inspect_shows_candidates_and_the_emulation_verdict():
     assert six.plan.variant.wn == 32  # three parts' fragments do not fit 255 registers beside 64x64 accumulators
     one, _ = planned(schedule("f16", gemm="8192 x 8192 x 8192"))
     assert one.plan.wg_n == 128 and one.plan.variant.bk == 64 and one.plan.b_planes == 1  # 256x128: two m64 each
-    tf32, _ = planned(schedule("split tf32 x3", gemm="8192 x 8192 x 8192"))
-    assert not tf32.plan.wgmma  # tf32 (k8, K-major operands only) stays on mma.sync
+    tf32, _ = planned(schedule("split tf32 x3", gemm="8192 x 8191 x 8192"))  # B's lines: 32764 bytes
+    assert not tf32.plan.wgmma  # tf32 off the Hopper TMA loop stays on mma.sync
+    assert "not the Hopper TMA loop: the lines of B (8191 f32 per line) are not 16-byte multiples" in tf32.notes[-1]
     assert any(n.startswith("emulation pays") for n in k.notes)
     small, _ = planned(schedule("split f16 x3", gemm="16 x 16 x 8"))
     assert any("does not pay" in n for n in small.notes)
@@ -153,7 +154,7 @@ def test_wgmma_needs_sm90a(mode, tmp_path):
 @pytest.mark.parametrize(("mode", "arch", "device_arch", "flag"), [
     ("split f16 x3", "sm_90", "sm_90a", "-gencode=arch=compute_90a,code=sm_90a"),  # wgmma
     ("f16", "sm_90", "sm_90a", "-gencode=arch=compute_90a,code=sm_90a"),
-    ("split tf32 x3", "sm_90", "sm_90", "-arch=sm_90"),  # tf32 stays on mma.sync
+    ("split tf32 x3", "sm_90", "sm_90", "-arch=sm_90"),  # tf32 off the Hopper TMA loop (K 517) stays on mma.sync
     ("split f16 x3", "sm_80", "sm_80", "-arch=sm_80"),
 ])
 def test_device_arch_and_build_flags(mode, arch, device_arch, flag):

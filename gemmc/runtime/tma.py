@@ -3,8 +3,8 @@
 The tensor maps are 128-byte descriptors the host encodes with the driver's cuTensorMapEncodeTiled (through ctypes:
 libcuda is loaded by any CUDA process) and the kernel takes by value as `__grid_constant__` parameters. They name
 the arrays' addresses, so they are encoded once per set of arrays and kept (a training loop reuses a few buffers).
-TMA reads lines whose distance is a multiple of 16 bytes from a 16-byte aligned base; an operand that is not
-(K * 2 bytes not a multiple of 16, or a view at an odd offset) is first copied into scratch memory with padded lines.
+TMA reads lines whose distance is a multiple of 16 bytes from a 16-byte aligned base; an operand that is not (lines
+not a multiple of 16 bytes, or a view at an odd offset) is first copied into scratch memory with padded lines.
 A plan with `tma_store` also takes a map of row-major C, whose epilogue TMA stores; a C that TMA cannot describe gets
 a zeroed map and the flag that has the kernel store from its accumulators instead.
 """
@@ -95,18 +95,19 @@ def encode(dtype: DType, ptr: int, inner: int, outer: int, pitch: int, box: tupl
     return out
 
 
-def _staged(kernel: Executable, name: str, ptr: int, inner: int, outer: int, padded: int, stream: Any) -> int:
+def _staged(kernel: Executable, name: str, ptr: int, inner: int, outer: int, padded: int, elem: int,
+            stream: Any) -> int:
     """A copy of the operand with lines of `padded` elements (16-byte multiples) in scratch kept per kernel and
     stream: the copy is enqueued on `stream` before the kernel that reads it, and a call of the same kernel on
     another stream at once (copies of one GEMM in a concurrent group) stages into scratch of its own."""
     cp = cupy()
     scratch = kernel.staging
-    size = padded * outer * 2
+    size = padded * outer * elem
     key = (name, int(stream.ptr))
     buf = scratch.get(key)
     if buf is None or buf.nbytes < size:
         buf = scratch[key] = cp.empty(size, dtype=cp.uint8)
-    cp.cuda.runtime.memcpy2DAsync(buf.data.ptr, padded * 2, ptr, inner * 2, inner * 2, outer,
+    cp.cuda.runtime.memcpy2DAsync(buf.data.ptr, padded * elem, ptr, inner * elem, inner * elem, outer,
                                   cp.cuda.runtime.memcpyDeviceToDevice, stream.ptr)
     return int(buf.data.ptr)
 
@@ -130,11 +131,12 @@ def enqueue_tma(kernel: Executable, a: int, b: int, c: int, alpha: Any, beta: An
     ir = kernel.ir
     plan = cast(TmaPlan, ir.plan)
     p = ir.problems[0]
+    elem = ir.dtype.nbytes
     args: list[Any] = []
     for name, ptr, op in zip("AB", (a, b), plan.tensors(p.m, p.n, p.k), strict=True):
-        pitch = op.inner * 2
+        pitch = op.inner * elem
         if pitch % ALIGN or ptr % ALIGN:
-            ptr, pitch = _staged(kernel, name, ptr, op.inner, op.outer, op.padded, stream), op.padded * 2
+            ptr, pitch = _staged(kernel, name, ptr, op.inner, op.outer, op.padded, elem, stream), op.padded * elem
         args.append(_kept(kernel, (name, ptr, pitch), ir.dtype, op.inner, op.outer, op.box))
     ldc = p.n if ir.layout_c is Layout.ROW else p.m
     c_pitch = ldc * plan.c_bytes

@@ -1,7 +1,9 @@
-"""The hopper family: bf16/f16 storage on sm_90's TMA + wgmma main loop (sm_90a), the way CUTLASS's and DeepGEMM's
-warp-specialized persistent kernels are built: a producer warp streams A and B tiles through a ring of shared-memory
-stages with the tensor memory accelerator, two consumer warpgroups multiply them with wgmma, mbarriers pass the
-stages between them, and the blocks stay resident and walk the output tiles in L2-friendly bands."""
+"""The hopper family: bf16/f16 storage, and f32 storage with tf32 products (`precision tf32`, `split tf32 x3`, which
+the tensorcore family hands over where TMA can read the operands), on sm_90's TMA + wgmma main loop (sm_90a), the way
+CUTLASS's and DeepGEMM's warp-specialized persistent kernels are built: a producer warp streams A and B tiles through
+a ring of shared-memory stages with the tensor memory accelerator, two consumer warpgroups multiply them with wgmma,
+mbarriers pass the stages between them, and the blocks stay resident and walk the output tiles in L2-friendly
+bands."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from gemmc.errors import Diagnostic, InternalError
 from gemmc.families.base import Claim, PlannerFamily
 from gemmc.families.hopper import codegen, planner, steps
 from gemmc.families.hopper.plan import HopperPlan
+from gemmc.families.tensorcore import hopper_loop
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel
 from gemmc.ir.types import DType
@@ -31,6 +34,9 @@ class Hopper(PlannerFamily):
     def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
         if runs_here(kernel, hw):
             return Claim.SHAPE, f"dtype {kernel.dtypes}, one GEMM on cuda {TARGET}: the TMA + wgmma loop"
+        if hopper_loop.blocker(kernel, hw) is None:
+            return Claim.REQUIRED, (f"precision {kernel.precision} of f32 data on the TMA + wgmma loop (TMA reads "
+                                    "the f32 tiles; the tf32 parts are formed in shared memory)")
         return None
 
     def check(self, kernel: Kernel, hw: Hardware) -> list[Diagnostic]:

@@ -30,7 +30,8 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "a_kmajor": cbool(plan.a_kmajor), "b_kmajor": cbool(plan.b_kmajor), "compute": plan.compute,
         "c_type": kernel.c_dtype.value, "c_row": cbool(kernel.layout_c is Layout.ROW),
         "beta_zero": cbool(kernel.beta == 0.0), "alpha_one": cbool(kernel.alpha == 1.0),
-        "acc_regs": plan.bn // 2, "sm_cap": plan.sm_cap,
+        "acc_regs": plan.bn // 2, "sm_cap": plan.sm_cap, "elem": plan.elem, "boxw": plan.box_width, "parts": plan.parts,
+        "work_bytes": plan.work_bytes,
         "tma_store": plan.tma_store, "c_sub_cols": plan.c_sub_cols, "c_buffers": C_BUFFERS, "c_box": plan.c_box,
         "c_bytes": plan.c_bytes, "tmap_dtype_c": TMAP_DTYPE[kernel.c_dtype],
         # the standalone launcher's tensor maps (the Python runtime encodes the same in runtime/tma.py)

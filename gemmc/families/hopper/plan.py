@@ -10,8 +10,9 @@ from gemmc.ir.nodes import FamilyPlan
 from gemmc.model.tlp import ceil_div
 
 BM = 128  # two consumer warpgroups of 64 rows: wgmma's M is 64 per warpgroup
-BK = 64  # 64 16-bit elements = 128 bytes: one row of the 128-byte swizzle, TMA's widest swizzled box row
-SWIZZLE_BYTES = 128
+SWIZZLE_BYTES = 128  # one row of the 128-byte swizzle, TMA's widest swizzled box row
+BK = SWIZZLE_BYTES // 2  # 64 16-bit elements per k-row
+BK_F32 = SWIZZLE_BYTES // 4  # 32 f32 elements per k-row (tf32 wgmma: k8 steps)
 ALIGN_SLACK = 1024  # dynamic shared memory is rounded up to a 1024-byte boundary (the 128-byte swizzle's atom)
 WARPGROUP = 128
 C_SUB_ROWS = 64  # a consumer warpgroup's rows: its C sub-tiles are 64 rows of 128 bytes (one swizzled TMA box)
@@ -27,11 +28,13 @@ class HopperPlan(FamilyPlan):
     a_kmajor: bool  # A row-major: K contiguous (wgmma's K-major A); else M contiguous (transposed)
     b_kmajor: bool  # B col-major: K contiguous; else N contiguous (wgmma reads B transposed)
     staged: tuple[str, ...]  # operands whose lines are not 16-byte multiples: copied to aligned scratch first
-    compute: str  # the products' type: "bf16" or "f16"
+    compute: str  # the products' type: "bf16", "f16" or "tf32" (f32 storage)
     tma_store: bool = False  # C row-major: the epilogue stages C through shared memory and TMA stores it
     c_bytes: int = 2  # bytes of C's element (2: bf16/f16, 4: f32)
     bm: int = BM
     bk: int = BK
+    elem: int = 2  # bytes of a storage element (2: bf16/f16; 4: f32 read by TMA as it is)
+    parts: int = 0  # f32 storage: tf32 parts the consumers form in shared memory (1: hi; 2: hi and lo, 3 products)
     consumers: int = 2
     producer_regs: int = 40  # setmaxnreg: the producer warpgroup gives registers back ...
     consumer_regs: int = 232  # ... so that both consumer warpgroups hold 128 accumulators and addresses
@@ -44,11 +47,23 @@ class HopperPlan(FamilyPlan):
 
     @property
     def a_bytes(self) -> int:
-        return self.bm * self.bk * 2
+        return self.bm * self.bk * self.elem
 
     @property
     def b_bytes(self) -> int:
-        return self.bn * self.bk * 2
+        return self.bn * self.bk * self.elem
+
+    @property
+    def box_width(self) -> int:
+        """Elements of an MN-major operand per 128-byte swizzled row: the width of one TMA box and wgmma block."""
+        return SWIZZLE_BYTES // self.elem
+
+    @property
+    def work_bytes(self) -> int:
+        """f32 storage: two buffers (one filled while wgmma reads the other) of the tf32 parts of a stage's B tile,
+        K-major with the 128-byte swizzle (tf32 wgmma reads B only K-major; A's parts are registers). 0 for half
+        storage."""
+        return 2 * self.parts * self.bn * self.bk * 4
 
     @property
     def stage_bytes(self) -> int:
@@ -79,7 +94,8 @@ class HopperPlan(FamilyPlan):
 
     @property
     def smem_bytes(self) -> int:
-        return self.stages * self.stage_bytes + self.epilogue_bytes + self.barrier_bytes + ALIGN_SLACK
+        return (self.stages * self.stage_bytes + self.work_bytes + self.epilogue_bytes + self.barrier_bytes
+                + ALIGN_SLACK)
 
     @property
     def regs_estimate(self) -> int:
@@ -96,7 +112,7 @@ class HopperPlan(FamilyPlan):
     @property
     def a_box(self) -> tuple[int, int]:
         """TMA box of A (innermost first): a 64 x 128 K-major block, or 64-row halves of an M-major one."""
-        return (self.bk, self.bm) if self.a_kmajor else (SWIZZLE_BYTES // 2, self.bk)
+        return (self.bk, self.bm) if self.a_kmajor else (self.box_width, self.bk)
 
     @property
     def b_box(self) -> tuple[int, int]:
@@ -104,7 +120,7 @@ class HopperPlan(FamilyPlan):
         splits along N, N-major B (64-column boxes) along K."""
         if self.b_kmajor:
             return (self.bk, self.bn // self.cluster)
-        return (SWIZZLE_BYTES // 2, self.bk // self.cluster)
+        return (self.box_width, self.bk // self.cluster)
 
     def tensors(self, m: int, n: int, k: int) -> tuple[Operand, Operand]:
         """How TMA sees A and B of an m x n x k problem (runtime/tma.py and the standalone launcher encode these)."""
@@ -129,14 +145,22 @@ class HopperPlan(FamilyPlan):
             if self.staged else ""
         lay = f"A {'K' if self.a_kmajor else 'M'}-major, B {'K' if self.b_kmajor else 'N'}-major"
         share = "B multicast to clusters of 2" if self.cluster > 1 else "no cluster"
+        data = "f32 storage" if self.parts else self.compute
         store = (f"C through {C_BUFFERS} shared-memory sub-tiles of {C_SUB_ROWS}x{self.c_sub_cols} per warpgroup "
                  "and TMA stores" if self.tma_store else "C stored from the accumulators")
         cap = f"; grid capped to {self.sm_cap} SMs" if self.sm_cap else ""
-        return (f"hopper: tile {self.bm}x{self.bn}x{self.bk} {self.compute}, {self.stages} stages of "
-                f"{self.stage_bytes // 1024} KiB (TMA, 128-byte swizzle, mbarriers), {lay}, {share}{staged}",
-                f"1 producer warp (setmaxnreg {self.producer_regs}) + {self.consumers} consumer warpgroups of "
-                f"64x{self.bn} (wgmma m64n{self.bn}k16, setmaxnreg {self.consumer_regs}); persistent, bands of "
-                f"{self.band * self.cluster} m-tiles{cap}; {store}")
+        out = (f"hopper: tile {self.bm}x{self.bn}x{self.bk} {data}, {self.stages} stages of "
+               f"{self.stage_bytes // 1024} KiB (TMA, 128-byte swizzle, mbarriers), {lay}, {share}{staged}",
+               f"1 producer warp (setmaxnreg {self.producer_regs}) + {self.consumers} consumer warpgroups of "
+               f"64x{self.bn} (wgmma m64n{self.bn}k{16 if self.elem == 2 else 8}, setmaxnreg {self.consumer_regs}); "
+               f"persistent, bands of {self.band * self.cluster} m-tiles{cap}; {store}")
+        if not self.parts:
+            return out
+        how = ("hi = rna(a), lo = rna(a - hi); per stage lo*hi + hi*lo + hi*hi summed on the tensor core from zero, "
+               "added to an f32 total (round to nearest)" if self.parts == 2 else
+               "rna(a), accumulated on the tensor core")
+        return (*out, f"tf32 parts formed from the f32 stage by the consumers: A's in registers (wgmma's A "
+                      f"fragment), B's in 2 K-major buffers of {self.work_bytes // 2 // 1024} KiB: {how}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,15 +171,18 @@ class Operand:
     inner: int
     outer: int
     box: tuple[int, int]
+    elem: int = 2  # bytes per element
 
     @property
     def padded(self) -> int:
-        """The line length of a staged copy: `inner` rounded up to 16 bytes of 2-byte elements."""
-        return ceil_div(self.inner, 8) * 8
+        """The line length of a staged copy: `inner` rounded up to a 16-byte multiple."""
+        per = 16 // self.elem
+        return ceil_div(self.inner, per) * per
 
 
 def operands(plan: HopperPlan, m: int, n: int, k: int) -> tuple[Operand, Operand]:
     """A (K-major: m lines of k; M-major: k lines of m) and B (K-major: n lines of k; N-major: k lines of n)."""
-    a = Operand(k, m, plan.a_box) if plan.a_kmajor else Operand(m, k, plan.a_box)
-    b = Operand(k, n, plan.b_box) if plan.b_kmajor else Operand(n, k, plan.b_box)
+    e = plan.elem
+    a = Operand(k, m, plan.a_box, e) if plan.a_kmajor else Operand(m, k, plan.a_box, e)
+    b = Operand(k, n, plan.b_box, e) if plan.b_kmajor else Operand(n, k, plan.b_box, e)
     return a, b

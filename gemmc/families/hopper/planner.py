@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from gemmc.errors import Diagnostic, GemmcError
 from gemmc.families.hopper import calibration as cal
-from gemmc.families.hopper.plan import ALIGN_SLACK, BK, BM, HopperPlan
+from gemmc.families.hopper.plan import BK, BK_F32, BM, HopperPlan
+from gemmc.families.tensorcore.split import split_plan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, TileTable, WorkList
 from gemmc.ir.types import Layout
@@ -18,6 +19,9 @@ from gemmc.model.tlp import ceil_div
 from gemmc.model.worklist import problem_rows
 
 TILE_N = (256, 192, 128, 64)  # wgmma N: multiples of 64 (N-major B arrives in 64-column TMA boxes)
+# f32 storage: a consumer thread holds the f32 total and one stage's sum of the split's products (2 x N / 2 registers:
+# 128 of the 168 a thread of a 384-thread block gets at N = 128) beside A's parts, so N stays at 128 or below.
+TILE_N_F32 = (128, 64)
 TILE_OVERHEAD = 32  # per tile, in columns of work (see the module docstring)
 MAX_STAGES = 8  # deeper buys nothing: 8 stages of 64 cover the TMA latency several times over
 BAND_TILES = 16  # raster band height in m-tiles: 16 x 8 tiles of 128 x 256 is about one H100 wave, near square
@@ -38,22 +42,36 @@ def staged_operands(kernel: Kernel) -> tuple[str, ...]:
     return tuple(op for op, ld in lines.items() if (ld * kernel.dtype.nbytes) % TMA_ALIGN)
 
 
-def choose_tile_n(m: int, n: int, hw: Hardware, cluster: int) -> int:
+def choose_tile_n(m: int, n: int, hw: Hardware, cluster: int, sizes: tuple[int, ...] = TILE_N) -> int:
     """The BN of the fewest column-equivalents per SM (module docstring)."""
     def cost(bn: int) -> tuple[int, int]:
         tiles = ceil_div(m, BM) * ceil_div(n, bn)
         waves = ceil_div(tiles, hw.sm_count // cluster * cluster)
         return waves * (bn + TILE_OVERHEAD), -bn
-    return min(TILE_N, key=cost)
+    return min(sizes, key=cost)
 
 
-def stages_for(bn: int, hw: Hardware, tma_store: bool = False, c_bytes: int = 2) -> int:
-    """As many stages as the block's shared memory holds beside the epilogue's C buffers (HopperPlan.smem_bytes),
-    at most MAX_STAGES."""
-    one = HopperPlan(bn=bn, stages=1, cluster=1, band=1, a_kmajor=True, b_kmajor=True, staged=(), compute="bf16",
-                     tma_store=tma_store, c_bytes=c_bytes)
+def f32_parts(kernel: Kernel) -> int:
+    """f32 storage: the tf32 parts of each value (1: one pass, 2: split tf32 x3); 0 for half storage."""
+    if kernel.dtype.half or kernel.precision is None:
+        return 0
+    return split_plan(kernel.precision).parts
+
+
+def stages_for(bn: int, hw: Hardware, tma_store: bool = False, c_bytes: int = 2, parts: int = 0) -> int:
+    """As many stages as the block's shared memory holds beside the epilogue's C buffers and f32 storage's buffers of
+    B's parts (HopperPlan.smem_bytes), at most MAX_STAGES."""
+    fields = {"compute": "bf16", **f32_fields(parts)}
+    one = HopperPlan(bn=bn, stages=1, cluster=1, band=1, a_kmajor=True, b_kmajor=True, staged=(), tma_store=tma_store,
+                     c_bytes=c_bytes, **fields)
+    fixed = one.smem_bytes - one.stage_bytes - one.barrier_bytes
     per_stage = one.stage_bytes + one.barrier_bytes
-    return min(MAX_STAGES, (hw.smem_per_block - ALIGN_SLACK - one.epilogue_bytes) // per_stage)
+    return min(MAX_STAGES, (hw.smem_per_block - fixed) // per_stage)
+
+
+def f32_fields(parts: int) -> dict:
+    """The HopperPlan fields of f32 storage with `parts` tf32 parts (none for half storage)."""
+    return {"bk": BK_F32, "elem": 4, "parts": parts, "compute": "tf32"} if parts else {}
 
 
 def choose_cluster(m: int, n: int, bn: int, hw: Hardware) -> int:
@@ -64,7 +82,8 @@ def choose_cluster(m: int, n: int, bn: int, hw: Hardware) -> int:
 
 def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
     p = kernel.problems[0]
-    bn = choose_tile_n(p.m, p.n, hw, 1)
+    parts = f32_parts(kernel)
+    bn = choose_tile_n(p.m, p.n, hw, 1, TILE_N_F32 if parts else TILE_N)
     if kernel.tile is not None:
         t = kernel.tile
         if (t.m, t.k) != (BM, BK) or t.n not in TILE_N:
@@ -72,28 +91,35 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
                                         f"{', '.join(map(str, TILE_N))}; not {t}", kernel.where("tile"),
                                         "write `tile auto`, or e.g. `tile 128x256x64`"))
         bn = t.n
-    cluster = choose_cluster(p.m, p.n, bn, hw)
-    tma_store = kernel.layout_c is Layout.ROW  # TMA's boxes are rows of C; a column-major C is stored directly
+    # f32 storage: no cluster (the consumers' forming of the parts has not been measured with the multicast pair),
+    # and C stored from the accumulators (its shared memory holds B's parts; the TMA-store epilogue is not measured
+    # with them)
+    cluster = 1 if parts else choose_cluster(p.m, p.n, bn, hw)
+    # TMA's boxes are rows of C; a column-major C is stored directly
+    tma_store = kernel.layout_c is Layout.ROW and not parts
     c_bytes = kernel.c_dtype.nbytes
-    stages = stages_for(bn, hw, tma_store, c_bytes)
+    stages = stages_for(bn, hw, tma_store, c_bytes, parts)
     if any(key == "pipeline" for key, _ in kernel.stmt_spans):  # `pipeline stages N`: the schedule's depth
         stages = kernel.stages
     if stages < 2:
         raise GemmcError(Diagnostic("E201", f"the TMA pipeline needs at least 2 stages, not {stages}",
                                     kernel.where("pipeline")))
     a_kmajor, b_kmajor = _operands_kmajor(kernel)
+    fields = {"compute": kernel.dtype.value, **f32_fields(parts)}
     return HopperPlan(bn=bn, stages=stages, cluster=cluster, band=max(1, BAND_TILES // cluster), a_kmajor=a_kmajor,
-                      b_kmajor=b_kmajor, staged=staged_operands(kernel), compute=kernel.dtype.value,
-                      tma_store=tma_store, c_bytes=c_bytes)
+                      b_kmajor=b_kmajor, staged=staged_operands(kernel), tma_store=tma_store, c_bytes=c_bytes,
+                      **fields)
 
 
 def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
     p = kernel.problems[0]
     tiles = ceil_div(p.m, plan.bm) * ceil_div(p.n, plan.bn)
     out = [f"hopper: tile N {plan.bn}: {tiles} tiles, {tiles / hw.sm_count:.2f} waves over {hw.sm_count} SMs "
-           f"(a tile costs N + {TILE_OVERHEAD} columns; N in {', '.join(map(str, TILE_N))})",
+           f"(a tile costs N + {TILE_OVERHEAD} columns; N in "
+           f"{', '.join(map(str, TILE_N_F32 if plan.parts else TILE_N))})",
            f"hopper: {plan.stages} stages of {plan.stage_bytes} B"
            + (f" and {plan.epilogue_bytes} B of C sub-tiles" if plan.tma_store else "")
+           + (f" and {plan.work_bytes} B of B's tf32 parts" if plan.parts else "")
            + f" fit {hw.smem_per_block} B of shared memory",
            "hopper: edges by TMA bounds (zero fill past M, N, K)"]
     if plan.tma_store:
@@ -102,10 +128,19 @@ def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
                    f"{plan.epilogue_bytes // 1024} KiB in all, and one thread TMA-stores them (clipped at M and N) "
                    "while the warpgroup returns to the next tile's wgmma; a C whose lines or base are not "
                    "16-byte aligned is stored from the accumulators with predicated stores")
+    elif plan.parts:
+        out.append("hopper: f32 storage: C written from the accumulators with predicated stores (its shared memory "
+                   "holds B's parts)")
     else:
         out.append("hopper: column-major C (TMA stores whole rows of C): written from the accumulators with "
                    "predicated stores (any ldc, any alignment)")
-    if plan.cluster > 1:
+    if plan.parts:
+        out.append("hopper: f32 storage: TMA loads the f32 tiles once; the consumers round the tf32 parts to nearest "
+                   "(A's into wgmma's register fragment, B's into K-major buffers), because tf32 wgmma reads B only "
+                   "K-major and would otherwise use the f32 bits as they are (the 13 low mantissa bits ignored: "
+                   "truncation, not rounding)")
+        out.append("hopper: f32 storage: no cluster (the multicast pair is built and measured for half storage)")
+    elif plan.cluster > 1:
         out.append(f"hopper: {tiles} tiles >= {CLUSTER_MIN_WAVES} waves: clusters of 2 blocks on m-tiles 2p, 2p+1 "
                    "load half of B each and multicast it (a third less L2 traffic per tile pair)")
     else:
@@ -113,7 +148,7 @@ def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
                    "multicast pair's lockstep costs more than the L2 traffic it saves")
     for op in plan.staged:
         out.append(f"hopper: {op}'s lines are not 16-byte multiples, which TMA cannot describe: each call copies "
-                   f"{op} to scratch with lines padded to 8 elements (one extra pass over {op})")
+                   f"{op} to scratch with lines padded to {16 // plan.elem} elements (one extra pass over {op})")
     return tuple(out)
 
 

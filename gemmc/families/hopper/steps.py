@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from gemmc.families.hopper import planner
-from gemmc.families.hopper.plan import BK, BM, HopperPlan
+from gemmc.families.hopper.plan import BK, BK_F32, BM, HopperPlan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 from gemmc.ir.types import Layout
@@ -25,13 +25,15 @@ STEPS = (("finish_plan", finish_plan),)
 
 
 def limits(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> list[str]:
-    """What finish_plan guarantees: 128 x N x 64 tiles with N one the template builds, a ring of at least 2
-    stages, clusters of 1 or 2, TMA stores of C only where C is row-major (TMA's boxes are rows of C) with C's
-    element size."""
+    """What finish_plan guarantees: 128 x N x 64 tiles (128 x N x 32 for f32 storage) with N one the template
+    builds, a ring of at least 2 stages, clusters of 1 or 2 (1 for f32 storage), TMA stores of C only where C is
+    row-major (TMA's boxes are rows of C; never for f32 storage) with C's element size."""
     out = []
-    if (plan.bm, plan.bk) != (BM, BK) or plan.bn not in planner.TILE_N:
-        out.append(f"tile {plan.bm} x {plan.bn} x {plan.bk}; the template builds {BM} x N x {BK}, N in "
-                   f"{planner.TILE_N}")
+    bk, sizes = (BK_F32, planner.TILE_N_F32) if plan.parts else (BK, planner.TILE_N)
+    if (plan.bm, plan.bk) != (BM, bk) or plan.bn not in sizes:
+        out.append(f"tile {plan.bm} x {plan.bn} x {plan.bk}; the template builds {BM} x N x {bk}, N in {sizes}")
+    if plan.parts and plan.cluster != 1:
+        out.append(f"clusters of {plan.cluster}; f32 storage runs without")
     if plan.stages < 2:
         out.append(f"{plan.stages} pipeline stages; the TMA ring needs 2 or more")
     if plan.cluster not in (1, 2):

@@ -9,7 +9,7 @@ from pathlib import Path
 from gemmc.errors import Diagnostic
 from gemmc.families.base import Claim, PlannerFamily
 from gemmc.families.cells import CellKind, Cells, planned, tile_cells
-from gemmc.families.tensorcore import codegen, planner, steps
+from gemmc.families.tensorcore import codegen, hopper_loop, planner, steps
 from gemmc.families.tensorcore.plan import TensorCorePlan
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
@@ -46,7 +46,7 @@ class TensorCore(PlannerFamily):
         return tile_cells(work, (kind,))
 
     def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
-        if _tc_precision(kernel):
+        if _tc_precision(kernel) and hopper_loop.blocker(kernel, hw) is not None:
             return Claim.REQUIRED, f"precision {kernel.precision} runs on tensor cores"
         return None
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from gemmc.errors import Diagnostic, GemmcError
 from gemmc.families.tensorcore import calibration as cal
+from gemmc.families.tensorcore import hopper_loop
 from gemmc.families.tensorcore.plan import Candidate, SplitPlan, TensorCorePlan, TensorCoreVariant, scratch_bytes
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, TileTable, WorkList
@@ -189,7 +190,8 @@ def notes(kernel: Kernel, plan: TensorCorePlan, hw: Hardware) -> tuple[str, ...]
     stages = (f"{plan.stages} stages from the schedule" if stages_written(kernel) else
               f"{plan.stages} stages: the deepest of {'/'.join(map(str, STAGES))} whose shared memory fits a block "
               f"(and {MIN_WARPS_PER_SM} warps per SM)")
-    return (why, stages, f"split: {plan.split.describe()}", plan.emulation_note)
+    hopper = hopper_loop.note(kernel, hw)
+    return (why, stages, f"split: {plan.split.describe()}", plan.emulation_note, *((hopper,) if hopper else ()))
 
 
 def worklist(kernel: Kernel, plan: TensorCorePlan, hw: Hardware) -> WorkList:
