@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -309,6 +310,22 @@ def _torch_device() -> int:
     return _TORCH[0]()
 
 
+def _quick(st: DynamicState, A: Any, B: Any, C: Any, offsets: Any, alpha: float | None, beta: float | None,
+           stream: Any) -> tuple[tuple, Callable[[], int]] | None:
+    """The quick path's key for a call, and how to read the stream it launches on, or None where a call always takes
+    the full checks: alpha, beta or a stream given, scalars not baked, no ctypes launcher, or arguments that are not
+    torch tensors or CuPy arrays alike."""
+    if st.fast is None or not st.baked or alpha is not None or beta is not None or stream is not None:
+        return None
+    a, o = type(A).__module__, type(offsets).__module__
+    if a == "torch" == o:
+        key = _torch_key(A, B, C, offsets)
+        return key, lambda: _TORCH[1](key[0])  # torch's current stream: where torch.cuda.graph captures
+    if a.startswith("cupy") and o.startswith("cupy"):
+        return _cupy_key(A, B, C, offsets), lambda: cupy().cuda.get_current_stream().ptr
+    return None
+
+
 SEEN = 64  # checked argument sets a kernel remembers (the buffers a training loop cycles through)
 
 
@@ -321,21 +338,14 @@ def launch_dynamic(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offsets: An
     whose arguments' metadata (addresses, shapes, strides, dtypes, devices) equal those of a call already checked
     launches with that call's values, after reading the metadata once; anything else takes the full checks."""
     st = kernel.dynamic or state(kernel)
-    if st.fast is not None and stream is None and not validate and alpha is None and beta is None and st.baked:
-        module = type(As).__module__
-        if module == "torch" and type(offsets).__module__ == "torch":
-            key = _torch_key(As, Bs, Cs, offsets)
-            values = st.seen.get(key)
-            if values is not None:
-                handle = _TORCH[1](key[0])  # torch's current stream: where torch.cuda.graph captures
-                st.fast(st.grid, st.block, st.smem, handle, values, st.counter(handle))
-                return
-        elif module.startswith("cupy") and type(offsets).__module__.startswith("cupy"):
-            values = st.seen.get(_cupy_key(As, Bs, Cs, offsets))
-            if values is not None:
-                handle = cupy().cuda.get_current_stream().ptr
-                st.fast(st.grid, st.block, st.smem, handle, values, st.counter(handle))
-                return
+    quick = _quick(st, As, Bs, Cs, offsets, alpha, beta, stream) if not validate else None
+    if quick is not None and st.fast is not None:  # (_quick found st.fast; said again for the type checker)
+        key, current = quick
+        values = st.seen.get(key)
+        if values is not None:
+            handle = current()
+            st.fast(st.grid, st.block, st.smem, handle, values, st.counter(handle))
+            return
     _launch_checked(kernel, st, As, Bs, Cs, offsets=offsets, alpha=alpha, beta=beta, stream=stream,
                     validate=validate)
 
@@ -369,15 +379,11 @@ def _launch_checked(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: 
         return
     values = (pa, pb, pc, po, 0, groups, rows)
     if st.fast is not None:
-        if st.baked and alpha is None and beta is None and stream is None:
-            module = type(As).__module__
-            key = (_torch_key(As, Bs, Cs, offsets) if module == "torch" == type(offsets).__module__ else
-                   _cupy_key(As, Bs, Cs, offsets) if module.startswith("cupy")
-                   and type(offsets).__module__.startswith("cupy") else None)
-            if key is not None:
-                if len(st.seen) >= SEEN:
-                    st.seen.clear()
-                st.seen[key] = values
+        quick = _quick(st, As, Bs, Cs, offsets, alpha, beta, stream)
+        if quick is not None:
+            if len(st.seen) >= SEEN:
+                st.seen.clear()
+            st.seen[quick[0]] = values
         st.fast(st.grid, st.block, st.smem, on.ptr, values, st.counter(on.ptr), (float(alpha_), float(beta_)))
         return
     st.fn((st.grid, 1, 1), (st.block, 1, 1),
