@@ -43,3 +43,115 @@ def check_plan(kernel, plan, *, seed: int = 0, alpha: float = 1.5, beta: float =
     assert err["nonfinite"] == 0, f"{err['nonfinite']} outputs are NaN/inf (unwritten or wrong)"
     assert err["rel_fro"] < limit, f"relative error {err['rel_fro']:.3e} >= {limit:g}"
     return result
+
+
+# A C++ program that calls `gemmc compile`'s launcher of a group named `pair` captured in a CUDA graph, on
+# NaN-poisoned outputs, and compares every GEMM with a float64 host product of the inputs as stored (exit 0: all
+# within `unit` (C's rounding) + 2 K 2^-24 (f32 accumulation) relative Frobenius error).
+GROUP_DRIVER = r"""
+#include <cmath>
+#include <cstdio>
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <vector>
+#include "pair.h"
+
+typedef %(T)s T;
+inline float widen(float x) { return x; }
+inline float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
+inline void put(float& y, float x) { y = x; }
+inline void put(__nv_bfloat16& y, float x) { y = __float2bfloat16(x); }
+
+// Row-major or column-major element (r, c) of a rows x cols matrix.
+static size_t at(bool col, int rows, int cols, int r, int c) {
+  return col ? (size_t)c * rows + r : (size_t)r * cols + c;
+}
+
+int main() {
+  const int G = %(count)d;
+  const int M[] = {%(m)s}, N[] = {%(n)s}, K[] = {%(k)s};
+  const bool colA[] = {%(ca)s}, colB[] = {%(cb)s};
+  std::vector<std::vector<T>> a(G), b(G);
+  const void* A[G]; const void* B[G]; void* C[G];
+  unsigned seed = %(seed)du;
+  auto rnd = [&] { seed = seed * 1664525u + 1013904223u; return (float)((seed >> 8) %% 2001) / 1000.0f - 1.0f; };
+  for (int g = 0; g < G; ++g) {
+    a[g].resize((size_t)M[g] * K[g]); b[g].resize((size_t)K[g] * N[g]);
+    for (auto& x : a[g]) put(x, rnd());
+    for (auto& x : b[g]) put(x, rnd());
+    void *da, *db, *dc;
+    cudaMalloc(&da, a[g].size() * sizeof(T)); cudaMalloc(&db, b[g].size() * sizeof(T));
+    cudaMalloc(&dc, (size_t)M[g] * N[g] * sizeof(T));
+    cudaMemcpy(da, a[g].data(), a[g].size() * sizeof(T), cudaMemcpyHostToDevice);
+    cudaMemcpy(db, b[g].data(), b[g].size() * sizeof(T), cudaMemcpyHostToDevice);
+    cudaMemset(dc, 0xff, (size_t)M[g] * N[g] * sizeof(T));  // NaN: every output must be written
+    A[g] = da; B[g] = db; C[g] = dc;
+  }
+  cudaStream_t s; cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  if (gemmc_pair_prepare() != cudaSuccess) { std::printf("prepare failed\n"); return 2; }
+  cudaGraph_t graph; cudaGraphExec_t exec;
+  cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+  cudaError_t err = gemmc_pair(A, B, C, s);
+  cudaError_t cap = cudaStreamEndCapture(s, &graph);
+  if (err != cudaSuccess || cap != cudaSuccess) {
+    std::printf("capture failed: %%s / %%s\n", cudaGetErrorString(err), cudaGetErrorString(cap)); return 3; }
+  if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) { std::printf("instantiate failed\n"); return 4; }
+  cudaGraphLaunch(exec, s);
+  if (cudaStreamSynchronize(s) != cudaSuccess) { std::printf("replay failed\n"); return 5; }
+  int bad = 0;
+  for (int g = 0; g < G; ++g) {
+    std::vector<T> c((size_t)M[g] * N[g]);
+    cudaMemcpy(c.data(), C[g], c.size() * sizeof(T), cudaMemcpyDeviceToHost);
+    double num = 0, den = 0;
+    for (int i = 0; i < M[g]; ++i)
+      for (int j = 0; j < N[g]; ++j) {
+        double ref = 0;
+        for (int p = 0; p < K[g]; ++p)
+          ref += (double)widen(a[g][at(colA[g], M[g], K[g], i, p)]) * widen(b[g][at(colB[g], K[g], N[g], p, j)]);
+        double d = (double)widen(c[(size_t)i * N[g] + j]) - ref;
+        num += d * d; den += ref * ref;
+      }
+    double e = std::sqrt(num / den);
+    const double limit = %(unit)g + 2.0 * K[g] * 0x1p-24;
+    std::printf("%%d %%.3e (bound %%.3e)\n", g, e, limit);
+    if (!(e < limit)) bad = 1;
+  }
+  return bad;
+}
+"""
+
+UNIT = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11, "f32": 2.0 ** -24}  # one rounding to the type, relative
+
+
+def run_group_driver(tmp_path, dtype: str, shapes: list[tuple[int, int, int, str, str]], mode: str,
+                     gencode: list[str], libs: list[str], seed: int = 12345) -> None:
+    """`gemmc compile` a group `pair` of GEMMs (m, n, k, layout A, layout B) in `dtype` ("f32" or "bf16") with
+    `concurrency <mode>`, build GROUP_DRIVER against it with nvcc and assert that it runs and every GEMM is right."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    from gemmc.cli import main
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is not installed")
+    members = " ".join(f"gemm m{i} {m} x {n} x {k} {{ layout A {la}, B {lb} }}"
+                       for i, (m, n, k, la, lb) in enumerate(shapes))
+    (tmp_path / "g.gs").write_text(f"group pair {{ concurrency {mode} dtype {dtype} {members} }}")
+    assert main(["compile", str(tmp_path / "g.gs"), "-o", str(tmp_path), "--kernel", "pair"]) == 0
+
+    def column(i: int) -> str:
+        return ", ".join(str(s[i]) if i < 3 else "true" if s[i] == "col" else "false" for s in shapes)
+
+    ctype = {"f32": "float", "bf16": "__nv_bfloat16"}[dtype]
+    (tmp_path / "main.cu").write_text(GROUP_DRIVER % {
+        "T": ctype, "count": len(shapes), "m": column(0), "n": column(1), "k": column(2), "ca": column(3),
+        "cb": column(4), "unit": UNIT[dtype], "seed": seed})
+    build = subprocess.run([nvcc, *gencode, "-std=c++17", "-I", str(tmp_path), str(tmp_path / "main.cu"),
+                            str(tmp_path / "pair.cu"), "-o", str(tmp_path / "pair"), *libs],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-4000:]
+    run = subprocess.run([str(tmp_path / "pair")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr

@@ -6,17 +6,14 @@ GO-kernel tuning under green contexts, and the C++ launcher built with nvcc and 
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import pytest
 
 import gemmc
+from tests.gpu.helpers import UNIT, run_group_driver
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
-UNIT = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11, "f32": 2.0 ** -24}
 
 MIXED = """
 group g {
@@ -138,96 +135,9 @@ def test_go_tuning_under_green_contexts(monkeypatch):
     print(tuning)
 
 
-CPP_MAIN = r"""
-#include <cmath>
-#include <cstdio>
-#include <cuda_runtime.h>
-#include <cuda_bf16.h>
-#include <vector>
-#include "pair.h"
-
-static size_t at(bool col, int rows, int cols, int r, int c) {
-  return col ? (size_t)c * rows + r : (size_t)r * cols + c;
-}
-
-int main() {
-  const int G = %(count)d;
-  const int M[] = {%(m)s}, N[] = {%(n)s}, K[] = {%(k)s};
-  const bool colA[] = {%(ca)s}, colB[] = {%(cb)s};
-  std::vector<std::vector<__nv_bfloat16>> a(G), b(G);
-  const void* A[G]; const void* B[G]; void* C[G];
-  unsigned seed = 12345;
-  auto rnd = [&] { seed = seed * 1664525u + 1013904223u; return (float)((seed >> 8) %% 2001) / 1000.0f - 1.0f; };
-  for (int g = 0; g < G; ++g) {
-    a[g].resize((size_t)M[g] * K[g]); b[g].resize((size_t)K[g] * N[g]);
-    for (auto& x : a[g]) x = __float2bfloat16(rnd());
-    for (auto& x : b[g]) x = __float2bfloat16(rnd());
-    void *da, *db, *dc;
-    cudaMalloc(&da, a[g].size() * 2); cudaMalloc(&db, b[g].size() * 2); cudaMalloc(&dc, (size_t)M[g] * N[g] * 2);
-    cudaMemcpy(da, a[g].data(), a[g].size() * 2, cudaMemcpyHostToDevice);
-    cudaMemcpy(db, b[g].data(), b[g].size() * 2, cudaMemcpyHostToDevice);
-    cudaMemset(dc, 0xff, (size_t)M[g] * N[g] * 2);  // NaN: every output must be written
-    A[g] = da; B[g] = db; C[g] = dc;
-  }
-  cudaStream_t s; cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-  if (gemmc_pair_prepare() != cudaSuccess) { std::printf("prepare failed\n"); return 2; }
-  cudaGraph_t graph; cudaGraphExec_t exec;
-  cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
-  cudaError_t err = gemmc_pair(A, B, C, s);
-  cudaError_t cap = cudaStreamEndCapture(s, &graph);
-  if (err != cudaSuccess || cap != cudaSuccess) {
-    std::printf("capture failed: %%s / %%s\n", cudaGetErrorString(err), cudaGetErrorString(cap)); return 3; }
-  if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) { std::printf("instantiate failed\n"); return 4; }
-  cudaGraphLaunch(exec, s);
-  if (cudaStreamSynchronize(s) != cudaSuccess) { std::printf("replay failed\n"); return 5; }
-  int bad = 0;
-  for (int g = 0; g < G; ++g) {
-    std::vector<__nv_bfloat16> c((size_t)M[g] * N[g]);
-    cudaMemcpy(c.data(), C[g], c.size() * 2, cudaMemcpyDeviceToHost);
-    double num = 0, den = 0;
-    for (int i = 0; i < M[g]; ++i)
-      for (int j = 0; j < N[g]; ++j) {
-        double ref = 0;
-        for (int p = 0; p < K[g]; ++p)
-          ref += (double)__bfloat162float(a[g][at(colA[g], M[g], K[g], i, p)])
-                 * __bfloat162float(b[g][at(colB[g], K[g], N[g], p, j)]);
-        double d = (double)__bfloat162float(c[(size_t)i * N[g] + j]) - ref;
-        num += d * d; den += ref * ref;
-      }
-    double e = std::sqrt(num / den);
-    const double limit = %(unit)g + 2.0 * K[g] * %(acc)g;
-    std::printf("%%d %%.3e (bound %%.3e)\n", g, e, limit);
-    if (!(e < limit)) bad = 1;
-  }
-  return bad;
-}
-"""
-
-
 def test_cpp_group_launcher_runs_captured_in_a_graph(tmp_path):
     """`gemmc compile`'s group launcher with hopper members (tensor maps encoded on the host, staging for an odd
     K), built with nvcc, forks and joins inside a CUDA graph capture and computes every GEMM."""
-    from gemmc.cli import main
-
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc is not installed")
     shapes = [(256, 192, 128, "row", "row"), (256, 192, 128, "row", "row"), (97, 131, 251, "col", "row"),
               (130, 64, 37, "row", "col")]
-    members = " ".join(f"gemm m{i} {m} x {n} x {k} {{ layout A {la}, B {lb} }}"
-                       for i, (m, n, k, la, lb) in enumerate(shapes))
-    (tmp_path / "g.gs").write_text(f"group pair {{ concurrency streams 2 dtype bf16 {members} }}")
-    assert main(["compile", str(tmp_path / "g.gs"), "-o", str(tmp_path), "--kernel", "pair"]) == 0
-
-    def column(i: int) -> str:
-        return ", ".join(str(s[i]) if i < 3 else "true" if s[i] == "col" else "false" for s in shapes)
-
-    (tmp_path / "main.cu").write_text(CPP_MAIN % {"count": len(shapes), "m": column(0), "n": column(1),
-                                                  "k": column(2), "ca": column(3), "cb": column(4),
-                                                  "unit": UNIT["bf16"], "acc": 2.0 ** -24})
-    build = subprocess.run([nvcc, "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17", "-I", str(tmp_path),
-                            str(tmp_path / "main.cu"), str(tmp_path / "pair.cu"), "-o", str(tmp_path / "pair"),
-                            "-lcuda"], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr[-4000:]
-    run = subprocess.run([str(tmp_path / "pair")], capture_output=True, text=True)
-    assert run.returncode == 0, run.stdout + run.stderr
+    run_group_driver(tmp_path, "bf16", shapes, "streams 2", ["-gencode=arch=compute_90a,code=sm_90a"], ["-lcuda"])

@@ -8,6 +8,7 @@ import pytest
 
 import gemmc
 from gemmc.errors import GemmcError
+from tests.gpu.helpers import run_group_driver
 
 pytestmark = pytest.mark.gpu
 
@@ -143,98 +144,12 @@ def test_dependent_gemms_are_refused():
         group([x[0], x[1]], [x[2], x[2]], [x[3], x[0]])  # b writes a's A
 
 
-CPP_MAIN = r"""
-#include <cmath>
-#include <cstdio>
-#include <cuda_runtime.h>
-#include <vector>
-#include "pair.h"
-
-// Row-major or column-major element (r, c) of a rows x cols matrix.
-static size_t at(bool col, int rows, int cols, int r, int c) {
-  return col ? (size_t)c * rows + r : (size_t)r * cols + c;
-}
-
-int main() {
-  const int G = %(count)d;
-  const int M[] = {%(m)s}, N[] = {%(n)s}, K[] = {%(k)s};
-  const bool colA[] = {%(ca)s}, colB[] = {%(cb)s};
-  std::vector<std::vector<float>> a(G), b(G);
-  const void* A[G]; const void* B[G]; void* C[G];
-  unsigned seed = 12345;
-  auto rnd = [&] { seed = seed * 1664525u + 1013904223u; return (float)((seed >> 8) %% 2001) / 1000.0f - 1.0f; };
-  for (int g = 0; g < G; ++g) {
-    a[g].resize((size_t)M[g] * K[g]); b[g].resize((size_t)K[g] * N[g]);
-    for (auto& x : a[g]) x = rnd();
-    for (auto& x : b[g]) x = rnd();
-    void *da, *db, *dc;
-    cudaMalloc(&da, a[g].size() * 4); cudaMalloc(&db, b[g].size() * 4); cudaMalloc(&dc, (size_t)M[g] * N[g] * 4);
-    cudaMemcpy(da, a[g].data(), a[g].size() * 4, cudaMemcpyHostToDevice);
-    cudaMemcpy(db, b[g].data(), b[g].size() * 4, cudaMemcpyHostToDevice);
-    cudaMemset(dc, 0xff, (size_t)M[g] * N[g] * 4);  // NaN: every output must be written
-    A[g] = da; B[g] = db; C[g] = dc;
-  }
-  cudaStream_t s; cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-  if (gemmc_pair_prepare() != cudaSuccess) { std::printf("prepare failed\n"); return 2; }
-  cudaGraph_t graph; cudaGraphExec_t exec;
-  cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
-  cudaError_t err = gemmc_pair(A, B, C, s);
-  cudaError_t cap = cudaStreamEndCapture(s, &graph);
-  if (err != cudaSuccess || cap != cudaSuccess) {
-    std::printf("capture failed: %%s / %%s\n", cudaGetErrorString(err), cudaGetErrorString(cap)); return 3; }
-  if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) { std::printf("instantiate failed\n"); return 4; }
-  cudaGraphLaunch(exec, s);
-  if (cudaStreamSynchronize(s) != cudaSuccess) { std::printf("replay failed\n"); return 5; }
-  double worst = 0;
-  for (int g = 0; g < G; ++g) {
-    std::vector<float> c((size_t)M[g] * N[g]);
-    cudaMemcpy(c.data(), C[g], c.size() * 4, cudaMemcpyDeviceToHost);
-    double num = 0, den = 0;
-    for (int i = 0; i < M[g]; ++i)
-      for (int j = 0; j < N[g]; ++j) {
-        double ref = 0;
-        for (int p = 0; p < K[g]; ++p)
-          ref += (double)a[g][at(colA[g], M[g], K[g], i, p)] * b[g][at(colB[g], K[g], N[g], p, j)];
-        double d = c[(size_t)i * N[g] + j] - ref;
-        num += d * d; den += ref * ref;
-      }
-    double e = std::sqrt(num / den);
-    if (!(e == e)) e = 1e30;
-    if (e > worst) worst = e;
-  }
-  std::printf("%%.3e\n", worst);
-  return worst < 1e-5 ? 0 : 1;
-}
-"""
-
-
 def test_cpp_group_launcher_runs_captured_in_a_graph(tmp_path):
     """`gemmc compile`'s group launcher, built with nvcc, forks and joins inside a CUDA graph capture and computes
     every GEMM (NaN-poisoned outputs, float64 host reference)."""
-    import shutil
-    import subprocess
-
-    from gemmc.cli import main
-
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("nvcc is not installed")
     shapes = [(100, 64, 48, "row", "row"), (100, 64, 48, "row", "row"), (37, 29, 61, "col", "row"),
               (53, 17, 9, "row", "col")]
-    members = " ".join(f"gemm m{i} {m} x {n} x {k} {{ layout A {la}, B {lb} }}"
-                       for i, (m, n, k, la, lb) in enumerate(shapes))
-    (tmp_path / "g.gs").write_text(f"group pair {{ concurrency streams 2 {members} }}")
-    assert main(["compile", str(tmp_path / "g.gs"), "-o", str(tmp_path), "--kernel", "pair"]) == 0
-    def column(i: int) -> str:
-        return ", ".join(str(s[i]) if i < 3 else "true" if s[i] == "col" else "false" for s in shapes)
-
-    (tmp_path / "main.cu").write_text(CPP_MAIN % {"count": len(shapes), "m": column(0), "n": column(1),
-                                                  "k": column(2), "ca": column(3), "cb": column(4)})
-    build = subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-I", str(tmp_path), str(tmp_path / "main.cu"),
-                            str(tmp_path / "pair.cu"), "-o", str(tmp_path / "pair")], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr[-4000:]
-    run = subprocess.run([str(tmp_path / "pair")], capture_output=True, text=True)
-    assert run.returncode == 0, run.stdout + run.stderr
+    run_group_driver(tmp_path, "f32", shapes, "streams 2", ["-arch=sm_90"], [])
 
 
 def test_calling_convention_is_checked_before_any_launch():
