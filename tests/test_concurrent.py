@@ -306,7 +306,7 @@ BF16 = "group g { concurrency auto dtype bf16 gemm a 4096 x 64 x 1024 copies 4 g
 
 def test_bf16_fused_is_refused_at_its_line():
     shown = errors_of("group g {\n  concurrency fused\n  dtype bf16\n  gemm a 64 x 64 x 64\n  gemm b 64 x 64 x 64\n}")
-    assert "g.gs:2:3: error[E900]" in shown and "grouped bf16 kernel" in shown
+    assert "g.gs:2:3: error[E900]" in shown and "(member 'a') needs a grouped bf16 kernel" in shown
 
 
 def test_bf16_members_run_hopper_kernels_capped_to_their_share(monkeypatch):

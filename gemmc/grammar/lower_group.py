@@ -100,7 +100,8 @@ def lower_group(low: Lowering, decl: GroupDecl, taken: dict[str, Span]) -> tuple
     half = next((k for k in kernels if k.dtype.half), None)
     if mode is Mode.FUSED and half is not None:
         # one launch of several hopper GEMMs needs a grouped kernel of that family, which gemmc lacks so far
-        low.error("E900", f"concurrency fused of {half.dtype.value} GEMMs (member '{half.name}') needs a grouped "
+        member = half.name.removeprefix(gname + "_")
+        low.error("E900", f"concurrency fused of {half.dtype.value} GEMMs (member '{member}') needs a grouped "
                   f"{half.dtype.value} kernel (one TMA + wgmma launch over several GEMMs), not supported yet",
                   mode_span, "write `concurrency auto`, `streams N` or `sequential`: each GEMM runs its own "
                   "hopper kernel")
