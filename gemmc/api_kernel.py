@@ -169,6 +169,12 @@ class CompiledKernel:
             GemmcError: (E400) an argument of the wrong count, shape, dtype, device or layout, named, before
                 anything is launched; (E303) a kernel planned for sm_90a called on another GPU.
         """
+        if self.ir.dynamic is not None and self.ir.plan is not None and self.ir.plan.tensor_maps:
+            from gemmc.runtime.grouped_tma import launch_grouped_tma  # grouped M of half storage (hopper_grouped)
+
+            launch_grouped_tma(self.executable, As, Bs, Cs, offsets=offsets, alpha=alpha, beta=beta, stream=stream,
+                               validate=validate)
+            return
         if self.ir.dynamic is not None:
             from gemmc.runtime.dynamic import launch_dynamic
 

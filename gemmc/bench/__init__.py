@@ -17,6 +17,7 @@ SUITES: dict[str, str] = {
     "tallskinny": "tall-and-skinny GEMM (TSM2R, TSM2L) vs cuBLAS and the copy roof (paper 002)",
     "half": "bf16/f16 storage GEMM on Hopper vs cuBLAS",
     "dynamic": "MoE steps and lists whose sizes change every call vs a torch loop, grouped cuBLAS, _grouped_mm",
+    "moe_half": "bf16 MoE steps, routing new every call (grouped M on the Hopper loop) vs torch._grouped_mm",
     "concurrent": "groups of independent GEMMs vs cuBLAS one after another and on streams (paper 004)",
     "concurrent_train": "the concurrency predictor's training data and fit (paper 004)",
     "host_overhead": "host time of a plain Python call and where it goes (no GPU needed without --gpu)",

@@ -6,7 +6,7 @@ Adding a family is one package under gemmc/families and one line here (docs/INTE
 from __future__ import annotations
 
 from gemmc.errors import InternalError
-from gemmc.families import dynamic, hopper, simt, tensorcore, tsm2l, tsm2r
+from gemmc.families import dynamic, hopper, hopper_grouped, simt, tensorcore, tsm2l, tsm2r
 from gemmc.families.base import KernelFamily
 
 FAMILIES: tuple[KernelFamily, ...] = (
@@ -16,6 +16,7 @@ FAMILIES: tuple[KernelFamily, ...] = (
     tsm2l.FAMILY,
     hopper.FAMILY,
     dynamic.FAMILY,
+    hopper_grouped.FAMILY,
 )
 
 NAMES: tuple[str, ...] = tuple(f.name for f in FAMILIES)

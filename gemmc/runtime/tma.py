@@ -82,15 +82,24 @@ def _driver() -> Any:
 def encode(dtype: DType, ptr: int, inner: int, outer: int, pitch: int, box: tuple[int, int]) -> np.ndarray:
     """The tensor map of a 2-D tensor of `outer` lines of `inner` elements `pitch` bytes apart, read in boxes of
     `box` (innermost first) with the 128-byte swizzle; out-of-bounds elements read as zero."""
+    return encode_tensor(dtype, ptr, (inner, outer), (pitch,), box)
+
+
+def encode_tensor(dtype: DType, ptr: int, dims: tuple[int, ...], pitches: tuple[int, ...],
+                  box: tuple[int, ...]) -> np.ndarray:
+    """The tensor map of a tensor of `dims` elements (innermost first), each dimension but the first `pitches` bytes
+    apart, read in boxes of `box` with the 128-byte swizzle; out-of-bounds elements read as zero."""
     out = np.zeros(1, dtype=TMAP)
-    dims = (ctypes.c_uint64 * 2)(inner, outer)
-    strides = (ctypes.c_uint64 * 1)(pitch)
-    boxes = (ctypes.c_uint32 * 2)(*box)
-    unit = (ctypes.c_uint32 * 2)(1, 1)
-    status = _driver()(out.ctypes.data, TMAP_DTYPE[dtype], 2, ptr, dims, strides, boxes, unit, 0, SWIZZLE_128B,
+    rank = len(dims)
+    c_dims = (ctypes.c_uint64 * rank)(*dims)
+    strides = (ctypes.c_uint64 * max(1, rank - 1))(*pitches)
+    boxes = (ctypes.c_uint32 * rank)(*box)
+    unit = (ctypes.c_uint32 * rank)(*([1] * rank))
+    status = _driver()(out.ctypes.data, TMAP_DTYPE[dtype], rank, ptr, c_dims, strides, boxes, unit, 0, SWIZZLE_128B,
                        L2_PROMOTION_256B, 0)
     if status != 0:
-        raise GemmcError(f"cuTensorMapEncodeTiled refused a {inner} x {outer} tensor at 0x{ptr:x} (pitch {pitch} B, "
+        shape = " x ".join(map(str, dims))
+        raise GemmcError(f"cuTensorMapEncodeTiled refused a {shape} tensor at 0x{ptr:x} (pitches {pitches} B, "
                          f"box {box}): CUresult {status}")
     return out
 

@@ -9,6 +9,7 @@ from gemmc.errors import Diagnostic, InternalError
 from gemmc.families.base import Claim, PlannerFamily
 from gemmc.families.dynamic import codegen, planner, steps
 from gemmc.families.dynamic.plan import DynamicPlan
+from gemmc.ir.dynamic import Grouping
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel
 from gemmc.ir.types import AUTO, Batching, DType, TileMode
@@ -28,8 +29,8 @@ class Dynamic(PlannerFamily):
     header = codegen.HEADER
 
     def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
-        if kernel.dynamic is None:
-            return None
+        if kernel.dynamic is None or kernel.dtype.half:
+            return None  # half storage: the hopper_grouped family's, where it runs (check: E900 elsewhere)
         return Claim.REQUIRED, "the batch is sized at run time: a persistent kernel that schedules on the device"
 
     def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
@@ -50,6 +51,8 @@ class Dynamic(PlannerFamily):
             return []
         stmt = "grouped"
         out: list[Diagnostic] = []
+        if kernel.dtype.half:
+            return half_refused(kernel, hw)
 
         def err(code: str, where: str, message: str, hint: str | None = None) -> None:
             out.append(Diagnostic(code, message, kernel.where(where), hint))
@@ -74,6 +77,23 @@ class Dynamic(PlannerFamily):
             err("E202", "batching", f"batching {kernel.batching.value} packs a plan's tiles on the host; the "
                 "persistent kernel takes its tiles on the device", "use batching auto (or none)")
         return out
+
+
+def half_refused(kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
+    """A batch sized at run time of bf16/f16 storage: the hopper_grouped family computes `grouped M` on cuda sm_90
+    (its own checks); every other form or target is E900."""
+    dyn = kernel.dynamic
+    assert dyn is not None
+    dtype = kernel.dtype.value
+    if dyn.grouping is not Grouping.M:
+        return [Diagnostic("E900", f"grouped {dyn.grouping.value} of dtype {dtype} is not supported yet (grouped M "
+                           f"of {dtype} is, on target cuda sm_90)", kernel.where("grouped"),
+                           "use dtype f32 for the weight-gradient and list forms")]
+    if hw.vendor != "cuda" or hw.arch != "sm_90":
+        return [Diagnostic("E900", f"grouped M of dtype {dtype} runs on the TMA + wgmma loop of target cuda sm_90; "
+                           f"{hw.vendor} {hw.arch} has none", kernel.where("dtype"),
+                           "write `target cuda sm_90`, or use dtype f32 on this target")]
+    return []
 
 
 FAMILY = Dynamic()

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from gemmc.families.base import cbool
-from gemmc.families.hopper.plan import C_BUFFERS, HopperPlan, Operand
+from gemmc.families.hopper.plan import HopperPlan, Operand
+from gemmc.families.tma_loop import C_BUFFERS, TMAP_DTYPE
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
-from gemmc.ir.types import DType, Layout
+from gemmc.ir.types import Layout
 
 TEMPLATE = "hopper.cu.j2"
-TMAP_DTYPE = {DType.F16: "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", DType.BF16: "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
-              DType.F32: "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"}
 
 
 def _plan(kernel: Kernel) -> HopperPlan:

@@ -6,17 +6,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from gemmc.families.tma_loop import ALIGN_SLACK, BK, BM, C_BUFFERS, C_SUB_ROWS, SWIZZLE_BYTES, WARPGROUP
 from gemmc.ir.nodes import FamilyPlan
 from gemmc.model.tlp import ceil_div
 
-BM = 128  # two consumer warpgroups of 64 rows: wgmma's M is 64 per warpgroup
-SWIZZLE_BYTES = 128  # one row of the 128-byte swizzle, TMA's widest swizzled box row
-BK = SWIZZLE_BYTES // 2  # 64 16-bit elements per k-row
 BK_F32 = SWIZZLE_BYTES // 4  # 32 f32 elements per k-row (tf32 wgmma: k8 steps)
-ALIGN_SLACK = 1024  # dynamic shared memory is rounded up to a 1024-byte boundary (the 128-byte swizzle's atom)
-WARPGROUP = 128
-C_SUB_ROWS = 64  # a consumer warpgroup's rows: its C sub-tiles are 64 rows of 128 bytes (one swizzled TMA box)
-C_BUFFERS = 2  # C sub-tile buffers per consumer warpgroup: one filled while TMA stores the other
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,11 @@ persistent grid costs its slowest block; the planner takes the BN of the fewest 
 from __future__ import annotations
 
 from gemmc.errors import Diagnostic, GemmcError
+from gemmc.families import tma_loop
 from gemmc.families.hopper import calibration as cal
 from gemmc.families.hopper.plan import BK, BK_F32, BM, HopperPlan
 from gemmc.families.tensorcore.split import split_plan
+from gemmc.families.tma_loop import MAX_STAGES, TILE_OVERHEAD
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, TileTable, WorkList
 from gemmc.ir.types import Layout
@@ -22,8 +24,6 @@ TILE_N = (256, 192, 128, 64)  # wgmma N: multiples of 64 (N-major B arrives in 6
 # f32 storage: a consumer thread holds the f32 total and one stage's sum of the split's products (2 x N / 2 registers:
 # 128 of the 168 a thread of a 384-thread block gets at N = 128) beside A's parts, so N stays at 128 or below.
 TILE_N_F32 = (128, 64)
-TILE_OVERHEAD = 32  # per tile, in columns of work (see the module docstring)
-MAX_STAGES = 8  # deeper buys nothing: 8 stages of 64 cover the TMA latency several times over
 BAND_TILES = 16  # raster band height in m-tiles: 16 x 8 tiles of 128 x 256 is about one H100 wave, near square
 TMA_ALIGN = 16  # bytes: TMA reads lines (global strides) and base addresses at 16-byte multiples
 CLUSTER_MIN_WAVES = cal.CLUSTER_MIN_WAVES.value  # clusters of 2 from this many waves (calibration.py)
@@ -43,12 +43,8 @@ def staged_operands(kernel: Kernel) -> tuple[str, ...]:
 
 
 def choose_tile_n(m: int, n: int, hw: Hardware, cluster: int, sizes: tuple[int, ...] = TILE_N) -> int:
-    """The BN of the fewest column-equivalents per SM (module docstring)."""
-    def cost(bn: int) -> tuple[int, int]:
-        tiles = ceil_div(m, BM) * ceil_div(n, bn)
-        waves = ceil_div(tiles, hw.sm_count // cluster * cluster)
-        return waves * (bn + TILE_OVERHEAD), -bn
-    return min(sizes, key=cost)
+    """The BN of the fewest column-equivalents per SM (module docstring; families/tma_loop.py)."""
+    return tma_loop.choose_tile_n(m, n, hw, cluster, sizes)
 
 
 def f32_parts(kernel: Kernel) -> int:

@@ -1,0 +1,163 @@
+"""Mixture-of-experts steps in bf16 with the routing redrawn every call (issues 24 and 25): gemmc's `grouped M` on the
+Hopper TMA + wgmma loop (the hopper_grouped family) against torch._grouped_mm with device offsets, in one process, on
+the same inputs (DESIGN.md protocol). GPU machine only (sm_90):
+
+    python -m gemmc.bench moe_half [--cases 0,1] [--kinds uniform,zipf]
+
+Per case (experts, tokens, N, K) and routing (uniform, Zipf-skewed, a quarter of the experts empty, one expert with
+half the tokens), a pool of ROUTINGS draws is cycled so that every call has other group sizes than the one before;
+A is tokens x K, the weights experts x N x K (each expert's K x N matrix column-major, torch._grouped_mm's
+`w.transpose(1, 2)`), C tokens x N, all bf16; the ends int32 on the device.
+- device_us: graph replays of 100 calls cycling the ends (the median of 7 windows), gemmc and torch._grouped_mm;
+  host_us: plain calls, wall time per call synchronised once per window.
+- the roof of a case: the larger of a dense bf16 GEMM of the same FLOPs (tokens x N x K, torch.mm in a graph: cuBLAS)
+  and the bytes of A, the non-empty experts' weights and C at the copy bandwidth (a 1 GiB device copy), both measured
+  in the same run; roof_fraction = roof / gemmc's device time.
+- error: gemmc's C against float64 on a sample of experts; torch._grouped_mm's against the same.
+- compiles, tuning runs and plans during the timed calls (gemmc.stats()).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+import gemmc
+from gemmc.bench import harness, timing
+from gemmc.bench.dynamic import KINDS, ROUTINGS, counts, graph_seconds, windows
+
+MOE = "target cuda sm_90\nkernel moe_half {{ dtype bf16 layout B col grouped M n {n} k {k} groups 128 }}"
+CASES = [  # experts, tokens, n, k
+    (32, 16384, 1024, 512),
+    (64, 32768, 2048, 1024),
+    (128, 65536, 1024, 2048),
+    (128, 8192, 2048, 7168),  # DeepSeek-like: reading 3.8 GB of weights bounds it
+    (8, 4096, 4096, 4096),
+]
+COPY_BYTES = 1 << 30
+
+
+def copy_bandwidth() -> float:
+    """Bytes per second of a device-to-device copy (read + write), graph replays."""
+    import torch
+
+    src = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    seconds = graph_seconds(lambda i: dst.copy_(src), calls=20)
+    return 2 * COPY_BYTES / seconds
+
+
+def dense_seconds(tokens: int, n: int, k: int) -> float:
+    """A dense bf16 GEMM of the same FLOPs at cuBLAS speed (torch.mm in a graph)."""
+    import torch
+
+    a = torch.randn(tokens, k, device="cuda").to(torch.bfloat16)
+    b = torch.randn(k, n, device="cuda").to(torch.bfloat16)
+    c = torch.empty(tokens, n, device="cuda", dtype=torch.bfloat16)
+    return graph_seconds(lambda i: torch.mm(a, b, out=c))
+
+
+def sample_error(got: Any, A: Any, W: Any, sizes: np.ndarray) -> float:
+    """Relative Frobenius error against float64 over up to 8 non-empty experts."""
+    import torch
+
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    live = [g for g in range(len(sizes)) if sizes[g]]
+    num = den = 0.0
+    for g in live[:: max(1, len(live) // 8)]:
+        s, e = int(starts[g]), int(starts[g + 1])
+        ref = A[s:e].double() @ W[g].double().t()
+        num += float(torch.linalg.norm(got[s:e].double() - ref)) ** 2
+        den += float(torch.linalg.norm(ref)) ** 2
+    return (num / den) ** 0.5
+
+
+def case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], bandwidth: float) -> list[dict]:
+    import torch
+
+    kern = next(iter(gemmc.compile_string(MOE.format(n=n, k=k))))
+    A = torch.randn(tokens, k, device="cuda").to(torch.bfloat16)
+    W = torch.randn(experts, n, k, device="cuda").to(torch.bfloat16)  # each expert's K x N, column-major
+    C = torch.empty(tokens, n, device="cuda", dtype=torch.bfloat16)
+    D = torch.empty(tokens, n, device="cuda", dtype=torch.bfloat16)
+    B = W.transpose(1, 2)
+    dense = dense_seconds(tokens, n, k)
+    flops = 2.0 * tokens * n * k
+    rows = []
+    for kind in kinds:
+        rng = np.random.default_rng([experts, tokens, KINDS.index(kind)])
+        pool = [counts(kind, experts, tokens, rng) for _ in range(ROUTINGS)]
+        ends = [torch.tensor(np.cumsum(c), dtype=torch.int32, device="cuda") for c in pool]
+        t0 = time.perf_counter()
+        kern(A, B, C, offsets=ends[0])  # the first call (compile from the disk cache, load, checks)
+        torch.cuda.synchronize()
+        first_ms = (time.perf_counter() - t0) * 1e3
+        C.fill_(float("nan"))
+        kern(A, B, C, offsets=ends[0])
+        D.copy_(torch._grouped_mm(A, B, offs=ends[0]))
+        torch.cuda.synchronize()
+        err = sample_error(C, A, W, pool[0])
+        err_ref = sample_error(D, A, W, pool[0])
+        before = gemmc.stats()
+        def ours(i: int, ends=ends) -> None:
+            kern(A, B, C, offsets=ends[i % ROUTINGS])
+
+        def theirs(i: int, ends=ends) -> None:
+            torch._grouped_mm(A, B, offs=ends[i % ROUTINGS])
+
+        gemmc_dev, torch_dev = graph_seconds(ours), graph_seconds(theirs)
+        gemmc_host, torch_host = windows(ours, timing.CALLS), windows(theirs, timing.CALLS)
+        after = gemmc.stats()
+        live = float(np.mean([np.count_nonzero(c) for c in pool]))
+        nbytes = 2.0 * (tokens * k + live * n * k + tokens * n)
+        roof = max(dense, nbytes / bandwidth)
+        row = {"case": f"E{experts} T{tokens} N{n} K{k}", "routing": kind, "experts": experts, "tokens": tokens,
+               "n": n, "k": k, "largest_group": int(max(c.max() for c in pool)), "live_experts": live,
+               "gemmc_device_us": gemmc_dev * 1e6, "grouped_mm_device_us": torch_dev * 1e6,
+               "gemmc_host_us": gemmc_host * 1e6, "grouped_mm_host_us": torch_host * 1e6,
+               "speedup_device": torch_dev / gemmc_dev, "speedup_host": torch_host / gemmc_host,
+               "dense_us": dense * 1e6, "bytes_us": nbytes / bandwidth * 1e6, "roof_us": roof * 1e6,
+               "roof_fraction": roof / gemmc_dev, "grouped_mm_roof_fraction": roof / torch_dev,
+               "gemmc_tflops": flops / gemmc_dev / 1e12, "dense_tflops": flops / dense / 1e12,
+               "error": err, "grouped_mm_error": err_ref, "first_call_ms": first_ms,
+               "timed_compiles": {key: after[key] - before[key] for key in after}}
+        harness.log(f"{row['case']} {kind}: gemmc {row['gemmc_device_us']:.1f} us, _grouped_mm "
+                    f"{row['grouped_mm_device_us']:.1f} us ({row['speedup_device']:.2f}x), roof "
+                    f"{row['roof_us']:.1f} us ({row['roof_fraction']:.2f}), error {err:.2e}")
+        rows.append(row)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = harness.parser("moe_half", __doc__)
+    parser.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
+    parser.add_argument("--tag", default="", help="appended to the results file's name")
+    parser.add_argument("--cases", default="", help="comma-separated indices into CASES (default: all)")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="routings (default: %(default)s)")
+    args = parser.parse_args(argv)
+    cases = [CASES[int(i)] for i in args.cases.split(",")] if args.cases else CASES
+    kinds = tuple(args.kinds.split(","))
+    bandwidth = copy_bandwidth()
+    print(f"copy bandwidth {bandwidth / 1e12:.2f} TB/s", flush=True)
+    rows: list[dict] = []
+    for experts, tokens, n, k in cases:
+        rows += case(experts, tokens, n, k, kinds, bandwidth)
+        harness.write_results(args.out, "moe_half", rows, {"partial": True}, tag=args.tag)
+    speedups = [r["speedup_device"] for r in rows]
+    fractions = [r["roof_fraction"] for r in rows]
+    summary = {"copy_bandwidth_tbs": bandwidth / 1e12,
+               "geomean_speedup_device": float(np.exp(np.mean(np.log(speedups)))),
+               "min_speedup_device": min(speedups),
+               "geomean_speedup_host": float(np.exp(np.mean(np.log([r["speedup_host"] for r in rows])))),
+               "min_roof_fraction": min(fractions), "max_error": max(r["error"] for r in rows)}
+    path = harness.write_results(args.out, "moe_half", rows, {"summary": summary}, tag=args.tag)
+    harness.table(rows, ["case", "routing", "gemmc_device_us", "grouped_mm_device_us", "speedup_device",
+                         "gemmc_host_us", "grouped_mm_host_us", "roof_us", "roof_fraction", "error"], "moe_half")
+    print(summary)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

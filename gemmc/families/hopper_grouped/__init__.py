@@ -1,0 +1,96 @@
+"""The hopper_grouped family: `grouped M` (the contiguous grouped form of mixture-of-experts layers) of bf16/f16 storage
+on sm_90's TMA + wgmma loop. One persistent launch whose blocks derive the tiles from the group ends on the device, as
+the dynamic family's kernel does, and run each with the hopper family's producer warp, ring of mbarrier stages and two
+consumer warpgroups (wgmma): 128-row tiles, and 64-row tiles for a group's last 64 rows or fewer (paper 000's size
+classes). A reads through a 2-D tensor map over all rows, B through a 3-D map (groups x K x N) whose bounds clip every
+group's K and N edges, C through TMA stores where a 64-row sub-tile lies inside its group."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gemmc.errors import Diagnostic, InternalError
+from gemmc.families.base import Claim, PlannerFamily
+from gemmc.families.hopper_grouped import codegen, planner, steps
+from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
+from gemmc.ir.dynamic import Grouping
+from gemmc.ir.hardware import Hardware
+from gemmc.ir.nodes import FamilyPlan, Kernel
+from gemmc.ir.types import AUTO, DType, Layout
+
+NAME = "hopper_grouped"
+TARGET = "sm_90"
+TMA_ALIGN = 16  # bytes: TMA reads lines (global strides) at 16-byte multiples
+
+
+class HopperGrouped(PlannerFamily):
+    planning = steps
+    planner = planner
+    codegen = codegen
+    name = NAME
+    plan_type = HopperGroupedPlan
+    folder = Path(__file__).parent
+    launcher = codegen.LAUNCHER
+    header = codegen.HEADER
+
+    def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
+        if not runs_here(kernel, hw):
+            return None
+        return Claim.REQUIRED, (f"grouped M of dtype {kernel.dtypes} on cuda {TARGET}: a persistent TMA + wgmma "
+                                "kernel that schedules on the device")
+
+    def check(self, kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
+        if not runs_here(kernel, hw):
+            if kernel.algorithm == NAME:
+                return [Diagnostic("E202", f"algorithm {NAME} computes `grouped M` of bf16/f16 storage on target cuda "
+                                   f"{TARGET}", kernel.where("algorithm"), "write `algorithm auto`")]
+            return []
+        out: list[Diagnostic] = []
+
+        def err(code: str, where: str, message: str, hint: str | None = None) -> None:
+            out.append(Diagnostic(code, message, kernel.where(where), hint))
+
+        dyn = kernel.dynamic
+        assert dyn is not None
+        if kernel.algorithm not in (AUTO, NAME):
+            err("E202", "algorithm", f"algorithm {kernel.algorithm} cannot compute a batch sized at run time of "
+                f"{kernel.dtype.value} storage", "use algorithm auto")
+        if dyn.max_groups > planner.MAX_GROUPS:
+            err("E201", "grouped", f"grouped M of {kernel.dtype.value} takes at most {planner.MAX_GROUPS} groups, "
+                f"not {dyn.max_groups}", "the scheduler keeps every group in shared memory beside the TMA ring")
+        if kernel.layout_a is not Layout.ROW or kernel.layout_c is not Layout.ROW:
+            err("E900", "layout", f"grouped M of {kernel.dtype.value} reads A and writes C row-major (rows stacked by "
+                "group, as torch._grouped_mm); a column-major A or C is not supported", "write `layout B col` or "
+                "leave the layouts out")
+        nbytes = kernel.dtype.nbytes
+        if (dyn.k * nbytes) % TMA_ALIGN:
+            err("E900", "grouped", f"k {dyn.k}: TMA reads rows of A of {dyn.k * nbytes} bytes, not a multiple of "
+                f"{TMA_ALIGN}", f"pad k to a multiple of {TMA_ALIGN // nbytes}")
+        if kernel.layout_b is Layout.ROW and (dyn.n * nbytes) % TMA_ALIGN:
+            err("E900", "grouped", f"n {dyn.n}: TMA reads rows of row-major B of {dyn.n * nbytes} bytes, not a "
+                f"multiple of {TMA_ALIGN}", f"pad n to a multiple of {TMA_ALIGN // nbytes}, or write `layout B col`")
+        prec = kernel.precision
+        if prec is not None and prec.compute is DType.F32:
+            err("E202", "precision", "grouped M of half storage multiplies on tensor cores, not in f32",
+                "leave `precision` out")
+        if kernel.threads is not None and kernel.threads != 384:
+            err("E202", "threads", f"the hopper_grouped family's blocks are 384 threads, not {kernel.threads}",
+                "write `threads auto`")
+        if kernel.tile is not None and (kernel.tile.slices > 1 or kernel.tile.split > 1):
+            err("E900", "tile", "kslices and ksplit with a batch sized at run time are not supported yet")
+        return out
+
+    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
+        if not isinstance(plan, HopperGroupedPlan):
+            raise InternalError(NAME, f"grid_tile of a {type(plan).__name__}")
+        return plan.bm, plan.bn, 0  # persistent blocks walk the tiles derived on the device
+
+
+def runs_here(kernel: Kernel, hw: Hardware) -> bool:
+    """`grouped M` of bf16/f16 storage on target cuda sm_90."""
+    dyn = kernel.dynamic
+    return (dyn is not None and dyn.grouping is Grouping.M and kernel.dtype.half and hw.vendor == "cuda"
+            and hw.arch == TARGET)
+
+
+FAMILY = HopperGrouped()

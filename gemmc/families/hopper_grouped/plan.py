@@ -1,0 +1,133 @@
+"""The hopper_grouped family's decisions: the block tile of the TMA + wgmma loop, the ring depth, B's layout, and the
+device scheduler's bound on the groups. Every byte count the kernel, its launchers and the host's tensor maps use is
+derived here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gemmc.families.tma_loop import ALIGN_SLACK, BK, BM, C_BUFFERS, C_SUB_ROWS, SWIZZLE_BYTES, WARPGROUP
+from gemmc.ir.nodes import FamilyPlan
+
+SMALL_BM = C_SUB_ROWS  # the small size class: 64 rows, one consumer warpgroup's rows, split by columns instead
+SCHED_WORDS = 3  # int32 per group in shared memory: its clamped end, its big and its small tile rows (prefix sums)
+
+
+@dataclass(frozen=True, slots=True)
+class HopperGroupedPlan(FamilyPlan):
+    bn: int  # block tile N: a 128-row tile's consumers each multiply 64 x bn; a 64-row tile's 64 x bn / 2
+    stages: int  # shared-memory stages of the TMA -> wgmma ring
+    b_kmajor: bool  # B col-major (groups x N x K): K contiguous; else N contiguous (wgmma reads B transposed)
+    compute: str  # "bf16" or "f16"
+    c_bytes: int  # bytes of C's element (2: bf16/f16, 4: f32)
+    max_groups: int  # the schedule's bound: the scheduler's arrays in shared memory
+    bm: int = BM
+    small_bm: int = SMALL_BM
+    bk: int = BK
+    elem: int = 2
+    consumers: int = 2
+    producer_regs: int = 40  # setmaxnreg, as the hopper family's kernel
+    consumer_regs: int = 232
+
+    @property
+    def threads(self) -> int:
+        return WARPGROUP * (1 + self.consumers)
+
+    @property
+    def a_bytes(self) -> int:
+        """A's part of a stage: 128 rows (a 64-row tile fills its first half)."""
+        return self.bm * self.bk * self.elem
+
+    @property
+    def a_small_bytes(self) -> int:
+        """One TMA box of A: 64 rows of 128 bytes (a 128-row tile loads two)."""
+        return self.small_bm * self.bk * self.elem
+
+    @property
+    def b_bytes(self) -> int:
+        return self.bn * self.bk * self.elem
+
+    @property
+    def stage_bytes(self) -> int:
+        return self.a_bytes + self.b_bytes
+
+    @property
+    def box_width(self) -> int:
+        """Elements of N-major B per 128-byte swizzled row: the width of one TMA box and wgmma block."""
+        return SWIZZLE_BYTES // self.elem
+
+    @property
+    def c_sub_cols(self) -> int:
+        return SWIZZLE_BYTES // self.c_bytes
+
+    @property
+    def c_sub_bytes(self) -> int:
+        return C_SUB_ROWS * SWIZZLE_BYTES
+
+    @property
+    def epilogue_bytes(self) -> int:
+        return self.consumers * C_BUFFERS * self.c_sub_bytes
+
+    @property
+    def c_box(self) -> tuple[int, int]:
+        return (self.c_sub_cols, C_SUB_ROWS)
+
+    @property
+    def a_box(self) -> tuple[int, int]:
+        """TMA box of A (innermost first): 64 k by 64 rows."""
+        return (self.bk, self.small_bm)
+
+    @property
+    def b_box(self) -> tuple[int, int, int]:
+        """TMA box of B's 3-D map (innermost first, the group last): K-major bn rows of 64 k, N-major 64 columns by
+        64 k (bn / 64 boxes a stage)."""
+        return (self.bk, self.bn, 1) if self.b_kmajor else (self.box_width, self.bk, 1)
+
+    @property
+    def barrier_bytes(self) -> int:
+        return 2 * self.stages * 8
+
+    @property
+    def dynamic_smem_bytes(self) -> int:
+        """The launch's dynamic shared memory: the ring, the C sub-tiles, the barriers and the swizzle's slack."""
+        return self.stages * self.stage_bytes + self.epilogue_bytes + self.barrier_bytes + ALIGN_SLACK
+
+    @property
+    def sched_smem(self) -> int:
+        """The scheduler's `__shared__` arrays: per group its end and its two prefix sums, one more end, 2 totals."""
+        return 4 * (SCHED_WORDS * self.max_groups + 1) + 8
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.dynamic_smem_bytes + self.sched_smem
+
+    @property
+    def static_smem_bytes(self) -> int:
+        return self.sched_smem
+
+    @property
+    def regs_estimate(self) -> int:
+        return self.consumer_regs
+
+    @property
+    def arch_specific(self) -> bool:
+        return True
+
+    @property
+    def tensor_maps(self) -> bool:
+        return True
+
+    def lines(self) -> tuple[str, ...]:
+        lay = f"B {'K' if self.b_kmajor else 'N'}-major (3-D tensor map: groups x K x N), A K-major"
+        return (f"hopper_grouped: tile {self.bm}x{self.bn}x{self.bk} {self.compute}, or {self.small_bm}x{self.bn}x"
+                f"{self.bk} for a group's last {self.small_bm} rows or fewer; {self.stages} stages of "
+                f"{self.stage_bytes // 1024} KiB (TMA, 128-byte swizzle, mbarriers), {lay}",
+                f"1 producer warp (setmaxnreg {self.producer_regs}) + {self.consumers} consumer warpgroups: 64x"
+                f"{self.bn} each on a 128-row tile (wgmma m64n{self.bn}k16), 64x{self.bn // 2} each on a 64-row "
+                f"tile (m64n{self.bn // 2}k16), setmaxnreg {self.consumer_regs}",
+                f"scheduler: persistent grid of one block per SM; every block derives the tiles from the clamped "
+                f"group ends ({self.sched_smem} B of shared memory for up to {self.max_groups} groups): 128-row "
+                f"tiles first, then 64-row ones, block b taking tiles b, b + grid, ...",
+                f"C: 64-row sub-tiles wholly inside their group through {C_BUFFERS} shared-memory buffers of "
+                f"{C_SUB_ROWS}x{self.c_sub_cols} per warpgroup and TMA stores; a sub-tile crossing its group's end "
+                "stored from the accumulators, masked at the end")

@@ -1,0 +1,70 @@
+"""The hopper_grouped planner: `grouped M` of bf16/f16 storage on sm_90's TMA + wgmma loop.
+
+The tile N comes from the hopper family's waves model (families/tma_loop.py: choose_tile_n) at the declared
+rows (`rows` in the schedule) or, where none are declared, NOMINAL_ROWS; N in TILE_N, whose halves are whole 64-column
+boxes of N-major B, since a 64-row tile splits its columns between the two consumer warpgroups. The ring takes what
+shared memory is left beside the C sub-tiles and the scheduler's arrays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gemmc.errors import Diagnostic, GemmcError
+from gemmc.families.hopper_grouped.plan import SMALL_BM, HopperGroupedPlan
+from gemmc.families.tma_loop import MAX_STAGES, choose_tile_n
+from gemmc.ir.hardware import Hardware
+from gemmc.ir.nodes import Kernel, ProblemTable, TileTable, WorkList
+from gemmc.ir.types import Layout
+
+TILE_N = (256, 128)  # halves 128 and 64: whole 64-column boxes, and wgmma N of a 64-row tile
+NOMINAL_ROWS = 16384  # rows the tile model assumes where the schedule declares none (an MoE step's routed tokens)
+MAX_GROUPS = 1024  # the scheduler's 12 bytes a group come out of the ring's shared memory
+
+
+def plan(kernel: Kernel, hw: Hardware) -> HopperGroupedPlan:
+    dyn = kernel.dynamic
+    assert dyn is not None
+    rows = dyn.max_rows if dyn.rows_declared else NOMINAL_ROWS
+    bn = choose_tile_n(rows, dyn.n, hw, 1, TILE_N)
+    if kernel.tile is not None:
+        t = kernel.tile
+        if (t.m, t.k) != (128, 64) or t.n not in TILE_N:
+            raise GemmcError(Diagnostic("E202", f"the hopper_grouped family's tiles are 128 x N x 64 with N in "
+                                        f"{', '.join(map(str, TILE_N))}; not {t}", kernel.where("tile"),
+                                        "write `tile auto`, or e.g. `tile 128x256x64`"))
+        bn = t.n
+    one = HopperGroupedPlan(bn=bn, stages=1, b_kmajor=kernel.layout_b is Layout.COL, compute=kernel.dtype.value,
+                            c_bytes=kernel.c_dtype.nbytes, max_groups=dyn.max_groups)
+    fixed = one.smem_bytes - one.stage_bytes - one.barrier_bytes
+    stages = min(MAX_STAGES, (hw.smem_per_block - fixed) // (one.stage_bytes + 16))
+    if any(key == "pipeline" for key, _ in kernel.stmt_spans):  # `pipeline stages N`: the schedule's depth
+        stages = kernel.stages
+    if stages < 2:
+        raise GemmcError(Diagnostic("E201", f"the TMA pipeline needs at least 2 stages, not {stages} (the scheduler "
+                                    f"keeps {one.sched_smem} B for {dyn.max_groups} groups)",
+                                    kernel.where("pipeline" if kernel.stages != 2 else "grouped"),
+                                    "declare fewer groups, or a narrower tile"))
+    return dataclasses.replace(one, stages=stages)
+
+
+def notes(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> tuple[str, ...]:
+    dyn = kernel.dynamic
+    assert dyn is not None
+    rows = f"{dyn.max_rows} declared rows" if dyn.rows_declared else f"{NOMINAL_ROWS} rows (none declared)"
+    return (f"batch sized at run time: {dyn}; one persistent launch on the TMA + wgmma loop whatever the sizes, the "
+            "tiles derived on the device (no host sync, no re-planning, no compile per size)",
+            f"hopper_grouped: tile N {plan.bn} by the hopper family's waves model at {rows} and n {dyn.n} "
+            f"(N in {', '.join(map(str, TILE_N))})",
+            f"hopper_grouped: size classes per tile row: a group's rows in 128-row tiles, its last {SMALL_BM} rows "
+            f"or fewer in a {SMALL_BM}-row tile (paper 000: a 40-row group does not pay for a 128-row tile)",
+            f"hopper_grouped: {plan.stages} stages of {plan.stage_bytes} B, {plan.epilogue_bytes} B of C sub-tiles "
+            f"and {plan.sched_smem} B of scheduler fit {hw.smem_per_block} B of shared memory",
+            "hopper_grouped: edges by TMA bounds (K and N zero-filled per group through B's 3-D map; A's rows past "
+            "a group's end are loaded and never stored)")
+
+
+def worklist(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> WorkList:
+    """No tables: the kernel derives its tiles from the group ends. One block per SM."""
+    return WorkList(problems=ProblemTable(), tiles=TileTable(), block_offsets=(), grid=(hw.sm_count, 1, 1),
+                    block=plan.threads, smem_bytes=plan.dynamic_smem_bytes)

@@ -1,0 +1,37 @@
+"""The hopper_grouped family's planning steps (gemmc/passes/planning.py): one `finish_plan`, as the hopper and dynamic
+families have (the tile N, then the stages that fit beside the scheduler), and `limits`, what it guarantees."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gemmc.families.hopper_grouped import planner
+from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
+from gemmc.ir.hardware import Hardware
+from gemmc.ir.nodes import Kernel
+
+
+def finish_plan(kernel: Kernel, hw: Hardware) -> Kernel:
+    """Requires: a checked `grouped M` kernel of half storage that selected the hopper_grouped family. Guarantees:
+    `plan` is the HopperGroupedPlan (tile N by the waves model, the deepest ring that fits) and the notes say why."""
+    plan = planner.plan(kernel, hw)
+    return dataclasses.replace(kernel, plan=plan, notes=(*kernel.notes, *planner.notes(kernel, plan, hw)))
+
+
+STEPS = (("finish_plan", finish_plan),)
+
+
+def limits(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> list[str]:
+    """What finish_plan guarantees: 128 x N x 64 tiles with N in TILE_N, at least 2 stages, the declaration's group
+    bound within the scheduler's, and the block's shared memory within the target's."""
+    out = []
+    if (plan.bm, plan.bk) != (128, 64) or plan.bn not in planner.TILE_N:
+        out.append(f"tile {plan.bm} x {plan.bn} x {plan.bk}; the template builds 128 x N x 64, N in {planner.TILE_N}")
+    if plan.stages < 2:
+        out.append(f"{plan.stages} pipeline stages; the TMA ring needs 2 or more")
+    dyn = kernel.dynamic
+    if dyn is None or plan.max_groups != dyn.max_groups or plan.max_groups > planner.MAX_GROUPS:
+        out.append(f"up to {plan.max_groups} groups: not the declaration's, or past {planner.MAX_GROUPS}")
+    if plan.c_bytes != kernel.c_dtype.nbytes:
+        out.append(f"C elements of {plan.c_bytes} bytes; C is {kernel.c_dtype.value}")
+    return out

@@ -1,0 +1,158 @@
+"""Launch a `grouped M` kernel of half storage (the hopper_grouped family): argument checks, the tensor maps, one
+persistent launch. As the dynamic family's grouped calls (runtime/dynamic.py), a call never synchronises and never
+allocates, so it can be captured in a CUDA graph and the graph replayed with other group ends; nothing plans, tunes or
+compiles after the first call.
+
+The tensor maps name the arrays' addresses, the rows and the group count, so each checked set of arguments gets its
+own argument block, built once: the maps and the scalars as cuLaunchKernel reads them. A call whose arguments'
+metadata (addresses, shapes, strides, dtypes, devices) equal those of a call already checked launches that block after
+reading the metadata once (the dynamic family's quick path, with the same key).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gemmc.errors import GemmcError
+from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
+from gemmc.ir.dynamic import INT32_MAX
+from gemmc.ir.types import Layout
+from gemmc.runtime import dynamic as grouped  # the grouped forms' checks, stream and quick-path key
+from gemmc.runtime.args import NUMPY_DTYPES
+from gemmc.runtime.device import cupy, hardware
+from gemmc.runtime.dynamic_state import DynamicState
+from gemmc.runtime.tma import ALIGN, TMAP, TMAP_BYTES, encode_tensor
+
+if TYPE_CHECKING:
+    from gemmc.runtime.executable import Executable
+
+_Map = ctypes.c_uint64 * (TMAP_BYTES // 8)  # a CUtensorMap by value
+
+
+class Args:
+    """One checked call's kernel arguments (three tensor maps, c_by_tma, C, the ends, groups, rows, N, K, alpha,
+    beta), stored where cuLaunchKernel reads them."""
+
+    def __init__(self, maps: tuple[Any, Any, Any], c_by_tma: int, c: int, ends_ptr: int, groups: int, rows: int,
+                 n: int, k: int, alpha: float, beta: float):
+        self.values = [*(_Map.from_buffer_copy(m.tobytes()) for m in maps), ctypes.c_int32(c_by_tma),
+                       ctypes.c_uint64(c), ctypes.c_uint64(ends_ptr), ctypes.c_int32(groups), ctypes.c_int64(rows),
+                       ctypes.c_int32(n), ctypes.c_int32(k), ctypes.c_float(alpha), ctypes.c_float(beta)]
+        self.params = (ctypes.c_void_p * len(self.values))(*(ctypes.addressof(v) for v in self.values))
+        self.address = ctypes.addressof(self.params)
+
+
+@dataclass
+class GroupedTmaState(DynamicState):
+    """The loaded kernel and its launch constants (DynamicState's fields: the function, the validation kernel and its
+    result buffer, the grid, the dynamic shared memory, the block), and the argument blocks of the calls checked so
+    far (`blocks`: the quick path's key -> Args)."""
+
+    func: int = 0  # the CUfunction handle cuLaunchKernel takes
+    blocks: dict[tuple, Args] = field(default_factory=dict)
+
+
+def grouped_plan(kernel: Executable) -> HopperGroupedPlan:
+    return kernel.ir.plan_as(HopperGroupedPlan, "runtime.grouped_tma")
+
+
+def state(kernel: Executable) -> GroupedTmaState:
+    """The kernel's state, kept on its Executable (`Executable.dynamic`): loaded on the first call."""
+    found = kernel.dynamic
+    if isinstance(found, GroupedTmaState):
+        return found
+    plan = grouped_plan(kernel)
+    rendered = kernel.rendered
+    fn = grouped.compiled(kernel, rendered.entry)
+    fn.max_dynamic_shared_size_bytes = plan.dynamic_smem_bytes
+    st = GroupedTmaState(fn, grouped.compiled(kernel, rendered.entry + "_validate"), hardware().sm_count, 0,
+                         plan.dynamic_smem_bytes, plan.threads, func=int(fn.kernel.ptr))
+    st.baked = kernel.ir.alpha is not None and kernel.ir.beta is not None
+    kernel.dynamic = st
+    return st
+
+
+def _key(A: Any, B: Any, C: Any, offsets: Any) -> tuple | None:
+    """The quick path's key of a call of torch tensors or CuPy arrays alike (runtime/dynamic.py), else None."""
+    a, o = type(A).__module__, type(offsets).__module__
+    if a == "torch" == o:
+        return grouped._torch_key(A, B, C, offsets)
+    if a.startswith("cupy") and o.startswith("cupy"):
+        return grouped._cupy_key(A, B, C, offsets)
+    return None
+
+
+def _launch(st: GroupedTmaState, args: Args, stream: int) -> None:
+    from cupy.cuda import driver  # type: ignore[import-not-found]
+
+    driver.launchKernel(st.func, st.grid, 1, 1, st.block, 1, 1, st.smem, stream, args.address, 0)
+
+
+def launch_grouped_tma(kernel: Executable, A: Any, B: Any, C: Any, *, offsets: Any, alpha: float | None,
+                       beta: float | None, stream: Any, validate: bool) -> None:
+    """C = alpha A B_g + beta C over each group's rows, in one launch (CompiledKernel.__call__ passes its Executable).
+    A call with the metadata of one already checked, on the default stream, launches that call's argument block."""
+    st = kernel.dynamic if isinstance(kernel.dynamic, GroupedTmaState) else state(kernel)
+    key = _key(A, B, C, offsets) if stream is None and not validate else None
+    if key is not None:
+        found = st.blocks.get((key, alpha, beta))
+        if found is not None:
+            # torch's current stream (where torch.cuda.graph captures), else CuPy's
+            _launch(st, found, grouped._TORCH[1](key[0]) if type(A).__module__ == "torch"
+                    else cupy().cuda.get_current_stream().ptr)
+            return
+    _launch_checked(kernel, st, A, B, C, offsets=offsets, alpha=alpha, beta=beta, stream=stream, validate=validate,
+                    key=key)
+
+
+def _launch_checked(kernel: Executable, st: GroupedTmaState, A: Any, B: Any, C: Any, *, offsets: Any,
+                    alpha: float | None, beta: float | None, stream: Any, validate: bool, key: tuple | None) -> None:
+    from gemmc.runtime.launch import scalars
+
+    cp = cupy()
+    ir = kernel.ir
+    plan = grouped_plan(kernel)
+    dyn = ir.dynamic
+    assert dyn is not None
+    alpha_, beta_ = scalars(kernel, alpha, beta)
+    device = cp.cuda.runtime.getDevice()
+    dtype = NUMPY_DTYPES[ir.dtype]
+    n, k = dyn.n, dyn.k
+    o = grouped.ends(offsets, device, dyn.max_groups)
+    groups = o.shape[0]
+    a = grouped.matrix(A, "A", dtype, device, (None, k), Layout.ROW, f"rows x {k}: the groups' rows stacked")
+    rows = a.shape[0]
+    b = grouped.stacked(B, "B", dtype, device, groups, k, n, ir.layout_b, f"{groups} x {k} x {n}: one matrix per group")
+    c = grouped.matrix(C, "C", NUMPY_DTYPES[ir.c_dtype], device, (rows, n), Layout.ROW, f"{rows} x {n}: the rows of A")
+    grouped.writable(c)
+    if rows > dyn.max_rows or rows > INT32_MAX:
+        raise GemmcError(f"A: {rows} rows, but the schedule allows at most {min(dyn.max_rows, INT32_MAX)} (`rows` in "
+                         "the schedule; the ends are int32)")
+    for name, info in (("A", a), ("B", b)):
+        if info.ptr % ALIGN:
+            raise GemmcError(f"{name}: TMA reads it in place from a {ALIGN}-byte aligned address; got 0x{info.ptr:x} "
+                             "(a view at an offset): pass an aligned array")
+    on = grouped.current_stream(st, stream, type(A).__module__.split(".")[0] == "torch")
+    if validate:
+        grouped.check_ends(kernel, st, o.ptr, groups, rows, on)
+    if groups == 0 or rows == 0:
+        return  # no row belongs to a group (and a tensor map of no rows does not exist)
+    elem, c_bytes = ir.dtype.nbytes, plan.c_bytes
+    map_a = encode_tensor(ir.dtype, a.ptr, (k, rows), (k * elem,), plan.a_box)
+    if plan.b_kmajor:
+        map_b = encode_tensor(ir.dtype, b.ptr, (k, n, groups), (k * elem, n * k * elem), plan.b_box)
+    else:
+        map_b = encode_tensor(ir.dtype, b.ptr, (n, k, groups), (n * elem, k * n * elem), plan.b_box)
+    c_by_tma = (n * c_bytes) % ALIGN == 0 and c.ptr % ALIGN == 0
+    map_c = (encode_tensor(ir.c_dtype, c.ptr, (n, rows), (n * c_bytes,), plan.c_box) if c_by_tma
+             else np.zeros(1, dtype=TMAP))
+    args = Args((map_a, map_b, map_c), int(c_by_tma), c.ptr, o.ptr, groups, rows, n, k, float(alpha_), float(beta_))
+    if key is not None:
+        if len(st.blocks) >= grouped.SEEN:
+            st.blocks.clear()
+        st.blocks[(key, alpha, beta)] = args
+    _launch(st, args, on.ptr)

@@ -1,0 +1,122 @@
+"""`grouped M` of bf16/f16 storage without a GPU: the hopper_grouped family takes it on cuda sm_90 (E900 with a hint
+for the other forms and targets), the located errors of what it cannot build, the plan and its shared memory, the
+scheduler's arithmetic against a plain model, and the kernel and its launcher compiling with nvcc for sm_90a."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import gemmc
+from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
+
+
+def kernel(text: str, target: str = "cuda sm_90"):
+    return gemmc.compile_string(f"target {target}\nkernel k {{ {text} }}")["k"]
+
+
+def errors(text: str, target: str = "cuda sm_90") -> list[tuple[str, str]]:
+    with pytest.raises(gemmc.GemmcError) as info:
+        kernel(text, target)
+    return [(d.code, d.message) for d in info.value.diagnostics]
+
+
+def test_half_grouped_m_takes_the_hopper_loop():
+    k = kernel("dtype bf16 layout B col grouped M n 1024 k 512 groups 32")
+    assert k.ir.family == "hopper_grouped"
+    plan = k.ir.plan
+    assert isinstance(plan, HopperGroupedPlan)
+    assert (plan.bm, plan.small_bm, plan.bn, plan.bk, plan.b_kmajor) == (128, 64, 256, 64, True)
+    assert plan.threads == 384 and plan.arch_specific and k.rendered.device_arch == "sm_90a"
+    # the ring takes what the C sub-tiles and the scheduler leave of the block's shared memory
+    assert plan.smem_bytes <= 232448 < plan.smem_bytes + plan.stage_bytes + 16
+    assert plan.sched_smem == 4 * (3 * 32 + 1) + 8
+    assert k.ir.work.smem_bytes == plan.dynamic_smem_bytes == plan.smem_bytes - plan.sched_smem
+    assert kernel("dtype f32 grouped M n 64 k 64 groups 4").ir.family == "dynamic"
+
+
+def test_mixed_c_and_f16_and_the_tile_from_the_schedule():
+    k = kernel("dtype A f16, B f16, C f32 tile 128x128x64 grouped M n 4096 k 4096 groups 8")
+    plan = k.ir.plan
+    assert (plan.bn, plan.c_bytes, plan.compute, plan.b_kmajor, plan.c_sub_cols) == (128, 4, "f16", False, 32)
+    assert plan.b_box == (64, 64, 1) and plan.a_box == (64, 64)
+    assert "m64n64k16" in k.source and "m64n128k16" in k.source
+
+
+@pytest.mark.parametrize("text, target, code, words", [
+    ("dtype bf16 grouped K m 64 n 64 groups 8", "cuda sm_90", "E900", "grouped K of dtype bf16 is not supported yet"),
+    ("dtype f16 grouped list problems 8", "cuda sm_90", "E900", "grouped list of dtype f16"),
+    ("dtype bf16 grouped M n 64 k 64 groups 8", "cuda sm_80", "E900", "runs on the TMA + wgmma loop of target cuda"),
+    ("dtype bf16 grouped M n 64 k 64 groups 8", "hip gfx90a", "E900", "hip gfx90a has none"),
+    ("dtype bf16 layout A col grouped M n 64 k 64 groups 8", "cuda sm_90", "E900", "reads A and writes C row-major"),
+    ("dtype bf16 grouped M n 64 k 36 groups 8", "cuda sm_90", "E900", "k 36: TMA reads rows of A of 72 bytes"),
+    ("dtype bf16 grouped M n 60 k 64 groups 8", "cuda sm_90", "E900", "n 60: TMA reads rows of row-major B"),
+    ("dtype bf16 grouped M n 64 k 64 groups 2048", "cuda sm_90", "E201", "takes at most 1024 groups"),
+    ("dtype bf16 precision f32 grouped M n 64 k 64 groups 8", "cuda sm_90", "E202", "not in f32"),
+    ("dtype bf16 tile 128x192x64 grouped M n 64 k 64 groups 8", "cuda sm_90", "E202", "N in 256, 128"),
+])
+def test_what_it_cannot_build_is_refused_with_the_reason(text, target, code, words):
+    found = errors(text, target)
+    assert any(c == code and words in m for c, m in found), found
+
+
+def test_odd_n_with_col_major_b_is_fine():
+    assert kernel("dtype bf16 layout B col grouped M n 97 k 40 groups 8").ir.family == "hopper_grouped"
+
+
+def model(ends: list[int], rows: int) -> tuple[list[int], list[tuple[int, int, int]]]:
+    """The kernel's schedule in Python: clamped starts, then the tile rows (group, first row, rows), 128-row tiles
+    first, then the 64-row ones."""
+    first, run = [0], 0
+    for e in ends:
+        run = max(run, min(max(e, 0), rows))
+        first.append(run)
+    big, small = [], []
+    for g in range(len(ends)):
+        m = first[g + 1] - first[g]
+        full = m // 128 + (m % 128 > 64)
+        big += [(g, first[g] + 128 * i, min(128, first[g + 1] - first[g] - 128 * i)) for i in range(full)]
+        if 0 < m % 128 <= 64:
+            small.append((g, first[g] + 128 * (m // 128), m % 128))
+    return first, big + small
+
+
+@pytest.mark.parametrize("ends, rows", [([0, 1, 40, 40, 300, 1000, 1064], 1100), ([5, 3, -1, 900, 2000], 1000),
+                                        ([64, 128, 192, 320], 320), ([], 10)])
+def test_schedule_model_covers_every_row_of_every_group_once(ends, rows):
+    first, tiles = model(ends, rows)
+    covered = np.zeros(rows, dtype=int)
+    for g, m0, h in tiles:
+        assert first[g] <= m0 and m0 + h <= first[g + 1] and 1 <= h <= 128
+        covered[m0:m0 + h] += 1
+    inside = np.zeros(rows, dtype=int)
+    for g in range(len(ends)):
+        inside[first[g]:first[g + 1]] = 1
+    assert np.array_equal(covered, inside)
+    assert all(h <= 64 for _, _, h in tiles[len([t for t in tiles if t[2] > 64]):])  # the small ones last
+
+
+VARIANTS = [
+    "dtype bf16 layout B col grouped M n 1024 k 512 groups 128",
+    "dtype bf16 grouped M n 2048 k 1024 groups 64",
+    "dtype A f16, B f16, C f32 layout B col alpha runtime beta runtime grouped M n 96 k 40 groups 1024",
+    "dtype f16 beta 1.0 tile 128x128x64 grouped M n 4096 k 4096 groups 8",
+]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("text", VARIANTS)
+def test_compiles_with_nvcc_for_sm90a(text, tmp_path):
+    k = kernel(text)
+    src = tmp_path / "k.cu"
+    src.write_text(k.standalone)
+    proc = subprocess.run(["nvcc", *k.rendered.build_flags, "-std=c++17", "-c", str(src), "-o", str(src) + ".o",
+                           "-Xptxas", "-v"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "warning" not in proc.stderr, proc.stderr[-4000:]  # no ignored setmaxnreg
+    assert "C7515" not in proc.stderr, proc.stderr[-4000:]  # wgmma not serialised (the accumulators stay in place)
+    assert " 0 bytes spill stores" in proc.stderr
+    assert "_validate(const int32_t* group_end" in k.header
