@@ -4,6 +4,7 @@ scheduler's arithmetic against a plain model, and the kernel and its launcher co
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 
@@ -30,6 +31,7 @@ def test_half_grouped_m_takes_the_hopper_loop():
     plan = k.ir.plan
     assert isinstance(plan, HopperGroupedPlan)
     assert (plan.bm, plan.small_bm, plan.bn, plan.bk, plan.b_kmajor) == (128, 64, 256, 64, True)
+    assert plan.cluster == 1 and plan.b_box == (64, 256, 1)  # k 512: no cluster
     assert plan.threads == 384 and plan.arch_specific and k.rendered.device_arch == "sm_90a"
     # the ring takes what the C sub-tiles and the scheduler leave of the block's shared memory
     assert plan.smem_bytes <= 232448 < plan.smem_bytes + plan.stage_bytes + 16
@@ -42,7 +44,7 @@ def test_mixed_c_and_f16_and_the_tile_from_the_schedule():
     k = kernel("dtype A f16, B f16, C f32 tile 128x128x64 grouped M n 4096 k 4096 groups 8")
     plan = k.ir.plan
     assert (plan.bn, plan.c_bytes, plan.compute, plan.b_kmajor, plan.c_sub_cols) == (128, 4, "f16", False, 32)
-    assert plan.b_box == (64, 64, 1) and plan.a_box == (64, 64)
+    assert plan.cluster == 2 and plan.b_box == (64, 32, 1) and plan.a_box == (64, 64)  # k 4096: B halves along K
     assert "m64n64k16" in k.source and "m64n128k16" in k.source
 
 
@@ -65,6 +67,10 @@ def test_what_it_cannot_build_is_refused_with_the_reason(text, target, code, wor
 
 def test_odd_n_with_col_major_b_is_fine():
     assert kernel("dtype bf16 layout B col grouped M n 97 k 40 groups 8").ir.family == "hopper_grouped"
+
+
+def vars_of(plan: HopperGroupedPlan) -> dict:
+    return {f: getattr(plan, f) for f in plan.__dataclass_fields__}
 
 
 def model(ends: list[int], rows: int) -> tuple[list[int], list[tuple[int, int, int]]]:
@@ -107,10 +113,26 @@ VARIANTS = [
 ]
 
 
+@pytest.mark.parametrize("k, cluster", [(512, 1), (4088, 1), (4096, 2), (7168, 2)])
+def test_clusters_from_the_calibrated_depth(k, cluster):
+    plan = kernel(f"dtype bf16 grouped M n 2048 k {k} groups 64").ir.plan
+    assert plan.cluster == cluster and plan.b_box == (64, 64 // cluster, 1)
+    assert plan.grid(132) == 132 and HopperGroupedPlan(**{**vars_of(plan), "cluster": 2}).grid(133) == 132
+
+
+def test_cluster_sources():
+    k = kernel(VARIANTS[3])
+    assert k.ir.plan.cluster == 2 and "__cluster_dims__(2, 1, 1)" in k.source and "multicast" in k.source
+    single = k.with_plan(dataclasses.replace(k.ir.plan, cluster=1))
+    assert single.ir.plan.b_box == (64, 64, 1) and "__cluster_dims__" not in single.source
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
-@pytest.mark.parametrize("text", VARIANTS)
-def test_compiles_with_nvcc_for_sm90a(text, tmp_path):
+@pytest.mark.parametrize("text, cluster", [(v, 1) for v in VARIANTS] + [(v, 2) for v in VARIANTS[:3]])
+def test_compiles_with_nvcc_for_sm90a(text, cluster, tmp_path):
     k = kernel(text)
+    if cluster != k.ir.plan.cluster:
+        k = k.with_plan(dataclasses.replace(k.ir.plan, cluster=cluster))
     src = tmp_path / "k.cu"
     src.write_text(k.standalone)
     proc = subprocess.run(["nvcc", *k.rendered.build_flags, "-std=c++17", "-c", str(src), "-o", str(src) + ".o",

@@ -9,16 +9,20 @@ half the tokens), a pool of ROUTINGS draws is cycled so that every call has othe
 A is tokens x K, the weights experts x N x K (each expert's K x N matrix column-major, torch._grouped_mm's
 `w.transpose(1, 2)`), C tokens x N, all bf16; the ends int32 on the device.
 - device_us: graph replays of 100 calls cycling the ends (the median of 7 windows), gemmc and torch._grouped_mm;
-  host_us: plain calls, wall time per call synchronised once per window.
+  host_us: plain calls, wall time per call synchronised once per window; issue_us: gemmc's host time per call (plain
+  calls not synchronised).
 - the roof of a case: the larger of a dense bf16 GEMM of the same FLOPs (tokens x N x K, torch.mm in a graph: cuBLAS)
   and the bytes of A, the non-empty experts' weights and C at the copy bandwidth (a 1 GiB device copy), both measured
   in the same run; roof_fraction = roof / gemmc's device time.
+- cluster, other_cluster_device_us: the plan's cluster size (calibration.CLUSTER_MIN_K), and the same kernel with the
+  other size (1: no multicast of B; 2: B multicast to a pair), graph replays, for the cluster's effect.
 - error: gemmc's C against float64 on a sample of experts; torch._grouped_mm's against the same.
 - compiles, tuning runs and plans during the timed calls (gemmc.stats()).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -27,6 +31,7 @@ import numpy as np
 import gemmc
 from gemmc.bench import harness, timing
 from gemmc.bench.dynamic import KINDS, ROUTINGS, counts, graph_seconds, windows
+from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
 
 MOE = "target cuda sm_90\nkernel moe_half {{ dtype bf16 layout B col grouped M n {n} k {k} groups 128 }}"
 CASES = [  # experts, tokens, n, k
@@ -78,6 +83,9 @@ def case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], band
     import torch
 
     kern = next(iter(gemmc.compile_string(MOE.format(n=n, k=k))))
+    plan = kern.ir.plan
+    assert isinstance(plan, HopperGroupedPlan)
+    other = kern.with_plan(dataclasses.replace(plan, cluster=3 - plan.cluster))  # the other cluster size (1 or 2)
     A = torch.randn(tokens, k, device="cuda").to(torch.bfloat16)
     W = torch.randn(experts, n, k, device="cuda").to(torch.bfloat16)  # each expert's K x N, column-major
     C = torch.empty(tokens, n, device="cuda", dtype=torch.bfloat16)
@@ -94,6 +102,7 @@ def case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], band
         kern(A, B, C, offsets=ends[0])  # the first call (compile from the disk cache, load, checks)
         torch.cuda.synchronize()
         first_ms = (time.perf_counter() - t0) * 1e3
+        other(A, B, C, offsets=ends[0])  # its first call (compile, load) before the timed calls
         C.fill_(float("nan"))
         kern(A, B, C, offsets=ends[0])
         D.copy_(torch._grouped_mm(A, B, offs=ends[0]))
@@ -101,6 +110,7 @@ def case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], band
         err = sample_error(C, A, W, pool[0])
         err_ref = sample_error(D, A, W, pool[0])
         before = gemmc.stats()
+
         def ours(i: int, ends=ends) -> None:
             kern(A, B, C, offsets=ends[i % ROUTINGS])
 
@@ -108,7 +118,9 @@ def case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], band
             torch._grouped_mm(A, B, offs=ends[i % ROUTINGS])
 
         gemmc_dev, torch_dev = graph_seconds(ours), graph_seconds(theirs)
+        other_dev = graph_seconds(lambda i, ends=ends: other(A, B, C, offsets=ends[i % ROUTINGS]))
         gemmc_host, torch_host = windows(ours, timing.CALLS), windows(theirs, timing.CALLS)
+        gemmc_issue = windows(ours, timing.CALLS, sync=False)  # the host's own time per call
         after = gemmc.stats()
         live = float(np.mean([np.count_nonzero(c) for c in pool]))
         nbytes = 2.0 * (tokens * k + live * n * k + tokens * n)
@@ -117,12 +129,14 @@ def case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], band
                "n": n, "k": k, "largest_group": int(max(c.max() for c in pool)), "live_experts": live,
                "gemmc_device_us": gemmc_dev * 1e6, "grouped_mm_device_us": torch_dev * 1e6,
                "gemmc_host_us": gemmc_host * 1e6, "grouped_mm_host_us": torch_host * 1e6,
+               "gemmc_issue_us": gemmc_issue * 1e6,
                "speedup_device": torch_dev / gemmc_dev, "speedup_host": torch_host / gemmc_host,
                "dense_us": dense * 1e6, "bytes_us": nbytes / bandwidth * 1e6, "roof_us": roof * 1e6,
                "roof_fraction": roof / gemmc_dev, "grouped_mm_roof_fraction": roof / torch_dev,
                "gemmc_tflops": flops / gemmc_dev / 1e12, "dense_tflops": flops / dense / 1e12,
                "error": err, "grouped_mm_error": err_ref, "first_call_ms": first_ms,
                "timed_compiles": {key: after[key] - before[key] for key in after}}
+        row.update(cluster=plan.cluster, other_cluster_device_us=other_dev * 1e6)
         harness.log(f"{row['case']} {kind}: gemmc {row['gemmc_device_us']:.1f} us, _grouped_mm "
                     f"{row['grouped_mm_device_us']:.1f} us ({row['speedup_device']:.2f}x), roof "
                     f"{row['roof_us']:.1f} us ({row['roof_fraction']:.2f}), error {err:.2e}")
@@ -151,10 +165,12 @@ def main(argv: list[str] | None = None) -> None:
                "geomean_speedup_device": float(np.exp(np.mean(np.log(speedups)))),
                "min_speedup_device": min(speedups),
                "geomean_speedup_host": float(np.exp(np.mean(np.log([r["speedup_host"] for r in rows])))),
-               "min_roof_fraction": min(fractions), "max_error": max(r["error"] for r in rows)}
+               "min_roof_fraction": min(fractions), "max_error": max(r["error"] for r in rows),
+               "median_issue_us": float(np.median([r["gemmc_issue_us"] for r in rows]))}
     path = harness.write_results(args.out, "moe_half", rows, {"summary": summary}, tag=args.tag)
     harness.table(rows, ["case", "routing", "gemmc_device_us", "grouped_mm_device_us", "speedup_device",
-                         "gemmc_host_us", "grouped_mm_host_us", "roof_us", "roof_fraction", "error"], "moe_half")
+                         "gemmc_host_us", "grouped_mm_host_us", "gemmc_issue_us", "roof_us", "roof_fraction", "error"],
+                  "moe_half")
     print(summary)
     print(f"wrote {path}")
 

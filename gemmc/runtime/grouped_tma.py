@@ -69,7 +69,7 @@ def state(kernel: Executable) -> GroupedTmaState:
     rendered = kernel.rendered
     fn = grouped.compiled(kernel, rendered.entry)
     fn.max_dynamic_shared_size_bytes = plan.dynamic_smem_bytes
-    st = GroupedTmaState(fn, grouped.compiled(kernel, rendered.entry + "_validate"), hardware().sm_count, 0,
+    st = GroupedTmaState(fn, grouped.compiled(kernel, rendered.entry + "_validate"), plan.grid(hardware().sm_count), 0,
                          plan.dynamic_smem_bytes, plan.threads, func=int(fn.kernel.ptr))
     st.baked = kernel.ir.alpha is not None and kernel.ir.beta is not None
     kernel.dynamic = st

@@ -8,6 +8,7 @@ nvcc, called and captured in a graph."""
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import shutil
 import subprocess
 
@@ -102,6 +103,25 @@ def test_grouped_m(form, routing):
     if used:
         assert rel(C[:used], ref[:used]) < TOL[str(cdt).removeprefix("torch.")]
     assert t.equal(C[used:], C0[used:]), "rows outside every group were written"
+
+
+@pytest.mark.parametrize("routing", ["primes", "classes", "big"])
+@pytest.mark.parametrize("col", [True, False], ids=["colB", "rowB"])
+def test_grouped_m_with_the_other_cluster_size(col, routing):
+    """The same kernel with the cluster size its plan does not pick at this k (clusters of 2 below
+    calibration.CLUSTER_MIN_K: a unit's two tile rows on a pair of blocks, B multicast where they share a group)."""
+    t = torch()
+    n, k = 200, 72
+    kern = kernel(BF16, layout="layout B col" if col else "", n=n, k=k)
+    kern = kern.with_plan(dataclasses.replace(kern.ir.plan, cluster=3 - kern.ir.plan.cluster))
+    sizes = ROUTINGS[routing]
+    rows = sum(sizes)
+    A = t.randn(rows, k, device="cuda").to(t.bfloat16)
+    B = weights(t, len(sizes), k, n, col, t.bfloat16)
+    C = t.full((rows, n), float("nan"), device="cuda").to(t.bfloat16)
+    kern(A, B, C, offsets=ends_of(sizes, t))
+    t.cuda.synchronize()
+    assert rel(C, reference(A, B, C, sizes, 1.0, 0.0)) < TOL["bfloat16"]
 
 
 def test_large_moe_step_against_torch_grouped_mm():
@@ -206,7 +226,7 @@ def test_arguments_are_checked_before_the_launch():
         ((A.float(), B, C), {"offsets": ends}, "A: expected dtype bfloat16"),
         ((A, B, C.float()), {"offsets": ends}, "C: expected dtype bfloat16"),
         ((A, B, t.empty(16, 10, device="cuda", dtype=bf).t()), {"offsets": ends}, "C: expected a densely packed"),
-        ((t.randn(11, 8, device="cuda").to(bf)[1:], B, C), {"offsets": ends}, "A: TMA reads it in place"),
+        ((t.randn(81, device="cuda").to(bf)[1:].view(10, 8), B, C), {"offsets": ends}, "A: TMA reads it in place"),
     ]
     for args, kw, message in cases:
         with pytest.raises(gemmc.GemmcError, match=message):

@@ -21,6 +21,7 @@ class HopperGroupedPlan(FamilyPlan):
     compute: str  # "bf16" or "f16"
     c_bytes: int  # bytes of C's element (2: bf16/f16, 4: f32)
     max_groups: int  # the schedule's bound: the scheduler's arrays in shared memory
+    cluster: int = 1  # blocks per cluster, each on one of a unit's tile rows; 2: B multicast where they share a group
     bm: int = BM
     small_bm: int = SMALL_BM
     bk: int = BK
@@ -80,8 +81,14 @@ class HopperGroupedPlan(FamilyPlan):
     @property
     def b_box(self) -> tuple[int, int, int]:
         """TMA box of B's 3-D map (innermost first, the group last): K-major bn rows of 64 k, N-major 64 columns by
-        64 k (bn / 64 boxes a stage)."""
-        return (self.bk, self.bn, 1) if self.b_kmajor else (self.box_width, self.bk, 1)
+        64 k (bn / 64 boxes a stage); with a cluster, the share of one block (the tile split along N, or along K)."""
+        if self.b_kmajor:
+            return (self.bk, self.bn // self.cluster, 1)
+        return (self.box_width, self.bk // self.cluster, 1)
+
+    def grid(self, sm_count: int) -> int:
+        """The persistent grid: one block per SM, whole clusters."""
+        return max(self.cluster, sm_count // self.cluster * self.cluster)
 
     @property
     def barrier_bytes(self) -> int:
@@ -126,8 +133,11 @@ class HopperGroupedPlan(FamilyPlan):
                 f"{self.bn} each on a 128-row tile (wgmma m64n{self.bn}k16), 64x{self.bn // 2} each on a 64-row "
                 f"tile (m64n{self.bn // 2}k16), setmaxnreg {self.consumer_regs}",
                 f"scheduler: persistent grid of one block per SM; every block derives the tiles from the clamped "
-                f"group ends ({self.sched_smem} B of shared memory for up to {self.max_groups} groups): 128-row "
-                f"tiles first, then 64-row ones, block b taking tiles b, b + grid, ...",
+                f"group ends ({self.sched_smem} B of shared memory for up to {self.max_groups} groups): units of "
+                f"{self.cluster} tile row(s) by one n-tile, 128-row units first, then 64-row ones, cluster c taking "
+                "units c, c + clusters, ...",
+                *((f"clusters of {self.cluster}: a unit's tile rows on the blocks of a cluster, B multicast to both "
+                   "where the rows share a group",) if self.cluster > 1 else ()),
                 f"C: 64-row sub-tiles wholly inside their group through {C_BUFFERS} shared-memory buffers of "
                 f"{C_SUB_ROWS}x{self.c_sub_cols} per warpgroup and TMA stores; a sub-tile crossing its group's end "
                 "stored from the accumulators, masked at the end")

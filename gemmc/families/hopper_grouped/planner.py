@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from gemmc.errors import Diagnostic, GemmcError
+from gemmc.families.hopper_grouped import calibration as cal
 from gemmc.families.hopper_grouped.plan import SMALL_BM, HopperGroupedPlan
 from gemmc.families.tma_loop import MAX_STAGES, choose_tile_n
 from gemmc.ir.hardware import Hardware
@@ -20,6 +21,7 @@ from gemmc.ir.types import Layout
 TILE_N = (256, 128)  # halves 128 and 64: whole 64-column boxes, and wgmma N of a 64-row tile
 NOMINAL_ROWS = 16384  # rows the tile model assumes where the schedule declares none (an MoE step's routed tokens)
 MAX_GROUPS = 1024  # the scheduler's 12 bytes a group come out of the ring's shared memory
+CLUSTER_MIN_K = cal.CLUSTER_MIN_K.value  # clusters of 2 from this depth (calibration.py)
 
 
 def plan(kernel: Kernel, hw: Hardware) -> HopperGroupedPlan:
@@ -35,7 +37,8 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperGroupedPlan:
                                         "write `tile auto`, or e.g. `tile 128x256x64`"))
         bn = t.n
     one = HopperGroupedPlan(bn=bn, stages=1, b_kmajor=kernel.layout_b is Layout.COL, compute=kernel.dtype.value,
-                            c_bytes=kernel.c_dtype.nbytes, max_groups=dyn.max_groups)
+                            c_bytes=kernel.c_dtype.nbytes, max_groups=dyn.max_groups,
+                            cluster=2 if dyn.k >= CLUSTER_MIN_K else 1)
     fixed = one.smem_bytes - one.stage_bytes - one.barrier_bytes
     stages = min(MAX_STAGES, (hw.smem_per_block - fixed) // (one.stage_bytes + 16))
     if any(key == "pipeline" for key, _ in kernel.stmt_spans):  # `pipeline stages N`: the schedule's depth
@@ -56,6 +59,11 @@ def notes(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> tuple[str, .
             "tiles derived on the device (no host sync, no re-planning, no compile per size)",
             f"hopper_grouped: tile N {plan.bn} by the hopper family's waves model at {rows} and n {dyn.n} "
             f"(N in {', '.join(map(str, TILE_N))})",
+            (f"hopper_grouped: k {dyn.k} >= {CLUSTER_MIN_K}: clusters of 2, a unit's two tile rows on a pair of blocks "
+             "that multicast B where the rows share a group (the long main loop is bound by L2 reads of B)"
+             if plan.cluster > 1 else
+             f"hopper_grouped: k {dyn.k} < {CLUSTER_MIN_K}: no cluster (a short main loop pays more for a pair's "
+             "lockstep than it saves in L2 reads of B)"),
             f"hopper_grouped: size classes per tile row: a group's rows in 128-row tiles, its last {SMALL_BM} rows "
             f"or fewer in a {SMALL_BM}-row tile (paper 000: a 40-row group does not pay for a 128-row tile)",
             f"hopper_grouped: {plan.stages} stages of {plan.stage_bytes} B, {plan.epilogue_bytes} B of C sub-tiles "
@@ -65,6 +73,6 @@ def notes(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> tuple[str, .
 
 
 def worklist(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> WorkList:
-    """No tables: the kernel derives its tiles from the group ends. One block per SM."""
-    return WorkList(problems=ProblemTable(), tiles=TileTable(), block_offsets=(), grid=(hw.sm_count, 1, 1),
+    """No tables: the kernel derives its tiles from the group ends. One block per SM, whole clusters."""
+    return WorkList(problems=ProblemTable(), tiles=TileTable(), block_offsets=(), grid=(plan.grid(hw.sm_count), 1, 1),
                     block=plan.threads, smem_bytes=plan.dynamic_smem_bytes)

@@ -27,6 +27,8 @@ def limits(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> list[str]:
     out = []
     if (plan.bm, plan.bk) != (128, 64) or plan.bn not in planner.TILE_N:
         out.append(f"tile {plan.bm} x {plan.bn} x {plan.bk}; the template builds 128 x N x 64, N in {planner.TILE_N}")
+    if plan.cluster not in (1, 2):
+        out.append(f"clusters of {plan.cluster}; a unit is one or two tile rows")
     if plan.stages < 2:
         out.append(f"{plan.stages} pipeline stages; the TMA ring needs 2 or more")
     dyn = kernel.dynamic

@@ -5,7 +5,7 @@
 // batch sized at run time
 // hopper_grouped: tile 128x256x64 bf16, or 64x256x64 for a group's last 64 rows or fewer; 4 stages of 48 KiB (TMA, 128-byte swizzle, mbarriers), B K-major (3-D tensor map: groups x K x N), A K-major
 // 1 producer warp (setmaxnreg 40) + 2 consumer warpgroups: 64x256 each on a 128-row tile (wgmma m64n256k16), 64x128 each on a 64-row tile (m64n128k16), setmaxnreg 232
-// scheduler: persistent grid of one block per SM; every block derives the tiles from the clamped group ends (780 B of shared memory for up to 64 groups): 128-row tiles first, then 64-row ones, block b taking tiles b, b + grid, ...
+// scheduler: persistent grid of one block per SM; every block derives the tiles from the clamped group ends (780 B of shared memory for up to 64 groups): units of 1 tile row(s) by one n-tile, 128-row units first, then 64-row ones, cluster c taking units c, c + clusters, ...
 // C: 64-row sub-tiles wholly inside their group through 2 shared-memory buffers of 64x64 per warpgroup and TMA stores; a sub-tile crossing its group's end stored from the accumulators, masked at the end
 
 
@@ -15,9 +15,10 @@
 // each group's rows end. One persistent launch, one block per SM, whatever the sizes:
 //   - every block derives the same tiles from the ends (warp 0: the ends clamped to a running maximum within
 //     [0, rows], then per group its 128-row tile rows and, where its last rows are 64 or fewer, one 64-row tile
-//     row, as prefix sums in shared memory). Tiles are numbered 128-row ones first, then 64-row ones, each n
-//     fastest within its group; block b takes tiles b, b + grid, ... (every tile of a launch has the same depth K,
-//     so the two classes are the only difference in cost, and the cheaper come last).
+//     row, as prefix sums in shared memory). The tile rows of each class are paired in order (1 a unit); units
+//     are numbered 128-row ones first, then 64-row ones, n fastest; cluster c takes units c, c + clusters, ...
+//     (every tile of a launch has the same depth K, so the two classes are the only difference in cost, and the
+//     cheaper come last).
 //   - the producer (warp 0, setmaxnreg 40) streams A's rows through a 2-D tensor map over all rows (64-row boxes:
 //     one for a 64-row tile, two for a 128-row one; rows past the group's end are loaded and never stored) and
 //     B_g through a 3-D map (groups x K x N) whose bounds zero-fill each group's K and N edges, into a ring of
@@ -235,7 +236,7 @@ __device__ __forceinline__ void gemmc_fence_regs(float* d) {
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-constexpr int GEMMC_GRP_BM = 128, GEMMC_GRP_SMALL = 64, GEMMC_GRP_MAX = 64;
+constexpr int GEMMC_GRP_BM = 128, GEMMC_GRP_SMALL = 64, GEMMC_GRP_MAX = 64, GEMMC_GRP_CLUSTER = 1;
 
 // The schedule, by warp 0: s_first[g + 1] the clamped end of group g (a running maximum of the ends within [0, rows]:
 // ends that decrease, are negative or pass the rows give empty or shortened groups), s_big[g] and s_small[g] the
@@ -286,30 +287,50 @@ __device__ __forceinline__ void gemmc_grp_schedule(const int* __restrict__ group
   }
 }
 
-// Tile t of the launch: its group g, first row m0 (of A and C), rows h of its group in it (1..128) and first column
-// n0. Returns whether it is a 64-row tile.
-__device__ __forceinline__ bool gemmc_grp_tile(long long t, int G, int tiles_n, const int* s_first, const int* s_big,
-                                               const int* s_small, const int* s_total, int& g, int& m0, int& h,
-                                               int& n0) {
-  const long long big_tiles = (long long)s_total[0] * tiles_n;
-  const bool small = t >= big_tiles;
-  const long long u = small ? t - big_tiles : t;
-  const int r = (int)(u / tiles_n);
-  n0 = (int)(u - (long long)r * tiles_n) * 256;
+// Row i of a class's tile rows (the 128-row ones, or the 64-row ones: `small`), in group order: its group (returned)
+// and its first row m0 (of A and C).
+__device__ __forceinline__ int gemmc_grp_row(int i, bool small, int G, const int* s_first, const int* s_big,
+                                             const int* s_small, int& m0) {
   const int* ends = small ? s_small : s_big;
-  int lo = 0, hi = G - 1;  // the first group whose prefix passes r
+  int lo = 0, hi = G - 1;  // the first group whose prefix passes i
   while (lo < hi) {
     const int mid = (lo + hi) >> 1;
-    if (ends[mid] > r)
+    if (ends[mid] > i)
       hi = mid;
     else
       lo = mid + 1;
   }
-  g = lo;
-  const int start = s_first[g], end = s_first[g + 1];
-  m0 = start + GEMMC_GRP_BM * (small ? (end - start) / GEMMC_GRP_BM : r - (g ? ends[g - 1] : 0));
-  h = min(GEMMC_GRP_BM, end - m0);
-  return small;
+  const int start = s_first[lo], end = s_first[lo + 1];
+  m0 = start + GEMMC_GRP_BM * (small ? (end - start) / GEMMC_GRP_BM : i - (lo ? ends[lo - 1] : 0));
+  return lo;
+}
+
+// This block's tile of unit u (GEMMC_GRP_CLUSTER tile rows of one class by one n-tile; block `rank` of the cluster takes
+// row CLUSTER * pair + rank): its class, group g, first row m0, first column n0, whether it only repeats its partner's
+// tile (a row past the class's last: computed, never stored) and whether the unit's rows share one group (B_g).
+struct gemmc_grp_tile_t {
+  bool small, dup, shared;
+  int g, m0, n0;
+};
+__device__ __forceinline__ gemmc_grp_tile_t gemmc_grp_tile(long long u, int rank, int G, int tiles_n, const int* s_first,
+                                                           const int* s_big, const int* s_small, const int* s_total) {
+  gemmc_grp_tile_t t;
+  const long long big_units = (long long)((s_total[0] + GEMMC_GRP_CLUSTER - 1) / GEMMC_GRP_CLUSTER) * tiles_n;
+  t.small = u >= big_units;
+  const long long v = t.small ? u - big_units : u;
+  const int pair = (int)(v / tiles_n), last = (t.small ? s_total[1] : s_total[0]) - 1;
+  t.n0 = (int)(v - (long long)pair * tiles_n) * 256;
+  const int i = GEMMC_GRP_CLUSTER * pair + rank;
+  t.dup = i > last;
+  t.g = gemmc_grp_row(t.dup ? last : i, t.small, G, s_first, s_big, s_small, t.m0);
+  t.shared = true;
+#pragma unroll
+  for (int r = 0; r < GEMMC_GRP_CLUSTER; ++r) {
+    int m_other;
+    const int j = min(GEMMC_GRP_CLUSTER * pair + r, last);
+    t.shared = t.shared && gemmc_grp_row(j, t.small, G, s_first, s_big, s_small, m_other) == t.g;
+  }
+  return t;
 }
 
 
@@ -325,7 +346,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_up_bf16_hopper_gr
   static_assert(A_BYTES == 16384 && A_SMALL == 8192 && B_BYTES == 32768 && A_BYTES + B_BYTES == 49152,
                 "the plan's tile bytes");
   static_assert(64 * 64 * 2 == A_SMALL, "one TMA box of A is a 64-row tile's A");
-  static_assert(64 * 256 * 2 * 1 == B_BYTES, "B's TMA boxes fill its tile");
+  static_assert(64 * 256 * 2 * 1 * GEMMC_GRP_CLUSTER == B_BYTES, "B's TMA boxes fill its tile");
   constexpr int C_SUB = 64, C_BUFFERS = 2, C_SUB_BYTES = 64 * 128;
   constexpr int EPI_BYTES = CONSUMERS * C_BUFFERS * C_SUB_BYTES;
   static_assert(C_SUB * sizeof(gemmc_c) == 128 && (BN / 2) % C_SUB == 0, "a C sub-tile row is one 128-byte swizzle row");
@@ -350,16 +371,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_up_bf16_hopper_gr
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       gemmc_mbar_init(full0 + 8 * s, 1);                     // the producer's arrival + the bytes
-      gemmc_mbar_init(empty0 + 8 * s, CONSUMERS * 4);        // every consumer warp
+      gemmc_mbar_init(empty0 + 8 * s, CONSUMERS * 4 * GEMMC_GRP_CLUSTER);  // every consumer warp of the cluster
     }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the copy engine
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the copy engine and the peer
     gemmc_tma_prefetch(&tma_a);
     gemmc_tma_prefetch(&tma_b);
     if (c_by_tma) gemmc_tma_prefetch(&tma_c);
   }
   __syncwarp();
   __syncthreads();
-  const long long tiles = G ? (long long)(s_total[0] + s_total[1]) * tiles_n : 0;
+  constexpr int rank = 0;
+  // units: pairs of tile rows (one per block of a cluster) of each class, by n-tiles
+  const long long units = G ? (long long)((s_total[0] + GEMMC_GRP_CLUSTER - 1) / GEMMC_GRP_CLUSTER +
+                                          (s_total[1] + GEMMC_GRP_CLUSTER - 1) / GEMMC_GRP_CLUSTER) * tiles_n : 0;
 
   if (wg == 0) {
     // ---- producer -----------------------------------------------------------------------------------------
@@ -367,17 +391,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_up_bf16_hopper_gr
     if (threadIdx.x == 0) {
       int stage = 0;
       unsigned phase = 0;
-      for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
-        int g, m0, h, n0;
-        const bool small = gemmc_grp_tile(t, G, tiles_n, s_first, s_big, s_small, s_total, g, m0, h, n0);
+      for (long long u = blockIdx.x / GEMMC_GRP_CLUSTER; u < units; u += gridDim.x / GEMMC_GRP_CLUSTER) {
+        const gemmc_grp_tile_t tile = gemmc_grp_tile(u, rank, G, tiles_n, s_first, s_big, s_small, s_total);
+        const int g = tile.g, m0 = tile.m0, n0 = tile.n0;
         for (int kb = 0; kb < kblocks; ++kb) {
           const unsigned full = full0 + 8 * stage;
           gemmc_mbar_wait(empty0 + 8 * stage, phase ^ 1);
-          gemmc_mbar_expect(full, (small ? A_SMALL : A_BYTES) + B_BYTES);
+          gemmc_mbar_expect(full, (tile.small ? A_SMALL : A_BYTES) + B_BYTES);
           const unsigned sa = a_smem + stage * A_BYTES, sb = b_smem + stage * B_BYTES;
           const int k0 = kb * BK;
           gemmc_tma_load(sa, &tma_a, full, k0, m0);
-          if (!small) gemmc_tma_load(sa + A_SMALL, &tma_a, full, k0, m0 + GEMMC_GRP_SMALL);
+          if (!tile.small) gemmc_tma_load(sa + A_SMALL, &tma_a, full, k0, m0 + GEMMC_GRP_SMALL);
           gemmc_tma_load3(sb, &tma_b, full, k0, n0, g);
           if (++stage == STAGES) {
             stage = 0;
@@ -401,12 +425,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_up_bf16_hopper_gr
     int c_next = 0;  // C sub-tiles this warpgroup has stored: buffer c_next % C_BUFFERS is next
     int stage = 0;
     unsigned phase = 0;
-    for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
-      int g, m0, h, n0;
-      const bool small = gemmc_grp_tile(t, G, tiles_n, s_first, s_big, s_small, s_total, g, m0, h, n0);
-      const int end = s_first[g + 1];  // the group's end: no row at or past it is stored
-      (void)h;
-      if (small) {
+    for (long long u = blockIdx.x / GEMMC_GRP_CLUSTER; u < units; u += gridDim.x / GEMMC_GRP_CLUSTER) {
+      const gemmc_grp_tile_t tile = gemmc_grp_tile(u, rank, G, tiles_n, s_first, s_big, s_small, s_total);
+      const int m0 = tile.m0, n0 = tile.n0;
+      const int end = s_first[tile.g + 1];  // the group's end: no row at or past it is stored
+      if (tile.small) {
         float acc[64];
 #pragma unroll
         for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
@@ -433,7 +456,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_up_bf16_hopper_gr
         gemmc_wg_wait<0>();
         gemmc_fence_regs<64>(acc);
         if (kblocks > 0 && lane == 0) gemmc_mbar_release(empty0 + 8 * held);
-        const int wg_row = m0, col_base = n0 + c * (BN / 2), valid = min(64, end - wg_row);
+        const int wg_row = m0, col_base = n0 + c * (BN / 2), valid = tile.dup ? 0 : min(64, end - wg_row);
         if (c_by_tma && valid == 64) {
           // Wholly inside the group: C sub-tiles through shared memory and TMA stores (clipped at N). The conditions are
           // uniform over the warpgroup, so its barriers stay matched.
@@ -499,7 +522,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_up_bf16_hopper_gr
         gemmc_wg_wait<0>();
         gemmc_fence_regs<128>(acc);
         if (kblocks > 0 && lane == 0) gemmc_mbar_release(empty0 + 8 * held);
-        const int wg_row = m0 + 64 * c, col_base = n0, valid = min(64, end - wg_row);
+        const int wg_row = m0 + 64 * c, col_base = n0, valid = tile.dup ? 0 : min(64, end - wg_row);
         if (c_by_tma && valid == 64) {
           // Wholly inside the group: C sub-tiles through shared memory and TMA stores (clipped at N). The conditions are
           // uniform over the warpgroup, so its barriers stay matched.
