@@ -4,6 +4,8 @@ element types, and the waves model that picks a tile's N."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.types import DType
 from gemmc.model.tlp import ceil_div
@@ -30,3 +32,72 @@ def choose_tile_n(m: int, n: int, hw: Hardware, cluster: int, sizes: tuple[int, 
         waves = ceil_div(tiles, hw.sm_count // cluster * cluster)
         return waves * (bn + TILE_OVERHEAD), -bn
     return min(sizes, key=cost)
+
+
+class TmaTiles:
+    """What a plan of the TMA + wgmma loop derives from its tile (HopperPlan, HopperGroupedPlan: frozen dataclasses of
+    FamilyPlan that list this class first): the block, the bytes of a stage, the swizzled box widths, the C sub-tiles.
+    The fields are the plan's."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:
+        bm: int
+        bn: int
+        bk: int
+        elem: int  # bytes of a storage element
+        c_bytes: int  # bytes of C's element
+        stages: int
+        consumers: int
+        consumer_regs: int
+
+    @property
+    def threads(self) -> int:
+        return WARPGROUP * (1 + self.consumers)
+
+    @property
+    def a_bytes(self) -> int:
+        """A's part of a stage: the block tile's rows of BK elements."""
+        return self.bm * self.bk * self.elem
+
+    @property
+    def b_bytes(self) -> int:
+        return self.bn * self.bk * self.elem
+
+    @property
+    def stage_bytes(self) -> int:
+        return self.a_bytes + self.b_bytes
+
+    @property
+    def barrier_bytes(self) -> int:
+        return 2 * self.stages * 8  # a full and an empty mbarrier per stage
+
+    @property
+    def box_width(self) -> int:
+        """Elements of an MN-major operand per 128-byte swizzled row: the width of one TMA box and wgmma block."""
+        return SWIZZLE_BYTES // self.elem
+
+    @property
+    def c_sub_cols(self) -> int:
+        """Columns of a C sub-tile: one 128-byte swizzled row (64 bf16/f16 or 32 f32)."""
+        return SWIZZLE_BYTES // self.c_bytes
+
+    @property
+    def c_sub_bytes(self) -> int:
+        return C_SUB_ROWS * SWIZZLE_BYTES
+
+    @property
+    def c_box(self) -> tuple[int, int]:
+        """TMA box of row-major C (innermost first): a consumer warpgroup's sub-tile of 64 rows of 128 bytes."""
+        return (self.c_sub_cols, C_SUB_ROWS)
+
+    @property
+    def regs_estimate(self) -> int:
+        return self.consumer_regs
+
+    @property
+    def arch_specific(self) -> bool:
+        return True  # wgmma, setmaxnreg: sm_90a
+
+    @property
+    def tensor_maps(self) -> bool:
+        return True

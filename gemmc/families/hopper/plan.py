@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from gemmc.families.tma_loop import ALIGN_SLACK, BK, BM, C_BUFFERS, C_SUB_ROWS, SWIZZLE_BYTES, WARPGROUP
+from gemmc.families.tma_loop import ALIGN_SLACK, BK, BM, C_BUFFERS, C_SUB_ROWS, SWIZZLE_BYTES, TmaTiles
 from gemmc.ir.nodes import FamilyPlan
 from gemmc.model.tlp import ceil_div
 
@@ -14,7 +14,7 @@ BK_F32 = SWIZZLE_BYTES // 4  # 32 f32 elements per k-row (tf32 wgmma: k8 steps)
 
 
 @dataclass(frozen=True, slots=True)
-class HopperPlan(FamilyPlan):
+class HopperPlan(TmaTiles, FamilyPlan):
     bn: int  # block tile N (the consumer warpgroups' wgmma N)
     stages: int  # shared-memory stages of the TMA -> wgmma pipeline
     cluster: int  # 1, or 2: blocks on m-tiles 2p and 2p+1 of one n-tile share B through TMA multicast
@@ -36,23 +36,6 @@ class HopperPlan(FamilyPlan):
     #                  GO-kernel planned for a share of the GPU leaves the other SMs to the GEMMs beside it)
 
     @property
-    def threads(self) -> int:
-        return WARPGROUP * (1 + self.consumers)
-
-    @property
-    def a_bytes(self) -> int:
-        return self.bm * self.bk * self.elem
-
-    @property
-    def b_bytes(self) -> int:
-        return self.bn * self.bk * self.elem
-
-    @property
-    def box_width(self) -> int:
-        """Elements of an MN-major operand per 128-byte swizzled row: the width of one TMA box and wgmma block."""
-        return SWIZZLE_BYTES // self.elem
-
-    @property
     def work_bytes(self) -> int:
         """f32 storage: two buffers (one filled while wgmma reads the other) of the tf32 parts of a stage's B tile,
         K-major with the 128-byte swizzle (tf32 wgmma reads B only K-major; A's parts are registers). 0 for half
@@ -60,48 +43,14 @@ class HopperPlan(FamilyPlan):
         return 2 * self.parts * self.bn * self.bk * 4
 
     @property
-    def stage_bytes(self) -> int:
-        return self.a_bytes + self.b_bytes
-
-    @property
-    def barrier_bytes(self) -> int:
-        return 2 * self.stages * 8  # a full and an empty mbarrier per stage
-
-    @property
-    def c_sub_cols(self) -> int:
-        """Columns of a C sub-tile: one 128-byte swizzled row (64 bf16/f16 or 32 f32)."""
-        return SWIZZLE_BYTES // self.c_bytes
-
-    @property
-    def c_sub_bytes(self) -> int:
-        return C_SUB_ROWS * SWIZZLE_BYTES
-
-    @property
     def epilogue_bytes(self) -> int:
         """The C sub-tile buffers of the TMA-store epilogue: C_BUFFERS per consumer warpgroup, or none."""
         return self.consumers * C_BUFFERS * self.c_sub_bytes if self.tma_store else 0
 
     @property
-    def c_box(self) -> tuple[int, int]:
-        """TMA box of row-major C (innermost first): a consumer warpgroup's sub-tile of 64 rows of 128 bytes."""
-        return (self.c_sub_cols, C_SUB_ROWS)
-
-    @property
     def smem_bytes(self) -> int:
         return (self.stages * self.stage_bytes + self.work_bytes + self.epilogue_bytes + self.barrier_bytes
                 + ALIGN_SLACK)
-
-    @property
-    def regs_estimate(self) -> int:
-        return self.consumer_regs
-
-    @property
-    def arch_specific(self) -> bool:
-        return True
-
-    @property
-    def tensor_maps(self) -> bool:
-        return True
 
     @property
     def a_box(self) -> tuple[int, int]:

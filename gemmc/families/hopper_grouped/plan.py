@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gemmc.families.tma_loop import ALIGN_SLACK, BK, BM, C_BUFFERS, C_SUB_ROWS, SWIZZLE_BYTES, WARPGROUP
+from gemmc.families.tma_loop import ALIGN_SLACK, BK, BM, C_BUFFERS, C_SUB_ROWS, TmaTiles
 from gemmc.ir.nodes import FamilyPlan
 
 SMALL_BM = C_SUB_ROWS  # the small size class: 64 rows, one consumer warpgroup's rows, split by columns instead
@@ -14,7 +14,7 @@ SCHED_WORDS = 3  # int32 per group in shared memory: its clamped end, its big an
 
 
 @dataclass(frozen=True, slots=True)
-class HopperGroupedPlan(FamilyPlan):
+class HopperGroupedPlan(TmaTiles, FamilyPlan):
     bn: int  # block tile N: a 128-row tile's consumers each multiply 64 x bn; a 64-row tile's 64 x bn / 2
     stages: int  # shared-memory stages of the TMA -> wgmma ring
     b_kmajor: bool  # B col-major (groups x N x K): K contiguous; else N contiguous (wgmma reads B transposed)
@@ -31,47 +31,13 @@ class HopperGroupedPlan(FamilyPlan):
     consumer_regs: int = 232
 
     @property
-    def threads(self) -> int:
-        return WARPGROUP * (1 + self.consumers)
-
-    @property
-    def a_bytes(self) -> int:
-        """A's part of a stage: 128 rows (a 64-row tile fills its first half)."""
-        return self.bm * self.bk * self.elem
-
-    @property
     def a_small_bytes(self) -> int:
         """One TMA box of A: 64 rows of 128 bytes (a 128-row tile loads two)."""
         return self.small_bm * self.bk * self.elem
 
     @property
-    def b_bytes(self) -> int:
-        return self.bn * self.bk * self.elem
-
-    @property
-    def stage_bytes(self) -> int:
-        return self.a_bytes + self.b_bytes
-
-    @property
-    def box_width(self) -> int:
-        """Elements of N-major B per 128-byte swizzled row: the width of one TMA box and wgmma block."""
-        return SWIZZLE_BYTES // self.elem
-
-    @property
-    def c_sub_cols(self) -> int:
-        return SWIZZLE_BYTES // self.c_bytes
-
-    @property
-    def c_sub_bytes(self) -> int:
-        return C_SUB_ROWS * SWIZZLE_BYTES
-
-    @property
     def epilogue_bytes(self) -> int:
         return self.consumers * C_BUFFERS * self.c_sub_bytes
-
-    @property
-    def c_box(self) -> tuple[int, int]:
-        return (self.c_sub_cols, C_SUB_ROWS)
 
     @property
     def a_box(self) -> tuple[int, int]:
@@ -91,10 +57,6 @@ class HopperGroupedPlan(FamilyPlan):
         return max(self.cluster, sm_count // self.cluster * self.cluster)
 
     @property
-    def barrier_bytes(self) -> int:
-        return 2 * self.stages * 8
-
-    @property
     def dynamic_smem_bytes(self) -> int:
         """The launch's dynamic shared memory: the ring, the C sub-tiles, the barriers and the swizzle's slack."""
         return self.stages * self.stage_bytes + self.epilogue_bytes + self.barrier_bytes + ALIGN_SLACK
@@ -111,18 +73,6 @@ class HopperGroupedPlan(FamilyPlan):
     @property
     def static_smem_bytes(self) -> int:
         return self.sched_smem
-
-    @property
-    def regs_estimate(self) -> int:
-        return self.consumer_regs
-
-    @property
-    def arch_specific(self) -> bool:
-        return True
-
-    @property
-    def tensor_maps(self) -> bool:
-        return True
 
     def lines(self) -> tuple[str, ...]:
         lay = f"B {'K' if self.b_kmajor else 'N'}-major (3-D tensor map: groups x K x N), A K-major"
