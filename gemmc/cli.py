@@ -142,8 +142,15 @@ def write_svgs(schedule: str, target: str | None, dest: str) -> int:
     else the one kernel's to the file DEST, or to standard output for -."""
     kernels = list(load(schedule, target))
     if dest.endswith(("/", os.sep)) or Path(dest).is_dir():
+        drawn = [k for k in kernels if k.ir.dynamic is None]  # a batch sized at run time has no fixed plan
+        if not drawn:
+            kernels[0].svg()  # raises the error that says why
         Path(dest).mkdir(parents=True, exist_ok=True)
         for kernel in kernels:
+            if kernel not in drawn:
+                print(f"skipped {kernel.name}: a batch sized at run time has no plan to draw (`gemmc inspect` "
+                      "prints its size classes)", file=sys.stderr)
+                continue
             write_whole(Path(dest) / f"{kernel.name}.svg", kernel.svg())
             print(f"wrote {Path(dest) / f'{kernel.name}.svg'}")
         return 0
