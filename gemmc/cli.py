@@ -234,6 +234,10 @@ def cmd_bench(argv: list[str]) -> int:
     return 0
 
 
+TARGET_HELP = ("cuda | hip | sm_80 | sm_86 | sm_89 | sm_90 | gfx908 | gfx90a | gfx942 (default: the file's "
+               "`target`, else sm_90)")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gemmc", description="Compile GEMM schedules (.gs) into CUDA/HIP kernels.",
                                 epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -245,9 +249,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("schedule", help="a .gs file, or - for standard input")
     c.add_argument("-o", "--output", default="out", help="output folder, created if missing (default: out), or a "
                    ".cu/.hip file (and its .h beside it) for one kernel; each file is written whole, by a rename")
-    c.add_argument("--target", help="cuda | hip | sm_80 | sm_86 | sm_89 | sm_90 | gfx908 | gfx90a | gfx942 "
-                                    "(default: the file's `target`, else sm_90)")
-    c.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
+    c.add_argument("--target", help=TARGET_HELP)
+    c.add_argument("--kernel", action="append", help="only this kernel or group (repeatable)")
     c.add_argument("--verify", action="store_true", help=VERIFY_HELP)
     c.set_defaults(fn=cmd_compile)
 
@@ -258,7 +261,7 @@ def parser() -> argparse.ArgumentParser:
                    help=f"print the program after this pass (default: the last), or after each (all): "
                         f"{', '.join(PASS_NAMES)}")
     i.add_argument("--verify", action="store_true", help=VERIFY_HELP)
-    i.add_argument("--target")
+    i.add_argument("--target", help=TARGET_HELP)
     i.add_argument("--source", action="store_true", help="also print the generated kernel source")
     i.add_argument("--svg", metavar="PATH", help="draw each planned kernel (tiles, blocks, TLP, occupancy) as SVG "
                                                  "instead: into the folder PATH as <kernel>.svg (an existing folder, "
@@ -269,10 +272,11 @@ def parser() -> argparse.ArgumentParser:
                        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("schedule", help="a .gs file, or - for standard input")
     r.add_argument("--check", action="store_true", help=f"exit {EXIT_CHECK} when an error exceeds --tolerance")
-    r.add_argument("--tolerance", type=float, default=1e-5)
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--no-time", action="store_true")
-    r.add_argument("--target")
+    r.add_argument("--tolerance", type=float, default=1e-5,
+                   help="the largest relative Frobenius error --check accepts (default: %(default)g)")
+    r.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: %(default)s)")
+    r.add_argument("--no-time", action="store_true", help="check only, do not time")
+    r.add_argument("--target", help=TARGET_HELP)
     r.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
     r.set_defaults(fn=cmd_run)
 

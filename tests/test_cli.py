@@ -214,6 +214,17 @@ def test_help_lists_the_exit_codes():
         assert f"\n  {code.ljust(4)} {meaning}" in proc.stdout
 
 
+
+def test_every_option_says_what_it_does():
+    # `gemmc run --help` listed --tolerance, --seed, --no-time and --target with no word on what they do.
+    import argparse
+
+    subparsers = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
+    silent = [f"{name} {'/'.join(action.option_strings)}" for name, sub in subparsers.choices.items()
+              for action in sub._actions if action.option_strings and not action.help]
+    assert not silent, f"options without help: {silent}"
+
+
 @pytest.mark.skipif(gpu_available(), reason="needs a machine without a GPU")
 def test_run_without_a_gpu_exits_3():
     err = gemmc("run", INCEPTION)
