@@ -127,14 +127,21 @@ def cmd_compile(args: argparse.Namespace) -> int:
         write_whole(header, r.header)
         runs = "a batch sized at run time" if kernel.ir.dynamic else f"{kernel.ir.batch_size} GEMM(s)"
         print(f"wrote {printable(str(src))} and {printable(str(header))}: {r.launcher}() runs {runs} "
-              f"with the {kernel.ir.family or '?'} family; build it with {' '.join(r.build_flags)}")
+              f"with the {kernel.ir.family or '?'} family; build it with {' '.join(r.build_flags)}{link(r.header)}")
     for group, g in rendered_groups:
         src, header = paths(g.name, g.extension)
         write_whole(src, g.source)
         write_whole(header, g.header)
         print(f"wrote {printable(str(src))} and {printable(str(header))}: {g.launcher}() runs group {g.name}'s "
-              f"{len(group.members)} GEMM(s) ({group.mode.value}); build it with {' '.join(g.build_flags)}")
+              f"{len(group.members)} GEMM(s) ({group.mode.value}); build it with {' '.join(g.build_flags)}"
+              f"{link(g.header)}")
     return 0
+
+
+def link(header: str) -> str:
+    """What `gemmc compile` adds to a file's build flags where its launcher calls the driver API (the header says
+    so: hopper kernels encode TMA tensor maps with cuTensorMapEncodeTiled, which lives in libcuda)."""
+    return " and link with -lcuda" if "-lcuda" in header else ""
 
 
 def write_svgs(schedule: str, target: str | None, dest: str) -> int:
