@@ -212,7 +212,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from gemmc.runtime.device import require_gpu
 
     prog = load(args.schedule, args.target)
-    kernels = selected(prog, args.kernel)
+    wanted = args.kernel
+    if wanted:  # a group is checked member by member: `--kernel <group>` selected no kernel and ran nothing
+        wanted = [*wanted, *(k.name for g in prog.groups if g.name in wanted for k in g.members)]
+    kernels = selected(prog, wanted)
     require_gpu()
     failed = False
     for kernel in kernels:
@@ -284,7 +287,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: %(default)s)")
     r.add_argument("--no-time", action="store_true", help="check only, do not time")
     r.add_argument("--target", help=TARGET_HELP)
-    r.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
+    r.add_argument("--kernel", action="append", help="only this kernel, or a group's members (repeatable)")
     r.set_defaults(fn=cmd_run)
 
     # listed here for --help; main() hands everything after `bench` to gemmc.bench, which parses it

@@ -130,6 +130,19 @@ def test_run_check_on_gpu():
     assert "rel. Frobenius error" in proc.stdout
 
 
+def test_run_kernel_naming_a_group_checks_its_members(monkeypatch, capsys):
+    # `gemmc run examples/concurrent_pair.gs --kernel pair` selected no kernel and ran nothing, with status 0.
+    import gemmc.runtime.check
+    import gemmc.runtime.device
+
+    ran = []
+    monkeypatch.setattr(gemmc.runtime.device, "require_gpu", lambda: None)
+    monkeypatch.setattr(gemmc.runtime.check, "check_kernel", lambda kernel, **kw: ran.append(kernel.name) or {
+        "gflop": 0.0, "device": "none", "errors": {"rel_fro": 0.0, "max_abs": 0.0, "mred": 0.0, "nonfinite": 0}})
+    assert cli.main(["run", str(ROOT / "examples" / "concurrent_pair.gs"), "--kernel", "pair", "--no-time"]) == 0
+    assert ran == ["pair_dX", "pair_dW"]
+
+
 def one_line_error(proc: subprocess.CompletedProcess, code: int = 1) -> str:
     assert proc.returncode == code, proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
