@@ -130,7 +130,7 @@ def test_run_check_on_gpu():
     assert "rel. Frobenius error" in proc.stdout
 
 
-def test_run_kernel_naming_a_group_checks_its_members(monkeypatch, capsys):
+def test_run_checks_a_groups_members_and_skips_batches_sized_at_run_time(monkeypatch, capsys):
     # `gemmc run examples/concurrent_pair.gs --kernel pair` selected no kernel and ran nothing, with status 0.
     import gemmc.runtime.check
     import gemmc.runtime.device
@@ -141,6 +141,11 @@ def test_run_kernel_naming_a_group_checks_its_members(monkeypatch, capsys):
         "gflop": 0.0, "device": "none", "errors": {"rel_fro": 0.0, "max_abs": 0.0, "mred": 0.0, "nonfinite": 0}})
     assert cli.main(["run", str(ROOT / "examples" / "concurrent_pair.gs"), "--kernel", "pair", "--no-time"]) == 0
     assert ran == ["pair_dX", "pair_dW"]
+    # A batch sized at run time has no sizes to draw inputs for: it is skipped with a note, not run on an empty
+    # batch (which "passed" with 0 GFLOP and error 0).
+    schedule = str(ROOT / "examples" / "moe.gs")
+    assert cli.main(["run", schedule, "--check", "--no-time"]) == 0
+    assert ran == ["pair_dX", "pair_dW"] and capsys.readouterr().err.count("sized at run time") == 3
 
 
 def one_line_error(proc: subprocess.CompletedProcess, code: int = 1) -> str:
