@@ -84,8 +84,9 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
                 f"tile (m64n{self.bn // 2}k16), setmaxnreg {self.consumer_regs}",
                 f"scheduler: persistent grid of one block per SM; every block derives the tiles from the clamped "
                 f"group ends ({self.sched_smem} B of shared memory for up to {self.max_groups} groups): units of "
-                f"{self.cluster} tile row(s) by one n-tile, 128-row units first, then 64-row ones, cluster c taking "
-                "units c, c + clusters, ...",
+                f"{'two tile rows' if self.cluster > 1 else 'one tile row'} by one n-tile, 128-row units first, then "
+                f"64-row ones, {'cluster' if self.cluster > 1 else 'block'} c taking units c, c + "
+                f"{'clusters' if self.cluster > 1 else 'blocks'}, ...",
                 *((f"clusters of {self.cluster}: a unit's tile rows on the blocks of a cluster, B multicast to both "
                    "where the rows share a group",) if self.cluster > 1 else ()),
                 f"C: 64-row sub-tiles wholly inside their group through {C_BUFFERS} shared-memory buffers of "

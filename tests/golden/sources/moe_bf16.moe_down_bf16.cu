@@ -5,7 +5,7 @@
 // batch sized at run time
 // hopper_grouped: tile 128x256x64 bf16, or 64x256x64 for a group's last 64 rows or fewer; 4 stages of 48 KiB (TMA, 128-byte swizzle, mbarriers), B N-major (3-D tensor map: groups x K x N), A K-major
 // 1 producer warp (setmaxnreg 40) + 2 consumer warpgroups: 64x256 each on a 128-row tile (wgmma m64n256k16), 64x128 each on a 64-row tile (m64n128k16), setmaxnreg 232
-// scheduler: persistent grid of one block per SM; every block derives the tiles from the clamped group ends (780 B of shared memory for up to 64 groups): units of 1 tile row(s) by one n-tile, 128-row units first, then 64-row ones, cluster c taking units c, c + clusters, ...
+// scheduler: persistent grid of one block per SM; every block derives the tiles from the clamped group ends (780 B of shared memory for up to 64 groups): units of one tile row by one n-tile, 128-row units first, then 64-row ones, block c taking units c, c + blocks, ...
 // C: 64-row sub-tiles wholly inside their group through 2 shared-memory buffers of 64x32 per warpgroup and TMA stores; a sub-tile crossing its group's end stored from the accumulators, masked at the end
 
 
