@@ -38,6 +38,8 @@ class CompiledGroup:
                  kernels: str = "go", confirms: bool = True):
         self.ir = ir
         self.members = members
+        """The group's GEMMs as `CompiledKernel`s, in the group's order: members in source order, copies consecutive
+        (named `<group>_<member>`, `<group>_<member>_<i>`). A call takes one array per member in this order."""
         self.target = target
         self.filename = filename
         self.kernels = kernels
@@ -46,6 +48,7 @@ class CompiledGroup:
 
     @property
     def name(self) -> str:
+        """The group's name in the schedule (the C++ launcher is `gemmc_<name>`)."""
         return self.ir.name
 
     @property
@@ -55,10 +58,13 @@ class CompiledGroup:
 
     @property
     def mode(self) -> Mode:
+        """How the group runs: `Mode.SEQUENTIAL`, `Mode.STREAMS` or `Mode.FUSED` (`gemmc.ir.group.Mode`; `.value`
+        is the schedule's spelling), as `concurrency` or its `auto` choice says, or as `with_mode` set it."""
         return self.group_plan.mode
 
     @property
     def degree(self) -> int:
+        """How many GEMMs run at once on side streams in the streams mode; 1 for sequential and fused."""
         return self.group_plan.degree
 
     @property
@@ -109,6 +115,8 @@ class CompiledGroup:
 
     @cached_property
     def rendered(self) -> RenderedGroup:
+        """What `gemmc compile` writes for the group: `.source` (every kernel it launches and the launcher),
+        `.header`, `.launcher` (the function's name), `.extension` (`cu` or `hip`) and `.build_flags`."""
         from gemmc.concurrent.render import render_group
 
         return render_group(self.ir, {k.name: k.ir for k in self.members}, self.target, self.filename)
@@ -120,8 +128,9 @@ class CompiledGroup:
         return self._group_run.tuning if self._group_run is not None else {}
 
     def __call__(self, As: Any, Bs: Any, Cs: Any, *, stream: Any = None) -> None:
-        """Run every GEMM of the group on the current CuPy stream (or `stream`): one after another, forked onto
-        side streams and joined back through events, or in one launch, as the plan says. The first call tunes
+        """Run every GEMM of the group on `stream` (by default torch's current stream for torch tensors, else
+        CuPy's): one after another, forked onto side streams and joined back through events, or in one launch, as
+        the plan says. The first call tunes
         (outside a graph capture); later calls, captured or not, launch only."""
         from gemmc.runtime.concurrent import run_group
 

@@ -5,7 +5,8 @@ kernel, and how the group runs (paper 004 §4.4-§4.5, and the single launch the
 - where the members allow one launch (SIMT, same dtype, layouts and scalars), the SIMT family's cost model, which
   simulates a launch tile by tile, estimates the fused kernel and each member alone; the group runs fused when the
   fused estimate is below the sum of the members' by FUSED_MARGIN. One launch is concurrency already, its blocks
-  balanced over the whole group by the planner: on the H200 (bench/results/2026-11-26_h200_concurrent_run1.json)
+  balanced over the whole group by the planner: on the H200
+  (bench/results/concurrent/2026-11-26_h200_concurrent_run1.json)
   fused was within 3% of gemmc's fastest mode in 12 of the 13 groups that allow it, and the fastest in 9;
 - otherwise each member gets its preferred degree (1S, 2P, 4P, 8P, 16P): the predictor's for a GEMM with copies in
   the group (they run its GO-kernels, the kernels the predictor was trained on), the fit rule's for one without
@@ -33,8 +34,9 @@ FUSED_FAMILY = "simt"  # the family whose irregular batch runs GEMMs of differen
 # of 4096x128x1024 and of 512x1024x1024 took 90.2 and 63.7 us 16 at once against 69.3 and 41.5 us 8 at once
 # (bench/results/concurrent/2026-11-27_h100_bf16.json; with CUDA_DEVICE_MAX_CONNECTIONS=32, 95.1 and 60.5 us,
 # 2026-11-27_h100_bf16-conn32.json: not the 8 hardware queues), f32 on the H200 16 at once within 0-1% of 8 at once
-# on all four 16-GEMM groups (bench/results/2026-11-26_h200_concurrent.json). The GO-kernel tuning that labels 16P
-# runs copies that share their inputs, which stay in L2; a group's GEMMs read their own (16 x 9.2 MB for the first).
+# on all four 16-GEMM groups (bench/results/concurrent/2026-11-26_h200_concurrent.json). The GO-kernel tuning that
+# labels 16P runs copies that share their inputs, which stay in L2; a group's GEMMs read their own (16 x 9.7 MB for
+# the first).
 MAX_AUTO_DEGREE = 8
 
 
@@ -48,7 +50,7 @@ def go_degree(members: list[Kernel], index: int, degree: int) -> int:
     tuned with copies of their own GEMM (paper 004 §4.5 calls them heterogeneity-agnostic), so a GEMM with fewer
     copies in the group than the degree takes the GO-kernel of its number of copies, and one with none its
     isolated kernel (1). On the H200 the tuned-for-copies kernels of a dX/dW pair, run together, took 1.44x the
-    sequential time (bench/results/2026-11-26_h200_concurrent_run1.json, FFN2 dX+dW)."""
+    sequential time (bench/results/concurrent/2026-11-26_h200_concurrent_run1.json, FFN2 dX+dW)."""
     return tuned_degree(min(degree, copies(members, index)))
 
 
