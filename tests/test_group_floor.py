@@ -44,6 +44,7 @@ def timed(monkeypatch):
     cp = SimpleNamespace(cuda=SimpleNamespace(get_current_stream=lambda: stream,
                                               runtime=SimpleNamespace(streamIsCapturing=lambda p: state.capturing)))
     monkeypatch.setattr(group_floor, "cupy", lambda: cp)
+    monkeypatch.setattr(group_floor, "launch_stream", lambda given, torch_args: stream)
     monkeypatch.setattr(group_floor, "enabled", lambda: True)
 
     def timer(call, s):

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from gemmc.concurrent.plan import MAX_AUTO_DEGREE, go_degree, tuned_degree
 from gemmc.ir.group import Mode
 from gemmc.runtime.device import cupy
+from gemmc.runtime.streams import is_torch, launch_stream
 from gemmc.runtime.tune import WINDOW_SECONDS, _captured, enabled
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ def confirm(run: GroupRun, As: Any, Bs: Any, Cs: Any, stream: Any) -> Way | None
     if len(candidates) == 1 or not enabled() or reads_c(run):
         return None
     cp = cupy()
-    stream = stream if stream is not None else cp.cuda.get_current_stream()
+    stream = launch_stream(stream, is_torch(As))  # where the call launches (torch's current stream for tensors)
     if cp.cuda.runtime.streamIsCapturing(stream.ptr):
         return None
     from gemmc.runtime.concurrent import run_group
