@@ -116,17 +116,19 @@ def reads_c(run: GroupRun) -> bool:
 
 def confirm(run: GroupRun, As: Any, Bs: Any, Cs: Any, stream: Any) -> Way | None:
     """The way an auto group's calls run: measured once (module docstring), or None where it is not measured
-    (measuring off, a graph capture in progress, a single way, members that read C): then the plan's."""
+    (one GEMM, measuring off, members that read C, a graph capture in progress): then the plan's."""
     if run.confirmed is not None:
         return run.confirmed.way
-    candidates = ways(run)
-    if len(candidates) == 1 or not enabled() or reads_c(run):
+    # the cheap tests first: a group that is never measured asks them on every call
+    if len(run.members) == 1 or not enabled() or reads_c(run):
         return None
     cp = cupy()
     stream = launch_stream(stream, is_torch(As))  # where the call launches (torch's current stream for tensors)
     if cp.cuda.runtime.streamIsCapturing(stream.ptr):
         return None
     from gemmc.runtime.concurrent import run_group
+
+    candidates = ways(run)
 
     seconds: dict[str, float] = {}
     for way in candidates:
