@@ -46,7 +46,7 @@ DOCS_TABLES: dict[str, tuple[str, ...]] = {
                    "tallskinny/2026-11-23_h100_tallskinny-tsm2r-f64-colmajor.json",
                    "tallskinny/2026-11-23_h100_tallskinny-tsm2l-colmajor-staged.json",
                    "tallskinny/2026-11-23_h100_tallskinny-tsm2l-rowmajor-staged.json"),
-    "concurrent": ("concurrent/2026-11-26_h200_concurrent.json", "concurrent/2026-11-26_h100_concurrent_bf16.json"),
+    "concurrent": ("concurrent/2026-11-26_h200_concurrent.json", "concurrent/2026-11-27_h100_bf16-final.json"),
 }
 
 
