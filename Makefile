@@ -12,6 +12,12 @@ BIN := $(VENV)/bin
 $(BIN)/gemmc: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e .
+	touch $@
+
+# The linters and test tools: `make test` adds them, also to a .venv made by the README's `pip install -e .`.
+DEV := $(VENV)/.dev-installed
+$(DEV): $(BIN)/gemmc
 	$(BIN)/pip install -q -e ".[test]"
 	touch $@
 
@@ -19,7 +25,7 @@ demo: $(BIN)/gemmc
 	$(BIN)/gemmc compile examples/inception3.gs -o out/
 	$(BIN)/gemmc inspect examples/inception3.gs
 
-lint: $(BIN)/gemmc
+lint: $(DEV)
 	$(BIN)/ruff check gemmc tests bench
 	$(BIN)/mypy
 
