@@ -3,7 +3,7 @@
 # 64 threads; each slice sums its half of the k-tile over the whole 32x32 tile, in a 4x4 micro-tile per thread
 # (3 shared loads per 8 FMAs with 2x4 become 4 per 16), and the two sums meet in shared memory before the
 # epilogue. On the H100 this form runs the module in 5.1 us against 5.7-5.8 for the unsliced tile
-# (bench/results/2026-11-23_h100_simt-slices.log); `tile auto` times it and the other slice forms on its first
+# (bench/results/irregular/2026-11-23_h100_simt-slices.log); `tile auto` times it and the other slice forms on its first
 # call (gemmc.runtime.tune) and keeps the fastest (docs/PERFORMANCE-irregular.md).
 target cuda sm_90
 

@@ -3,7 +3,7 @@
 # blocks of a thread-block cluster; each sums a third of the tile's k-tiles, and block 0 adds the other two's sums
 # through distributed shared memory (in rank order: the result does not depend on timing) and writes C. On the
 # H100 this is `tile auto`'s pick for the batch: 6.5 us against 8.5 for the same tile unsplit (tuning windows,
-# bench/results/2026-11-23_h100_irregular_splitk-small.json). Where K is short the cluster's barriers cost more
+# bench/results/irregular/2026-11-23_h100_irregular_splitk-small.json). Where K is short the cluster's barriers cost more
 # than they save, and `tile auto` keeps the unsplit tiles.
 target cuda sm_90
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gemmc.bench import SUITES, harness, irregular, report
+from tests.conftest import ROOT
 
 # Importing a module whose sys.modules entry is None raises ImportError: the suites must not import these to parse
 # their command line.
@@ -81,7 +82,7 @@ def test_report_writes_the_newest_file_of_each_suite_as_a_table(tmp_path: Path) 
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"suite": "uniform", "gpu": "NVIDIA H100", "date": path.name[:10],
                                     "rows": [{"case": "4096^3 | f32", "gemmc_us": us, "ratio": 1.25}]}))
-    report.main(["--results", str(results), "--tables", str(tmp_path / "tables"), "--plots", str(tmp_path)])
+    report.main(["--newest", "--results", str(results), "--tables", str(tmp_path / "tables"), "--plots", str(tmp_path)])
     text = (tmp_path / "tables" / "uniform.md").read_text()
     assert "NVIDIA H100, 2026-02-01" in text and new.as_posix() in text
     assert "| case | gemmc_us | ratio |" in text and "| 4096^3 \\| f32 | 2 | 1.25 |" in text
@@ -90,3 +91,12 @@ def test_report_writes_the_newest_file_of_each_suite_as_a_table(tmp_path: Path) 
 def test_the_suites_find_their_example_schedules() -> None:
     assert harness.example("inception_all.gs").read_text().startswith("#")
     assert len(irregular.inception_cases()) == 10  # the nine modules and all of them
+
+
+def test_the_docs_tables_are_the_report_of_their_results_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    # docs/results/<suite>.md is what `python -m gemmc.bench report` writes from DOCS_TABLES: a page edited by hand,
+    # or a results file replaced without regenerating, fails here.
+    monkeypatch.chdir(ROOT)  # the pages name their files relative to the repository, as `report` run there does
+    files = [harness.RESULTS / f for sources in report.DOCS_TABLES.values() for f in sources]
+    for suite, text in report.pages(files).items():
+        assert (Path("docs/results") / f"{suite}.md").read_text() == text, f"regenerate docs/results/{suite}.md"

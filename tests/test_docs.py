@@ -3,6 +3,7 @@ names compiles, and it tells the current state, not the history (no numbered rou
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from pathlib import Path
 
@@ -41,8 +42,20 @@ def test_no_numbered_rounds(page: Path):
 
 def test_results_pattern_sees_a_citation():
     # The pattern must find the citations it checks, or the test above passes on nothing.
-    text = "see `bench/results/2026-11-22_h100_uniform_final.json` and `2026-11-26_h100_half.json`."
-    assert _cited(text) == ["bench/results/2026-11-22_h100_uniform_final.json", "2026-11-26_h100_half.json"]
+    text = "see `bench/results/uniform/2026-11-22_h100_uniform_final.json` and `half/2026-11-26_h100_half.json`."
+    assert _cited(text) == ["bench/results/uniform/2026-11-22_h100_uniform_final.json",
+                            "half/2026-11-26_h100_half.json"]
+
+
+def test_every_results_file_is_cited():
+    # bench/results/ keeps what the docs, the code or the tests cite (by name, or by a glob such as
+    # `..._first-call*.log`); a run nobody cites stays in git's history, not in the tree.
+    texts = [p.read_text() for p in [*PAGES, *ROOT.glob("gemmc/**/*.py"), *ROOT.glob("bench/**/*.py"),
+                                     *ROOT.glob("tests/**/*.py"), *ROOT.glob("examples/*.gs")]]
+    names = set(re.findall(r"\d{4}-\d{2}-\d{2}_[\w.+*?\[\]-]+", "\n".join(texts)))
+    uncited = [str(f.relative_to(RESULTS)) for f in sorted(RESULTS.rglob("*")) if f.is_file()
+               and not any(fnmatch.fnmatchcase(f.name, n.rstrip(".")) for n in names)]
+    assert not uncited, f"results files no page or code cites: {uncited}"
 
 
 def _schedules() -> list[str]:

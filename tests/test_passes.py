@@ -165,7 +165,7 @@ def test_decisions_are_explained():
 
 def test_launch_bound_caps_the_128x128x8_variant_at_two_blocks():
     # ptxas fits 128x128x8/256 in 128 registers without spilling, not 128x128x16 (arrays 112 + headroom > 128)
-    # nor f64 128x64x8 (bench/results/2026-11-22_devhost_simt_registers.txt).
+    # nor f64 128x64x8 (bench/results/irregular/2026-11-22_devhost_simt_registers.txt).
     p8 = kernel("kernel k { gemm 4096 x 4096 x 4096 tile 128x128x8 threads 256 }").plan
     assert (p8.min_blocks, p8.reg_cap, p8.regs_estimate) == (2, 128, 128)
     assert "__launch_bounds__(256, 2)" in gemmc.compile_string(
@@ -181,7 +181,7 @@ def test_hip_kernels_get_no_minimum_blocks_bound():
     assert k.ir.plan.min_blocks == 0 and "__launch_bounds__(256)" in k.source
 
 
-# (tile, threads, f64, ptxas registers as planned) from bench/results/2026-11-22_devhost_simt_registers.txt
+# (tile, threads, f64, ptxas registers as planned) from bench/results/irregular/2026-11-22_devhost_simt_registers.txt
 PTXAS = [((128, 128, 8), 256, False, 128), ((128, 128, 16), 256, False, 199), ((128, 64, 8), 256, False, 113),
          ((16, 16, 32), 128, False, 71), ((16, 32, 32), 128, False, 96), ((32, 32, 32), 128, False, 113),
          ((64, 64, 16), 256, False, 95), ((64, 128, 8), 128, False, 189), ((64, 64, 8), 256, True, 124),

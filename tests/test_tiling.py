@@ -164,7 +164,7 @@ def test_tile_auto_costs_every_tiling_and_forced_modes_do_not():
                          "loadbalanced 3 tiles"]
     assert "uniform 32x32x32_t128_s4" in names and len(names) == len(set(names))
     # The fastest of the 21 candidates timed on the H100: 15.0 us, where the Eq. 3 ladder the old model chose
-    # took 20.3 (bench/results/2026-11-23_h100_irregular_slices.json).
+    # took 20.3 (bench/results/irregular/2026-11-23_h100_irregular_slices.json).
     assert auto.method == "uniform" and auto.variants[0].name == "32x32x32_t128_s4"
     body = open("examples/inception_all.gs").read().split("batch {", 1)[1].split("}", 1)[0]
     forced = gemmc.compile_string(f"kernel k {{ tile auto(loadbalanced) batch {{ {body} }} }}")["k"].ir.plan
@@ -173,7 +173,8 @@ def test_tile_auto_costs_every_tiling_and_forced_modes_do_not():
 
 def test_latency_bound_counts_the_scheduler_load_of_small_micro_tiles():
     # Inception module 2 on the H100: 16x16 tiles (1x2 micro-tiles, 686 blocks) measured 12.6 us, 32x32x32 with
-    # 128 threads 8.5 us (bench/results/2026-11-22_h100_simt_tiles_call2.log). The latency bound used to charge
+    # 128 threads 8.5 us (bench/results/irregular/2026-11-22_h100_simt_tiles_call2.log). The latency bound used to
+    # charge
     # a k step the same whatever the warps sharing a scheduler issue, and ranked 16x16 first.
     text = "kernel k { batch { a 784 x 64 x 192  b 784 x 32 x 192  c 784 x 128 x 192 } }"
     k = gemmc.compile_string(text)["k"]

@@ -2,7 +2,7 @@
 tuning step timed on the H100 in a recorded run, and which of them the model picks offline (GEMMC_TUNE=0, or the
 standalone source of `gemmc compile`), against the fastest measured.
 
-    python3 bench/experiments/cost_model.py [bench/results/2026-11-23_h100_irregular_slices.json]
+    python3 bench/experiments/cost_model.py [bench/results/irregular/2026-11-23_h100_irregular_slices.json]
 
 A case's loss is the measured time of the model's pick over the fastest candidate's; reported per case and as a
 geometric mean. Labels are matched to the recorded run's (simt.alternatives names them the same way); a pick the

@@ -6,7 +6,7 @@
    computed, no tile) against one extra launch of a tiny kernel (the validation kernel over the same ends), each
    as graph replays: what a planning kernel would add before the main kernel could start, at the least.
 2. The ladder's top: with the 128 x 128 tile (the default: 8 x 8 micro-tile) or without it, on MoE cases.
-   (bench/results/2026-11-26_h100_dynamic_design-call2.json ran it when the kernel called each variant as a
+   (bench/results/dynamic/2026-11-26_h100_dynamic_design-call2.json ran it when the kernel called each variant as a
    non-inlined function under a bound of two blocks per SM: "default" there is the ladder without the 128 x 128
    tile, "with 128x128" the one with it.)
 3. The TLP threshold: one wave of the persistent grid (the default), four waves, and none (the largest tiles always).

@@ -4,7 +4,7 @@
 
 The grouped form's call with torch tensors (8 ends tensors cycled, no synchronisation): the whole call, its pieces
 (the metadata key, the launch alone) and the fully checked path; the list form with 64 and 512 problems, new sizes
-every call, with a cProfile of its host side. Results: bench/results/2026-11-26_h100_dynamic_host.json.
+every call, with a cProfile of its host side. Results: bench/results/dynamic/2026-11-26_h100_dynamic_host.json.
 """
 
 from __future__ import annotations

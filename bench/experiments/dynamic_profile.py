@@ -13,7 +13,8 @@ Variants of the rendered source, each compiled offline to a cubin (nvcc -arch=sm
 - top4: the body with the four largest variants only (237 registers, no spills);
 - v0_onetile: one tile per block (grid = tiles, the hardware's block scheduler);
 - sched: the schedule alone (return before the first tile); empty8 / empty128: every group empty.
-Results: bench/results/2026-11-26_h100_dynamic_profile.json (+ .log, and _ncu.csv: the ncu sections of v0, ws and
+Results: bench/results/dynamic/2026-11-26_h100_dynamic_profile.json (+ .log, and _ncu.csv: the ncu sections of v0, ws
+and
 the static kernel on two cases).
 """
 

@@ -12,7 +12,8 @@ plan runs):
 
 Prediction (from the 6.1 us of inception-3 at 6 k steps): an empty replay of 2-3 us, a k step of 0.4-0.6 us, so
 that splitting K over more warps (84 blocks of 4 warps leave 48 of 132 SMs idle) would save about half the k
-steps' time. Measured (bench/results/2026-11-22_h100_simt-floor.log): 1.9 us, 3.3 us for one k step, 0.54 us per
+steps' time. Measured (bench/results/irregular/2026-11-22_h100_simt-floor.log): 1.9 us, 3.3 us for one k step, 0.54 us
+per
 k step. The split did not follow: 2 k slices (8 warps per tile) took inception-3 from 5.2 to 5.1 us, 4 slices to
 5.5 (..._irregular_sliced.json, `tuning_us`), so a k step is not the warps' issue latency either. Nsight Compute
 on the kernel itself (bench/experiments/ncu_case.py; docs/PERFORMANCE-irregular.md, stop 10) then showed why:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import gemmc
 
-FILES = "bench/results/2026-11-23_h100_tallskinny-tsm2r-*-stop1[67].json"
+FILES = "bench/results/tallskinny/2026-11-23_h100_tallskinny-tsm2r-*-stop1[67].json"
 
 
 def picks() -> list[dict]:

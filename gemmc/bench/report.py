@@ -1,11 +1,13 @@
 """The docs' benchmark tables and plots, regenerated from results files; no GPU needed.
 
-    python -m gemmc.bench report                       # the newest file of each suite under bench/results/<suite>/
+    python -m gemmc.bench report                       # the docs' tables: the results files in DOCS_TABLES
+    python -m gemmc.bench report --newest              # the newest file of each suite under bench/results/<suite>/
     python -m gemmc.bench report FILE.json [FILE.json ...]
 
-Writes `<tables>/<suite>.md` (default docs/results/): the GPU, the date, the file it was drawn from and one table
-of the suite's columns; for the irregular suite also `<plots>/irregular-speedups.png` (default docs/): gemmc's
-speedup per case over the best baseline and over each tiling ablation (needs matplotlib).
+Writes `<tables>/<suite>.md` (default docs/results/): for each results file of the suite, the GPU, the date, the
+file it was drawn from and one table of the suite's columns; for the irregular suite also
+`<plots>/irregular-speedups.png` (default docs/): gemmc's speedup per case over the best baseline and over each
+tiling ablation (needs matplotlib).
 """
 
 from __future__ import annotations
@@ -30,6 +32,37 @@ def suite_of(path: Path, data: dict[str, Any]) -> str | None:
     return next((s for s in sorted(SUITES, key=len, reverse=True) if name == s or name.startswith(s)), None)
 
 
+# The results files the docs' performance pages are drawn from, per suite (paths under bench/results/): `report`
+# with no files named rewrites docs/results/<suite>.md from these, and a test checks the pages match them.
+DOCS_TABLES: dict[str, tuple[str, ...]] = {
+    "irregular": ("irregular/2026-11-23_h100_irregular_stop20.json",),
+    "uniform": ("uniform/2026-11-22_h100_uniform_final.json",),
+    "precision": ("precision/2026-11-22_h100_precision_merged.json",
+                  "precision/2026-11-26_h100_precision_hopper-tf32.json"),
+    "half": ("half/2026-11-26_h100_half-epilogue.json",),
+    "tallskinny": ("tallskinny/2026-11-23_h100_tallskinny-tsm2r-f32-colmajor.json",
+                   "tallskinny/2026-11-23_h100_tallskinny-tsm2r-f32-rowmajor.json",
+                   "tallskinny/2026-11-23_h100_tallskinny-tsm2r-f64-colmajor.json",
+                   "tallskinny/2026-11-23_h100_tallskinny-tsm2l-colmajor-staged.json",
+                   "tallskinny/2026-11-23_h100_tallskinny-tsm2l-rowmajor-staged.json"),
+    "concurrent": ("concurrent/2026-11-26_h200_concurrent.json", "concurrent/2026-11-26_h100_concurrent_bf16.json"),
+}
+
+
+def pages(files: list[Path]) -> dict[str, str]:
+    """suite -> its page: one section per results file, in the order given."""
+    out: dict[str, list[str]] = {}
+    for path in files:
+        data = json.loads(path.read_text())
+        suite = suite_of(path, data)
+        if suite not in REPORTED:
+            raise ValueError(f"{path}: not a results file of a reported suite ({', '.join(REPORTED)})")
+        out.setdefault(suite, []).append(markdown(suite, data, path.as_posix()))
+    head = ("Written by `python -m gemmc.bench report` from the results files named below; the performance pages "
+            "quote these tables.\n")
+    return {suite: f"# {suite}\n\n{head}\n" + "\n".join(sections) for suite, sections in out.items()}
+
+
 def newest(results: Path) -> list[Path]:
     """The newest results file of each reported suite (file names begin with the date)."""
     found = []
@@ -45,9 +78,9 @@ def markdown(suite: str, data: dict[str, Any], source: str) -> str:
     columns = importlib.import_module(f"gemmc.bench.{suite}").COLUMNS
     rows = data["rows"]
     shown = [c for c in columns if any(c in r for r in rows)]
-    lines = [f"# {suite}", "",
-             f"{data.get('gpu', 'unknown GPU')}, {data.get('date', 'undated')}; from `{source}`. "
-             f"Regenerate with `python -m gemmc.bench report {source}`.", ""]
+    name = Path(source).name  # <date>_<gpu>_...: what an older file without the fields still tells
+    gpu, date = data.get("gpu") or name.split("_")[1].upper(), data.get("date") or name[:10]
+    lines = [f"## {name}", "", f"{gpu}, {date}; from `{source}`.", ""]
     if data.get("protocol"):
         lines += [f"Timing: {data['protocol']}.", ""]
     lines += ["| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
@@ -90,24 +123,32 @@ def irregular_plot(data: dict[str, Any], dst: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = harness.parser("report", __doc__)
-    parser.add_argument("files", nargs="*", type=Path, help="results files (default: the newest of each suite)")
+    parser.add_argument("files", nargs="*", type=Path, help="results files (default: the docs' DOCS_TABLES)")
+    parser.add_argument("--newest", action="store_true", help="the newest results file of each suite instead")
     parser.add_argument("--results", type=Path, default=harness.RESULTS, help="results root (default: %(default)s)")
     parser.add_argument("--tables", type=Path, default=Path("docs/results"), help="default: %(default)s")
     parser.add_argument("--plots", type=Path, default=Path("docs"), help="default: %(default)s")
     args = parser.parse_args(argv)
-    files = args.files or newest(args.results)
+    if args.files:
+        files = args.files
+    elif args.newest:
+        files = newest(args.results)
+    else:
+        files = [args.results / f for sources in DOCS_TABLES.values() for f in sources]
     if not files:
         parser.error(f"no results files under {args.results}/<suite>/ and none named")
+    try:
+        written = pages(files)
+    except (ValueError, OSError) as e:
+        parser.error(str(e))
+    args.tables.mkdir(parents=True, exist_ok=True)
+    for suite, text in written.items():
+        out = args.tables / f"{suite}.md"
+        out.write_text(text)
+        print(f"wrote {out}")
     for path in files:
         data = json.loads(path.read_text())
-        suite = suite_of(path, data)
-        if suite not in REPORTED:
-            parser.error(f"{path}: not a results file of a reported suite ({', '.join(REPORTED)})")
-        out = args.tables / f"{suite}.md"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(markdown(suite, data, path.as_posix()))
-        print(f"wrote {out}")
-        if suite == "irregular":
+        if suite_of(path, data) == "irregular":
             plot = args.plots / "irregular-speedups.png"
             irregular_plot(data, plot)
             print(f"wrote {plot}")

@@ -5,7 +5,8 @@ kernel, and how the group runs (paper 004 §4.4-§4.5, and the single launch the
 - where the members allow one launch (SIMT, same dtype, layouts and scalars), the SIMT family's cost model, which
   simulates a launch tile by tile, estimates the fused kernel and each member alone; the group runs fused when the
   fused estimate is below the sum of the members' by FUSED_MARGIN. One launch is concurrency already, its blocks
-  balanced over the whole group by the planner: on the H200 (bench/results/2026-11-26_h200_concurrent_run1.json)
+  balanced over the whole group by the planner: on the H200
+  (bench/results/concurrent/2026-11-26_h200_concurrent_run1.json)
   fused was within 3% of gemmc's fastest mode in 12 of the 13 groups that allow it, and the fastest in 9;
 - otherwise the predictor gives each member its preferred degree (1S, 2P, 4P, 8P, 16P); the group runs min over
   members of that, clamped to the group's size and rounded down to a tuned degree (paper 004 §4.5: all of them
@@ -39,7 +40,7 @@ def go_degree(members: list[Kernel], index: int, degree: int) -> int:
     tuned with copies of their own GEMM (paper 004 §4.5 calls them heterogeneity-agnostic), so a GEMM with fewer
     copies in the group than the degree takes the GO-kernel of its number of copies, and one with none its
     isolated kernel (1). On the H200 the tuned-for-copies kernels of a dX/dW pair, run together, took 1.44x the
-    sequential time (bench/results/2026-11-26_h200_concurrent_run1.json, FFN2 dX+dW)."""
+    sequential time (bench/results/concurrent/2026-11-26_h200_concurrent_run1.json, FFN2 dX+dW)."""
     def key(k: Kernel) -> Kernel:
         return dataclasses.replace(k, name="", notes=())
 

@@ -50,7 +50,7 @@ def resident_threads(hw: Hardware, total_threads: int, regs: int, smem: int, blo
     return min(occ.warps_per_sm * hw.warp_size, max(1, total_threads // hw.sm_count))
 
 
-HALF_TMA_RESULTS = "bench/results/2026-11-26_h100_half-tsm2-point.json"
+HALF_TMA_RESULTS = "bench/results/half/2026-11-26_h100_half-tsm2-point.json"
 
 
 def half_goes_to_tma(kernel: Kernel, hw: Hardware) -> bool:

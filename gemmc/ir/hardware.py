@@ -87,7 +87,8 @@ def _hip(arch: str, cus: int, threads_cu: int, l2: int, bw: float, fp32: float, 
 
 
 # How many clusters the H100 SXM (132 SMs) holds at once, by resident blocks per SM (rows, 1-8) and cluster size
-# (columns, 1-8), from cuOccupancyMaxActiveClusters (bench/results/2026-11-23_h100_cluster-occupancy.json, written
+# (columns, 1-8), from cuOccupancyMaxActiveClusters (bench/results/irregular/2026-11-23_h100_cluster-occupancy.json,
+# written
 # by bench/experiments/cluster_occupancy.py). A cluster's blocks share one GPC, so clusters of 2 fill every slot
 # and larger ones leave part of each GPC idle: e.g. 15 clusters of 7 at one block per SM fill 105 of 132 SMs.
 H100_MAX_CLUSTERS = ((132, 66, 39, 30, 22, 17, 15, 15), (264, 132, 79, 62, 47, 39, 32, 30),

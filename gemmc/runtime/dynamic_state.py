@@ -13,7 +13,7 @@ from typing import Any
 class Launcher:
     """cuLaunchKernel on an argument block built once: a call stores the values that change into it (a few ctypes
     stores) rather than converting every argument through CuPy's kernel call, which cost 40-70 us of host time per
-    call with this kernel's thirteen arguments (bench/results/2026-11-26_h100_dynamic_call2-partial.json,
+    call with this kernel's thirteen arguments (bench/results/dynamic/2026-11-26_h100_dynamic_call2-partial.json,
     gemmc_issue_us). A lock keeps two threads from interleaving their stores."""
 
     def __init__(self, fn: Any, types: tuple[Any, ...], counter: int):

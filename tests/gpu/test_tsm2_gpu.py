@@ -139,7 +139,9 @@ def test_large_tsm2l_uses_thread_count_factor():
 
 def check_64_bit(algorithm: str, a_layout: str, m: int, n: int, k: int, chunk: int, seed: int) -> None:
     """m * k > 2^32 elements of A in f32 (the offsets must not wrap), NaN-poisoned C, compared with float64 in
-    chunks of rows; the memory is given back before asserting, for the tests that follow."""
+    chunks of rows; the memory is given back before asserting, for the tests that follow. A is drawn in its layout
+    (a column-major A as the transpose of a row-major k x m draw), so the test holds one 17-19 GB copy of it, not
+    two: beside the other workers of a parallel run, two copies ran out of the H100's 80 GB."""
     import cupy as cp
 
     import gemmc
@@ -148,8 +150,8 @@ def check_64_bit(algorithm: str, a_layout: str, m: int, n: int, k: int, chunk: i
     kern = gemmc.compile_string(f"kernel k {{ layout A {a_layout}, C col gemm {m} x {n} x {k} "
                                 f"algorithm {algorithm} }}")["k"]
     rng = cp.random.default_rng(seed)
-    A = rng.standard_normal((m, k), dtype=cp.float32)
-    A = cp.asfortranarray(A) if a_layout == "col" else A
+    A = rng.standard_normal((k, m), dtype=cp.float32).T if a_layout == "col" else \
+        rng.standard_normal((m, k), dtype=cp.float32)
     B = rng.standard_normal((k, n), dtype=cp.float32)
     C = cp.full((m, n), cp.nan, dtype=cp.float32, order="F")
     kern([A], [B], [C])

@@ -6,8 +6,8 @@ from __future__ import annotations
 from gemmc.families.calibration import H100, Measured
 from gemmc.ir.types import DType
 
-DESIGN = "bench/results/2026-11-26_h100_dynamic_design-call2.json"
-PROFILE = "bench/results/2026-11-26_h100_dynamic_profile.json"
+DESIGN = "bench/results/dynamic/2026-11-26_h100_dynamic_design-call2.json"
+PROFILE = "bench/results/dynamic/2026-11-26_h100_dynamic_profile.json"
 
 MAX_OUTPUTS = Measured(
     {DType.F32: 64, DType.F64: 16}, H100,
@@ -36,5 +36,5 @@ BODY = Measured(
         "memory requests on E8 T65536 N512 K512), and ran 1040 us where the same tiles in a body of the top four "
         "variants (237 registers, no spills) ran 870 us and the static plan 836 us; E32 T8192 N1024 K512: 376 "
         "against 338 us.",
-    sources=(PROFILE, "bench/results/2026-11-26_h100_dynamic_profile_ncu.csv"),
+    sources=(PROFILE, "bench/results/dynamic/2026-11-26_h100_dynamic_profile_ncu.csv"),
 )

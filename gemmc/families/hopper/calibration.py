@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from gemmc.families.calibration import H100, Measured
 
-HALF = "bench/results/2026-11-26_h100_half.json"  # the kernel with direct stores of C from the accumulators
-HALF_TMA_STORE = "bench/results/2026-11-26_h100_half-epilogue.json"  # the epilogue through TMA stores
+HALF = "bench/results/half/2026-11-26_h100_half.json"  # the kernel with direct stores of C from the accumulators
+HALF_TMA_STORE = "bench/results/half/2026-11-26_h100_half-epilogue.json"  # the epilogue through TMA stores
 
 CLUSTER_MIN_WAVES = Measured(
     4, H100,

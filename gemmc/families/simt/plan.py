@@ -116,7 +116,7 @@ class SimtPlan(FamilyPlan):
 
     def variant_regs_free(self, v: SimtVariant) -> int:
         """ptxas's register count without a bound, fitted to its reports for every catalogue variant
-        (bench/results/2026-11-22_devhost_simt_registers.txt; within ~10%): accumulators and the staged
+        (bench/results/irregular/2026-11-22_devhost_simt_registers.txt; within ~10%): accumulators and the staged
         next k-tile dominate, the fragments are reused."""
         words = self.elem_bytes // 4
         staged = (v.bm + v.bn) * v.bk // v.threads

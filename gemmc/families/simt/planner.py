@@ -305,7 +305,7 @@ def sliced(catalogue: tuple[SimtVariant, ...], kernel: Kernel, hw: Hardware) -> 
     quarter of them (the micro-tile grows accordingly, from 4x4 up to the catalogue's largest), where a slice
     still covers 4 k, the block has 4 to MAX_SLICED_THREADS threads and its registers fit an SM.
 
-    Measured on the H100 (bench/results/2026-11-23_h100_simt-slices.log): the slices that kept the tile's 2x4
+    Measured on the H100 (bench/results/irregular/2026-11-23_h100_simt-slices.log): the slices that kept the tile's 2x4
     micro-tile (32x32x32: 2 slices of 128 threads) waited on the shared-memory instruction queue (Nsight Compute,
     ..._ncu-inception3-sliced2_*): 3 shared loads per 8 FMAs, however many warps share them. 4x4 and 4x8 slices
     (32x32x32 in 2 slices of 64 threads, 4 of 64 or 4 of 32) ran the Inception modules 10-17% faster, all 34 of
@@ -380,11 +380,12 @@ def with_edges(plan: SimtPlan, *, sliced: bool = False) -> SimtPlan:
     half the FMAs. The tiles still cover [m0, M) x [n0, N); only the padding they compute shrinks. Over random
     sizes up to 512 the issued FMAs fall by a fifth with 128 x 128 tiles (65% -> 80% of them useful).
 
-    Measured on the H100 (bench/results/2026-11-22_h100_simt-edges.log): MN, K <= 512 x64 / x256 / x1024 with
+    Measured on the H100 (bench/results/irregular/2026-11-22_h100_simt-edges.log): MN, K <= 512 x64 / x256 / x1024 with
     128x128x16 10% / 10% / 9% faster, MN <= 128 K <= 128 x1024 with 64x64x16 18%, coordinated tiling 0-3%, the
     Inception modules 0-5%. Sliced tiles keep their padding: their halves (1x4 micro-tiles of 16x32) ran 7-9%
     slower on the two batches where slicing is kept, and the halves of the 4x8 slices (4x4 each) 1-38%
-    slower (bench/results/2026-11-23_h100_simt-edges-sliced*.log, two runs). `sliced=True` gives sliced tiles edge tiles
+    slower (bench/results/irregular/2026-11-23_h100_simt-edges-sliced*.log, two runs). `sliced=True` gives sliced
+    tiles edge tiles
     too, where a half keeps MIN_SLICE_OUTPUTS per thread (that experiment)."""
     variants = list(plan.variants)
 

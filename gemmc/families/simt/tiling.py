@@ -327,11 +327,11 @@ def estimate(plan: SimtPlan, problems: Batch, count: int, hw: Hardware, choice: 
     with its share of the k steps and SPLIT_STEPS more for the reduction. Batching is left to its rule
     (choose_batching in families/simt/planner.py).
     Without the issue-slot term 16x16 tiles (1x2 micro-tiles) looked faster than 32x32 ones on the Inception
-    modules; they measured 12.6 against 8.5 us (bench/results/2026-11-22_h100_simt_tiles_call2.log).
+    modules; they measured 12.6 against 8.5 us (bench/results/irregular/2026-11-22_h100_simt_tiles_call2.log).
 
     Ranks the candidates of gemmc/bench/irregular.py's 26 cases within 2.6% of the fastest measured (geometric
     mean; worst 14%), where padded FLOPs over the busy share of the machine are 17% off (worst 83%)
-    (bench/results/2026-11-23_h100_irregular_slices.json; bench/experiments/cost_model.py). `choice`: the
+    (bench/results/irregular/2026-11-23_h100_irregular_slices.json; bench/experiments/cost_model.py). `choice`: the
     plan's assignment as an array (Tiling.choice), where the caller has it."""
     s = sizes_of(problems)
     own = np.asarray(plan.assignment, dtype=np.int64) if choice is None else choice

@@ -81,7 +81,8 @@ def column_rows_per_lane(t2: int, dtype: DType, acc_regs: int = ACC_REGS) -> int
 def ring_stages(hw: Hardware, warps_per_sm: int, batch_bytes: int) -> int:
     """Batches in each warp's ring: enough that the SM's resident warps keep Little's law's bytes in flight
     (STAGES - 1 batches each), at least STAGES. 16 warps of 2 KB batches need 2 stages; 8 warps (the f64 tensor
-    cores at n = 32, 2 blocks per SM) need 3. Measured there (bench/results/2026-11-22_h100_tsm2r-wide_call1.json,
+    cores at n = 32, 2 blocks per SM) need 3. Measured there
+    (bench/results/tallskinny/2026-11-22_h100_tsm2r-wide_call1.json,
     2 stages not timed for that shape): 3 and 4 stages within 1-5% of each other, 6 stages up to 17% slower
     (..._tsm2r-n32_call1.json); where 12+ warps are resident, 2 stages stayed within 1% of the best depth."""
     in_flight = max(1, warps_per_sm) * batch_bytes
@@ -185,7 +186,7 @@ def streaming_bandwidth(hw: Hardware, blocks: int, blocks_per_sm: int, warps_per
     """Little's law over the launch: each wave of resident blocks keeps warps x bytes_per_warp in flight per SM
     and streams at bandwidth x min(1, in flight / needed), and at most its busy SMs' share of the bandwidth (an SM
     streams about its share and no more: f64 n = 32 at m = k = 8192 on 64 of the 132 SMs took 436 us against 185
-    on all, bench/results/2026-11-23_h100_tsm2r-groups-run3.json); every block moves the same bytes, so the
+    on all, bench/results/tallskinny/2026-11-23_h100_tsm2r-groups-run3.json); every block moves the same bytes, so the
     launch's bandwidth is blocks over the sum of the waves' times (a partial last wave streams slower)."""
     need = bytes_needed_in_flight(hw)
     slots = max(1, int(fill * blocks_per_sm * hw.sm_count))

@@ -88,16 +88,17 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
     targets with clusters, every cluster size that gives each warp a batch, the model's first. Measured at m = k
     = 16384 the cluster sizes differ by up to 1.6x in an order no occupancy or Little's-law term follows (f32
     n = 16: 1, 2, 3, 4, 5, 6, 7 blocks took 698, 434, 427, 516, 462, 433, 387 us; f64 n = 16: 834, 713, -, 846,
-    745, 786, 747; bench/results/2026-11-22_h100_tsm2r-wide_call1.json). Where the k slices have MMA_ROW_GROUPS
+    745, 786, 747; bench/results/tallskinny/2026-11-22_h100_tsm2r-wide_call1.json). Where the k slices have
+    MMA_ROW_GROUPS
     warps, every cluster size with slices of one warp too: at m = k = 8192, f64 n = 32, those took 186 us at
-    their best cluster and the grouped slices 204-247 (bench/results/2026-11-23_h100_tsm2r-groups-run3.json).
+    their best cluster and the grouped slices 204-247 (bench/results/tallskinny/2026-11-23_h100_tsm2r-groups-run3.json).
     Row-major A on sm_90's f64 tensor cores: below
     ROW_WIDE_MIN_N columns the other of 32 and 64 rows per warp, from it one slice of ROW_MMA_GROUPS warps at every
     cluster size and 32 rows per warp in slices of ROW_ALT_GROUPS warps, the extra shapes in clusters up to
     ROW_ALT_MAX_CLUSTER where not every size. Where the plan is the
     row kernel (row-major A, n = 1 on CUDA), the column kernel with A copied by rows at every cluster size: at m = k
     = 8192 f32 it took 102-104 us at n = 2-3 where the row kernel took 123, at 16384-30720 the row kernel was 7-9%
-    ahead at n = 1 (bench/results/2026-11-23_h100_tallskinny-tsm2r-f32-rowmajor-n2.json). The shapes are
+    ahead at n = 1 (bench/results/tallskinny/2026-11-23_h100_tallskinny-tsm2r-f32-rowmajor-n2.json). The shapes are
     `tuning_shapes`'. Empty: nothing to time."""
     plan = kernel.plan
     if not isinstance(plan, Tsm2rPlan):
