@@ -4,6 +4,7 @@ GPU machine only, from the tree's root:
 
     OUT=... python3 bench/experiments/dynamic_variants.py measure [--apply]
     python3 bench/experiments/dynamic_variants.py apply NAME     # edit the template as variant NAME does
+    ncu --section WarpStateStats ... python3 bench/experiments/dynamic_variants.py once  # one launch of each kernel
 
 Variants of families/dynamic/dynamic.cu.j2, each rendered from the edited template in its own process:
 - current: the template as it is;
@@ -15,7 +16,9 @@ Variants of families/dynamic/dynamic.cu.j2, each rendered from the edited templa
 Each is timed as graph replays of 20 launches on the first draw of a few routings, with its registers and local
 memory, next to gemmc's static plan of the same sizes and checked against float64. `--apply` edits the template
 as the variant with the lowest geometric mean over the cases does, where that is at least 1% below `current`.
-Results: $OUT/variants.json (bench/results/dynamic/2026-11-27_h100_variants.json).
+`once` launches the dynamic kernel (the template as it stands) and the static plan once each on the first uniform
+draw of E8 T65536, for ncu. Results: $OUT/variants.json and the ncu sections beside it
+(bench/results/dynamic/2026-11-27_h100_variants.json, 2026-11-27_h100_variants_ncu.csv).
 """
 
 from __future__ import annotations
@@ -144,8 +147,10 @@ def measure(choose: bool) -> None:
            for name, src in sources.items()}
     res: dict = {"device": torch.cuda.get_device_name(), "sms": sms, "variants": {}}
     for name, fn in fns.items():
-        res["variants"][name] = {"registers": fn.num_regs, "local_bytes": fn.local_size_bytes,
-                                 "blocks_per_sm": blocks_per_sm(fn, 256, 33280, fn.shared_size_bytes)}
+        static_smem = getattr(fn, "shared_size_bytes", 0)
+        res["variants"][name] = {"registers": fn.num_regs, "local_bytes": getattr(fn, "local_size_bytes", None),
+                                 "static_smem": static_smem,
+                                 "blocks_per_sm": blocks_per_sm(fn, 256, 33280, static_smem)}
     print(res, flush=True)
 
     def rel(got, ref):
@@ -194,8 +199,30 @@ def measure(choose: bool) -> None:
         json.dump(res, f, indent=1)
 
 
+def once() -> None:
+    import torch
+
+    os.environ.setdefault("GEMMC_TUNE", "0")
+    import gemmc
+    from gemmc.bench.dynamic import STATIC, draws, torch_stream
+
+    experts, tokens, n, k, kind = CASES[0]
+    counts = draws(experts, tokens, kind)[0]
+    A, W = torch.randn(tokens, k, device="cuda"), torch.randn(experts, n, k, device="cuda") / k ** 0.5
+    C = torch.empty(tokens, n, device="cuda")
+    next(iter(gemmc.compile_string(SCHEDULE.format(n=n, k=k))))(
+        A, W, C, offsets=torch.tensor(np.cumsum(counts), dtype=torch.int32, device="cuda"))
+    live = [(s - c, s, g) for g, (s, c) in enumerate(zip(np.cumsum(counts), counts, strict=True)) if c]
+    next(iter(gemmc.compile_string(STATIC.format(n=n, k=k))))(
+        [A[s:e] for s, e, _ in live], [W[g].t() for _, _, g in live], [C[s:e] for s, e, _ in live],
+        stream=torch_stream())
+    torch.cuda.synchronize()
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "apply":
         apply(sys.argv[2])
+    elif sys.argv[1] == "once":
+        once()
     else:
         measure("--apply" in sys.argv)
