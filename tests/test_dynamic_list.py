@@ -115,3 +115,10 @@ def test_more_problems_than_the_schedule_allows_are_refused():
     As, Bs, Cs = operands("cupy", sizes=[(1, 1, 1)] * 65)
     with pytest.raises(gemmc.GemmcError, match="65 problems, but the schedule allows at most 64"):
         problem_table(F32, As, Bs, Cs, device=0)
+
+
+def test_addresses_past_2_63_keep_their_bits():
+    As, Bs, Cs = operands("torch", sizes=[(2, 3, 4)])
+    Cs[0]._ptr = 2**63 + 4096
+    table = problem_table(F32, As, Bs, Cs, device=0)
+    assert int(table[0, 8].astype(np.uint64)) == 2**63 + 4096
