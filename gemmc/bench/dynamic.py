@@ -4,8 +4,9 @@ same inputs (DESIGN.md protocol). GPU machine only:
 
     python -m gemmc.bench dynamic [--quick]
 
-Per MoE case and routing (uniform, Zipf-skewed, a quarter of the experts empty, one expert with half the tokens),
-a pool of ROUTINGS draws is cycled so that every call has other group sizes than the one before:
+Per MoE case and routing (uniform, Zipf-skewed, a quarter of the experts empty, one expert with half the tokens;
+cases past BIG_FLOPS run the first and last, past HUGE_FLOPS those of --huge-routings), a pool of ROUTINGS draws is
+cycled so that every call has other group sizes than the one before:
 - gemmc: `k(A, W, C, offsets=ends)`, the ends on the device. host_us: plain calls, wall time per call synchronised
   once per window (host and device overlap, as in a training loop); issue_us: the host's own time per call (calls
   not synchronised; for the list form at most dynamic_list.RING of them, past which a call waits for a kernel;
