@@ -15,11 +15,18 @@ $(BIN)/gemmc: pyproject.toml
 	$(BIN)/pip install -q -e ".[test]"
 	touch $@
 
+# The linters and test tools, also where .venv came from the README's `pip install -e .` (which brings none of
+# them, and whose .venv/bin/gemmc would make the rule above look done).
+DEV := $(VENV)/.dev-installed
+$(DEV): $(BIN)/gemmc
+	$(BIN)/pip install -q -e ".[test]"
+	touch $@
+
 demo: $(BIN)/gemmc
 	$(BIN)/gemmc compile examples/inception3.gs -o out/
 	$(BIN)/gemmc inspect examples/inception3.gs
 
-lint: $(BIN)/gemmc
+lint: $(DEV)
 	$(BIN)/ruff check gemmc tests bench
 	$(BIN)/mypy
 

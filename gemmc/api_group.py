@@ -34,6 +34,8 @@ class CompiledGroup:
                  kernels: str = "go"):
         self.ir = ir
         self.members = members
+        """The group's GEMMs as `CompiledKernel`s, in the group's order: members in source order, copies consecutive
+        (named `<group>_<member>`, `<group>_<member>_<i>`). A call takes one array per member in this order."""
         self.target = target
         self.filename = filename
         self.kernels = kernels
@@ -41,6 +43,7 @@ class CompiledGroup:
 
     @property
     def name(self) -> str:
+        """The group's name in the schedule (the C++ launcher is `gemmc_<name>`)."""
         return self.ir.name
 
     @property
@@ -50,10 +53,13 @@ class CompiledGroup:
 
     @property
     def mode(self) -> Mode:
+        """How the group runs: `Mode.SEQUENTIAL`, `Mode.STREAMS` or `Mode.FUSED` (`gemmc.ir.group.Mode`; `.value`
+        is the schedule's spelling), as `concurrency` or its `auto` choice says, or as `with_mode` set it."""
         return self.group_plan.mode
 
     @property
     def degree(self) -> int:
+        """How many GEMMs run at once on side streams in the streams mode; 1 for sequential and fused."""
         return self.group_plan.degree
 
     @property
@@ -101,6 +107,8 @@ class CompiledGroup:
 
     @cached_property
     def rendered(self) -> RenderedGroup:
+        """What `gemmc compile` writes for the group: `.source` (every kernel it launches and the launcher),
+        `.header`, `.launcher` (the function's name), `.extension` (`cu` or `hip`) and `.build_flags`."""
         from gemmc.concurrent.render import render_group
 
         return render_group(self.ir, {k.name: k.ir for k in self.members}, self.target, self.filename)

@@ -158,8 +158,8 @@ class CompiledKernel:
             Cs: the outputs (M x N), likewise; read only where beta is not 0.
             alpha: the scalar, required when the schedule says `alpha runtime` and refused otherwise.
             beta: likewise for `beta runtime`.
-            stream: a CuPy or torch stream or a raw handle; by default torch's current stream for torch tensors,
-                else the current CuPy stream.
+            stream: a CuPy stream, by default the current CuPy stream. A `grouped` kernel also takes a torch
+                stream or a raw handle, and on torch tensors defaults to torch's current stream.
             offsets: `grouped M` / `grouped K` only: int32 cumulative group ends on the device (group g is
                 [ends[g-1], ends[g])).
             validate: `grouped` only: check the ends on the device first (a synchronization) and name the first

@@ -127,14 +127,21 @@ def cmd_compile(args: argparse.Namespace) -> int:
         write_whole(header, r.header)
         runs = "a batch sized at run time" if kernel.ir.dynamic else f"{kernel.ir.batch_size} GEMM(s)"
         print(f"wrote {printable(str(src))} and {printable(str(header))}: {r.launcher}() runs {runs} "
-              f"with the {kernel.ir.family or '?'} family; build it with {' '.join(r.build_flags)}")
+              f"with the {kernel.ir.family or '?'} family; build it with {' '.join(r.build_flags)}{link(r.header)}")
     for group, g in rendered_groups:
         src, header = paths(g.name, g.extension)
         write_whole(src, g.source)
         write_whole(header, g.header)
         print(f"wrote {printable(str(src))} and {printable(str(header))}: {g.launcher}() runs group {g.name}'s "
-              f"{len(group.members)} GEMM(s) ({group.mode.value}); build it with {' '.join(g.build_flags)}")
+              f"{len(group.members)} GEMM(s) ({group.mode.value}); build it with {' '.join(g.build_flags)}"
+              f"{link(g.header)}")
     return 0
+
+
+def link(header: str) -> str:
+    """What `gemmc compile` adds to a file's build flags where its launcher calls the driver API (the header says
+    so: hopper kernels encode TMA tensor maps with cuTensorMapEncodeTiled, which lives in libcuda)."""
+    return " and link with -lcuda" if "-lcuda" in header else ""
 
 
 def write_svgs(schedule: str, target: str | None, dest: str) -> int:
@@ -142,8 +149,15 @@ def write_svgs(schedule: str, target: str | None, dest: str) -> int:
     else the one kernel's to the file DEST, or to standard output for -."""
     kernels = list(load(schedule, target))
     if dest.endswith(("/", os.sep)) or Path(dest).is_dir():
+        drawn = [k for k in kernels if k.ir.dynamic is None]  # a batch sized at run time has no fixed plan
+        if not drawn:
+            kernels[0].svg()  # raises the error that says why
         Path(dest).mkdir(parents=True, exist_ok=True)
         for kernel in kernels:
+            if kernel not in drawn:
+                print(f"skipped {kernel.name}: a batch sized at run time has no plan to draw (`gemmc inspect` "
+                      "prints its size classes)", file=sys.stderr)
+                continue
             write_whole(Path(dest) / f"{kernel.name}.svg", kernel.svg())
             print(f"wrote {Path(dest) / f'{kernel.name}.svg'}")
         return 0
@@ -198,10 +212,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     from gemmc.runtime.device import require_gpu
 
     prog = load(args.schedule, args.target)
-    kernels = selected(prog, args.kernel)
+    wanted = args.kernel
+    if wanted:  # a group is checked member by member: `--kernel <group>` selected no kernel and ran nothing
+        wanted = [*wanted, *(k.name for g in prog.groups if g.name in wanted for k in g.members)]
+    kernels = selected(prog, wanted)
     require_gpu()
     failed = False
     for kernel in kernels:
+        if kernel.ir.dynamic is not None:  # no sizes of its own: random_batch would draw an empty batch
+            print(f"skipped {kernel.name}: a batch sized at run time has no sizes of its own to draw inputs for; "
+                  "call it from Python with sizes of yours", file=sys.stderr)
+            continue
         res = check_kernel(kernel, seed=args.seed, time_it=not args.no_time)
         err = res["errors"]
         line = (f"{kernel.name}: {res['gflop']:.3f} GFLOP on {res['device']}: rel. Frobenius error "
@@ -227,6 +248,10 @@ def cmd_bench(argv: list[str]) -> int:
     return 0
 
 
+TARGET_HELP = ("cuda | hip | sm_80 | sm_86 | sm_89 | sm_90 | gfx908 | gfx90a | gfx942 (default: the file's "
+               "`target`, else sm_90)")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gemmc", description="Compile GEMM schedules (.gs) into CUDA/HIP kernels.",
                                 epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -238,9 +263,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("schedule", help="a .gs file, or - for standard input")
     c.add_argument("-o", "--output", default="out", help="output folder, created if missing (default: out), or a "
                    ".cu/.hip file (and its .h beside it) for one kernel; each file is written whole, by a rename")
-    c.add_argument("--target", help="cuda | hip | sm_80 | sm_86 | sm_89 | sm_90 | gfx908 | gfx90a | gfx942 "
-                                    "(default: the file's `target`, else sm_90)")
-    c.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
+    c.add_argument("--target", help=TARGET_HELP)
+    c.add_argument("--kernel", action="append", help="only this kernel or group (repeatable)")
     c.add_argument("--verify", action="store_true", help=VERIFY_HELP)
     c.set_defaults(fn=cmd_compile)
 
@@ -251,7 +275,7 @@ def parser() -> argparse.ArgumentParser:
                    help=f"print the program after this pass (default: the last), or after each (all): "
                         f"{', '.join(PASS_NAMES)}")
     i.add_argument("--verify", action="store_true", help=VERIFY_HELP)
-    i.add_argument("--target")
+    i.add_argument("--target", help=TARGET_HELP)
     i.add_argument("--source", action="store_true", help="also print the generated kernel source")
     i.add_argument("--svg", metavar="PATH", help="draw each planned kernel (tiles, blocks, TLP, occupancy) as SVG "
                                                  "instead: into the folder PATH as <kernel>.svg (an existing folder, "
@@ -262,11 +286,12 @@ def parser() -> argparse.ArgumentParser:
                        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("schedule", help="a .gs file, or - for standard input")
     r.add_argument("--check", action="store_true", help=f"exit {EXIT_CHECK} when an error exceeds --tolerance")
-    r.add_argument("--tolerance", type=float, default=1e-5)
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--no-time", action="store_true")
-    r.add_argument("--target")
-    r.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
+    r.add_argument("--tolerance", type=float, default=1e-5,
+                   help="the largest relative Frobenius error --check accepts (default: %(default)g)")
+    r.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: %(default)s)")
+    r.add_argument("--no-time", action="store_true", help="check only, do not time")
+    r.add_argument("--target", help=TARGET_HELP)
+    r.add_argument("--kernel", action="append", help="only this kernel, or a group's members (repeatable)")
     r.set_defaults(fn=cmd_run)
 
     # listed here for --help; main() hands everything after `bench` to gemmc.bench, which parses it

@@ -130,3 +130,13 @@ def test_batching_auto_leaves_few_or_long_tiles_alone():
 def test_batching_from_the_schedule_wins():
     k = _kernel([(64, 64, 32)] * 2, "binary")
     assert k.ir.plan.batching is Batching.BINARY and "batching binary from the schedule" in k.plan
+
+
+def test_the_schedules_tlp_threshold_is_the_one_a_uniform_tiling_batches_to():
+    # `tlp threshold N` reached the load-balanced and coordinated planners only: a uniform tiling batched to the
+    # hardware's default (270336 threads on sm_90) and `inspect` printed that, not the schedule's number.
+    text = "kernel k {{ tile auto(uniform) batching threshold {} gemm 64 x 64 x 64 count 512 }}"
+    default, low = (gemmc.compile_string(text.format(t))["k"] for t in ("", "tlp threshold 1000"))
+    assert low.ir.plan.tlp_threshold == 1000 and "threshold 1000;" in low.plan
+    assert default.ir.plan.tlp_threshold == 270336
+    assert low.ir.work.blocks < default.ir.work.blocks == 512  # 512 tiles, now fewer blocks of several

@@ -100,3 +100,17 @@ def test_the_docs_tables_are_the_report_of_their_results_files(monkeypatch: pyte
     files = [harness.RESULTS / f for sources in report.DOCS_TABLES.values() for f in sources]
     for suite, text in report.pages(files).items():
         assert (Path("docs/results") / f"{suite}.md").read_text() == text, f"regenerate docs/results/{suite}.md"
+
+
+def test_report_without_matplotlib_writes_the_tables_and_says_what_it_needs(tmp_path: Path) -> None:
+    # `pip install -e .[docs]` has no matplotlib: the irregular plot ended in a ModuleNotFoundError traceback.
+    results = harness.results_path(tmp_path / "results", "irregular", "NVIDIA H100", "2026-02-01")
+    results.parent.mkdir(parents=True)
+    results.write_text(json.dumps({"suite": "irregular", "gpu": "NVIDIA H100", "date": "2026-02-01", "rows": [
+        {"case": "a", "auto_us": 1.0, "loop_us": 2.0, "bmm_us": 3.0, "grouped_us": 4.0}]}))
+    code = (WITHOUT + "from gemmc.bench import report\n"
+            f"report.main([{str(results)!r}, '--tables', {str(tmp_path / 'tables')!r}, '--plots', {str(tmp_path)!r}])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "needs matplotlib (pip install -e '.[bench]')" in proc.stderr
+    assert (tmp_path / "tables" / "irregular.md").is_file() and not (tmp_path / "irregular-speedups.png").exists()

@@ -28,6 +28,15 @@ def test_compile_writes_source_and_header(tmp_path):
     assert "inception3.cu" in proc.stdout
 
 
+def test_compile_names_the_driver_library_where_the_launcher_needs_it(tmp_path):
+    # The README says bf16/f16 (hopper) kernels also link -lcuda; `gemmc compile` printed only the -gencode flag.
+    proc = gemmc("compile", str(ROOT / "examples" / "bf16_gemm.gs"), "-o", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("build it with -gencode=arch=compute_90a,code=sm_90a and link with -lcuda\n") == 2
+    proc = gemmc("compile", INCEPTION, "-o", str(tmp_path))
+    assert proc.stdout.endswith("build it with -arch=sm_90\n"), proc.stdout
+
+
 def test_compile_for_hip_writes_hip_files(tmp_path):
     proc = gemmc("compile", INCEPTION, "-o", str(tmp_path), "--target", "hip")
     assert proc.returncode == 0, proc.stderr
@@ -121,6 +130,24 @@ def test_run_check_on_gpu():
     assert "rel. Frobenius error" in proc.stdout
 
 
+def test_run_checks_a_groups_members_and_skips_batches_sized_at_run_time(monkeypatch, capsys):
+    # `gemmc run examples/concurrent_pair.gs --kernel pair` selected no kernel and ran nothing, with status 0.
+    import gemmc.runtime.check
+    import gemmc.runtime.device
+
+    ran = []
+    monkeypatch.setattr(gemmc.runtime.device, "require_gpu", lambda: None)
+    monkeypatch.setattr(gemmc.runtime.check, "check_kernel", lambda kernel, **kw: ran.append(kernel.name) or {
+        "gflop": 0.0, "device": "none", "errors": {"rel_fro": 0.0, "max_abs": 0.0, "mred": 0.0, "nonfinite": 0}})
+    assert cli.main(["run", str(ROOT / "examples" / "concurrent_pair.gs"), "--kernel", "pair", "--no-time"]) == 0
+    assert ran == ["pair_dX", "pair_dW"]
+    # A batch sized at run time has no sizes to draw inputs for: it is skipped with a note, not run on an empty
+    # batch (which "passed" with 0 GFLOP and error 0).
+    schedule = str(ROOT / "examples" / "moe.gs")
+    assert cli.main(["run", schedule, "--check", "--no-time"]) == 0
+    assert ran == ["pair_dX", "pair_dW"] and capsys.readouterr().err.count("sized at run time") == 3
+
+
 def one_line_error(proc: subprocess.CompletedProcess, code: int = 1) -> str:
     assert proc.returncode == code, proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
@@ -212,6 +239,17 @@ def test_help_lists_the_exit_codes():
     for code, meaning in (("1", "the schedule or an argument is wrong"), ("3", "`run` found no GPU"),
                           ("70", "an internal error: a bug in gemmc")):
         assert f"\n  {code.ljust(4)} {meaning}" in proc.stdout
+
+
+
+def test_every_option_says_what_it_does():
+    # `gemmc run --help` listed --tolerance, --seed, --no-time and --target with no word on what they do.
+    import argparse
+
+    subparsers = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
+    silent = [f"{name} {'/'.join(action.option_strings)}" for name, sub in subparsers.choices.items()
+              for action in sub._actions if action.option_strings and not action.help]
+    assert not silent, f"options without help: {silent}"
 
 
 @pytest.mark.skipif(gpu_available(), reason="needs a machine without a GPU")

@@ -201,3 +201,19 @@ def test_a_batched_launch_gives_the_waves_batching_counted_too():
     waves = f"{work.blocks / int(resident.group(1)):.1f}"
     assert f"{waves} waves of blocks ({resident.group(1)} resident at once, {counted.group(1)} waves of tiles " \
            "before batching)" in picture
+
+
+def test_a_batch_sized_at_run_time_is_refused_with_a_reason_not_a_crash(tmp_path):
+    # Its tiles come from each call's group ends, on the device: there is no plan to draw. This was an internal
+    # error (exit 70) from `gemmc inspect examples/moe.gs --svg out/`.
+    prog = gemmc.compile_file(ROOT / "examples" / "moe.gs")
+    with pytest.raises(gemmc.GemmcError, match="sized at run time") as err:
+        prog["moe_up"].svg()
+    assert err.value.code == "E900"
+    proc = gemmc_cli("inspect", str(ROOT / "examples" / "moe.gs"), "--svg", str(tmp_path / "moe") + "/")
+    assert proc.returncode == 1 and "E900" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    mixed = tmp_path / "mixed.gs"
+    mixed.write_text("kernel up { grouped M n 64 k 64 groups 4 }\nkernel one { gemm 64 x 64 x 64 }\n")
+    proc = gemmc_cli("inspect", str(mixed), "--svg", str(tmp_path / "mixed") + "/")
+    assert proc.returncode == 0, proc.stderr
+    assert "skipped up" in proc.stderr and [p.name for p in (tmp_path / "mixed").iterdir()] == ["one.svg"]

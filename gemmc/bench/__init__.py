@@ -1,7 +1,7 @@
 """gemmc's benchmarks: `python -m gemmc.bench <suite>` (or `gemmc bench <suite>`) on the GPU machine.
 
 Every suite times gemmc and its baselines in one process on the same inputs with the protocol of `timing`
-(DESIGN.md "Measuring"), shows its progress and a table of its cases, and writes
+(the protocol of docs/PERFORMANCE.md), shows its progress and a table of its cases, and writes
 `bench/results/<suite>/<yyyy-mm-dd>_<gpu>.json`; `report` turns results files into the docs' tables and plots.
 The suites import torch, CuPy, Triton and rich when they run, not when their `--help` is asked for
 (`pip install gemmc[bench]` brings them).

@@ -1,4 +1,4 @@
-"""What a user has today for a batch of differently sized GEMMs, each run without Python overhead (DESIGN.md):
+"""What a user has today for a batch of differently sized GEMMs, run without Python overhead (docs/PERFORMANCE.md):
 a cuBLAS loop captured in a CUDA graph, a zero-padded torch.bmm in a graph, and cublasSgemmGroupedBatched
 through ctypes (CUDA 12.5+), also replayed from a graph where capture works; for sizes that change every call
 (gemmc/bench/dynamic.py), cublasSgemmGroupedBatched with the sizes on the host, as such code calls it per step."""

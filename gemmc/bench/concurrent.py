@@ -1,4 +1,4 @@
-"""Concurrent groups of independent GEMMs (paper 004's workloads on the H100, f32 and bf16), DESIGN.md protocol.
+"""Concurrent groups of independent GEMMs (paper 004's workloads, f32 and bf16), docs/PERFORMANCE.md's protocol.
 
 Per case, on the same inputs in one process, each captured in a CUDA graph and timed as graph replays:
 - cuBLAS one after another (torch.mm in a loop) and cuBLAS on N streams (forked and joined through events);

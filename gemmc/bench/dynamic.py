@@ -1,6 +1,6 @@
-"""Batches sized at run time (issue 24): mixture-of-experts steps with the routing redrawn every call, and lists of
+"""Batches sized at run time: mixture-of-experts steps with the routing redrawn every call, and lists of
 random GEMMs with new sizes every call, f32. gemmc's dynamic kernels against what users run, in one process, on the
-same inputs (DESIGN.md protocol). GPU machine only:
+same inputs (the protocol of docs/PERFORMANCE.md). GPU machine only:
 
     python -m gemmc.bench dynamic [--quick]
 

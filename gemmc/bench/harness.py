@@ -1,6 +1,6 @@
 """What every suite shares around the timing: its command line, progress, result tables and results files.
 
-A run writes `bench/results/<suite>/<yyyy-mm-dd>_<gpu>.json` (DESIGN.md "Measuring"): the suite, the GPU's full
+A run writes `bench/results/<suite>/<yyyy-mm-dd>_<gpu>.json` (docs/PERFORMANCE.md): the suite, the GPU's full
 name, the date, the timing protocol and one row per case. rich draws the progress and the tables on a terminal and
 plain text elsewhere; it is imported when a suite runs, so `--help` needs neither rich nor torch.
 """

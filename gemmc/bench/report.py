@@ -1,13 +1,13 @@
 """The docs' benchmark tables and plots, regenerated from results files; no GPU needed.
 
-    python -m gemmc.bench report                       # the docs' tables: the results files in DOCS_TABLES
+    python -m gemmc.bench report                       # the docs' tables, from the results files they cite
     python -m gemmc.bench report --newest              # the newest file of each suite under bench/results/<suite>/
     python -m gemmc.bench report FILE.json [FILE.json ...]
 
 Writes `<tables>/<suite>.md` (default docs/results/): for each results file of the suite, the GPU, the date, the
 file it was drawn from and one table of the suite's columns; for the irregular suite also
 `<plots>/irregular-speedups.png` (default docs/): gemmc's speedup per case over the best baseline and over each
-tiling ablation (needs matplotlib).
+tiling ablation (needs matplotlib, from the [bench] extra).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +124,8 @@ def irregular_plot(data: dict[str, Any], dst: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = harness.parser("report", __doc__)
-    parser.add_argument("files", nargs="*", type=Path, help="results files (default: the docs' DOCS_TABLES)")
+    parser.add_argument("files", nargs="*", type=Path,
+                        help="results files (default: those the docs cite, DOCS_TABLES in gemmc/bench/report.py)")
     parser.add_argument("--newest", action="store_true", help="the newest results file of each suite instead")
     parser.add_argument("--results", type=Path, default=harness.RESULTS, help="results root (default: %(default)s)")
     parser.add_argument("--tables", type=Path, default=Path("docs/results"), help="default: %(default)s")
@@ -150,5 +152,11 @@ def main(argv: list[str] | None = None) -> None:
         data = json.loads(path.read_text())
         if suite_of(path, data) == "irregular":
             plot = args.plots / "irregular-speedups.png"
-            irregular_plot(data, plot)
+            try:
+                irregular_plot(data, plot)
+            except ModuleNotFoundError as e:  # matplotlib is in the [bench] extra only
+                if e.name != "matplotlib":
+                    raise
+                sys.exit(f"not written: {plot}, which needs matplotlib (pip install -e '.[bench]'); "
+                         "the tables above are written")
             print(f"wrote {plot}")

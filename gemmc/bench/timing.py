@@ -1,4 +1,4 @@
-"""The timing protocol of DESIGN.md, shared by every benchmark suite.
+"""The timing protocol of docs/PERFORMANCE.md, shared by every benchmark suite.
 
 Device time per call: CUDA events around `calls` back-to-back calls, the median of `windows` such windows, after
 warm-up. Anything a user would capture in a CUDA graph (cuBLAS loops, torch.bmm, and gemmc's own launches) is

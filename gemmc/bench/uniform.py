@@ -1,4 +1,4 @@
-"""Uniform GEMMs, SIMT family vs cuBLAS (issue: the core). Run on the GPU machine:
+"""Uniform GEMMs, SIMT family vs cuBLAS. Run on the GPU machine:
 
     python -m gemmc.bench uniform [--quick]        # bench/results/uniform/<date>_<gpu>.json
 

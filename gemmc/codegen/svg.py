@@ -22,7 +22,7 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
-from gemmc.errors import InternalError
+from gemmc.errors import Diagnostic, GemmcError, InternalError
 from gemmc.families.cells import Cells
 from gemmc.families.registry import family
 from gemmc.ir.hardware import Hardware
@@ -289,7 +289,13 @@ def legend(drawing: Drawing, y: float) -> float:
 
 
 def render_svg(kernel: Kernel, hw: Hardware) -> str:
-    """The picture of one planned kernel as SVG text."""
+    """The picture of one planned kernel as SVG text. A batch sized at run time has no picture (GemmcError E900):
+    its tiles are derived on the device from each call's sizes."""
+    if kernel.dynamic is not None:
+        raise GemmcError(Diagnostic(
+            "E900", f"kernel {kernel.name} is a batch sized at run time: its tiles are derived on the device from "
+            "each call's sizes, so there is no plan to draw", hint="`gemmc inspect` prints its size classes"),
+            code="E900")
     plan, work = kernel.plan, kernel.work
     if plan is None or work is None:
         raise InternalError("svg", f"kernel {kernel.name} has no plan or work list to draw")

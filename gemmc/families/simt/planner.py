@@ -184,7 +184,8 @@ def costed(kernel: Kernel, hw: Hardware, sizes: Sizes,
         est = tiling.estimate(planned, sizes, kernel.count or 1, hw, t.choice)
         occ = est.occupancy
         scored.append((est.seconds, dataclasses.replace(
-            planned, tlp_threshold=t.threshold or default_threshold(hw), tlp_old=est.tlp_old, tlp_new=est.tlp_new,
+            planned, tlp_threshold=t.threshold or kernel.tlp_threshold or default_threshold(hw), tlp_old=est.tlp_old,
+            tlp_new=est.tlp_new,
             occupancy=f"{occ.warps_per_sm} warps/SM ({occ.limit})", estimate_us=est.seconds * 1e6)))
     return scored
 
