@@ -12,11 +12,10 @@ BIN := $(VENV)/bin
 $(BIN)/gemmc: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[test]"
+	$(BIN)/pip install -q -e .
 	touch $@
 
-# The linters and test tools, also where .venv came from the README's `pip install -e .` (which brings none of
-# them, and whose .venv/bin/gemmc would make the rule above look done).
+# The linters and test tools: `make test` adds them, also to a .venv made by the README's `pip install -e .`.
 DEV := $(VENV)/.dev-installed
 $(DEV): $(BIN)/gemmc
 	$(BIN)/pip install -q -e ".[test]"

@@ -120,8 +120,9 @@ class CompiledGroup:
         return self._group_run.tuning if self._group_run is not None else {}
 
     def __call__(self, As: Any, Bs: Any, Cs: Any, *, stream: Any = None) -> None:
-        """Run every GEMM of the group on the current CuPy stream (or `stream`): one after another, forked onto
-        side streams and joined back through events, or in one launch, as the plan says. The first call tunes
+        """Run every GEMM of the group on `stream` (by default torch's current stream for torch tensors, else
+        CuPy's): one after another, forked onto side streams and joined back through events, or in one launch, as
+        the plan says. The first call tunes
         (outside a graph capture); later calls, captured or not, launch only."""
         from gemmc.runtime.concurrent import run_group
 

@@ -139,7 +139,7 @@ class CompiledKernel:
 
     def __call__(self, As: Any, Bs: Any, Cs: Any, *, alpha: float | None = None, beta: float | None = None,
                  stream: Any = None, offsets: Any = None, validate: bool = False) -> None:
-        """C_i = alpha * A_i @ B_i + beta * C_i for every problem i, in one launch on the current CuPy stream.
+        """C_i = alpha * A_i @ B_i + beta * C_i for every problem i, in one launch on `stream`.
 
         A list batch whose sizes differ from the schedule's is re-planned on the host (`plan_for`, cached). Where
         the planner offers alternatives to its model's choice (`tile auto`'s tilings, TSM2R's cluster sizes), the
@@ -158,8 +158,9 @@ class CompiledKernel:
             Cs: the outputs (M x N), likewise; read only where beta is not 0.
             alpha: the scalar, required when the schedule says `alpha runtime` and refused otherwise.
             beta: likewise for `beta runtime`.
-            stream: a CuPy stream, by default the current CuPy stream. A `grouped` kernel also takes a torch
-                stream or a raw handle, and on torch tensors defaults to torch's current stream.
+            stream: a CuPy stream, a torch stream or a raw `cudaStream_t` handle; by default torch's current
+                stream for torch tensors (so a call inside `torch.cuda.graph` is captured) and CuPy's current
+                stream otherwise.
             offsets: `grouped M` / `grouped K` only: int32 cumulative group ends on the device (group g is
                 [ends[g-1], ends[g])).
             validate: `grouped` only: check the ends on the device first (a synchronization) and name the first

@@ -42,6 +42,7 @@ from gemmc.runtime.device import cupy, device_name
 from gemmc.runtime.executable import Executable
 from gemmc.runtime.green import partitions
 from gemmc.runtime.launch import enqueue, launch, pointer_tables, prepare, scalars
+from gemmc.runtime.streams import is_torch, launch_stream
 from gemmc.runtime.tma import enqueue_tma
 from gemmc.runtime.tune import _median_seconds, enabled
 from gemmc.version import __version__
@@ -365,7 +366,7 @@ def run_group(run: GroupRun, As: Any, Bs: Any, Cs: Any, *, mode: Mode, degree: i
             got = f"{len(arrays)} arrays" if isinstance(arrays, (list, tuple)) else type(arrays).__name__
             raise GemmcError(f"{name}: expected a list of {n} arrays, one per GEMM of group {run.name} in order "
                              f"({', '.join(k.name for k in run.members)}); got {got}", code="E400")
-    stream = stream if stream is not None else cp.cuda.get_current_stream()
+    stream = launch_stream(stream, is_torch(As))
     key = tuple(describe(x, name, i).ptr for name, arrays in (("As", As), ("Bs", Bs), ("Cs", Cs))
                 for i, x in enumerate(arrays))
     if run.checked != key:

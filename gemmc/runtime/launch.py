@@ -24,6 +24,7 @@ from gemmc.runtime.args import (
 from gemmc.runtime.device import cupy
 from gemmc.runtime.executable import Executable, Replan
 from gemmc.runtime.memory import check_memory
+from gemmc.runtime.streams import is_torch, launch_stream
 from gemmc.runtime.tune import tuned
 
 POINTER_CACHE = 16  # pointer tables kept per kernel (a training loop reuses a few sets of buffers)
@@ -99,7 +100,7 @@ def scalars(kernel: Executable, alpha: float | None, beta: float | None) -> tupl
 
 def launch(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, alpha: float | None, beta: float | None,
            stream: Any = None) -> None:
-    stream = stream if stream is not None else cupy().cuda.get_current_stream()
+    stream = launch_stream(stream, is_torch(As))
     prepare(kernel, As, Bs, Cs, alpha=alpha, beta=beta, stream=stream)(stream)
 
 

@@ -1,0 +1,66 @@
+"""The stream a call launches on, the same way for every kind of kernel: the caller's (a CuPy stream, a torch
+stream or a raw cudaStream_t handle), else torch's current stream when the operands are torch tensors (inside
+`torch.cuda.graph` that is the capturing stream, so a captured call lands in the graph), else CuPy's current
+stream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gemmc.runtime.device import cupy
+
+_STREAMS: dict[int, Any] = {}  # raw handle -> the CuPy stream object wrapping it, made once
+
+
+def is_torch(operands: Any) -> bool:
+    """Whether a call's operands (one array, a list of them, or a group's list of those) are torch tensors."""
+    first = operands
+    while isinstance(first, (list, tuple)) and len(first) > 0:
+        first = first[0]
+    return type(first).__module__.split(".")[0] == "torch"
+
+
+def launch_stream(stream: Any, torch_args: bool) -> Any:
+    """The CuPy stream object to launch on (see the module's docstring)."""
+    cp = cupy()
+    if stream is None:
+        if not torch_args:
+            return cp.cuda.get_current_stream()
+        handle = torch_stream()
+    elif isinstance(stream, int):
+        handle = stream
+    elif hasattr(stream, "cuda_stream"):  # torch.cuda.Stream
+        handle = int(stream.cuda_stream)
+    else:
+        return stream
+    found = _STREAMS.get(handle)
+    if found is None:
+        found = _STREAMS[handle] = external_stream(handle)
+    return found
+
+
+class _Handle:
+    """A raw stream handle in the CUDA stream protocol (what CuPy's Stream.from_external takes)."""
+
+    def __init__(self, handle: int):
+        self.handle = handle
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return 0, self.handle
+
+
+def external_stream(handle: int) -> Any:
+    """A CuPy stream object for a stream another library made (torch's)."""
+    cp = cupy()
+    try:
+        return cp.cuda.Stream.from_external(_Handle(handle))
+    except (AttributeError, TypeError):  # a CuPy before the stream protocol
+        return cp.cuda.ExternalStream(handle)
+
+
+def torch_stream() -> int:
+    """The raw handle of torch's current stream on the current device."""
+    import torch
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return int(raw(torch.cuda.current_device())) if raw is not None else int(torch.cuda.current_stream().cuda_stream)
