@@ -74,6 +74,20 @@ class FakeTensor:
     def get_device(self):
         return self._device
 
+    def size(self):
+        return self.shape
+
+    def is_contiguous(self):
+        """torch's test: row-major strides wherever the extent is not 1; an empty tensor is contiguous."""
+        if 0 in self.shape:
+            return True
+        want = 1
+        for extent, stride in zip(reversed(self.shape), reversed(self._strides), strict=True):
+            if extent != 1 and stride != want:
+                return False
+            want *= extent
+        return True
+
 
 FakeTensor.__name__, FakeTensor.__module__ = "Tensor", "torch"
 
