@@ -38,6 +38,9 @@ from gemmc.bench import baselines, harness, timing
 
 os.environ.setdefault("GEMMC_TUNE", "0")  # the static roof runs the model's plan: no alternatives compiled
 
+COLUMNS = ("case", "routing", "gemmc_host_us", "gemmc_issue_us", "gemmc_device_us", "static_device_us",
+           "device_vs_static", "torch_loop_host_us", "cublas_grouped_host_us", "grouped_mm_bf16_host_us",
+           "speedup_host", "timed_compiles")
 ROUTINGS = 8  # draws per routing kind, cycled call by call
 MOE = "kernel moe {{ layout B col  grouped M n {n} k {k} groups 128 }}"  # the GPU tests' schedule: one compile
 LIST = "kernel varlen { alpha runtime beta runtime grouped list problems 512 }"
@@ -412,9 +415,7 @@ def main(argv: list[str] | None = None) -> None:
                                     if "device_vs_static" in r},
                "first_call_ms": first_call, "graph_step": step}
     path = harness.write_results(args.out, "dynamic", rows, {"summary": summary}, tag=args.tag)
-    harness.table(rows, ["case", "routing", "gemmc_host_us", "gemmc_issue_us", "gemmc_device_us", "static_device_us",
-                         "torch_loop_host_us", "cublas_grouped_host_us", "grouped_mm_bf16_host_us", "speedup_host",
-                         "timed_compiles"], "dynamic")
+    harness.table(rows, list(COLUMNS), "dynamic")
     print(summary)
     print(f"wrote {path}")
 
