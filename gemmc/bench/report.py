@@ -21,7 +21,8 @@ from typing import Any
 
 from gemmc.bench import SUITES, harness
 
-REPORTED = ("irregular", "uniform", "precision", "half", "tallskinny", "concurrent", "dynamic", "host_overhead", "planner_time")
+REPORTED = ("irregular", "uniform", "precision", "half", "tallskinny", "concurrent", "dynamic", "host_overhead",
+            "planner_time")
 
 
 def suite_of(path: Path, data: dict[str, Any]) -> str | None:
