@@ -28,10 +28,14 @@ class CompiledGroup:
 
     `kernels` says which kernels the streams mode launches: "go" (each member's GO-kernel for the degree, measured
     under contention on the first call) or "isolated" (each member's own kernel: the paper's default).
+
+    A group whose schedule says `concurrency auto` confirms the plan's way on its first call
+    (gemmc.runtime.group_floor): it times it against sequential and the members' own kernels on streams and runs the
+    fastest from then on; a group made by `with_mode` runs the mode it was given.
     """
 
     def __init__(self, ir: Group, members: list[CompiledKernel], target: Hardware, filename: str,
-                 kernels: str = "go"):
+                 kernels: str = "go", confirms: bool = True):
         self.ir = ir
         self.members = members
         """The group's GEMMs as `CompiledKernel`s, in the group's order: members in source order, copies consecutive
@@ -39,6 +43,7 @@ class CompiledGroup:
         self.target = target
         self.filename = filename
         self.kernels = kernels
+        self.confirms = confirms and ir.mode is Mode.AUTO
         self._group_run: GroupRun | None = None
 
     @property
@@ -82,6 +87,9 @@ class CompiledGroup:
         lines = group_lines(self.ir)
         for name, tuning in self.tuning.items():
             lines.append(f"  {name}: " + str(tuning).replace("\n", "\n    "))
+        confirmed = self._group_run.confirmed if self._group_run is not None else None
+        if confirmed is not None and self.confirms:
+            lines.append(f"  auto: {confirmed}")
         return "\n".join(lines)
 
     @cached_property
@@ -101,7 +109,7 @@ class CompiledGroup:
             raise ValueError(f"group {self.name} cannot run fused: " + "; ".join(self.group_plan.notes))
         plan = dataclasses.replace(self.group_plan, mode=m, degree=degree if m is Mode.STREAMS else 1)
         other = CompiledGroup(dataclasses.replace(self.ir, plan=plan), self.members, self.target, self.filename,
-                              kernels)
+                              kernels, confirms=False)
         other._group_run = self.group_run
         return other
 
@@ -126,8 +134,14 @@ class CompiledGroup:
         (outside a graph capture); later calls, captured or not, launch only."""
         from gemmc.runtime.concurrent import run_group
 
-        run_group(self.group_run, As, Bs, Cs, mode=self.mode, degree=self.degree, kernels=self.kernels,
-                  stream=stream)
+        mode, degree, kernels = self.mode, self.degree, self.kernels
+        if self.confirms:
+            from gemmc.runtime.group_floor import confirm
+
+            way = confirm(self.group_run, As, Bs, Cs, stream)
+            if way is not None:
+                mode, degree, kernels = way.mode, way.degree, way.kernels
+        run_group(self.group_run, As, Bs, Cs, mode=mode, degree=degree, kernels=kernels, stream=stream)
 
     def __repr__(self) -> str:
         return f"<gemmc group {self.name}: {len(self.members)} GEMM(s), {self.mode.value}>"

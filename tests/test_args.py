@@ -74,6 +74,20 @@ class FakeTensor:
     def get_device(self):
         return self._device
 
+    def size(self):
+        return self.shape
+
+    def is_contiguous(self):
+        """torch's test: row-major strides wherever the extent is not 1; an empty tensor is contiguous."""
+        if 0 in self.shape:
+            return True
+        want = 1
+        for extent, stride in zip(reversed(self.shape), reversed(self._strides), strict=True):
+            if extent != 1 and stride != want:
+                return False
+            want *= extent
+        return True
+
 
 FakeTensor.__name__, FakeTensor.__module__ = "Tensor", "torch"
 
@@ -176,7 +190,7 @@ def launches(monkeypatch):
     import numpy as np
 
     from gemmc.ir.hardware import TARGETS
-    from gemmc.runtime import executable, launch
+    from gemmc.runtime import executable, launch, streams
 
     calls = []
 
@@ -191,6 +205,9 @@ def launches(monkeypatch):
                                cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0),
                                                           get_current_stream=lambda: None))
     monkeypatch.setattr(launch, "cupy", lambda: cp)
+    monkeypatch.setattr(streams, "cupy", lambda: cp)
+    monkeypatch.setattr(streams, "external_stream", lambda handle: None)  # torch\'s stream, stood in
+    monkeypatch.setattr(streams, "torch_stream", lambda: 0)
     monkeypatch.setattr(executable, "cupy", lambda: cp)
     monkeypatch.setattr(executable, "hardware", lambda device_id=None: TARGETS["sm_90"])
     monkeypatch.setattr(executable, "device_function", lambda rendered, entry: Function())

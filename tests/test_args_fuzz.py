@@ -72,7 +72,7 @@ def stand_ins(call: Call) -> tuple[tuple, dict[int, int]]:
 @pytest.fixture
 def device(monkeypatch):
     from gemmc.ir.hardware import TARGETS
-    from gemmc.runtime import executable, launch
+    from gemmc.runtime import executable, launch, streams
 
     calls_made = []
 
@@ -87,6 +87,9 @@ def device(monkeypatch):
                                cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0),
                                                           get_current_stream=lambda: None))
     monkeypatch.setattr(launch, "cupy", lambda: cp)
+    monkeypatch.setattr(streams, "cupy", lambda: cp)
+    monkeypatch.setattr(streams, "external_stream", lambda handle: None)  # torch\'s stream, stood in
+    monkeypatch.setattr(streams, "torch_stream", lambda: 0)
     monkeypatch.setattr(executable, "cupy", lambda: cp)
     monkeypatch.setattr(executable, "hardware", lambda device_id=None: TARGETS["sm_90"])
     monkeypatch.setattr(executable, "device_function", lambda rendered, entry: Function())

@@ -24,7 +24,7 @@ KERNEL_TEXT = "kernel k { layout B col batch { a 8 x 4 x 6  b 3 x 5 x 2 } }"  # 
 def device(monkeypatch):
     """A stand-in CuPy for the launch path; the list it returns records each launch's arguments."""
     from gemmc.ir.hardware import TARGETS
-    from gemmc.runtime import executable, launch
+    from gemmc.runtime import executable, launch, streams
 
     calls = []
 
@@ -39,6 +39,9 @@ def device(monkeypatch):
                                cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0),
                                                           get_current_stream=lambda: None))
     monkeypatch.setattr(launch, "cupy", lambda: cp)
+    monkeypatch.setattr(streams, "cupy", lambda: cp)
+    monkeypatch.setattr(streams, "external_stream", lambda handle: None)  # torch\'s stream, stood in
+    monkeypatch.setattr(streams, "torch_stream", lambda: 0)
     monkeypatch.setattr(executable, "cupy", lambda: cp)
     monkeypatch.setattr(executable, "hardware", lambda device_id=None: TARGETS["sm_90"])
     monkeypatch.setattr(executable, "device_function", lambda rendered, entry: Function())

@@ -15,7 +15,15 @@ import gemmc
 from gemmc.api import front_end
 from gemmc.concurrent import predictor
 from gemmc.concurrent.features import FEATURE_NAMES, features, plan_for_share
-from gemmc.concurrent.plan import FUSED_MARGIN, go_candidates, go_degree, tuned_degree
+from gemmc.concurrent.plan import (
+    FUSED_MARGIN,
+    MAX_AUTO_DEGREE,
+    copies,
+    fit_degree,
+    go_candidates,
+    go_degree,
+    tuned_degree,
+)
 from gemmc.concurrent.table3 import TABLE3, gemm_set
 from gemmc.errors import GemmcError
 from gemmc.ir.group import DEGREES, Mode
@@ -167,15 +175,61 @@ def test_auto_chooses_by_the_models(monkeypatch):
     monkeypatch.setattr(predictor, "load", lambda arch, key="": model)
     for text in ("group g { gemm a 16384 x 64 x 64 copies 4 }",  # fused allowed
                  "group g { gemm a 16384 x 64 x 64 gemm b 2048 x 64 x 64 { layout B col } }"):  # not
-        plan = gemmc.compile_string(text).groups[0].group_plan
+        group = gemmc.compile_string(text).groups[0]
+        plan = group.group_plan
         assert [c.predicted for c in plan.choices] == [model.predict(c.features) for c in plan.choices]
-        degree = tuned_degree(min(min(c.predicted for c in plan.choices), len(plan.choices)))
+        taken = [c.predicted if copies(members(group), i) > 1 else fit_degree(group.members[i].ir, group.target)
+                 for i, c in enumerate(plan.choices)]
+        assert [c.degree for c in plan.choices] == taken
+        degree = tuned_degree(min(min(taken), len(plan.choices), MAX_AUTO_DEGREE))
         estimates = dict(plan.estimates_us)
         if plan.fused is not None and estimates["fused"] <= FUSED_MARGIN * estimates["sequential"]:
             assert plan.mode is Mode.FUSED
         else:
             assert (plan.mode, plan.degree) == ((Mode.STREAMS, degree) if degree > 1 else (Mode.SEQUENTIAL, 1))
         assert "predictor" in plan.notes[0]
+
+
+def members(group) -> list:
+    return [k.ir for k in group.members]
+
+
+def test_a_gemm_without_copies_takes_the_fit_rule(monkeypatch):
+    """A GEMM with no copies in its group runs its own kernel beside the others (go_degree 1), so its degree is how
+    many copies of its launch fit the GPU, not the predictor's (trained on copies running GO-kernels); GEMMs with
+    copies keep the predictor's. The bf16 dX/dW pair of a Transformer projection (each about one wave) runs one
+    after another: on the H100 that is 32.4 us, 2 at once 34.6 us
+    (bench/results/concurrent/2026-11-27_h100_bf16.json)."""
+    model = fake_model(None)
+    monkeypatch.setattr(predictor, "load", lambda arch, key="": model)
+    group = gemmc.compile_string("group g { dtype bf16 gemm q 4096 x 64 x 1024 copies 2 gemm dx 4096 x 1024 x 1024 "
+                                 "{ layout B col } gemm dw 1024 x 1024 x 4096 { layout A col } }").groups[0]
+    plan = group.group_plan
+    by_name = {c.member: c for c in plan.choices}
+    assert not by_name["g_q_0"].fit and by_name["g_q_0"].degree == by_name["g_q_0"].predicted
+    for name in ("g_dx", "g_dw"):
+        c = by_name[name]
+        assert c.fit and c.degree == fit_degree(next(k.ir for k in group.members if k.name == name), group.target)
+    assert by_name["g_dx"].degree == 1 and (plan.mode, plan.degree) == (Mode.SEQUENTIAL, 1)
+    assert any("(fit)" in n for n in plan.notes) and "takes 1 (copies of its own launch" in group.plan
+    pair = gemmc.compile_string("group g { concurrency auto dtype bf16 gemm dx 4096 x 1024 x 1024 { layout B col } "
+                                "gemm dw 1024 x 1024 x 4096 { layout A col } }").groups[0].group_plan
+    assert (pair.mode, pair.degree) == (Mode.SEQUENTIAL, 1)
+
+
+def test_auto_runs_at_most_eight_at_once(monkeypatch):
+    """16 copies that the predictor gives 16P run 8 at once (MAX_AUTO_DEGREE: 16 at once never beat 8 measured);
+    `concurrency streams 16` still runs 16."""
+    sixteen = predictor.Predictor("fake", "sm_90", FEATURE_NAMES, (0.0,) * len(FEATURE_NAMES),
+                                  (1.0,) * len(FEATURE_NAMES), ((0.0,) * len(DEGREES),) * len(FEATURE_NAMES),
+                                  (0.0, 0.0, 0.0, 0.0, 1.0))
+    monkeypatch.setattr(predictor, "load", lambda arch, key="": sixteen)
+    group = gemmc.compile_string("group g { dtype bf16 gemm a 512 x 1024 x 1024 copies 16 }").groups[0]
+    plan = group.group_plan
+    assert {c.predicted for c in plan.choices} == {16} and MAX_AUTO_DEGREE == 8
+    assert (plan.mode, plan.degree) == (Mode.STREAMS, 8)
+    forced = gemmc.compile_string("group g { concurrency streams 16 dtype bf16 gemm a 512 x 1024 x 1024 copies 16 }")
+    assert forced.groups[0].group_plan.degree == 16
 
 
 def test_go_degree_counts_copies():
@@ -268,7 +322,8 @@ def test_cpp_predictor_table_agrees_with_numpy(tmp_path, monkeypatch):
     text = ("group mix { concurrency auto gemm a 16384 x 64 x 64 copies 2 gemm b 4096 x 64 x 64 "
             "gemm c 1024 x 64 x 64 { layout B col } }")
     group = gemmc.compile_string(text).groups[0]
-    expected = tuned_degree(min(min(c.predicted for c in group.group_plan.choices), 4))
+    expected = tuned_degree(min(min(c.degree for c in group.group_plan.choices), 4, MAX_AUTO_DEGREE))
+    assert any(c.fit for c in group.group_plan.choices)  # b and c have no copies: the C++ takes their fit degrees
     out = compile_group(tmp_path, text, "sm_90")
     main = tmp_path / "main.cu"
     main.write_text('#include <cstdio>\n#include "mix.h"\nint main() { std::printf("%d\\n", gemmc_mix_degree()); }\n')
@@ -340,8 +395,6 @@ def test_bf16_members_take_the_bf16_model():
 def test_without_a_model_a_member_runs_as_many_copies_as_fit(monkeypatch):
     """No predictor trained for bf16 on sm_90: each member's degree is how many copies of its launch fit the GPU at
     once (a 32-tile persistent grid: 4 on 132 SMs; a 128-tile one: 1), and the group runs the smallest."""
-    from gemmc.concurrent.plan import fit_degree
-
     real = predictor.load
     monkeypatch.setattr(predictor, "load", lambda arch, key="": None if key else real(arch))
     group = gemmc.compile_string(BF16).groups[0]

@@ -55,7 +55,7 @@ def device(monkeypatch, tmp_path):
     import numpy as np
 
     from gemmc.ir.hardware import TARGETS
-    from gemmc.runtime import concurrent, executable, launch, tune
+    from gemmc.runtime import concurrent, executable, group_floor, launch, streams, tune
     from gemmc.runtime.green import Partitions
 
     state = types.SimpleNamespace(launches=[], streams=[], loaded=[], timed=0, capturing=False, order=[],
@@ -95,7 +95,7 @@ def device(monkeypatch, tmp_path):
         state.timed += 1
         return state.seconds(state.timed - 1)
 
-    for module in (launch, executable, tune, concurrent):
+    for module in (launch, executable, tune, concurrent, streams, group_floor):
         monkeypatch.setattr(module, "cupy", lambda: cp)
     monkeypatch.setattr(executable, "hardware", lambda device_id=None: TARGETS["sm_90"])
     def load(rendered, entry):
@@ -107,6 +107,7 @@ def device(monkeypatch, tmp_path):
     for module in (tune, concurrent):
         monkeypatch.setattr(module, "device_name", lambda: "Stand-in GPU")
         monkeypatch.setattr(module, "_median_seconds", timer)
+    monkeypatch.setattr(group_floor, "replay_seconds", timer)  # an auto group's first call (its floor)
     # GO-kernel tuning: no SM partitions (the model's share plans stand in), and each makespan measured is shorter
     # than the one before, so that the last finalist of each degree is chosen
     state.makespans = 0

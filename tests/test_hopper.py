@@ -170,7 +170,11 @@ def test_f32_tensor_core_precisions_stay_in_the_tensorcore_family():
     ("precision tf32 algorithm tensorcore gemm 64 x 64 x 64", "tensorcore", "algorithm tensorcore in the schedule"),
     ("precision tf32 tile 128x128x32 gemm 64 x 64 x 64", "tensorcore", "the schedule's tile or threads"),
     ("precision tf32 gemm 64 x 64 x 64 count 3", "tensorcore", "a batch"),
-    ("precision split f16 x3 gemm 64 x 64 x 64", "tensorcore", "the Hopper loop takes tf32 and split tf32 x3 so far"),
+    ("precision split f16 x3 gemm 64 x 64 x 63", "hopper", None),  # the pre-pass reads any strides
+    ("precision split bf16 x3 layout A col gemm 65 x 64 x 64", "hopper", None),
+    ("precision split f16 x3 gemm 64 x 64 x 64 count 3", "tensorcore", "a batch"),
+    ("precision f16 gemm 64 x 64 x 64", "tensorcore", "the Hopper loop takes tf32, split tf32 x3 and the f16/bf16 "
+     "splits so far"),
 ])
 def test_f32_tf32_precisions_take_the_hopper_loop_where_tma_reads_them(text, family, why):
     k = kernel(f"kernel k {{ dtype f32 {text} }}")
@@ -192,6 +196,42 @@ def test_f32_plan(mode, bn, stages, parts):
     assert small.bn == 64  # 2 x 4 tiles of N 64 cost less than 2 x 2 of N 128 on 132 SMs
 
 
+@pytest.mark.parametrize(("mode", "a_planes", "b_planes", "terms", "level"), [
+    ("split f16 x3", 2, 3, ((0, 2), (0, 1), (1, 0)), 11),  # Ootomo's: hi*hi at the corrections' level, B hi * 2^11
+    ("split f16 x3 method le", 2, 3, ((0, 2), (0, 1), (1, 0)), 10),
+    ("split bf16 x3", 2, 2, ((0, 0), (0, 1), (1, 0)), 0),  # one level: no pre-multiplied plane
+    ("split bf16 x6", 3, 3, ((0, 0), (0, 1), (1, 0), (0, 2), (1, 1), (2, 0)), 0)])
+def test_split_plan(mode, a_planes, b_planes, terms, level):
+    """An f16/bf16 split of f32 data: the pre-pass's planes in scratch (padded to the tile, aligned regions), one
+    stage of half data per product, the half-storage tile with N <= 128 (the total and a k-tile's sum)."""
+    k = kernel(f"kernel k {{ dtype f32 precision {mode} gemm 1000 x 1004 x 996 }}")
+    plan = k.ir.plan
+    assert isinstance(plan, HopperPlan) and plan.split is not None
+    assert (plan.a_planes, plan.b_planes, plan.term_planes) == (a_planes, b_planes, terms)
+    assert plan.split.level_factor_bits == level
+    assert (plan.bk, plan.elem, plan.cluster, plan.parts, plan.staged) == (64, 2, 1, 0, ())
+    assert plan.bn <= 128 and plan.pads == (1024, -(-1004 // plan.bn) * plan.bn, 1024)
+    mp, np_, kp = plan.pads
+    a, b, ia, ib, total = plan.regions
+    assert (a, b - a) == (0, a_planes * mp * kp * 2) and ia - b == b_planes * np_ * kp * 2
+    assert (ib - ia, total - ib, plan.scratch_bytes) == (4 * mp, 4 * np_, total)
+    assert all(x % 256 == 0 for x in plan.regions) and plan.prologue == (plan.prep_blocks, 256)
+    ta, tb = plan.tensors(1000, 1004, 996)
+    assert (ta.inner, ta.outer, tb.inner, tb.outer) == (kp, a_planes * mp, np_, b_planes * kp)  # A rows, B N-major
+    assert plan.plane_steps == (mp, kp) and plan.tma_dtype == plan.split.compute
+    assert f"{k.ir.precision}" in k.source and f"{k.name}" in k.rendered.prologue
+
+
+def test_split_layouts_and_odd_strides_stay_on_the_hopper_loop():
+    """The pre-pass reads A and B at any stride and writes planes whose lines TMA reads: no staging, no fallback."""
+    plan = kernel("kernel k { dtype f32 precision split f16 x3 layout A col, B col gemm 63 x 65 x 7 }").ir.plan
+    assert isinstance(plan, HopperPlan) and plan.split is not None and not plan.staged
+    assert not plan.a_kmajor and plan.b_kmajor and (plan.bn, plan.pads) == (64, (128, 128, 64))
+    ta, tb = plan.tensors(63, 65, 7)  # A: K lines of M (planes 64 lines apart), B: N lines of K (128 apart)
+    assert (ta.inner, ta.outer, tb.inner, tb.outer) == (128, 2 * 64, 64, 3 * 128)
+    assert plan.plane_steps == (64, 128)
+
+
 VARIANTS = [
     "dtype bf16 gemm 8192 x 8192 x 8192",
     "dtype f16 layout A col, B col, C col alpha runtime beta runtime gemm 1000 x 1001 x 999",
@@ -201,6 +241,9 @@ VARIANTS = [
     "dtype f32 precision split tf32 x3 gemm 8192 x 8192 x 8192",
     "dtype f32 precision tf32 layout A col, B col, C col beta runtime gemm 100 x 64 x 20",
     "dtype f32 precision split tf32 x3 layout A col gemm 1000 x 1004 x 996",
+    "dtype f32 precision split f16 x3 gemm 8192 x 8192 x 8192",
+    "dtype f32 precision split f16 x3 method le layout A col, B col, C col beta runtime gemm 1000 x 1004 x 996",
+    "dtype f32 precision split bf16 x3 layout B col alpha runtime gemm 63 x 65 x 7",
 ]
 
 

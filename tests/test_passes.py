@@ -221,7 +221,8 @@ def test_a_misspelt_or_misplaced_step_is_refused():
 
 @pytest.mark.parametrize("text, decided", [
     ("kernel k { batch { a 196 x 192 x 192  b 196 x 16 x 192 } }", "batching not chosen yet"),
-    ("kernel k { precision split f16 x3 gemm 512 x 512 x 512 }", "block 64x64x32, warp tile 64x64, 128 threads"),
+    ("kernel k { precision split f16 x3 algorithm tensorcore gemm 512 x 512 x 512 }",
+     "block 64x64x32, warp tile 64x64, 128 threads"),
     ("kernel k { gemm 16384 x 8 x 16384 layout A col algorithm tsm2r }", "tsm2r column kernel: t1 128, t2 8"),
     ("kernel k { gemm 1000000 x 8 x 8 algorithm tsm2l }", "tsm2l: tcf 1"),
 ])

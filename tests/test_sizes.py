@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import gemmc
+from gemmc.families.hopper import codegen as hopper_codegen
 from gemmc.families.simt import codegen as simt_codegen
 from gemmc.families.tensorcore import codegen as tc_codegen
 from gemmc.families.tsm2l import codegen as tsm2l_codegen
@@ -31,6 +32,11 @@ def _wrong_scratch(context: dict) -> dict:
     return {"scratch_probe": context["scratch_probe"] + 256}
 
 
+def _wrong_regions(context: dict) -> dict:
+    a, b, ia, ib, total = context["regions"]
+    return {"regions": (a, b - 256, ia, ib, total)}  # A's planes cut short by B's
+
+
 # (id, schedule, target, the family's codegen module, what to break, the static_assert message nvcc must print)
 CASES = [
     ("simt", "dtype f32 gemm 300 x 200 x 100", "sm_90", simt_codegen, _wrong_variant_smem,
@@ -39,8 +45,10 @@ CASES = [
      simt_codegen, _wrong_variant_smem, "SimtPlan.variant_smem"),
     ("tensorcore_mma", "dtype f32 precision split bf16 x3 gemm 1000 x 999 x 517", "sm_80", tc_codegen, _wrong_smem,
      "TensorCorePlan.smem_bytes"),
-    ("tensorcore_wgmma", "dtype f32 precision split f16 x3 gemm 1000 x 999 x 517", "sm_90", tc_codegen, _wrong_smem,
-     "TensorCorePlan.smem_bytes"),
+    ("tensorcore_wgmma", "dtype f32 precision split f16 x3 algorithm tensorcore gemm 1000 x 999 x 517", "sm_90",
+     tc_codegen, _wrong_smem, "TensorCorePlan.smem_bytes"),
+    ("hopper_split", "dtype f32 precision split f16 x3 gemm 1000 x 999 x 517", "sm_90", hopper_codegen,
+     _wrong_regions, "the plan's scratch regions"),
     ("tensorcore_scratch", "dtype f32 precision f16 gemm 1000 x 999 x 517", "sm_80", tc_codegen, _wrong_scratch,
      "plan.scratch_bytes"),
     ("tsm2r_column", "dtype f64 layout A col, B col, C col gemm 8192 x 40 x 8192 algorithm tsm2r", "sm_90",

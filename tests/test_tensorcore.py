@@ -26,7 +26,10 @@ def planned(text: str):
 
 def schedule(mode: str, arch: str = "sm_90", layout: str = "layout A row, B row, C row",
              gemm: str = "1000 x 999 x 517") -> str:
-    return f"target cuda {arch}\nkernel k {{\n dtype f32\n precision {mode}\n {layout}\n gemm {gemm}\n}}\n"
+    # on sm_90 the hopper family takes one GEMM of most precisions (tensorcore/hopper_loop.py): this family's own
+    # sm_90 loop is what these tests check
+    algo = "\n algorithm tensorcore" if arch == "sm_90" else ""
+    return f"target cuda {arch}\nkernel k {{\n dtype f32\n precision {mode}\n {layout}\n gemm {gemm}{algo}\n}}\n"
 
 
 def test_inspect_shows_candidates_and_the_emulation_verdict():
@@ -43,7 +46,7 @@ def test_inspect_shows_candidates_and_the_emulation_verdict():
     assert six.plan.variant.wn == 32  # three parts' fragments do not fit 255 registers beside 64x64 accumulators
     one, _ = planned(schedule("f16", gemm="8192 x 8192 x 8192"))
     assert one.plan.wg_n == 128 and one.plan.variant.bk == 64 and one.plan.b_planes == 1  # 256x128: two m64 each
-    tf32, _ = planned(schedule("split tf32 x3", gemm="8192 x 8191 x 8192"))  # B's lines: 32764 bytes
+    tf32, _ = planned(schedule("split tf32 x3", gemm="8192 x 8191 x 8192").replace("\n algorithm tensorcore", ""))
     assert not tf32.plan.wgmma  # tf32 off the Hopper TMA loop stays on mma.sync
     assert "not the Hopper TMA loop: the lines of B (8191 f32 per line) are not 16-byte multiples" in tf32.notes[-1]
     assert any(n.startswith("emulation pays") for n in k.notes)
@@ -52,16 +55,18 @@ def test_inspect_shows_candidates_and_the_emulation_verdict():
 
 
 def test_precision_selects_the_family_and_ootomo_is_the_default():
-    k, _ = planned(schedule("split f16 x3"))
+    k, _ = planned(schedule("split f16 x3", "sm_80"))
     assert k.family == "tensorcore" and k.plan.split.method == "ootomo" and k.plan.split.scale_bits == 11
+    hopper, _ = planned(schedule("split f16 x3").replace("\n algorithm tensorcore", ""))
+    assert hopper.family == "hopper"  # one GEMM on sm_90: the TMA loop streams the pre-pass's planes
 
 
 @pytest.mark.parametrize(("text", "code"), [
     ("kernel k { dtype f32 algorithm tensorcore gemm 8 x 8 x 8 }", "E202"),
     ("target hip gfx90a\nkernel k { dtype f32 precision split f16 x3 gemm 8 x 8 x 8 }", "E900"),
     ("kernel k { dtype f32 precision f16 algorithm simt gemm 8 x 8 x 8 }", "E202"),
-    ("kernel k { dtype f32 precision split f16 x3 pipeline stages 5 gemm 8 x 8 x 8 }", "E202"),
-    ("kernel k { dtype f32 precision split f16 x3 pipeline stages 1 gemm 8 x 8 x 8 }", "E202"),
+    ("kernel k { dtype f32 precision split f16 x3 algorithm tensorcore pipeline stages 5 gemm 8 x 8 x 8 }", "E202"),
+    ("kernel k { dtype f32 precision split f16 x3 algorithm tensorcore pipeline stages 1 gemm 8 x 8 x 8 }", "E202"),
 ])
 def test_rejections(text, code):
     with pytest.raises(GemmcError) as err:

@@ -5,7 +5,8 @@ Per case, on the same inputs in one process, each captured in a CUDA graph and t
 - gemmc sequential (each member's own tuned kernel), gemmc's isolated kernels on N streams (the paper's
   "default"), gemmc's GO-kernels on d streams for every degree d <= N, gemmc fused (one launch) where the members
   allow it, and `concurrency auto` (the predictor's and the cost model's choice);
-- the oracle: the fastest of gemmc's modes, to show how close `auto` gets.
+- the oracle: the fastest of gemmc's modes, to show how close `auto` gets. `auto` is what the group's own calls
+  run: the plan's way, or what its first call measured faster (gemmc.runtime.group_floor; `auto_runs`).
 Every gemmc mode is first checked against cuBLAS on the same inputs (NaN-poisoned outputs).
 
 bf16 cases (suites `bf16 ...`) run the hopper family's kernels against torch.mm in bf16 (cuBLAS, bf16 output);
@@ -26,8 +27,8 @@ from gemmc.bench import harness, timing
 from gemmc.concurrent.table3 import Gemm, rnn_gemms, transformer_gemms
 
 # the columns of its table (and of `gemmc bench report`'s)
-COLUMNS = ("suite", "case", "auto", "oracle", "speedup_auto_vs_cublas_seq", "speedup_auto_vs_cublas_streams",
-           "auto_vs_oracle", "error")
+COLUMNS = ("suite", "case", "auto", "auto_runs", "oracle", "speedup_auto_vs_cublas_seq",
+           "speedup_auto_vs_cublas_streams", "auto_vs_oracle", "error")
 
 PEAK = {"f32": 67e12, "bf16": 989e12}  # H100 SXM nominal: FP32 on CUDA cores, dense BF16 on tensor cores
 UNIT = {"f32": 2.0 ** -24, "bf16": 2.0 ** -8}  # unit roundoff of C's type
@@ -237,8 +238,20 @@ def run_case(suite: str, name: str, gemms: list[Gemm]) -> dict:
     for label, g in modes.items():
         errors[label] = check(partial(g, As, Bs, Cs), As, Bs, Cs, f"{name} {label}")
         us[label] = timing.device_seconds(timing.gemmc_graph(partial(g, As, Bs, Cs))) * 1e6
-    auto_label = {"sequential": "sequential", "fused": "fused"}.get(group.mode.value, f"go_streams_{group.degree}")
-    if auto_label not in us:  # streams at a degree that is not a tuned one: time it as it runs
+    # `concurrency auto` as a user calls it: its first call confirms the plan's way against sequential and the
+    # members' own kernels on streams (gemmc.runtime.group_floor) and runs the fastest from then on
+    errors["auto"] = check(partial(group, As, Bs, Cs), As, Bs, Cs, f"{name} auto")
+    confirmed = group.group_run.confirmed
+    mode, degree, kernels = (confirmed.way.mode.value, confirmed.way.degree, confirmed.way.kernels) \
+        if confirmed is not None else (group.mode.value, group.degree, "go")
+    if mode == "streams":
+        auto_label = f"go_streams_{degree}" if kernels == "go" else \
+            "isolated_streams" if degree == min(n, 16) else f"isolated_streams_{degree}"
+    else:
+        auto_label = mode
+    row["auto_runs"] = auto_label
+    row["auto_confirmed"] = str(confirmed) if confirmed is not None else "not measured"
+    if auto_label not in us:  # a way no mode above timed: time it as it runs
         us[auto_label] = timing.device_seconds(timing.gemmc_graph(lambda: group(As, Bs, Cs))) * 1e6
     us["auto"] = us[auto_label]
     gemmc_modes = [k for k in us if k not in ("cublas_seq", "cublas_streams", "auto")]
@@ -318,7 +331,7 @@ def main(argv: list[str] | None = None) -> None:
             rows.append({"suite": suite, "case": name, "error": f"{type(err).__name__}: {err}"})
         r = rows[-1]
         if "us" in r:
-            harness.log(f"{name:40s} auto {r['auto']:12s} {r['us']['auto']:9.1f} us  "
+            harness.log(f"{name:40s} auto {r['auto']:12s} runs {r['auto_runs']:18s} {r['us']['auto']:9.1f} us  "
                         f"x{r['speedup_auto_vs_cublas_seq']:.2f} seq cuBLAS, "
                         f"x{r['speedup_auto_vs_cublas_streams']:.2f} streams cuBLAS, oracle {r['oracle']} "
                         f"({r['auto_vs_oracle']:.2f}), {time.time() - t0:.0f} s")

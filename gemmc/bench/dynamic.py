@@ -4,11 +4,13 @@ same inputs (the protocol of docs/PERFORMANCE.md). GPU machine only:
 
     python -m gemmc.bench dynamic [--quick]
 
-Per MoE case and routing (uniform, Zipf-skewed, a quarter of the experts empty, one expert with half the tokens),
-a pool of ROUTINGS draws is cycled so that every call has other group sizes than the one before:
+Per MoE case and routing (uniform, Zipf-skewed, a quarter of the experts empty, one expert with half the tokens;
+cases past BIG_FLOPS run the first and last, past HUGE_FLOPS those of --huge-routings), a pool of ROUTINGS draws is
+cycled so that every call has other group sizes than the one before:
 - gemmc: `k(A, W, C, offsets=ends)`, the ends on the device. host_us: plain calls, wall time per call synchronised
   once per window (host and device overlap, as in a training loop); issue_us: the host's own time per call (calls
-  not synchronised; for the list form at most dynamic_list.RING of them, past which a call waits for a kernel);
+  not synchronised; for the list form at most dynamic_list.RING of them, past which a call waits for a kernel;
+  table_us: the list form's argument checks and problem table alone);
   device_us: graph replays of 100 calls cycling the ends (no host in the way); compiles / tuning runs / plans
   counted over the timed calls (gemmc.stats()).
 - torch loop: the counts copied to the host (a synchronisation), then torch.mm per expert, plain calls.
@@ -36,6 +38,9 @@ from gemmc.bench import baselines, harness, timing
 
 os.environ.setdefault("GEMMC_TUNE", "0")  # the static roof runs the model's plan: no alternatives compiled
 
+COLUMNS = ("case", "routing", "gemmc_host_us", "gemmc_issue_us", "gemmc_device_us", "static_device_us",
+           "device_vs_static", "torch_loop_host_us", "cublas_grouped_host_us", "grouped_mm_bf16_host_us",
+           "speedup_host", "timed_compiles")
 ROUTINGS = 8  # draws per routing kind, cycled call by call
 MOE = "kernel moe {{ layout B col  grouped M n {n} k {k} groups 128 }}"  # the GPU tests' schedule: one compile
 LIST = "kernel varlen { alpha runtime beta runtime grouped list problems 512 }"
@@ -51,6 +56,7 @@ CASES = [  # experts, tokens, n, k
 ]
 KINDS = ("uniform", "zipf", "empty", "half")
 BIG_FLOPS = 5e10  # cases past this run two routings (uniform, half): each takes seconds per routing and method
+HUGE_FLOPS = 2e11  # cases past this run the routings of --huge-routings (E128 K7168: about a minute per routing)
 
 
 def draws(experts: int, tokens: int, kind: str) -> list[np.ndarray]:
@@ -281,6 +287,13 @@ def list_case(problems: int, first_call: dict) -> dict:
                                     sync=False) * 1e6
     after = gemmc.stats()
     row.update({f"timed_{key}": after[key] - before[key] for key in after})
+    device = torch.cuda.current_device()  # the checks and the table alone (host), the rest of issue_us is the launch
+
+    def checks(i: int) -> None:
+        a, b, c, _ = sets[i % ROUTINGS]
+        problem_table(kern.executable, a, b, c, device)
+
+    row["gemmc_table_us"] = windows(checks, timing.CALLS, sync=False) * 1e6
     st = state(kern.executable)
     table = torch.from_numpy(problem_table(kern.executable, As, Bs, Cs, torch.cuda.current_device())).cuda()
     zero = np.uint64(0)
@@ -363,6 +376,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tag", default="", help="appended to the results file's name")
     parser.add_argument("--cases", default="", help="comma-separated indices into CASES (default: all)")
     parser.add_argument("--lists", default="", help="comma-separated list sizes (default: 64,512)")
+    parser.add_argument("--huge-routings", default="uniform,half",
+                        help=f"routings of the cases past {HUGE_FLOPS:.0e} FLOPs (default: %(default)s)")
     args = parser.parse_args(argv)
     cases = CASES[:2] if args.quick else CASES
     if args.cases:
@@ -382,7 +397,9 @@ def main(argv: list[str] | None = None) -> None:
     first_call: dict = {"cold_compile_s": seconds[2]}  # a dynamic kernel no earlier process compiled
     rows: list[dict] = []
     for experts, tokens, n, k in cases:
-        kinds = ("uniform", "half") if args.quick or 2 * tokens * n * k > BIG_FLOPS else KINDS
+        flops = 2 * tokens * n * k
+        kinds = (tuple(args.huge_routings.split(",")) if flops > HUGE_FLOPS else
+                 ("uniform", "half") if args.quick or flops > BIG_FLOPS else KINDS)
         rows += moe_case(experts, tokens, n, k, kinds, first_call)
         harness.write_results(args.out, "dynamic", rows, {"partial": True, "first_call_ms": first_call}, tag=args.tag)
     for problems in lists:
@@ -398,9 +415,7 @@ def main(argv: list[str] | None = None) -> None:
                                     if "device_vs_static" in r},
                "first_call_ms": first_call, "graph_step": step}
     path = harness.write_results(args.out, "dynamic", rows, {"summary": summary}, tag=args.tag)
-    harness.table(rows, ["case", "routing", "gemmc_host_us", "gemmc_issue_us", "gemmc_device_us", "static_device_us",
-                         "torch_loop_host_us", "cublas_grouped_host_us", "grouped_mm_bf16_host_us", "speedup_host",
-                         "timed_compiles"], "dynamic")
+    harness.table(rows, list(COLUMNS), "dynamic")
     print(summary)
     print(f"wrote {path}")
 

@@ -18,11 +18,12 @@ from gemmc.bench.timing import device_seconds, gemmc_graph, precompile
 COLUMNS = ("shape", "name", "tflops", "rel_fro_uniform", "rel_fro_normal", "rel_fro_spread", "max_err_normal",
            "error")
 
-# On sm_90 the tf32 modes run on the hopper family's TMA + wgmma loop where TMA reads the operands; `algorithm
-# tensorcore` keeps them on the tensorcore family's loop, the baseline that loop replaced.
+# On sm_90 the splits and tf32 run on the hopper family's TMA + wgmma loop (the f16/bf16 splits from a pre-pass's
+# planes; tf32 where TMA reads the operands); `algorithm tensorcore` keeps a mode on the tensorcore family's loop, the
+# baseline that loop replaced.
 MODES = ["split f16 x3", "split f16 x3 method le", "split f16 x4 method markidis", "split bf16 x3",
-         "split bf16 x6", "split tf32 x3", "f16", "bf16", "tf32", "split tf32 x3 algorithm tensorcore",
-         "tf32 algorithm tensorcore"]
+         "split bf16 x6", "split tf32 x3", "f16", "bf16", "tf32", "split f16 x3 algorithm tensorcore",
+         "split tf32 x3 algorithm tensorcore", "tf32 algorithm tensorcore"]
 
 
 def inputs(kind: str, shape: tuple[int, int], gen):

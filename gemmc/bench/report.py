@@ -21,7 +21,8 @@ from typing import Any
 
 from gemmc.bench import SUITES, harness
 
-REPORTED = ("irregular", "uniform", "precision", "half", "tallskinny", "concurrent", "host_overhead", "planner_time")
+REPORTED = ("irregular", "uniform", "precision", "half", "tallskinny", "concurrent", "dynamic", "host_overhead",
+            "planner_time")
 
 
 def suite_of(path: Path, data: dict[str, Any]) -> str | None:
@@ -39,14 +40,16 @@ DOCS_TABLES: dict[str, tuple[str, ...]] = {
     "irregular": ("irregular/2026-11-23_h100_irregular_stop20.json",),
     "uniform": ("uniform/2026-11-22_h100_uniform_final.json",),
     "precision": ("precision/2026-11-22_h100_precision_merged.json",
-                  "precision/2026-11-26_h100_precision_hopper-tf32.json"),
+                  "precision/2026-11-26_h100_precision_hopper-tf32.json",
+                  "precision/2026-11-27_h100_hopper-split.json"),
     "half": ("half/2026-11-26_h100_half-epilogue.json",),
     "tallskinny": ("tallskinny/2026-11-23_h100_tallskinny-tsm2r-f32-colmajor.json",
                    "tallskinny/2026-11-23_h100_tallskinny-tsm2r-f32-rowmajor.json",
                    "tallskinny/2026-11-23_h100_tallskinny-tsm2r-f64-colmajor.json",
                    "tallskinny/2026-11-23_h100_tallskinny-tsm2l-colmajor-staged.json",
                    "tallskinny/2026-11-23_h100_tallskinny-tsm2l-rowmajor-staged.json"),
-    "concurrent": ("concurrent/2026-11-26_h200_concurrent.json", "concurrent/2026-11-26_h100_concurrent_bf16.json"),
+    "concurrent": ("concurrent/2026-11-26_h200_concurrent.json", "concurrent/2026-11-27_h100_bf16-final.json"),
+    "dynamic": ("dynamic/2026-11-27_h100_suite.json",),
 }
 
 

@@ -8,10 +8,12 @@ kernel, and how the group runs (paper 004 §4.4-§4.5, and the single launch the
   balanced over the whole group by the planner: on the H200
   (bench/results/concurrent/2026-11-26_h200_concurrent_run1.json)
   fused was within 3% of gemmc's fastest mode in 12 of the 13 groups that allow it, and the fastest in 9;
-- otherwise the predictor gives each member its preferred degree (1S, 2P, 4P, 8P, 16P); the group runs min over
-  members of that, clamped to the group's size and rounded down to a tuned degree (paper 004 §4.5: all of them
-  concurrently only if every shape prefers it; the paper gives no rule for more than two shapes, the minimum
-  generalises it), on streams, or one after another at 1S.
+- otherwise each member gets its preferred degree (1S, 2P, 4P, 8P, 16P): the predictor's for a GEMM with copies in
+  the group (they run its GO-kernels, the kernels the predictor was trained on), the fit rule's for one without
+  (it runs its isolated kernel beside GEMMs of other shapes: what it leaves to them is the SMs its launch leaves
+  idle, `fit_degree`). The group runs min over members of that, clamped to the group's size and to MAX_AUTO_DEGREE
+  and rounded down to a tuned degree (paper 004 §4.5: all of them concurrently only if every shape prefers it; the
+  paper gives no rule for more than two shapes, the minimum generalises it), on streams, or one after another at 1S.
 """
 
 from __future__ import annotations
@@ -28,6 +30,14 @@ from gemmc.ir.program import Program
 
 FUSED_MARGIN = 0.97  # fused must be estimated at least 3% faster: the cost model is within ~3% (geomean)
 FUSED_FAMILY = "simt"  # the family whose irregular batch runs GEMMs of different sizes in one launch
+# The most GEMMs the planner runs at once. 16 at once never beat 8 in a measured group: bf16 on the H100, 16 copies
+# of 4096x128x1024 and of 512x1024x1024 took 90.2 and 63.7 us 16 at once against 69.3 and 41.5 us 8 at once
+# (bench/results/concurrent/2026-11-27_h100_bf16.json; with CUDA_DEVICE_MAX_CONNECTIONS=32, 95.1 and 60.5 us,
+# 2026-11-27_h100_bf16-conn32.json: not the 8 hardware queues), f32 on the H200 16 at once within 0-1% of 8 at once
+# on all four 16-GEMM groups (bench/results/concurrent/2026-11-26_h200_concurrent.json). The GO-kernel tuning that
+# labels 16P runs copies that share their inputs, which stay in L2; a group's GEMMs read their own (16 x 9.7 MB for
+# the first).
+MAX_AUTO_DEGREE = 8
 
 
 def tuned_degree(n: int) -> int:
@@ -41,11 +51,16 @@ def go_degree(members: list[Kernel], index: int, degree: int) -> int:
     copies in the group than the degree takes the GO-kernel of its number of copies, and one with none its
     isolated kernel (1). On the H200 the tuned-for-copies kernels of a dX/dW pair, run together, took 1.44x the
     sequential time (bench/results/concurrent/2026-11-26_h200_concurrent_run1.json, FFN2 dX+dW)."""
+    return tuned_degree(min(degree, copies(members, index)))
+
+
+def copies(members: list[Kernel], index: int) -> int:
+    """How many members plan the same kernel as member `index` (itself included): copies of one GEMM."""
     def key(k: Kernel) -> Kernel:
         return dataclasses.replace(k, name="", notes=())
 
     mine = key(members[index])
-    return tuned_degree(min(degree, sum(key(k) == mine for k in members)))
+    return sum(key(k) == mine for k in members)
 
 
 def fused_kernel(group: Group, members: list[Kernel], hw: Hardware) -> tuple[Kernel | None, str]:
@@ -92,7 +107,7 @@ def _estimate(kernel: Kernel) -> float | None:
 def choose(group: Group, choices: list[MemberChoice], fused: Kernel | None, fused_why: str,
            members: list[Kernel], model: str) -> GroupPlan:
     n = len(members)
-    predicted = tuned_degree(min(min(c.predicted for c in choices), n))
+    predicted = tuned_degree(min(min(c.degree for c in choices), n, MAX_AUTO_DEGREE))
     notes: list[str] = []
     estimates: list[tuple[str, float]] = []
     seq = [_estimate(k) for k in members]
@@ -115,8 +130,14 @@ def choose(group: Group, choices: list[MemberChoice], fused: Kernel | None, fuse
         notes.append(f"concurrency fused falls back to streams: {fused_why}")
         return GroupPlan(Mode.STREAMS, max(predicted, 2) if n > 1 else 1, tuple(choices), None, model,
                          tuple(estimates), tuple(notes))
-    notes.append(f"predictor ({model}): degrees " + ", ".join(f"{c.member} {c.predicted}" for c in choices)
-                 + f"; on streams the group would run {predicted} at once (the smallest, clamped to its {n} GEMMs)")
+    notes.append(f"predictor ({model}): degrees " + ", ".join(f"{c.member} {c.degree}" + (" (fit)" if c.fit else "")
+                                                              for c in choices)
+                 + f"; on streams the group would run {predicted} at once (the smallest, clamped to its {n} GEMMs"
+                 + f" and to {MAX_AUTO_DEGREE})")
+    if any(c.fit for c in choices) and len(choices) > 1:
+        notes.append("(fit): a GEMM without copies in the group runs its own kernel beside the others, so it takes "
+                     "how many copies of its launch fit the GPU, not the predictor's degree (trained on copies "
+                     "running GO-kernels)")
     if estimates:
         total, fused_us = estimates[0][1], estimates[1][1]
         if fused_us <= FUSED_MARGIN * total:
@@ -148,7 +169,7 @@ def plan_group(group: Group, program: Program) -> Group:
     members = [by_name[name] for name in group.members]
     choices = []
     sources: dict[str, None] = {}
-    for k in members:
+    for i, k in enumerate(members):
         key = predictor.storage_key(k.dtype.half)
         model = predictor.load(hw.arch, key)
         shares = tuple(plan_for_share(k, hw, s) for s in SHARES)
@@ -163,7 +184,9 @@ def plan_group(group: Group, program: Program) -> Group:
             what = f"{k.dtype.value} storage" if key else "f32 storage"
             sources[f"none trained for {what} on {hw.arch}: copies of the isolated launch that fit the GPU"] = None
         distinct = tuple(s for s in shares[1:] if not same_kernel(s, k, hw))
-        choices.append(MemberChoice(k.name, x, degree, probs, distinct))
+        alone = len(members) > 1 and copies(members, i) == 1  # runs its isolated kernel (go_degree 1)
+        taken = fit_degree(k, hw) if alone else degree
+        choices.append(MemberChoice(k.name, x, degree, probs, distinct, taken, fit=alone or model is None))
     fused, why = fused_kernel(group, members, hw) if len(members) > 1 else (None, "one GEMM: nothing to fuse")
     return dataclasses.replace(group, plan=choose(group, choices, fused, why, members, "; ".join(sources)))
 

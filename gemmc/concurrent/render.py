@@ -14,7 +14,7 @@ from pathlib import PurePath
 from gemmc.codegen import RUNTIME_API, device_ctype, launch_context, literal, render_kernel, scalar_type
 from gemmc.codegen.env import render
 from gemmc.concurrent import predictor
-from gemmc.concurrent.plan import go_degree
+from gemmc.concurrent.plan import MAX_AUTO_DEGREE, go_degree
 from gemmc.errors import InternalError
 from gemmc.ir.group import DEGREES, MAX_STREAMS, Group, Mode
 from gemmc.ir.hardware import Hardware
@@ -125,16 +125,18 @@ def render_group(group: Group, members: dict[str, Kernel], hw: Hardware,
         "members": namespaces if plan.mode is not Mode.FUSED else [],
         "tma": tma,
         "fused": kernels[0]["ns"] if plan.mode is Mode.FUSED else "",
-        "max_streams": max(1, min(MAX_STREAMS, len(group.members), max(plan.degree, 1) if fixed else 16)),
+        "max_streams": max(1, min(MAX_STREAMS, len(group.members), max(plan.degree, 1) if fixed else MAX_AUTO_DEGREE)),
         "model": model.source if model else "none trained for this target",
         "classes": list(DEGREES),
         "features": [list(c.features) for c in plan.choices] if model else [],
         "weights": [list(r) for r in model.weights] if model else [],
         "x_min": list(model.x_min) if model else [], "x_max": list(model.x_max) if model else [],
         "bias": list(model.bias) if model else [],
+        "fit_degrees": [c.degree if c.fit else 0 for c in plan.choices], "max_degree": MAX_AUTO_DEGREE,
         "fixed_degree": fixed if fixed is not None else 0,
-        "degree_rule": ("the smallest degree the predictor gives any of its GEMMs, clamped to the group's size "
-                        "and rounded down to a tuned degree" if fixed is None
+        "degree_rule": ("the smallest degree the predictor gives any of its GEMMs with copies (and the fit rule "
+                        "any without), clamped to the group's size and to kMaxDegree and rounded down to a tuned "
+                        "degree" if fixed is None
                         else f"fixed at {fixed} by the schedule and the planner"
                         if group.mode is not Mode.AUTO or plan.mode is Mode.FUSED
                         else f"fixed at {fixed} by the planner ({plan.model})"),

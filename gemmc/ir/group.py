@@ -35,6 +35,10 @@ class MemberChoice:
     predicted: int  # the predictor's degree (1, 2, 4, 8 or 16) before clamping to the group's size
     probabilities: tuple[float, ...]  # one per DEGREES entry
     shares: tuple[Kernel, ...]  # planned kernels for 1/2 and 1/4 of the SMs that differ from the member's plan
+    degree: int  # the degree the group's rule takes from this member: `predicted` for a GEMM with copies in the
+    #              group (they run its GO-kernels, as the predictor was trained), else how many copies of its own
+    #              launch fit the GPU (concurrent.plan.fit_degree: it runs its isolated kernel)
+    fit: bool = False  # `degree` is the fit rule's, not the predictor's
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +90,8 @@ def group_lines(g: Group) -> list[str]:
     for c in plan.choices:
         probs = " ".join(f"{p:.2f}" for p in c.probabilities)
         shares = ", ".join(k.name for k in c.shares) or "the same plan for 1/2 and 1/4 of the SMs"
-        out.append(f"    {c.member}: degree {c.predicted} (p {probs}); share plans: {shares}")
+        takes = f"; takes {c.degree} (copies of its own launch that fit the GPU at once)" if c.fit else ""
+        out.append(f"    {c.member}: degree {c.predicted} (p {probs}){takes}; share plans: {shares}")
         out.append("      features " + " ".join(f"{v:g}" for v in c.features))
     if plan.estimates_us:
         out.append("  cost model: " + ", ".join(f"{k} {v:.1f} us" for k, v in plan.estimates_us))

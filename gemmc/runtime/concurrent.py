@@ -216,6 +216,8 @@ class GroupRun:
         self.go_degrees: dict[int, list[int]] = {}  # group degree -> each member's GO degree (plan.go_degree)
         self.events: dict[int, tuple[Any, list[Any]]] = {}  # degree -> the fork event and one join per side stream
         self.checked: tuple[int, ...] | None = None  # the pointers of the last call found independent
+        # what an auto group's first call measured: a group_floor.Confirmed (which imports this module), or None
+        self.confirmed: Any = None
 
     @property
     def name(self) -> str:

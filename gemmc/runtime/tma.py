@@ -7,6 +7,8 @@ TMA reads lines whose distance is a multiple of 16 bytes from a 16-byte aligned 
 not a multiple of 16 bytes, or a view at an odd offset) is first copied into scratch memory with padded lines.
 A plan with `tma_store` also takes a map of row-major C, whose epilogue TMA stores; a C that TMA cannot describe gets
 a zeroed map and the flag that has the kernel store from its accumulators instead.
+A plan with a pre-pass (an f16/bf16 split of f32 data) has it write the parts of A and B as planes into the kernel's
+scratch, and the maps read those planes instead of A and B; the kernel also takes the inverse line scales there.
 """
 
 from __future__ import annotations
@@ -55,6 +57,18 @@ class TmaPlan(Protocol):
 
     @property
     def c_bytes(self) -> int: ...
+
+    @property
+    def elem(self) -> int: ...
+
+    @property
+    def tma_dtype(self) -> str: ...
+
+    @property
+    def prologue(self) -> tuple[int, int] | None: ...
+
+    @property
+    def regions(self) -> tuple[int, int, int, int, int]: ...
 
     def tensors(self, m: int, n: int, k: int) -> tuple[Tensor, Tensor]: ...
 
@@ -140,13 +154,21 @@ def enqueue_tma(kernel: Executable, a: int, b: int, c: int, alpha: Any, beta: An
     ir = kernel.ir
     plan = cast(TmaPlan, ir.plan)
     p = ir.problems[0]
-    elem = ir.dtype.nbytes
+    elem, dtype = plan.elem, DType(plan.tma_dtype)
     args: list[Any] = []
+    tail: tuple = ()
+    if plan.prologue is not None:  # the pre-pass writes the planes the maps read, and the line scales
+        base = int(kernel.scratch(stream).data.ptr)
+        kernel.prologue_function((plan.prologue[0], 1, 1), (plan.prologue[1], 1, 1),
+                                 (np.uint64(a), np.uint64(b), np.uint64(base)), stream=stream)
+        at = plan.regions
+        a, b = base + at[0], base + at[1]
+        tail = (np.uint64(base + at[2]), np.uint64(base + at[3]))
     for name, ptr, op in zip("AB", (a, b), plan.tensors(p.m, p.n, p.k), strict=True):
         pitch = op.inner * elem
         if pitch % ALIGN or ptr % ALIGN:
             ptr, pitch = _staged(kernel, name, ptr, op.inner, op.outer, op.padded, elem, stream), op.padded * elem
-        args.append(_kept(kernel, (name, ptr, pitch), ir.dtype, op.inner, op.outer, op.box))
+        args.append(_kept(kernel, (name, ptr, pitch), dtype, op.inner, op.outer, op.box))
     ldc = p.n if ir.layout_c is Layout.ROW else p.m
     c_pitch = ldc * plan.c_bytes
     c_by_tma = plan.tma_store and c_pitch % ALIGN == 0 and c % ALIGN == 0
@@ -156,4 +178,4 @@ def enqueue_tma(kernel: Executable, a: int, b: int, c: int, alpha: Any, beta: An
     grid = plan.grid(p.m, p.n, hardware().sm_count)
     fn((grid, 1, 1), (plan.threads, 1, 1),
        (*args, np.int32(c_by_tma), np.uint64(c), np.int64(ldc), np.int32(p.m), np.int32(p.n), np.int32(p.k),
-        np.float32(alpha), np.float32(beta)), shared_mem=plan.smem_bytes, stream=stream)
+        np.float32(alpha), np.float32(beta), *tail), shared_mem=plan.smem_bytes, stream=stream)

@@ -2,7 +2,8 @@
 compute one by one, against float64 on the rounded inputs with an error bound that grows with K, on NaN-poisoned
 outputs; odd sizes whose operands TMA cannot read in place (staged, also for copies of one GEMM running at once on
 two streams), a member in f32 beside them, the GO-kernels' capped persistent grids, a CUDA graph capture, the
-GO-kernel tuning under green contexts, and the C++ launcher built with nvcc and replayed from a graph."""
+GO-kernel tuning under green contexts, auto's first call timing its way against sequential (then captured), and the
+C++ launcher built with nvcc and replayed from a graph."""
 
 from __future__ import annotations
 
@@ -133,6 +134,43 @@ def test_go_tuning_under_green_contexts(monkeypatch):
     assert set(tuning.chosen) == {1, 2, 4, 8, 16}
     assert all(tuning.speedup(d) > 0 for d in (2, 4, 8, 16))
     print(tuning)
+
+
+def test_auto_confirms_its_way_on_the_first_call(monkeypatch):
+    """An auto group's first call times the plan's way against sequential and the members' own kernels on streams
+    (gemmc.runtime.group_floor) and keeps one; that call and a later one captured in a graph compute every GEMM. A
+    group whose members read C (beta != 0) is not timed."""
+    import cupy as cp
+
+    from gemmc.runtime.group_floor import ways
+
+    monkeypatch.setenv("GEMMC_TUNE", "1")
+    group = gemmc.compile_string("group t { concurrency auto dtype bf16 gemm a 1024 x 128 x 768 copies 4 "
+                                 "gemm b 300 x 259 x 1000 { layout B col } }").groups[0]
+    check(group, lambda As, Bs, Cs: group(As, Bs, Cs), seed=11)
+    confirmed = group.group_run.confirmed
+    assert confirmed is not None and confirmed.way in ways(group.group_run)
+    assert set(confirmed.seconds) == {w.label for w in ways(group.group_run)}
+    assert all(t > 0 for t in confirmed.seconds.values()) and "auto: measured on the first call" in group.plan
+    print(confirmed)
+    As, Bs, Cs, _ = operands(group, seed=12)
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        group(As, Bs, Cs)
+        graph = stream.end_capture()
+    for c in Cs:
+        c.fill_(float("nan"))
+    graph.launch(stream=stream)
+    stream.synchronize()
+    for k, a, b, c in zip(group.members, As, Bs, Cs, strict=True):
+        ref = a.double() @ b.double()
+        err = float((c.double() - ref).norm() / ref.norm())
+        assert err < bound("bf16", k.ir.problems[0].k), (k.name, err)
+    reads = gemmc.compile_string("group r { concurrency auto dtype bf16 beta 1.0 gemm a 512 x 256 x 1000 copies 2 "
+                                 "}").groups[0]
+    check(reads, lambda As, Bs, Cs: reads(As, Bs, Cs), seed=13)
+    assert reads.group_run.confirmed is None
 
 
 def test_cpp_group_launcher_runs_captured_in_a_graph(tmp_path):

@@ -35,6 +35,9 @@ class Hopper(PlannerFamily):
         if runs_here(kernel, hw):
             return Claim.SHAPE, f"dtype {kernel.dtypes}, one GEMM on cuda {TARGET}: the TMA + wgmma loop"
         if hopper_loop.blocker(kernel, hw) is None:
+            if planner.f32_split(kernel) is not None:
+                return Claim.REQUIRED, (f"precision {kernel.precision} of f32 data on the TMA + wgmma loop (a "
+                                        "pre-pass writes the parts as planes; TMA streams them as half data)")
             return Claim.REQUIRED, (f"precision {kernel.precision} of f32 data on the TMA + wgmma loop (TMA reads "
                                     "the f32 tiles; the tf32 parts are formed in shared memory)")
         return None

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from gemmc.families.base import cbool
 from gemmc.families.hopper.plan import HopperPlan, Operand
+from gemmc.families.tensorcore.codegen import CONVERT, TO_F32, float_literal
+from gemmc.families.tensorcore.plan import F16_TOP, PREP_THREADS
 from gemmc.families.tma_loop import C_BUFFERS, TMAP_DTYPE
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
-from gemmc.ir.types import Layout
+from gemmc.ir.types import DType, Layout
 
 TEMPLATE = "hopper.cu.j2"
 
@@ -34,12 +36,33 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "tma_store": plan.tma_store, "c_sub_cols": plan.c_sub_cols, "c_buffers": C_BUFFERS, "c_box": plan.c_box,
         "c_bytes": plan.c_bytes, "tmap_dtype_c": TMAP_DTYPE[kernel.c_dtype],
         # the standalone launcher's tensor maps (the Python runtime encodes the same in runtime/tma.py)
-        "m": p.m, "n": p.n, "k": p.k, "tmap_dtype": TMAP_DTYPE[kernel.dtype],
+        "m": p.m, "n": p.n, "k": p.k, "tmap_dtype": TMAP_DTYPE[DType(plan.tma_dtype)],
         "ldc": p.n if kernel.layout_c is Layout.ROW else p.m,
         "tensors": [{"name": name, **vars_of(op)} for name, op in zip("AB", plan.tensors(p.m, p.n, p.k), strict=True)],
         "header_notes": [f"Build the .cu with nvcc -gencode=arch=compute_{number}a,code=sm_{number}a -std=c++17 and "
                          "link with -lcuda: the launcher encodes TMA tensor maps with the driver API "
                          "(cuTensorMapEncodeTiled)."],
+        **split_context(plan),
+    }
+
+
+def split_context(plan: HopperPlan) -> dict:
+    """The pre-pass and the products of an f16/bf16 split (split.cuh.j2); `split` false for every other plan."""
+    sp = plan.split
+    if sp is None:
+        return {"split": False}
+    pairs = plan.term_planes
+    return {
+        "split": True, "split_text": sp.describe(), "split_parts": sp.parts, "b_planes": plan.b_planes,
+        "terms": len(pairs), "term_a": sum(a << (4 * t) for t, (a, _) in enumerate(pairs)),
+        "term_b": sum(b << (4 * t) for t, (_, b) in enumerate(pairs)), "plane_steps": plan.plane_steps,
+        "pads": plan.pads, "regions": plan.regions, "scratch_bytes": plan.scratch_bytes,
+        "prep_blocks": plan.prep_blocks, "prep_threads": PREP_THREADS,
+        "cvt_hi": CONVERT[(sp.compute, sp.hi_round)], "cvt_lo": CONVERT[(sp.compute, sp.lo_round)],
+        "to_f32": TO_F32[sp.compute], "scale": float_literal(2.0 ** sp.scale_bits), "scale_bits": sp.scale_bits,
+        "premul_scale": float_literal(2.0 ** sp.premul_bits), "top_a": F16_TOP, "top_b": sp.top_b,
+        "row_scaling": cbool(sp.row_scaling),
+        "level_factor": float_literal(2.0 ** -sp.level_factor_bits) if sp.level_factor_bits else "",
     }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from gemmc.families.tensorcore.plan import PREP_THREADS, SCRATCH_ALIGN, SplitPlan
 from gemmc.families.tma_loop import ALIGN_SLACK, BK, BM, C_BUFFERS, C_SUB_ROWS, SWIZZLE_BYTES, TmaTiles
 from gemmc.ir.nodes import FamilyPlan
 from gemmc.model.tlp import ceil_div
@@ -34,6 +35,66 @@ class HopperPlan(TmaTiles, FamilyPlan):
     consumer_regs: int = 232  # ... so that both consumer warpgroups hold 128 accumulators and addresses
     sm_cap: int = 0  # 0: one block per SM of the device; else at most this many SMs (a concurrent group's
     #                  GO-kernel planned for a share of the GPU leaves the other SMs to the GEMMs beside it)
+    split: SplitPlan | None = None  # f32 storage split into f16/bf16 part planes by a pre-pass (`split f16 x3`, ...)
+    pads: tuple[int, int, int] = (0, 0, 0)  # split: M, N, K rounded up to the tile (the planes' extents)
+    prep_blocks: int = 0  # split: the pre-pass's grid (PREP_THREADS threads per block)
+
+    @property
+    def a_planes(self) -> int:
+        """split: A's part planes in scratch (hi, lo[, mid])."""
+        return self.split.parts if self.split else 0
+
+    @property
+    def b_planes(self) -> int:
+        """split: B's part planes, and one more holding hi * 2^premul_bits where the split's terms are summed at
+        the level of its correction terms (SplitPlan.premul_bits): wgmma reads B from shared memory, with no
+        register to multiply."""
+        return self.split.parts + (1 if self.split.premul_bits else 0) if self.split else 0
+
+    @property
+    def term_planes(self) -> tuple[tuple[int, int], ...]:
+        """split: per product, in the order the producer streams them, the planes of A and B it multiplies."""
+        if self.split is None:
+            return ()
+        low = min(self.split.levels)
+        big = self.split.premul_bits > 0
+        return tuple((t.a, self.b_planes - 1 if big and lv == low else t.b)
+                     for t, lv in zip(self.split.terms, self.split.levels, strict=True))
+
+    @property
+    def plane_steps(self) -> tuple[int, int]:
+        """split: lines of the stacked tensor between one plane and the next, for A and B (a plane's padded M or N
+        where K is contiguous, its padded K otherwise)."""
+        mp, np_, kp = self.pads
+        return (mp if self.a_kmajor else kp), (np_ if self.b_kmajor else kp)
+
+    @property
+    def tma_dtype(self) -> str:
+        """The element type TMA reads: the part type of a split, f32 (tf32 products), or the half storage type."""
+        return "f32" if self.parts else self.compute
+
+    @property
+    def regions(self) -> tuple[int, int, int, int, int]:
+        """split: byte offsets in scratch of A's planes, B's planes, A's inverse row scales, B's inverse column
+        scales, and the scratch's size; each region SCRATCH_ALIGN-aligned."""
+        mp, np_, kp = self.pads
+        def up(x: int) -> int:
+            return ceil_div(x, SCRATCH_ALIGN) * SCRATCH_ALIGN
+        a = 0
+        b = a + up(self.a_planes * mp * kp * self.elem)
+        ia = b + up(self.b_planes * np_ * kp * self.elem)
+        ib = ia + up(4 * mp)
+        return a, b, ia, ib, ib + up(4 * np_)
+
+    @property
+    def scratch_bytes(self) -> int:
+        return self.regions[4] if self.split else 0
+
+    @property
+    def prologue(self) -> tuple[int, int] | None:
+        """split: the pre-pass `<entry>_prep(A, B, scratch)` (this family's signature: one GEMM, its sizes
+        compiled in) that writes the planes and scales the main kernel reads through TMA."""
+        return (self.prep_blocks, PREP_THREADS) if self.split else None
 
     @property
     def work_bytes(self) -> int:
@@ -88,7 +149,7 @@ class HopperPlan(TmaTiles, FamilyPlan):
             if self.staged else ""
         lay = f"A {'K' if self.a_kmajor else 'M'}-major, B {'K' if self.b_kmajor else 'N'}-major"
         share = "B multicast to clusters of 2" if self.cluster > 1 else "no cluster"
-        data = "f32 storage" if self.parts else self.compute
+        data = "f32 storage" if self.parts or self.split else self.compute
         store = (f"C through {C_BUFFERS} shared-memory sub-tiles of {C_SUB_ROWS}x{self.c_sub_cols} per warpgroup "
                  "and TMA stores" if self.tma_store else "C stored from the accumulators")
         cap = f"; grid capped to {self.sm_cap} SMs" if self.sm_cap else ""
@@ -97,6 +158,14 @@ class HopperPlan(TmaTiles, FamilyPlan):
                f"1 producer warp (setmaxnreg {self.producer_regs}) + {self.consumers} consumer warpgroups of "
                f"64x{self.bn} (wgmma m64n{self.bn}k{16 if self.elem == 2 else 8}, setmaxnreg {self.consumer_regs}); "
                f"persistent, bands of {self.band * self.cluster} m-tiles{cap}; {store}")
+        if self.split:
+            mp, np_, kp = self.pads
+            terms = " + ".join(f"A{a}*B{b}" for a, b in self.term_planes)
+            return (*out, f"split: {self.split.describe()}",
+                    f"pre-pass ({self.prep_blocks} blocks) writes A's {self.a_planes} and B's {self.b_planes} "
+                    f"{self.compute} planes ({mp}x{kp}, {np_}x{kp}) and the inverse line scales to scratch "
+                    f"({self.scratch_bytes} B); per k-tile the producer streams {len(self.term_planes)} stages "
+                    f"({terms}) and each consumer sums their products from zero, then adds the sum to its f32 total")
         if not self.parts:
             return out
         how = ("hi = rna(a), lo = rna(a - hi); per stage lo*hi + hi*lo + hi*hi summed on the tensor core from zero, "
@@ -124,8 +193,16 @@ class Operand:
 
 
 def operands(plan: HopperPlan, m: int, n: int, k: int) -> tuple[Operand, Operand]:
-    """A (K-major: m lines of k; M-major: k lines of m) and B (K-major: n lines of k; N-major: k lines of n)."""
+    """A (K-major: m lines of k; M-major: k lines of m) and B (K-major: n lines of k; N-major: k lines of n). A split
+    reads its planes in scratch instead: each operand's planes stacked along the outer dimension, padded extents."""
     e = plan.elem
+    if plan.split:
+        mp, np_, kp = plan.pads
+        a = Operand(kp, plan.a_planes * mp, plan.a_box, e) if plan.a_kmajor else \
+            Operand(mp, plan.a_planes * kp, plan.a_box, e)
+        b = Operand(kp, plan.b_planes * np_, plan.b_box, e) if plan.b_kmajor else \
+            Operand(np_, plan.b_planes * kp, plan.b_box, e)
+        return a, b
     a = Operand(k, m, plan.a_box, e) if plan.a_kmajor else Operand(m, k, plan.a_box, e)
     b = Operand(k, n, plan.b_box, e) if plan.b_kmajor else Operand(n, k, plan.b_box, e)
     return a, b

@@ -12,11 +12,12 @@ from gemmc.errors import Diagnostic, GemmcError
 from gemmc.families import tma_loop
 from gemmc.families.hopper import calibration as cal
 from gemmc.families.hopper.plan import BK, BK_F32, BM, HopperPlan
+from gemmc.families.tensorcore.plan import SplitPlan
 from gemmc.families.tensorcore.split import split_plan
 from gemmc.families.tma_loop import MAX_STAGES, TILE_OVERHEAD
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, TileTable, WorkList
-from gemmc.ir.types import Layout
+from gemmc.ir.types import DType, Layout
 from gemmc.model.tlp import ceil_div
 from gemmc.model.worklist import problem_rows
 
@@ -48,10 +49,23 @@ def choose_tile_n(m: int, n: int, hw: Hardware, cluster: int, sizes: tuple[int, 
 
 
 def f32_parts(kernel: Kernel) -> int:
-    """f32 storage: the tf32 parts of each value (1: one pass, 2: split tf32 x3); 0 for half storage."""
-    if kernel.dtype.half or kernel.precision is None:
+    """f32 storage: the tf32 parts of each value the consumers form (1: one pass, 2: split tf32 x3); 0 for half
+    storage and for the f16/bf16 splits, whose parts a pre-pass writes (f32_split)."""
+    if kernel.dtype.half or kernel.precision is None or kernel.precision.compute is not DType.TF32:
         return 0
     return split_plan(kernel.precision).parts
+
+
+def f32_split(kernel: Kernel) -> SplitPlan | None:
+    """f32 storage split into f16/bf16 parts (`split f16 x3`, `split bf16 x3`, ...): the split the pre-pass writes
+    as planes; None for every other kernel."""
+    prec = kernel.precision
+    if kernel.dtype.half or prec is None or not prec.is_split or prec.compute not in (DType.F16, DType.BF16):
+        return None
+    return split_plan(prec)
+
+
+PREP_BLOCKS_PER_SM = 8  # the pre-pass is memory-bound: enough 256-thread blocks in flight to cover HBM latency
 
 
 def stages_for(bn: int, hw: Hardware, tma_store: bool = False, c_bytes: int = 2, parts: int = 0) -> int:
@@ -79,7 +93,9 @@ def choose_cluster(m: int, n: int, bn: int, hw: Hardware) -> int:
 def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
     p = kernel.problems[0]
     parts = f32_parts(kernel)
-    bn = choose_tile_n(p.m, p.n, hw, 1, TILE_N_F32 if parts else TILE_N)
+    split = f32_split(kernel)
+    # a split's consumer holds its f32 total and the k-tile's sum of products beside it: N <= 128, as for tf32
+    bn = choose_tile_n(p.m, p.n, hw, 1, TILE_N_F32 if parts or split else TILE_N)
     if kernel.tile is not None:
         t = kernel.tile
         if (t.m, t.k) != (BM, BK) or t.n not in TILE_N:
@@ -90,7 +106,7 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
     # f32 storage: no cluster (the consumers' forming of the parts has not been measured with the multicast pair),
     # and C stored from the accumulators (its shared memory holds B's parts; the TMA-store epilogue is not measured
     # with them)
-    cluster = 1 if parts else choose_cluster(p.m, p.n, bn, hw)
+    cluster = 1 if parts or split else choose_cluster(p.m, p.n, bn, hw)
     # TMA's boxes are rows of C; a column-major C is stored directly
     tma_store = kernel.layout_c is Layout.ROW and not parts
     c_bytes = kernel.c_dtype.nbytes
@@ -102,6 +118,14 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
                                     kernel.where("pipeline")))
     a_kmajor, b_kmajor = _operands_kmajor(kernel)
     fields = {"compute": kernel.dtype.value, **f32_fields(parts)}
+    if split is not None:
+        pads = (ceil_div(p.m, BM) * BM, ceil_div(p.n, bn) * bn, ceil_div(p.k, BK) * BK)
+        # units of the pre-pass: 8 lines of a K-contiguous operand, 32 of an M/N-contiguous one
+        units = pads[0] // (8 if a_kmajor else 32) + pads[1] // (8 if b_kmajor else 32)
+        fields = {"compute": split.compute, "split": split, "pads": pads,
+                  "prep_blocks": max(1, min(units, PREP_BLOCKS_PER_SM * hw.sm_count))}
+        return HopperPlan(bn=bn, stages=stages, cluster=cluster, band=BAND_TILES, a_kmajor=a_kmajor,
+                          b_kmajor=b_kmajor, staged=(), tma_store=tma_store, c_bytes=c_bytes, **fields)
     return HopperPlan(bn=bn, stages=stages, cluster=cluster, band=max(1, BAND_TILES // cluster), a_kmajor=a_kmajor,
                       b_kmajor=b_kmajor, staged=staged_operands(kernel), tma_store=tma_store, c_bytes=c_bytes,
                       **fields)
@@ -112,7 +136,7 @@ def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
     tiles = ceil_div(p.m, plan.bm) * ceil_div(p.n, plan.bn)
     out = [f"hopper: tile N {plan.bn}: {tiles} tiles, {tiles / hw.sm_count:.2f} waves over {hw.sm_count} SMs "
            f"(a tile costs N + {TILE_OVERHEAD} columns; N in "
-           f"{', '.join(map(str, TILE_N_F32 if plan.parts else TILE_N))})",
+           f"{', '.join(map(str, TILE_N_F32 if plan.parts or plan.split else TILE_N))})",
            f"hopper: {plan.stages} stages of {plan.stage_bytes} B"
            + (f" and {plan.epilogue_bytes} B of C sub-tiles" if plan.tma_store else "")
            + (f" and {plan.work_bytes} B of B's tf32 parts" if plan.parts else "")
@@ -130,7 +154,16 @@ def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
     else:
         out.append("hopper: column-major C (TMA stores whole rows of C): written from the accumulators with "
                    "predicated stores (any ldc, any alignment)")
-    if plan.parts:
+    if plan.split:
+        out.append(f"hopper: {plan.split.compute} split of f32 storage: a pre-pass reads A and B once and writes their "
+                   f"parts as {plan.compute} planes (A {plan.a_planes}, B {plan.b_planes}), which TMA streams as half "
+                   "data: the main loop is the half-storage loop with one stage per product; forming the parts from "
+                   "f32 stages in shared memory would add the f32 tiles' and the parts' shared-memory traffic to "
+                   "every stage (docs/PRECISION.md)")
+        out.append("hopper: split: the tensor core's f32 accumulation truncates, so each k-tile's products are summed "
+                   "from zero and added to the f32 total with round-to-nearest")
+        out.append("hopper: split: no cluster (the multicast pair is built and measured for half storage)")
+    elif plan.parts:
         out.append("hopper: f32 storage: TMA loads the f32 tiles once; the consumers round the tf32 parts to nearest "
                    "(A's into wgmma's register fragment, B's into K-major buffers), because tf32 wgmma reads B only "
                    "K-major and would otherwise use the f32 bits as they are (the 13 low mantissa bits ignored: "

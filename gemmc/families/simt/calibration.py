@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 from gemmc.families.calibration import H100, Measured
 
-R = "bench/results/"
+R = "bench/results/irregular/"
 
 # --- Tile catalogues ---------------------------------------------------------------------------------------------
 

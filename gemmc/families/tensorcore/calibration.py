@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 from gemmc.families.calibration import H100, Measured
 
-R = "bench/results/"
+R = "bench/results/precision/"
 
 CATALOGUE = Measured(
     # mma.sync block tiles (bm, bn, warp tile m, warp tile n), in the order `choose` prefers on a tie

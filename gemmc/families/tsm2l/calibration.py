@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from gemmc.families.calibration import H100, Measured
 
-R = "bench/results/"
+R = "bench/results/tallskinny/"
 STAGED = (R + "2026-11-23_h100_tallskinny-tsm2l-colmajor-staged.json",
           R + "2026-11-23_h100_tallskinny-tsm2l-rowmajor-staged.json")
 

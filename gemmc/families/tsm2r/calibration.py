@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from gemmc.families.calibration import H100, Measured
 
-R = "bench/results/"
+R = "bench/results/tallskinny/"
+RESULTS = "bench/results/"
 
 # --- Row-major A on sm_90's f64 tensor cores (the column kernel, its batches copied by rows) ---------------------
 
@@ -64,7 +65,7 @@ ROW_MMA_REGS = Measured(
         "memory (t3 32 / 16), and ptxas gives 124-254 registers with no spills at n = 1-32. On sm_80 (m8n8k4, "
         "t3 4, untimed) it keeps the request at 2 blocks per SM: without it the plan asks for 5-6 blocks and "
         "ptxas spills 28 bytes at n = 3.",
-    sources=(R + "2026-11-23_devhost_stop15_tsm2_registers.txt",),
+    sources=(RESULTS + "checks/2026-11-23_devhost_stop15_tsm2_registers.txt",),
 )
 ROW_MMA_MIN_N = Measured(
     0, H100,
@@ -136,7 +137,8 @@ CLUSTER_FILL = Measured(
         "empty. At f32 n = 16, 480 blocks in clusters of 2 for 528 slots run as one wave (m = k = 30720: 1322 "
         "us, 94% of the roof), 512 in clusters of 8 do not (m = k = 8192: 140 us against 115 for 320 blocks in "
         "clusters of 5); the H100's measured fills run from 0.77 to 1.0 by cluster size and occupancy.",
-    sources=(R + "2026-11-22_h100_tsm2r-variants_run2.json", R + "2026-11-23_h100_cluster-occupancy.json"),
+    sources=(R + "2026-11-22_h100_tsm2r-variants_run2.json",
+             RESULTS + "irregular/2026-11-23_h100_cluster-occupancy.json"),
 )
 MAX_CLUSTER = Measured(
     7, H100,
@@ -145,7 +147,8 @@ MAX_CLUSTER = Measured(
         "against 115 us: 512 blocks for 528 slots spill into a second wave) and f64 n = 16 (261 against 234), "
         "faster at f32 n = 32 (271 against 299). The fill does not favour 7: at 1-8 blocks per SM clusters of 8 "
         "fill 0.91-0.94 of the slots, clusters of 7 0.80-0.94.",
-    sources=(R + "2026-11-22_h100_tsm2r-variants_run2.json", R + "2026-11-23_h100_cluster-occupancy.json"),
+    sources=(R + "2026-11-22_h100_tsm2r-variants_run2.json",
+             RESULTS + "irregular/2026-11-23_h100_cluster-occupancy.json"),
 )
 
 # --- f64 on the tensor cores (column-major A, and row-major A copied by rows) --------------------------------------

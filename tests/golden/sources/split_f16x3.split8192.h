@@ -6,9 +6,10 @@
 extern "C" {
 #endif
 
-// kernel split8192: family tensorcore, target cuda sm_90
+// kernel split8192: family hopper, target cuda sm_90
 // A, B, C: host arrays of 1 device pointers in batch order.
 // Problems (M x N x K): gemm 8192x8192x8192
+// Build the .cu with nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 and link with -lcuda: the launcher encodes TMA tensor maps with the driver API (cuTensorMapEncodeTiled).
 cudaError_t gemmc_split8192(const float* const* A, const float* const* B, float* const* C, cudaStream_t stream);
 
 #ifdef __cplusplus

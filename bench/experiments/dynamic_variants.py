@@ -1,0 +1,228 @@
+"""Where the dynamic kernel's device time goes against gemmc's static plan on MoE steps of few large groups
+(E8 T65536 N512 K512: docs/PERFORMANCE-dynamic.md), and two changes to its persistent loop, measured side by side.
+GPU machine only, from the tree's root:
+
+    OUT=... python3 bench/experiments/dynamic_variants.py measure [--apply]
+    python3 bench/experiments/dynamic_variants.py apply NAME     # edit the template as variant NAME does
+    ncu --section WarpStateStats ... python3 bench/experiments/dynamic_variants.py once  # one launch of each kernel
+
+Variants of families/dynamic/dynamic.cu.j2, each rendered from the edited template in its own process:
+- current: the template as it is;
+- claim_ahead: a block claims its next tile from the counter before computing the current one and publishes it
+  after (the atomic's round trip to L2 overlaps the tile instead of following it);
+- noinline: each variant's tile function behind a __noinline__ wrapper, so that ptxas allocates the main loop's
+  registers apart from the persistent loop's schedule state (the static kernel's situation);
+- both: the two together.
+Each is timed as graph replays of 20 launches on the first draw of a few routings, with its registers and local
+memory, next to gemmc's static plan of the same sizes and checked against float64. `--apply` edits the template
+as the variant with the lowest geometric mean over the cases does, where that is at least 1% below `current`.
+`once` launches the dynamic kernel (the template as it stands) and the static plan once each on the first uniform
+draw of E8 T65536, for ncu. Results: $OUT/variants.json and the ncu sections beside it
+(bench/results/dynamic/2026-11-27_h100_variants.json, 2026-11-27_h100_variants_ncu.csv).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TEMPLATE = os.path.join(ROOT, "gemmc", "families", "dynamic", "dynamic.cu.j2")
+
+CLAIM_FROM = "    if (tid == 0) s_next = (long long)gridDim.x + atomicAdd(&counter[0], 1);\n"
+CLAIM_TO = "    if (tid == 0) s_next = (long long)gridDim.x + claimed;\n"
+LOOP = "  for (long long t = blockIdx.x; t < tiles; t = s_next) {\n"
+LOOP_AHEAD = (LOOP
+              + "    // The next tile is claimed before this one is computed and published after it: the atomic's round"
+              " trip\n    // to L2 overlaps the tile instead of following it.\n"
+              "    int claimed = 0;\n"
+              "    if (tid == 0) claimed = atomicAdd(&counter[0], 1);\n")
+CALL_FROM = "          gemmc_simt_tile<{{ T }}, "
+CALL_TO = "          gemmc_dyn_run<{{ T }}, "
+WRAP_AFTER = '{% include "dynamic_sched.cuh.j2" %}\n'
+WRAPPER = """
+// One variant's tile, compiled apart (__noinline__): ptxas allocates the main loop's registers for the main loop
+// alone, not together with the persistent loop's schedule state around it.
+template <typename T, int BM, int BN, int BK, int TM, int TN, int NT, int KS, int STAGES, int PAD, bool A_KC,
+          bool B_KC, bool C_ROW, int SMEM>
+__device__ __noinline__ void gemmc_dyn_run(const gemmc_problem& p, long long m0, long long n0,
+                                           const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c,
+                                           T alpha, T beta, T* __restrict__ smem, int tid, int rank) {
+  gemmc_simt_tile<T, BM, BN, BK, TM, TN, NT, KS, STAGES, PAD, A_KC, B_KC, C_ROW, SMEM>(p, m0, n0, a, b, c, alpha,
+                                                                                      beta, smem, tid, rank);
+}
+"""
+
+
+def claim_ahead(text: str) -> str:
+    assert text.count(LOOP) == 1 and text.count(CLAIM_FROM) == 1, "the persistent loop's text changed"
+    return text.replace(LOOP, LOOP_AHEAD).replace(CLAIM_FROM, CLAIM_TO)
+
+
+def noinline(text: str) -> str:
+    assert text.count(CALL_FROM) == 1 and text.count(WRAP_AFTER) == 1, "the tile call's text changed"
+    return text.replace(WRAP_AFTER, WRAP_AFTER + WRAPPER).replace(CALL_FROM, CALL_TO)
+
+
+EDITS = {"current": lambda t: t, "claim_ahead": claim_ahead, "noinline": noinline,
+         "both": lambda t: noinline(claim_ahead(t))}
+SCHEDULE = "kernel moe {{ layout B col  grouped M n {n} k {k} groups 128 }}"  # the benchmark's
+CASES = [(8, 65536, 512, 512, "uniform"), (32, 8192, 1024, 512, "uniform"), (32, 8192, 1024, 512, "half"),
+         (8, 4096, 512, 512, "uniform")]
+
+
+def apply(name: str) -> None:
+    with open(TEMPLATE) as f:
+        text = f.read()
+    with open(TEMPLATE, "w") as f:
+        f.write(EDITS[name](text))
+
+
+def render(name: str) -> str:
+    """The kernel's source with the template edited as `name`, rendered in a fresh process (the template restored)."""
+    with open(TEMPLATE) as f:
+        original = f.read()
+    try:
+        apply(name)
+        code = ("import gemmc, sys; sys.stdout.write(next(iter(gemmc.compile_string("
+                f"{SCHEDULE.format(n=8, k=8)!r}))).source)")
+        return subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                              cwd=ROOT).stdout
+    finally:
+        with open(TEMPLATE, "w") as f:
+            f.write(original)
+
+
+def _compile(source: str) -> None:
+    import cupy as cp
+
+    from gemmc.runtime.compile import OPTIONS
+
+    cp.RawModule(code=source, options=OPTIONS).get_function("gemmc_moe_dynamic_f32_rcr")  # CuPy's disk cache
+
+
+def _static_compile(case: tuple) -> None:
+    from gemmc.bench.dynamic import precompile
+
+    precompile(("moe", *case[:4]))
+
+
+def launcher(fn, grid: int, st, ptrs: tuple[int, int, int, int], groups: int, rows: int):
+    """A launch of `fn` on torch's current stream with the arguments gemmc's runtime gives the kernel."""
+    from gemmc.bench.dynamic import torch_stream
+
+    def go(i: int = 0) -> None:
+        on = torch_stream()
+        fn((grid, 1, 1), (st.block, 1, 1),
+           (*(np.uint64(p) for p in ptrs), np.uint64(0), np.int32(groups), np.int64(rows), *st.sizes,
+            np.uint64(st.counter(on.ptr)), np.float32(1), np.float32(0)), shared_mem=st.smem, stream=on)
+
+    return go
+
+
+def measure(choose: bool) -> None:
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    sources = {name: render(name) for name in EDITS}
+    with ProcessPoolExecutor(8, mp_context=get_context("spawn")) as pool:
+        list(pool.map(_compile, sources.values()))
+        list(pool.map(_static_compile, [c for c in CASES if c[4] == "uniform"]))
+
+    import cupy as cp
+    import torch
+
+    os.environ.setdefault("GEMMC_TUNE", "0")
+    import gemmc
+    from gemmc.bench.dynamic import STATIC, draws, graph_seconds, torch_stream
+    from gemmc.runtime.compile import OPTIONS
+    from gemmc.runtime.dynamic import blocks_per_sm, state
+
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    fns = {name: cp.RawModule(code=src, options=OPTIONS).get_function("gemmc_moe_dynamic_f32_rcr")
+           for name, src in sources.items()}
+    res: dict = {"device": torch.cuda.get_device_name(), "sms": sms, "variants": {}}
+    for name, fn in fns.items():
+        static_smem = getattr(fn, "shared_size_bytes", 0)
+        res["variants"][name] = {"registers": fn.num_regs, "local_bytes": getattr(fn, "local_size_bytes", None),
+                                 "static_smem": static_smem,
+                                 "blocks_per_sm": blocks_per_sm(fn, 256, 33280, static_smem)}
+    print(res, flush=True)
+
+    def rel(got, ref):
+        return float(torch.linalg.norm(got.double() - ref) / torch.linalg.norm(ref))
+
+    res["cases"] = {}
+    for experts, tokens, n, k, kind in CASES:
+        counts = draws(experts, tokens, kind)[0]
+        kern = next(iter(gemmc.compile_string(SCHEDULE.format(n=n, k=k))))
+        A, W = torch.randn(tokens, k, device="cuda"), torch.randn(experts, n, k, device="cuda") / k ** 0.5
+        C = torch.empty(tokens, n, device="cuda")
+        ends = torch.tensor(np.cumsum(counts), dtype=torch.int32, device="cuda")
+        kern(A, W, C, offsets=ends)
+        st = state(kern.executable)
+        bounds = list(zip(np.cumsum(counts) - counts, np.cumsum(counts), strict=True))
+        ref = torch.cat([A[s:e].double() @ W[g].double().t() for g, (s, e) in enumerate(bounds)])
+        row: dict = {}
+        for name, fn in fns.items():
+            go = launcher(fn, sms * res["variants"][name]["blocks_per_sm"], st,
+                          (A.data_ptr(), W.data_ptr(), C.data_ptr(), ends.data_ptr()), experts, tokens)
+            C.fill_(float("nan"))
+            go()
+            torch.cuda.synchronize()
+            row[name + "_err"] = rel(C, ref)
+            row[name + "_us"] = graph_seconds(go, 20) * 1e6
+        if kind == "uniform":
+            static = next(iter(gemmc.compile_string(STATIC.format(n=n, k=k))))
+            live = [(s, e, g) for g, (s, e) in enumerate(bounds) if e > s]
+            As, Ws, Cs = [A[s:e] for s, e, _ in live], [W[g].t() for _, _, g in live], [C[s:e] for s, e, _ in live]
+            static(As, Ws, Cs)
+            row["static_us"] = graph_seconds(lambda i, f=static, a=As, w=Ws, c=Cs: f(a, w, c, stream=torch_stream()),
+                                             20) * 1e6
+        label = f"moe E{experts} T{tokens} N{n} K{k} {kind}"
+        res["cases"][label] = row
+        print(label, row, flush=True)
+    scores = {name: float(np.exp(np.mean([np.log(r[name + "_us"] / r["current_us"]) for r in res["cases"].values()])))
+              for name in EDITS}
+    best = min(scores, key=scores.__getitem__)
+    ok = all(r[best + "_err"] < 1e-5 for r in res["cases"].values())
+    res["geomean_vs_current"] = scores
+    res["chosen"] = best if ok and scores[best] < 0.99 else "current"
+    print("geomean against current:", scores, "chosen:", res["chosen"], flush=True)
+    if choose and res["chosen"] != "current":
+        apply(res["chosen"])
+    with open(os.path.join(os.environ.get("OUT", "/tmp"), "variants.json"), "w") as f:
+        json.dump(res, f, indent=1)
+
+
+def once() -> None:
+    import torch
+
+    os.environ.setdefault("GEMMC_TUNE", "0")
+    import gemmc
+    from gemmc.bench.dynamic import STATIC, draws, torch_stream
+
+    experts, tokens, n, k, kind = CASES[0]
+    counts = draws(experts, tokens, kind)[0]
+    A, W = torch.randn(tokens, k, device="cuda"), torch.randn(experts, n, k, device="cuda") / k ** 0.5
+    C = torch.empty(tokens, n, device="cuda")
+    next(iter(gemmc.compile_string(SCHEDULE.format(n=n, k=k))))(
+        A, W, C, offsets=torch.tensor(np.cumsum(counts), dtype=torch.int32, device="cuda"))
+    live = [(s - c, s, g) for g, (s, c) in enumerate(zip(np.cumsum(counts), counts, strict=True)) if c]
+    next(iter(gemmc.compile_string(STATIC.format(n=n, k=k))))(
+        [A[s:e] for s, e, _ in live], [W[g].t() for _, _, g in live], [C[s:e] for s, e, _ in live],
+        stream=torch_stream())
+    torch.cuda.synchronize()
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "apply":
+        apply(sys.argv[2])
+    elif sys.argv[1] == "once":
+        once()
+    else:
+        measure("--apply" in sys.argv)

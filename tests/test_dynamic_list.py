@@ -1,0 +1,124 @@
+"""The list form's argument checks and problem table without a GPU (runtime/dynamic_list.py): fake device arrays of
+every kind the runtime reads (bare __cuda_array_interface__, CuPy, torch), read in bulk or one by one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gemmc
+from gemmc.runtime.dynamic_list import FIELDS, problem_table
+from tests.test_args import FakeArray, FakeCupy, FakeTensor, describe
+
+KINDS = {"cai": FakeArray, "cupy": FakeCupy, "torch": FakeTensor}
+F32 = gemmc.compile_string("kernel varlen { alpha runtime beta runtime grouped list problems 64 }")["varlen"].executable
+F64 = gemmc.compile_string("kernel v64 { dtype f64 layout A col, B col grouped list problems 64 }")["v64"].executable
+SIZES = [(0, 5, 3), (4, 0, 3), (5, 6, 0), (1, 1, 1), (97, 31, 13), (2, 300, 7), (33, 1, 5), (1, 200, 64)]
+
+
+def operands(kind, kernel=F32, sizes=SIZES):
+    make = KINDS[kind]
+    f64 = kernel is F64
+    typestr, a_order, b_order = ("<f8", "F", "F") if f64 else ("<f4", "C", "C")
+    return ([make((m, k), a_order, typestr) for m, n, k in sizes],
+            [make((k, n), b_order, typestr) for m, n, k in sizes], [make((m, n), "C", typestr) for m, n, k in sizes])
+
+
+def expected(kernel, As, Bs, Cs):
+    """The table built one problem at a time."""
+    rows = []
+    col_a = kernel is F64
+    for a, b, c in zip(As, Bs, Cs, strict=True):
+        (m, k), n = describe(a, "a").shape, describe(b, "b").shape[1]
+        rows.append([m, n, k, max(m if col_a else k, 1), max(k if col_a else n, 1), max(n, 1),
+                     describe(a, "a").ptr, describe(b, "b").ptr, describe(c, "c").ptr])
+    return np.array(rows, dtype=np.int64)
+
+
+@pytest.mark.parametrize("kernel", [F32, F64], ids=["f32-rrr", "f64-ccr"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_table_holds_every_problem_in_order(kind, kernel):
+    As, Bs, Cs = operands(kind, kernel)
+    table = problem_table(kernel, As, Bs, Cs, device=0)
+    assert table.shape == (len(SIZES), FIELDS)
+    np.testing.assert_array_equal(table, expected(kernel, As, Bs, Cs))
+    out = np.full((64, FIELDS), -1, dtype=np.int64)  # written in place (the pinned staging buffer)
+    assert problem_table(kernel, As, Bs, Cs, device=0, out=out) is not None
+    np.testing.assert_array_equal(out[:len(SIZES)], table)
+    assert (out[len(SIZES):] == -1).all()
+
+
+def test_a_list_of_mixed_kinds_is_read_one_by_one():
+    As, Bs, Cs = operands("torch")
+    mixed = [*As[:3], *operands("cupy")[0][3:]]
+    got = problem_table(F32, mixed, Bs, Cs, device=0)
+    np.testing.assert_array_equal(got, expected(F32, mixed, Bs, Cs))
+
+
+def test_empty_outputs_may_share_an_address():
+    As, Bs, Cs = operands("torch", sizes=[(0, 5, 3), (4, 0, 3), (2, 2, 2)])
+    Cs[1]._ptr = Cs[0]._ptr
+    assert len(problem_table(F32, As, Bs, Cs, device=0)) == 3
+
+
+def _swap(group, i, new):
+    return [new if j == i else x for j, x in enumerate(group)]
+
+
+BAD = [
+    (lambda mk, a, b, c: (_swap(a, 2, mk((5, 1))), b, c), "Bs[2] has 0 rows but As[2] has 1 columns"),
+    (lambda mk, a, b, c: (a, b, _swap(c, 4, mk((97, 30)))), "Cs[4] has 30 columns but Bs[4] has 31 columns"),
+    (lambda mk, a, b, c: (a, b, _swap(c, 5, mk((3, 300)))), "Cs[5] has 3 rows but As[5] has 2 rows"),
+    (lambda mk, a, b, c: (_swap(a, 3, mk((1, 1), typestr="<f8")), b, c), "As[3]: expected dtype float32"),
+    (lambda mk, a, b, c: (a, b, _swap(c, 4, mk((97, 31), strides=(248, 4)))),
+     "Cs[4]: expected a densely packed row-major array (the schedule's `layout C row`), got element strides (62, 1)"),
+    (lambda mk, a, b, c: (a, _swap(b, 4, mk((13, 31), "F")), c), "Bs[4]: expected a densely packed row-major"),
+    (lambda mk, a, b, c: (_swap(a, 1, mk((4, 3, 1))), b, c), "As[1]: expected a 2-D array"),
+    # a 1-D and a 3-D array: as many extents in all as two 2-D ones
+    (lambda mk, a, b, c: (_swap(_swap(a, 0, mk((3,))), 1, mk((4, 3, 1))), b, c), "As[0]: expected a 2-D array"),
+    (lambda mk, a, b, c: (a, b, _swap(c, 6, c[4])), "Cs[6] has 97 rows but As[6] has 33 rows"),
+    (lambda mk, a, b, c: (a, b, c[:-1]), "As, Bs, Cs: expected lists of one length, got 8, 8 and 7"),
+    (lambda mk, a, b, c: (a, b, tuple(c[:7]) + ("not an array",)), "Cs[7]: expected a GPU array"),
+    (lambda mk, a, b, c: (a[0], b, c), "As: expected a list of arrays"),
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("change, message", BAD)
+def test_bad_arguments_are_named(kind, change, message):
+    with pytest.raises(gemmc.GemmcError) as info:
+        problem_table(F32, *change(KINDS[kind], *operands(kind)), device=0)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_two_problems_writing_one_array_are_refused(kind):
+    As, Bs, Cs = operands(kind, sizes=[(3, 4, 2), (3, 4, 5)])
+    with pytest.raises(gemmc.GemmcError, match="two problems write the same output array"):
+        problem_table(F32, As, Bs, [Cs[0], Cs[0]], device=0)
+
+
+def test_torch_tensors_on_another_device_the_cpu_or_requiring_grad_are_refused():
+    As, Bs, Cs = operands("torch")
+    with pytest.raises(gemmc.GemmcError, match=r"Bs\[3\]: lives on GPU 1"):
+        problem_table(F32, As, _swap(Bs, 3, FakeTensor((1, 1), device=1)), Cs, device=0)
+    with pytest.raises(gemmc.GemmcError, match=r"As\[4\]: the tensor is on the CPU"):
+        problem_table(F32, _swap(As, 4, FakeTensor((97, 13), device=-1)), Bs, Cs, device=0)
+    grad = FakeTensor((2, 300))
+    grad.requires_grad = True
+    with pytest.raises(gemmc.GemmcError, match=r"Cs\[5\]: the tensor requires grad"):
+        problem_table(F32, As, Bs, _swap(Cs, 5, grad), device=0)
+    problem_table(F32, _swap(As, 5, FakeTensor((2, 7))), Bs, Cs, device=0)  # A may require grad: it is only read
+
+
+def test_more_problems_than_the_schedule_allows_are_refused():
+    As, Bs, Cs = operands("cupy", sizes=[(1, 1, 1)] * 65)
+    with pytest.raises(gemmc.GemmcError, match="65 problems, but the schedule allows at most 64"):
+        problem_table(F32, As, Bs, Cs, device=0)
+
+
+def test_addresses_past_2_63_keep_their_bits():
+    As, Bs, Cs = operands("torch", sizes=[(2, 3, 4)])
+    Cs[0]._ptr = 2**63 + 4096
+    table = problem_table(F32, As, Bs, Cs, device=0)
+    assert int(table[0, 8].astype(np.uint64)) == 2**63 + 4096
