@@ -80,9 +80,13 @@ def test_hopper_on_another_target_is_located():
     assert diagnostics("kernel k {\n dtype f16\n algorithm hopper\n gemm 8 x 8 x 8 }", "sm_80") == [("E202", 3, 2)]
 
 
-def test_a_batch_sized_at_run_time_is_still_missing():
-    """Half batches sized at run time belong to the dynamic family, which does not store halves yet."""
-    assert diagnostics("kernel k {\n dtype bf16\n grouped M  n 256  k 128  groups 8\n}") == [("E900", 2, 2)]
+def test_half_batches_sized_at_run_time():
+    """grouped M of half storage runs in the hopper_grouped family on sm_90; the other grouped forms, and every other
+    target, are E900 (at the `grouped` line, or at the dtype that the target cannot run sized at run time)."""
+    text = "kernel k {\n dtype bf16\n grouped M  n 256  k 128  groups 8\n}"
+    assert gemmc.compile_string(text)["k"].ir.family == "hopper_grouped"
+    assert diagnostics(text, "sm_80") == [("E900", 2, 2)]
+    assert diagnostics("kernel k {\n dtype bf16\n grouped K  m 256  n 128  groups 8\n}") == [("E900", 3, 2)]
 
 
 def test_simt_plan_counts_shared_memory_in_f32():
