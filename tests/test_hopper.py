@@ -61,6 +61,22 @@ def test_located_errors(text, expected):
     assert diagnostics(text) == expected
 
 
+@pytest.mark.parametrize("precision", ["tf32", "split tf32 x3", "split f16 x3", "split bf16 x3"])
+def test_algorithm_hopper_takes_the_f32_precisions_auto_gives_it(precision):
+    text = f"kernel k {{\n precision {precision}\n algorithm hopper\n gemm 4096 x 4096 x 4096\n}}"
+    assert kernel(text.replace("algorithm hopper", "algorithm auto")).ir.family == "hopper"
+    assert kernel(text).ir.family == "hopper"
+
+
+def test_algorithm_hopper_says_why_it_cannot_take_an_f32_kernel():
+    # tf32 reads the f32 lines with TMA, which needs 16-byte multiples: one error, with the reason, at `algorithm`
+    assert diagnostics("kernel k {\n precision tf32\n algorithm hopper\n gemm 4095 x 4095 x 4095\n}") == \
+        [("E202", 3, 2)]
+    with pytest.raises(gemmc.GemmcError) as info:
+        gemmc.compile_string("kernel k {\n precision tf32\n algorithm hopper\n gemm 4095 x 4095 x 4095\n}")
+    assert "16-byte" in info.value.diagnostics[0].message
+
+
 @pytest.mark.parametrize("target", ["sm_80", "sm_89", "hip"])
 def test_other_targets_say_what_is_supported(target):
     """`algorithm auto` computes half storage in the SIMT family there; asking for the TMA + wgmma loop is an error

@@ -339,6 +339,12 @@ class Kernel:
         return self.span
 
     @property
+    def stages_written(self) -> bool:
+        """The schedule has a `pipeline stages` line; without one each family picks its depth (`stages` holds the
+        SIMT family's default then)."""
+        return any(key == "pipeline" for key, _ in self.stmt_spans)
+
+    @property
     def c_dtype(self) -> DType:
         """C's storage type."""
         return self.dtype_c if self.dtype_c is not None else self.dtype

@@ -19,7 +19,7 @@ def kernel_lines(k: Kernel) -> list[str]:
     out = [f"kernel {k.name}"]
     out.append(f"  dtype {k.dtypes}  layout {k.layouts}  alpha {_num(k.alpha)}  beta {_num(k.beta)}")
     out.append(f"  precision {k.precision if k.precision else 'auto'}  algorithm {k.algorithm}  "
-               f"batching {k.batching.value}  stages {k.stages}")
+               f"batching {k.batching.value}  stages {k.stages if k.stages_written else 'auto'}")
     tile = str(k.tile) if k.tile else f"auto({k.tile_mode.value})" if k.tile_mode.value != "auto" else "auto"
     threshold = k.tlp_threshold if k.tlp_threshold is not None else "auto"
     out.append(f"  tile {tile}  threads {k.threads or 'auto'}  tlp threshold {threshold}")
@@ -46,7 +46,8 @@ def kernel_lines(k: Kernel) -> list[str]:
         w = k.work
         r = w.raster
         tiles = ("tiles derived on the device" if k.dynamic is not None else
-                 f"{r.tiles} tiles computed on the device" if r is not None else f"{len(w.tiles)} tiles")
+                 f"{r.tiles} tiles computed on the device" if r is not None else
+                 f"{len(w.tiles)} tiles" if w.tiles else "persistent blocks walk the plan's tiles")
         out.append(f"  work: grid {w.grid[0]}x{w.grid[1]}x{w.grid[2]}, {w.block} threads/block, "
                    f"{tiles}, dynamic shared memory {w.smem_bytes} B")
         if r is not None:

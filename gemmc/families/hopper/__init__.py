@@ -51,9 +51,15 @@ class Hopper(PlannerFamily):
         if kernel.algorithm != NAME:
             return diags  # under `algorithm auto` the family claims only what it builds (runs_here)
         if not kernel.dtype.half:
-            err("E202", "algorithm", f"algorithm hopper multiplies bf16/f16 storage, not {kernel.dtype.value}",
-                "write `dtype bf16` or `dtype f16`; f32 data on tensor cores is `precision f16|bf16|tf32` "
-                "(the tensorcore family)")
+            if hopper_loop.candidate(kernel, hw):  # f32 data with tensor-core products
+                why = hopper_loop.blocker(kernel, hw)
+                if why is not None:
+                    err("E202", "algorithm", f"algorithm hopper runs precision {kernel.precision} of f32 data, but "
+                        f"not here: {why}", "write `algorithm auto`: the tensorcore family takes it")
+            else:
+                err("E202", "algorithm", f"algorithm hopper multiplies bf16/f16 storage, or f32 data with "
+                    f"tensor-core products on cuda {TARGET}, not {kernel.dtype.value}",
+                    "write `dtype bf16` or `dtype f16`, or a tensor-core precision such as `precision split f16 x3`")
             return diags
         if hw.vendor != "cuda" or hw.arch != TARGET:
             err("E202", "algorithm", f"algorithm hopper is the TMA + wgmma loop of target cuda {TARGET}; "

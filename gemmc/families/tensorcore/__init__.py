@@ -67,7 +67,8 @@ class TensorCore(PlannerFamily):
                 "the tensor-core family computes f32 data only: use `algorithm simt` for f64 (or `algorithm tsm2r`, "
                 "on sm_90's f64 tensor cores, for a tall-and-skinny B)" if kernel.dtype is DType.F64 else
                 "add `precision f16`, `precision tf32` or `precision split f16 x3` (f32 products on tensor cores)"))
-        elif tc_precision and kernel.algorithm not in ("auto", NAME):
+        elif tc_precision and kernel.algorithm not in ("auto", NAME) and not (
+                kernel.algorithm == hopper_loop.HOPPER and hopper_loop.candidate(kernel, hw)):  # the hopper check's
             diags.append(Diagnostic("E202", f"precision {prec} runs on tensor cores, not with algorithm "
                                     f"{kernel.algorithm}", kernel.where("algorithm"),
                                     "use `algorithm tensorcore` or `algorithm auto`"))

@@ -12,6 +12,7 @@ from gemmc.ir.types import AUTO, DType, Layout
 
 TMA_ALIGN = 16  # bytes: TMA reads lines (global strides) at 16-byte multiples
 TERMS = (1, 3)  # tf32 one pass and split tf32 x3
+HOPPER = "hopper"  # the family that runs the loop, which a schedule may also name
 
 
 def candidate(kernel: Kernel, hw: Hardware) -> bool:
@@ -30,7 +31,7 @@ def blocker(kernel: Kernel, hw: Hardware) -> str | None:
     planes = prec.is_split and prec.compute in (DType.F16, DType.BF16)
     if not planes and (prec.compute is not DType.TF32 or prec.terms not in TERMS):
         return f"precision {prec}: the Hopper loop takes tf32, split tf32 x3 and the f16/bf16 splits so far"
-    if kernel.algorithm != AUTO:
+    if kernel.algorithm not in (AUTO, HOPPER):
         return f"algorithm {kernel.algorithm} in the schedule"
     if kernel.count is not None or len(kernel.problems) != 1:
         return "a batch: the Hopper loop runs one GEMM per kernel so far"

@@ -177,17 +177,12 @@ def explicit_variant(kernel: Kernel, hw: Hardware, split: SplitPlan) -> TensorCo
     return TensorCoreVariant(t.m, t.n, t.k, wm, wn, threads)
 
 
-def stages_written(kernel: Kernel) -> bool:
-    """The schedule has a `pipeline stages` line (without one the family takes the deepest pipeline that fits)."""
-    return any(key == "pipeline" for key, _ in kernel.stmt_spans)
-
-
 def notes(kernel: Kernel, plan: TensorCorePlan, hw: Hardware) -> tuple[str, ...]:
     v = plan.variant
     why = (f"tile {kernel.tile} from the schedule" if kernel.tile else
            f"tile {v.bm}x{v.bn}: highest compute-to-memory ratio among tiles with >= {hw.sm_count} blocks "
            "(paper 001 Eqs. 12, 15), else most TLP")
-    stages = (f"{plan.stages} stages from the schedule" if stages_written(kernel) else
+    stages = (f"{plan.stages} stages from the schedule" if kernel.stages_written else
               f"{plan.stages} stages: the deepest of {'/'.join(map(str, STAGES))} whose shared memory fits a block "
               f"(and {MIN_WARPS_PER_SM} warps per SM)")
     hopper = hopper_loop.note(kernel, hw)

@@ -29,7 +29,7 @@ def draft_of(kernel: Kernel, step: str) -> TensorCoreDraft:
 def check_family(kernel: Kernel, hw: Hardware) -> Kernel:
     """Requires: a kernel that selected the tensor-core family. Guarantees: a `pipeline stages` line, where the
     schedule has one, asks for 2, 3 or 4 stages (the template's cp.async depths); GemmcError otherwise."""
-    if planner.stages_written(kernel) and kernel.stages not in planner.STAGES:
+    if kernel.stages_written and kernel.stages not in planner.STAGES:
         raise GemmcError(Diagnostic("E202", f"pipeline stages {kernel.stages}: the tensor-core family pipelines its "
                                     "cp.async copies 2, 3 or 4 stages deep", kernel.where("pipeline"),
                                     "write `pipeline stages 3`, or leave the line out to take the deepest that fits"))
@@ -74,7 +74,7 @@ def choose_staging(kernel: Kernel, hw: Hardware) -> Kernel:
     if draft.variant is None:
         raise InternalError("choose_staging", f"kernel '{kernel.name}' has no tile")
     probe = planner.make_plan(kernel, hw, draft.variant, draft.split, 2)
-    stages = kernel.stages if planner.stages_written(kernel) else (planner.deepest(probe, hw) or 2)
+    stages = kernel.stages if kernel.stages_written else (planner.deepest(probe, hw) or 2)
     return dataclasses.replace(kernel, draft=dataclasses.replace(draft, stages=stages))
 
 
