@@ -65,6 +65,12 @@ def test_what_it_cannot_build_is_refused_with_the_reason(text, target, code, wor
     assert any(c == code and words in m for c, m in found), found
 
 
+def test_pipeline_depth_from_the_schedule():
+    assert kernel("dtype bf16 pipeline stages 3 grouped M n 64 k 64 groups 8").ir.plan.stages == 3
+    assert errors("dtype bf16 pipeline stages 1 grouped M n 64 k 64 groups 8") == [
+        ("E201", "the TMA pipeline needs at least 2 stages, not 1")]
+
+
 def test_odd_n_with_col_major_b_is_fine():
     assert kernel("dtype bf16 layout B col grouped M n 97 k 40 groups 8").ir.family == "hopper_grouped"
 

@@ -41,13 +41,16 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperGroupedPlan:
                             cluster=2 if dyn.k >= CLUSTER_MIN_K else 1)
     fixed = one.smem_bytes - one.stage_bytes - one.barrier_bytes
     stages = min(MAX_STAGES, (hw.smem_per_block - fixed) // (one.stage_bytes + 16))
-    if any(key == "pipeline" for key, _ in kernel.stmt_spans):  # `pipeline stages N`: the schedule's depth
+    if kernel.stages_written:  # `pipeline stages N`: the schedule's depth
         stages = kernel.stages
     if stages < 2:
-        raise GemmcError(Diagnostic("E201", f"the TMA pipeline needs at least 2 stages, not {stages} (the scheduler "
-                                    f"keeps {one.sched_smem} B for {dyn.max_groups} groups)",
-                                    kernel.where("pipeline" if kernel.stages != 2 else "grouped"),
-                                    "declare fewer groups, or a narrower tile"))
+        written = kernel.stages_written
+        raise GemmcError(Diagnostic("E201", f"the TMA pipeline needs at least 2 stages, not {stages}"
+                                    + ("" if written else f" (the scheduler keeps {one.sched_smem} B for "
+                                                          f"{dyn.max_groups} groups)"),
+                                    kernel.where("pipeline" if written else "grouped"),
+                                    "write `pipeline stages 2` or more" if written
+                                    else "declare fewer groups, or a narrower tile"))
     return dataclasses.replace(one, stages=stages)
 
 
