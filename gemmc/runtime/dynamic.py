@@ -26,11 +26,11 @@ from gemmc.runtime.args import NUMPY_DTYPES, ArrayInfo, describe
 from gemmc.runtime.compile import device_function
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.dynamic_state import COUNTER_INTS, COUNTER_SLOTS, DynamicState, Launcher
+from gemmc.runtime.streams import is_torch, launch_stream
 
 if TYPE_CHECKING:
     from gemmc.runtime.executable import Executable
 
-_STREAMS: dict[int, Any] = {}  # raw handle -> the CuPy stream object launches take
 
 
 def dynamic_plan(kernel: Executable) -> DynamicPlan:
@@ -108,53 +108,6 @@ def state(kernel: Executable) -> DynamicState:
             found.fast = None
         kernel.dynamic = found
     return found
-
-
-def current_stream(st: DynamicState, stream: Any, torch_args: bool) -> Any:
-    """The stream to launch on: the caller's (a CuPy stream, a torch stream or a raw handle), else torch's current
-    stream for torch tensors (inside torch.cuda.graph that is the capturing stream), else CuPy's."""
-    cp = cupy()
-    if stream is None:
-        if not torch_args:
-            return cp.cuda.get_current_stream()
-        handle = torch_stream()
-    elif isinstance(stream, int):
-        handle = stream
-    elif hasattr(stream, "cuda_stream"):  # torch.cuda.Stream
-        handle = int(stream.cuda_stream)
-    else:
-        return stream
-    found = _STREAMS.get(handle)
-    if found is None:
-        found = _STREAMS[handle] = external_stream(handle)
-    return found
-
-
-class _Handle:
-    """A raw stream handle in the CUDA stream protocol (what CuPy's Stream.from_external takes)."""
-
-    def __init__(self, handle: int):
-        self.handle = handle
-
-    def __cuda_stream__(self) -> tuple[int, int]:
-        return 0, self.handle
-
-
-def external_stream(handle: int) -> Any:
-    """A CuPy stream object for a stream another library made (torch's)."""
-    cp = cupy()
-    try:
-        return cp.cuda.Stream.from_external(_Handle(handle))
-    except (AttributeError, TypeError):  # a CuPy before the stream protocol
-        return cp.cuda.ExternalStream(handle)
-
-
-def torch_stream() -> int:
-    """The raw handle of torch's current stream on the current device (the quick call where torch has it)."""
-    import torch
-
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    return int(raw(torch.cuda.current_device())) if raw is not None else int(torch.cuda.current_stream().cuda_stream)
 
 
 def _dense(info: ArrayInfo, want: tuple[int, ...]) -> bool:
@@ -359,8 +312,7 @@ def _launch_checked(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: 
     cp = cupy()
     alpha_, beta_ = scalars(kernel, alpha, beta)
     device = cp.cuda.runtime.getDevice()
-    torch_args = type(As).__module__.split(".")[0] == "torch" or (
-        isinstance(As, (list, tuple)) and len(As) > 0 and type(As[0]).__module__.split(".")[0] == "torch")
+    torch_args = is_torch(As)
     if dynamic_plan(kernel).grouping is Grouping.LIST:
         from gemmc.runtime.dynamic_list import launch_list
 
@@ -369,10 +321,10 @@ def _launch_checked(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: 
         if validate:
             raise GemmcError("validate: a `grouped list` kernel checks its lists on the host; there is nothing to "
                              "validate on the device")
-        launch_list(kernel, st, As, Bs, Cs, alpha_, beta_, current_stream(st, stream, torch_args), device)
+        launch_list(kernel, st, As, Bs, Cs, alpha_, beta_, launch_stream(stream, torch_args), device)
         return
     pa, pb, pc, po, groups, rows = grouped_operands(kernel, As, Bs, Cs, offsets, device)
-    on = current_stream(st, stream, torch_args)
+    on = launch_stream(stream, torch_args)
     if validate:
         check_ends(kernel, st, po, groups, rows, on)
     if groups == 0:

@@ -25,6 +25,7 @@ from gemmc.runtime import dynamic as grouped  # the grouped forms' checks, strea
 from gemmc.runtime.args import NUMPY_DTYPES
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.dynamic_state import DynamicState
+from gemmc.runtime.streams import is_torch, launch_stream
 from gemmc.runtime.tma import ALIGN, TMAP, TMAP_BYTES, encode_tensor
 
 if TYPE_CHECKING:
@@ -136,7 +137,7 @@ def _launch_checked(kernel: Executable, st: GroupedTmaState, A: Any, B: Any, C: 
         if info.ptr % ALIGN:
             raise GemmcError(f"{name}: TMA reads it in place from a {ALIGN}-byte aligned address; got 0x{info.ptr:x} "
                              "(a view at an offset): pass an aligned array")
-    on = grouped.current_stream(st, stream, type(A).__module__.split(".")[0] == "torch")
+    on = launch_stream(stream, is_torch(A))
     if validate:
         grouped.check_ends(kernel, st, o.ptr, groups, rows, on)
     if groups == 0 or rows == 0:
