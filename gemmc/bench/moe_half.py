@@ -44,16 +44,6 @@ CASES = [  # experts, tokens, n, k
 COPY_BYTES = 1 << 30
 
 
-def copy_bandwidth() -> float:
-    """Bytes per second of a device-to-device copy (read + write), graph replays."""
-    import torch
-
-    src = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    seconds = graph_seconds(lambda i: dst.copy_(src), calls=20)
-    return 2 * COPY_BYTES / seconds
-
-
 def dense_seconds(tokens: int, n: int, k: int) -> float:
     """A dense bf16 GEMM of the same FLOPs at cuBLAS speed (torch.mm in a graph)."""
     import torch
@@ -153,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     cases = [CASES[int(i)] for i in args.cases.split(",")] if args.cases else CASES
     kinds = tuple(args.kinds.split(","))
-    bandwidth = copy_bandwidth()
+    bandwidth = timing.copy_roof(COPY_BYTES, calls=20)
     print(f"copy bandwidth {bandwidth / 1e12:.2f} TB/s", flush=True)
     rows: list[dict] = []
     for experts, tokens, n, k in cases:

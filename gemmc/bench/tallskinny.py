@@ -67,10 +67,7 @@ def run(algorithm: str, m: int, n: int, k: int, dtype: str) -> dict:
     t_gemmc = timing.device_seconds(timing.gemmc_graph(lambda: kern([A], [B], [C])), calls=calls)
     t_host = timing.host_seconds(lambda: kern([A], [B], [C]), calls=calls)  # argument checks + launch included
     nbytes = (A.numel() + B.numel() + C.numel()) * A.element_size()
-    src = torch.empty(nbytes // 4, device="cuda", dtype=torch.float32).uniform_()
-    dst = torch.empty_like(src)
-    t_copy = timing.device_seconds(lambda: dst.copy_(src), calls=calls)
-    roof = 2 * nbytes / t_copy
+    roof = timing.copy_roof(nbytes, calls=calls)
     bw = nbytes / t_gemmc
     row = {"case": f"{algorithm} {dtype} m={m} k={k} n={n}", "layout": LAYOUT, "algorithm": algorithm,
            "dtype": dtype, "m": m, "n": n, "k": k, "calls": calls, "gemmc_us": t_gemmc * 1e6,

@@ -36,6 +36,17 @@ def device_seconds(fn: Callable[[], Any], *, calls: int = CALLS, windows: int = 
     return statistics.median(samples)
 
 
+def copy_roof(nbytes: int, *, calls: int = CALLS) -> float:
+    """Bytes per second a device-to-device copy of `nbytes` moves, read and write counted: the memory roof the
+    suites hold memory-bound kernels to. The copy is of f32 elements (torch's copy of uint8 moves about a fifth less
+    on the H100)."""
+    import torch
+
+    src = torch.empty(max(nbytes // 4, 1), device="cuda", dtype=torch.float32).uniform_()
+    dst = torch.empty_like(src)
+    return 2 * src.numel() * 4 / device_seconds(lambda: dst.copy_(src), calls=calls)
+
+
 def host_seconds(fn: Callable[[], Any], *, calls: int = CALLS, windows: int = WINDOWS) -> float:
     """Median over windows of wall time per call, synchronising at the end of each window."""
     import torch

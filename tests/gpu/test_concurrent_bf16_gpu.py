@@ -113,7 +113,7 @@ def test_graph_capture_replays(mode):
     stream = cp.cuda.Stream(non_blocking=True)
     with stream:
         stream.begin_capture()
-        group(As, Bs, Cs)
+        group(As, Bs, Cs, stream=stream)  # torch tensors launch on torch's stream unless told
         graph = stream.end_capture()
     for c in Cs:
         c.fill_(float("nan"))
@@ -157,7 +157,7 @@ def test_auto_confirms_its_way_on_the_first_call(monkeypatch):
     stream = cp.cuda.Stream(non_blocking=True)
     with stream:
         stream.begin_capture()
-        group(As, Bs, Cs)
+        group(As, Bs, Cs, stream=stream)  # torch tensors launch on torch's stream unless told
         graph = stream.end_capture()
     for c in Cs:
         c.fill_(float("nan"))
