@@ -42,6 +42,9 @@ CASES = [  # experts, tokens, n, k
     (8, 4096, 4096, 4096),
 ]
 COPY_BYTES = 1 << 30
+COLUMNS = ("case", "routing", "cluster", "gemmc_device_us", "other_cluster_device_us", "grouped_mm_device_us",
+           "speedup_device", "dense_us", "bytes_us", "roof_fraction", "grouped_mm_roof_fraction", "gemmc_host_us",
+           "grouped_mm_host_us", "gemmc_issue_us", "error")
 
 
 def dense_seconds(tokens: int, n: int, k: int) -> float:
@@ -158,9 +161,7 @@ def main(argv: list[str] | None = None) -> None:
                "min_roof_fraction": min(fractions), "max_error": max(r["error"] for r in rows),
                "median_issue_us": float(np.median([r["gemmc_issue_us"] for r in rows]))}
     path = harness.write_results(args.out, "moe_half", rows, {"summary": summary}, tag=args.tag)
-    harness.table(rows, ["case", "routing", "gemmc_device_us", "grouped_mm_device_us", "speedup_device",
-                         "gemmc_host_us", "grouped_mm_host_us", "gemmc_issue_us", "roof_us", "roof_fraction", "error"],
-                  "moe_half")
+    harness.table(rows, list(COLUMNS), "moe_half")
     print(summary)
     print(f"wrote {path}")
 

@@ -21,8 +21,8 @@ from typing import Any
 
 from gemmc.bench import SUITES, harness
 
-REPORTED = ("irregular", "uniform", "precision", "half", "tallskinny", "concurrent", "dynamic", "host_overhead",
-            "planner_time")
+REPORTED = ("irregular", "uniform", "precision", "half", "tallskinny", "concurrent", "dynamic", "moe_half",
+            "host_overhead", "planner_time")
 
 
 def suite_of(path: Path, data: dict[str, Any]) -> str | None:
@@ -50,6 +50,7 @@ DOCS_TABLES: dict[str, tuple[str, ...]] = {
                    "tallskinny/2026-11-23_h100_tallskinny-tsm2l-rowmajor-staged.json"),
     "concurrent": ("concurrent/2026-11-26_h200_concurrent.json", "concurrent/2026-11-27_h100_bf16-final.json"),
     "dynamic": ("dynamic/2026-11-27_h100_suite.json",),
+    "moe_half": ("moe_half/2026-11-27_h100.json",),
 }
 
 
