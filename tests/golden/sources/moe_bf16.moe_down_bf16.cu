@@ -16,9 +16,8 @@
 //   - every block derives the same tiles from the ends (warp 0: the ends clamped to a running maximum within
 //     [0, rows], then per group its 128-row tile rows and, where its last rows are 64 or fewer, one 64-row tile
 //     row, as prefix sums in shared memory). The tile rows of each class are paired in order (1 a unit); units
-//     are numbered 128-row ones first, then 64-row ones, n fastest; cluster c takes units c, c + clusters, ...
-//     (every tile of a launch has the same depth K, so the two classes are the only difference in cost, and the
-//     cheaper come last).
+//     are numbered in group order, each group's 128-row rows then its 64-row one, n fastest; block b takes
+//     units b, b + blocks, ... (the blocks at work share a few groups' B_g in L2).
 //   - the producer (warp 0, setmaxnreg 40) streams A's rows through a 2-D tensor map over all rows (64-row boxes:
 //     one for a 64-row tile, two for a 128-row one; rows past the group's end are loaded and never stored) and
 //     B_g through a 3-D map (groups x K x N) whose bounds zero-fill each group's K and N edges, into a ring of
@@ -306,21 +305,28 @@ struct gemmc_grp_tile_t {
 __device__ __forceinline__ gemmc_grp_tile_t gemmc_grp_tile(long long u, int rank, int G, int tiles_n, const int* s_first,
                                                            const int* s_big, const int* s_small, const int* s_total) {
   gemmc_grp_tile_t t;
-  const long long big_units = (long long)((s_total[0] + GEMMC_GRP_CLUSTER - 1) / GEMMC_GRP_CLUSTER) * tiles_n;
-  t.small = u >= big_units;
-  const long long v = t.small ? u - big_units : u;
-  const int pair = (int)(v / tiles_n), last = (t.small ? s_total[1] : s_total[0]) - 1;
-  t.n0 = (int)(v - (long long)pair * tiles_n) * 256;
-  const int i = GEMMC_GRP_CLUSTER * pair + rank;
-  t.dup = i > last;
-  t.g = gemmc_grp_row(t.dup ? last : i, t.small, G, s_first, s_big, s_small, t.m0);
-  t.shared = true;
-#pragma unroll
-  for (int r = 0; r < GEMMC_GRP_CLUSTER; ++r) {
-    int m_other;
-    const int j = min(GEMMC_GRP_CLUSTER * pair + r, last);
-    t.shared = t.shared && gemmc_grp_row(j, t.small, G, s_first, s_big, s_small, m_other) == t.g;
+  // Without clusters the tile rows go in group order, each group's 128-row ones then its 64-row one, n
+  // fastest: the blocks working at once share a few groups' B_g in L2. (The 64-row rows after every
+  // 128-row one read each group's B_g a second time from DRAM once the groups' B outgrew L2.)
+  (void)rank;
+  (void)s_total;
+  const int i = (int)(u / tiles_n);
+  t.n0 = (int)(u - (long long)i * tiles_n) * 256;
+  int lo = 0, hi = G - 1;  // the first group whose rows of both classes pass i
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (s_big[mid] + s_small[mid] > i)
+      hi = mid;
+    else
+      lo = mid + 1;
   }
+  const int before = lo ? s_big[lo - 1] + s_small[lo - 1] : 0, nb = s_big[lo] - (lo ? s_big[lo - 1] : 0);
+  const int j = i - before;
+  t.g = lo;
+  t.small = j >= nb;
+  t.m0 = s_first[lo] + GEMMC_GRP_BM * j;  // the 64-row row follows the group's nb 128-row ones
+  t.dup = false;
+  t.shared = true;
   return t;
 }
 
