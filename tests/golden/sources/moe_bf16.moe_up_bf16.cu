@@ -15,9 +15,10 @@
 // each group's rows end. One persistent launch, one block per SM, whatever the sizes:
 //   - every block derives the same tiles from the ends (warp 0: the ends clamped to a running maximum within
 //     [0, rows], then per group its 128-row tile rows and, where its last rows are 64 or fewer, one 64-row tile
-//     row, as prefix sums in shared memory). The tile rows of each class are paired in order (1 a unit); units
-//     are numbered in group order, each group's 128-row rows then its 64-row one, n fastest; block b takes
-//     units b, b + blocks, ... (the blocks at work share a few groups' B_g in L2).
+//     row, as prefix sums in shared memory). Units are the tile rows in group order, each group's 128-row rows then
+//     its 64-row one, by n-tiles, n fastest;
+//     block c takes units c, c + blocks, ... (every tile of a launch has the same depth K, so a static stride
+//     balances within one tile, and the blocks at work share a few groups' B_g in L2).
 //   - the producer (warp 0, setmaxnreg 40) streams A's rows through a 2-D tensor map over all rows (64-row boxes:
 //     one for a 64-row tile, two for a 128-row one; rows past the group's end are loaded and never stored) and
 //     B_g through a 3-D map (groups x K x N) whose bounds zero-fill each group's K and N edges, into a ring of
@@ -286,21 +287,21 @@ __device__ __forceinline__ void gemmc_grp_schedule(const int* __restrict__ group
   }
 }
 
-// Row i of a class's tile rows (the 128-row ones, or the 64-row ones: `small`), in group order: its group (returned)
-// and its first row m0 (of A and C).
-__device__ __forceinline__ int gemmc_grp_row(int i, bool small, int G, const int* s_first, const int* s_big,
-                                             const int* s_small, int& m0) {
-  const int* ends = small ? s_small : s_big;
-  int lo = 0, hi = G - 1;  // the first group whose prefix passes i
+// Tile row i in group order (each group's 128-row rows, then its 64-row one): its group (returned), its first
+// row m0 (of A and C) and whether it is a 64-row one.
+__device__ __forceinline__ int gemmc_grp_row(int i, int G, const int* s_first, const int* s_big, const int* s_small,
+                                             int& m0, bool& small) {
+  int lo = 0, hi = G - 1;  // the first group whose rows of both classes pass i
   while (lo < hi) {
     const int mid = (lo + hi) >> 1;
-    if (ends[mid] > i)
+    if (s_big[mid] + s_small[mid] > i)
       hi = mid;
     else
       lo = mid + 1;
   }
-  const int start = s_first[lo], end = s_first[lo + 1];
-  m0 = start + GEMMC_GRP_BM * (small ? (end - start) / GEMMC_GRP_BM : i - (lo ? ends[lo - 1] : 0));
+  const int before = lo ? s_big[lo - 1] + s_small[lo - 1] : 0, nb = s_big[lo] - (lo ? s_big[lo - 1] : 0);
+  small = i - before >= nb;
+  m0 = s_first[lo] + GEMMC_GRP_BM * (i - before);  // the 64-row row follows the group's nb 128-row ones
   return lo;
 }
 
@@ -314,26 +315,11 @@ struct gemmc_grp_tile_t {
 __device__ __forceinline__ gemmc_grp_tile_t gemmc_grp_tile(long long u, int rank, int G, int tiles_n, const int* s_first,
                                                            const int* s_big, const int* s_small, const int* s_total) {
   gemmc_grp_tile_t t;
-  // Without clusters the tile rows go in group order, each group's 128-row ones then its 64-row one, n
-  // fastest: the blocks working at once share a few groups' B_g in L2. (The 64-row rows after every
-  // 128-row one read each group's B_g a second time from DRAM once the groups' B outgrew L2.)
+  const int pair = (int)(u / tiles_n), last = s_total[0] + s_total[1] - 1;
+  t.n0 = (int)(u - (long long)pair * tiles_n) * 256;
   (void)rank;
-  (void)s_total;
-  const int i = (int)(u / tiles_n);
-  t.n0 = (int)(u - (long long)i * tiles_n) * 256;
-  int lo = 0, hi = G - 1;  // the first group whose rows of both classes pass i
-  while (lo < hi) {
-    const int mid = (lo + hi) >> 1;
-    if (s_big[mid] + s_small[mid] > i)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  const int before = lo ? s_big[lo - 1] + s_small[lo - 1] : 0, nb = s_big[lo] - (lo ? s_big[lo - 1] : 0);
-  const int j = i - before;
-  t.g = lo;
-  t.small = j >= nb;
-  t.m0 = s_first[lo] + GEMMC_GRP_BM * j;  // the 64-row row follows the group's nb 128-row ones
+  (void)last;
+  t.g = gemmc_grp_row(pair, G, s_first, s_big, s_small, t.m0, t.small);  // one row a unit: every row a block of its own
   t.dup = false;
   t.shared = true;
   return t;
@@ -387,9 +373,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_up_bf16_hopper_gr
   __syncwarp();
   __syncthreads();
   constexpr int rank = 0;
-  // units: pairs of tile rows (one per block of a cluster) of each class, by n-tiles
-  const long long units = G ? (long long)((s_total[0] + GEMMC_GRP_CLUSTER - 1) / GEMMC_GRP_CLUSTER +
-                                          (s_total[1] + GEMMC_GRP_CLUSTER - 1) / GEMMC_GRP_CLUSTER) * tiles_n : 0;
+  // units: tile rows in group order, by n-tiles
+  const long long units = G ? (long long)((s_total[0] + s_total[1] + GEMMC_GRP_CLUSTER - 1) / GEMMC_GRP_CLUSTER) * tiles_n
+                            : 0;
 
   if (wg == 0) {
     // ---- producer -----------------------------------------------------------------------------------------
