@@ -421,3 +421,15 @@ def test_bf16_group_launcher_compiles_with_nvcc(tmp_path):
     proc = subprocess.run([NVCC, "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17", "-c", str(out / "mix.cu"),
                            "-o", str(tmp_path / "mix.o")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def test_inspect_names_the_predictor_features_in_their_order():
+    from gemmc.concurrent.features import FEATURE_NAMES
+    from gemmc.ir.group import SHARES, _features
+
+    assert len(FEATURE_NAMES) == 6 + 3 * len(SHARES)
+    assert FEATURE_NAMES[:6] == ("log2 M", "log2 N", "log2 K", "A col", "B col", "C col")
+    assert FEATURE_NAMES[6:9] == ("log2 blocks (1/1 SMs)", "blocks/SM (1/1 SMs)", "log2 waves (1/1 SMs)")
+    text = _features(tuple(float(i) for i in range(len(FEATURE_NAMES))))
+    assert text.startswith("log2 M, N, K 0 1 2; column-major A, B, C 3 4 5; all SMs: log2 blocks 6, blocks/SM 7, "
+                           "log2 waves 8; 1/2 of the SMs: log2 blocks 9")

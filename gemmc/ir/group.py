@@ -92,9 +92,21 @@ def group_lines(g: Group) -> list[str]:
         shares = ", ".join(k.name for k in c.shares) or "the same plan for 1/2 and 1/4 of the SMs"
         takes = f"; takes {c.degree} (copies of its own launch that fit the GPU at once)" if c.fit else ""
         out.append(f"    {c.member}: degree {c.predicted} (p {probs}){takes}; share plans: {shares}")
-        out.append("      features " + " ".join(f"{v:g}" for v in c.features))
+        out.append("      features: " + _features(c.features))
     if plan.estimates_us:
         out.append("  cost model: " + ", ".join(f"{k} {v:.1f} us" for k, v in plan.estimates_us))
     out.append("  decisions:")
     out.extend(f"    - {n}" for n in plan.notes)
     return out
+
+
+def _features(f: tuple[float, ...]) -> str:
+    """The predictor's features as `inspect` names them (gemmc/concurrent/features.py FEATURE_NAMES' layout)."""
+    if len(f) != 6 + 3 * len(SHARES):
+        return " ".join(f"{v:g}" for v in f)
+    parts = [f"log2 M, N, K {f[0]:g} {f[1]:g} {f[2]:g}", f"column-major A, B, C {f[3]:g} {f[4]:g} {f[5]:g}"]
+    for i, share in enumerate(SHARES):
+        blocks, per_sm, waves = f[6 + 3 * i:9 + 3 * i]
+        where = "all SMs" if share == 1 else f"1/{share} of the SMs"
+        parts.append(f"{where}: log2 blocks {blocks:g}, blocks/SM {per_sm:g}, log2 waves {waves:g}")
+    return "; ".join(parts)
