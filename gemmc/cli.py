@@ -162,8 +162,8 @@ def write_svgs(schedule: str, target: str | None, dest: str) -> int:
             print(f"wrote {Path(dest) / f'{kernel.name}.svg'}")
         return 0
     if len(kernels) != 1:
-        raise GemmcError(f"--svg {dest}: this schedule has {len(kernels)} kernels ("
-                         + ", ".join(k.name for k in kernels) + "); give a folder (ending in /) for one file each")
+        raise CommandError(f"--svg {printable(dest)}: this schedule has {len(kernels)} kernels ("
+                           + ", ".join(k.name for k in kernels) + "); give a folder (ending in /) for one file each")
     if dest == "-":
         sys.stdout.write(kernels[0].svg())
     else:
