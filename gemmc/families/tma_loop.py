@@ -19,7 +19,6 @@ C_SUB_ROWS = 64  # a consumer warpgroup's rows: its C sub-tiles are 64 rows of 1
 C_BUFFERS = 2  # C sub-tile buffers per consumer warpgroup: one filled while TMA stores the other
 MAX_STAGES = 8  # deeper buys nothing: 8 stages of 64 cover the TMA latency several times over
 TILE_OVERHEAD = 32  # per tile, in columns of work (choose_tile_n)
-SKEW_BARRIER_BYTES = 16  # the skew's two mbarriers: warpgroup 0's gate of a tile, warpgroup 1's pass through it
 TMAP_DTYPE = {DType.F16: "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", DType.BF16: "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
               DType.F32: "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"}  # the standalone launchers' tensor-map element types
 
@@ -50,7 +49,6 @@ class TmaTiles:
         stages: int
         consumers: int
         consumer_regs: int
-        skew: int  # k-steps consumer warpgroup 1 starts each tile behind warpgroup 0 (0: in lockstep)
 
     @property
     def threads(self) -> int:
@@ -71,8 +69,7 @@ class TmaTiles:
 
     @property
     def barrier_bytes(self) -> int:
-        """A full and an empty mbarrier per stage, and with a skew the two that order the consumer warpgroups."""
-        return 2 * self.stages * 8 + (SKEW_BARRIER_BYTES if self.skew else 0)
+        return 2 * self.stages * 8  # a full and an empty mbarrier per stage
 
     @property
     def box_width(self) -> int:

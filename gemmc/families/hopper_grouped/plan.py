@@ -29,7 +29,6 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
     consumers: int = 2
     producer_regs: int = 40  # setmaxnreg, as the hopper family's kernel
     consumer_regs: int = 232
-    skew: int = 0  # k-steps of a tile consumer warpgroup 0 completes before warpgroup 1 starts it (0: lockstep)
 
     @property
     def a_small_bytes(self) -> int:
