@@ -49,6 +49,7 @@ class TmaTiles:
         stages: int
         consumers: int
         consumer_regs: int
+        pingpong: bool  # the consumer warpgroups take whole tiles in turn (else both share each tile, 64 rows each)
 
     @property
     def threads(self) -> int:
@@ -69,7 +70,8 @@ class TmaTiles:
 
     @property
     def barrier_bytes(self) -> int:
-        return 2 * self.stages * 8  # a full and an empty mbarrier per stage
+        """A full and an empty mbarrier per stage, and the ping-pong warpgroups' two turn barriers."""
+        return 2 * self.stages * 8 + (16 if self.pingpong else 0)
 
     @property
     def box_width(self) -> int:
