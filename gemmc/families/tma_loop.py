@@ -49,7 +49,6 @@ class TmaTiles:
         stages: int
         consumers: int
         consumer_regs: int
-        pingpong: bool  # the consumer warpgroups take whole tiles in turn (else both share each tile, 64 rows each)
 
     @property
     def threads(self) -> int:
@@ -70,8 +69,7 @@ class TmaTiles:
 
     @property
     def barrier_bytes(self) -> int:
-        """A full and an empty mbarrier per stage, and the ping-pong warpgroups' two turn barriers."""
-        return 2 * self.stages * 8 + (16 if self.pingpong else 0)
+        return 2 * self.stages * 8  # a full and an empty mbarrier per stage
 
     @property
     def box_width(self) -> int:

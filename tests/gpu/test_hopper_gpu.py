@@ -133,33 +133,6 @@ def test_tma_store_every_tile_and_cluster(cluster):
             assert err < bound("bf16", k), f"tile N {bn} beta {beta}: relative error {err:.3e}"
 
 
-def pingpong(kernel, bn: int, cluster: int | None = None):
-    """The kernel with ping-pong consumers (each warpgroup a whole 128 x bn tile, the two in turn) and the stages
-    they leave room for."""
-    from gemmc.families.hopper.planner import stages_for
-    from gemmc.ir.hardware import TARGETS
-
-    plan = kernel.ir.plan
-    cluster = plan.cluster if cluster is None else cluster
-    stages = stages_for(bn, TARGETS["sm_90"], plan.tma_store, plan.c_bytes, 0, True)
-    return kernel.with_plan(dataclasses.replace(plan, pingpong=True, bn=bn, stages=stages, cluster=cluster,
-                                                band=max(1, 16 // cluster)))
-
-
-@pytest.mark.parametrize("layouts", ["rrr", "ccc", "crc"])
-@pytest.mark.parametrize("cluster", [1, 2])
-@pytest.mark.parametrize("bn", [128, 64])
-def test_pingpong(bn, cluster, layouts):
-    """Ping-pong consumers: odd sizes (one m-tile, an odd count of tiles per block: the second warpgroup idle or one
-    tile behind), both epilogues (C row- or column-major), beta 0 on NaN-poisoned C and beta != 0, several tiles per
-    warpgroup, both cluster sizes, staged operands."""
-    base = compile_kernel("bf16", layouts)
-    for i, (m, n, k) in enumerate([*ODD[3:], (1000, 3000, 2001), (3900, 1000, 640)]):
-        kern = pingpong(base.plan_for([(m, n, k)]), bn, cluster)
-        err, _ = run(kern, m, n, k, layouts, 1.25, 0.5 if i % 2 else 0.0, seed=30 + i)
-        assert err < bound("bf16", k), f"{m}x{n}x{k}: relative error {err:.3e}"
-
-
 @pytest.mark.parametrize("beta", [0.0, 0.5])
 def test_misaligned_c_is_stored_directly(beta):
     """A C view 8 bytes into its allocation: TMA cannot store it, so the kernel writes it from the accumulators;

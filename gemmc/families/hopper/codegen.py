@@ -25,7 +25,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
     return {
         "bm": plan.bm, "bn": plan.bn, "bk": plan.bk, "stages": plan.stages, "cluster": plan.cluster,
         "band": plan.band, "consumers": plan.consumers, "threads": plan.threads,
-        "producer_regs": plan.producer_regs, "consumer_regs": plan.consumer_regs, "pingpong": plan.pingpong,
+        "producer_regs": plan.producer_regs, "consumer_regs": plan.consumer_regs,
         "a_bytes": plan.a_bytes, "b_bytes": plan.b_bytes, "stage_bytes": plan.stage_bytes,
         "smem_bytes": plan.smem_bytes, "a_box": plan.a_box, "b_box": plan.b_box,
         "a_kmajor": cbool(plan.a_kmajor), "b_kmajor": cbool(plan.b_kmajor), "compute": plan.compute,

@@ -38,7 +38,6 @@ class HopperPlan(TmaTiles, FamilyPlan):
     split: SplitPlan | None = None  # f32 storage split into f16/bf16 part planes by a pre-pass (`split f16 x3`, ...)
     pads: tuple[int, int, int] = (0, 0, 0)  # split: M, N, K rounded up to the tile (the planes' extents)
     prep_blocks: int = 0  # split: the pre-pass's grid (PREP_THREADS threads per block)
-    pingpong: bool = False  # each consumer warpgroup takes whole 128 x bn tiles, the two in turn (bn <= 128)
 
     @property
     def a_planes(self) -> int:

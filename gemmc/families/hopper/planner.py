@@ -68,15 +68,15 @@ def f32_split(kernel: Kernel) -> SplitPlan | None:
 PREP_BLOCKS_PER_SM = 8  # the pre-pass is memory-bound: enough 256-thread blocks in flight to cover HBM latency
 
 
-def stages_for(bn: int, hw: Hardware, tma_store: bool = False, c_bytes: int = 2, parts: int = 0,
-               pingpong: bool = False) -> int:
-    """As many stages as the block's shared memory holds beside the epilogue's C buffers, f32 storage's buffers of
-    B's parts and the ping-pong's turn barriers (HopperPlan.smem_bytes), at most MAX_STAGES."""
+def stages_for(bn: int, hw: Hardware, tma_store: bool = False, c_bytes: int = 2, parts: int = 0) -> int:
+    """As many stages as the block's shared memory holds beside the epilogue's C buffers and f32 storage's buffers of
+    B's parts (HopperPlan.smem_bytes), at most MAX_STAGES."""
     fields = {"compute": "bf16", **f32_fields(parts)}
     one = HopperPlan(bn=bn, stages=1, cluster=1, band=1, a_kmajor=True, b_kmajor=True, staged=(), tma_store=tma_store,
-                     c_bytes=c_bytes, pingpong=pingpong, **fields)
-    per_stage = one.stage_bytes + 2 * 8  # a stage and its full and empty mbarriers
-    return min(MAX_STAGES, (hw.smem_per_block - (one.smem_bytes - per_stage)) // per_stage)
+                     c_bytes=c_bytes, **fields)
+    fixed = one.smem_bytes - one.stage_bytes - one.barrier_bytes
+    per_stage = one.stage_bytes + one.barrier_bytes
+    return min(MAX_STAGES, (hw.smem_per_block - fixed) // per_stage)
 
 
 def f32_fields(parts: int) -> dict:

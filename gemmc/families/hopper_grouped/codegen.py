@@ -27,8 +27,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
     number = hw.arch.removeprefix("sm_")
     return {
         # the hopper family's device helpers (hopper/hopper_device.cuh.j2): one block, no cluster, half storage
-        "cluster": plan.cluster, "tma_store": True, "parts": 0, "split": False, "pingpong": False, "c_row": "true",
-        "a_kmajor": "true",
+        "cluster": plan.cluster, "tma_store": True, "parts": 0, "split": False, "c_row": "true", "a_kmajor": "true",
         "acc_regs": plan.bn // 2, "half_bn": plan.bn // 2, "half_regs": plan.bn // 4,
         "bm": plan.bm, "small_bm": plan.small_bm, "bn": plan.bn, "bk": plan.bk, "stages": plan.stages,
         "consumers": plan.consumers, "threads": plan.threads, "producer_regs": plan.producer_regs,

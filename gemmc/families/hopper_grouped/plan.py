@@ -29,7 +29,6 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
     consumers: int = 2
     producer_regs: int = 40  # setmaxnreg, as the hopper family's kernel
     consumer_regs: int = 232
-    pingpong: bool = False  # the hopper family's ping-pong consumers (not built for the grouped kernel)
 
     @property
     def a_small_bytes(self) -> int:
