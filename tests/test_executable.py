@@ -103,10 +103,12 @@ def device(monkeypatch, tmp_path):
         return Function(entry, state.launches, state.streams)
 
     monkeypatch.setattr(executable, "device_function", load)
-    monkeypatch.setattr(tune, "toolkit", lambda: "stand-in NVRTC and driver")
-    for module in (tune, concurrent):
+    for module in (tune, group_floor):
+        monkeypatch.setattr(module, "toolkit", lambda: "stand-in NVRTC and driver")
+    for module in (tune, concurrent, group_floor):
         monkeypatch.setattr(module, "device_name", lambda: "Stand-in GPU")
-        monkeypatch.setattr(module, "_median_seconds", timer)
+    for module in (tune, concurrent):
+        monkeypatch.setattr(module, "median_seconds", timer)
     monkeypatch.setattr(group_floor, "replay_seconds", timer)  # an auto group's first call (its floor)
     # GO-kernel tuning: no SM partitions (the model's share plans stand in), and each makespan measured is shorter
     # than the one before, so that the last finalist of each degree is chosen

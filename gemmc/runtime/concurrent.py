@@ -44,7 +44,7 @@ from gemmc.runtime.green import partitions
 from gemmc.runtime.launch import enqueue, launch, pointer_tables, prepare, scalars
 from gemmc.runtime.streams import is_torch, launch_stream
 from gemmc.runtime.tma import enqueue_tma
-from gemmc.runtime.tune import _median_seconds, enabled
+from gemmc.runtime.tune import enabled, median_seconds
 from gemmc.version import __version__
 
 WINDOW_SECONDS = 2e-3  # a makespan window holds about this much work
@@ -306,7 +306,7 @@ def go_tune(run: GroupRun, index: int, A: Any, B: Any, stream: Any) -> tuple[GoT
 
     parts = partitions()
     how = parts.how
-    alone: dict[int, list[float | None]] = {1: [_median_seconds(runner(k, 0), stream) for k in compiled]}
+    alone: dict[int, list[float | None]] = {1: [median_seconds(runner(k, 0), stream) for k in compiled]}
     for share in SHARES[1:]:
         side = parts.streams.get(share)
         if side is None:
