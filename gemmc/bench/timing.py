@@ -47,19 +47,26 @@ def copy_roof(nbytes: int, *, calls: int = CALLS) -> float:
     return 2 * src.numel() * 4 / device_seconds(lambda: dst.copy_(src), calls=calls)
 
 
-def host_seconds(fn: Callable[[], Any], *, calls: int = CALLS, windows: int = WINDOWS) -> float:
-    """Median over windows of wall time per call, synchronising at the end of each window."""
+def host_seconds(fn: Callable[[int], Any], *, calls: int = CALLS, windows: int = WINDOWS,
+                 sync: bool = True) -> float:
+    """Median over windows of wall seconds per call of `fn(i)` (i: the call's index in its window, for inputs that
+    cycle), after one untimed call. With `sync` each window ends by synchronising, inside the timing: the host's time
+    per call including what the GPU makes it wait for; without, the synchronisation follows the timing: the host's
+    own time to issue a call (the caller's work, the checks and the launch)."""
     import torch
 
-    fn()
+    fn(0)
     torch.cuda.synchronize()
     samples = []
     for _ in range(windows):
         t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
+        for i in range(calls):
+            fn(i)
+        if sync:
+            torch.cuda.synchronize()
         samples.append((time.perf_counter() - t0) / calls)
+        if not sync:
+            torch.cuda.synchronize()
     return statistics.median(samples)
 
 
