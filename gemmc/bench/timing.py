@@ -88,25 +88,19 @@ def torch_graph(fn: Callable[[], Any], *, repeat: int = 1) -> Callable[[], Any]:
 
 
 def gemmc_graph(fn: Callable[[], Any]) -> Callable[[], Any]:
-    """Capture one gemmc call (CuPy launches on a capturing CuPy stream) and return a replay on torch's stream,
-    so device timing with torch events sees it. gemmc's tables are cached by then, so the capture holds only
-    the kernel launch."""
+    """Capture one gemmc call in a CUDA graph on torch's stream and return its replay, so device timing with torch
+    events sees it. gemmc launches on torch's current stream for torch tensors and on CuPy's for CuPy arrays: during
+    the capture both are the capturing stream. The call before it compiles and uploads the tables, so the capture
+    holds only the launches."""
     import cupy as cp
     import torch
 
-    fn()  # compile, upload tables and pointer tables outside the capture
-    cp.cuda.Device().synchronize()
-    stream = cp.cuda.Stream(non_blocking=True)
-    with stream:
-        stream.begin_capture()
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph), cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
         fn()
-        graph = stream.end_capture()
-    target = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
-
-    def replay() -> None:
-        graph.launch(stream=target)
-
-    return replay
+    return graph.replay
 
 
 def inputs(shapes) -> tuple[list, list, list]:
