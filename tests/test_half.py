@@ -90,7 +90,8 @@ def test_half_batches_sized_at_run_time():
     wgrad = gemmc.compile_string("kernel k {\n dtype bf16\n grouped K  m 256  n 128  groups 8\n}")["k"]
     assert wgrad.ir.family == "dynamic" and wgrad.ir.plan.tiles.elem_bytes == 4  # shared memory holds f32
     assert "gemmc_bf16* __restrict__ A" in wgrad.source and "float* smem" in wgrad.source
-    assert ("E202", 3, 2) in diagnostics("kernel k {\n dtype bf16\n precision tf32\n grouped K  m 256  n 128  groups 8\n}")
+    tf32 = "kernel k {\n dtype bf16\n precision tf32\n grouped K  m 256  n 128  groups 8\n}"
+    assert ("E202", 3, 2) in diagnostics(tf32)
 
 
 def test_simt_plan_counts_shared_memory_in_f32():
