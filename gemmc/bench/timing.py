@@ -81,16 +81,17 @@ def torch_graph(fn: Callable[[], Any], *, repeat: int = 1) -> Callable[[], Any]:
 
 
 def gemmc_graph(fn: Callable[[], Any]) -> Callable[[], Any]:
-    """Capture one gemmc call (CuPy launches on a capturing CuPy stream) and return a replay on torch's stream,
-    so device timing with torch events sees it. gemmc's tables are cached by then, so the capture holds only
-    the kernel launch."""
+    """Capture one gemmc call and return a replay on torch's stream, so device timing with torch events sees it.
+    The capturing stream is both CuPy's and torch's current stream: a call launches on torch's for torch operands
+    and on CuPy's for CuPy arrays (runtime/streams.py), and either way lands in the graph. gemmc's tables are
+    cached by then, so the capture holds only the kernel launch."""
     import cupy as cp
     import torch
 
     fn()  # compile, upload tables and pointer tables outside the capture
     cp.cuda.Device().synchronize()
     stream = cp.cuda.Stream(non_blocking=True)
-    with stream:
+    with stream, torch.cuda.stream(torch.cuda.ExternalStream(stream.ptr)):
         stream.begin_capture()
         fn()
         graph = stream.end_capture()
