@@ -11,6 +11,7 @@ import pytest
 
 import gemmc
 from gemmc.families.dynamic import scheduler
+from tests.gpu.helpers import check_moe_graph_replay, rel
 
 pytestmark = pytest.mark.gpu
 
@@ -68,12 +69,6 @@ def stack(groups: int, rows: int, cols: int, layout: str, dtype, fill: float | N
     x = t.randn(*shape, device="cuda", dtype=dtype) if fill is None else t.full(shape, fill, device="cuda",
                                                                                   dtype=dtype)
     return x if layout == "r" else x.transpose(1, 2)
-
-
-def rel(got, ref) -> float:
-    t = torch()
-    assert t.isfinite(got).all(), "an output is NaN/inf: unwritten or wrong"
-    return float(t.linalg.norm(got.double() - ref) / max(float(t.linalg.norm(ref)), 1e-300))
 
 
 ROUTINGS = {
@@ -191,40 +186,9 @@ def test_grouped_list(schedule, dtype, layouts, scalars, lib):
 
 def test_graph_replay_with_new_routing():
     """A MoE step (routing, gemmc, combine) captured once in a CUDA graph, replayed with new routings."""
-    t = torch()
-    experts, tokens, n, k = 16, 999, 97, 41
-    kern = kernel(M32, n=n, k=k)
-    X = t.randn(tokens, k, device="cuda")
-    W = t.randn(experts, n, k, device="cuda")  # layout B col: each expert's k x n weight, column-major
-    assign = t.randint(0, experts, (tokens,), device="cuda")
-    Y = t.empty(tokens, n, device="cuda")
-    routed = t.empty(tokens, n, device="cuda")
-    ends = t.empty(experts, dtype=t.int32, device="cuda")
-    ones = t.ones(tokens, device="cuda")
-
-    def step():
-        order = t.sort(assign, stable=True).indices
-        counts = t.zeros(experts, device="cuda").scatter_add_(0, assign, ones)
-        ends.copy_(t.cumsum(counts, 0).to(t.int32))
-        kern(X.index_select(0, order), W, routed, offsets=ends)
-        Y.index_copy_(0, order, routed)
-
-    step()  # compile and load outside the capture
-    t.cuda.synchronize()
-    before = gemmc.stats()
-    graph = t.cuda.CUDAGraph()
-    with t.cuda.graph(graph):
-        step()
-    for trial in range(3):
-        assign.copy_(t.randint(0, experts, (tokens,), device="cuda") if trial != 1 else
-                     t.full((tokens,), 3, device="cuda"))  # trial 1: one expert takes every token
-        X.copy_(t.randn(tokens, k, device="cuda"))
-        Y.fill_(float("nan"))
-        graph.replay()
-        t.cuda.synchronize()
-        ref = t.einsum("tk,tnk->tn", X.double(), W.double()[assign])
-        assert rel(Y, ref) < TOL["f32"], f"replay {trial}"
-    assert gemmc.stats() == before
+    torch()
+    check_moe_graph_replay(kernel(M32, n=97, k=41), experts=16, tokens=999, n=97, k=41, dtype="float32", b_col=True,
+                           tolerance=TOL["f32"])
 
 
 def test_garbage_ends_are_clamped_and_validate_names_the_first_bad_group():
