@@ -35,8 +35,8 @@ def _writer(args):
     barrier, writer = args
     barrier.wait()
     for i in range(ENTRIES):
-        tune._store(f"GPU|writer {writer} entry {i}", tuple(LABELS), (3e-6, 2e-6, 1e-6 * (1 + writer)), i % 3)
-        tune._store("GPU|shared", tuple(LABELS), (1e-6, 1e-6, 1e-6), writer % 3)
+        tune.store_choice(f"GPU|writer {writer} entry {i}", tuple(LABELS), (3e-6, 2e-6, 1e-6 * (1 + writer)), i % 3)
+        tune.store_choice("GPU|shared", tuple(LABELS), (1e-6, 1e-6, 1e-6), writer % 3)
 
 
 def _context():
@@ -56,9 +56,9 @@ def test_processes_writing_at_once_lose_no_entry():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # not one torn or malformed file either
         lost = [(w, i) for w in range(WRITERS) for i in range(ENTRIES)
-                if tune._entry(f"GPU|writer {w} entry {i}", LABELS) is None]
+                if tune.read_choice(f"GPU|writer {w} entry {i}", LABELS) is None]
         assert lost == []
-        assert tune._entry("GPU|shared", LABELS) is not None
+        assert tune.read_choice("GPU|shared", LABELS) is not None
 
 
 def _path(key):
@@ -88,25 +88,25 @@ def test_a_malformed_entry_is_ignored_with_a_warning_and_rewritten(content):
     path.parent.mkdir(parents=True)
     path.write_bytes(content)
     with pytest.warns(CacheWarning, match=f"ignoring the cache entry {path}"):
-        assert tune._entry("GPU|k", LABELS) is None
-    tune._store("GPU|k", tuple(LABELS), (3e-6, 2e-6, 1e-6), 2)
+        assert tune.read_choice("GPU|k", LABELS) is None
+    tune.store_choice("GPU|k", tuple(LABELS), (3e-6, 2e-6, 1e-6), 2)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert tune._entry("GPU|k", LABELS)["chosen"] == 2
+        assert tune.read_choice("GPU|k", LABELS)["chosen"] == 2
 
 
 def test_an_entry_for_other_candidates_is_measured_again_without_a_warning():
-    tune._store("GPU|k", ("model", "cluster 2"), (2e-6, 1e-6), 1)
+    tune.store_choice("GPU|k", ("model", "cluster 2"), (2e-6, 1e-6), 1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert tune._entry("GPU|k", LABELS) is None
-        assert tune._entry("GPU|absent", LABELS) is None
+        assert tune.read_choice("GPU|k", LABELS) is None
+        assert tune.read_choice("GPU|absent", LABELS) is None
 
 
 def test_an_unwritable_cache_costs_only_the_timing(folder):
     folder.parent.mkdir(exist_ok=True)
     folder.write_text("a file where the folder should be")
-    tune._store("GPU|k", tuple(LABELS), (3e-6, 2e-6, 1e-6), 2)  # no exception
+    tune.store_choice("GPU|k", tuple(LABELS), (3e-6, 2e-6, 1e-6), 2)  # no exception
     assert not any(p.name.endswith(".tmp") for p in folder.parent.iterdir())
 
 

@@ -28,7 +28,7 @@ class Function:
         self.entry, self.launches, self.streams = entry, launches, streams
 
     def __call__(self, grid, block, args, **kwargs):
-        self.launches.append((self.entry, args[5]))
+        self.launches.append((self.entry, args[5], args[3]))  # C's and A's pointer tables
         self.streams.append(kwargs.get("stream"))
 
 
@@ -103,16 +103,21 @@ def device(monkeypatch, tmp_path):
         return Function(entry, state.launches, state.streams)
 
     monkeypatch.setattr(executable, "device_function", load)
-    monkeypatch.setattr(tune, "toolkit", lambda: "stand-in NVRTC and driver")
-    for module in (tune, concurrent):
+    for module in (tune, concurrent, group_floor):
+        monkeypatch.setattr(module, "toolkit", lambda: "stand-in NVRTC and driver")
+    for module in (tune, concurrent, group_floor):
         monkeypatch.setattr(module, "device_name", lambda: "Stand-in GPU")
-        monkeypatch.setattr(module, "_median_seconds", timer)
+    for module in (tune, concurrent):
+        monkeypatch.setattr(module, "median_seconds", timer)
     monkeypatch.setattr(group_floor, "replay_seconds", timer)  # an auto group's first call (its floor)
     # GO-kernel tuning: no SM partitions (the model's share plans stand in), and each makespan measured is shorter
     # than the one before, so that the last finalist of each degree is chosen
-    state.makespans = 0
-    def makespan(runs, reps, stream):
+    state.makespans, state.copies = 0, []
+    def makespan(runs, reps, stream):  # runs each copy once: the launches record what each copy reads
         state.makespans += 1
+        state.copies.append(len(runs))
+        for run in runs:
+            run(stream)
         return 1e-3 / state.makespans
 
     monkeypatch.setattr(concurrent, "partitions", lambda: Partitions({}, {}, "no green contexts (stand-in)"))
@@ -142,7 +147,7 @@ def test_the_first_call_times_every_candidate_keeps_the_fastest_and_leaves_c_alo
     assert tuning.chosen == 6 and kern.executable.tuned is not kern.executable
     c = Cs[0].__cuda_array_interface__["data"][0]
     *timing, last = device.launches
-    assert all(int(table[0]) != c for _, table in timing)  # the timing wrote scratch memory, never the call's C
+    assert all(int(table[0]) != c for _, table, _ in timing)  # the timing wrote scratch memory, never the call's C
     assert [int(p) for p in last[1]] == [c]  # then the call ran the kept candidate on its own C
     kern(As, Bs, Cs)
     assert device.timed == 7 and kern.tuning is tuning  # decided once
@@ -225,9 +230,9 @@ def test_a_group_runs_on_the_executables_of_its_members_in_every_mode(device, mo
     group(As, Bs, Cs)
     # the four copies of a launch one executable, their GO-kernel for 4 at once, on side streams 0-3; b (no copies)
     # its own kernel on side stream 0; each writes its own C
-    entries = [entry for entry, _ in device.launches]
+    entries = [entry for entry, _, _ in device.launches]
     assert entries == [share.rendered.entry] * 4 + [run.members[4].rendered.entry]
-    assert [[int(p) for p in c] for _, c in device.launches] == [[pointer(c)] for c in Cs]
+    assert [[int(p) for p in c] for _, c, _ in device.launches] == [[pointer(c)] for c in Cs]
     sides = device.streams[:4]
     assert len(set(map(id, sides))) == 4 and device.streams[4] is sides[0]
     assert share.tuned is share  # pinned: the isolated tuning step does not swap the GO-kernel
@@ -245,14 +250,14 @@ def test_a_group_runs_on_the_executables_of_its_members_in_every_mode(device, mo
     sequential = group.with_mode("sequential")
     assert sequential.group_run is run  # one run for every mode: what was loaded and measured is shared
     sequential(As, Bs, Cs)
-    assert [e for e, _ in device.launches] == [run.members[0].rendered.entry] * 4 + [run.members[4].rendered.entry]
+    assert [e for e, _, _ in device.launches] == [run.members[0].rendered.entry] * 4 + [run.members[4].rendered.entry]
     assert all(s.name == "caller" for s in device.streams)
 
     device.launches.clear()
     fused = group.with_mode("fused")
     fused(As, Bs, Cs)
     assert fused.fused is not None and fused.fused.executable is run.fused
-    [(entry, c)] = device.launches
+    [(entry, c, _)] = device.launches
     assert entry == run.fused.rendered.entry and [int(p) for p in c] == [pointer(x) for x in Cs]
     assert group.tuning == {} and "GO-kernels on" not in group.plan  # nothing measured
 
@@ -273,9 +278,14 @@ def test_go_kernels_are_tuned_once_per_distinct_gemm_and_kept_on_the_run(device)
     assert list(tuning.labels) == labels and all(k.tuned is k for k in compiled)  # pinned: runs as measured
     go = compiled[tuning.chosen[4]]
     assert tuning.chosen[4] == tuning.finalists[-1]  # the stand-in's makespans favour the last finalist
-    calls = [(e, int(c[0])) for e, c in device.launches if int(c[0]) in map(pointer, Cs)]  # timing wrote scratch
+    calls = [(e, int(c[0])) for e, c, _ in device.launches if int(c[0]) in map(pointer, Cs)]  # timing wrote scratch
     entries = [go.rendered.entry] * 4 + [run.members[4].rendered.entry]
     assert calls == list(zip(entries, map(pointer, Cs), strict=True))
+    # the makespans' copies each read an A of their own: the group's 4 copies of t_a, cycled past 4
+    copies = device.copies[-1]
+    candidates = {k.rendered.entry for k in compiled}
+    timed_a = [int(a[0]) for e, c, a in device.launches if e in candidates and int(c[0]) not in map(pointer, Cs)]
+    assert copies == 16 and timed_a[-copies:] == [pointer(As[i % 4]) for i in range(copies)]
     timed, measured = device.timed, device.makespans
     group(As, Bs, Cs)
     group.with_mode("streams", 2)(As, Bs, Cs)

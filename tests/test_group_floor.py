@@ -1,8 +1,9 @@
-"""`concurrency auto`'s floor without a GPU (gemmc.runtime.group_floor): which ways the first call times, and which
-it keeps, with the timer and CuPy's capture query stood in."""
+"""`concurrency auto`'s floor without a GPU (gemmc.runtime.group_floor): which ways the first call times, which it
+keeps, and that a later process reads the choice from the cache, with the timer and CuPy's capture query stood in."""
 
 from __future__ import annotations
 
+import shutil
 from types import SimpleNamespace
 
 import pytest
@@ -36,16 +37,22 @@ def test_ways_start_with_the_plan_and_add_sequential_and_own_kernels():
 
 
 @pytest.fixture
-def timed(monkeypatch):
-    """confirm() with a timer that returns the time given per way (by label) and a stand-in CuPy."""
+def timed(monkeypatch, tmp_path):
+    """confirm() with a timer that returns the time given per way (by label), a stand-in CuPy and GPU, and a cache
+    folder of its own."""
     times: dict[str, float] = {}
-    state = SimpleNamespace(capturing=False, times=times, timed=[])
+    # forget(): what an earlier first call cached, so that a new group is measured again
+    state = SimpleNamespace(capturing=False, times=times, timed=[],
+                            forget=lambda: shutil.rmtree(tmp_path / group_floor.FOLDER, ignore_errors=True))
     stream = SimpleNamespace(ptr=1)
     cp = SimpleNamespace(cuda=SimpleNamespace(get_current_stream=lambda: stream,
                                               runtime=SimpleNamespace(streamIsCapturing=lambda p: state.capturing)))
     monkeypatch.setattr(group_floor, "cupy", lambda: cp)
     monkeypatch.setattr(group_floor, "launch_stream", lambda given, torch_args: stream)
     monkeypatch.setattr(group_floor, "enabled", lambda: True)
+    monkeypatch.setattr(group_floor, "device_name", lambda: "Stand-in GPU")
+    monkeypatch.setattr(group_floor, "toolkit", lambda: "stand-in NVRTC and driver")
+    monkeypatch.setenv("GEMMC_CACHE_DIR", str(tmp_path))
 
     def timer(call, s):
         label = call.__defaults__[0].label  # the way the call runs
@@ -65,6 +72,7 @@ def test_the_plan_stays_unless_another_way_is_faster_by_the_margin(timed):
     assert "runs GO-kernels on 4 streams (the plan's)" in str(g.group_run.confirmed)
     timed.timed.clear()
     assert confirm(g.group_run, [], [], [], None) == Way(Mode.STREAMS, 4) and timed.timed == []  # measured once
+    timed.forget()
     g = group(COPIES)
     timed.times["sequential"] = 9.7e-6
     assert confirm(g.group_run, [], [], [], None) == Way(Mode.SEQUENTIAL, 1)
@@ -75,9 +83,22 @@ def test_pairs_take_the_streams_where_they_measure_faster(timed):
     g = group(PAIR)
     timed.times.update({"sequential": 55.9e-6, "own kernels on 2 streams": 54.6e-6})
     assert confirm(g.group_run, [], [], [], None) == Way(Mode.STREAMS, 2, "isolated")
+    timed.forget()
     g = group(PAIR)
     timed.times.update({"sequential": 32.4e-6, "own kernels on 2 streams": 34.4e-6})
     assert confirm(g.group_run, [], [], [], None) == Way(Mode.SEQUENTIAL, 1)
+
+
+def test_a_later_process_runs_the_cached_way_even_in_a_capture(timed, monkeypatch):
+    timed.times.update({"GO-kernels on 4 streams": 10e-6, "sequential": 9.0e-6, "own kernels on 4 streams": 11e-6})
+    assert confirm(group(COPIES).group_run, [], [], [], None) == Way(Mode.SEQUENTIAL, 1)
+    timed.timed.clear()
+    timed.capturing = True  # a fresh GroupRun (a later process) inside a capture: nothing to time, the cache answers
+    g = group(COPIES)
+    assert confirm(g.group_run, [], [], [], None) == Way(Mode.SEQUENTIAL, 1) and timed.timed == []
+    assert "measured on a first call (cached): GO-kernels on 4 streams 10.0 us" in str(g.group_run.confirmed)
+    monkeypatch.setattr(group_floor, "device_name", lambda: "Another GPU")  # measured per GPU
+    assert confirm(group(COPIES).group_run, [], [], [], None) is None
 
 
 def test_nothing_is_timed_in_a_capture_with_measuring_off_or_when_c_is_read(timed, monkeypatch):

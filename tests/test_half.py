@@ -81,12 +81,17 @@ def test_hopper_on_another_target_is_located():
 
 
 def test_half_batches_sized_at_run_time():
-    """grouped M of half storage runs in the hopper_grouped family on sm_90; the other grouped forms, and every other
-    target, are E900 (at the `grouped` line, or at the dtype that the target cannot run sized at run time)."""
+    """grouped M of half storage runs in the hopper_grouped family on sm_90 (tensor cores); the other grouped forms,
+    and grouped M on every other target, in the dynamic family, in f32 on CUDA cores from the widened halves."""
     text = "kernel k {\n dtype bf16\n grouped M  n 256  k 128  groups 8\n}"
     assert gemmc.compile_string(text)["k"].ir.family == "hopper_grouped"
-    assert diagnostics(text, "sm_80") == [("E900", 2, 2)]
-    assert diagnostics("kernel k {\n dtype bf16\n grouped K  m 256  n 128  groups 8\n}") == [("E900", 3, 2)]
+    elsewhere = gemmc.compile_string(text, target="sm_80")["k"]
+    assert elsewhere.ir.family == "dynamic" and "computing in f32 on CUDA cores" in "\n".join(elsewhere.ir.notes)
+    wgrad = gemmc.compile_string("kernel k {\n dtype bf16\n grouped K  m 256  n 128  groups 8\n}")["k"]
+    assert wgrad.ir.family == "dynamic" and wgrad.ir.plan.tiles.elem_bytes == 4  # shared memory holds f32
+    assert "gemmc_bf16* __restrict__ A" in wgrad.source and "float* smem" in wgrad.source
+    tf32 = "kernel k {\n dtype bf16\n precision tf32\n grouped K  m 256  n 128  groups 8\n}"
+    assert ("E202", 3, 2) in diagnostics(tf32)
 
 
 def test_simt_plan_counts_shared_memory_in_f32():
@@ -181,6 +186,22 @@ kernel tsm2l_col {
   algorithm tsm2l
   gemm 5000 x 7 x 5
 }
+kernel dyn_wgrad {
+  dtype bf16
+  layout A col
+  alpha runtime beta runtime
+  grouped K m 96 n 80 groups 16
+}
+kernel dyn_list {
+  dtype A f16, B f16, C f32
+  layout B col
+  grouped list problems 64
+}
+kernel dyn_moe {
+  dtype bf16
+  layout B col
+  grouped M n 96 k 40 groups 16
+}
 """
 
 
@@ -195,7 +216,8 @@ def _compile(command: list[str], text: str, suffix: str, tmp_path) -> None:
 def test_half_kernels_go_where_they_should():
     families = {k.name: k.ir.family for k in gemmc.compile_string("target cuda sm_80\n" + HALF_KERNELS)}
     assert families == {"simt_batch": "simt", "simt_count": "simt", "tsm2r_col": "tsm2r", "tsm2r_row": "tsm2r",
-                        "tsm2r_edge": "tsm2r", "tsm2l_row": "tsm2l", "tsm2l_col": "tsm2l"}
+                        "tsm2r_edge": "tsm2r", "tsm2l_row": "tsm2l", "tsm2l_col": "tsm2l", "dyn_wgrad": "dynamic",
+                        "dyn_list": "dynamic", "dyn_moe": "dynamic"}
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")

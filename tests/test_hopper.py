@@ -206,7 +206,8 @@ def test_f32_plan(mode, bn, stages, parts):
     plan = kernel(f"kernel k {{ dtype f32 precision {mode} gemm 8192 x 8192 x 8192 }}").ir.plan
     assert isinstance(plan, HopperPlan)
     assert (plan.bn, plan.bk, plan.stages, plan.parts, plan.elem, plan.cluster) == (bn, 32, stages, parts, 4, 1)
-    assert plan.work_bytes == 2 * parts * bn * 32 * 4 and plan.smem_bytes <= 232448  # B's parts, 2 buffers
+    # B's parts, 2 buffers, and their `ready` and `free` mbarriers
+    assert plan.work_bytes == 2 * parts * bn * 32 * 4 + 4 * 8 and plan.smem_bytes <= 232448
     assert plan.a_box == (32, 128) and plan.b_box == (32, 32)  # K-major A; N-major B in boxes of 32 columns
     small = kernel(f"kernel k {{ dtype f32 precision {mode} gemm 256 x 256 x 256 }}").ir.plan
     assert small.bn == 64  # 2 x 4 tiles of N 64 cost less than 2 x 2 of N 128 on 132 SMs

@@ -49,10 +49,6 @@ def test_mixed_c_and_f16_and_the_tile_from_the_schedule():
 
 
 @pytest.mark.parametrize("text, target, code, words", [
-    ("dtype bf16 grouped K m 64 n 64 groups 8", "cuda sm_90", "E900", "grouped K of dtype bf16 is not supported yet"),
-    ("dtype f16 grouped list problems 8", "cuda sm_90", "E900", "grouped list of dtype f16"),
-    ("dtype bf16 grouped M n 64 k 64 groups 8", "cuda sm_80", "E900", "runs on the TMA + wgmma loop of target cuda"),
-    ("dtype bf16 grouped M n 64 k 64 groups 8", "hip gfx90a", "E900", "hip gfx90a has none"),
     ("dtype bf16 layout A col grouped M n 64 k 64 groups 8", "cuda sm_90", "E900", "reads A and writes C row-major"),
     ("dtype bf16 grouped M n 64 k 36 groups 8", "cuda sm_90", "E900", "k 36: TMA reads rows of A of 72 bytes"),
     ("dtype bf16 grouped M n 60 k 64 groups 8", "cuda sm_90", "E900", "n 60: TMA reads rows of row-major B"),

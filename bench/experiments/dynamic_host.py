@@ -14,26 +14,19 @@ import io
 import json
 import os
 import pstats
-import statistics
-import time
 
 import numpy as np
 import torch
 
 import gemmc
+from gemmc.bench import timing
 from gemmc.runtime import dynamic as dyn
 
 
 def per_call(fn, n: int = 200, reps: int = 15) -> float:
-    """Median over `reps` windows of the host microseconds per call (synchronised between windows, untimed)."""
-    out = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for i in range(n):
-            fn(i)
-        out.append((time.perf_counter() - t0) / n * 1e6)
-        torch.cuda.synchronize()
-    return statistics.median(out)
+    """Median over `reps` windows of `n` calls of the host microseconds per call (synchronised after each window,
+    untimed)."""
+    return timing.host_seconds(fn, calls=n, windows=reps, sync=False) * 1e6
 
 
 def main() -> None:

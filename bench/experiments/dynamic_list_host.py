@@ -17,15 +17,14 @@ import io
 import json
 import os
 import pstats
-import statistics
 import sys
-import time
 from operator import attrgetter
 
 import numpy as np
 import torch
 
 import gemmc
+from gemmc.bench import timing
 from gemmc.runtime import dynamic_list as dl
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -33,15 +32,10 @@ import old_dl  # noqa: E402 - the module before, written beside this file (see a
 
 
 def per(fn, n: int = 40, reps: int = 9) -> float:
-    """Median over `reps` windows of `n` calls of the host microseconds per call (synchronised between windows)."""
-    out = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for i in range(n):
-            fn(i)
-        out.append((time.perf_counter() - t0) / n * 1e6)
-        torch.cuda.synchronize()
-    return round(statistics.median(out), 2)
+    """Median over `reps` windows of `n` calls of the host microseconds per call (synchronised after each window,
+    untimed)."""
+    us = timing.host_seconds(fn, calls=n, windows=reps, sync=False) * 1e6
+    return round(us, 2)
 
 
 def main() -> None:

@@ -263,7 +263,7 @@ def run_case(suite: str, name: str, gemms: list[Gemm]) -> dict:
                 "speedup_oracle_vs_cublas_seq": us["cublas_seq"] / us[oracle],
                 "cublas_seq_tflops": flops / us["cublas_seq"] / 1e6,
                 "cublas_seq_share_of_peak": flops / us["cublas_seq"] / 1e6 / (PEAK[dtype] / 1e12),
-                "host_us_auto": timing.host_seconds(lambda: group(As, Bs, Cs), calls=20, windows=3) * 1e6,
+                "host_us_auto": timing.host_seconds(lambda i: group(As, Bs, Cs), calls=20, windows=3) * 1e6,
                 "go_tuning": {k: str(v) for k, v in group.tuning.items()}})
     return row
 

@@ -4,9 +4,10 @@
     python -m gemmc.bench concurrent_train fit bench/results/concurrent_train/<date>_<gpu>.json [--write]
 
 `measure` tunes the GO-kernels (gemmc.runtime.concurrent.go_tune: candidates alone on 1, 1/2, 1/4 of the SMs
-through green contexts, then 2, 4, 8, 16 concurrent copies of the finalists) of every GEMM of paper 004's Table 3
-set (gemmc.concurrent.table3) up to MAX_FLOPS, networks interleaved so that a run cut short by `--budget` still
-covers them all, and writes each GEMM's features and speedups S(d) = d x T_alone / makespan(d).
+through green contexts, then 2, 4, 8, 16 concurrent copies of the finalists, each reading its own A and B) of every
+GEMM of paper 004's Table 3 set (gemmc.concurrent.table3) up to MAX_FLOPS, networks interleaved so that a run cut
+short by `--budget` still covers them all, and writes each GEMM's features and speedups
+S(d) = d x T_alone / makespan(d).
 
 `fit` labels each GEMM with the degree of the largest speedup, or 1S where none reaches MIN_GAIN (the paper's
 oracle rule), trains the softmax regression (gemmc.concurrent.predictor.fit) on every network but HELD_OUT,
@@ -33,6 +34,7 @@ from gemmc.ir.group import DEGREES
 MAX_FLOPS = 2**34  # 17.2 GFLOP: about 0.4 ms alone in f32; 16 copies of larger ones take too long to time here
 MIN_GAIN = 1.05  # a degree must beat sequential by 5% (paper 004 §5.5's oracle rule)
 HELD_OUT = ("bert", "ds2")  # whole networks left out of training (the paper's random split leaks shapes)
+OPERAND_BYTES = 8 << 30  # the copies' own operands take at most this much memory
 
 
 def interleaved(gemms: list) -> list:
@@ -116,21 +118,23 @@ def measure(out: Path, budget: float, limit: int | None, compile_only: bool = Fa
         group = gemmc.compile_string(text)["t"]
         a_shape = (g.m, g.k) if g.layout_a == "row" else (g.k, g.m)
         b_shape = (g.k, g.n) if g.layout_b == "row" else (g.n, g.k)
-        if dtype == "bf16":  # CuPy has no bfloat16: torch's tensors, which gemmc takes as well
-            import torch
+        # each of the degree's copies reads its own A and B, as a group's GEMMs do (runtime/concurrent.py)
+        copies = max(1, min(max(DEGREES), OPERAND_BYTES // ((g.m * g.k + g.k * g.n) * (2 if dtype == "bf16" else 4))))
+        As, Bs = [], []
+        for _ in range(copies):
+            if dtype == "bf16":  # CuPy has no bfloat16: torch's tensors, which gemmc takes as well
+                import torch
 
-            A = torch.randn(a_shape, device="cuda", dtype=torch.bfloat16)
-            B = torch.randn(b_shape, device="cuda", dtype=torch.bfloat16)
-        else:
-            A = cp.random.standard_normal(a_shape, dtype=cp.float32)
-            B = cp.random.standard_normal(b_shape, dtype=cp.float32)
-        if g.layout_a == "col":
-            A = A.T
-        if g.layout_b == "col":
-            B = B.T
+                A = torch.randn(a_shape, device="cuda", dtype=torch.bfloat16)
+                B = torch.randn(b_shape, device="cuda", dtype=torch.bfloat16)
+            else:
+                A = cp.random.standard_normal(a_shape, dtype=cp.float32)
+                B = cp.random.standard_normal(b_shape, dtype=cp.float32)
+            As.append(A.T if g.layout_a == "col" else A)
+            Bs.append(B.T if g.layout_b == "col" else B)
         try:
             with stream:
-                tuning, _ = go_tune(group.group_run, 0, A, B, stream)
+                tuning, _ = go_tune(group.group_run, 0, As, Bs, stream)
         except Exception as err:  # noqa: BLE001 - one GEMM's failure is recorded, the rest still measured
             harness.log(f"{g.app} {g.label()}: FAILED {type(err).__name__}: {err}")
             rows.append({"app": g.app, "name": g.name, "gemm": g.label(), "error": f"{type(err).__name__}: {err}"})

@@ -112,25 +112,6 @@ def counts(kind: str, experts: int, tokens: int, rng: np.random.Generator) -> np
     return out
 
 
-def windows(fn, calls: int, sync: bool = True) -> float:
-    """Median over timing.WINDOWS windows of wall seconds per call (synchronised at each window's end when sync)."""
-    import torch
-
-    fn(0)
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(timing.WINDOWS):
-        t0 = time.perf_counter()
-        for i in range(calls):
-            fn(i)
-        if sync:
-            torch.cuda.synchronize()
-        samples.append((time.perf_counter() - t0) / calls)
-        if not sync:
-            torch.cuda.synchronize()
-    return statistics.median(samples)
-
-
 def graph_seconds(fn, calls: int = timing.CALLS) -> float:
     """Device seconds per call: a CUDA graph of `calls` back-to-back calls fn(0..calls-1) (warmed up once, outside
     the capture), replayed once per window; the median of timing.WINDOWS windows."""
@@ -215,8 +196,8 @@ def moe_routing(ctx: dict, pool: list[np.ndarray], with_static: bool) -> dict:
         kern(A, W, C, offsets=ends[i % ROUTINGS])
 
     before = gemmc.stats()
-    row["gemmc_host_us"] = windows(step, timing.CALLS) * 1e6
-    row["gemmc_issue_us"] = windows(step, 20, sync=False) * 1e6
+    row["gemmc_host_us"] = timing.host_seconds(step) * 1e6
+    row["gemmc_issue_us"] = timing.host_seconds(step, calls=20, sync=False) * 1e6
     row["gemmc_device_us"] = graph_seconds(step) * 1e6
     if with_static:  # the static roof's sizes: the first draw
         row["gemmc_device_first_draw_us"] = graph_seconds(lambda i: kern(A, W, C, offsets=ends[0])) * 1e6
@@ -231,15 +212,16 @@ def moe_routing(ctx: dict, pool: list[np.ndarray], with_static: bool) -> dict:
                 torch.mm(A[start:start + rows_e], W[e].t(), out=C[start:start + rows_e])
                 start += rows_e
 
-    row["torch_loop_host_us"] = windows(loop, timing.CALLS) * 1e6
-    row["cublas_grouped_host_us"] = windows(lambda i: grouped(on_device[i % ROUTINGS].cpu().numpy()),
-                                            timing.CALLS) * 1e6
+    row["torch_loop_host_us"] = timing.host_seconds(loop) * 1e6
+    row["cublas_grouped_host_us"] = timing.host_seconds(lambda i: grouped(on_device[i % ROUTINGS].cpu().numpy())) * 1e6
     for dtype, a, w in (("f32", A, W), ("bf16", ctx["A16"], ctx["W16"])):
         try:
             torch._grouped_mm(a, w.transpose(1, 2), offs=ends[0])
-            row[f"grouped_mm_{dtype}_host_us"] = windows(
-                lambda i, a=a, w=w: torch._grouped_mm(a, w.transpose(1, 2), offs=ends[i % ROUTINGS]),
-                timing.CALLS) * 1e6
+
+            def grouped_mm(i: int, a: Any = a, w: Any = w) -> None:
+                torch._grouped_mm(a, w.transpose(1, 2), offs=ends[i % ROUTINGS])
+
+            row[f"grouped_mm_{dtype}_host_us"] = timing.host_seconds(grouped_mm) * 1e6
         except Exception as err:  # noqa: BLE001 - a dtype or GPU torch._grouped_mm refuses: say so
             row[f"grouped_mm_{dtype}"] = f"refused: {str(err).splitlines()[0][:120]}"
     if with_static:
@@ -281,10 +263,13 @@ def list_case(problems: int, first_call: dict) -> dict:
     kern(As, Bs, Cs, alpha=1.0, beta=0.0)
     row["rel_error"] = max(rel_error(c, a.double() @ b.double()) for a, b, c in zip(As, Bs, Cs, strict=True))
     before = gemmc.stats()
-    row["gemmc_host_us"] = windows(lambda i: kern(*sets[i % ROUTINGS][:3], alpha=1.0, beta=0.0), timing.CALLS) * 1e6
+
+    def call(i: int) -> None:
+        kern(*sets[i % ROUTINGS][:3], alpha=1.0, beta=0.0)
+
+    row["gemmc_host_us"] = timing.host_seconds(call) * 1e6
     # At most RING calls a window: the next would wait for the first one's kernel (its staging buffer).
-    row["gemmc_issue_us"] = windows(lambda i: kern(*sets[i % ROUTINGS][:3], alpha=1.0, beta=0.0), RING,
-                                    sync=False) * 1e6
+    row["gemmc_issue_us"] = timing.host_seconds(call, calls=RING, sync=False) * 1e6
     after = gemmc.stats()
     row.update({f"timed_{key}": after[key] - before[key] for key in after})
     device = torch.cuda.current_device()  # the checks and the table alone (host), the rest of issue_us is the launch
@@ -293,7 +278,7 @@ def list_case(problems: int, first_call: dict) -> dict:
         a, b, c, _ = sets[i % ROUTINGS]
         problem_table(kern.executable, a, b, c, device)
 
-    row["gemmc_table_us"] = windows(checks, timing.CALLS, sync=False) * 1e6
+    row["gemmc_table_us"] = timing.host_seconds(checks, sync=False) * 1e6
     st = state(kern.executable)
     table = torch.from_numpy(problem_table(kern.executable, As, Bs, Cs, torch.cuda.current_device())).cuda()
     zero = np.uint64(0)
@@ -311,9 +296,9 @@ def list_case(problems: int, first_call: dict) -> dict:
         for a, b, c in zip(*sets[i % ROUTINGS][:3], strict=True):
             torch.mm(a, b, out=c)
 
-    row["torch_loop_host_us"] = windows(loop, timing.CALLS) * 1e6
+    row["torch_loop_host_us"] = timing.host_seconds(loop) * 1e6
     grouped = baselines.GroupedList()
-    row["cublas_grouped_host_us"] = windows(lambda i: grouped(*sets[i % ROUTINGS][:3]), timing.CALLS) * 1e6
+    row["cublas_grouped_host_us"] = timing.host_seconds(lambda i: grouped(*sets[i % ROUTINGS][:3])) * 1e6
     replay, how = baselines.grouped(*sets[0][:3])  # the first set's tables built once: device time only
     row["cublas_grouped_device_us"] = timing.device_seconds(replay) * 1e6
     row["cublas_grouped_device_timing"] = how
@@ -365,7 +350,7 @@ def graph_step(experts: int, tokens: int, n: int, k: int) -> dict:
             assign.copy_(pool[i % ROUTINGS])
             graph()
 
-        out[f"{label}_us"] = windows(replay, timing.CALLS) * 1e6
+        out[f"{label}_us"] = timing.host_seconds(replay) * 1e6
     return out
 
 

@@ -102,7 +102,7 @@ def measure(kernel, a, b, c, c_ref, flops: float) -> dict:
     cublas = device_seconds(mm, calls=calls)
     ours = device_seconds(gemmc_graph(lambda: kernel([a], [b], [c])), calls=calls)
     assert bool(torch.isfinite(c).all()), "gemmc left outputs unwritten"
-    host = host_seconds(lambda: kernel([a], [b], [c]), calls=calls, windows=3)
+    host = host_seconds(lambda i: kernel([a], [b], [c]), calls=calls, windows=3)
     return {"gemmc_us": ours * 1e6, "cublas_us": cublas * 1e6, "gemmc_host_us": host * 1e6,
             "gemmc_tflops": flops / ours / 1e12, "cublas_tflops": flops / cublas / 1e12, "ratio": cublas / ours,
             "gemmc_err": err, "cublas_err": rel_error(c_ref, a, b), "calls_per_window": calls}

@@ -32,7 +32,7 @@ import numpy as np
 
 import gemmc
 from gemmc.bench import harness, timing
-from gemmc.bench.dynamic import KINDS, ROUTINGS, counts, graph_seconds, windows
+from gemmc.bench.dynamic import KINDS, ROUTINGS, counts, graph_seconds
 from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
 
 MOE = "target cuda sm_90\nkernel moe_half {{ dtype bf16 layout B col grouped M n {n} k {k} groups 128 }}"
@@ -121,8 +121,8 @@ def case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], band
         other_dev = graph_seconds(lambda i, ends=ends: other(A, B, C, offsets=ends[i % ROUTINGS]))
         toggled_dev = graph_seconds(lambda i, ends=ends: toggled(A, B, C, offsets=ends[i % ROUTINGS])) \
             if toggled is not None else None
-        gemmc_host, torch_host = windows(ours, timing.CALLS), windows(theirs, timing.CALLS)
-        gemmc_issue = windows(ours, timing.CALLS, sync=False)  # the host's own time per call
+        gemmc_host, torch_host = timing.host_seconds(ours), timing.host_seconds(theirs)
+        gemmc_issue = timing.host_seconds(ours, sync=False)  # the host's own time per call
         after = gemmc.stats()
         live = float(np.mean([np.count_nonzero(c) for c in pool]))
         nbytes = 2.0 * (tokens * k + live * n * k + tokens * n)

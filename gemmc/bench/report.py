@@ -41,7 +41,7 @@ DOCS_TABLES: dict[str, tuple[str, ...]] = {
     "uniform": ("uniform/2026-11-22_h100_uniform_final.json",),
     "precision": ("precision/2026-11-22_h100_precision_merged.json",
                   "precision/2026-11-26_h100_precision_hopper-tf32.json",
-                  "precision/2026-11-27_h100_hopper-split.json"),
+                  "precision/2026-11-27_h100_hopper-split.json", "precision/2026-11-27_h100_tf32.json"),
     "half": ("half/2026-11-26_h100_half-epilogue.json",),
     "tallskinny": ("tallskinny/2026-11-23_h100_tallskinny-tsm2r-f32-colmajor.json",
                    "tallskinny/2026-11-23_h100_tallskinny-tsm2r-f32-rowmajor.json",

@@ -47,19 +47,26 @@ def copy_roof(nbytes: int, *, calls: int = CALLS) -> float:
     return 2 * src.numel() * 4 / device_seconds(lambda: dst.copy_(src), calls=calls)
 
 
-def host_seconds(fn: Callable[[], Any], *, calls: int = CALLS, windows: int = WINDOWS) -> float:
-    """Median over windows of wall time per call, synchronising at the end of each window."""
+def host_seconds(fn: Callable[[int], Any], *, calls: int = CALLS, windows: int = WINDOWS,
+                 sync: bool = True) -> float:
+    """Median over windows of wall seconds per call of `fn(i)` (i: the call's index in its window, for inputs that
+    cycle), after one untimed call. With `sync` each window ends by synchronising, inside the timing: the host's time
+    per call including what the GPU makes it wait for; without, the synchronisation follows the timing: the host's
+    own time to issue a call (the caller's work, the checks and the launch)."""
     import torch
 
-    fn()
+    fn(0)
     torch.cuda.synchronize()
     samples = []
     for _ in range(windows):
         t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
+        for i in range(calls):
+            fn(i)
+        if sync:
+            torch.cuda.synchronize()
         samples.append((time.perf_counter() - t0) / calls)
+        if not sync:
+            torch.cuda.synchronize()
     return statistics.median(samples)
 
 
@@ -81,25 +88,19 @@ def torch_graph(fn: Callable[[], Any], *, repeat: int = 1) -> Callable[[], Any]:
 
 
 def gemmc_graph(fn: Callable[[], Any]) -> Callable[[], Any]:
-    """Capture one gemmc call (CuPy launches on a capturing CuPy stream) and return a replay on torch's stream,
-    so device timing with torch events sees it. gemmc's tables are cached by then, so the capture holds only
-    the kernel launch."""
+    """Capture one gemmc call in a CUDA graph on torch's stream and return its replay, so device timing with torch
+    events sees it. gemmc launches on torch's current stream for torch tensors and on CuPy's for CuPy arrays: during
+    the capture both are the capturing stream. The call before it compiles and uploads the tables, so the capture
+    holds only the launches."""
     import cupy as cp
     import torch
 
-    fn()  # compile, upload tables and pointer tables outside the capture
-    cp.cuda.Device().synchronize()
-    stream = cp.cuda.Stream(non_blocking=True)
-    with stream:
-        stream.begin_capture()
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph), cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
         fn()
-        graph = stream.end_capture()
-    target = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
-
-    def replay() -> None:
-        graph.launch(stream=target)
-
-    return replay
+    return graph.replay
 
 
 def inputs(shapes) -> tuple[list, list, list]:

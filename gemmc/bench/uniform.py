@@ -40,7 +40,7 @@ def case_single(n: int, tile: str) -> dict:
     return {"case": f"{n}^3 f32 {tile or 'tile auto'}", "gemmc_us": t_gemmc * 1e6, "baseline": "cuBLAS SGEMM",
             "baseline_us": t_cublas * 1e6, "ratio": t_cublas / t_gemmc, "gemmc_tflops": flops / t_gemmc / 1e12,
             "baseline_tflops": flops / t_cublas / 1e12, "gemmc_err": err, "baseline_err": err_cublas,
-            "gemmc_host_us": timing.host_seconds(lambda: k([a], [b], [c]), calls=20) * 1e6}
+            "gemmc_host_us": timing.host_seconds(lambda i: k([a], [b], [c]), calls=20) * 1e6}
 
 
 def case_batched(batch: int, n: int, tile: str) -> dict:
@@ -60,7 +60,7 @@ def case_batched(batch: int, n: int, tile: str) -> dict:
     return {"case": f"{batch} x {n}^3 f32 {tile or 'tile auto'}", "gemmc_us": t_gemmc * 1e6,
             "baseline": "torch.bmm (graph)", "baseline_us": t_bmm * 1e6, "ratio": t_bmm / t_gemmc,
             "gemmc_tflops": flops / t_gemmc / 1e12, "baseline_tflops": flops / t_bmm / 1e12, "gemmc_err": err,
-            "baseline_err": rel_err(out, ref), "gemmc_host_us": timing.host_seconds(lambda: k(a, b, c)) * 1e6}
+            "baseline_err": rel_err(out, ref), "gemmc_host_us": timing.host_seconds(lambda i: k(a, b, c)) * 1e6}
 
 
 def case_inception() -> dict:
@@ -85,7 +85,7 @@ def case_inception() -> dict:
     return {"case": f"Inception Table 6 ({len(shapes)} GEMMs) f32", "gemmc_us": t_gemmc * 1e6,
             "baseline": "cuBLAS loop (graph)", "baseline_us": t_loop * 1e6, "ratio": t_loop / t_gemmc,
             "gemmc_tflops": flops / t_gemmc / 1e12, "baseline_tflops": flops / t_loop / 1e12, "gemmc_err": err,
-            "gemmc_host_us": timing.host_seconds(lambda: k(As, Bs, Cs)) * 1e6}
+            "gemmc_host_us": timing.host_seconds(lambda i: k(As, Bs, Cs)) * 1e6}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,9 +9,14 @@ GO-kernels (`go_tune`), once per distinct member shape and GPU, on the first cal
    contexts of 1/2 and 1/4 of the SMs (gemmc/runtime/green.py); the fastest under each share is a finalist.
 2. CD step: for each degree 2, 4, 8, 16, that many copies of each finalist run at once on as many streams (each
    `reps` times back to back, paper 004 §5), captured in a CUDA graph with the fork and join; the finalist with
-   the shortest makespan is the GO-kernel of that degree. Its speedup is degree x T_alone / makespan, T_alone the
-   fastest candidate alone on the whole GPU: the training script labels GEMMs with it.
-Choices are cached in the process and on disk beside the tuning step's (keyed by the GPU and the member's code).
+   the shortest makespan is the GO-kernel of that degree. Each copy reads operands of its own where the call has
+   them (the group's copies of the GEMM, cycled): copies sharing one A and one B would find them in L2, which the
+   group's GEMMs, each reading its own, do not (16 copies of a bf16 4096x128x1024 timed 32.9 us sharing them and
+   82.4 us reading 155 MB of their own on the H100, bench/results/concurrent/2026-11-27_h100_bf16-final.json).
+   Its speedup is degree x T_alone / makespan, T_alone the fastest candidate alone on the whole GPU: the training
+   script labels GEMMs with it.
+Choices are cached in the process and on disk beside the tuning step's (keyed by the GPU, the member's code, the
+gemmc version and the toolkit).
 GEMMC_TUNE=0 turns the measuring off: a degree's GO-kernel is then the member's plan for 1/2 (degree 2) or 1/4
 (degree 4 and up) of the SMs, as in the generated C++ launcher.
 
@@ -38,13 +43,14 @@ from gemmc.ir.group import DEGREES, SHARES, Group, GroupPlan, Mode
 from gemmc.ir.hardware import Hardware
 from gemmc.runtime import cache
 from gemmc.runtime.args import describe
+from gemmc.runtime.compile import toolkit
 from gemmc.runtime.device import cupy, device_name
 from gemmc.runtime.executable import Executable
 from gemmc.runtime.green import partitions
 from gemmc.runtime.launch import enqueue, launch, pointer_tables, prepare, scalars
 from gemmc.runtime.streams import is_torch, launch_stream
 from gemmc.runtime.tma import enqueue_tma
-from gemmc.runtime.tune import _median_seconds, enabled
+from gemmc.runtime.tune import enabled, median_seconds
 from gemmc.version import __version__
 
 WINDOW_SECONDS = 2e-3  # a makespan window holds about this much work
@@ -243,6 +249,13 @@ class GroupRun:
         return tuple(first.setdefault(self.signature(i), k) for i, k in enumerate(self.members))
 
     @cached_property
+    def copies(self) -> tuple[tuple[int, ...], ...]:
+        """Per member, the members with its code and launch data (itself included), in call order: the copies whose
+        operands its GO-kernel tuning reads."""
+        return tuple(tuple(j for j in range(len(self.members)) if self.signature(j) == self.signature(i))
+                     for i in range(len(self.members)))
+
+    @cached_property
     def fused(self) -> Executable | None:
         """The whole group as one launch (GroupPlan.fused), where the members allow it."""
         fused = self.plan.fused
@@ -264,9 +277,11 @@ class GroupRun:
                 if (sig := self.signatures.get(i)) is not None and sig in self.go}
 
 
-def go_tune(run: GroupRun, index: int, A: Any, B: Any, stream: Any) -> tuple[GoTuning, list[Executable]]:
+def go_tune(run: GroupRun, index: int, As: Sequence[Any], Bs: Sequence[Any],
+            stream: Any) -> tuple[GoTuning, list[Executable]]:
     """The GO-kernel tuning of member `index` (measured, or read from the caches) and its candidates as
-    executables. A and B are the call's own operands; the copies write scratch outputs."""
+    executables. As and Bs are operands of the member's shape and layouts, the call's own: copy c of a degree's
+    makespan reads As[c % len(As)] and Bs[c % len(Bs)]; the copies write scratch outputs."""
     member = run.members[index]
     sig = run.signature(index)
     if sig not in run.candidates:
@@ -278,7 +293,8 @@ def go_tune(run: GroupRun, index: int, A: Any, B: Any, stream: Any) -> tuple[GoT
         return run.go[sig], compiled
     cp = cupy()
     gpu = device_name()
-    key = f"{gpu}|{sig}"
+    # the copies' own operands are part of what was measured (module docstring): entries of shared ones are stale
+    key = f"{gpu}|{sig}|own operands|gemmc {__version__}|{toolkit()}"
     entry = _read_go(key, labels)
     if entry is not None:
         tuning = GoTuning(gpu, tuple(labels), {int(s): v for s, v in entry["alone"].items()},
@@ -292,12 +308,13 @@ def go_tune(run: GroupRun, index: int, A: Any, B: Any, stream: Any) -> tuple[GoT
     with ThreadPoolExecutor(min(8, len(compiled))) as pool:
         list(pool.map(lambda k: k.function, compiled))  # compiles and loads each: NVRTC runs without the GIL
     alpha_, beta_ = scalars(member, None, None)
-    a, b = describe(A, "As", index).ptr, describe(B, "Bs", index).ptr
+    a_ptrs = [describe(A, "As", index).ptr for A in As]
+    b_ptrs = [describe(B, "Bs", index).ptr for B in Bs]
     p = member.ir.problems[0]
     scratch = [cp.empty(p.m * p.n * member.ir.c_dtype.nbytes, dtype=cp.uint8) for _ in range(max(DEGREES))]
 
     def runner(k: Executable, copy: int) -> Callable[[Any], None]:
-        c = int(scratch[copy].data.ptr)
+        a, b, c = a_ptrs[copy % len(a_ptrs)], b_ptrs[copy % len(b_ptrs)], int(scratch[copy].data.ptr)
         if k.ir.plan is not None and k.ir.plan.tensor_maps:  # read through TMA: tensor maps, no pointer tables
             return lambda s: enqueue_tma(k, a, b, c, alpha_, beta_, s)
         _, pa, pb, pc = pointer_tables(OrderedDict(), [a], [b], [c], None)
@@ -306,7 +323,7 @@ def go_tune(run: GroupRun, index: int, A: Any, B: Any, stream: Any) -> tuple[GoT
 
     parts = partitions()
     how = parts.how
-    alone: dict[int, list[float | None]] = {1: [_median_seconds(runner(k, 0), stream) for k in compiled]}
+    alone: dict[int, list[float | None]] = {1: [median_seconds(runner(k, 0), stream) for k in compiled]}
     for share in SHARES[1:]:
         side = parts.streams.get(share)
         if side is None:
@@ -395,7 +412,8 @@ def run_group(run: GroupRun, As: Any, Bs: Any, Cs: Any, *, mode: Mode, degree: i
         elif not enabled():  # no measuring: the model's plan for the degree's share of the SMs
             launched.append(pin(run.share(run.members.index(member), min(4, go))))
         else:
-            tuning, compiled = go_tune(run, i, As[i], Bs[i], stream)
+            copies = run.copies[i]
+            tuning, compiled = go_tune(run, i, [As[j] for j in copies], [Bs[j] for j in copies], stream)
             launched.append(compiled[tuning.chosen[go]])
     # every member's tables and pointer tables are uploaded on the caller's stream before the fork, so that the
     # side streams, which wait only for the fork, never read a pointer table still being copied

@@ -189,7 +189,7 @@ def grouped_operands(kernel: Executable, A: Any, B: Any, C: Any, offsets: Any, d
     ir = kernel.ir
     dyn = ir.dynamic
     assert dyn is not None
-    dtype = NUMPY_DTYPES[ir.dtype]
+    dtype, c_dtype = NUMPY_DTYPES[ir.dtype], NUMPY_DTYPES[ir.c_dtype]
     o = ends(offsets, device, dyn.max_groups)
     groups = o.shape[0]
     if dyn.grouping is Grouping.M:
@@ -197,7 +197,7 @@ def grouped_operands(kernel: Executable, A: Any, B: Any, C: Any, offsets: Any, d
         a = matrix(A, "A", dtype, device, (None, k), ir.layout_a, f"rows x {k}: the groups' rows stacked")
         rows = a.shape[0]
         b = stacked(B, "B", dtype, device, groups, k, n, ir.layout_b, f"{groups} x {k} x {n}: one matrix per group")
-        c = matrix(C, "C", dtype, device, (rows, n), ir.layout_c, f"{rows} x {n}: the rows of A")
+        c = matrix(C, "C", c_dtype, device, (rows, n), ir.layout_c, f"{rows} x {n}: the rows of A")
         writable(c)
         if (rows // min_tile(kernel) + groups) * -(-n // min_tile(kernel)) > INT32_MAX:
             raise GemmcError(f"A: {rows} rows give more tiles than the int32 tile numbering holds")
@@ -206,7 +206,7 @@ def grouped_operands(kernel: Executable, A: Any, B: Any, C: Any, offsets: Any, d
         a = matrix(A, "A", dtype, device, (m, None), ir.layout_a, f"{m} x rows: the groups' reduction side by side")
         rows = a.shape[1]
         b = matrix(B, "B", dtype, device, (rows, n), ir.layout_b, f"{rows} x {n}: the reduction rows of A")
-        c = stacked(C, "C", dtype, device, groups, m, n, ir.layout_c, f"{groups} x {m} x {n}: one matrix per group")
+        c = stacked(C, "C", c_dtype, device, groups, m, n, ir.layout_c, f"{groups} x {m} x {n}: one matrix per group")
         writable(c)
     if rows > dyn.max_rows:
         raise GemmcError(f"A: {rows} rows, but the schedule allows at most {dyn.max_rows} (`rows` in the schedule)")

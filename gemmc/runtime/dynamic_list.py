@@ -96,19 +96,19 @@ _DTYPE, _GRAD, _SHAPE = attrgetter("dtype"), attrgetter("requires_grad"), attrge
 _CUPY = (attrgetter("data.ptr"), _SHAPE, attrgetter("strides"), attrgetter("data.device_id"))
 
 
-def _bulk(everything: list, n: int, layouts: tuple[Layout, Layout, Layout], dtype: str, device: int
+def _bulk(everything: list, n: int, layouts: tuple[Layout, Layout, Layout], dtypes: tuple[str, str], device: int
           ) -> tuple[list[int], np.ndarray] | None:
     """Pointers (A, B, C in turn) and shapes (3 x n x 2) of 3n arrays of one library (torch or CuPy), read one
     attribute at a time over the whole list, or None when any check fails or the arrays are of another kind (then
-    `_described` finds and names the first bad one). Checked here: 2-D, the dtype, the device, densely packed in
-    each operand's layout, C writable."""
+    `_described` finds and names the first bad one). Checked here: 2-D, the dtypes (A's and B's, C's), the device,
+    densely packed in each operand's layout, C writable."""
     cls = type(everything[0])
     if len(set(map(type, everything))) != 1:
         return None
     module = cls.__module__.split(".")[0]
     if module == "torch":
         shapes = list(map(_SHAPE, everything))  # the getter: 12% less than size(), which parses its arguments
-        if set(map(len, shapes)) != {2} or {_torch_name(d) for d in set(map(_DTYPE, everything))} != {dtype}:
+        if set(map(len, shapes)) != {2} or _dtypes(everything, n, _torch_name) != dtypes:
             return None
         if set(map(cls.get_device, everything)) != {device} or any(map(_GRAD, everything[2 * n:])):
             return None
@@ -124,7 +124,7 @@ def _bulk(everything: list, n: int, layouts: tuple[Layout, Layout, Layout], dtyp
     elif module == "cupy":
         ptr, shape, stride, dev = _CUPY
         shapes = list(map(shape, everything))
-        if set(map(len, shapes)) != {2} or {d.name for d in set(map(_DTYPE, everything))} != {dtype}:
+        if set(map(len, shapes)) != {2} or _dtypes(everything, n, attrgetter("name")) != dtypes:
             return None
         if set(map(dev, everything)) != {device}:
             return None
@@ -142,6 +142,13 @@ def _bulk(everything: list, n: int, layouts: tuple[Layout, Layout, Layout], dtyp
             if not dense(flat[j], steps[j], layout).all():
                 return None
     return ptrs, flat
+
+
+def _dtypes(everything: list, n: int, name: Any) -> tuple[str, str] | None:
+    """The dtype name of the 2n operands A and B and of the n outputs C, or None where either set holds several."""
+    ab = {name(d) for d in set(map(_DTYPE, everything[:2 * n]))}
+    c = {name(d) for d in set(map(_DTYPE, everything[2 * n:]))}
+    return (ab.pop(), c.pop()) if len(ab) == len(c) == 1 else None
 
 
 def _described(name: str, group: Any, dtype: str, device: int, layout: Layout) -> tuple[list[int], np.ndarray]:
@@ -176,6 +183,7 @@ class _Consts:
         assert ir.dynamic is not None
         self.max_groups = ir.dynamic.max_groups
         self.dtype = NUMPY_DTYPES[ir.dtype]
+        self.dtypes = (self.dtype, NUMPY_DTYPES[ir.c_dtype])  # A's and B's, C's
         self.layouts = (ir.layout_a, ir.layout_b, ir.layout_c)
         self.axis = _AXIS[self.layouts]
         self.smallest = min(min(c.variant.bm, c.variant.bn) for c in ir.plan.classes)  # type: ignore[union-attr]
@@ -210,10 +218,11 @@ def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, ou
         raise GemmcError(f"As: {count} problems, but the schedule allows at most {consts.max_groups}")
     if not count:
         return np.empty((0, FIELDS), dtype=np.int64)
-    found = _bulk([*As, *Bs, *Cs], count, consts.layouts, consts.dtype, device)
+    found = _bulk([*As, *Bs, *Cs], count, consts.layouts, consts.dtypes, device)
     if found is None:
-        cols = [_described(name, group, consts.dtype, device, layout)
-                for name, group, layout in zip(("As", "Bs", "Cs"), (As, Bs, Cs), consts.layouts, strict=True)]
+        cols = [_described(name, group, dtype, device, layout)
+                for name, group, dtype, layout in zip(("As", "Bs", "Cs"), (As, Bs, Cs), consts.dtypes[:1] * 2
+                                                      + consts.dtypes[1:], consts.layouts, strict=True)]
         ptrs = [p for c in cols for p in c[0]]
         flat = np.stack([c[1] for c in cols])
     else:

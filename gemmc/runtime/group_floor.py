@@ -12,20 +12,25 @@ projection's pair ran 32.4 and 34.4-34.6 us (bench/results/concurrent/2026-11-27
 planner tells the two apart.
 
 The timed calls write the call's own outputs, so a group whose members read C (beta != 0) is not timed: its plan
-runs as planned. The outcome stays in the `GroupRun` (in the process, like the members' own isolated tuning).
+runs as planned. The outcome stays in the `GroupRun` and, like the members' own tuning (runtime/tune.py), on disk:
+one file per group under `group_floor/` in gemmc's cache folder, keyed by `cache_key`, so a later process (or a call
+inside a graph capture, which cannot time) runs the way a first call kept.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gemmc.concurrent.plan import MAX_AUTO_DEGREE, go_degree, tuned_degree
 from gemmc.ir.group import Mode
-from gemmc.runtime.device import cupy
+from gemmc.runtime import tune
+from gemmc.runtime.compile import toolkit
+from gemmc.runtime.device import cupy, device_name
 from gemmc.runtime.streams import is_torch, launch_stream
-from gemmc.runtime.tune import WINDOW_SECONDS, _captured, enabled
+from gemmc.runtime.tune import WINDOW_SECONDS, captured, enabled, read_choice, store_choice
 
 if TYPE_CHECKING:
     from gemmc.runtime.concurrent import GroupRun
@@ -33,6 +38,7 @@ if TYPE_CHECKING:
 CONFIRM_MARGIN = 0.98  # another way must take at most 98% of the plan's time: graph replays vary by about 1%
 WINDOWS = 7  # the median of these windows of back-to-back replays (the benchmark's protocol)
 MAX_CALLS = 100  # replays per window, fewer where WINDOW_SECONDS holds fewer
+FOLDER = "group_floor"  # the cache's subfolder (runtime/cache.py)
 
 
 def replay_seconds(call: Callable[[Any], None], stream: Any) -> float:
@@ -44,7 +50,7 @@ def replay_seconds(call: Callable[[Any], None], stream: Any) -> float:
     cp = cupy()
     call(stream)  # warm-up: GO-kernel tuning, uploads and first launches, which a capture cannot hold
     stream.synchronize()
-    graph = _captured(call, 1)
+    graph = captured(call, 1)
     start, end = cp.cuda.Event(), cp.cuda.Event()
 
     def window(calls: int) -> float:
@@ -84,11 +90,13 @@ class Confirmed:
     way: Way
     seconds: dict[str, float]
     planned: str  # the plan's way's label
+    cached: bool = False  # read from the cache: a first call of an earlier process measured it
 
     def __str__(self) -> str:
         times = ", ".join(f"{label} {t * 1e6:.1f} us" for label, t in self.seconds.items())
         kept = "the plan's" if self.way.label == self.planned else f"{CONFIRM_MARGIN:.0%} of the plan's or less"
-        return f"measured on the first call: {times}; runs {self.way.label} ({kept})"
+        when = "on a first call (cached)" if self.cached else "on the first call"
+        return f"measured {when}: {times}; runs {self.way.label} ({kept})"
 
 
 def ways(run: GroupRun) -> list[Way]:
@@ -114,21 +122,36 @@ def reads_c(run: GroupRun) -> bool:
     return any(k.ir.beta != 0.0 for k in run.members)
 
 
+def cache_key(run: GroupRun, gpu: str, toolkit: str = "") -> str:
+    """The GPU, the group's plan and each member's tuning key in call order (its source and launch data, the gemmc
+    version and the toolkit: tune.cache_key): what the ways' times depend on."""
+    digest = hashlib.sha256(repr((run.plan.mode.value, run.plan.degree)).encode())
+    for member in run.members:
+        digest.update(tune.cache_key(member, gpu, toolkit).encode())
+    return gpu + "|" + digest.hexdigest()[:32]
+
+
 def confirm(run: GroupRun, As: Any, Bs: Any, Cs: Any, stream: Any) -> Way | None:
-    """The way an auto group's calls run: measured once (module docstring), or None where it is not measured
-    (one GEMM, measuring off, members that read C, a graph capture in progress): then the plan's."""
+    """The way an auto group's calls run: measured once and cached (module docstring), or None where it is not
+    measured (one GEMM, measuring off, members that read C, a graph capture with nothing cached): then the plan's."""
     if run.confirmed is not None:
         return run.confirmed.way
     # the cheap tests first: a group that is never measured asks them on every call
     if len(run.members) == 1 or not enabled() or reads_c(run):
         return None
+    candidates = ways(run)
+    labels = [way.label for way in candidates]
+    key = cache_key(run, device_name(), toolkit())
+    entry = read_choice(key, labels, FOLDER)
+    if entry is not None:
+        run.confirmed = Confirmed(candidates[entry["chosen"]], dict(zip(labels, map(float, entry["seconds"]),
+                                                                        strict=True)), labels[0], cached=True)
+        return run.confirmed.way
     cp = cupy()
     stream = launch_stream(stream, is_torch(As))  # where the call launches (torch's current stream for tensors)
     if cp.cuda.runtime.streamIsCapturing(stream.ptr):
         return None
     from gemmc.runtime.concurrent import run_group
-
-    candidates = ways(run)
 
     seconds: dict[str, float] = {}
     for way in candidates:
@@ -140,4 +163,5 @@ def confirm(run: GroupRun, As: Any, Bs: Any, Cs: Any, stream: Any) -> Way | None
     fastest = min(candidates, key=lambda w: seconds[w.label])
     kept = fastest if seconds[fastest.label] <= CONFIRM_MARGIN * seconds[planned.label] else planned
     run.confirmed = Confirmed(kept, seconds, planned.label)
+    store_choice(key, tuple(labels), tuple(seconds[label] for label in labels), candidates.index(kept), FOLDER)
     return kept

@@ -5,7 +5,7 @@ replays of a CUDA graph of back-to-back launches, and the kernel keeps the faste
 
 The choice is kept on the kernel's `Executable` in the process and on disk (runtime/cache.py: one file per entry
 under `tuning/` in gemmc's cache folder, keyed by `cache_key`), so later processes skip the timing. An entry is
-validated when read (`_entry`): one that is malformed is ignored with a warning and rewritten; one measured for
+validated when read (`read_choice`): one that is malformed is ignored with a warning and rewritten; one measured for
 other candidates is measured again. `GEMMC_TUNE=0` turns the step off (the model's choice runs). A call inside a
 CUDA graph capture never tunes: it runs the cached choice, or the model's. `Executable.tuning`
 (`CompiledKernel.tuning`) reports what was measured and by how much the model was off.
@@ -72,11 +72,11 @@ def _finite_seconds(values: object, count: int) -> bool:
             and all(type(t) in (int, float) and math.isfinite(t) and t >= 0 for t in values))
 
 
-def _entry(key: str, labels: list[str]) -> dict[str, Any] | None:
-    """The cached entry of `key` if it is one for these candidates; None when there is none, when it was measured
-    for other candidates (gemmc changed its alternatives: measured again), or, with a warning naming the file, when
-    it is malformed."""
-    path, entry = cache.read_json("tuning", key, "tuning entry")
+def read_choice(key: str, labels: list[str], folder: str = "tuning") -> dict[str, Any] | None:
+    """The cached choice of `key` in `folder` (its fields: the candidates' `labels`, their `seconds`, the `chosen`
+    index) if it is one among these candidates; None when there is none, when it was measured for other candidates
+    (gemmc changed its alternatives: measured again), or, with a warning naming the file, when it is malformed."""
+    path, entry = cache.read_json(folder, key, f"{folder} entry")
     if entry is None:
         return None
     found = entry.get("labels")
@@ -95,9 +95,11 @@ def _entry(key: str, labels: list[str]) -> dict[str, Any] | None:
     return entry
 
 
-def _store(key: str, labels: tuple[str, ...], seconds: tuple[float, ...], chosen: int) -> None:
-    """Write the entry of `key` (atomically; an unwritable cache only costs the next process the timing)."""
-    cache.write_json("tuning", key, {"labels": list(labels), "seconds": list(seconds), "chosen": chosen,
+def store_choice(key: str, labels: tuple[str, ...], seconds: tuple[float, ...], chosen: int,
+                 folder: str = "tuning") -> None:
+    """Write the choice of `key` in `folder` (atomically; an unwritable cache only costs the next process the
+    timing)."""
+    cache.write_json(folder, key, {"labels": list(labels), "seconds": list(seconds), "chosen": chosen,
                                      "gemmc": __version__})
 
 
@@ -113,7 +115,7 @@ def _scratch_c(kernel: Executable) -> list[Any]:
     return out
 
 
-def _captured(run: Callable[[Any], None], calls: int) -> Any:
+def captured(run: Callable[[Any], None], calls: int) -> Any:
     """A CUDA graph of `calls` launches: replayed, the kernels run back to back with no host in between, as a
     user's graph (and the benchmark) runs them. Plain launches would time the host's launch cost for a kernel of
     a few microseconds, not the kernel."""
@@ -126,7 +128,7 @@ def _captured(run: Callable[[Any], None], calls: int) -> Any:
         return capture.end_capture()
 
 
-def _median_seconds(run: Callable[[Any], None], stream: Any) -> float:
+def median_seconds(run: Callable[[Any], None], stream: Any) -> float:
     cp = cupy()
     start, end = cp.cuda.Event(), cp.cuda.Event()
     run(stream)  # warm-up: the first launch of a freshly loaded module, and the uploads a capture cannot hold
@@ -139,9 +141,9 @@ def _median_seconds(run: Callable[[Any], None], stream: Any) -> float:
         end.synchronize()
         return cp.cuda.get_elapsed_time(start, end) * 1e-3
 
-    once = max(replay(_captured(run, 1)), 1e-6)
+    once = max(replay(captured(run, 1)), 1e-6)
     calls = max(1, min(100, round(WINDOW_SECONDS / once)))
-    graph = _captured(run, calls)
+    graph = captured(run, calls)
     times = [replay(graph) / calls for _ in range(WINDOWS)]
     return sorted(times)[len(times) // 2]
 
@@ -169,7 +171,7 @@ def tuned(kernel: Executable, launcher: Callable[[list[int]], Callable[[Executab
     """The kernel a call should launch: the model's, or the fastest of its alternatives on this GPU, kept in
     `kernel.tuned` (and what was measured in `kernel.tuning`) once decided. `launcher(c_pointers)` uploads the call's
     A and B with the given C pointers once and returns a function that launches a candidate on them on a given
-    stream (each candidate is timed as graph replays: `_captured`). The candidates are compiled and loaded all at
+    stream (each candidate is timed as graph replays: `captured`). The candidates are compiled and loaded all at
     once, in threads: NVRTC runs without the GIL."""
     if kernel.tuned is not None:
         return kernel.tuned
@@ -182,7 +184,7 @@ def tuned(kernel: Executable, launcher: Callable[[list[int]], Callable[[Executab
     cp = cupy()
     gpu = device_name()
     key = cache_key(kernel, gpu, toolkit())
-    entry = _entry(key, [label for label, _ in options])
+    entry = read_choice(key, [label for label, _ in options])
     if entry is not None:
         chosen = entry["chosen"]
         kernel.tuning = Tuning(gpu, tuple(entry["labels"]), tuple(map(float, entry["seconds"])), chosen, cached=True)
@@ -195,10 +197,10 @@ def tuned(kernel: Executable, launcher: Callable[[list[int]], Callable[[Executab
     run = launcher([int(arr.data.ptr) for arr in scratch])
     kernels = [kernel] + [k for _, k in options[1:]]
     load_all(kernels, lambda: print(notice(kernel.name, len(kernels), gpu), file=sys.stderr, flush=True))
-    seconds = tuple(_median_seconds(lambda s, k=k: run(k, s), stream) for k in kernels)  # type: ignore[misc]
+    seconds = tuple(median_seconds(lambda s, k=k: run(k, s), stream) for k in kernels)  # type: ignore[misc]
     chosen = min(range(len(seconds)), key=seconds.__getitem__)
     labels = tuple(label for label, _ in options)
     kernel.tuning = Tuning(gpu, labels, seconds, chosen, cached=False)
-    _store(key, labels, seconds, chosen)
+    store_choice(key, labels, seconds, chosen)
     kernel.tuned = kernels[chosen]
     return kernel.tuned

@@ -155,3 +155,53 @@ def run_group_driver(tmp_path, dtype: str, shapes: list[tuple[int, int, int, str
     assert build.returncode == 0, build.stderr[-4000:]
     run = subprocess.run([str(tmp_path / "pair")], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def rel(got, ref) -> float:
+    """The relative Frobenius error of a torch result against a float64 reference; every output must be finite."""
+    import torch as t
+
+    assert t.isfinite(got).all(), "an output is NaN/inf: unwritten or wrong"
+    return float(t.linalg.norm(got.double() - ref) / max(float(t.linalg.norm(ref)), 1e-300))
+
+
+def check_moe_graph_replay(kern, *, experts: int, tokens: int, n: int, k: int, dtype: str, b_col: bool,
+                           tolerance: float) -> None:
+    """A MoE step (routing, the `grouped M` kernel `kern`, combine) captured once in a torch CUDA graph and replayed
+    with new routings (trial 1: one expert takes every token): each replay against float64, on a NaN-poisoned output,
+    and no compile, plan or tuning run by the replays."""
+    import torch as t
+
+    dt = getattr(t, dtype)
+    X = t.randn(tokens, k, device="cuda").to(dt)
+    # each expert's k x n weight, stored n x k (column-major) for `layout B col`
+    W = t.randn(experts, *((n, k) if b_col else (k, n)), device="cuda").to(dt)
+    assign = t.randint(0, experts, (tokens,), device="cuda")
+    Y = t.empty(tokens, n, device="cuda", dtype=dt)
+    routed = t.empty(tokens, n, device="cuda", dtype=dt)
+    ends = t.empty(experts, dtype=t.int32, device="cuda")
+    ones = t.ones(tokens, device="cuda")
+
+    def step():
+        order = t.sort(assign, stable=True).indices
+        counts = t.zeros(experts, device="cuda").scatter_add_(0, assign, ones)
+        ends.copy_(t.cumsum(counts, 0).to(t.int32))
+        kern(X.index_select(0, order), W, routed, offsets=ends)
+        Y.index_copy_(0, order, routed)
+
+    step()  # compile and load outside the capture
+    t.cuda.synchronize()
+    before = gemmc.stats()
+    graph = t.cuda.CUDAGraph()
+    with t.cuda.graph(graph):
+        step()
+    for trial in range(3):
+        assign.copy_(t.randint(0, experts, (tokens,), device="cuda") if trial != 1 else
+                     t.full((tokens,), 3, device="cuda"))
+        X.copy_(t.randn(tokens, k, device="cuda").to(dt))
+        Y.fill_(float("nan"))
+        graph.replay()
+        t.cuda.synchronize()
+        ref = t.einsum("tk,tnk->tn" if b_col else "tk,tkn->tn", X.double(), W.double()[assign])
+        assert rel(Y, ref) < tolerance, f"replay {trial}"
+    assert gemmc.stats() == before

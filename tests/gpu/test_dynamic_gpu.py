@@ -1,8 +1,9 @@
 """Batches sized at run time on the GPU: random routings (empty groups, one group with everything, sizes 1, primes,
 sizes no tile divides) against float64 with NaN-poisoned outputs, the three forms in f32 and f64, rows outside every
 group left untouched, zero sizes, CUDA-graph replay with new group ends, garbage ends (clamped; validate=True names
-the first bad group; run once under compute-sanitizer memcheck), argument errors, and no compile, plan or tuning
-run after warm-up."""
+the first bad group; run once under compute-sanitizer memcheck), argument errors, no compile, plan or tuning
+run after warm-up, and bf16/f16 storage widened to f32 (grouped K, the list form with f32 C, grouped M as sm_80
+code)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 import gemmc
 from gemmc.families.dynamic import scheduler
+from tests.gpu.helpers import check_moe_graph_replay, rel
 
 pytestmark = pytest.mark.gpu
 
@@ -21,8 +23,12 @@ K32 = "kernel wgrad {{ layout A col alpha runtime beta runtime grouped K m {m} n
 K64 = "kernel wgrad64 {{ dtype f64 layout B col, C col grouped K m {m} n {n} groups 64 }}"
 L32 = "kernel varlen {{ alpha runtime beta runtime grouped list problems 512 }}"
 L64 = "kernel varlen64 {{ dtype f64 layout A col, B col grouped list problems 64 }}"
-SCHEDULES = [s.format(m=8, n=8, k=8) for s in (M32, M64, K32, K64, L32, L64)]
-TOL = {"f32": 2e-5, "f64": 1e-12}
+# bf16/f16 storage computed in f32 on CUDA cores (grouped M as sm_80 code: sm_90 runs it in the hopper_grouped family)
+KH = "kernel wgrad_bf16 {{ dtype bf16 layout A col alpha runtime beta runtime grouped K m {m} n {n} groups 64 }}"
+LH = "kernel varlen_f16 {{ dtype A f16, B f16, C f32 alpha runtime beta runtime grouped list problems 64 }}"
+MH = "target cuda sm_80\nkernel moe_bf16_simt {{ dtype bf16 layout B col grouped M n {n} k {k} groups 64 }}"
+SCHEDULES = [s.format(m=8, n=8, k=8) for s in (M32, M64, K32, K64, L32, L64, KH, LH, MH)]
+TOL = {"f32": 2e-5, "f64": 1e-12, "bf16": 8e-3}  # bf16: C rounded to bf16 (the inputs are exact in f32)
 
 
 def _compile(text: str) -> str:
@@ -68,12 +74,6 @@ def stack(groups: int, rows: int, cols: int, layout: str, dtype, fill: float | N
     x = t.randn(*shape, device="cuda", dtype=dtype) if fill is None else t.full(shape, fill, device="cuda",
                                                                                   dtype=dtype)
     return x if layout == "r" else x.transpose(1, 2)
-
-
-def rel(got, ref) -> float:
-    t = torch()
-    assert t.isfinite(got).all(), "an output is NaN/inf: unwritten or wrong"
-    return float(t.linalg.norm(got.double() - ref) / max(float(t.linalg.norm(ref)), 1e-300))
 
 
 ROUTINGS = {
@@ -189,42 +189,68 @@ def test_grouped_list(schedule, dtype, layouts, scalars, lib):
                 assert rel(c, ref) < TOL[dtype], f"problem {i} {m}x{n}x{k}"
 
 
+@pytest.mark.parametrize("routing", ["primes", "one", "empty"])
+def test_half_storage_grouped_m_and_k(routing):
+    """bf16 storage widened to f32: grouped M (NaN-poisoned C, rows past the groups untouched) and grouped K with
+    runtime alpha and beta, against float64 of the bf16 inputs."""
+    t = torch()
+    sizes = ROUTINGS[routing]
+    rows, n, k, m = sum(sizes), 97, 41, 53
+    moe = kernel(MH, n=n, k=k)
+    assert moe.ir.family == "dynamic"
+    A, B = matrix(rows + 5, k, "r", t.bfloat16), stack(len(sizes), k, n, "c", t.bfloat16)
+    C = t.full((rows + 5, n), float("nan"), device="cuda", dtype=t.bfloat16)
+    C[rows:] = 7.0
+    moe(A, B, C, offsets=ends_of(sizes, t))
+    start = 0
+    for g, s in enumerate(sizes):
+        if s:
+            assert rel(C[start:start + s], A[start:start + s].double() @ B[g].double()) < TOL["bf16"], f"group {g}"
+        start += s
+    assert bool((C[rows:] == 7.0).all()), "rows outside every group were written"
+    wgrad = kernel(KH, m=m, n=n)
+    A, B = matrix(m, rows, "c", t.bfloat16), matrix(rows, n, "r", t.bfloat16)
+    C = stack(len(sizes), m, n, "r", t.bfloat16)
+    C0 = C.clone()
+    wgrad(A, B, C, offsets=ends_of(sizes, t), alpha=1.5, beta=-0.5)
+    start = 0
+    for g, s in enumerate(sizes):
+        ref = 1.5 * (A[:, start:start + s].double() @ B[start:start + s].double()) - 0.5 * C0[g].double()
+        assert rel(C[g], ref) < TOL["bf16"], f"group {g} ({s} rows)"
+        start += s
+
+
+@pytest.mark.parametrize("lib", ["torch", "cupy"])
+def test_half_storage_list_with_f32_c(lib):
+    """The list form of f16 A and B with f32 C, new sizes every call, torch tensors and CuPy arrays."""
+    t = torch()
+    kern = kernel(LH)
+    rng = np.random.default_rng(5)
+    for trial in range(2):
+        sizes = LIST_SIZES if trial == 0 else [tuple(int(x) for x in rng.integers(0, 150, 3)) for _ in range(30)]
+        As = [matrix(m, k, "r", t.float16) for m, n, k in sizes]
+        Bs = [matrix(k, n, "r", t.float16) for m, n, k in sizes]
+        Cs = [matrix(m, n, "r", t.float32) for m, n, k in sizes]
+        C0 = [c.clone() for c in Cs]
+        if lib == "cupy":
+            import cupy as cp
+
+            kern(*([cp.from_dlpack(x) for x in xs] for xs in (As, Bs, Cs)), alpha=1.5, beta=-0.5)
+        else:
+            kern(As, Bs, Cs, alpha=1.5, beta=-0.5)
+        t.cuda.synchronize()
+        for i, ((m, n, _), a, b, c, c0) in enumerate(zip(sizes, As, Bs, Cs, C0, strict=True)):
+            if m and n:
+                assert rel(c, 1.5 * (a.double() @ b.double()) - 0.5 * c0.double()) < TOL["f32"], f"problem {i}"
+    with pytest.raises(gemmc.GemmcError, match=r"Cs\[0\]: expected dtype float32"):
+        kern([As[0]], [Bs[0]], [Cs[0].half()], alpha=1.0, beta=0.0)
+
+
 def test_graph_replay_with_new_routing():
     """A MoE step (routing, gemmc, combine) captured once in a CUDA graph, replayed with new routings."""
-    t = torch()
-    experts, tokens, n, k = 16, 999, 97, 41
-    kern = kernel(M32, n=n, k=k)
-    X = t.randn(tokens, k, device="cuda")
-    W = t.randn(experts, n, k, device="cuda")  # layout B col: each expert's k x n weight, column-major
-    assign = t.randint(0, experts, (tokens,), device="cuda")
-    Y = t.empty(tokens, n, device="cuda")
-    routed = t.empty(tokens, n, device="cuda")
-    ends = t.empty(experts, dtype=t.int32, device="cuda")
-    ones = t.ones(tokens, device="cuda")
-
-    def step():
-        order = t.sort(assign, stable=True).indices
-        counts = t.zeros(experts, device="cuda").scatter_add_(0, assign, ones)
-        ends.copy_(t.cumsum(counts, 0).to(t.int32))
-        kern(X.index_select(0, order), W, routed, offsets=ends)
-        Y.index_copy_(0, order, routed)
-
-    step()  # compile and load outside the capture
-    t.cuda.synchronize()
-    before = gemmc.stats()
-    graph = t.cuda.CUDAGraph()
-    with t.cuda.graph(graph):
-        step()
-    for trial in range(3):
-        assign.copy_(t.randint(0, experts, (tokens,), device="cuda") if trial != 1 else
-                     t.full((tokens,), 3, device="cuda"))  # trial 1: one expert takes every token
-        X.copy_(t.randn(tokens, k, device="cuda"))
-        Y.fill_(float("nan"))
-        graph.replay()
-        t.cuda.synchronize()
-        ref = t.einsum("tk,tnk->tn", X.double(), W.double()[assign])
-        assert rel(Y, ref) < TOL["f32"], f"replay {trial}"
-    assert gemmc.stats() == before
+    torch()
+    check_moe_graph_replay(kernel(M32, n=97, k=41), experts=16, tokens=999, n=97, k=41, dtype="float32", b_col=True,
+                           tolerance=TOL["f32"])
 
 
 def test_garbage_ends_are_clamped_and_validate_names_the_first_bad_group():

@@ -17,6 +17,7 @@ import pytest
 
 import gemmc
 from gemmc.families.dynamic import scheduler
+from tests.gpu.helpers import check_moe_graph_replay, rel
 
 pytestmark = pytest.mark.gpu
 
@@ -36,12 +37,6 @@ def torch():
 
 def kernel(schedule: str, **dims) -> gemmc.CompiledKernel:
     return next(iter(gemmc.compile_string(schedule.format(**dims))))
-
-
-def rel(got, ref) -> float:
-    t = torch()
-    assert t.isfinite(got).all(), "an output is NaN/inf: unwritten or wrong"
-    return float(t.linalg.norm(got.double() - ref) / max(float(t.linalg.norm(ref)), 1e-300))
 
 
 ROUTINGS = {
@@ -169,40 +164,9 @@ def test_large_moe_step_against_torch_grouped_mm():
 
 def test_graph_replay_with_new_routing():
     """A MoE step (routing, gemmc, combine) captured once in a CUDA graph, replayed with new routings."""
-    t = torch()
-    experts, tokens, n, k = 16, 999, 256, 64
-    kern = kernel(BF16, layout="layout B col", n=n, k=k)
-    X = t.randn(tokens, k, device="cuda").to(t.bfloat16)
-    W = weights(t, experts, k, n, True, t.bfloat16)
-    assign = t.randint(0, experts, (tokens,), device="cuda")
-    Y = t.empty(tokens, n, device="cuda", dtype=t.bfloat16)
-    routed = t.empty(tokens, n, device="cuda", dtype=t.bfloat16)
-    ends = t.empty(experts, dtype=t.int32, device="cuda")
-    ones = t.ones(tokens, device="cuda")
-
-    def step():
-        order = t.sort(assign, stable=True).indices
-        counts = t.zeros(experts, device="cuda").scatter_add_(0, assign, ones)
-        ends.copy_(t.cumsum(counts, 0).to(t.int32))
-        kern(X.index_select(0, order), W, routed, offsets=ends)
-        Y.index_copy_(0, order, routed)
-
-    step()  # compile and load outside the capture
-    t.cuda.synchronize()
-    before = gemmc.stats()
-    graph = t.cuda.CUDAGraph()
-    with t.cuda.graph(graph):
-        step()
-    for trial in range(3):
-        assign.copy_(t.randint(0, experts, (tokens,), device="cuda") if trial != 1 else
-                     t.full((tokens,), 3, device="cuda"))  # trial 1: one expert takes every token
-        X.copy_(t.randn(tokens, k, device="cuda").to(t.bfloat16))
-        Y.fill_(float("nan"))
-        graph.replay()
-        t.cuda.synchronize()
-        ref = t.einsum("tk,tkn->tn", X.double(), W.double()[assign])
-        assert rel(Y, ref) < TOL["bfloat16"], f"replay {trial}"
-    assert gemmc.stats() == before
+    torch()
+    check_moe_graph_replay(kernel(BF16, layout="layout B col", n=256, k=64), experts=16, tokens=999, n=256, k=64,
+                           dtype="bfloat16", b_col=True, tolerance=TOL["bfloat16"])
 
 
 def test_garbage_ends_are_clamped_and_validate_names_the_first_bad_group():

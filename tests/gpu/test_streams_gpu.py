@@ -82,3 +82,22 @@ def test_a_fixed_size_kernel_runs_on_a_torch_side_stream(how):
             k(As, Bs, Cs)
     side.synchronize()
     _check(As, Bs, Cs)
+
+
+@pytest.mark.parametrize("library", ["torch", "cupy"])
+def test_the_benchmarks_graph_holds_the_gemmc_call(library):
+    """bench.timing.gemmc_graph, which every suite times gemmc with, captures the call for torch tensors (launched on
+    torch's stream) and CuPy arrays (on CuPy's) alike: its replay recomputes C."""
+    import cupy as cp
+
+    from gemmc.bench.timing import gemmc_graph
+
+    k = gemmc.compile_string(KERNEL)["k"]
+    As, Bs, Cs = _operands([(77, 45, 33)])
+    # CuPy views of the same memory (no copy: __cuda_array_interface__)
+    args = (As, Bs, Cs) if library == "torch" else tuple([cp.asarray(x[0])] for x in (As, Bs, Cs))
+    replay = gemmc_graph(lambda: k(*args))
+    Cs[0].fill_(float("nan"))
+    replay()
+    torch.cuda.synchronize()
+    _check(As, Bs, Cs)

@@ -1,5 +1,7 @@
 """The dynamic family: batches sized at run time (`grouped M`, `grouped K`, `grouped list`), f32/f64 on CUDA cores,
-one persistent launch that derives its tiles from the sizes on the device, with the SIMT family's tile function."""
+one persistent launch that derives its tiles from the sizes on the device, with the SIMT family's tile function.
+bf16/f16 storage is widened to f32 as it is loaded (the SIMT family's loader) wherever the hopper_grouped family does
+not run: `grouped K` and `grouped list` everywhere, `grouped M` on targets other than cuda sm_90."""
 
 from __future__ import annotations
 
@@ -29,8 +31,15 @@ class Dynamic(PlannerFamily):
     header = codegen.HEADER
 
     def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
-        if kernel.dynamic is None or kernel.dtype.half:
-            return None  # half storage: the hopper_grouped family's, where it runs (check: E900 elsewhere)
+        dyn = kernel.dynamic
+        if dyn is None:
+            return None
+        if kernel.dtype.half:
+            if dyn.grouping is Grouping.M and hw.vendor == "cuda" and hw.arch == "sm_90":
+                return None  # the hopper_grouped family's (tensor cores)
+            return Claim.REQUIRED, (f"a batch sized at run time of dtype {kernel.dtypes}: a persistent kernel that "
+                                    "schedules on the device, computing in f32 on CUDA cores (halves widened as they "
+                                    "are loaded)")
         return Claim.REQUIRED, "the batch is sized at run time: a persistent kernel that schedules on the device"
 
     def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
@@ -51,8 +60,6 @@ class Dynamic(PlannerFamily):
             return []
         stmt = "grouped"
         out: list[Diagnostic] = []
-        if kernel.dtype.half:
-            return half_refused(kernel, hw)
 
         def err(code: str, where: str, message: str, hint: str | None = None) -> None:
             out.append(Diagnostic(code, message, kernel.where(where), hint))
@@ -66,7 +73,7 @@ class Dynamic(PlannerFamily):
         if kernel.precision is not None and kernel.precision.tensor_core:
             err("E900", "precision", f"a batch sized at run time with precision {kernel.precision} (tensor cores) is "
                 "not supported yet", "use precision f32 (or f64 with dtype f64)")
-        if kernel.dtype not in (DType.F32, DType.F64):
+        if kernel.dtype.widened not in (DType.F32, DType.F64):
             err("E900", "dtype", f"a batch sized at run time with dtype {kernel.dtype.value} is not supported yet")
         if kernel.tile is not None and (kernel.tile.slices > 1 or kernel.tile.split > 1):
             err("E900", "tile", "kslices and ksplit with a batch sized at run time are not supported yet")
@@ -77,23 +84,6 @@ class Dynamic(PlannerFamily):
             err("E202", "batching", f"batching {kernel.batching.value} packs a plan's tiles on the host; the "
                 "persistent kernel takes its tiles on the device", "use batching auto (or none)")
         return out
-
-
-def half_refused(kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
-    """A batch sized at run time of bf16/f16 storage: the hopper_grouped family computes `grouped M` on cuda sm_90
-    (its own checks); every other form or target is E900."""
-    dyn = kernel.dynamic
-    assert dyn is not None
-    dtype = kernel.dtype.value
-    if dyn.grouping is not Grouping.M:
-        return [Diagnostic("E900", f"grouped {dyn.grouping.value} of dtype {dtype} is not supported yet (grouped M "
-                           f"of {dtype} is, on target cuda sm_90)", kernel.where("grouped"),
-                           "use dtype f32 for the weight-gradient and list forms")]
-    if hw.vendor != "cuda" or hw.arch != "sm_90":
-        return [Diagnostic("E900", f"grouped M of dtype {dtype} runs on the TMA + wgmma loop of target cuda sm_90; "
-                           f"{hw.vendor} {hw.arch} has none", kernel.where("dtype"),
-                           "write `target cuda sm_90`, or use dtype f32 on this target")]
-    return []
 
 
 FAMILY = Dynamic()

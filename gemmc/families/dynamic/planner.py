@@ -50,7 +50,7 @@ def ladder(kernel: Kernel, hw: Hardware) -> list[tuple[int, str, SimtVariant]]:
     (calibration.BODY: the rungs below the top)."""
     if kernel.tile is not None:
         return [(0, "schedule", explicit_variant(kernel, hw))]
-    limit = cal.MAX_OUTPUTS.value.get(kernel.dtype, 32)  # outputs per thread of the top tile
+    limit = cal.MAX_OUTPUTS.value.get(kernel.dtype.widened, 32)  # outputs per thread of the top tile
     top = [lv for lv in tiling.LOADBALANCED_LEVELS
            if max(lv.tall.tm * lv.tall.tn, lv.wide.tm * lv.wide.tn) <= limit][-1]
     tops = tuple(dict.fromkeys((top.tall, top.wide)))
@@ -88,7 +88,7 @@ def edges(variants: list[SimtVariant]) -> list[tuple[int, int, int]]:
 def weight(v: SimtVariant, kernel: Kernel, hw: Hardware) -> int:
     """Issue slots one tile of `v` takes per k: step_instructions (per thread and k step) x threads / bk."""
     fma_issue = hw.fp32_flops / hw.f64_flops if kernel.dtype is DType.F64 else 1.0
-    return round(v.threads * tiling.step_instructions(v, kernel.dtype.nbytes, fma_issue) / v.bk)
+    return round(v.threads * tiling.step_instructions(v, kernel.dtype.widened.nbytes, fma_issue) / v.bk)
 
 
 def plan(kernel: Kernel, hw: Hardware) -> DynamicPlan:
@@ -98,7 +98,7 @@ def plan(kernel: Kernel, hw: Hardware) -> DynamicPlan:
                                     kernel.where("pipeline")))
     rungs = ladder(kernel, hw)
     tiles = SimtPlan(variants=tuple(v for _, _, v in rungs), assignment=(), stages=kernel.stages,
-                     elem_bytes=kernel.dtype.nbytes, method="dynamic")
+                     elem_bytes=kernel.dtype.widened.nbytes, method="dynamic")  # shared memory holds f32
     blocks, cap = bound_blocks(tiles, hw)
     if len(tiles.variants) > 1 and blocks:
         # One body holds every variant: ptxas needs more than the largest one alone. Under the SIMT estimates' bound

@@ -12,6 +12,12 @@ from gemmc.ir.nodes import FamilyPlan
 from gemmc.model.tlp import ceil_div
 
 BK_F32 = SWIZZLE_BYTES // 4  # 32 f32 elements per k-row (tf32 wgmma: k8 steps)
+# `split tf32 x3`: stages whose 12 products each the tensor core sums from zero before the sum is added to the f32
+# total. The tensor core's f32 accumulation truncates (docs/PRECISION.md), an error that grows with the chain; two
+# stages (24 products, 64 k) halve the additions to the total and measured 5.1e-7 at 8192^3 against 3.8e-7 for one
+# stage and cuBLAS SGEMM's 1.6e-6, at 106.2 TFLOP/s against 100.8 (bench/results/precision/2026-11-27_h100_tf32.json,
+# 2026-11-27_h100_tf32-sum1.json).
+SUM_STAGES = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,9 +105,18 @@ class HopperPlan(TmaTiles, FamilyPlan):
     @property
     def work_bytes(self) -> int:
         """f32 storage: two buffers (one filled while wgmma reads the other) of the tf32 parts of a stage's B tile,
-        K-major with the 128-byte swizzle (tf32 wgmma reads B only K-major; A's parts are registers). 0 for half
-        storage."""
-        return 2 * self.parts * self.bn * self.bk * 4
+        K-major with the 128-byte swizzle (tf32 wgmma reads B only K-major; A's parts are registers), and each
+        buffer's two mbarriers (`ready`: both warpgroups wrote their share; `free`: both saw the groups that read it
+        done). 0 for half storage."""
+        return 2 * self.parts * self.bn * self.bk * 4 + 4 * 8 if self.parts else 0
+
+    @property
+    def k_permuted(self) -> bool:
+        """f32 storage with K-major A and MN-major B: the stage's k in the order that lets each consumer thread read its
+        A fragment with two 16-byte loads per row (hopper/tf32.cuh.j2, gemmc_k_at). B's parts, written by the
+        consumers, take the same order at no cost; a K-major B would lose its 16-byte copies, an MN-major A gains
+        nothing (its k are lines apart either way)."""
+        return bool(self.parts) and self.a_kmajor and not self.b_kmajor
 
     @property
     def epilogue_bytes(self) -> int:
@@ -168,8 +183,8 @@ class HopperPlan(TmaTiles, FamilyPlan):
                     f"({terms}) and each consumer sums their products from zero, then adds the sum to its f32 total")
         if not self.parts:
             return out
-        how = ("hi = rna(a), lo = rna(a - hi); per stage lo*hi + hi*lo + hi*hi summed on the tensor core from zero, "
-               "added to an f32 total (round to nearest)" if self.parts == 2 else
+        how = (f"hi = rna(a), lo = rna(a - hi); per {SUM_STAGES} stages lo*hi + hi*lo + hi*hi summed on the tensor "
+               "core from zero, added to an f32 total (round to nearest)" if self.parts == 2 else
                "rna(a), accumulated on the tensor core")
         return (*out, f"tf32 parts formed from the f32 stage by the consumers: A's in registers (wgmma's A "
                       f"fragment), B's in 2 K-major buffers of {self.work_bytes // 2 // 1024} KiB: {how}")

@@ -139,7 +139,7 @@ def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
            f"{', '.join(map(str, TILE_N_F32 if plan.parts or plan.split else TILE_N))})",
            f"hopper: {plan.stages} stages of {plan.stage_bytes} B"
            + (f" and {plan.epilogue_bytes} B of C sub-tiles" if plan.tma_store else "")
-           + (f" and {plan.work_bytes} B of B's tf32 parts" if plan.parts else "")
+           + (f" and {plan.work_bytes} B of B's tf32 parts and their barriers" if plan.parts else "")
            + f" fit {hw.smem_per_block} B of shared memory",
            "hopper: edges by TMA bounds (zero fill past M, N, K)"]
     if plan.tma_store:
