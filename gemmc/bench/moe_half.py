@@ -16,6 +16,8 @@ A is tokens x K, the weights experts x N x K (each expert's K x N matrix column-
   in the same run; roof_fraction = roof / gemmc's device time.
 - cluster, other_cluster_device_us: the plan's cluster size (calibration.CLUSTER_MIN_K), and the same kernel with the
   other size (1: no multicast of B; 2: B multicast to a pair), graph replays, for the cluster's effect.
+- tail_split, other_tail_split_device_us (plans without clusters): whether the plan runs a last round of units that
+  fills at most half the blocks in column halves, and the same kernel with the other choice, graph replays.
 - error: gemmc's C against float64 on a sample of experts; torch._grouped_mm's against the same.
 - compiles, tuning runs and plans during the timed calls (gemmc.stats()).
 """
@@ -42,7 +44,8 @@ CASES = [  # experts, tokens, n, k
     (8, 4096, 4096, 4096),
 ]
 COPY_BYTES = 1 << 30
-COLUMNS = ("case", "routing", "cluster", "gemmc_device_us", "other_cluster_device_us", "grouped_mm_device_us",
+COLUMNS = ("case", "routing", "cluster", "gemmc_device_us", "other_cluster_device_us", "tail_split",
+           "other_tail_split_device_us", "grouped_mm_device_us",
            "speedup_device", "dense_us", "bytes_us", "roof_fraction", "grouped_mm_roof_fraction", "gemmc_host_us",
            "grouped_mm_host_us", "gemmc_issue_us", "error")
 
@@ -79,6 +82,8 @@ def case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], band
     plan = kern.ir.plan
     assert isinstance(plan, HopperGroupedPlan)
     other = kern.with_plan(dataclasses.replace(plan, cluster=3 - plan.cluster))  # the other cluster size (1 or 2)
+    # without clusters, the same plan with the last round of units split in column halves or not (the other choice)
+    toggled = kern.with_plan(dataclasses.replace(plan, tail_split=not plan.tail_split)) if plan.cluster == 1 else None
     A = torch.randn(tokens, k, device="cuda").to(torch.bfloat16)
     W = torch.randn(experts, n, k, device="cuda").to(torch.bfloat16)  # each expert's K x N, column-major
     C = torch.empty(tokens, n, device="cuda", dtype=torch.bfloat16)
@@ -96,6 +101,8 @@ def case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], band
         torch.cuda.synchronize()
         first_ms = (time.perf_counter() - t0) * 1e3
         other(A, B, C, offsets=ends[0])  # its first call (compile, load) before the timed calls
+        if toggled is not None:
+            toggled(A, B, C, offsets=ends[0])
         C.fill_(float("nan"))
         kern(A, B, C, offsets=ends[0])
         D.copy_(torch._grouped_mm(A, B, offs=ends[0]))
@@ -112,6 +119,8 @@ def case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], band
 
         gemmc_dev, torch_dev = graph_seconds(ours), graph_seconds(theirs)
         other_dev = graph_seconds(lambda i, ends=ends: other(A, B, C, offsets=ends[i % ROUTINGS]))
+        toggled_dev = graph_seconds(lambda i, ends=ends: toggled(A, B, C, offsets=ends[i % ROUTINGS])) \
+            if toggled is not None else None
         gemmc_host, torch_host = timing.host_seconds(ours), timing.host_seconds(theirs)
         gemmc_issue = timing.host_seconds(ours, sync=False)  # the host's own time per call
         after = gemmc.stats()
@@ -129,7 +138,9 @@ def case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], band
                "gemmc_tflops": flops / gemmc_dev / 1e12, "dense_tflops": flops / dense / 1e12,
                "error": err, "grouped_mm_error": err_ref, "first_call_ms": first_ms,
                "timed_compiles": {key: after[key] - before[key] for key in after}}
-        row.update(cluster=plan.cluster, other_cluster_device_us=other_dev * 1e6)
+        row.update(cluster=plan.cluster, other_cluster_device_us=other_dev * 1e6,
+                   tail_split=plan.tail_split and plan.cluster == 1,
+                   other_tail_split_device_us=None if toggled_dev is None else toggled_dev * 1e6)
         harness.log(f"{row['case']} {kind}: gemmc {row['gemmc_device_us']:.1f} us, _grouped_mm "
                     f"{row['grouped_mm_device_us']:.1f} us ({row['speedup_device']:.2f}x), roof "
                     f"{row['roof_us']:.1f} us ({row['roof_fraction']:.2f}), error {err:.2e}")

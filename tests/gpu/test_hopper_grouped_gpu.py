@@ -119,6 +119,27 @@ def test_grouped_m_with_the_other_cluster_size(col, routing):
     assert rel(C, reference(A, B, C, sizes, 1.0, 0.0)) < TOL["bfloat16"]
 
 
+@pytest.mark.parametrize("tail_split", [True, False])
+@pytest.mark.parametrize(("routing", "n"), [("big", 4000), ("classes", 1000), ("primes", 200), ("one", 2100)])
+def test_tail_split_both_ways(routing, n, tail_split):
+    """The last round of units in column halves (the plan's tail_split) and whole, on routings whose unit counts
+    leave 8 of a third round (big: 17 tile rows x 16 n-tiles = 272 units on 132 blocks) or fit in one round (every
+    unit split): 64-row units (whose second half is empty), N no tile divides, beta 0 on NaN-poisoned C."""
+    t = torch()
+    k = 72
+    kern = kernel(BF16, layout="layout B col", n=n, k=k)
+    assert kern.ir.plan.cluster == 1 and kern.ir.plan.tail_split
+    kern = kern.with_plan(dataclasses.replace(kern.ir.plan, tail_split=tail_split))
+    sizes = ROUTINGS[routing]
+    rows = sum(sizes)
+    A = t.randn(rows, k, device="cuda").to(t.bfloat16)
+    B = weights(t, len(sizes), k, n, True, t.bfloat16)
+    C = t.full((rows, n), float("nan"), device="cuda").to(t.bfloat16)
+    kern(A, B, C, offsets=ends_of(sizes, t))
+    t.cuda.synchronize()
+    assert rel(C, reference(A, B, C, sizes, 1.0, 0.0)) < TOL["bfloat16"]
+
+
 def test_large_moe_step_against_torch_grouped_mm():
     """64 experts, 32768 tokens, N 2048, K 1024 with Zipf routing: the suite's size, against float64 on samples."""
     t = torch()

@@ -29,6 +29,8 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
     consumers: int = 2
     producer_regs: int = 40  # setmaxnreg, as the hopper family's kernel
     consumer_regs: int = 232
+    tail_split: bool = False  # a last round of units that fills at most half the blocks in column halves (no cluster:
+    #                           a cluster's blocks share a unit's rows; a plan with clusters ignores it)
 
     @property
     def a_small_bytes(self) -> int:
@@ -86,7 +88,9 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
                 f"group ends ({self.sched_smem} B of shared memory for up to {self.max_groups} groups): units of "
                 f"{'two tile rows' if self.cluster > 1 else 'one tile row'} by one n-tile, 128-row units first, then "
                 f"64-row ones, {'cluster' if self.cluster > 1 else 'block'} c taking units c, c + "
-                f"{'clusters' if self.cluster > 1 else 'blocks'}, ...",
+                f"{'clusters' if self.cluster > 1 else 'blocks'}, ..."
+                + ("; a last round of units that fills at most half the blocks in column halves (128 x "
+                   f"{self.bn // 2})" if self.tail_split and self.cluster == 1 else ""),
                 *((f"clusters of {self.cluster}: a unit's tile rows on the blocks of a cluster, B multicast to both "
                    "where the rows share a group",) if self.cluster > 1 else ()),
                 f"C: 64-row sub-tiles wholly inside their group through {C_BUFFERS} shared-memory buffers of "

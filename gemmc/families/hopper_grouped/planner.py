@@ -22,6 +22,7 @@ TILE_N = (256, 128)  # halves 128 and 64: whole 64-column boxes, and wgmma N of 
 NOMINAL_ROWS = 16384  # rows the tile model assumes where the schedule declares none (an MoE step's routed tokens)
 MAX_GROUPS = 1024  # the scheduler's 12 bytes a group come out of the ring's shared memory
 CLUSTER_MIN_K = cal.CLUSTER_MIN_K.value  # clusters of 2 from this depth (calibration.py)
+TAIL_SPLIT = cal.TAIL_SPLIT.value  # without clusters, a last round of at most half the blocks' units in halves
 
 
 def plan(kernel: Kernel, hw: Hardware) -> HopperGroupedPlan:
@@ -51,7 +52,8 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperGroupedPlan:
                                     kernel.where("pipeline" if written else "grouped"),
                                     "write `pipeline stages 2` or more" if written
                                     else "declare fewer groups, or a narrower tile"))
-    return dataclasses.replace(one, stages=stages)
+    # the tail split halves a block's unit; a cluster's pair of blocks shares one unit's rows, so clusters keep theirs
+    return dataclasses.replace(one, stages=stages, tail_split=TAIL_SPLIT and one.cluster == 1)
 
 
 def notes(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> tuple[str, ...]:
@@ -67,6 +69,9 @@ def notes(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> tuple[str, .
              if plan.cluster > 1 else
              f"hopper_grouped: k {dyn.k} < {CLUSTER_MIN_K}: no cluster (a short main loop pays more for a pair's "
              "lockstep than it saves in L2 reads of B)"),
+            *(("hopper_grouped: a last round of units that fills at most half the blocks runs in column halves "
+               f"(128 x {plan.bn // 2}, wgmma m64n{plan.bn // 2}), so twice as many blocks share it: the groups' "
+               "partial tile rows make the unit count fall anywhere in a round",) if plan.tail_split else ()),
             f"hopper_grouped: size classes per tile row: a group's rows in 128-row tiles, its last {SMALL_BM} rows "
             f"or fewer in a {SMALL_BM}-row tile (paper 000: a 40-row group does not pay for a 128-row tile)",
             f"hopper_grouped: {plan.stages} stages of {plan.stage_bytes} B, {plan.epilogue_bytes} B of C sub-tiles "

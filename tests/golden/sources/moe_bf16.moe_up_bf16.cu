@@ -5,7 +5,7 @@
 // batch sized at run time
 // hopper_grouped: tile 128x256x64 bf16, or 64x256x64 for a group's last 64 rows or fewer; 4 stages of 48 KiB (TMA, 128-byte swizzle, mbarriers), B K-major (3-D tensor map: groups x K x N), A K-major
 // 1 producer warp (setmaxnreg 40) + 2 consumer warpgroups: 64x256 each on a 128-row tile (wgmma m64n256k16), 64x128 each on a 64-row tile (m64n128k16), setmaxnreg 232
-// scheduler: persistent grid of one block per SM; every block derives the tiles from the clamped group ends (780 B of shared memory for up to 64 groups): units of one tile row by one n-tile, 128-row units first, then 64-row ones, block c taking units c, c + blocks, ...
+// scheduler: persistent grid of one block per SM; every block derives the tiles from the clamped group ends (780 B of shared memory for up to 64 groups): units of one tile row by one n-tile, 128-row units first, then 64-row ones, block c taking units c, c + blocks, ...; a last round of units that fills at most half the blocks in column halves (128 x 128)
 // C: 64-row sub-tiles wholly inside their group through 2 shared-memory buffers of 64x64 per warpgroup and TMA stores; a sub-tile crossing its group's end stored from the accumulators, masked at the end
 
 
@@ -376,6 +376,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_up_bf16_hopper_gr
   // units: tile rows in group order, by n-tiles
   const long long units = G ? (long long)((s_total[0] + s_total[1] + GEMMC_GRP_CLUSTER - 1) / GEMMC_GRP_CLUSTER) * tiles_n
                             : 0;
+  // The last round of units, where at most half as many units as blocks are left, runs in halves of BN / 2 columns
+  // (steps whole + 2 (units - whole)), so that twice as many blocks share it; a 64-row unit's second half is empty.
+  const long long rest = units % gridDim.x, whole = rest > 0 && 2 * rest <= gridDim.x ? units - rest : units;
+  const long long steps = whole + 2 * (units - whole);
 
   if (wg == 0) {
     // ---- producer -----------------------------------------------------------------------------------------
@@ -383,8 +387,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_up_bf16_hopper_gr
     if (threadIdx.x == 0) {
       int stage = 0;
       unsigned phase = 0;
-      for (long long u = blockIdx.x / GEMMC_GRP_CLUSTER; u < units; u += gridDim.x / GEMMC_GRP_CLUSTER) {
+      for (long long x = blockIdx.x; x < steps; x += gridDim.x) {
+        const long long u = x < whole ? x : whole + (x - whole) / 2;
         const gemmc_grp_tile_t tile = gemmc_grp_tile(u, rank, G, tiles_n, s_first, s_big, s_small, s_total);
+        if (x >= whole && (x - whole) % 2 == 1 && tile.small) continue;  // a 64-row unit's empty second half
         const int g = tile.g, m0 = tile.m0, n0 = tile.n0;
         for (int kb = 0; kb < kblocks; ++kb) {
           const unsigned full = full0 + 8 * stage;
@@ -417,8 +423,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_up_bf16_hopper_gr
     int c_next = 0;  // C sub-tiles this warpgroup has stored: buffer c_next % C_BUFFERS is next
     int stage = 0;
     unsigned phase = 0;
-    for (long long u = blockIdx.x / GEMMC_GRP_CLUSTER; u < units; u += gridDim.x / GEMMC_GRP_CLUSTER) {
+    for (long long x = blockIdx.x; x < steps; x += gridDim.x) {
+      const long long u = x < whole ? x : whole + (x - whole) / 2;
+      const int part = x < whole ? -1 : (int)((x - whole) % 2);  // -1: the whole unit; else its column half
       const gemmc_grp_tile_t tile = gemmc_grp_tile(u, rank, G, tiles_n, s_first, s_big, s_small, s_total);
+      if (part == 1 && tile.small) continue;  // a 64-row unit's empty second half (the producer passes it too)
       const int m0 = tile.m0, n0 = tile.n0;
       const int end = s_first[tile.g + 1];  // the group's end: no row at or past it is stored
       if (tile.small) {
@@ -449,6 +458,72 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_up_bf16_hopper_gr
         gemmc_fence_regs<64>(acc);
         if (kblocks > 0 && lane == 0) gemmc_mbar_release(empty0 + 8 * held);
         const int wg_row = m0, col_base = n0 + c * (BN / 2), valid = tile.dup ? 0 : min(64, end - wg_row);
+        if (c_by_tma && valid == 64) {
+          // Wholly inside the group: C sub-tiles through shared memory and TMA stores (clipped at N). The conditions are
+          // uniform over the warpgroup, so its barriers stay matched.
+#pragma unroll
+          for (int s = 0; s < (BN / 2) / C_SUB; ++s) {
+            const int col_s = col_base + s * C_SUB;
+            if (col_s >= N) continue;
+            const unsigned buf = c_bufs + (c_next % C_BUFFERS) * C_SUB_BYTES;
+            if (storer) gemmc_tma_store_read_wait<C_BUFFERS - 1>();  // the store that last read `buf` has read it
+            gemmc_warpgroup_sync(1 + c);
+#pragma unroll
+            for (int jj = 0; jj < C_SUB / 8; ++jj)
+#pragma unroll
+              for (int h2 = 0; h2 < 2; ++h2) {
+                const int j = s * (C_SUB / 8) + jj, r = 16 * warp + lane / 4 + 8 * h2;
+                float v0 = alpha_ * acc[4 * j + 2 * h2], v1 = alpha_ * acc[4 * j + 2 * h2 + 1];
+                // 128-byte swizzle: 16-byte chunk q of row r sits at chunk q ^ (r % 8)
+                const unsigned byte = (unsigned)(8 * jj + 2 * (lane % 4)) * (unsigned)sizeof(gemmc_c);
+                gemmc_put2_smem(buf + r * 128 + (((byte >> 4) ^ (r & 7)) << 4) + (byte & 15), v0, v1);
+              }
+            gemmc_fence_async_smem();
+            gemmc_warpgroup_sync(1 + c);
+            if (storer) gemmc_tma_store(&tma_c, buf, col_s, wg_row);
+            ++c_next;
+          }
+        } else if (valid > 0) {
+          // Crossing the group's end (or a C that TMA cannot describe): stores from the accumulators, rows below `end` only.
+          const long long row0 = (long long)wg_row + 16 * warp + lane / 4;
+          const int col0 = col_base + 2 * (lane % 4);
+#pragma unroll
+          for (int j = 0; j < (BN / 2) / 8; ++j)
+#pragma unroll
+            for (int h2 = 0; h2 < 2; ++h2)
+              gemmc_store2(C, N, row0 + 8 * h2, col0 + 8 * j, end, N, pairs, acc[4 * j + 2 * h2], acc[4 * j + 2 * h2 + 1],
+                           alpha_, beta_);
+        }
+
+
+      } else if (part >= 0) {  // half of a 128-row unit: 64 rows each by BN / 2 columns
+        float acc[64];
+#pragma unroll
+        for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+        int held = 0;  // the stage whose wgmma group may still be reading it
+        for (int kb = 0; kb < kblocks; ++kb) {
+          gemmc_mbar_wait(full0 + 8 * stage, phase);
+          gemmc_fence_regs<64>(acc);
+          gemmc_wg_fence();
+#pragma unroll
+          for (int ks = 0; ks < BK / 16; ++ks)
+            gemmc_wgmma_half(acc, a_desc + ((stage * A_BYTES + c * A_SMALL) >> 4) + ks * A_KSTEP,
+                   b_desc + ((stage * B_BYTES + part * B_HALF) >> 4) + ks * B_KSTEP);
+          gemmc_wg_commit();
+          gemmc_fence_regs<64>(acc);
+          gemmc_wg_wait<1>();  // the previous stage's group is done: hand that stage back
+          if (kb > 0 && lane == 0) gemmc_mbar_release(empty0 + 8 * held);
+          held = stage;
+          if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+
+        gemmc_wg_wait<0>();
+        gemmc_fence_regs<64>(acc);
+        if (kblocks > 0 && lane == 0) gemmc_mbar_release(empty0 + 8 * held);
+        const int wg_row = m0 + 64 * c, col_base = n0 + part * (BN / 2), valid = tile.dup ? 0 : min(64, end - wg_row);
         if (c_by_tma && valid == 64) {
           // Wholly inside the group: C sub-tiles through shared memory and TMA stores (clipped at N). The conditions are
           // uniform over the warpgroup, so its barriers stay matched.
