@@ -117,6 +117,7 @@ def test_graph_capture_replays(mode):
         graph = stream.end_capture()
     for c in Cs:
         c.fill_(float("nan"))
+    cp.cuda.Device().synchronize()  # the fills ran on torch's stream, which the non-blocking one does not wait for
     graph.launch(stream=stream)
     stream.synchronize()
     for k, a, b, c in zip(group.members, As, Bs, Cs, strict=True):
@@ -161,6 +162,7 @@ def test_auto_confirms_its_way_on_the_first_call(monkeypatch):
         graph = stream.end_capture()
     for c in Cs:
         c.fill_(float("nan"))
+    cp.cuda.Device().synchronize()  # the fills ran on torch's stream, which the non-blocking one does not wait for
     graph.launch(stream=stream)
     stream.synchronize()
     for k, a, b, c in zip(group.members, As, Bs, Cs, strict=True):

@@ -113,6 +113,7 @@ def test_graph_capture_replays_every_mode(mode, text):
 
     for c in Cs:
         c.fill(cp.nan)
+    cp.cuda.Device().synchronize()  # the fills ran on the default stream, which the non-blocking one does not wait for
     replay(As, Bs, Cs)
     for k, a, b, c in zip(group.members, As, Bs, Cs, strict=True):
         ref = a.astype(cp.float64) @ b.astype(cp.float64)

@@ -282,6 +282,7 @@ def test_no_tuning_inside_a_graph_capture(monkeypatch):
         kern([A], [B], [C])
         graph = stream.end_capture()
     assert kern.tuning is None
+    cp.cuda.Device().synchronize()  # C restored on the default stream, which the non-blocking one does not wait for
     graph.launch(stream)
     stream.synchronize()
     assert float(cp.linalg.norm(C - expect) / cp.linalg.norm(expect)) < 1e-5
