@@ -302,8 +302,6 @@ def summarise(rows: list[dict], seconds: float) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     p = harness.parser("concurrent", __doc__)
-    p.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
-    p.add_argument("--tag", default="", help="appended to the results file's name")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--only", help="only cases whose name contains this")
     p.add_argument("--budget", type=float, default=1e9, help="start no case after this many seconds of cases")

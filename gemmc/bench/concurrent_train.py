@@ -228,7 +228,7 @@ def fit(path: Path, write: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = harness.parser("concurrent_train", __doc__)
+    p = harness.parser("concurrent_train", __doc__, results=False)
     sub = p.add_subparsers(dest="command", required=True)
     m = sub.add_parser("measure", help="GPU: the GEMM set's speedups at every degree")
     m.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")

@@ -356,9 +356,7 @@ def graph_step(experts: int, tokens: int, n: int, k: int) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     parser = harness.parser("dynamic", __doc__)
-    parser.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
     parser.add_argument("--quick", action="store_true", help="two MoE cases, two routings, the 64-problem list")
-    parser.add_argument("--tag", default="", help="appended to the results file's name")
     parser.add_argument("--cases", default="", help="comma-separated indices into CASES (default: all)")
     parser.add_argument("--lists", default="", help="comma-separated list sizes (default: 64,512)")
     parser.add_argument("--huge-routings", default="uniform,half",

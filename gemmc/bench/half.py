@@ -128,8 +128,6 @@ def profile(size: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = harness.parser("half", __doc__)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
-    parser.add_argument("--tag", default="", help="appended to the results file's name")
     parser.add_argument("--profile", type=int, default=0, help="size: one call each between cudaProfilerStart/Stop")
     parser.add_argument("--no-variants", action="store_true", help="skip the raster-band variants at 8192^3")
     parser.add_argument("--ablate", default="epilogue,cluster",

@@ -34,10 +34,15 @@ def example(name: str) -> Path:
     raise FileNotFoundError(f"example schedule {name} is neither in the repository's examples/ nor in the package")
 
 
-def parser(suite: str, doc: str | None) -> argparse.ArgumentParser:
-    """A suite's command line: `gemmc bench <suite>` with its module docstring as the description."""
-    return argparse.ArgumentParser(prog=f"gemmc bench {suite}", description=doc,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+def parser(suite: str, doc: str | None, *, results: bool = True) -> argparse.ArgumentParser:
+    """A suite's command line: `gemmc bench <suite>` with its module docstring as the description and, for a suite
+    that writes a results file (`results`), its folder (`--out`) and a tag for its name (`--tag`)."""
+    p = argparse.ArgumentParser(prog=f"gemmc bench {suite}", description=doc,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    if results:
+        p.add_argument("--out", default=str(RESULTS), help="results folder (default: %(default)s)")
+        p.add_argument("--tag", default="", help="appended to the results file's name")
+    return p
 
 
 def gpu_short(name: str) -> str:

@@ -234,8 +234,6 @@ def per_call(fn: Callable[[], Any], calls: int, sync: Callable[[], Any]) -> tupl
 
 def main(argv: list[str] | None = None) -> None:
     parser = harness.parser("host_overhead", __doc__)
-    parser.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
-    parser.add_argument("--tag", default="", help="appended to the results files' names")
     parser.add_argument("--gpu", action="store_true", help="real CuPy arrays and torch tensors on the GPU")
     parser.add_argument("--profile", action="store_true", help="cProfile each case (top functions in the .txt)")
     parser.add_argument("--kinds", default="cupy,torch,cai")

@@ -126,13 +126,11 @@ def run_case(name: str, shapes, ablations: tuple[str, ...]) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     parser = harness.parser("irregular", __doc__)
-    parser.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
     parser.add_argument("--quick", action="store_true", help="fewer random cases")
     parser.add_argument("--no-ablations", action="store_true")
     parser.add_argument("--cases", default="", help="regular expression: run only the cases whose name matches")
     parser.add_argument("--ablations", default="uniform,loadbalanced,coordinated,loadbalanced-oldTLP",
                         help="comma-separated subset of the ablations to time")
-    parser.add_argument("--tag", default="", help="appended to the results file's name")
     args = parser.parse_args(argv)
     import torch
 

@@ -150,8 +150,6 @@ def case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], band
 
 def main(argv: list[str] | None = None) -> None:
     parser = harness.parser("moe_half", __doc__)
-    parser.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
-    parser.add_argument("--tag", default="", help="appended to the results file's name")
     parser.add_argument("--cases", default="", help="comma-separated indices into CASES (default: all)")
     parser.add_argument("--kinds", default=",".join(KINDS), help="routings (default: %(default)s)")
     args = parser.parse_args(argv)

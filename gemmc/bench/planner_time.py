@@ -20,8 +20,6 @@ COLUMNS = ("case", "batch", "tiles", "planner_us", "method")
 
 def main(argv: list[str] | None = None) -> None:
     parser = harness.parser("planner_time", __doc__)
-    parser.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
-    parser.add_argument("--tag", default="", help="appended to the results file's name")
     args = parser.parse_args(argv)
     kernel = gemmc.compile_string(irregular.schedule([(64, 64, 64)], "auto"))["irregular"]
     rows = []

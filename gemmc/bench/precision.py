@@ -75,8 +75,6 @@ def main(argv: list[str] | None = None) -> None:
     ap = harness.parser("precision", __doc__)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sizes", default="", help="MxNxK shapes, comma-separated")
-    ap.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
-    ap.add_argument("--tag", default="", help="appended to the results file's name")
     ap.add_argument("--modes", default="", help="comma-separated gemmc modes (default: all)")
     ap.add_argument("--no-triton", action="store_true")
     ap.add_argument("--triton-best", action="store_true",

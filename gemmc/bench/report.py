@@ -127,7 +127,7 @@ def irregular_plot(data: dict[str, Any], dst: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = harness.parser("report", __doc__)
+    parser = harness.parser("report", __doc__, results=False)
     parser.add_argument("files", nargs="*", type=Path,
                         help="results files (default: those the docs cite, DOCS_TABLES in gemmc/bench/report.py)")
     parser.add_argument("--newest", action="store_true", help="the newest results file of each suite instead")

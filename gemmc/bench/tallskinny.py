@@ -114,7 +114,6 @@ def crossover(n_values, dtypes, mk: int = 16384) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = harness.parser("tallskinny", __doc__)
-    parser.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", choices=("tsm2r", "tsm2l"), help="run one family's cases")
     parser.add_argument("--sizes", help="TSM2R m = k values, comma-separated (default 8192,16384,30720)")
@@ -162,7 +161,8 @@ def main(argv: list[str] | None = None) -> None:
         harness.log(f"{rows[-1]['case']} {rows[-1]['gemmc_tbs']:.2f} TB/s ({rows[-1]['of_roof']:.0%} of roof), "
                     f"cuBLAS {rows[-1]['cublas_tbs']:.2f}")
     cross = crossover(cross_n, cross_dtypes, args.cross_mk) if cross_n else []
-    tag = "-".join(([args.only] if args.only else []) + (["_".join(map(str, sizes))] if args.sizes else [])
+    tag = "-".join(([args.tag] if args.tag else []) + ([args.only] if args.only else [])
+                   + (["_".join(map(str, sizes))] if args.sizes else [])
                    + ([f"n{'_'.join(map(str, ns))}"] if args.ns else [])
                    + (["_".join(dtypes)] if args.dtypes != "f32,f64" else [])
                    + (["rowmajor"] if LAYOUT == "row" else []))

@@ -90,9 +90,7 @@ def case_inception() -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     parser = harness.parser("uniform", __doc__)
-    parser.add_argument("--out", default=str(harness.RESULTS), help="results folder (default: %(default)s)")
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--tag", default="", help="appended to the results file's name")
     args = parser.parse_args(argv)
     import torch
 
