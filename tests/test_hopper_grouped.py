@@ -49,9 +49,9 @@ def test_mixed_c_and_f16_and_the_tile_from_the_schedule():
 
 
 @pytest.mark.parametrize("text, target, code, words", [
-    ("dtype bf16 layout A col grouped M n 64 k 64 groups 8", "cuda sm_90", "E900", "reads A and writes C row-major"),
-    ("dtype bf16 grouped M n 64 k 36 groups 8", "cuda sm_90", "E900", "k 36: TMA reads rows of A of 72 bytes"),
-    ("dtype bf16 grouped M n 60 k 64 groups 8", "cuda sm_90", "E900", "n 60: TMA reads rows of row-major B"),
+    ("algorithm hopper_grouped dtype bf16 layout A col grouped M n 64 k 64 groups 8", "cuda sm_90", "E900", "reads A and writes C row-major"),
+    ("algorithm hopper_grouped dtype bf16 grouped M n 64 k 36 groups 8", "cuda sm_90", "E900", "k 36: TMA reads rows of A of 72 bytes"),
+    ("algorithm hopper_grouped dtype bf16 grouped M n 60 k 64 groups 8", "cuda sm_90", "E900", "n 60: TMA reads rows of row-major B"),
     ("dtype bf16 grouped M n 64 k 64 groups 2048", "cuda sm_90", "E201", "takes at most 1024 groups"),
     ("dtype bf16 precision f32 grouped M n 64 k 64 groups 8", "cuda sm_90", "E202", "not in f32"),
     ("dtype bf16 tile 128x192x64 grouped M n 64 k 64 groups 8", "cuda sm_90", "E202", "N in 256, 128"),
@@ -59,6 +59,16 @@ def test_mixed_c_and_f16_and_the_tile_from_the_schedule():
 def test_what_it_cannot_build_is_refused_with_the_reason(text, target, code, words):
     found = errors(text, target)
     assert any(c == code and words in m for c, m in found), found
+
+
+@pytest.mark.parametrize("text, why", [
+    ("dtype bf16 layout A col grouped M n 64 k 64 groups 8", "reads A and writes C row-major"),
+    ("dtype bf16 grouped M n 64 k 36 groups 8", "A's rows of k 36 (72 bytes)"),
+    ("dtype f16 grouped M n 60 k 64 groups 8", "row-major B's rows of n 60 (120 bytes)"),
+])
+def test_what_tma_cannot_read_runs_in_the_dynamic_family_and_says_why(text, why):
+    k = kernel(text)
+    assert k.ir.family == "dynamic" and any(why in note and "CUDA cores" in note for note in k.ir.notes), k.ir.notes
 
 
 def test_pipeline_depth_from_the_schedule():

@@ -7,8 +7,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.types import DType
+from gemmc.ir.types import DType, Layout
 from gemmc.model.tlp import ceil_div
+
+if TYPE_CHECKING:
+    from gemmc.ir.nodes import Kernel
 
 BM = 128  # two consumer warpgroups of 64 rows: wgmma's M is 64 per warpgroup
 SWIZZLE_BYTES = 128  # one row of the 128-byte swizzle, TMA's widest swizzled box row
@@ -21,6 +24,25 @@ MAX_STAGES = 8  # deeper buys nothing: 8 stages of 64 cover the TMA latency seve
 TILE_OVERHEAD = 32  # per tile, in columns of work (choose_tile_n)
 TMAP_DTYPE = {DType.F16: "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", DType.BF16: "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
               DType.F32: "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"}  # the standalone launchers' tensor-map element types
+
+
+TMA_ALIGN = 16  # bytes: TMA reads lines (global strides) and base addresses at 16-byte multiples
+
+
+def grouped_m_misfit(kernel: Kernel) -> str:
+    """Why a `grouped M` of bf16/f16 storage cannot run on this loop (the hopper_grouped family), or "" where it can:
+    A and C row-major (rows stacked by group), and the lines TMA reads in place (A's k, row-major B's n) 16-byte
+    multiples. The dynamic family computes the misfits in f32 on CUDA cores instead."""
+    dyn = kernel.dynamic
+    assert dyn is not None
+    if kernel.layout_a is not Layout.ROW or kernel.layout_c is not Layout.ROW:
+        return "it reads A and writes C row-major (rows stacked by group, as torch._grouped_mm)"
+    nbytes = kernel.dtype.nbytes
+    if (dyn.k * nbytes) % TMA_ALIGN:
+        return f"TMA reads A's rows of k {dyn.k} ({dyn.k * nbytes} bytes) at {TMA_ALIGN}-byte multiples only"
+    if kernel.layout_b is Layout.ROW and (dyn.n * nbytes) % TMA_ALIGN:
+        return f"TMA reads row-major B's rows of n {dyn.n} ({dyn.n * nbytes} bytes) at {TMA_ALIGN}-byte multiples only"
+    return ""
 
 
 def choose_tile_n(m: int, n: int, hw: Hardware, cluster: int, sizes: tuple[int, ...]) -> int:

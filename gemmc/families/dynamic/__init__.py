@@ -11,6 +11,7 @@ from gemmc.errors import Diagnostic, InternalError
 from gemmc.families.base import Claim, PlannerFamily
 from gemmc.families.dynamic import codegen, planner, steps
 from gemmc.families.dynamic.plan import DynamicPlan
+from gemmc.families.tma_loop import grouped_m_misfit
 from gemmc.ir.dynamic import Grouping
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel
@@ -35,11 +36,15 @@ class Dynamic(PlannerFamily):
         if dyn is None:
             return None
         if kernel.dtype.half:
+            why = ""
             if dyn.grouping is Grouping.M and hw.vendor == "cuda" and hw.arch == "sm_90":
-                return None  # the hopper_grouped family's (tensor cores)
+                misfit = grouped_m_misfit(kernel)
+                if not misfit:
+                    return None  # the hopper_grouped family's (tensor cores)
+                why = f" (the TMA + wgmma loop does not run it: {misfit})"
             return Claim.REQUIRED, (f"a batch sized at run time of dtype {kernel.dtypes}: a persistent kernel that "
                                     "schedules on the device, computing in f32 on CUDA cores (halves widened as they "
-                                    "are loaded)")
+                                    f"are loaded){why}")
         return Claim.REQUIRED, "the batch is sized at run time: a persistent kernel that schedules on the device"
 
     def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:

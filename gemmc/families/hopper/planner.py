@@ -14,7 +14,7 @@ from gemmc.families.hopper import calibration as cal
 from gemmc.families.hopper.plan import BK, BK_F32, BM, HopperPlan
 from gemmc.families.tensorcore.plan import SplitPlan
 from gemmc.families.tensorcore.split import split_plan
-from gemmc.families.tma_loop import MAX_STAGES, TILE_OVERHEAD
+from gemmc.families.tma_loop import MAX_STAGES, TILE_OVERHEAD, TMA_ALIGN
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, TileTable, WorkList
 from gemmc.ir.types import DType, Layout
@@ -26,7 +26,6 @@ TILE_N = (256, 192, 128, 64)  # wgmma N: multiples of 64 (N-major B arrives in 6
 # 128 of the 168 a thread of a 384-thread block gets at N = 128) beside A's parts, so N stays at 128 or below.
 TILE_N_F32 = (128, 64)
 BAND_TILES = 16  # raster band height in m-tiles: 16 x 8 tiles of 128 x 256 is about one H100 wave, near square
-TMA_ALIGN = 16  # bytes: TMA reads lines (global strides) and base addresses at 16-byte multiples
 CLUSTER_MIN_WAVES = cal.CLUSTER_MIN_WAVES.value  # clusters of 2 from this many waves (calibration.py)
 
 

@@ -13,6 +13,7 @@ from gemmc.errors import Diagnostic, InternalError
 from gemmc.families.base import Claim, PlannerFamily
 from gemmc.families.hopper_grouped import codegen, planner, steps
 from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
+from gemmc.families.tma_loop import TMA_ALIGN, grouped_m_misfit
 from gemmc.ir.dynamic import Grouping
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel
@@ -20,7 +21,6 @@ from gemmc.ir.types import AUTO, DType, Layout
 
 NAME = "hopper_grouped"
 TARGET = "sm_90"
-TMA_ALIGN = 16  # bytes: TMA reads lines (global strides) at 16-byte multiples
 
 
 class HopperGrouped(PlannerFamily):
@@ -34,8 +34,8 @@ class HopperGrouped(PlannerFamily):
     header = codegen.HEADER
 
     def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
-        if not runs_here(kernel, hw):
-            return None
+        if not runs_here(kernel, hw) or grouped_m_misfit(kernel):
+            return None  # the misfits are the dynamic family's (f32 on CUDA cores)
         return Claim.REQUIRED, (f"grouped M of dtype {kernel.dtypes} on cuda {TARGET}: a persistent TMA + wgmma "
                                 "kernel that schedules on the device")
 
@@ -45,6 +45,8 @@ class HopperGrouped(PlannerFamily):
                 return [Diagnostic("E202", f"algorithm {NAME} computes `grouped M` of bf16/f16 storage on target cuda "
                                    f"{TARGET}", kernel.where("algorithm"), "write `algorithm auto`")]
             return []
+        if kernel.algorithm != NAME and grouped_m_misfit(kernel):
+            return []  # auto: the dynamic family computes it (its claim says why); named: the errors below say why
         out: list[Diagnostic] = []
 
         def err(code: str, where: str, message: str, hint: str | None = None) -> None:

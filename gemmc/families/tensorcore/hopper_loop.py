@@ -6,11 +6,11 @@ data). Everything else stays here, and `inspect` says why."""
 
 from __future__ import annotations
 
+from gemmc.families.tma_loop import TMA_ALIGN
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 from gemmc.ir.types import AUTO, DType, Layout
 
-TMA_ALIGN = 16  # bytes: TMA reads lines (global strides) at 16-byte multiples
 TERMS = (1, 3)  # tf32 one pass and split tf32 x3
 HOPPER = "hopper"  # the family that runs the loop, which a schedule may also name
 
