@@ -49,9 +49,12 @@ def test_mixed_c_and_f16_and_the_tile_from_the_schedule():
 
 
 @pytest.mark.parametrize("text, target, code, words", [
-    ("algorithm hopper_grouped dtype bf16 layout A col grouped M n 64 k 64 groups 8", "cuda sm_90", "E900", "reads A and writes C row-major"),
-    ("algorithm hopper_grouped dtype bf16 grouped M n 64 k 36 groups 8", "cuda sm_90", "E900", "k 36: TMA reads rows of A of 72 bytes"),
-    ("algorithm hopper_grouped dtype bf16 grouped M n 60 k 64 groups 8", "cuda sm_90", "E900", "n 60: TMA reads rows of row-major B"),
+    ("algorithm hopper_grouped dtype bf16 layout A col grouped M n 64 k 64 groups 8", "cuda sm_90", "E900",
+     "reads A and writes C row-major"),
+    ("algorithm hopper_grouped dtype bf16 grouped M n 64 k 36 groups 8", "cuda sm_90", "E900",
+     "k 36: TMA reads rows of A of 72 bytes"),
+    ("algorithm hopper_grouped dtype bf16 grouped M n 60 k 64 groups 8", "cuda sm_90", "E900",
+     "n 60: TMA reads rows of row-major B"),
     ("dtype bf16 grouped M n 64 k 64 groups 2048", "cuda sm_90", "E201", "takes at most 1024 groups"),
     ("dtype bf16 precision f32 grouped M n 64 k 64 groups 8", "cuda sm_90", "E202", "not in f32"),
     ("dtype bf16 tile 128x192x64 grouped M n 64 k 64 groups 8", "cuda sm_90", "E202", "N in 256, 128"),
