@@ -64,6 +64,16 @@ def test_what_it_cannot_build_is_refused_with_the_reason(text, target, code, wor
     assert any(c == code and words in m for c, m in found), found
 
 
+def test_algorithm_hopper_grouped_names_the_family_the_planner_takes():
+    # the reference's `algorithm hopper_grouped`: the same kernel as auto, and where TMA cannot read the operands
+    # only the padding error, not a second one saying the family cannot compute a batch sized at run time
+    assert kernel("algorithm hopper_grouped dtype bf16 layout B col grouped M n 64 k 64 groups 8").ir.family == \
+        "hopper_grouped"
+    assert [c for c, _ in errors("algorithm hopper_grouped dtype bf16 grouped M n 64 k 36 groups 8")] == ["E900"]
+    assert errors("algorithm hopper_grouped dtype f32 grouped M n 64 k 64 groups 8") == [
+        ("E202", "algorithm hopper_grouped computes `grouped M` of bf16/f16 storage on target cuda sm_90")]
+
+
 @pytest.mark.parametrize("text, why", [
     ("dtype bf16 layout A col grouped M n 64 k 64 groups 8", "reads A and writes C row-major"),
     ("dtype bf16 grouped M n 64 k 36 groups 8", "A's rows of k 36 (72 bytes)"),

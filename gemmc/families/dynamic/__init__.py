@@ -72,7 +72,7 @@ class Dynamic(PlannerFamily):
         if dyn.max_groups > planner.MAX_GROUPS:
             err("E201", stmt, f"a batch sized at run time takes at most {planner.MAX_GROUPS} groups, not "
                 f"{dyn.max_groups}", "the scheduler keeps every group in shared memory")
-        if kernel.algorithm not in (AUTO, NAME):
+        if kernel.algorithm not in (AUTO, NAME, "hopper_grouped"):  # hopper_grouped checks its own claim
             err("E202", "algorithm", f"algorithm {kernel.algorithm} cannot compute a batch sized at run time",
                 "use algorithm auto (or dynamic)")
         if kernel.precision is not None and kernel.precision.tensor_core:
