@@ -111,7 +111,14 @@ class CompiledKernel:
 
         Plans are cached by the multiset of shapes: the batch is planned in sorted order, and a call passes its
         arrays in that order, so any permutation of a batch reuses one plan. A call of this kernel on such a batch
-        runs the same plan (its `tuning` is this one's). The planner's own cost is in `.planner_seconds`."""
+        runs the same plan (its `tuning` is this one's). The planner's own cost is in `.planner_seconds`.
+
+        Raises:
+            GemmcError: (E400) for a batch sized at run time (`grouped`), which has no plan per size."""
+        if self.ir.dynamic is not None:
+            raise GemmcError(f"plan_for: kernel '{self.name}' is a batch sized at run time ({self.ir.dynamic}): its "
+                             "tiles are derived on the device from each call's sizes, so there is no plan per size; "
+                             "`plan` shows its size classes")
         exe = self.executable.plan_for(shapes)
         kernel = self._replans.get(exe)
         if kernel is None:

@@ -54,6 +54,16 @@ def test_the_three_forms_lower_to_their_declaration():
         assert k.ir.problems == () and k.ir.family == "dynamic"
 
 
+def test_plan_for_refuses_a_batch_sized_at_run_time():
+    # it has no plan per size (the device derives the tiles): E400 naming the kernel, not a static re-plan of the
+    # grouped kernel (f32) or an error about tensor-core precisions (bf16 on the Hopper loop)
+    for text in (MOE, "kernel moe { dtype bf16 layout B col grouped M n 96 k 40 groups 24 }",
+                 "kernel moe { grouped list problems 8 }"):
+        with pytest.raises(gemmc.GemmcError) as info:
+            kernel_of(text).plan_for([(4, 4, 4)])
+        assert info.value.code == "E400" and "kernel 'moe' is a batch sized at run time" in str(info.value)
+
+
 def test_static_schedules_are_untouched():
     k = kernel_of("kernel s { gemm 64 x 64 x 64 }")
     assert k.ir.dynamic is None and k.ir.family == "simt"
