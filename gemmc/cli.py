@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import secrets
 import sys
@@ -144,10 +145,14 @@ def link(header: str) -> str:
     return " and link with -lcuda" if "-lcuda" in header else ""
 
 
-def write_svgs(schedule: str, target: str | None, dest: str) -> int:
-    """`inspect --svg DEST`: each kernel's picture into the folder DEST (an existing folder, or a path ending in /),
-    else the one kernel's to the file DEST, or to standard output for -."""
-    kernels = list(load(schedule, target))
+def write_svgs(schedule: str, target: str | None, dest: str, wanted: list[str] | None = None) -> int:
+    """`inspect --svg DEST`: each kernel's picture (those `--kernel` names, a group's by its members) into the folder
+    DEST (an existing folder, or a path ending in /), else the one kernel's to the file DEST, or to standard output
+    for -."""
+    prog = load(schedule, target)
+    if wanted:  # a group has no picture of its own: its members'
+        wanted = [*wanted, *(k.name for g in prog.groups if g.name in wanted for k in g.members)]
+    kernels = selected(prog, wanted)
     if dest.endswith(("/", os.sep)) or Path(dest).is_dir():
         drawn = [k for k in kernels if k.ir.dynamic is None]  # a batch sized at run time has no fixed plan
         if not drawn:
@@ -163,7 +168,8 @@ def write_svgs(schedule: str, target: str | None, dest: str) -> int:
         return 0
     if len(kernels) != 1:
         raise CommandError(f"--svg {printable(dest)}: this schedule has {len(kernels)} kernels ("
-                           + ", ".join(k.name for k in kernels) + "); give a folder (ending in /) for one file each")
+                           + ", ".join(k.name for k in kernels) + "); give a folder (ending in /) for one file each, "
+                           "or name one with --kernel")
     if dest == "-":
         sys.stdout.write(kernels[0].svg())
     else:
@@ -172,11 +178,27 @@ def write_svgs(schedule: str, target: str | None, dest: str) -> int:
     return 0
 
 
+def only(program: Program, wanted: list[str] | None) -> Program:
+    """The kernels and groups `--kernel` names, a group with its members (all of them without it); a name the
+    schedule lacks is an error."""
+    if not wanted:
+        return program
+    known = (*(k.name for k in program.kernels), *(g.name for g in program.groups))
+    missing = [name for name in wanted if name not in known]
+    if missing:
+        raise CommandError(f"--kernel {printable(missing[0])}: the schedule has no such kernel; it defines "
+                           + ", ".join(known))
+    groups = tuple(g for g in program.groups if g.name in wanted)
+    names = {*wanted, *(m for g in groups for m in g.members)}
+    return dataclasses.replace(program, kernels=tuple(k for k in program.kernels if k.name in names), groups=groups)
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
     if args.svg:
-        return write_svgs(args.schedule, args.target, args.svg)
+        return write_svgs(args.schedule, args.target, args.svg, args.kernel)
     text, filename = schedule_text(args.schedule)
     program = front_end(text, filename=filename, target=args.target)
+    shown = {k.name for k in only(program, args.kernel).kernels}
     seconds: dict[str, float] = {}
     if args.after == "all":  # one run, the program printed after each pass
 
@@ -184,18 +206,19 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             print(f"=== after {name} ===")
             if name == PASS_NAMES[-1]:  # groups are planned from their members' final plans
                 after = plan_groups(after)
-            print(format_program(after), end="")
+            print(format_program(only(after, args.kernel)), end="")
 
         run_pipeline(program, source=text, timings=seconds, observe=show, verify=args.verify)
     else:
         planned = run_pipeline(program, source=text, stop_after=args.after, timings=seconds, verify=args.verify)
         if args.after == PASS_NAMES[-1]:
             planned = plan_groups(planned)
-        print(format_program(planned), end="")
-    print("planner time: " + ", ".join(f"{k} {s * 1e3:.2f} ms" for k, s in seconds.items()) + "\n")
+        print(format_program(only(planned, args.kernel)), end="")
+    print("planner time: " + ", ".join(f"{k} {s * 1e3:.2f} ms" for k, s in seconds.items() if k in shown) + "\n")
     if args.source:
         for kernel in compile_string(text, filename=filename, target=args.target, verify=args.verify):
-            print(kernel.source)
+            if kernel.name in shown:
+                print(kernel.source)
     return 0
 
 
@@ -277,6 +300,7 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("--verify", action="store_true", help=VERIFY_HELP)
     i.add_argument("--target", help=TARGET_HELP)
     i.add_argument("--source", action="store_true", help="also print the generated kernel source")
+    i.add_argument("--kernel", action="append", help="only this kernel, or a group and its members (repeatable)")
     i.add_argument("--svg", metavar="PATH", help="draw each planned kernel (tiles, blocks, TLP, occupancy) as SVG "
                                                  "instead: into the folder PATH as <kernel>.svg (an existing folder, "
                                                  "or PATH ending in /), to the file PATH or, with -, to stdout")

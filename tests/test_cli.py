@@ -96,6 +96,32 @@ def test_inspect_after_an_unknown_pass_lists_the_passes():
             "(or all)") in proc.stderr
 
 
+def test_inspect_kernel_shows_the_named_kernels_and_a_group_with_its_members(tmp_path, capsys):
+    moe, pair = str(ROOT / "examples" / "moe_bf16.gs"), str(ROOT / "examples" / "concurrent_pair.gs")
+    assert cli.main(["inspect", moe, "--kernel", "moe_down_bf16"]) == 0
+    out = capsys.readouterr().out
+    assert "\nkernel moe_down_bf16\n" in out and "moe_up_bf16" not in out and "planner time: moe_down_bf16 " in out
+    assert cli.main(["inspect", pair, "--kernel", "pair"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"\n{what}" in out for what in ("kernel pair_dX\n", "kernel pair_dW\n", "group pair: 2 GEMM(s)"))
+    assert cli.main(["inspect", pair, "--kernel", "pair_dW"]) == 0
+    out = capsys.readouterr().out
+    assert "kernel pair_dW" in out and "pair_dX" not in out and "group pair" not in out
+    assert cli.main(["inspect", pair, "--kernel", "nope"]) == 1
+    assert "--kernel nope: the schedule has no such kernel; it defines pair_dX, pair_dW, pair" in capsys.readouterr().err
+
+
+def test_inspect_svg_of_one_kernel_of_several(tmp_path, capsys):
+    schedule, dest = str(ROOT / "examples" / "bf16_gemm.gs"), tmp_path / "one.svg"
+    assert cli.main(["inspect", schedule, "--svg", str(dest)]) == 1
+    assert "give a folder (ending in /) for one file each, or name one with --kernel" in capsys.readouterr().err
+    assert cli.main(["inspect", schedule, "--svg", str(dest), "--kernel", "f16_to_f32"]) == 0
+    assert dest.read_text().startswith("<svg") and "f16_to_f32" in dest.read_text()
+    assert cli.main(["inspect", str(ROOT / "examples" / "concurrent_pair.gs"), "--svg", f"{tmp_path}/pair/",
+                     "--kernel", "pair"]) == 0  # a group: its members' pictures
+    assert sorted(p.name for p in (tmp_path / "pair").iterdir()) == ["pair_dW.svg", "pair_dX.svg"]
+
+
 def test_verify_flag_checks_every_pass(tmp_path, monkeypatch, capsys):
     for command in (["compile", INCEPTION, "-o", str(tmp_path), "--verify"], ["inspect", INCEPTION, "--verify"]):
         assert cli.main(command) == 0
