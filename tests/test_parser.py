@@ -113,6 +113,17 @@ def test_errors_report_every_problem():
     assert [d.code for d in info.value.diagnostics] == ["E201", "E201", "E102"]
 
 
+@pytest.mark.parametrize("text, word", [("group g { gemm x 512 x 64 x 64 copies 4 }", "x"),
+                                        ("kernel auto { gemm 4 x 4 x 4 }", "auto"),
+                                        ("kernel k { batch { split 4 x 4 x 4 } }", "split")])
+def test_a_reserved_word_where_a_name_goes_says_so(text, word):
+    with pytest.raises(gemmc.GemmcError) as info:
+        gemmc.compile_string(text)
+    (d,) = info.value.diagnostics
+    assert d.code == "E100" and d.hint == f"'{word}' is a word of the language and cannot be a name " \
+        '(docs/LANGUAGE.md, "Reserved names")'
+
+
 # Error positions: lines are broken by \n, \r\n and \r only, in the parser and in the rendered line alike; form feeds,
 # vertical tabs and U+2028 are whitespace within a line (shown as a space); tabs are expanded to 8 columns in the
 # shown line and under it. The column in the header counts characters.

@@ -139,7 +139,10 @@ def _syntax_error(err: lark.exceptions.UnexpectedInput) -> Diagnostic:
         names = " or ".join(sorted(_token_name(e) for e in expected))
         found = _token_name(tok.type)
         found = found if found.startswith("'") else f"{found} '{text}'"
-        return Diagnostic("E100", f"expected {names}, found {found}", span)
+        hint = None
+        if "NAME" in expected and tok.type != "NAME" and text.isidentifier():  # `gemm x ...`, `kernel auto`
+            hint = f"'{text}' is a word of the language and cannot be a name (docs/LANGUAGE.md, \"Reserved names\")"
+        return Diagnostic("E100", f"expected {names}, found {found}", span, hint)
     return Diagnostic("E100", str(err).splitlines()[0], Span(line, col))
 
 
