@@ -40,8 +40,9 @@ wg_layout wg_tile wg_wait wgmma wgmma_half wgmma_tf32 widen
 """.split())
 
 # What the templates append to a kernel's entry symbol: its baked tables, its pre-pass kernel, its tensor-map encoder,
-# its offsets' validation kernel.
-ENTRY_SUFFIXES = ("_problems", "_block_offsets", "_tiles", "_prep", "_encode", "_validate")
+# its offsets' validation kernel, the standalone launcher's pointer-table fill (kernel, argument struct, chunk size).
+ENTRY_SUFFIXES = ("_problems", "_block_offsets", "_tiles", "_prep", "_encode", "_validate", "_fill", "_pointers",
+                  "_chunk")
 # What the launchers of a batch sized at run time append to the launcher's name: their other host functions.
 LAUNCHER_SUFFIXES = ("_grid", "_validate", "_workspace_bytes")
 
