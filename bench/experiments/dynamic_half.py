@@ -8,7 +8,8 @@ adds the dynamic family's kernel (`algorithm dynamic`: the halves widened to f32
 cases. Per case (experts, tokens, M, N) and routing (uniform, Zipf-skewed: gemmc.bench.dynamic.counts), a pool of 8
 draws is cycled call by call; device time per call from CUDA-graph replays of 100 calls, the median of 7 windows
 (gemmc.bench.dynamic.graph_seconds), both side by side on the same inputs (DESIGN.md protocol); error against float64
-on a sample of experts for both. Results: bench/results/dynamic/2026-11-27_h100_gradk.json.
+on a sample of experts for both. Results: bench/results/dynamic/2026-11-27_h100_gradk.json (and
+2026-11-27_h100_gradk-static.json: the same kernel with a static stride over the tiles instead of the tile counter).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from gemmc.ir.types import Layout
 from gemmc.runtime import dynamic as grouped  # the grouped forms' checks, stream and quick-path key
 from gemmc.runtime.args import NUMPY_DTYPES
 from gemmc.runtime.device import cupy, hardware
-from gemmc.runtime.dynamic_state import DynamicState
+from gemmc.runtime.dynamic_state import COUNTER_INTS, COUNTER_SLOTS, DynamicState
 from gemmc.runtime.streams import is_torch, launch_stream
 from gemmc.runtime.tma import ALIGN, TMAP, TMAP_BYTES, encode_tensor
 
@@ -36,13 +36,18 @@ _Map = ctypes.c_uint64 * (TMAP_BYTES // 8)  # a CUtensorMap by value
 
 class Args:
     """One checked call's kernel arguments (three tensor maps, c_by_tma, C, the ends, groups, rows, N, K, alpha,
-    beta; grouped K: M, N for N, K), stored where cuLaunchKernel reads them."""
+    beta; grouped K: M, N for N, K, and the tile counters), stored where cuLaunchKernel reads them."""
 
     def __init__(self, maps: tuple[Any, Any, Any], c_by_tma: int, c: int, ends_ptr: int, groups: int, rows: int,
-                 n: int, k: int, alpha: float, beta: float):
-        self.values = [*(_Map.from_buffer_copy(m.tobytes()) for m in maps), ctypes.c_int32(c_by_tma),
-                       ctypes.c_uint64(c), ctypes.c_uint64(ends_ptr), ctypes.c_int32(groups), ctypes.c_int64(rows),
-                       ctypes.c_int32(n), ctypes.c_int32(k), ctypes.c_float(alpha), ctypes.c_float(beta)]
+                 n: int, k: int, alpha: float, beta: float, counters: bool = False):
+        self.values: list[Any] = [
+            *(_Map.from_buffer_copy(m.tobytes()) for m in maps), ctypes.c_int32(c_by_tma), ctypes.c_uint64(c),
+            ctypes.c_uint64(ends_ptr), ctypes.c_int32(groups), ctypes.c_int64(rows), ctypes.c_int32(n),
+            ctypes.c_int32(k), ctypes.c_float(alpha), ctypes.c_float(beta)]
+        # grouped K: the tile counters of the launch's stream, set before each launch (DynamicState.counter)
+        self.counter = ctypes.c_uint64(0) if counters else None
+        if self.counter is not None:
+            self.values.append(self.counter)
         self.params = (ctypes.c_void_p * len(self.values))(*(ctypes.addressof(v) for v in self.values))
         self.address = ctypes.addressof(self.params)
 
@@ -73,6 +78,8 @@ def state(kernel: Executable) -> GroupedTmaState:
     st = GroupedTmaState(fn, grouped.compiled(kernel, rendered.entry + "_validate"), plan.grid(hardware().sm_count), 0,
                          plan.dynamic_smem_bytes, plan.threads, func=int(fn.kernel.ptr))
     st.baked = kernel.ir.alpha is not None and kernel.ir.beta is not None
+    if plan.grouped_k:  # its blocks claim tiles from counters, a pair per stream, zeroed once (launches leave them 0)
+        st.counters = cupy().zeros(COUNTER_SLOTS * COUNTER_INTS, dtype=np.int32)
     kernel.dynamic = st
     return st
 
@@ -90,6 +97,8 @@ def _key(A: Any, B: Any, C: Any, offsets: Any) -> tuple | None:
 def _launch(st: GroupedTmaState, args: Args, stream: int) -> None:
     from cupy.cuda import driver  # type: ignore[import-not-found]
 
+    if args.counter is not None:
+        args.counter.value = st.counter(stream)
     driver.launchKernel(st.func, st.grid, 1, 1, st.block, 1, 1, st.smem, stream, args.address, 0)
 
 
@@ -204,6 +213,7 @@ def _launch_k(kernel: Executable, st: GroupedTmaState, plan: HopperGroupedPlan, 
     c_by_tma = (n * c_bytes) % ALIGN == 0 and c.ptr % ALIGN == 0
     map_c = (encode_tensor(ir.c_dtype, c.ptr, (n, groups * m), (n * c_bytes,), plan.c_box) if c_by_tma
              else np.zeros(1, dtype=TMAP))
-    args = Args((map_a, map_b, map_c), int(c_by_tma), c.ptr, o.ptr, groups, rows, m, n, float(alpha_), float(beta_))
+    args = Args((map_a, map_b, map_c), int(c_by_tma), c.ptr, o.ptr, groups, rows, m, n, float(alpha_), float(beta_),
+                counters=True)
     _remember(st, key, *scalars, args)
     _launch(st, args, on.ptr)

@@ -116,7 +116,8 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
                 f"{self.bn} each (wgmma m64n{self.bn}k16, A and B transposed), setmaxnreg {self.consumer_regs}",
                 f"scheduler: persistent grid of one block per SM; every block derives the groups' k ranges from the "
                 f"clamped ends and orders the groups longest first ({self.sched_smem} B of shared memory for up to "
-                f"{self.max_groups} groups); block b takes tile b of every round of tiles, in reverse on odd rounds",
+                f"{self.max_groups} groups); block b takes tile b, then claims the next from a counter in the "
+                "workspace (longest processing time first)",
                 "k edges: the k-rows of a group's last k-tile past its end zeroed in shared memory before the wgmma "
                 "(the next group's rows never enter a product); a group of no rows stores beta * C",
                 f"C: G x M x N, 64-row sub-tiles inside their group through {C_BUFFERS} shared-memory buffers of "

@@ -95,8 +95,9 @@ def notes_k(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> tuple[str,
             "groups' k ranges derived on the device (no host sync, no re-planning, no compile per size)",
             f"hopper_grouped: tile N {plan.bn} by the hopper family's waves model at {dyn.max_groups} groups of m "
             f"{dyn.m} and n {dyn.n} (N in {', '.join(map(str, TILE_N))}): {tiles} tiles a group",
-            "hopper_grouped: groups ordered longest first, block b taking tile b of each round of tiles and tile "
-            "blocks - 1 - b of every other round, so that groups of unequal depth spread over the blocks",
+            "hopper_grouped: tiles numbered with the groups longest first; block b takes tile b, then claims the next "
+            "from a counter (longest processing time first: with skewed routings a static stride leaves blocks idle "
+            "for up to a long group's tile, 1.05-1.27x slower on the Zipf steps of bench/experiments/dynamic_half.py)",
             "hopper_grouped: A (X^T) and B read M- and N-major through 2-D tensor maps over the reduction's rows; a "
             "group's k-tiles start at its first row (TMA coordinates are elements, no alignment), and the k-rows of "
             "its last k-tile past its end are zeroed in shared memory before the wgmma",
