@@ -274,3 +274,28 @@ def test_cpp_launcher_runs_and_is_captured_in_a_graph(tmp_path):
         graph.replay()
         t.cuda.synchronize()
         assert rel(C, reference(X, dY, C, starts_of(sizes), 1.0, 0.0)) < TOL["bfloat16"], f"replay {trial}"
+
+
+def test_cupy_float16_arrays():
+    """CuPy float16 arrays (A a transposed view of X), C in f32 with runtime alpha and beta."""
+    torch()
+    import cupy as cp
+
+    m, n, sizes = 136, 72, [5, 0, 130, 67]
+    kern = kernel(F16, m=m, n=n)
+    rows = sum(sizes)
+    rng = cp.random.default_rng(9)
+    X = rng.standard_normal((rows, m), dtype=cp.float32).astype(cp.float16)
+    dY = rng.standard_normal((rows, n), dtype=cp.float32).astype(cp.float16)
+    C = rng.standard_normal((len(sizes), m, n), dtype=cp.float32)
+    C0 = C.copy()
+    kern(X.T, dY, C, offsets=cp.asarray(np.cumsum(sizes), dtype=cp.int32), alpha=0.5, beta=2.0)
+    cp.cuda.runtime.deviceSynchronize()
+    starts = starts_of(sizes)
+    Xd, dYd = cp.asnumpy(X).astype(np.float64), cp.asnumpy(dY).astype(np.float64)
+    ref = 2.0 * cp.asnumpy(C0).astype(np.float64)
+    for g in range(len(sizes)):
+        s, e = int(starts[g]), int(starts[g + 1])
+        ref[g] += 0.5 * Xd[s:e].T @ dYd[s:e]
+    got = cp.asnumpy(C).astype(np.float64)
+    assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < TOL["float32"] * 50

@@ -97,7 +97,7 @@ def notes_k(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> tuple[str,
             f"{dyn.m} and n {dyn.n} (N in {', '.join(map(str, TILE_N))}): {tiles} tiles a group",
             "hopper_grouped: tiles numbered with the groups longest first; block b takes tile b, then claims the next "
             "from a counter (longest processing time first: with skewed routings a static stride leaves blocks idle "
-            "for up to a long group's tile, 1.05-1.27x slower on the Zipf steps of bench/experiments/dynamic_half.py)",
+            "for up to a long group's tile, 1.03-1.27x slower on the Zipf steps of bench/experiments/dynamic_half.py)",
             "hopper_grouped: A (X^T) and B read M- and N-major through 2-D tensor maps over the reduction's rows; a "
             "group's k-tiles start at its first row (TMA coordinates are elements, no alignment), and the k-rows of "
             "its last k-tile past its end are zeroed in shared memory before the wgmma",
