@@ -108,7 +108,8 @@ def test_inspect_kernel_shows_the_named_kernels_and_a_group_with_its_members(tmp
     out = capsys.readouterr().out
     assert "kernel pair_dW" in out and "pair_dX" not in out and "group pair" not in out
     assert cli.main(["inspect", pair, "--kernel", "nope"]) == 1
-    assert "--kernel nope: the schedule has no such kernel; it defines pair_dX, pair_dW, pair" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--kernel nope: the schedule has no such kernel; it defines pair_dX, pair_dW, pair" in err
 
 
 def test_inspect_svg_of_one_kernel_of_several(tmp_path, capsys):

@@ -72,6 +72,33 @@ def test_example_schedules_named_in_the_docs_compile(schedule: str):
         assert kernel.standalone and kernel.header
 
 
+def _shown_schedules() -> list[tuple[str, str]]:
+    """Every schedule the docs show inline (a code block with a `kernel name {` or `group name {`; the grammar's
+    summary, which writes `kernel NAME {`, is not one): the page and the text."""
+    shown = []
+    for page in PAGES:
+        fence: str | None = None  # the open block's language ("" for none), None outside a block
+        lines: list[str] = []
+        for line in page.read_text().splitlines():
+            if line.startswith("```"):
+                if fence is None:
+                    fence, lines = line[3:].strip(), []
+                    continue
+                body = "\n".join(lines)
+                if fence == "" and re.search(r"^\s*(kernel|group) [a-z]\w* \{", body, re.M):
+                    shown.append((page.name, body))
+                fence = None
+            elif fence is not None:
+                lines.append(line)
+    return shown
+
+
+@pytest.mark.parametrize(("page", "text"), _shown_schedules(),
+                         ids=[p + ": " + re.findall(r"(?:kernel|group) (\w+) \{", t)[0] for p, t in _shown_schedules()])
+def test_schedules_shown_in_the_docs_compile(page: str, text: str):
+    assert list(gemmc.compile_string(text, filename=page)), f"{page} shows a schedule with nothing in it"
+
+
 def _shown_commands() -> list[tuple[str, str, list[str]]]:
     """Every `$ gemmc compile|inspect ...` block of the docs: the page, the command, the output lines it shows."""
     shown = []
