@@ -98,7 +98,8 @@ class CompiledKernel:
 
     @property
     def shapes(self) -> tuple[tuple[int, int, int], ...]:
-        """(M, N, K) of every problem in batch order."""
+        """(M, N, K) of every problem in batch order; empty for a batch sized at run time (`grouped`), whose sizes
+        come with each call."""
         return tuple((p.m, p.n, p.k) for p in self.ir.problems) * (self.ir.count or 1)
 
     def svg(self) -> str:

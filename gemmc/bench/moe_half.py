@@ -1,6 +1,6 @@
-"""Mixture-of-experts steps in bf16 with the routing redrawn every call (issues 24 and 25): gemmc's `grouped M` on the
+"""Mixture-of-experts steps in bf16 with the routing redrawn every call: gemmc's `grouped M` on the
 Hopper TMA + wgmma loop (the hopper_grouped family) against torch._grouped_mm with device offsets, in one process, on
-the same inputs (DESIGN.md protocol). GPU machine only (sm_90):
+the same inputs (the protocol of docs/PERFORMANCE.md). GPU machine only (sm_90):
 
     python -m gemmc.bench moe_half [--cases 0,1] [--kinds uniform,zipf]
 
