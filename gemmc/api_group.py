@@ -102,8 +102,9 @@ class CompiledGroup:
         return CompiledKernel.of(exe)
 
     def with_mode(self, mode: str, degree: int = 1, kernels: str = "go") -> CompiledGroup:
-        """The same group run another way: mode "sequential", "streams" (with `degree`) or "fused" (benchmarks
-        and tests time every mode on the same inputs). The tuning already measured is shared."""
+        """The same group run another way: mode "sequential", "streams" (with `degree`, and `kernels` "go" for the
+        members' GO-kernels or "isolated" for their own kernels) or "fused" (benchmarks and tests time every mode on
+        the same inputs). The tuning already measured is shared."""
         m = Mode(mode)
         if m is Mode.FUSED and self.group_plan.fused is None:
             raise ValueError(f"group {self.name} cannot run fused: " + "; ".join(self.group_plan.notes))
