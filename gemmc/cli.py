@@ -289,7 +289,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--target", help=TARGET_HELP)
     c.add_argument("--kernel", action="append", help="only this kernel or group (repeatable)")
     c.add_argument("--verify", action="store_true", help=VERIFY_HELP)
-    c.set_defaults(fn=cmd_compile)
+    c.set_defaults(fn=cmd_compile, usage_of=c)
 
     i = sub.add_parser("inspect", help="print the IR after a pass and what the passes decided", epilog=EXIT_CODES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -304,7 +304,7 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("--svg", metavar="PATH", help="draw each planned kernel (tiles, blocks, TLP, occupancy) as SVG "
                                                  "instead: into the folder PATH as <kernel>.svg (an existing folder, "
                                                  "or PATH ending in /), to the file PATH or, with -, to stdout")
-    i.set_defaults(fn=cmd_inspect)
+    i.set_defaults(fn=cmd_inspect, usage_of=i)
 
     r = sub.add_parser("run", help="(GPU) run every kernel on random inputs, compare with float64, time it",
                        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -316,7 +316,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--no-time", action="store_true", help="check only, do not time")
     r.add_argument("--target", help=TARGET_HELP)
     r.add_argument("--kernel", action="append", help="only this kernel, or a group's members (repeatable)")
-    r.set_defaults(fn=cmd_run)
+    r.set_defaults(fn=cmd_run, usage_of=r)
 
     # listed here for --help; main() hands everything after `bench` to gemmc.bench, which parses it
     sub.add_parser("bench", help="(GPU) run a benchmark suite, or `report` the docs' tables and plots: gemmc bench "
@@ -335,7 +335,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:
         return cmd_bench(argv[1:])
-    args = parser().parse_args(argv)
+    args, unknown = parser().parse_known_args(argv)
+    if unknown:  # the command's usage, not gemmc's: `gemmc inspect s.gs --kernal k` shows inspect's options
+        args.usage_of.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         code = args.fn(args)
         sys.stdout.flush()  # here, where a closed pipe is caught, not at the interpreter's exit

@@ -123,6 +123,13 @@ def test_inspect_svg_of_one_kernel_of_several(tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path / "pair").iterdir()) == ["pair_dW.svg", "pair_dX.svg"]
 
 
+def test_an_unknown_option_shows_the_commands_usage():
+    proc = gemmc("inspect", INCEPTION, "--kernal", "inception3")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("usage: gemmc inspect ") and "[--kernel KERNEL]" in proc.stderr
+    assert proc.stderr.endswith("gemmc inspect: error: unrecognized arguments: --kernal inception3\n")
+
+
 def test_verify_flag_checks_every_pass(tmp_path, monkeypatch, capsys):
     for command in (["compile", INCEPTION, "-o", str(tmp_path), "--verify"], ["inspect", INCEPTION, "--verify"]):
         assert cli.main(command) == 0
