@@ -41,6 +41,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "grouping": dyn.grouping.value,
         "dynamic_summary": str(dyn),
         "max_groups": plan.max_groups,
+        "parts": plan.parts,
         "sort_groups": SORT_GROUPS,
         "max_rows": dyn.max_rows,
         "int32_max": INT32_MAX,

@@ -18,7 +18,7 @@ import numpy as np
 from gemmc.errors import Diagnostic, GemmcError
 from gemmc.families.dynamic import calibration as cal
 from gemmc.families.dynamic import scheduler
-from gemmc.families.dynamic.plan import DynamicPlan, SizeClass
+from gemmc.families.dynamic.plan import SPLIT_GROUPS, DynamicPlan, SizeClass
 from gemmc.families.simt import tiling
 from gemmc.families.simt.plan import SimtPlan, SimtVariant, micro_tile
 from gemmc.families.simt.planner import bound_blocks, check_variants, explicit_variant
@@ -113,7 +113,7 @@ def plan(kernel: Kernel, hw: Hardware) -> DynamicPlan:
                                                     else [(0, 0, 0)], strict=True))
     result = DynamicPlan(grouping=kernel.dynamic.grouping, tiles=tiles, classes=classes, levels=names,
                          max_groups=kernel.dynamic.max_groups, tlp_threshold=kernel.tlp_threshold or 0,
-                         blocks_per_sm=1)
+                         blocks_per_sm=1, parts=2 if kernel.dynamic.max_groups <= SPLIT_GROUPS else 1)
     occ = occupancy(hw, result.threads, result.regs_estimate, result.smem_bytes)
     return dataclasses.replace(result, blocks_per_sm=max(occ.blocks_per_sm, 1))
 
