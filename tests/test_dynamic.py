@@ -230,6 +230,16 @@ def test_half_height_rows_are_numbered_after_every_whole_row():
     assert single.sched_smem < 48 * 1024 and plan.sched_smem < single.sched_smem
 
 
+def test_the_launcher_opts_in_where_static_and_dynamic_shared_memory_pass_the_default():
+    """The scheduler's static arrays count against the 48 KiB a block gets without opting in, beside the tiles'."""
+    for groups, opts in ((24, False), (1024, True), (2000, True)):
+        k = kernel_of(MOE.replace("groups 24", f"groups {groups}"))
+        plan = k.ir.plan
+        assert isinstance(plan, DynamicPlan)
+        assert (plan.smem_bytes > 48 * 1024) is opts and plan.tile_smem < 48 * 1024
+        assert ("FuncAttributeMaxDynamicSharedMemorySize" in k.standalone) is opts
+
+
 def test_bad_ends_are_clamped_inside_the_rows():
     ends = np.array([5, 3, -4, 12, 9, 40, 2])
     starts = scheduler.clamped_starts(ends, 20)
