@@ -518,8 +518,8 @@ __device__ __forceinline__ long long gemmc_dyn_position_tiles(int j, int G, cons
 // launch's level cap, an inclusive prefix sum of tiles per part of a group in shared memory. Block b then computes
 // tile b and takes the next unclaimed tile from counter[0] until none is left, with the SIMT tile function (edge tiles
 // of the group's last row and column with their half variants); the last block to finish sets both counters back to
-// 0, so the next launch on the stream finds them zeroed. The grid comes from the SM count and the occupancy, never from the
-// sizes. `group_end`: cumulative group ends (grouped forms); `problems`: the list form's table; `counter`: two int32
+// 0, so the next launch on the stream finds them zeroed. The grid comes from the SM count and the occupancy, never
+// from the sizes. `group_end`: cumulative group ends (grouped forms); `problems`: the list form's table; `counter`: two int32
 // of the workspace, zero before the launch.
 extern "C" __global__ void __launch_bounds__(256, 1) gemmc_moe_up_dynamic_f32_rcr(
     const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
