@@ -216,7 +216,7 @@ def model_parts(plan: DynamicPlan, m: int, n: int, v: int) -> list[list[tuple[in
 
 def test_half_height_rows_are_numbered_after_every_whole_row():
     """The longest-first order over all tiles: every group's whole-height tiles, then the half-height last rows, so
-    that the blocks claim the shortest tiles last (E32 T8192: bench/results/dynamic/2026-11-27_h100_order.json)."""
+    that the blocks claim the shortest tiles last (`grouped M` alone: calibration.PARTS)."""
     plan = kernel_of(MOE.replace("n 96", "n 256")).ir.plan
     assert isinstance(plan, DynamicPlan) and plan.parts == 2
     m, n = np.array([300, 256, 40, 320]), np.full(4, 256)
@@ -228,6 +228,9 @@ def test_half_height_rows_are_numbered_after_every_whole_row():
     single = kernel_of(MOE.replace("groups 24", "groups 2000")).ir.plan
     assert isinstance(single, DynamicPlan) and single.parts == 1, "past SPLIT_GROUPS one part a group"
     assert single.sched_smem < 48 * 1024 and plan.sched_smem < single.sched_smem
+    for text in ("kernel l { grouped list problems 40 }", "kernel w { grouped K m 64 n 64 groups 24 }"):
+        other = kernel_of(text).ir.plan
+        assert isinstance(other, DynamicPlan) and other.parts == 1, "depths that differ by group: one part"
 
 
 def test_the_launcher_opts_in_where_static_and_dynamic_shared_memory_pass_the_default():

@@ -21,11 +21,12 @@ SCAN_WORDS = 8  # bytes per thread of the block-wide scan (long long)
 # Groups the device scheduler sorts by tile cost (largest first): each thread counts, for its groups, the larger keys
 # among all groups, so the work grows with the square of the groups; 1024 groups take 4096 comparisons a thread.
 SORT_GROUPS = 1024
-# Groups up to which every group's tiles are numbered in two parts (PARTS): its whole-height rows of tiles, and its
-# last row where that needs at most half a tile's height, after every group's first part. The half-height tiles are
-# the shortest, so the blocks claim them last and fill the last wave with them (the longest-first order of the
-# static plan over all tiles, not group by group). The scheduler keeps a position per part in shared memory: past
-# this bound one part per group keeps 11 bytes a group within the static 48 KiB.
+# Groups up to which a `grouped M` kernel numbers every group's tiles in two parts (DynamicPlan.parts): its
+# whole-height rows of tiles, and its last row where that needs at most half a tile's height, after every group's
+# first part. Every group has the same depth k there, so the half-height tiles are the shortest whatever the group:
+# the blocks claim them last and fill the last wave with them (the static plan's longest-first order over all tiles,
+# not group by group; calibration.PARTS). The scheduler keeps a position per part in shared memory: past this bound
+# one part per group keeps 11 bytes a group within the static 48 KiB.
 SPLIT_GROUPS = 1024
 
 

@@ -369,7 +369,7 @@ __host__ __device__ inline long long gemmc_dyn_tiles(long long m, long long n, i
 // Parts of a group's tile numbering. With 2, part 0 holds the group's whole-height rows of tiles and part 1 its last
 // row where that needs at most half the height; every group's part 1 is numbered after all groups' part 0, so the
 // shortest tiles are claimed last and fill the last wave (the static plan's longest-first order over all tiles).
-constexpr int GEMMC_DYN_PARTS = 2;
+constexpr int GEMMC_DYN_PARTS = 1;
 
 // The tiles of part `part` of a group's variant-v tiles over m x n outputs; *first: the group-local index (n fastest)
 // of the part's first tile.
