@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gemmc.api import CompiledKernel, CompiledProgram, compile_file, compile_string, front_end, read_schedule
 from gemmc.concurrent.plan import plan_groups
-from gemmc.errors import GemmcError, NoGpuError, printable
+from gemmc.errors import Diagnostic, GemmcError, NoGpuError, printable
 from gemmc.ir.printer import format_program
 from gemmc.ir.program import Program
 from gemmc.passes import PASS_NAMES, run_pipeline
@@ -155,8 +155,13 @@ def write_svgs(schedule: str, target: str | None, dest: str, wanted: list[str] |
     kernels = selected(prog, wanted)
     if dest.endswith(("/", os.sep)) or Path(dest).is_dir():
         drawn = [k for k in kernels if k.ir.dynamic is None]  # a batch sized at run time has no fixed plan
-        if not drawn:
+        if len(kernels) == 1 and not drawn:
             kernels[0].svg()  # raises the error that says why
+        if not drawn:
+            raise GemmcError(Diagnostic("E900", ", ".join(k.name for k in kernels)
+                                        + " are batches sized at run time: their tiles are derived on the device "
+                                        "from each call's sizes, so there is no plan to draw",
+                                        hint="`gemmc inspect` prints their size classes"))
         Path(dest).mkdir(parents=True, exist_ok=True)
         for kernel in kernels:
             if kernel not in drawn:

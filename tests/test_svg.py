@@ -212,6 +212,7 @@ def test_a_batch_sized_at_run_time_is_refused_with_a_reason_not_a_crash(tmp_path
     assert err.value.code == "E900"
     proc = gemmc_cli("inspect", str(ROOT / "examples" / "moe.gs"), "--svg", str(tmp_path / "moe") + "/")
     assert proc.returncode == 1 and "E900" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert "moe_up, moe_wgrad, varlen are batches sized at run time: their tiles" in proc.stderr
     mixed = tmp_path / "mixed.gs"
     mixed.write_text("kernel up { grouped M n 64 k 64 groups 4 }\nkernel one { gemm 64 x 64 x 64 }\n")
     proc = gemmc_cli("inspect", str(mixed), "--svg", str(tmp_path / "mixed") + "/")
