@@ -56,7 +56,7 @@ def kernel_diagnostics(kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
             f"C is {kernel.dtype.value} (the accumulators rounded) or f32 (as accumulated)")
     elif not kernel.dtype.half and c_type is not kernel.dtype:
         err("E202", "dtype", f"C cannot be {c_type.value} when A and B are {kernel.dtype.value}",
-            f"{kernel.dtype.value} data writes a {kernel.dtype.value} C; a separate C type is for bf16/f16 A and B")
+            f"{kernel.dtype.value} data writes C in {kernel.dtype.value}; a separate C type is for bf16/f16 A and B")
     if kernel.threads is not None:
         if kernel.threads % hw.warp_size:
             err("E301", "threads", f"threads {kernel.threads} is not a multiple of the warp size ({hw.warp_size})",
