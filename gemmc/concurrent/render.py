@@ -135,8 +135,8 @@ def render_group(group: Group, members: dict[str, Kernel], hw: Hardware,
         "fit_degrees": [c.degree if c.fit else 0 for c in plan.choices], "max_degree": MAX_AUTO_DEGREE,
         "fixed_degree": fixed if fixed is not None else 0,
         "degree_rule": ("the smallest degree the predictor gives any of its GEMMs with copies (and the fit rule "
-                        "any without), clamped to the group's size and to kMaxDegree and rounded down to a tuned "
-                        "degree" if fixed is None
+                        f"any without), clamped to the group's size and to {MAX_AUTO_DEGREE} and rounded down to a "
+                        "tuned degree" if fixed is None
                         else f"fixed at {fixed} by the schedule and the planner"
                         if group.mode is not Mode.AUTO or plan.mode is Mode.FUSED
                         else f"fixed at {fixed} by the planner ({plan.model})"),

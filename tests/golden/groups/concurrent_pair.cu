@@ -928,7 +928,7 @@ static Pool& pool() {
 
 }  // namespace gemmc_pair_detail
 
-// How many GEMMs of the group run at once: the smallest degree the predictor gives any of its GEMMs with copies (and the fit rule any without), clamped to the group's size and to kMaxDegree and rounded down to a tuned degree.
+// How many GEMMs of the group run at once: the smallest degree the predictor gives any of its GEMMs with copies (and the fit rule any without), clamped to the group's size and to 8 and rounded down to a tuned degree.
 extern "C" int gemmc_pair_degree(void) {
   using namespace gemmc_pair_detail;
   int degree = kGemms < kMaxDegree ? kGemms : kMaxDegree;

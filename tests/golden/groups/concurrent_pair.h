@@ -13,7 +13,7 @@ cudaError_t gemmc_pair(const void* const* A, const void* const* B, void* const* 
 // Creates the launcher's streams and events; call it once outside a graph capture (the first call does otherwise).
 cudaError_t gemmc_pair_prepare(void);
 
-// How many of the group's GEMMs run at once (the smallest degree the predictor gives any of its GEMMs with copies (and the fit rule any without), clamped to the group's size and to kMaxDegree and rounded down to a tuned degree).
+// How many of the group's GEMMs run at once (the smallest degree the predictor gives any of its GEMMs with copies (and the fit rule any without), clamped to the group's size and to 8 and rounded down to a tuned degree).
 int gemmc_pair_degree(void);
 
 #ifdef __cplusplus
