@@ -16,3 +16,10 @@ kernel f16_to_f32 {
   beta   runtime
   gemm   4096 x 14336 x 4096
 }
+
+# A GEMM of few output tiles (a 4096 x 128 output is 64 tiles of 128 x 64 on 132 SMs): clusters of 2 blocks split
+# each tile's K and add their partial sums through distributed shared memory.
+kernel gate_split_k {
+  dtype bf16
+  gemm  4096 x 128 x 1024
+}

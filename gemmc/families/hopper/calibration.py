@@ -19,3 +19,17 @@ CLUSTER_MIN_WAVES = Measured(
         "held (cluster 2 ahead at 16384^3, 664 vs 642).",
     sources=(HALF_TMA_STORE, HALF),
 )
+
+SPLIT = "bench/results/half/2026-11-27_h100_fewtile.json"  # split K against one block per tile, shapes of few tiles
+
+SPLIT_KBLOCKS = Measured(
+    3, H100,
+    why="PROVISIONAL",
+    sources=(SPLIT,),
+)
+
+MIN_SLICE_KBLOCKS = Measured(
+    2, H100,
+    why="PROVISIONAL",
+    sources=(SPLIT,),
+)
