@@ -100,13 +100,14 @@ def test_planner_choices(size, bn, cluster, stages):
 
 
 @pytest.mark.parametrize(("size", "bn", "ksplit", "stages"), [
-    ((4096, 64, 1024), 64, 3, 7), ((4096, 128, 1024), 64, 2, 7), ((512, 1024, 1024), 64, 2, 7),
-    ((1024, 1024, 4096), 128, 2, 4), ((4096, 256, 1024), 64, 1, 8), ((2048, 2048, 1024), 256, 1, 4),
-    ((4096, 128, 128), 64, 1, 8)])
+    ((4096, 64, 16384), 64, 3, 7), ((4096, 128, 16384), 64, 2, 7), ((512, 1024, 16384), 64, 2, 7),
+    ((4096, 64, 4096), 64, 3, 7), ((4096, 64, 1024), 64, 1, 8), ((4096, 128, 1024), 64, 1, 8),
+    ((1024, 1024, 4096), 64, 1, 8), ((2048, 2048, 1024), 256, 1, 4), ((16384, 64, 16384), 64, 1, 8)])
 def test_split_k_where_the_tiles_leave_sms_idle(size, bn, ksplit, stages):
-    """Split K where the tiles fill less than a wave and every slice keeps MIN_SLICE_KBLOCKS k-blocks: clusters of
-    `ksplit` blocks, no multicast pair, C stored from the cluster's sums (no TMA-store epilogue), the partial sums'
-    shared memory beside the ring; a wave of tiles keeps one block per tile."""
+    """Split K where the tiles leave SMs idle and K is long enough to pay for the cluster's reduction (SPLIT_KBLOCKS):
+    clusters of `ksplit` blocks, no multicast pair, C stored from the cluster's sums (no TMA-store epilogue), the
+    partial sums' shared memory beside the ring. The measured few-tile shapes of K 1024 keep one block per tile, as
+    does a full wave of tiles."""
     m, n, k = size
     k_ = kernel(f"kernel k {{ dtype bf16 gemm {m} x {n} x {k} }}")
     plan = k_.ir.plan
@@ -134,6 +135,8 @@ def test_split_k_model():
     assert planner.split_cost(4096, 64, 1024, 64, 3, hw) == 96 * (6 + kb)
     assert planner.split_cost(4096, 64, 1024, 64, 4, hw) == 2 * 96 * (4 + kb)
     assert planner.split_cost(4096, 64, 1024, 64, 1, hw) == 96 * 16
+    assert planner.choose_tile(4096, 64, 1024, hw) == (64, 1)  # 96 * (6 + kb) > 96 * 16
+    assert planner.choose_tile(4096, 64, 16384, hw) == (64, 3)
 
 
 def test_split_k_limits():
@@ -141,7 +144,7 @@ def test_split_k_limits():
     from gemmc.families.hopper import steps
     from gemmc.ir.hardware import TARGETS
 
-    k_ = kernel("kernel k { dtype bf16 gemm 4096 x 128 x 1024 }").ir
+    k_ = kernel("kernel k { dtype bf16 gemm 4096 x 128 x 16384 }").ir
     hw = TARGETS["sm_90"]
     assert steps.limits(k_, k_.plan, hw) == []
     assert any("split K" in line for line in steps.limits(k_, dataclasses.replace(k_.plan, cluster=2), hw))
@@ -301,8 +304,8 @@ def test_split_layouts_and_odd_strides_stay_on_the_hopper_loop():
 
 VARIANTS = [
     "dtype bf16 gemm 8192 x 8192 x 8192",
-    "dtype bf16 gemm 4096 x 64 x 1024",  # split K over clusters of 3
-    "dtype A f16, B f16, C f32 layout A col, B col, C col beta runtime gemm 1000 x 250 x 2000",  # split K, every layout
+    "dtype bf16 gemm 4096 x 64 x 16384",  # split K over clusters of 3
+    "dtype A f16, B f16, C f32 layout A col, B col, C col beta runtime gemm 1000 x 250 x 20000",  # split K, col-major
     "dtype f16 layout A col, B col, C col alpha runtime beta runtime gemm 1000 x 1001 x 999",
     "dtype A bf16, B bf16, C f32 layout B col beta 0.5 gemm 100 x 64 x 17",
     "dtype A f16, B f16, C f32 layout A col gemm 2055 x 2039 x 1027",

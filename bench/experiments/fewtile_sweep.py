@@ -62,7 +62,7 @@ def main() -> None:
     rows = []
     for m, n, k in SHAPES:
         a, b, c, c_ref = operands("bf16", m, n, k, 0)
-        mm = torch_graph(lambda: torch.mm(a, b, out=c_ref))
+        mm = torch_graph(lambda a=a, b=b, c_ref=c_ref: torch.mm(a, b, out=c_ref))
         cublas = device_seconds(mm, calls=100)
         for label, kern in kernels(m, n, k):
             plan = kern.ir.plan
@@ -75,7 +75,7 @@ def main() -> None:
             kern([a], [b], [c])
             torch.cuda.synchronize()
             same = bool(torch.equal(first, c))
-            us = device_seconds(gemmc_graph(lambda kern=kern: kern([a], [b], [c])), calls=100)
+            us = device_seconds(gemmc_graph(lambda kern=kern, a=a, b=b, c=c: kern([a], [b], [c])), calls=100)
             row = {"m": m, "n": n, "k": k, "variant": label, "bn": plan.bn, "ksplit": plan.ksplit,
                    "stages": plan.stages, "gemmc_us": us * 1e6, "cublas_us": cublas * 1e6, "ratio": cublas / us,
                    "err": err, "deterministic": same}

@@ -61,8 +61,8 @@ def test_same_result_every_run():
         assert torch.equal(first, again)
 
 
-@pytest.mark.parametrize(("size", "layouts"), [((4096, 64, 1024), "rrr"), ((4096, 128, 1024), "rcr"),
-                                               ((512, 1024, 1024), "ccc"), ((1024, 1024, 4096), "rrr")])
+@pytest.mark.parametrize(("size", "layouts"), [((4096, 64, 4096), "rrr"), ((4096, 128, 16384), "rcr"),
+                                               ((512, 1024, 16384), "ccc")])
 def test_planner_splits_few_tile_shapes(size, layouts):
     m, n, k = size
     kernel = compile_kernel("bf16", layouts, size=f"{m} x {n} x {k}")
@@ -79,8 +79,8 @@ def test_standalone_launcher_splits(tmp_path):
 
     if shutil.which("nvcc") is None:
         pytest.skip("needs nvcc")
-    k = gemmc.compile_string("kernel k { dtype bf16 gemm 4096 x 128 x 1024 }")["k"]
-    assert k.ir.plan.ksplit == 2
+    k = gemmc.compile_string("kernel k { dtype bf16 gemm 4096 x 64 x 4096 }")["k"]
+    assert k.ir.plan.ksplit == 3
     src = tmp_path / "k.cu"
     main = tmp_path / "main.cu"
     src.write_text(k.standalone)
@@ -101,7 +101,7 @@ MAIN = r"""
 extern "C" cudaError_t gemmc_k(const __nv_bfloat16* const* A, const __nv_bfloat16* const* B, __nv_bfloat16* const* C,
                                cudaStream_t stream);
 int main() {
-  const int M = 4096, N = 128, K = 1024;
+  const int M = 4096, N = 64, K = 4096;
   std::vector<__nv_bfloat16> a(M * K), b(K * N), c(M * N);
   for (int i = 0; i < M * K; ++i) a[i] = __float2bfloat16((float)((i * 7) % 13 - 6) / 8.0f);
   for (int i = 0; i < K * N; ++i) b[i] = __float2bfloat16((float)((i * 5) % 11 - 5) / 8.0f);
@@ -110,14 +110,20 @@ int main() {
   cudaMemcpy(da, a.data(), a.size() * 2, cudaMemcpyHostToDevice);
   cudaMemcpy(db, b.data(), b.size() * 2, cudaMemcpyHostToDevice);
   cudaMemset(dc, 0xff, c.size() * 2);  // NaN
-  if (gemmc_k(&da, &db, &dc, 0) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) { printf("launch\n"); return 1; }
+  if (gemmc_k(&da, &db, &dc, 0) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+    printf("launch\n");
+    return 1;
+  }
   cudaMemcpy(c.data(), dc, c.size() * 2, cudaMemcpyDeviceToHost);
   for (int i = 0; i < M; i += 37)
     for (int j = 0; j < N; j += 5) {
       double ref = 0;
       for (int k = 0; k < K; ++k) ref += (double)__bfloat162float(a[i * K + k]) * __bfloat162float(b[k * N + j]);
       const double got = __bfloat162float(c[i * N + j]);
-      if (!(std::fabs(got - ref) <= 1e-2 * std::fabs(ref) + 1e-2)) { printf("C[%d][%d] %g vs %g\n", i, j, got, ref); return 1; }
+      if (!(std::fabs(got - ref) <= 1e-2 * std::fabs(ref) + 5e-2)) {
+        printf("C[%d][%d] %g vs %g\n", i, j, got, ref);
+        return 1;
+      }
     }
   printf("ok\n");
   return 0;

@@ -33,7 +33,7 @@ KSPLITS = (1, 2, 3, 4)  # blocks sharing one tile's K; more would leave most of 
 # split K keeps a BM x (BN + 8) f32 tile of partial sums in shared memory beside the ring: N <= 128 leaves 4 stages
 TILE_N_KSPLIT = (128, 64)
 SPLIT_KBLOCKS = cal.SPLIT_KBLOCKS.value  # the cluster's reduction costs about this many k-blocks of the tile
-MIN_SLICE_KBLOCKS = cal.MIN_SLICE_KBLOCKS.value  # a k-slice gets at least this many k-blocks
+MIN_SLICE_KBLOCKS = 2  # a slice of one k-block would have no load to overlap with its wgmma
 
 
 def _operands_kmajor(kernel: Kernel) -> tuple[bool, bool]:
@@ -190,10 +190,10 @@ def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
                    f"k-block of a slice plus {SPLIT_KBLOCKS} k-blocks for the reduction, per wave: "
                    f"{split_cost(p.m, p.n, p.k, plan.bn, plan.ksplit, hw)} against "
                    f"{split_cost(p.m, p.n, p.k, plan.bn, 1, hw)} unsplit")
-        out.append(f"hopper: split K: each block writes its f32 partial sums ({plan.reduce_bytes // 1024} KiB of shared "
-                   "memory), the cluster's blocks wait for each other's on an mbarrier, and each adds its share of the "
-                   "tile over the slices in k order through distributed shared memory: deterministic, no workspace "
-                   "in global memory and no atomics; C is stored from those sums with predicated stores")
+        out.append(f"hopper: split K: each block writes its f32 partial sums ({plan.reduce_bytes // 1024} KiB of "
+                   "shared memory), the cluster's blocks wait for each other's on an mbarrier, and each adds its "
+                   "share of the tile over the slices in k order through distributed shared memory: deterministic, no "
+                   "workspace in global memory and no atomics; C is stored from those sums with predicated stores")
     elif plan.tma_store:
         out.append(f"hopper: epilogue through shared memory: each consumer warpgroup writes its accumulators (alpha, "
                    f"beta C read in place) into {plan.c_box[1]}x{plan.c_box[0]} sub-tiles, "
