@@ -120,7 +120,9 @@ def test_split_k_where_the_tiles_leave_sms_idle(size, bn, ksplit, stages):
         assert "split K" in k_.plan and f"__cluster_dims__({ksplit}, 1, 1)" in k_.source
         assert "mbarrier.arrive.release.cluster.shared::cluster" in k_.source
     else:
-        assert plan.reduce_bytes == 0 and "split K" not in k_.plan
+        assert plan.reduce_bytes == 0 and "hopper: split K" not in k_.plan and "__cluster_dims__" not in k_.source
+        tiles = -(-m // 128) * -(-n // bn)
+        assert ("no split K although" in k_.plan) == (tiles < 132)
 
 
 def test_split_k_model():

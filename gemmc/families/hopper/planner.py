@@ -182,14 +182,8 @@ def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
            + (f" and {plan.work_bytes} B of B's tf32 parts and their barriers" if plan.parts else "")
            + f" fit {hw.smem_per_block} B of shared memory",
            "hopper: edges by TMA bounds (zero fill past M, N, K)"]
+    out += split_notes(kernel, plan, hw)
     if plan.ksplit > 1:
-        kblocks = ceil_div(p.k, plan.bk)
-        out.append(f"hopper: split K: {tiles} tiles leave SMs idle, so clusters of {plan.ksplit} blocks share each "
-                   f"tile's {kblocks} k-blocks ({tiles * plan.ksplit} blocks, {active_clusters(hw, plan.ksplit)} "
-                   f"clusters of {plan.ksplit} fit at once); the model's cost, (N + {TILE_OVERHEAD}) columns per "
-                   f"k-block of a slice plus {SPLIT_KBLOCKS} k-blocks for the reduction, per wave: "
-                   f"{split_cost(p.m, p.n, p.k, plan.bn, plan.ksplit, hw)} against "
-                   f"{split_cost(p.m, p.n, p.k, plan.bn, 1, hw)} unsplit")
         out.append(f"hopper: split K: each block writes its f32 partial sums ({plan.reduce_bytes // 1024} KiB of "
                    "shared memory), the cluster's blocks wait for each other's on an mbarrier, and each adds its "
                    "share of the tile over the slices in k order through distributed shared memory: deterministic, no "
@@ -233,6 +227,30 @@ def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
         out.append(f"hopper: {op}'s lines are not 16-byte multiples, which TMA cannot describe: each call copies "
                    f"{op} to scratch with lines padded to {16 // plan.elem} elements (one extra pass over {op})")
     return tuple(out)
+
+
+def split_notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> list[str]:
+    """Why K is split, or why not where the tiles leave SMs idle (half storage; choose_tile)."""
+    p = kernel.problems[0]
+    tiles = ceil_div(p.m, plan.bm) * ceil_div(p.n, plan.bn)
+    kblocks = ceil_div(p.k, plan.bk)
+    unsplit = split_cost(p.m, p.n, p.k, plan.bn, 1, hw)
+    if plan.ksplit > 1:
+        return [f"hopper: split K: {tiles} tiles leave SMs idle, so clusters of {plan.ksplit} blocks share each "
+                f"tile's {kblocks} k-blocks ({tiles * plan.ksplit} blocks, {active_clusters(hw, plan.ksplit)} "
+                f"clusters of {plan.ksplit} fit at once); the model's cost, (N + {TILE_OVERHEAD}) columns per k-block "
+                f"of a slice plus {SPLIT_KBLOCKS} k-blocks for the cluster's reduction, per wave: "
+                f"{split_cost(p.m, p.n, p.k, plan.bn, plan.ksplit, hw)} against {unsplit} unsplit"]
+    if tiles >= hw.sm_count or plan.parts or plan.split:
+        return []
+    splits = [(bn, ks) for bn in TILE_N_KSPLIT for ks in KSPLITS[1:] if kblocks >= ks * MIN_SLICE_KBLOCKS]
+    if not splits:
+        return [f"hopper: no split K although {tiles} tiles leave SMs idle: K's {kblocks} k-block(s) are too few to "
+                "share"]
+    bn, ks = min(splits, key=lambda c: split_cost(p.m, p.n, p.k, c[0], c[1], hw))
+    return [f"hopper: no split K although {tiles} tiles leave SMs idle: the cluster's reduction costs about "
+            f"{SPLIT_KBLOCKS} k-blocks of a tile, more than the idle SMs win at {kblocks} k-blocks (the model's cost "
+            f"{split_cost(p.m, p.n, p.k, bn, ks, hw)} for {ks} slices at N {bn} against {unsplit})"]
 
 
 def worklist(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> WorkList:
