@@ -81,8 +81,9 @@ def test_hopper_on_another_target_is_located():
 
 
 def test_half_batches_sized_at_run_time():
-    """grouped M of half storage runs in the hopper_grouped family on sm_90 (tensor cores); the other grouped forms,
-    and grouped M on every other target, in the dynamic family, in f32 on CUDA cores from the widened halves."""
+    """grouped M of half storage runs in the hopper_grouped family on sm_90 (tensor cores), as grouped K of X^T
+    (`layout A col`); the other grouped forms and layouts, and every form on other targets, in the dynamic family, in
+    f32 on CUDA cores from the widened halves."""
     text = "kernel k {\n dtype bf16\n grouped M  n 256  k 128  groups 8\n}"
     assert gemmc.compile_string(text)["k"].ir.family == "hopper_grouped"
     elsewhere = gemmc.compile_string(text, target="sm_80")["k"]
@@ -90,6 +91,8 @@ def test_half_batches_sized_at_run_time():
     wgrad = gemmc.compile_string("kernel k {\n dtype bf16\n grouped K  m 256  n 128  groups 8\n}")["k"]
     assert wgrad.ir.family == "dynamic" and wgrad.ir.plan.tiles.elem_bytes == 4  # shared memory holds f32
     assert "gemmc_bf16* __restrict__ A" in wgrad.source and "float* smem" in wgrad.source
+    xt = gemmc.compile_string("kernel k {\n dtype bf16\n layout A col\n grouped K  m 256  n 128  groups 8\n}")["k"]
+    assert xt.ir.family == "hopper_grouped" and xt.ir.plan.grouped_k
     tf32 = "kernel k {\n dtype bf16\n precision tf32\n grouped K  m 256  n 128  groups 8\n}"
     assert ("E202", 3, 2) in diagnostics(tf32)
 

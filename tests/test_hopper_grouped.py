@@ -157,3 +157,66 @@ def test_compiles_with_nvcc_for_sm90a(text, cluster, tmp_path):
     assert "C7515" not in proc.stderr, proc.stderr[-4000:]  # wgmma not serialised (the accumulators stay in place)
     assert " 0 bytes spill stores" in proc.stderr
     assert "_validate(const int32_t* group_end" in k.header
+
+
+# ---- grouped K (the weight gradient): hopper_grouped_k.cu.j2 ----
+
+def test_half_grouped_k_takes_the_hopper_loop():
+    k = kernel("dtype bf16 layout A col grouped K m 1024 n 1024 groups 32")
+    assert k.ir.family == "hopper_grouped"
+    plan = k.ir.plan
+    assert isinstance(plan, HopperGroupedPlan) and plan.grouped_k
+    assert (plan.bm, plan.bn, plan.bk, plan.b_kmajor, plan.cluster, plan.tail_split) == (128, 256, 64, False, 1, False)
+    assert plan.a_box == (64, 64) and plan.b_box == (64, 64)
+    assert plan.sched_smem == 4 * (2 * 32 + 1)
+    assert plan.smem_bytes <= 232448 < plan.smem_bytes + plan.stage_bytes + 16
+    assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in k.source
+    assert "p, 1, 1, 1, 1;" in k.source  # both operands transposed (M-major A, N-major B)
+    assert "gemmc_zero_krows" in k.source and "hopper_grouped_k" not in k.source  # the template's name stays out
+    assert any("longest first" in n for n in k.ir.notes)
+    assert "reduction's rows of A (M x rows, X^T)" in k.header
+
+
+@pytest.mark.parametrize("text, why", [
+    ("dtype bf16 grouped K m 64 n 64 groups 8", "reads A as X^T"),
+    ("dtype bf16 layout A col, B col grouped K m 64 n 64 groups 8", "reads A as X^T"),
+    ("dtype bf16 layout A col, C col grouped K m 64 n 64 groups 8", "writes each group's C row-major"),
+    ("dtype f16 layout A col grouped K m 60 n 64 groups 8", "lines of m 60 (120 bytes)"),
+    ("dtype f16 layout A col grouped K m 64 n 36 groups 8", "lines of n 36 (72 bytes)"),
+    ("dtype bf16 layout A col algorithm dynamic grouped K m 64 n 64 groups 8", ""),
+])
+def test_grouped_k_that_tma_cannot_read_runs_in_the_dynamic_family_and_says_why(text, why):
+    k = kernel(text)
+    assert k.ir.family == "dynamic" and any(why in note for note in k.ir.notes), k.ir.notes
+    assert not why or any(why in note and "CUDA cores" in note for note in k.ir.notes), k.ir.notes
+
+
+@pytest.mark.parametrize("text, code, words", [
+    ("algorithm hopper_grouped dtype bf16 grouped K m 64 n 64 groups 8", "E900", "reads A as X^T"),
+    ("algorithm hopper_grouped dtype bf16 layout A col grouped K m 60 n 64 groups 8", "E900",
+     "m 60: TMA reads lines of 120 bytes"),
+    ("dtype bf16 layout A col grouped K m 64 n 64 groups 2048", "E201", "takes at most 1024 groups"),
+    ("dtype bf16 layout A col grouped K m 4194304 n 64 groups 1024", "E201", "int32 coordinates"),
+    ("dtype bf16 layout A col precision f32 grouped K m 64 n 64 groups 8", "E202", "not in f32"),
+])
+def test_grouped_k_it_cannot_build_is_refused_with_the_reason(text, code, words):
+    found = errors(text)
+    assert any(c == code and words in m for c, m in found), found
+
+
+def test_grouped_k_off_sm90_stays_in_the_dynamic_family():
+    assert kernel("dtype bf16 layout A col grouped K m 64 n 64 groups 8", "cuda sm_80").ir.family == "dynamic"
+    assert kernel("dtype f32 layout A col grouped K m 64 n 64 groups 8").ir.family == "dynamic"
+
+
+VARIANTS_K = [
+    "dtype bf16 layout A col grouped K m 1024 n 1024 groups 32",
+    "dtype A f16, B f16, C f32 layout A col alpha runtime beta runtime grouped K m 200 n 136 groups 1024",
+    "dtype f16 beta 1.0 layout A col tile 128x128x64 grouped K m 512 n 512 groups 8",
+]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("text", VARIANTS_K)
+def test_grouped_k_compiles_with_nvcc_for_sm90a(text, tmp_path):
+    test_compiles_with_nvcc_for_sm90a(text, 1, tmp_path)

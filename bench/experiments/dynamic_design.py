@@ -27,6 +27,7 @@ import gemmc
 from gemmc.families.dynamic import calibration as cal
 from gemmc.ir.types import DType
 from gemmc.runtime.dynamic import state
+from gemmc.runtime.streams import external_stream, torch_stream
 
 CASES = [(32, 8192, 1024, 512), (8, 4096, 512, 512), (8, 65536, 512, 512), (64, 16384, 1024, 2048)]
 CALLS, WINDOWS = 20, 5
@@ -95,7 +96,7 @@ def main() -> None:
 
     def tiny() -> None:
         st.validate((1, 1, 1), (256, 1, 1), (np.uint64(empty.data_ptr()), np.int32(128), np.int64(4096), ws),
-                    stream=cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream))
+                    stream=external_stream(torch_stream()))
 
     out["schedule_only_us"] = replay_us(lambda: base(A, W, C, offsets=empty))
     out["one_more_launch_us"] = replay_us(tiny)

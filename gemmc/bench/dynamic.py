@@ -147,10 +147,10 @@ def rel_error(got, ref) -> float:
 
 def torch_stream():
     """torch's current stream as a CuPy stream: gemmc's static kernels launch on CuPy's, and a capture is torch's."""
-    import cupy as cp
-    import torch
+    from gemmc.runtime.streams import external_stream
+    from gemmc.runtime.streams import torch_stream as handle
 
-    return cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+    return external_stream(handle())
 
 
 def moe_case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], first_call: dict) -> list[dict]:

@@ -92,13 +92,14 @@ def gemmc_graph(fn: Callable[[], Any]) -> Callable[[], Any]:
     events sees it. gemmc launches on torch's current stream for torch tensors and on CuPy's for CuPy arrays: during
     the capture both are the capturing stream. The call before it compiles and uploads the tables, so the capture
     holds only the launches."""
-    import cupy as cp
     import torch
+
+    from gemmc.runtime.streams import external_stream, torch_stream
 
     fn()
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph), cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+    with torch.cuda.graph(graph), external_stream(torch_stream()):
         fn()
     return graph.replay
 

@@ -1,6 +1,6 @@
-"""What the two families of sm_90's TMA + wgmma loop share (the hopper family's one GEMM, hopper_grouped's grouped M):
-the tile geometry the templates' descriptors and TMA boxes assume (hopper/hopper_device.cuh.j2), the tensor maps'
-element types, and the waves model that picks a tile's N."""
+"""What the two families of sm_90's TMA + wgmma loop share (the hopper family's one GEMM, hopper_grouped's grouped M
+and K): the tile geometry the templates' descriptors and TMA boxes assume (hopper/hopper_device.cuh.j2), the tensor
+maps' element types, and the waves model that picks a tile's N."""
 
 from __future__ import annotations
 
@@ -42,6 +42,26 @@ def grouped_m_misfit(kernel: Kernel) -> str:
         return f"TMA reads A's rows of k {dyn.k} ({dyn.k * nbytes} bytes) at {TMA_ALIGN}-byte multiples only"
     if kernel.layout_b is Layout.ROW and (dyn.n * nbytes) % TMA_ALIGN:
         return f"TMA reads row-major B's rows of n {dyn.n} ({dyn.n * nbytes} bytes) at {TMA_ALIGN}-byte multiples only"
+    return ""
+
+
+def grouped_k_misfit(kernel: Kernel) -> str:
+    """Why a `grouped K` (the weight gradient) of bf16/f16 storage cannot run on this loop (the hopper_grouped family),
+    or "" where it can: A the transpose of a row-major rows x m array (`layout A col`, X^T), B rows x n and each C_g
+    row-major, m and n 16-byte lines. A row-major A or a column-major B has lines of the reduction's rows, a count that
+    arrives with each call and that TMA reads at 16-byte multiples only. The dynamic family computes the misfits in f32
+    on CUDA cores instead."""
+    dyn = kernel.dynamic
+    assert dyn is not None
+    if kernel.layout_a is not Layout.COL or kernel.layout_b is not Layout.ROW:
+        return ("it reads A as X^T (`layout A col`) and B row-major, whose lines are m and n; the other layouts' lines "
+                "are the reduction's rows, a count known only at the call")
+    if kernel.layout_c is not Layout.ROW:
+        return "it writes each group's C row-major"
+    nbytes = kernel.dtype.nbytes
+    for name, size in (("m", dyn.m), ("n", dyn.n)):
+        if (size * nbytes) % TMA_ALIGN:
+            return f"TMA reads lines of {name} {size} ({size * nbytes} bytes) at {TMA_ALIGN}-byte multiples only"
     return ""
 
 

@@ -16,13 +16,14 @@ from functools import cache
 from typing import Any
 
 from gemmc.runtime.device import cupy
+from gemmc.runtime.streams import external_stream
 
 SM_GRANULE = 8  # sm_90 splits SMs in groups of 8 (at least 8)
 
 
 @dataclass(frozen=True)
 class Partitions:
-    streams: dict[int, Any]  # share -> a CuPy ExternalStream whose kernels run on that share of the SMs
+    streams: dict[int, Any]  # share -> a CuPy stream whose kernels run on that share of the SMs
     sms: dict[int, int]  # share -> SMs it got
     how: str  # the mechanism, or why there is none
 
@@ -62,7 +63,7 @@ def partitions() -> Partitions:
                                                  driver.CUgreenCtxCreate_flags.CU_GREEN_CTX_DEFAULT_STREAM))
             raw = _check(driver.cuGreenCtxStreamCreate(ctx, driver.CUstream_flags.CU_STREAM_NON_BLOCKING, 0))
             _keep.extend((ctx, raw))
-            streams[share] = cp.cuda.ExternalStream(int(raw))
+            streams[share] = external_stream(int(raw))
             sms[share] = int(groups[0].sm.smCount)
         how = "green contexts of " + ", ".join(f"{n} SMs (1/{s})" for s, n in sms.items()) + f" of {total}"
         return Partitions(streams, sms, how)

@@ -1,7 +1,7 @@
-"""Launch a `grouped M` kernel of half storage (the hopper_grouped family): argument checks, the tensor maps, one
-persistent launch. As the dynamic family's grouped calls (runtime/dynamic.py), a call never synchronises and never
-allocates, so it can be captured in a CUDA graph and the graph replayed with other group ends; nothing plans, tunes or
-compiles after the first call.
+"""Launch a `grouped M` or `grouped K` kernel of half storage (the hopper_grouped family): argument checks, the tensor
+maps, one persistent launch. As the dynamic family's grouped calls (runtime/dynamic.py), a call never synchronises and
+never allocates, so it can be captured in a CUDA graph and the graph replayed with other group ends; nothing plans,
+tunes or compiles after the first call.
 
 The tensor maps name the arrays' addresses, the rows and the group count, so each checked set of arguments gets its
 own argument block, built once: the maps and the scalars as cuLaunchKernel reads them. A call whose arguments'
@@ -24,7 +24,7 @@ from gemmc.ir.types import Layout
 from gemmc.runtime import dynamic as grouped  # the grouped forms' checks, stream and quick-path key
 from gemmc.runtime.args import NUMPY_DTYPES
 from gemmc.runtime.device import cupy, hardware
-from gemmc.runtime.dynamic_state import DynamicState
+from gemmc.runtime.dynamic_state import COUNTER_INTS, COUNTER_SLOTS, DynamicState
 from gemmc.runtime.streams import is_torch, launch_stream
 from gemmc.runtime.tma import ALIGN, TMAP, TMAP_BYTES, encode_tensor
 
@@ -36,13 +36,18 @@ _Map = ctypes.c_uint64 * (TMAP_BYTES // 8)  # a CUtensorMap by value
 
 class Args:
     """One checked call's kernel arguments (three tensor maps, c_by_tma, C, the ends, groups, rows, N, K, alpha,
-    beta), stored where cuLaunchKernel reads them."""
+    beta; grouped K: M, N for N, K, and the tile counters), stored where cuLaunchKernel reads them."""
 
     def __init__(self, maps: tuple[Any, Any, Any], c_by_tma: int, c: int, ends_ptr: int, groups: int, rows: int,
-                 n: int, k: int, alpha: float, beta: float):
-        self.values = [*(_Map.from_buffer_copy(m.tobytes()) for m in maps), ctypes.c_int32(c_by_tma),
-                       ctypes.c_uint64(c), ctypes.c_uint64(ends_ptr), ctypes.c_int32(groups), ctypes.c_int64(rows),
-                       ctypes.c_int32(n), ctypes.c_int32(k), ctypes.c_float(alpha), ctypes.c_float(beta)]
+                 n: int, k: int, alpha: float, beta: float, counters: bool = False):
+        self.values: list[Any] = [
+            *(_Map.from_buffer_copy(m.tobytes()) for m in maps), ctypes.c_int32(c_by_tma), ctypes.c_uint64(c),
+            ctypes.c_uint64(ends_ptr), ctypes.c_int32(groups), ctypes.c_int64(rows), ctypes.c_int32(n),
+            ctypes.c_int32(k), ctypes.c_float(alpha), ctypes.c_float(beta)]
+        # grouped K: the tile counters of the launch's stream, set before each launch (DynamicState.counter)
+        self.counter = ctypes.c_uint64(0) if counters else None
+        if self.counter is not None:
+            self.values.append(self.counter)
         self.params = (ctypes.c_void_p * len(self.values))(*(ctypes.addressof(v) for v in self.values))
         self.address = ctypes.addressof(self.params)
 
@@ -73,6 +78,8 @@ def state(kernel: Executable) -> GroupedTmaState:
     st = GroupedTmaState(fn, grouped.compiled(kernel, rendered.entry + "_validate"), plan.grid(hardware().sm_count), 0,
                          plan.dynamic_smem_bytes, plan.threads, func=int(fn.kernel.ptr))
     st.baked = kernel.ir.alpha is not None and kernel.ir.beta is not None
+    if plan.grouped_k:  # its blocks claim tiles from counters, a pair per stream, zeroed once (launches leave them 0)
+        st.counters = cupy().zeros(COUNTER_SLOTS * COUNTER_INTS, dtype=np.int32)
     kernel.dynamic = st
     return st
 
@@ -90,6 +97,8 @@ def _key(A: Any, B: Any, C: Any, offsets: Any) -> tuple | None:
 def _launch(st: GroupedTmaState, args: Args, stream: int) -> None:
     from cupy.cuda import driver  # type: ignore[import-not-found]
 
+    if args.counter is not None:
+        args.counter.value = st.counter(stream)
     driver.launchKernel(st.func, st.grid, 1, 1, st.block, 1, 1, st.smem, stream, args.address, 0)
 
 
@@ -125,18 +134,16 @@ def _launch_checked(kernel: Executable, st: GroupedTmaState, A: Any, B: Any, C: 
     n, k = dyn.n, dyn.k
     o = grouped.ends(offsets, device, dyn.max_groups)
     groups = o.shape[0]
+    if plan.grouped_k:
+        _launch_k(kernel, st, plan, A, B, C, o, groups, alpha_, beta_, stream=stream, validate=validate, key=key,
+                  scalars=(alpha, beta))
+        return
     a = grouped.matrix(A, "A", dtype, device, (None, k), Layout.ROW, f"rows x {k}: the groups' rows stacked")
     rows = a.shape[0]
     b = grouped.stacked(B, "B", dtype, device, groups, k, n, ir.layout_b, f"{groups} x {k} x {n}: one matrix per group")
     c = grouped.matrix(C, "C", NUMPY_DTYPES[ir.c_dtype], device, (rows, n), Layout.ROW, f"{rows} x {n}: the rows of A")
     grouped.writable(c)
-    if rows > dyn.max_rows or rows > INT32_MAX:
-        raise GemmcError(f"A: {rows} rows, but the schedule allows at most {min(dyn.max_rows, INT32_MAX)} (`rows` in "
-                         "the schedule; the ends are int32)")
-    for name, info in (("A", a), ("B", b)):
-        if info.ptr % ALIGN:
-            raise GemmcError(f"{name}: TMA reads it in place from a {ALIGN}-byte aligned address; got 0x{info.ptr:x} "
-                             "(a view at an offset): pass an aligned array")
+    _check_rows_and_alignment(rows, dyn.max_rows, a, b)
     on = launch_stream(stream, is_torch(A))
     if validate:
         grouped.check_ends(kernel, st, o.ptr, groups, rows, on)
@@ -152,8 +159,61 @@ def _launch_checked(kernel: Executable, st: GroupedTmaState, A: Any, B: Any, C: 
     map_c = (encode_tensor(ir.c_dtype, c.ptr, (n, rows), (n * c_bytes,), plan.c_box) if c_by_tma
              else np.zeros(1, dtype=TMAP))
     args = Args((map_a, map_b, map_c), int(c_by_tma), c.ptr, o.ptr, groups, rows, n, k, float(alpha_), float(beta_))
+    _remember(st, key, alpha, beta, args)
+    _launch(st, args, on.ptr)
+
+
+def _remember(st: GroupedTmaState, key: tuple | None, alpha: float | None, beta: float | None, args: Args) -> None:
     if key is not None:
         if len(st.blocks) >= grouped.SEEN:
             st.blocks.clear()
         st.blocks[(key, alpha, beta)] = args
+
+
+def _check_rows_and_alignment(rows: int, max_rows: int, a: Any, b: Any) -> None:
+    if rows > max_rows or rows > INT32_MAX:
+        raise GemmcError(f"A: {rows} rows, but the schedule allows at most {min(max_rows, INT32_MAX)} (`rows` in "
+                         "the schedule; the ends are int32)")
+    for name, info in (("A", a), ("B", b)):
+        if info.ptr % ALIGN:
+            raise GemmcError(f"{name}: TMA reads it in place from a {ALIGN}-byte aligned address; got 0x{info.ptr:x} "
+                             "(a view at an offset): pass an aligned array")
+
+
+def _launch_k(kernel: Executable, st: GroupedTmaState, plan: HopperGroupedPlan, A: Any, B: Any, C: Any, o: Any,
+              groups: int, alpha_: float, beta_: float, *, stream: Any, validate: bool, key: tuple | None,
+              scalars: tuple[float | None, float | None]) -> None:
+    """grouped K (the weight gradient): A m x rows (X^T: M-major), B rows x n, C groups x m x n, each read or written
+    through a 2-D tensor map (C's over its groups * m rows)."""
+    cp = cupy()
+    ir = kernel.ir
+    dyn = ir.dynamic
+    assert dyn is not None
+    device = cp.cuda.runtime.getDevice()
+    dtype = NUMPY_DTYPES[ir.dtype]
+    m, n = dyn.m, dyn.n
+    a = grouped.matrix(A, "A", dtype, device, (m, None), ir.layout_a, f"{m} x rows: the groups' reduction side by side")
+    rows = a.shape[1]
+    b = grouped.matrix(B, "B", dtype, device, (rows, n), ir.layout_b, f"{rows} x {n}: the reduction rows of A")
+    c = grouped.stacked(C, "C", NUMPY_DTYPES[ir.c_dtype], device, groups, m, n, ir.layout_c,
+                        f"{groups} x {m} x {n}: one matrix per group")
+    grouped.writable(c)
+    _check_rows_and_alignment(rows, dyn.max_rows, a, b)
+    on = launch_stream(stream, is_torch(A))
+    if validate:
+        grouped.check_ends(kernel, st, o.ptr, groups, rows, on)
+    if groups == 0:
+        return  # no C
+    elem, c_bytes = ir.dtype.nbytes, plan.c_bytes
+    if rows:
+        map_a = encode_tensor(ir.dtype, a.ptr, (m, rows), (m * elem,), plan.a_box)
+        map_b = encode_tensor(ir.dtype, b.ptr, (n, rows), (n * elem,), plan.b_box)
+    else:  # every group empty: C = beta C, nothing read (a tensor map of no rows does not exist)
+        map_a = map_b = np.zeros(1, dtype=TMAP)
+    c_by_tma = (n * c_bytes) % ALIGN == 0 and c.ptr % ALIGN == 0
+    map_c = (encode_tensor(ir.c_dtype, c.ptr, (n, groups * m), (n * c_bytes,), plan.c_box) if c_by_tma
+             else np.zeros(1, dtype=TMAP))
+    args = Args((map_a, map_b, map_c), int(c_by_tma), c.ptr, o.ptr, groups, rows, m, n, float(alpha_), float(beta_),
+                counters=True)
+    _remember(st, key, *scalars, args)
     _launch(st, args, on.ptr)

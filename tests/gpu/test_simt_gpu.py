@@ -115,3 +115,52 @@ def test_host_arrays_are_refused(small_kernel):
 
     with pytest.raises(gemmc.GemmcError, match=r"As\[0\]: expected a GPU array"):
         small_kernel([np.ones((8, 6), "float32")] * 2, [], [])
+
+
+def test_standalone_launcher_replays_from_a_graph(tmp_path):
+    """`gemmc compile` output built with nvcc, its launcher captured once in a CUDA graph and replayed: the pointer
+    tables reach the device as kernel arguments (three fill launches for 170 problems), so every replay computes
+    every problem again, here with C poisoned between replays."""
+    import ctypes
+    import shutil
+    import subprocess
+
+    import cupy as cp
+    import numpy as np
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc")
+    rng = np.random.default_rng(5)
+    sizes = [tuple(int(x) for x in rng.integers(1, 70, 3)) for _ in range(170)]
+    batch = " ".join(f"p{i} {m} x {n} x {k}" for i, (m, n, k) in enumerate(sizes))
+    cc = cp.cuda.Device().compute_capability
+    prog = gemmc.compile_string(f"kernel k {{ dtype f32 batch {{ {batch} }} }}", target=f"sm_{cc}")
+    src = tmp_path / "k.cu"
+    src.write_text(prog["k"].standalone)
+    lib = tmp_path / "libk.so"
+    res = subprocess.run(["nvcc", *prog["k"].rendered.build_flags, "-std=c++17", "-shared", "-Xcompiler", "-fPIC",
+                          str(src), "-o", str(lib)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+    a = [cp.asarray(rng.standard_normal((m, k)), dtype=cp.float32) for m, _, k in sizes]
+    b = [cp.asarray(rng.standard_normal((k, n)), dtype=cp.float32) for _, n, k in sizes]
+    c = [cp.empty((m, n), dtype=cp.float32) for m, n, _ in sizes]
+    ptrs = ctypes.c_void_p * len(sizes)
+    fn = ctypes.CDLL(str(lib)).gemmc_k
+    fn.restype = ctypes.c_int
+    stream = cp.cuda.Stream(non_blocking=True)
+    args = [ptrs(*[x.data.ptr for x in arrays]) for arrays in (a, b, c)]
+    assert fn(*args, ctypes.c_void_p(stream.ptr)) == 0  # loads the module's kernels before the capture
+    with stream:
+        stream.begin_capture()
+        err = fn(*args, ctypes.c_void_p(stream.ptr))
+        graph = stream.end_capture()
+    assert err == 0
+    for _ in range(2):
+        for x in c:
+            x.fill(cp.nan)
+        cp.cuda.Device().synchronize()  # the fills ran on the default stream, the replay runs on `stream`
+        graph.launch(stream)
+        stream.synchronize()
+        for x, y, z in zip(a, b, c, strict=True):
+            ref = cp.asnumpy(x).astype(np.float64) @ cp.asnumpy(y).astype(np.float64)
+            assert np.linalg.norm(cp.asnumpy(z) - ref) / np.linalg.norm(ref) < 1e-5

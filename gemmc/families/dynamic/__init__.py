@@ -1,7 +1,8 @@
 """The dynamic family: batches sized at run time (`grouped M`, `grouped K`, `grouped list`), f32/f64 on CUDA cores,
 one persistent launch that derives its tiles from the sizes on the device, with the SIMT family's tile function.
 bf16/f16 storage is widened to f32 as it is loaded (the SIMT family's loader) wherever the hopper_grouped family does
-not run: `grouped K` and `grouped list` everywhere, `grouped M` on targets other than cuda sm_90."""
+not run: `grouped list` everywhere, `grouped M` and `grouped K` on targets other than cuda sm_90 and in the layouts TMA
+cannot read there (families/tma_loop.py: grouped_m_misfit, grouped_k_misfit)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from gemmc.errors import Diagnostic, InternalError
 from gemmc.families.base import Claim, PlannerFamily
 from gemmc.families.dynamic import codegen, planner, steps
 from gemmc.families.dynamic.plan import DynamicPlan
-from gemmc.families.tma_loop import grouped_m_misfit
+from gemmc.families.tma_loop import grouped_k_misfit, grouped_m_misfit
 from gemmc.ir.dynamic import Grouping
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel
@@ -37,8 +38,8 @@ class Dynamic(PlannerFamily):
             return None
         if kernel.dtype.half:
             why = ""
-            if dyn.grouping is Grouping.M and hw.vendor == "cuda" and hw.arch == "sm_90":
-                misfit = grouped_m_misfit(kernel)
+            if dyn.grouping is not Grouping.LIST and hw.vendor == "cuda" and hw.arch == "sm_90":
+                misfit = (grouped_m_misfit if dyn.grouping is Grouping.M else grouped_k_misfit)(kernel)
                 if not misfit:
                     return None  # the hopper_grouped family's (tensor cores)
                 why = f" (the TMA + wgmma loop does not run it: {misfit})"

@@ -1,5 +1,6 @@
-"""The hopper_grouped family: `grouped M` (the contiguous grouped form of mixture-of-experts layers) of bf16/f16 storage
-on sm_90's TMA + wgmma loop. One persistent launch whose blocks derive the tiles from the group ends on the device, as
+"""The hopper_grouped family: `grouped M` (the contiguous grouped form of mixture-of-experts layers) and `grouped K`
+(its weight gradient, hopper_grouped_k.cu.j2: docs/INTERNALS.md "Grouped K in bf16/f16") of bf16/f16 storage on
+sm_90's TMA + wgmma loop. One persistent launch whose blocks derive the tiles from the group ends on the device, as
 the dynamic family's kernel does, and run each with the hopper family's producer warp, ring of mbarrier stages and two
 consumer warpgroups (wgmma): 128-row tiles, and 64-row tiles for a group's last 64 rows or fewer (paper 000's size
 classes). A reads through a 2-D tensor map over all rows, B through a 3-D map (groups x K x N) whose bounds clip every
@@ -13,8 +14,8 @@ from gemmc.errors import Diagnostic, InternalError
 from gemmc.families.base import Claim, PlannerFamily
 from gemmc.families.hopper_grouped import codegen, planner, steps
 from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
-from gemmc.families.tma_loop import TMA_ALIGN, grouped_m_misfit
-from gemmc.ir.dynamic import Grouping
+from gemmc.families.tma_loop import TMA_ALIGN, grouped_k_misfit, grouped_m_misfit
+from gemmc.ir.dynamic import INT32_MAX, Grouping
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel
 from gemmc.ir.types import AUTO, DType, Layout
@@ -34,19 +35,25 @@ class HopperGrouped(PlannerFamily):
     header = codegen.HEADER
 
     def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
-        if not runs_here(kernel, hw) or grouped_m_misfit(kernel):
-            return None  # the misfits are the dynamic family's (f32 on CUDA cores)
-        return Claim.REQUIRED, (f"grouped M of dtype {kernel.dtypes} on cuda {TARGET}: a persistent TMA + wgmma "
+        if not runs_here(kernel, hw) or misfit(kernel) or kernel.algorithm == "dynamic":
+            return None  # the misfits (and `algorithm dynamic`) are the dynamic family's (f32 on CUDA cores)
+        form = kernel.dynamic.grouping.value if kernel.dynamic is not None else "M"
+        return Claim.REQUIRED, (f"grouped {form} of dtype {kernel.dtypes} on cuda {TARGET}: a persistent TMA + wgmma "
                                 "kernel that schedules on the device")
+
+    def template(self, kernel: Kernel) -> str:
+        dyn = kernel.dynamic
+        return codegen.TEMPLATE_K if dyn is not None and dyn.grouping is Grouping.K else codegen.TEMPLATE
 
     def check(self, kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
         if not runs_here(kernel, hw):
             if kernel.algorithm == NAME:
-                return [Diagnostic("E202", f"algorithm {NAME} computes `grouped M` of bf16/f16 storage on target cuda "
-                                   f"{TARGET}", kernel.where("algorithm"), "write `algorithm auto`")]
+                return [Diagnostic("E202", f"algorithm {NAME} computes `grouped M` and `grouped K` of bf16/f16 "
+                                   f"storage on target cuda {TARGET}", kernel.where("algorithm"),
+                                   "write `algorithm auto`")]
             return []
-        if kernel.algorithm != NAME and grouped_m_misfit(kernel):
-            return []  # auto: the dynamic family computes it (its claim says why); named: the errors below say why
+        if kernel.algorithm == "dynamic" or (kernel.algorithm != NAME and misfit(kernel)):
+            return []  # the dynamic family computes it (named, or by its claim, which says why); named: errors below
         out: list[Diagnostic] = []
 
         def err(code: str, where: str, message: str, hint: str | None = None) -> None:
@@ -58,22 +65,39 @@ class HopperGrouped(PlannerFamily):
             err("E202", "algorithm", f"algorithm {kernel.algorithm} cannot compute a batch sized at run time of "
                 f"{kernel.dtype.value} storage", "use algorithm auto")
         if dyn.max_groups > planner.MAX_GROUPS:
-            err("E201", "grouped", f"grouped M of {kernel.dtype.value} takes at most {planner.MAX_GROUPS} groups, "
-                f"not {dyn.max_groups}", "the scheduler keeps every group in shared memory beside the TMA ring")
-        if kernel.layout_a is not Layout.ROW or kernel.layout_c is not Layout.ROW:
-            err("E900", "layout", f"grouped M of {kernel.dtype.value} reads A and writes C row-major (rows stacked by "
-                "group, as torch._grouped_mm); a column-major A or C is not supported", "write `layout B col` or "
-                "leave the layouts out")
+            err("E201", "grouped", f"grouped {dyn.grouping.value} of {kernel.dtype.value} takes at most "
+                f"{planner.MAX_GROUPS} groups, not {dyn.max_groups}",
+                "the scheduler keeps every group in shared memory beside the TMA ring")
         nbytes = kernel.dtype.nbytes
-        if (dyn.k * nbytes) % TMA_ALIGN:
-            err("E900", "grouped", f"k {dyn.k}: TMA reads rows of A of {dyn.k * nbytes} bytes, not a multiple of "
-                f"{TMA_ALIGN}", f"pad k to a multiple of {TMA_ALIGN // nbytes}")
-        if kernel.layout_b is Layout.ROW and (dyn.n * nbytes) % TMA_ALIGN:
-            err("E900", "grouped", f"n {dyn.n}: TMA reads rows of row-major B of {dyn.n * nbytes} bytes, not a "
-                f"multiple of {TMA_ALIGN}", f"pad n to a multiple of {TMA_ALIGN // nbytes}, or write `layout B col`")
+        form = dyn.grouping.value
+        if dyn.grouping is Grouping.K:
+            if (kernel.layout_a, kernel.layout_b, kernel.layout_c) != (Layout.COL, Layout.ROW, Layout.ROW):
+                err("E900", "layout", f"grouped K of {kernel.dtype.value} reads A as X^T (X rows x m row-major), B "
+                    "rows x n and each C_g row-major (torch._grouped_mm's weight gradient); other layouts have lines "
+                    "of the reduction's rows, a count known only at the call", "write `layout A col` and leave B and "
+                    "C row-major")
+            if dyn.max_groups * dyn.m > INT32_MAX:
+                err("E201", "grouped", f"grouped K of {kernel.dtype.value}: {dyn.max_groups} groups of m {dyn.m} are "
+                    "more rows of C than a tensor map's int32 coordinates reach", "declare fewer groups")
+            for name, size in (("m", dyn.m), ("n", dyn.n)):
+                if (size * nbytes) % TMA_ALIGN:
+                    err("E900", "grouped", f"{name} {size}: TMA reads lines of {size * nbytes} bytes, not a multiple "
+                        f"of {TMA_ALIGN}", f"pad {name} to a multiple of {TMA_ALIGN // nbytes}")
+        else:
+            if kernel.layout_a is not Layout.ROW or kernel.layout_c is not Layout.ROW:
+                err("E900", "layout", f"grouped M of {kernel.dtype.value} reads A and writes C row-major (rows stacked "
+                    "by group, as torch._grouped_mm); a column-major A or C is not supported", "write `layout B col` "
+                    "or leave the layouts out")
+            if (dyn.k * nbytes) % TMA_ALIGN:
+                err("E900", "grouped", f"k {dyn.k}: TMA reads rows of A of {dyn.k * nbytes} bytes, not a multiple of "
+                    f"{TMA_ALIGN}", f"pad k to a multiple of {TMA_ALIGN // nbytes}")
+            if kernel.layout_b is Layout.ROW and (dyn.n * nbytes) % TMA_ALIGN:
+                err("E900", "grouped", f"n {dyn.n}: TMA reads rows of row-major B of {dyn.n * nbytes} bytes, not a "
+                    f"multiple of {TMA_ALIGN}", f"pad n to a multiple of {TMA_ALIGN // nbytes}, or write "
+                    "`layout B col`")
         prec = kernel.precision
         if prec is not None and prec.compute is DType.F32:
-            err("E202", "precision", "grouped M of half storage multiplies on tensor cores, not in f32",
+            err("E202", "precision", f"grouped {form} of half storage multiplies on tensor cores, not in f32",
                 "leave `precision` out")
         if kernel.threads is not None and kernel.threads != 384:
             err("E202", "threads", f"the hopper_grouped family's blocks are 384 threads, not {kernel.threads}",
@@ -89,10 +113,17 @@ class HopperGrouped(PlannerFamily):
 
 
 def runs_here(kernel: Kernel, hw: Hardware) -> bool:
-    """`grouped M` of bf16/f16 storage on target cuda sm_90."""
+    """`grouped M` or `grouped K` of bf16/f16 storage on target cuda sm_90."""
     dyn = kernel.dynamic
-    return (dyn is not None and dyn.grouping is Grouping.M and kernel.dtype.half and hw.vendor == "cuda"
+    return (dyn is not None and dyn.grouping in (Grouping.M, Grouping.K) and kernel.dtype.half and hw.vendor == "cuda"
             and hw.arch == TARGET)
+
+
+def misfit(kernel: Kernel) -> str:
+    """Why the loop cannot read this grouped form's operands (families/tma_loop.py), or "" where it can."""
+    dyn = kernel.dynamic
+    assert dyn is not None
+    return grouped_k_misfit(kernel) if dyn.grouping is Grouping.K else grouped_m_misfit(kernel)
 
 
 FAMILY = HopperGrouped()

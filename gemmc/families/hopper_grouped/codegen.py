@@ -12,6 +12,7 @@ from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 
 TEMPLATE = "hopper_grouped.cu.j2"
+TEMPLATE_K = "hopper_grouped_k.cu.j2"  # grouped K (the weight gradient): the family's template(kernel) picks it
 LAUNCHER = "hopper_grouped_launcher.j2"
 HEADER = "hopper_grouped_header.h.j2"
 
@@ -27,7 +28,9 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
     number = hw.arch.removeprefix("sm_")
     return {
         # the hopper family's device helpers (hopper/hopper_device.cuh.j2): one block, no cluster, half storage
-        "cluster": plan.cluster, "tma_store": True, "parts": 0, "split": False, "c_row": "true", "a_kmajor": "true",
+        # (grouped K: A M-major, the transpose bit set)
+        "cluster": plan.cluster, "tma_store": True, "parts": 0, "split": False, "c_row": "true",
+        "a_kmajor": cbool(not plan.grouped_k),
         "acc_regs": plan.bn // 2, "half_bn": plan.bn // 2, "half_regs": plan.bn // 4,
         "bm": plan.bm, "small_bm": plan.small_bm, "bn": plan.bn, "bk": plan.bk, "stages": plan.stages,
         "consumers": plan.consumers, "threads": plan.threads, "producer_regs": plan.producer_regs,
@@ -39,7 +42,8 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "c_type": kernel.c_dtype.value, "c_bytes": plan.c_bytes, "c_sub_cols": plan.c_sub_cols,
         "c_buffers": C_BUFFERS, "beta_zero": cbool(kernel.beta == 0.0),
         "max_groups": plan.max_groups, "max_rows": dyn.max_rows, "int32_max": INT32_MAX,
-        "fixed_n": dyn.n, "fixed_k": dyn.k, "dynamic_summary": str(dyn),
+        "fixed_m": dyn.m, "fixed_n": dyn.n, "fixed_k": dyn.k, "dynamic_summary": str(dyn),
+        "grouped_k": plan.grouped_k,
         "tmap_dtype": TMAP_DTYPE[kernel.dtype], "tmap_dtype_c": TMAP_DTYPE[kernel.c_dtype],
         "header_notes": [f"Build the .cu with nvcc -gencode=arch=compute_{number}a,code=sm_{number}a -std=c++17 and "
                          "link with -lcuda: the launcher encodes TMA tensor maps with the driver API "

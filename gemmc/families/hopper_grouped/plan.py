@@ -11,6 +11,7 @@ from gemmc.ir.nodes import FamilyPlan
 
 SMALL_BM = C_SUB_ROWS  # the small size class: 64 rows, one consumer warpgroup's rows, split by columns instead
 SCHED_WORDS = 3  # int32 per group in shared memory: its clamped end, its big and its small tile rows (prefix sums)
+SCHED_WORDS_K = 2  # grouped K: its clamped end and its place in the longest-first order
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,8 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
     consumer_regs: int = 232
     tail_split: bool = False  # a last round of units that fills at most half the blocks in column halves (no cluster:
     #                           a cluster's blocks share a unit's rows; a plan with clusters ignores it)
+    grouped_k: bool = False  # the weight gradient (hopper_grouped_k.cu.j2): A M-major (X^T), B N-major, both 2-D maps
+    #                          over the reduction's rows, G x M/128 x N/BN tiles of one group's depth each
 
     @property
     def a_small_bytes(self) -> int:
@@ -47,9 +50,12 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
         return (self.bk, self.small_bm)
 
     @property
-    def b_box(self) -> tuple[int, int, int]:
+    def b_box(self) -> tuple[int, ...]:
         """TMA box of B's 3-D map (innermost first, the group last): K-major bn rows of 64 k, N-major 64 columns by
-        64 k (bn / 64 boxes a stage); with a cluster, the share of one block (the tile split along N, or along K)."""
+        64 k (bn / 64 boxes a stage); with a cluster, the share of one block (the tile split along N, or along K).
+        grouped K: 64 columns by 64 k of the 2-D map over the reduction's rows."""
+        if self.grouped_k:
+            return (self.box_width, self.bk)
         if self.b_kmajor:
             return (self.bk, self.bn // self.cluster, 1)
         return (self.box_width, self.bk // self.cluster, 1)
@@ -65,7 +71,10 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
 
     @property
     def sched_smem(self) -> int:
-        """The scheduler's `__shared__` arrays: per group its end and its two prefix sums, one more end, 2 totals."""
+        """The scheduler's `__shared__` arrays: per group its end and its two prefix sums, one more end, 2 totals
+        (grouped K: per group its end and its place in the order, one more end)."""
+        if self.grouped_k:
+            return 4 * (SCHED_WORDS_K * self.max_groups + 1)
         return 4 * (SCHED_WORDS * self.max_groups + 1) + 8
 
     @property
@@ -77,6 +86,8 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
         return self.sched_smem
 
     def lines(self) -> tuple[str, ...]:
+        if self.grouped_k:
+            return self.lines_k()
         lay = f"B {'K' if self.b_kmajor else 'N'}-major (3-D tensor map: groups x K x N), A K-major"
         return (f"hopper_grouped: tile {self.bm}x{self.bn}x{self.bk} {self.compute}, or {self.small_bm}x{self.bn}x"
                 f"{self.bk} for a group's last {self.small_bm} rows or fewer; {self.stages} stages of "
@@ -96,3 +107,19 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
                 f"C: 64-row sub-tiles wholly inside their group through {C_BUFFERS} shared-memory buffers of "
                 f"{C_SUB_ROWS}x{self.c_sub_cols} per warpgroup and TMA stores; a sub-tile crossing its group's end "
                 "stored from the accumulators, masked at the end")
+
+    def lines_k(self) -> tuple[str, ...]:
+        return (f"hopper_grouped (grouped K): tile {self.bm}x{self.bn}x{self.bk} {self.compute} of one group's "
+                f"reduction; {self.stages} stages of {self.stage_bytes // 1024} KiB (TMA, 128-byte swizzle, "
+                "mbarriers), A M-major (X^T) and B N-major through 2-D tensor maps over the reduction's rows",
+                f"1 producer warp (setmaxnreg {self.producer_regs}) + {self.consumers} consumer warpgroups: 64x"
+                f"{self.bn} each (wgmma m64n{self.bn}k16, A and B transposed), setmaxnreg {self.consumer_regs}",
+                f"scheduler: persistent grid of one block per SM; every block derives the groups' k ranges from the "
+                f"clamped ends and orders the groups longest first ({self.sched_smem} B of shared memory for up to "
+                f"{self.max_groups} groups); block b takes tile b, then claims the next from a counter in the "
+                "workspace (longest processing time first)",
+                "k edges: the k-rows of a group's last k-tile past its end zeroed in shared memory before the wgmma "
+                "(the next group's rows never enter a product); a group of no rows stores beta * C",
+                f"C: G x M x N, 64-row sub-tiles inside their group through {C_BUFFERS} shared-memory buffers of "
+                f"{C_SUB_ROWS}x{self.c_sub_cols} per warpgroup and TMA stores; past M stored from the accumulators, "
+                "masked")

@@ -1,4 +1,4 @@
-"""The hopper_grouped planner: `grouped M` of bf16/f16 storage on sm_90's TMA + wgmma loop.
+"""The hopper_grouped planner: `grouped M` and `grouped K` of bf16/f16 storage on sm_90's TMA + wgmma loop.
 
 The tile N comes from the hopper family's waves model (families/tma_loop.py: choose_tile_n) at the declared
 rows (`rows` in the schedule) or, where none are declared, NOMINAL_ROWS; N in TILE_N, whose halves are whole 64-column
@@ -13,10 +13,12 @@ import dataclasses
 from gemmc.errors import Diagnostic, GemmcError
 from gemmc.families.hopper_grouped import calibration as cal
 from gemmc.families.hopper_grouped.plan import SMALL_BM, HopperGroupedPlan
-from gemmc.families.tma_loop import MAX_STAGES, choose_tile_n
+from gemmc.families.tma_loop import BM, MAX_STAGES, choose_tile_n
+from gemmc.ir.dynamic import Grouping
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, ProblemTable, TileTable, WorkList
 from gemmc.ir.types import Layout
+from gemmc.model.tlp import ceil_div
 
 TILE_N = (256, 128)  # halves 128 and 64: whole 64-column boxes, and wgmma N of a 64-row tile
 NOMINAL_ROWS = 16384  # rows the tile model assumes where the schedule declares none (an MoE step's routed tokens)
@@ -28,7 +30,10 @@ TAIL_SPLIT = cal.TAIL_SPLIT.value  # without clusters, a last round of at most h
 def plan(kernel: Kernel, hw: Hardware) -> HopperGroupedPlan:
     dyn = kernel.dynamic
     assert dyn is not None
-    rows = dyn.max_rows if dyn.rows_declared else NOMINAL_ROWS
+    grouped_k = dyn.grouping is Grouping.K
+    # grouped K: every group has the same M x N tiles, so the model sees the bound's groups of M rows
+    rows = dyn.max_groups * ceil_div(dyn.m, BM) * BM if grouped_k else \
+        dyn.max_rows if dyn.rows_declared else NOMINAL_ROWS
     bn = choose_tile_n(rows, dyn.n, hw, 1, TILE_N)
     if kernel.tile is not None:
         t = kernel.tile
@@ -39,7 +44,7 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperGroupedPlan:
         bn = t.n
     one = HopperGroupedPlan(bn=bn, stages=1, b_kmajor=kernel.layout_b is Layout.COL, compute=kernel.dtype.value,
                             c_bytes=kernel.c_dtype.nbytes, max_groups=dyn.max_groups,
-                            cluster=2 if dyn.k >= CLUSTER_MIN_K else 1)
+                            cluster=2 if not grouped_k and dyn.k >= CLUSTER_MIN_K else 1, grouped_k=grouped_k)
     fixed = one.smem_bytes - one.stage_bytes - one.barrier_bytes
     stages = min(MAX_STAGES, (hw.smem_per_block - fixed) // (one.stage_bytes + 16))
     if kernel.stages_written:  # `pipeline stages N`: the schedule's depth
@@ -53,12 +58,14 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperGroupedPlan:
                                     "write `pipeline stages 2` or more" if written
                                     else "declare fewer groups, or a narrower tile"))
     # the tail split halves a block's unit; a cluster's pair of blocks shares one unit's rows, so clusters keep theirs
-    return dataclasses.replace(one, stages=stages, tail_split=TAIL_SPLIT and one.cluster == 1)
+    return dataclasses.replace(one, stages=stages, tail_split=TAIL_SPLIT and one.cluster == 1 and not grouped_k)
 
 
 def notes(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> tuple[str, ...]:
     dyn = kernel.dynamic
     assert dyn is not None
+    if plan.grouped_k:
+        return notes_k(kernel, plan, hw)
     rows = f"{dyn.max_rows} declared rows" if dyn.rows_declared else f"{NOMINAL_ROWS} rows (none declared)"
     return (f"batch sized at run time: {dyn}; one persistent launch on the TMA + wgmma loop whatever the sizes, the "
             "tiles derived on the device (no host sync, no re-planning, no compile per size)",
@@ -78,6 +85,24 @@ def notes(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> tuple[str, .
             f"and {plan.sched_smem} B of scheduler fit {hw.smem_per_block} B of shared memory",
             "hopper_grouped: edges by TMA bounds (K and N zero-filled per group through B's 3-D map; A's rows past "
             "a group's end are loaded and never stored)")
+
+
+def notes_k(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> tuple[str, ...]:
+    dyn = kernel.dynamic
+    assert dyn is not None
+    tiles = ceil_div(dyn.m, plan.bm) * ceil_div(dyn.n, plan.bn)
+    return (f"batch sized at run time: {dyn}; one persistent launch on the TMA + wgmma loop whatever the sizes, the "
+            "groups' k ranges derived on the device (no host sync, no re-planning, no compile per size)",
+            f"hopper_grouped: tile N {plan.bn} by the hopper family's waves model at {dyn.max_groups} groups of m "
+            f"{dyn.m} and n {dyn.n} (N in {', '.join(map(str, TILE_N))}): {tiles} tiles a group",
+            "hopper_grouped: tiles numbered with the groups longest first; block b takes tile b, then claims the next "
+            "from a counter (longest processing time first: with skewed routings a static stride leaves blocks idle "
+            "for up to a long group's tile, 1.03-1.27x slower on the Zipf steps of bench/experiments/dynamic_half.py)",
+            "hopper_grouped: A (X^T) and B read M- and N-major through 2-D tensor maps over the reduction's rows; a "
+            "group's k-tiles start at its first row (TMA coordinates are elements, no alignment), and the k-rows of "
+            "its last k-tile past its end are zeroed in shared memory before the wgmma",
+            f"hopper_grouped: {plan.stages} stages of {plan.stage_bytes} B, {plan.epilogue_bytes} B of C sub-tiles "
+            f"and {plan.sched_smem} B of scheduler fit {hw.smem_per_block} B of shared memory")
 
 
 def worklist(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> WorkList:

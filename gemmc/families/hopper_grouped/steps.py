@@ -7,13 +7,15 @@ import dataclasses
 
 from gemmc.families.hopper_grouped import planner
 from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
+from gemmc.ir.dynamic import Grouping
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 
 
 def finish_plan(kernel: Kernel, hw: Hardware) -> Kernel:
-    """Requires: a checked `grouped M` kernel of half storage that selected the hopper_grouped family. Guarantees:
-    `plan` is the HopperGroupedPlan (tile N by the waves model, the deepest ring that fits) and the notes say why."""
+    """Requires: a checked `grouped M` or `grouped K` kernel of half storage that selected the hopper_grouped family.
+    Guarantees: `plan` is the HopperGroupedPlan (tile N by the waves model, the deepest ring that fits) and the notes
+    say why."""
     plan = planner.plan(kernel, hw)
     return dataclasses.replace(kernel, plan=plan, notes=(*kernel.notes, *planner.notes(kernel, plan, hw)))
 
@@ -34,6 +36,10 @@ def limits(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> list[str]:
     dyn = kernel.dynamic
     if dyn is None or plan.max_groups != dyn.max_groups or plan.max_groups > planner.MAX_GROUPS:
         out.append(f"up to {plan.max_groups} groups: not the declaration's, or past {planner.MAX_GROUPS}")
+    if dyn is not None and plan.grouped_k != (dyn.grouping is Grouping.K):
+        out.append(f"a plan of grouped {'K' if plan.grouped_k else 'M'} for {dyn}")
+    if plan.grouped_k and plan.cluster != 1:
+        out.append("grouped K with clusters; its kernel has none")
     if plan.c_bytes != kernel.c_dtype.nbytes:
         out.append(f"C elements of {plan.c_bytes} bytes; C is {kernel.c_dtype.value}")
     return out
