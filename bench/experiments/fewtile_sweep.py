@@ -1,7 +1,7 @@
 """Experiment: split K and tile N on bf16 GEMMs of few output tiles (hopper family), against cuBLAS (torch.mm in a CUDA
 graph), each (tile N, k-slices) variant checked against float64 first and timed on the same inputs (the half suite's
-protocol, gemmc/bench/half.py). The rows calibrate SPLIT_KBLOCKS and MIN_SLICE_KBLOCKS
-(gemmc/families/hopper/calibration.py).
+protocol, gemmc/bench/half.py), and run twice to check that C is bitwise the same. The rows calibrate SPLIT_KBLOCKS
+(gemmc/families/hopper/calibration.py; bench/results/half/2026-11-27_h100_fewtile-sweep.json).
 
     python3 bench/experiments/fewtile_sweep.py --out $OUT      # <out>/fewtile_sweep.json
 """
