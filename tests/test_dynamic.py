@@ -183,13 +183,16 @@ def test_the_schedule_matches_a_float64_model_and_covers_every_output_once(seed,
         m, nn, kk = scheduler.group_sizes(plan, starts, n=n, k=40)
         sched = scheduler.schedule(plan, m, nn, threshold, kk)
         assert (sched.cap, sched.variant.tolist()) == reference_schedule(plan, m, nn, threshold)
-        first = sorted(range(len(m)), key=lambda g: (-plan.classes[model_tiles(plan, m[g], n, sched.variant[g])[0][2]
-                                                                   ].weight * 40 if m[g] else 0, g))
-        assert sched.order.tolist() == first, "the groups of the costliest tiles first, ties in group order"
+        split = [model_parts(plan, m[g], n, sched.variant[g]) for g in range(len(m))]
+        first = [(p, g) for p in range(plan.parts)
+                 for g in sorted(range(len(m)), key=lambda g, p=p: (-plan.classes[split[g][p][0][2]].weight * 40
+                                                                    if split[g][p] else 0, g))]
+        assert sched.order.tolist() == [p * len(m) + g for p, g in first], \
+            "whole rows before half-height last rows, each by the costliest tiles first, ties in group order"
         covered = np.zeros((rows, n), dtype=np.int64)
         bm, bn = scheduler.column(plan, "bm"), scheduler.column(plan, "bn")
         table = scheduler.tile_table(plan, sched, m, nn)
-        want = [(g, m0, n0, v) for g in first for m0, n0, v in model_tiles(plan, m[g], n, sched.variant[g])]
+        want = [(g, m0, n0, v) for p, g in first for m0, n0, v in split[g][p]]
         assert [tuple(row) for row in table.tolist()] == want
         for g, m0, n0, v in table:
             assert 0 <= m0 < m[g] and 0 <= n0 < n, "a tile starts outside its group"
@@ -199,6 +202,45 @@ def test_the_schedule_matches_a_float64_model_and_covers_every_output_once(seed,
         inside[:starts[-1]] = True
         assert (covered[inside] == 1).all(), "an output of a group is missed or computed twice"
         assert (covered[~inside] == 0).all(), "a row outside every group is written"
+
+
+def model_parts(plan: DynamicPlan, m: int, n: int, v: int) -> list[list[tuple[int, int, int]]]:
+    """model_tiles in the plan's parts: with two, the tiles of the rows of whole height, then those of a last row that
+    needs at most half the height (float64 arithmetic)."""
+    tiles = model_tiles(plan, m, n, v)
+    if plan.parts == 1:
+        return [tiles]
+    half = [t for t in tiles if float(m - t[0]) <= plan.classes[v].variant.bm / 2.0]
+    return [[t for t in tiles if t not in half], half]
+
+
+def test_half_height_rows_are_numbered_after_every_whole_row():
+    """The longest-first order over all tiles: every group's whole-height tiles, then the half-height last rows, so
+    that the blocks claim the shortest tiles last (`grouped M` alone: calibration.PARTS)."""
+    plan = kernel_of(MOE.replace("n 96", "n 256")).ir.plan
+    assert isinstance(plan, DynamicPlan) and plan.parts == 2
+    m, n = np.array([300, 256, 40, 320]), np.full(4, 256)
+    sched = scheduler.schedule(plan, m, n, threshold=1, k=np.full(4, 40))
+    table = scheduler.tile_table(plan, sched, m, n)
+    heights = [plan.classes[v].variant.bm for v in table[:, 3]]
+    assert heights == sorted(heights, reverse=True), "no whole tile after a half-height one"
+    assert [int(g) for g in table[-6:, 0]] == [0, 0, 2, 2, 3, 3] and heights[-6:] == [64] * 6
+    single = kernel_of(MOE.replace("groups 24", "groups 2000")).ir.plan
+    assert isinstance(single, DynamicPlan) and single.parts == 1, "past SPLIT_GROUPS one part a group"
+    assert single.sched_smem < 48 * 1024 and plan.sched_smem < single.sched_smem
+    for text in ("kernel l { grouped list problems 40 }", "kernel w { grouped K m 64 n 64 groups 24 }"):
+        other = kernel_of(text).ir.plan
+        assert isinstance(other, DynamicPlan) and other.parts == 1, "depths that differ by group: one part"
+
+
+def test_the_launcher_opts_in_where_static_and_dynamic_shared_memory_pass_the_default():
+    """The scheduler's static arrays count against the 48 KiB a block gets without opting in, beside the tiles'."""
+    for groups, opts in ((24, False), (1024, True), (2000, True)):
+        k = kernel_of(MOE.replace("groups 24", f"groups {groups}"))
+        plan = k.ir.plan
+        assert isinstance(plan, DynamicPlan)
+        assert (plan.smem_bytes > 48 * 1024) is opts and plan.tile_smem < 48 * 1024
+        assert ("FuncAttributeMaxDynamicSharedMemorySize" in k.standalone) is opts
 
 
 def test_bad_ends_are_clamped_inside_the_rows():
@@ -283,25 +325,34 @@ int main() {
     for (int c = 0; c < GEMMC_DYN_LEVELS; ++c) tlp[c] += add[c];
   }
   const int cap = gemmc_dyn_cap(tlp, threshold);
-  std::vector<int> ends(groups), var(groups), order(groups);
-  std::vector<unsigned> keys(groups);
+  const int P = GEMMC_DYN_PARTS * groups;
+  std::vector<int> ends(P), var(groups), order(P);
+  std::vector<unsigned> keys(P);
   for (int g = 0; g < groups; ++g) {
     var[g] = gemmc_dyn_variant(m[g], n[g], cap);
-    long long m0, n0;
-    keys[g] = m[g] > 0 && n[g] > 0 ? gemmc_dyn_key(gemmc_dyn_tile(0, m[g], n[g], var[g], &m0, &n0), k[g]) : 0u;
+    for (int part = 0; part < GEMMC_DYN_PARTS; ++part) {
+      long long first, m0, n0;
+      keys[part * groups + g] = gemmc_dyn_part(m[g], n[g], var[g], part, &first) > 0
+                                    ? gemmc_dyn_key(gemmc_dyn_tile(first, m[g], n[g], var[g], &m0, &n0), k[g]) : 0u;
+    }
   }
-  for (int g = 0; g < groups; ++g) order[gemmc_dyn_rank(keys.data(), groups, g)] = g;
+  for (int g = 0; g < groups; ++g)
+    for (int part = 0; part < GEMMC_DYN_PARTS; ++part)
+      order[part * groups + gemmc_dyn_rank(keys.data() + part * groups, groups, g)] = part * groups + g;
   long long total = 0;
-  for (int i = 0; i < groups; ++i) {
-    total += gemmc_dyn_tiles(m[order[i]], n[order[i]], var[order[i]]);
+  for (int i = 0; i < P; ++i) {
+    const int part = order[i] >= groups, g = order[i] - part * groups;
+    long long first;
+    total += gemmc_dyn_part(m[g], n[g], var[g], part, &first);
     ends[i] = (int)total;
   }
   printf("%%d\n", cap);
   for (long long t = 0; t < total; ++t) {
-    const int i = gemmc_dyn_group(ends.data(), groups, t);
-    const int g = order[i];
-    long long m0, n0;
-    const int v = gemmc_dyn_tile(t - (i ? ends[i - 1] : 0), m[g], n[g], var[g], &m0, &n0);
+    const int i = gemmc_dyn_group(ends.data(), P, t);
+    const int part = order[i] >= groups, g = order[i] - part * groups;
+    long long m0, n0, first;
+    gemmc_dyn_part(m[g], n[g], var[g], part, &first);
+    const int v = gemmc_dyn_tile(first + t - (i ? ends[i - 1] : 0), m[g], n[g], var[g], &m0, &n0);
     printf("%%d %%lld %%lld %%d\n", g, m0, n0, v);
   }
   return 0;

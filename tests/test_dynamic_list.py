@@ -122,3 +122,20 @@ def test_addresses_past_2_63_keep_their_bits():
     Cs[0]._ptr = 2**63 + 4096
     table = problem_table(F32, As, Bs, Cs, device=0)
     assert int(table[0, 8].astype(np.uint64)) == 2**63 + 4096
+
+
+def test_the_collector_is_paused_for_the_reads_and_left_as_it_was():
+    import gc
+
+    As, Bs, Cs = operands("torch")
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            problem_table(F32, As, Bs, Cs, device=0)
+            assert gc.isenabled() is enabled
+            with pytest.raises(gemmc.GemmcError):
+                problem_table(F32, As, Bs, Cs[:-1], device=0)
+            assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

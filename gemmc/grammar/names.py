@@ -27,7 +27,8 @@ virtual void volatile wchar_t while xor xor_eq
 TEMPLATE_NAMES = frozenset("""
 absmax bf16 bf16_f32 bf16_rn c cluster_arrive_relaxed_divergent cluster_rank cluster_sync cluster_sync_divergent
 cp_async cp_async_commit cp_async_wait desc dmma dsmem_load dyn_cap dyn_choices dyn_class
-dyn_class_of dyn_cost dyn_depth dyn_group dyn_key dyn_outputs dyn_problem dyn_rank dyn_scan dyn_tile dyn_tiles
+dyn_class_of dyn_cost dyn_depth dyn_group dyn_key dyn_outputs dyn_part dyn_position_tiles dyn_problem dyn_rank
+dyn_scan dyn_tile dyn_tiles
 dyn_variant elem f16 f16_f32 f16_rn f16_rz f32_at fence_acc fence_async_smem fence_frag fence_regs frag_width get2
 grp_row grp_schedule grp_tile grp_tile_t grpk_ends grpk_order grpk_tile hmul2 in k_at
 later ldmatrix_x4 lds lds4 line_scale load4 mbar_expect mbar_init mbar_release mbar_wait mma mma0 narrow out

@@ -75,7 +75,8 @@ def state(kernel: Executable) -> DynamicState:
         fn = compiled(kernel, rendered.entry)
         smem = plan.tile_smem
         hw = hardware()
-        if smem > hw.smem_per_block_default:
+        static = getattr(fn, "shared_size_bytes", plan.sched_smem)
+        if smem + static > hw.smem_per_block_default:  # the scheduler's static arrays count against the default too
             fn.max_dynamic_shared_size_bytes = smem
         if fn.max_threads_per_block < plan.threads:
             raise GemmcError(f"kernel '{kernel.name}': the compiled kernel uses {fn.num_regs} registers per thread, "
@@ -83,7 +84,6 @@ def state(kernel: Executable) -> DynamicState:
                              f"{plan.threads}", code="E302")
         validate = (compiled(kernel, rendered.entry + "_validate")
                     if plan.grouping is not Grouping.LIST else None)
-        static = getattr(fn, "shared_size_bytes", plan.sched_smem)
         grid = hw.sm_count * max(1, blocks_per_sm(fn, plan.threads, smem, static))
         threshold = plan.threshold(grid)
         dyn = kernel.ir.dynamic

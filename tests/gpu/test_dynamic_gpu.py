@@ -28,7 +28,9 @@ L64 = "kernel varlen64 {{ dtype f64 layout A col, B col grouped list problems 64
 KH = "kernel wgrad_bf16 {{ dtype bf16 layout A col alpha runtime beta runtime grouped K m {m} n {n} groups 64 }}"
 LH = "kernel varlen_f16 {{ dtype A f16, B f16, C f32 alpha runtime beta runtime grouped list problems 64 }}"
 MH = "target cuda sm_90\nkernel moe_bf16_simt {{ dtype bf16 layout B col grouped M n {n} k {k} groups 64 }}"
-SCHEDULES = [s.format(m=8, n=8, k=41) for s in (M32, M64, K32, K64, L32, L64, KH, LH, MH)]  # k 41: MH stays dynamic
+# Past SPLIT_GROUPS: one part a group, and static (the scheduler's) with dynamic shared memory past 48 KiB
+MANY = "kernel moe_many {{ layout B col  grouped M n {n} k {k} groups 2000 }}"
+SCHEDULES = [s.format(m=8, n=8, k=41) for s in (M32, M64, K32, K64, L32, L64, KH, LH, MH, MANY)]  # k 41: MH dynamic
 TOL = {"f32": 2e-5, "f64": 1e-12, "bf16": 8e-3}  # bf16: C rounded to bf16 (the inputs are exact in f32)
 
 
@@ -120,6 +122,23 @@ def test_grouped_m(schedule, dtype, layouts, scalars, routing):
     if used:
         assert rel(C[:used], ref[:used]) < TOL[dtype]
     assert t.equal(C[used:], C0[used:]), "rows outside every group were written"
+
+
+def test_many_groups_past_the_default_shared_memory():
+    """2000 groups: the scheduler's 24 KB of static shared memory and the tiles' 33 KB pass the 48 KiB a block gets
+    without opting in (the launch opts in: before, CUDA_ERROR_INVALID_VALUE); one part a group."""
+    t = torch()
+    n, k = 97, 41
+    kern = kernel(MANY, n=n, k=k)
+    assert kern.executable.ir.plan.smem_bytes > 48 * 1024 and kern.executable.ir.plan.parts == 1
+    sizes = np.random.default_rng(5).choice([0, 1, 3, 17, 64, 65, 129], size=1999).tolist()
+    rows = sum(sizes)
+    A, B = matrix(rows, k, "r", t.float32), stack(len(sizes), k, n, "c", t.float32)
+    C = matrix(rows, n, "r", t.float32, fill=float("nan"))
+    kern(A, B, C, offsets=ends_of(sizes, t))
+    ends = np.cumsum(sizes)
+    ref = t.cat([A[e - s:e].double() @ B[g].double() for g, (s, e) in enumerate(zip(sizes, ends, strict=True))])
+    assert rel(C, ref) < TOL["f32"]
 
 
 @pytest.mark.parametrize("schedule, dtype, layouts, scalars",

@@ -8,6 +8,8 @@ from gemmc.ir.types import DType
 
 DESIGN = "bench/results/dynamic/2026-11-26_h100_dynamic_design-call2.json"
 PROFILE = "bench/results/dynamic/2026-11-26_h100_dynamic_profile.json"
+SUITE = "bench/results/dynamic/2026-11-27_h100_suite.json"
+PARTS_SUITE = "bench/results/dynamic/2026-11-27_h100_suite-parts.json"
 
 MAX_OUTPUTS = Measured(
     {DType.F32: 64, DType.F64: 16}, H100,
@@ -37,4 +39,17 @@ BODY = Measured(
         "variants (237 registers, no spills) ran 870 us and the static plan 836 us; E32 T8192 N1024 K512: 376 "
         "against 338 us.",
     sources=(PROFILE, "bench/results/dynamic/2026-11-26_h100_dynamic_profile_ncu.csv"),
+)
+
+PARTS = Measured(
+    2, H100,
+    why="Parts of a `grouped M` group's tile numbering: its whole-height rows, then (after every group's whole rows) "
+        "its last row where that needs at most half the height, so the blocks claim the half-height tiles last and "
+        "fill the last wave with them. Device time of the suite's steps with one part a group (SUITE) and with two "
+        "(PARTS_SUITE): E32 T8192 N1024 K512 uniform 292 and 273 us (static plan 241), half-routed 294 and 280, E64 "
+        "T16384 N1024 K2048 2023 and 1956 (static 1838); E8 T65536 and E8 T4096 the same within 2% (889 and 888, 96 "
+        "and 94). The list form's depths differ by problem, and two parts ran its 64-problem list in 224 us against "
+        "198 with one (a half-height row of a deep problem outweighs whole tiles of a shallow one): it keeps one, as "
+        "does `grouped K`.",
+    sources=(SUITE, PARTS_SUITE),
 )

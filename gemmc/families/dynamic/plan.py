@@ -21,6 +21,13 @@ SCAN_WORDS = 8  # bytes per thread of the block-wide scan (long long)
 # Groups the device scheduler sorts by tile cost (largest first): each thread counts, for its groups, the larger keys
 # among all groups, so the work grows with the square of the groups; 1024 groups take 4096 comparisons a thread.
 SORT_GROUPS = 1024
+# Groups up to which a `grouped M` kernel numbers every group's tiles in two parts (DynamicPlan.parts): its
+# whole-height rows of tiles, and its last row where that needs at most half a tile's height, after every group's
+# first part. Every group has the same depth k there, so the half-height tiles are the shortest whatever the group:
+# the blocks claim them last and fill the last wave with them (the static plan's longest-first order over all tiles,
+# not group by group; calibration.PARTS). The scheduler keeps a position per part in shared memory: past this bound
+# one part per group keeps 11 bytes a group within the static 48 KiB.
+SPLIT_GROUPS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +52,12 @@ class DynamicPlan(FamilyPlan):
     max_groups: int
     tlp_threshold: int  # threads (paper 000 Eq. 4); 0: the launch sets one wave of the persistent grid
     blocks_per_sm: int  # the persistent grid per SM, by the occupancy model on the target table
+    parts: int = 1  # 2: each group's half-height last row of tiles is numbered after every group's whole rows
+
+    @property
+    def positions(self) -> int:
+        """Places of the tile numbering the scheduler keeps in shared memory: one per part of each group."""
+        return self.parts * self.max_groups
 
     @property
     def tlp_waves(self) -> int:
@@ -66,10 +79,10 @@ class DynamicPlan(FamilyPlan):
 
     @property
     def sched_smem(self) -> int:
-        """Static shared memory of the scheduler: group starts, tile ends, the order, variants, the scan, the TLP sums
-        and the next tile."""
-        groups = self.max_groups
-        return (4 * (groups + 1) + 4 * groups + 2 * groups + (-(-groups // 8) * 8) + SCAN_WORDS * self.threads
+        """Static shared memory of the scheduler: group starts, tile ends and the order (per position), variants, the
+        scan, the TLP sums and the next tile."""
+        groups, positions = self.max_groups, self.positions
+        return (4 * (groups + 1) + 4 * positions + 2 * positions + (-(-groups // 8) * 8) + SCAN_WORDS * self.threads
                 + 8 * len(self.levels) + 8)
 
     @property
@@ -95,7 +108,8 @@ class DynamicPlan(FamilyPlan):
                f"(up to {self.max_groups} groups)",
                f"size classes: per group the variant whose tiles weigh least at a level <= the cap (edge tiles at "
                f"their variant's weight); the cap is the largest level whose TLP (Eq. 4, threads) reaches {threshold}",
-               "tiles: each block takes the next unclaimed one from a counter in the workspace"]
+               "tiles: each block takes the next unclaimed one from a counter in the workspace"
+               + (", every group's half-height last row after all groups' whole rows" if self.parts > 1 else "")]
         for i, c in enumerate(self.classes):
             v = c.variant
             edge = "" if c.edges == (i, i, i) else f", edge tiles {'/'.join(map(str, c.edges))}"

@@ -18,7 +18,7 @@ import numpy as np
 from gemmc.errors import Diagnostic, GemmcError
 from gemmc.families.dynamic import calibration as cal
 from gemmc.families.dynamic import scheduler
-from gemmc.families.dynamic.plan import DynamicPlan, SizeClass
+from gemmc.families.dynamic.plan import SPLIT_GROUPS, DynamicPlan, SizeClass
 from gemmc.families.simt import tiling
 from gemmc.families.simt.plan import SimtPlan, SimtVariant, micro_tile
 from gemmc.families.simt.planner import bound_blocks, check_variants, explicit_variant
@@ -91,6 +91,15 @@ def weight(v: SimtVariant, kernel: Kernel, hw: Hardware) -> int:
     return round(v.threads * tiling.step_instructions(v, kernel.dtype.widened.nbytes, fma_issue) / v.bk)
 
 
+def parts(kernel: Kernel) -> int:
+    """Parts of each group's tile numbering (calibration.PARTS): two for `grouped M` up to SPLIT_GROUPS groups, where
+    one depth k makes every half-height tile shorter than every whole one; one for the list form and `grouped K`,
+    whose depths differ by group (a half-height row of a deep group outweighs the whole tiles of a shallow one)."""
+    dyn = kernel.dynamic
+    assert dyn is not None
+    return int(cal.PARTS.value) if dyn.grouping is Grouping.M and dyn.max_groups <= SPLIT_GROUPS else 1
+
+
 def plan(kernel: Kernel, hw: Hardware) -> DynamicPlan:
     assert kernel.dynamic is not None
     if kernel.stages not in (1, 2):
@@ -113,7 +122,7 @@ def plan(kernel: Kernel, hw: Hardware) -> DynamicPlan:
                                                     else [(0, 0, 0)], strict=True))
     result = DynamicPlan(grouping=kernel.dynamic.grouping, tiles=tiles, classes=classes, levels=names,
                          max_groups=kernel.dynamic.max_groups, tlp_threshold=kernel.tlp_threshold or 0,
-                         blocks_per_sm=1)
+                         blocks_per_sm=1, parts=parts(kernel))
     occ = occupancy(hw, result.threads, result.regs_estimate, result.smem_bytes)
     return dataclasses.replace(result, blocks_per_sm=max(occ.blocks_per_sm, 1))
 

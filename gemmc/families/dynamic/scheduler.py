@@ -11,9 +11,12 @@ side; tests compare the two).
    (the static plan's edge tiles), and weigh what that variant weighs.
 3. The cap (paper 000 Algorithm 1, largest tiles stepped down first, by whole levels): the largest c whose TLP
    (Eq. 4: tiles x threads, summed over the groups) reaches the threshold; the smallest level when none does.
-4. Tiles are numbered group by group, the groups by decreasing cost of one tile (the variant's weight x the group's
-   reduction depth; ties: group order; up to plan.SORT_GROUPS groups, more keep their order), n fastest within a
-   group, through an inclusive prefix sum of tiles over that order. Block b
+4. Tiles are numbered part by part (plan.parts): with two, every group's whole-height rows of tiles (part 0) come
+   before every group's last row where that needs at most half the height (part 1), so that the shortest tiles are
+   claimed last; with one, a group's tiles are one part. Within a kind of part the groups go by decreasing cost of
+   the part's first tile (its variant's weight x the group's reduction depth; ties: group order; up to
+   plan.SORT_GROUPS groups, more keep their order), n fastest within a part, through an inclusive prefix sum of tiles
+   over those positions (position p x G + rank). Block b
    takes tile b first, then the next unclaimed one from a counter in the workspace (atomicAdd): the hardware's
    first-free-block order, not a fixed share per block.
 """
@@ -32,14 +35,22 @@ INT32_MAX = 2**31 - 1
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Schedule:
-    """One launch's decisions: the level cap, each group's variant and tile count, the inclusive prefix of tiles."""
+    """One launch's decisions: the level cap, each group's variant and tile count, the parts of the numbering (part
+    j = p x G + g: part p of group g) and the inclusive prefix of tiles by position."""
 
     cap: int
     tlp: np.ndarray  # per cap: the TLP (threads) of the launch under that cap
     variant: np.ndarray  # per group
     tiles: np.ndarray  # per group
-    order: np.ndarray  # per position of the tile numbering: its group
+    order: np.ndarray  # per position of the tile numbering: its part j (p x G + g)
     ends: np.ndarray  # per position: inclusive prefix sum of tiles (int32-clamped, as the device keeps it)
+    part_tiles: np.ndarray  # per part j: its tiles
+    part_first: np.ndarray  # per part j: the group-local index of its first tile
+
+    @property
+    def groups(self) -> np.ndarray:
+        """Per position: the group of its part."""
+        return self.order % max(len(self.tiles), 1)
 
     @property
     def total(self) -> int:
@@ -107,11 +118,34 @@ def choices(plan: DynamicPlan, m: np.ndarray, n: np.ndarray) -> tuple[np.ndarray
     return choice, tlp
 
 
+def parts(plan: DynamicPlan, variant: np.ndarray, m: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per part (rows: plan.parts) and group: its tiles and the group-local index of its first tile (gemmc_dyn_part).
+    Part 1 is the group's last row of tiles where that needs at most half the height."""
+    bm, bn = column(plan, "bm")[variant], column(plan, "bn")[variant]
+    m, n = np.asarray(m, dtype=np.int64), np.asarray(n, dtype=np.int64)
+    tm, tn = -(-m // bm), -(-n // bn)
+    if plan.parts == 1:
+        return (tm * tn)[None, :], np.zeros((1, len(m)), dtype=np.int64)
+    row = ((tm > 0) & (m - (tm - 1) * bm <= bm // 2)).astype(np.int64)
+    body = (tm - row) * tn
+    return np.stack([body, row * tn]), np.stack([np.zeros_like(body), body])
+
+
+def tile_variant(plan: DynamicPlan, variant: np.ndarray, m: np.ndarray, n: np.ndarray, local: np.ndarray
+                 ) -> np.ndarray:
+    """The variant that tile `local` (n fastest) of a group's `variant` tiles over m x n runs: an edge variant in a
+    last row (column) that needs at most half the height (width)."""
+    bm, bn = column(plan, "bm")[variant], column(plan, "bn")[variant]
+    m, n = np.asarray(m, dtype=np.int64), np.asarray(n, dtype=np.int64)
+    tiles_n = np.maximum(-(-n // bn), 1)
+    m0, n0 = (local // tiles_n) * bm, (local % tiles_n) * bn
+    kind = (m - m0 <= bm // 2).astype(np.int64) + 2 * (n - n0 <= bn // 2)
+    return edge_table(plan)[variant, kind]
+
+
 def first_variant(plan: DynamicPlan, variant: np.ndarray, m: np.ndarray, n: np.ndarray) -> np.ndarray:
     """The variant of each group's first tile, its largest (an edge variant where the group needs at most half)."""
-    bm, bn = column(plan, "bm")[variant], column(plan, "bn")[variant]
-    kind = (np.asarray(m) <= bm // 2).astype(np.int64) + 2 * (np.asarray(n) <= bn // 2)
-    return edge_table(plan)[variant, kind]
+    return tile_variant(plan, variant, m, n, np.zeros(len(variant), dtype=np.int64))
 
 
 def keys(plan: DynamicPlan, variant: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -141,20 +175,27 @@ def schedule(plan: DynamicPlan, m: np.ndarray, n: np.ndarray, threshold: int, k:
     variant = choice[cap]
     bm, bn = column(plan, "bm")[variant], column(plan, "bn")[variant]
     tiles = -(-np.asarray(m, dtype=np.int64) // bm) * -(-np.asarray(n, dtype=np.int64) // bn)
-    first = first_variant(plan, variant, m, n)
-    depth = np.where(tiles > 0, np.zeros(len(variant), dtype=np.int64) if k is None else k, 0)  # no tile: key 0
-    seq = order(plan, first, depth)
-    return Schedule(cap, totals, variant, tiles, seq, np.minimum(np.cumsum(tiles[seq]), INT32_MAX))
+    counts, firsts = parts(plan, variant, m, n)
+    groups = len(variant)
+    seq = []
+    for p in range(plan.parts):  # a part's key: its first tile's cost (0: a part of no tile)
+        depth = np.where(counts[p] > 0, np.zeros(groups, dtype=np.int64) if k is None else k, 0)
+        seq.append(p * groups + order(plan, tile_variant(plan, variant, m, n, firsts[p]), depth))
+    positions = np.concatenate(seq)
+    flat = counts.reshape(-1)
+    return Schedule(cap, totals, variant, tiles, positions, np.minimum(np.cumsum(flat[positions]), INT32_MAX), flat,
+                    firsts.reshape(-1))
 
 
 def tile_table(plan: DynamicPlan, sched: Schedule, m: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Every tile in numbering order as rows (group, m0, n0, variant): the decode a block does for a tile it takes,
     edge tiles with their half variants."""
     total = sched.total
-    position = np.repeat(np.arange(len(sched.tiles)), sched.tiles[sched.order])[:total]
-    group = sched.order[position]
+    position = np.repeat(np.arange(len(sched.order)), sched.part_tiles[sched.order])[:total]
+    part = sched.order[position]
+    group = sched.groups[position]
     first = np.concatenate([[0], sched.ends[:-1]])
-    local = np.arange(total) - first[position]
+    local = np.arange(total) - first[position] + sched.part_first[part]
     v = sched.variant[group]
     bm, bn = column(plan, "bm")[v], column(plan, "bn")[v]
     tiles_n = -(-np.asarray(n, dtype=np.int64)[group] // bn)

@@ -355,6 +355,21 @@ __host__ __device__ inline long long gemmc_dyn_tiles(long long m, long long n, i
   return (long long)tm * tn;
 }
 
+// Parts of a group's tile numbering. With 2, part 0 holds the group's whole-height rows of tiles and part 1 its last
+// row where that needs at most half the height; every group's part 1 is numbered after all groups' part 0, so the
+// shortest tiles are claimed last and fill the last wave (the static plan's longest-first order over all tiles).
+constexpr int GEMMC_DYN_PARTS = 2;
+
+// The tiles of part `part` of a group's variant-v tiles over m x n outputs; *first: the group-local index (n fastest)
+// of the part's first tile.
+__host__ __device__ inline long long gemmc_dyn_part(long long m, long long n, int v, int part, long long* first) {
+  const gemmc_dyn_class d = gemmc_dyn_class_of(v);
+  const long long tm = ((unsigned)m + d.bm - 1) / (unsigned)d.bm, tn = ((unsigned)n + d.bn - 1) / (unsigned)d.bn;
+  const long long row = GEMMC_DYN_PARTS > 1 && tm > 0 && m - (tm - 1) * d.bm <= d.bm / 2;
+  *first = part ? (tm - row) * tn : 0;
+  return part ? row * tn : (tm - row) * tn;
+}
+
 // The summed weight of variant v's tiles over m x n outputs, its edge tiles at their own variant's weight.
 __host__ __device__ inline long long gemmc_dyn_cost(long long m, long long n, int v) {
   const gemmc_dyn_class d = gemmc_dyn_class_of(v);
@@ -426,8 +441,9 @@ __host__ __device__ inline unsigned gemmc_dyn_key(int v, long long k) {
   return d > 0xFFFFFFFFull / (w ? w : 1) ? 0xFFFFFFFFu : (unsigned)(w * d);
 }
 
-// Group g's position in the tile numbering: the groups of larger keys first, equal keys in group order. Up to
-// 1024 groups; more keep their order (the count of larger keys grows with the square of the groups).
+// Group g's position among the groups' parts of one kind (keys: one per group): the groups of larger keys first, equal
+// keys in group order. Up to 1024 groups; more keep their order (the count of larger keys grows with the
+// square of the groups).
 __host__ __device__ inline int gemmc_dyn_rank(const unsigned* keys, int groups, int g) {
   if (groups > 1024) return g;
   const unsigned key = keys[g];
@@ -487,28 +503,38 @@ __device__ __forceinline__ long long gemmc_dyn_depth(int g, const int* s_first, 
   return dim_k;
 }
 
+// The tiles of the part at a position of the tile numbering (part x G + group).
+__device__ __forceinline__ long long gemmc_dyn_position_tiles(int j, int G, const int* s_first,
+                                                              const gemmc_dyn_problem* problems, long long dim_m,
+                                                              long long dim_n, const unsigned char* s_var) {
+  const int part = j >= G, g = j - part * G;
+  long long m, n, first;
+  gemmc_dyn_outputs(g, s_first, problems, dim_m, dim_n, &m, &n);
+  return gemmc_dyn_part(m, n, s_var[g], part, &first);
+}
+
 // One persistent launch over a batch sized at run time (grouped M). Every block derives the same
 // schedule from the sizes (families/dynamic/scheduler.py): clamped group rows, a variant per group under the
-// launch's level cap, an inclusive prefix sum of tiles per group in shared memory. Block b then computes tile b and
-// takes the next unclaimed tile from counter[0] until none is left, with the SIMT tile function (edge tiles of the
-// group's last row and column with their half variants); the last block to finish sets both counters back to 0, so
-// the next launch on the stream finds them zeroed. The grid comes from the SM count and the occupancy, never from the
-// sizes. `group_end`: cumulative group ends (grouped forms); `problems`: the list form's table; `counter`: two int32
+// launch's level cap, an inclusive prefix sum of tiles per part of a group in shared memory. Block b then computes
+// tile b and takes the next unclaimed tile from counter[0] until none is left, with the SIMT tile function (edge tiles
+// of the group's last row and column with their half variants); the last block to finish sets both counters back to
+// 0, so the next launch on the stream finds them zeroed. The grid comes from the SM count and the occupancy, never
+// from the sizes. `group_end`: cumulative group ends (grouped forms); `problems`: the list form's table; `counter`: two int32
 // of the workspace, zero before the launch.
 extern "C" __global__ void __launch_bounds__(256, 1) gemmc_moe_up_dynamic_f32_rcr(
     const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
     const int* __restrict__ group_end, const gemmc_dyn_problem* __restrict__ problems, int groups, long long rows,
     long long dim_m, long long dim_n, long long dim_k, long long tlp_threshold, int* __restrict__ counter,
     float alpha, float beta) {
-  constexpr int NT = 256, MAX_GROUPS = 64;
+  constexpr int NT = 256, MAX_GROUPS = 64, PARTS = GEMMC_DYN_PARTS;
   extern __shared__ __align__(16) unsigned char gemmc_smem_raw[];
   float* smem = reinterpret_cast<float*>(gemmc_smem_raw);
   const float alpha_ = 1.0f;
   const float beta_ = 0.0f;
   (void)alpha; (void)beta;
   __shared__ int s_first[MAX_GROUPS + 1];     // grouped forms: group g's rows are [s_first[g], s_first[g + 1])
-  __shared__ int s_ends[MAX_GROUPS];          // inclusive prefix sum of tiles, by position (before: the sort keys)
-  __shared__ unsigned short s_order[MAX_GROUPS];  // the group at each position of the tile numbering
+  __shared__ int s_ends[PARTS * MAX_GROUPS];  // inclusive prefix sum of tiles, by position (before: the sort keys)
+  __shared__ unsigned short s_order[PARTS * MAX_GROUPS];  // at each position of the tile numbering: part x G + group
   __shared__ unsigned char s_var[MAX_GROUPS];  // each group's variant
   __shared__ long long s_scan[NT];
   __shared__ unsigned long long s_tlp[GEMMC_DYN_LEVELS];
@@ -556,42 +582,47 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemmc_moe_up_dynamic_f32_rc
   __syncthreads();
   const int cap = gemmc_dyn_cap(s_tlp, tlp_threshold);
 
-  // Each group's variant under the cap and its sort key, the cost of its largest tile (its first tile's variant's
-  // weight x the group's depth): the groups are numbered by decreasing key, so that the blocks claim the longest tiles first (the
-  // static planner's order), and the inclusive prefix sum of tiles follows that order.
+  // Each group's variant under the cap, and the sort key of each of its parts: the cost of the part's first tile,
+  // its largest (that tile's variant's weight x the group's depth). Within each kind of part the groups are numbered
+  // by decreasing key, so that the blocks claim the longest tiles first (the static planner's order), and the
+  // inclusive prefix sum of tiles follows that order: position p * G + r holds the part p of rank r.
   unsigned* s_key = reinterpret_cast<unsigned*>(s_ends);
   for (int g = lo; g < hi; ++g) {
     long long m, n;
     gemmc_dyn_outputs(g, s_first, problems, dim_m, dim_n, &m, &n);
     const int v = gemmc_dyn_variant(m, n, cap);
     s_var[g] = (unsigned char)v;
-    long long m0, n0;  // the group's first tile is its largest: its variant, its weight (0: a group of no tile)
-    s_key[g] = m > 0 && n > 0 ? gemmc_dyn_key(gemmc_dyn_tile(0, m, n, v, &m0, &n0),
-                                              gemmc_dyn_depth(g, s_first, problems, dim_k)) : 0u;
+    const long long depth = gemmc_dyn_depth(g, s_first, problems, dim_k);
+#pragma unroll
+    for (int part = 0; part < PARTS; ++part) {
+      long long first, m0, n0;  // 0: a part of no tile
+      s_key[part * G + g] = gemmc_dyn_part(m, n, v, part, &first) > 0
+                                ? gemmc_dyn_key(gemmc_dyn_tile(first, m, n, v, &m0, &n0), depth) : 0u;
+    }
   }
   __syncthreads();
-  for (int g = lo; g < hi; ++g) s_order[gemmc_dyn_rank(s_key, G, g)] = (unsigned short)g;
+  for (int g = lo; g < hi; ++g)
+#pragma unroll
+    for (int part = 0; part < PARTS; ++part)
+      s_order[part * G + gemmc_dyn_rank(s_key + part * G, G, g)] = (unsigned short)(part * G + g);
   __syncthreads();
+  const int P = PARTS * G, per_p = (P + NT - 1) / NT;  // each thread takes a contiguous run of positions
+  const int lo_p = tid * per_p < P ? tid * per_p : P, hi_p = lo_p + per_p < P ? lo_p + per_p : P;
   long long count = 0;
-  for (int i = lo; i < hi; ++i) {
-    long long m, n;
-    gemmc_dyn_outputs(s_order[i], s_first, problems, dim_m, dim_n, &m, &n);
-    count += gemmc_dyn_tiles(m, n, s_var[s_order[i]]);
-  }
+  for (int i = lo_p; i < hi_p; ++i) count += gemmc_dyn_position_tiles(s_order[i], G, s_first, problems, dim_m, dim_n,
+                                                                      s_var);
   long long total = gemmc_dyn_scan<NT, false>(count, s_scan, tid);  // its barriers: every key read is done
-  for (int i = lo; i < hi; ++i) {
-    long long m, n;
-    gemmc_dyn_outputs(s_order[i], s_first, problems, dim_m, dim_n, &m, &n);
-    total += gemmc_dyn_tiles(m, n, s_var[s_order[i]]);
+  for (int i = lo_p; i < hi_p; ++i) {
+    total += gemmc_dyn_position_tiles(s_order[i], G, s_first, problems, dim_m, dim_n, s_var);
     s_ends[i] = total < 2147483647LL ? (int)total : 2147483647;
   }
   __syncthreads();
-  const long long tiles = G ? s_ends[G - 1] : 0;
+  const long long tiles = P ? s_ends[P - 1] : 0;
 
   for (long long t = blockIdx.x; t < tiles; t = s_next) {
-    const int i = gemmc_dyn_group(s_ends, G, t);  // the position, then its group
-    const int g = s_order[i];
-    const long long local = t - (i ? s_ends[i - 1] : 0);
+    const int i = gemmc_dyn_group(s_ends, P, t);  // the position, then its part and group
+    const int part = s_order[i] >= G, g = s_order[i] - part * G;
+    long long local = t - (i ? s_ends[i - 1] : 0);
     const int v = s_var[g];
     gemmc_problem p;
     const float* a;
@@ -607,8 +638,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemmc_moe_up_dynamic_f32_rc
       b = B + (long long)g * dim_k * dim_n;
       c = C + (true ? start * p.ldc : start);
     }
-    long long m0, n0;
-    switch (gemmc_dyn_tile(local, p.m, p.n, v, &m0, &n0)) {
+    long long m0, n0, first;
+    gemmc_dyn_part(p.m, p.n, v, part, &first);
+    switch (gemmc_dyn_tile(first + local, p.m, p.n, v, &m0, &n0)) {
       case 0:  // level 0: 64x64x16, 256 threads, micro-tile 4x4
         if (tid < 256)
           gemmc_simt_tile<float, 64, 64, 16, 4, 4, 256, 1, 2, 2, true, true, true, 16896>(
