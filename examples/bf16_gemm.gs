@@ -16,3 +16,10 @@ kernel f16_to_f32 {
   beta   runtime
   gemm   4096 x 14336 x 4096
 }
+
+# A GEMM of few output tiles and long K (a 4096 x 64 output is 32 tiles of 128 x 64 on 132 SMs): clusters of 3 blocks
+# split each tile's 64 k-blocks and add their partial sums through distributed shared memory.
+kernel gate_split_k {
+  dtype bf16
+  gemm  4096 x 64 x 4096
+}

@@ -99,6 +99,61 @@ def test_planner_choices(size, bn, cluster, stages):
     assert plan.smem_bytes <= 232448 and plan.threads == 384
 
 
+@pytest.mark.parametrize(("size", "bn", "ksplit", "stages"), [
+    ((4096, 64, 16384), 64, 3, 7), ((4096, 128, 16384), 64, 2, 7), ((512, 1024, 16384), 64, 2, 7),
+    ((4096, 64, 4096), 64, 3, 7), ((4096, 64, 1024), 64, 1, 8), ((4096, 128, 1024), 64, 1, 8),
+    ((1024, 1024, 4096), 64, 1, 8), ((2048, 2048, 1024), 256, 1, 4), ((16384, 64, 16384), 64, 1, 8)])
+def test_split_k_where_the_tiles_leave_sms_idle(size, bn, ksplit, stages):
+    """Split K where the tiles leave SMs idle and K is long enough to pay for the cluster's reduction (SPLIT_KBLOCKS):
+    clusters of `ksplit` blocks, no multicast pair, C stored from the cluster's sums (no TMA-store epilogue), the
+    partial sums' shared memory beside the ring. The measured few-tile shapes of K 1024 keep one block per tile, as
+    does a full wave of tiles."""
+    m, n, k = size
+    k_ = kernel(f"kernel k {{ dtype bf16 gemm {m} x {n} x {k} }}")
+    plan = k_.ir.plan
+    assert (plan.bn, plan.ksplit, plan.stages) == (bn, ksplit, stages)
+    assert plan.smem_bytes <= 232448
+    if ksplit > 1:
+        assert (plan.cluster, plan.tma_store, plan.group) == (1, False, ksplit)
+        assert plan.reduce_bytes == 128 * (bn + 8) * 4 + 16
+        assert plan.grid(m, n, 132) == ksplit * -(-m // 128) * -(-n // bn)
+        assert "split K" in k_.plan and f"__cluster_dims__({ksplit}, 1, 1)" in k_.source
+        assert "mbarrier.arrive.release.cluster.shared::cluster" in k_.source
+    else:
+        assert plan.reduce_bytes == 0 and "hopper: split K" not in k_.plan and "__cluster_dims__" not in k_.source
+        tiles = -(-m // 128) * -(-n // bn)
+        assert ("no split K although" in k_.plan) == (tiles < 132)
+
+
+def test_split_k_model():
+    """The cluster fill bounds a wave (30 clusters of 4 at one block per SM: 32 tiles take two waves), and a split
+    pays SPLIT_KBLOCKS k-blocks for its reduction."""
+    from gemmc.families.hopper import planner
+    from gemmc.ir.hardware import TARGETS
+
+    hw = TARGETS["sm_90"]
+    assert [planner.active_clusters(hw, s) for s in (1, 2, 3, 4)] == [132, 66, 39, 30]
+    kb = planner.SPLIT_KBLOCKS
+    assert planner.split_cost(4096, 64, 1024, 64, 3, hw) == 96 * (6 + kb)
+    assert planner.split_cost(4096, 64, 1024, 64, 4, hw) == 2 * 96 * (4 + kb)
+    assert planner.split_cost(4096, 64, 1024, 64, 1, hw) == 96 * 16
+    assert planner.choose_tile(4096, 64, 1024, hw) == (64, 1)  # 96 * (6 + kb) > 96 * 16
+    assert planner.choose_tile(4096, 64, 16384, hw) == (64, 3)
+
+
+def test_split_k_limits():
+    """The verifier refuses split K with a multicast pair or with the TMA-store epilogue."""
+    from gemmc.families.hopper import steps
+    from gemmc.ir.hardware import TARGETS
+
+    k_ = kernel("kernel k { dtype bf16 gemm 4096 x 128 x 16384 }").ir
+    hw = TARGETS["sm_90"]
+    assert steps.limits(k_, k_.plan, hw) == []
+    assert any("split K" in line for line in steps.limits(k_, dataclasses.replace(k_.plan, cluster=2), hw))
+    assert any("split K" in line for line in steps.limits(k_, dataclasses.replace(k_.plan, tma_store=True), hw))
+    assert any("split K" in line for line in steps.limits(k_, dataclasses.replace(k_.plan, ksplit=9), hw))
+
+
 def test_epilogue_plan():
     """Row-major C goes through the TMA-store epilogue (2 sub-tiles of 64 rows x 128 bytes per consumer warpgroup in
     shared memory); column-major C keeps the direct stores and its shared memory; the verifier's limits refuse a
@@ -251,6 +306,8 @@ def test_split_layouts_and_odd_strides_stay_on_the_hopper_loop():
 
 VARIANTS = [
     "dtype bf16 gemm 8192 x 8192 x 8192",
+    "dtype bf16 gemm 4096 x 64 x 16384",  # split K over clusters of 3
+    "dtype A f16, B f16, C f32 layout A col, B col, C col beta runtime gemm 1000 x 250 x 20000",  # split K, col-major
     "dtype f16 layout A col, B col, C col alpha runtime beta runtime gemm 1000 x 1001 x 999",
     "dtype A bf16, B bf16, C f32 layout B col beta 0.5 gemm 100 x 64 x 17",
     "dtype A f16, B f16, C f32 layout A col gemm 2055 x 2039 x 1027",

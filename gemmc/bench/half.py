@@ -1,11 +1,13 @@
 """bf16/f16 storage GEMM on the hopper family against cuBLAS (torch.mm in a CUDA graph), side by
 side in one process on the same inputs. Square 1024..16384 (bf16, f16), LLM shapes (bf16: M 4096 and 16384 by the
-N, K of a transformer layer), each also with the epilogue's direct stores and the other cluster size (--ablate), and
-other raster bands at 8192^3. Protocol:
+N, K of a transformer layer), GEMMs of few tiles (--sets small: bf16, 16-128 tiles of 128 x 64), each also with the
+epilogue's direct stores, the other cluster size and the other split-K choice (--ablate), and other raster bands at
+8192^3. Protocol:
 gemmc/bench/timing.py (CUDA events, median of 7 windows of 100 back-to-back calls, fewer calls where a window would pass
 200 ms; gemmc replayed from a CUDA graph as cuBLAS is, and its host-inclusive time per plain call beside it).
 
     python -m gemmc.bench half [--quick] [--ablate epilogue,cluster]   # bench/results/half/<date>_<gpu>.json
+    python -m gemmc.bench half --sets small --ablate split       # the few-tile shapes, with and without split K
     python -m gemmc.bench half --profile 8192             # one gemmc and one cuBLAS call between cudaProfilerStart/Stop
 """
 
@@ -23,6 +25,10 @@ COLUMNS = ("suite", "dtype", "m", "n", "k", "variant", "gemmc_tflops", "cublas_t
 
 SQUARE = (1024, 2048, 4096, 8192, 16384)
 LLM = [(m, n, k) for m in (4096, 16384) for n, k in ((4096, 4096), (14336, 4096), (4096, 14336), (8192, 8192))]
+# GEMMs of few output tiles (16-128 tiles of 128 x 64 on 132 SMs): the concurrent suite's LSTM gates and small
+# Transformer GEMMs (paper 004), and long K, where the planner's split K is meant to pay
+SMALL = [(4096, 64, 1024), (4096, 128, 1024), (512, 1024, 1024), (4096, 256, 1024), (1024, 1024, 4096),
+         (2048, 2048, 1024), (4096, 64, 4096), (4096, 64, 16384), (4096, 128, 16384)]
 WINDOW_SECONDS = 0.2
 
 
@@ -30,10 +36,15 @@ def schedule(dtype: str, m: int, n: int, k: int) -> str:
     return f"kernel k {{ dtype {dtype} gemm {m} x {n} x {k} }}"
 
 
-def cases(quick: bool) -> list[tuple[str, str, int, int, int]]:
+def cases(quick: bool, sets: tuple[str, ...] = ("square", "llm")) -> list[tuple[str, str, int, int, int]]:
     square = (1024, 4096, 8192) if quick else SQUARE
-    out = [("square", dt, s, s, s) for s in square for dt in ("bf16", "f16") if dt == "bf16" or s <= 8192]
-    out += [("llm", "bf16", m, n, k) for m, n, k in (LLM[:2] if quick else LLM)]
+    out = []
+    if "square" in sets:
+        out += [("square", dt, s, s, s) for s in square for dt in ("bf16", "f16") if dt == "bf16" or s <= 8192]
+    if "llm" in sets:
+        out += [("llm", "bf16", m, n, k) for m, n, k in (LLM[:2] if quick else LLM)]
+    if "small" in sets:
+        out += [("small", "bf16", m, n, k) for m, n, k in SMALL]
     return out
 
 
@@ -59,6 +70,27 @@ def direct_stores(kernel) -> list[tuple[str, object]]:
         return []
     alt = dataclasses.replace(plan, tma_store=False, stages=stages_for(plan.bn, TARGETS["sm_90"], False))
     return [("direct stores", kernel.with_plan(alt, "direct stores"))]
+
+
+def other_split(kernel) -> list[tuple[str, object]]:
+    """The same problem with split K where the planner has none (the split and tile N of the least cost among
+    the split ones), or without it where the planner splits (the planner's unsplit choice)."""
+    from gemmc.families.hopper import planner
+    from gemmc.ir.hardware import TARGETS
+
+    hw, ir = TARGETS["sm_90"], kernel.ir
+    p = ir.problems[0]
+    if ir.plan.ksplit > 1:
+        ks = 1
+        bn = min(planner.TILE_N, key=lambda b: (planner.split_cost(p.m, p.n, p.k, b, 1, hw), -b))
+    else:
+        split = [(b, s) for b in planner.TILE_N_KSPLIT for s in planner.KSPLITS[1:]
+                 if -(-p.k // 64) >= s * planner.MIN_SLICE_KBLOCKS]
+        if not split:
+            return []
+        bn, ks = min(split, key=lambda c: (planner.split_cost(p.m, p.n, p.k, c[0], c[1], hw), c[1], -c[0]))
+    label = f"split {ks} bn {bn}" if ks > 1 else f"no split bn {bn}"
+    return [(label, kernel.with_plan(planner.with_tile(ir, ir.plan, bn, ks, hw), label))]
 
 
 def variants(kernel) -> list[tuple[str, object]]:
@@ -131,13 +163,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", type=int, default=0, help="size: one call each between cudaProfilerStart/Stop")
     parser.add_argument("--no-variants", action="store_true", help="skip the raster-band variants at 8192^3")
     parser.add_argument("--ablate", default="epilogue,cluster",
-                        help="comma-separated: each shape also with the other epilogue (direct stores) and/or the "
-                             "other cluster size (default: %(default)s; '' for neither)")
+                        help="comma-separated: each shape also with the other epilogue (direct stores), the "
+                             "other cluster size and/or the other split-K choice (split) (default: %(default)s; '' "
+                             "for none)")
+    parser.add_argument("--sets", default="square,llm",
+                        help="comma-separated shape sets: square, llm, small (default: %(default)s)")
     args = parser.parse_args(argv)
     if args.profile:
         profile(args.profile)
         return
-    todo = cases(args.quick)
+    todo = cases(args.quick, tuple(args.sets.split(",")))
     precompile(sorted({schedule(dt, m, n, k) for _, dt, m, n, k in todo}))
     rows: list[dict] = []
     for suite, dtype, m, n, k in harness.progress(todo, "half"):
@@ -145,12 +180,14 @@ def main(argv: list[str] | None = None) -> None:
         a, b, c, c_ref = operands(dtype, m, n, k, seed=len(rows))
         ablate = set(filter(None, args.ablate.split(",")))
         todo_here = [("", kernel), *(direct_stores(kernel) if "epilogue" in ablate else []),
-                     *(other_cluster(kernel) if "cluster" in ablate else [])]
+                     *(other_cluster(kernel) if "cluster" in ablate else []),
+                     *(other_split(kernel) if "split" in ablate else [])]
         if not args.no_variants and suite == "square" and m == 8192 and dtype == "bf16":
             todo_here += variants(kernel)
         for label, kern in todo_here:
             row = {"suite": "variant" if label.startswith("band") else suite, "dtype": dtype, "m": m, "n": n, "k": k,
-                   "variant": label, "plan": kern.ir.plan.lines()[0]}
+                   "variant": label, "plan": kern.ir.plan.lines()[0], "bn": kern.ir.plan.bn,
+                   "ksplit": kern.ir.plan.ksplit}
             try:
                 row.update(measure(kern, a, b, c, c_ref, 2.0 * m * n * k))
             except Exception as err:  # noqa: BLE001 - one broken case must not hide the others' numbers

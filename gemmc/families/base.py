@@ -89,7 +89,8 @@ class KernelFamily(Protocol):
         """For a family whose grid maps blocks to outputs by arithmetic (no tile table): the rows and columns of C
         one grid tile covers and the blocks that share it (a cluster splitting k); the grid has one block per tile
         and sharer, which the IR verifier checks. Sharers 0: persistent blocks walk every tile by arithmetic, so
-        any grid of at most one block per tile covers them once. None: the work list's tile table maps blocks to
+        any grid of at most one block per tile covers them once; -s: persistent clusters of s blocks that split each
+        tile's k walk them (at most s blocks per tile, whole clusters). None: the work list's tile table maps blocks to
         outputs."""
         ...
 

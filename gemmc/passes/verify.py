@@ -162,13 +162,15 @@ def grid_coverage(problems: ProblemTable, grid: tuple[int, int, int], tile: tupl
     sizes = np.frombuffer(problems.data, dtype="<i8").reshape(-1, 6)
     tiles = int((-(-sizes[:, 0] // rows) * -(-sizes[:, 1] // columns)).sum())
     blocks = grid[0] * grid[1] * grid[2]
-    if share == 0:  # persistent blocks stride over the tiles: each tile is some block's, once
+    if share <= 0:  # persistent blocks (clusters of -share splitting k) stride over the tiles: each tile once
         # No problem rows: the sizes arrive with each call (the problem table matched the kernel's empty problems),
         # so any number of tiles may come and only an empty grid is wrong.
-        most = max(1, tiles) if len(sizes) else blocks
-        if 1 <= blocks <= most:
+        group = max(1, -share)
+        most = max(1, tiles) * group if len(sizes) else blocks
+        if 1 <= blocks <= most and blocks % group == 0:
             return []
-        return [f"grid {grid} has {blocks} persistent blocks for {tiles} tiles of {rows} x {columns} outputs"]
+        return [f"grid {grid} has {blocks} persistent blocks for {tiles} tiles of {rows} x {columns} outputs"
+                + (f" in clusters of {group}" if group > 1 else "")]
     if blocks != tiles * share:
         return [f"grid {grid} has {blocks} blocks; {tiles} tiles of {rows} x {columns} outputs, {share} block(s) "
                 f"each, need {tiles * share}"]

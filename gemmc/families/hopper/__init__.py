@@ -84,7 +84,8 @@ class Hopper(PlannerFamily):
     def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
         if not isinstance(plan, HopperPlan):
             raise InternalError("hopper", f"grid_tile of a {type(plan).__name__}")
-        return plan.bm, plan.bn, 0  # persistent blocks walk every tile of the raster order
+        # persistent blocks (clusters of k-slices with split K) walk every tile of the raster order
+        return plan.bm, plan.bn, -plan.ksplit if plan.ksplit > 1 else 0
 
 
 def runs_here(kernel: Kernel, hw: Hardware) -> bool:

@@ -19,3 +19,21 @@ CLUSTER_MIN_WAVES = Measured(
         "held (cluster 2 ahead at 16384^3, 664 vs 642).",
     sources=(HALF_TMA_STORE, HALF),
 )
+
+SPLIT_SWEEP = "bench/results/half/2026-11-27_h100_fewtile-sweep.json"  # every (tile N, k-slices), first reduction
+SPLIT = "bench/results/half/2026-11-27_h100_fewtile.json"  # the half suite's few-tile shapes, with and without split
+
+SPLIT_KBLOCKS = Measured(
+    36, H100,
+    why="Split K (clusters of 2-4 blocks sharing a tile's k-blocks, partial sums added through distributed shared "
+        "memory) costs about this many k-blocks of the tile, so the model splits only where the tiles leave SMs idle "
+        "and K is long. At K 1024 no split beat one block per tile, whatever the slices and tile N: 4096x64x1024 "
+        "8.67 us in 3 slices against 6.45, 4096x128x1024 8.72 against 6.42, 512x1024x1024 8.89 against 6.06; the "
+        "cluster's wait and reduction add 2-3 us a tile, and the sweep's long-K row 4096x128x4096 ran 17.9 us "
+        "either way. From 64 k-blocks up it pays: 4096x64x4096 13.45 us in 3 slices against 16.06, 4096x64x16384 "
+        "54.7 against 61.4, 4096x128x16384 57.1 against 67.5 (2 slices). Fitted to the sweep (the first reduction, "
+        "whose second arrival also fenced at GPU scope: 10 shapes, every tile N 64/128 and 1-4 slices) the cost is "
+        "14-35 k-blocks and any value from 32 up picks every measured winner; on the suite's 9 shapes with the "
+        "reduction as built, 10-40 does.",
+    sources=(SPLIT, SPLIT_SWEEP),
+)

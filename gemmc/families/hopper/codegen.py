@@ -35,6 +35,8 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "work_bytes": plan.work_bytes, "k_perm": cbool(plan.k_permuted), "sum_stages": SUM_STAGES,
         "tma_store": plan.tma_store, "c_sub_cols": plan.c_sub_cols, "c_buffers": C_BUFFERS, "c_box": plan.c_box,
         "c_bytes": plan.c_bytes, "tmap_dtype_c": TMAP_DTYPE[kernel.c_dtype],
+        "ksplit": plan.ksplit, "group": plan.group, "reduce_pitch": plan.reduce_pitch,
+        "reduce_bytes": plan.reduce_bytes,
         # the standalone launcher's tensor maps (the Python runtime encodes the same in runtime/tma.py)
         "m": p.m, "n": p.n, "k": p.k, "tmap_dtype": TMAP_DTYPE[DType(plan.tma_dtype)],
         "ldc": p.n if kernel.layout_c is Layout.ROW else p.m,

@@ -18,6 +18,7 @@ BK_F32 = SWIZZLE_BYTES // 4  # 32 f32 elements per k-row (tf32 wgmma: k8 steps)
 # stage and cuBLAS SGEMM's 1.6e-6, at 106.2 TFLOP/s against 100.8 (bench/results/precision/2026-11-27_h100_tf32.json,
 # 2026-11-27_h100_tf32-sum1.json).
 SUM_STAGES = 2
+RED_PAD = 8  # split K: f32 padding of a partial-sum row (HopperPlan.reduce_pitch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,8 @@ class HopperPlan(TmaTiles, FamilyPlan):
     split: SplitPlan | None = None  # f32 storage split into f16/bf16 part planes by a pre-pass (`split f16 x3`, ...)
     pads: tuple[int, int, int] = (0, 0, 0)  # split: M, N, K rounded up to the tile (the planes' extents)
     prep_blocks: int = 0  # split: the pre-pass's grid (PREP_THREADS threads per block)
+    ksplit: int = 1  # blocks of a cluster that share one tile's K (split K): each sums its k-slice, then the cluster
+    #                  adds the partial sums in k order through distributed shared memory (reduce_bytes)
 
     @property
     def a_planes(self) -> int:
@@ -124,9 +127,26 @@ class HopperPlan(TmaTiles, FamilyPlan):
         return self.consumers * C_BUFFERS * self.c_sub_bytes if self.tma_store else 0
 
     @property
+    def reduce_pitch(self) -> int:
+        """Split K: f32 elements between rows of the partial-sum tile (BN + 8: a warp's fragment stores, 8 rows of 4
+        column pairs, fall in distinct banks)."""
+        return self.bn + RED_PAD
+
+    @property
+    def reduce_bytes(self) -> int:
+        """Split K: the block's partial sums of its tile (BM rows of reduce_pitch f32) and their two mbarriers
+        (`full`: every slice's sums written; `free`: every slice has read them); 0 without split K."""
+        return self.bm * self.reduce_pitch * 4 + 2 * 8 if self.ksplit > 1 else 0
+
+    @property
+    def group(self) -> int:
+        """Blocks of a cluster (the launch's cluster dimension): a multicast pair or a tile's k-slices, or 1."""
+        return self.cluster * self.ksplit
+
+    @property
     def smem_bytes(self) -> int:
-        return (self.stages * self.stage_bytes + self.work_bytes + self.epilogue_bytes + self.barrier_bytes
-                + ALIGN_SLACK)
+        return (self.stages * self.stage_bytes + self.work_bytes + self.epilogue_bytes + self.reduce_bytes
+                + self.barrier_bytes + ALIGN_SLACK)
 
     @property
     def a_box(self) -> tuple[int, int]:
@@ -151,9 +171,9 @@ class HopperPlan(TmaTiles, FamilyPlan):
 
     def grid(self, m: int, n: int, sm_count: int) -> int:
         """Persistent grid: one block per SM (whole clusters) of `sm_count`, or of `sm_cap` where that is
-        smaller, no more than there are units."""
+        smaller, no more than there are units (each unit takes a cluster: a pair of m-tiles or a tile's k-slices)."""
         sms = min(sm_count, self.sm_cap) if self.sm_cap else sm_count
-        return self.cluster * max(1, min(self.units(m, n), sms // self.cluster))
+        return self.group * max(1, min(self.units(m, n), sms // self.group))
 
     def capped(self, sms: int) -> HopperPlan:
         """The plan with its persistent grid capped to `sms` SMs (FamilyPlan.capped)."""
@@ -164,9 +184,14 @@ class HopperPlan(TmaTiles, FamilyPlan):
             if self.staged else ""
         lay = f"A {'K' if self.a_kmajor else 'M'}-major, B {'K' if self.b_kmajor else 'N'}-major"
         share = "B multicast to clusters of 2" if self.cluster > 1 else "no cluster"
+        if self.ksplit > 1:
+            share = (f"K split over clusters of {self.ksplit} blocks (partial sums added in k order through "
+                     "distributed shared memory)")
         data = "f32 storage" if self.parts or self.split else self.compute
         store = (f"C through {C_BUFFERS} shared-memory sub-tiles of {C_SUB_ROWS}x{self.c_sub_cols} per warpgroup "
                  "and TMA stores" if self.tma_store else "C stored from the accumulators")
+        if self.ksplit > 1:
+            store = f"each block of a cluster adds 1/{self.ksplit} of the tile's partial sums and stores that part of C"
         cap = f"; grid capped to {self.sm_cap} SMs" if self.sm_cap else ""
         out = (f"hopper: tile {self.bm}x{self.bn}x{self.bk} {data}, {self.stages} stages of "
                f"{self.stage_bytes // 1024} KiB (TMA, 128-byte swizzle, mbarriers), {lay}, {share}{staged}",

@@ -8,6 +8,8 @@ persistent grid costs its slowest block; the planner takes the BN of the fewest 
 
 from __future__ import annotations
 
+import dataclasses
+
 from gemmc.errors import Diagnostic, GemmcError
 from gemmc.families import tma_loop
 from gemmc.families.hopper import calibration as cal
@@ -27,6 +29,11 @@ TILE_N = (256, 192, 128, 64)  # wgmma N: multiples of 64 (N-major B arrives in 6
 TILE_N_F32 = (128, 64)
 BAND_TILES = 16  # raster band height in m-tiles: 16 x 8 tiles of 128 x 256 is about one H100 wave, near square
 CLUSTER_MIN_WAVES = cal.CLUSTER_MIN_WAVES.value  # clusters of 2 from this many waves (calibration.py)
+KSPLITS = (1, 2, 3, 4)  # blocks sharing one tile's K; more would leave most of a GPC idle (H100_MAX_CLUSTERS)
+# split K keeps a BM x (BN + 8) f32 tile of partial sums in shared memory beside the ring: N <= 128 leaves 4 stages
+TILE_N_KSPLIT = (128, 64)
+SPLIT_KBLOCKS = cal.SPLIT_KBLOCKS.value  # the cluster's reduction costs about this many k-blocks of the tile
+MIN_SLICE_KBLOCKS = 2  # a slice of one k-block would have no load to overlap with its wgmma
 
 
 def _operands_kmajor(kernel: Kernel) -> tuple[bool, bool]:
@@ -45,6 +52,33 @@ def staged_operands(kernel: Kernel) -> tuple[str, ...]:
 def choose_tile_n(m: int, n: int, hw: Hardware, cluster: int, sizes: tuple[int, ...] = TILE_N) -> int:
     """The BN of the fewest column-equivalents per SM (module docstring; families/tma_loop.py)."""
     return tma_loop.choose_tile_n(m, n, hw, cluster, sizes)
+
+
+def active_clusters(hw: Hardware, size: int) -> int:
+    """Clusters of `size` blocks the GPU holds at once at one block per SM: its measured cluster fill
+    (Hardware.cluster_fill; a cluster's blocks share a GPC), else every SM's."""
+    fill = next((f for bps, sz, f in hw.cluster_fill if (bps, sz) == (1, size)), 1.0)
+    return max(1, int(fill * hw.sm_count + 1e-6) // size)
+
+
+def split_cost(m: int, n: int, k: int, bn: int, ksplit: int, hw: Hardware) -> int:
+    """The waves model with split K: a tile costs (BN + TILE_OVERHEAD) columns per k-block of its slice, plus
+    SPLIT_KBLOCKS k-blocks for the cluster's reduction where K is split; a wave holds as many tiles as the GPU
+    holds clusters of `ksplit` blocks."""
+    tiles = ceil_div(m, BM) * ceil_div(n, bn)
+    waves = ceil_div(tiles, active_clusters(hw, ksplit))
+    per_slice = ceil_div(ceil_div(k, BK), ksplit) + (SPLIT_KBLOCKS if ksplit > 1 else 0)
+    return waves * (bn + TILE_OVERHEAD) * per_slice
+
+
+def choose_tile(m: int, n: int, k: int, hw: Hardware, sizes: tuple[int, ...] = TILE_N) -> tuple[int, int]:
+    """(BN, ksplit) of the least split_cost: without split K the choice of choose_tile_n (the k-blocks are a common
+    factor); split K where a wave of the tiles leaves SMs idle and each slice keeps MIN_SLICE_KBLOCKS k-blocks. Ties
+    go to no split, then to the wider tile."""
+    kblocks = ceil_div(k, BK)
+    choices = [(bn, ks) for bn in sizes for ks in KSPLITS
+               if ks == 1 or (bn in TILE_N_KSPLIT and kblocks >= ks * MIN_SLICE_KBLOCKS)]
+    return min(choices, key=lambda c: (split_cost(m, n, k, c[0], c[1], hw), c[1], -c[0]))
 
 
 def f32_parts(kernel: Kernel) -> int:
@@ -67,12 +101,13 @@ def f32_split(kernel: Kernel) -> SplitPlan | None:
 PREP_BLOCKS_PER_SM = 8  # the pre-pass is memory-bound: enough 256-thread blocks in flight to cover HBM latency
 
 
-def stages_for(bn: int, hw: Hardware, tma_store: bool = False, c_bytes: int = 2, parts: int = 0) -> int:
-    """As many stages as the block's shared memory holds beside the epilogue's C buffers and f32 storage's buffers of
-    B's parts (HopperPlan.smem_bytes), at most MAX_STAGES."""
+def stages_for(bn: int, hw: Hardware, tma_store: bool = False, c_bytes: int = 2, parts: int = 0,
+               ksplit: int = 1) -> int:
+    """As many stages as the block's shared memory holds beside the epilogue's C buffers, f32 storage's buffers of
+    B's parts and split K's partial sums (HopperPlan.smem_bytes), at most MAX_STAGES."""
     fields = {"compute": "bf16", **f32_fields(parts)}
     one = HopperPlan(bn=bn, stages=1, cluster=1, band=1, a_kmajor=True, b_kmajor=True, staged=(), tma_store=tma_store,
-                     c_bytes=c_bytes, **fields)
+                     c_bytes=c_bytes, ksplit=ksplit, **fields)
     fixed = one.smem_bytes - one.stage_bytes - one.barrier_bytes
     per_stage = one.stage_bytes + one.barrier_bytes
     return min(MAX_STAGES, (hw.smem_per_block - fixed) // per_stage)
@@ -94,7 +129,10 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
     parts = f32_parts(kernel)
     split = f32_split(kernel)
     # a split's consumer holds its f32 total and the k-tile's sum of products beside it: N <= 128, as for tf32
-    bn = choose_tile_n(p.m, p.n, hw, 1, TILE_N_F32 if parts or split else TILE_N)
+    if parts or split:
+        bn, ksplit = choose_tile_n(p.m, p.n, hw, 1, TILE_N_F32), 1
+    else:
+        bn, ksplit = choose_tile(p.m, p.n, p.k, hw)
     if kernel.tile is not None:
         t = kernel.tile
         if (t.m, t.k) != (BM, BK) or t.n not in TILE_N:
@@ -102,14 +140,17 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
                                         f"{', '.join(map(str, TILE_N))}; not {t}", kernel.where("tile"),
                                         "write `tile auto`, or e.g. `tile 128x256x64`"))
         bn = t.n
+        if not (parts or split):
+            ksplit = choose_tile(p.m, p.n, p.k, hw, (bn,))[1]
     # f32 storage: no cluster (the consumers' forming of the parts has not been measured with the multicast pair),
     # and C stored from the accumulators (its shared memory holds B's parts; the TMA-store epilogue is not measured
     # with them)
-    cluster = 1 if parts or split else choose_cluster(p.m, p.n, bn, hw)
-    # TMA's boxes are rows of C; a column-major C is stored directly
-    tma_store = kernel.layout_c is Layout.ROW and not parts
+    # split K: a cluster is the tile's k-slices (no multicast pair); fewer than CLUSTER_MIN_WAVES waves anyway
+    cluster = 1 if parts or split or ksplit > 1 else choose_cluster(p.m, p.n, bn, hw)
+    # TMA's boxes are rows of C; a column-major C is stored directly. Split K stores C from the cluster's sums.
+    tma_store = kernel.layout_c is Layout.ROW and not parts and ksplit == 1
     c_bytes = kernel.c_dtype.nbytes
-    stages = stages_for(bn, hw, tma_store, c_bytes, parts)
+    stages = stages_for(bn, hw, tma_store, c_bytes, parts, ksplit)
     if any(key == "pipeline" for key, _ in kernel.stmt_spans):  # `pipeline stages N`: the schedule's depth
         stages = kernel.stages
     if stages < 2:
@@ -127,7 +168,7 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
                           b_kmajor=b_kmajor, staged=(), tma_store=tma_store, c_bytes=c_bytes, **fields)
     return HopperPlan(bn=bn, stages=stages, cluster=cluster, band=max(1, BAND_TILES // cluster), a_kmajor=a_kmajor,
                       b_kmajor=b_kmajor, staged=staged_operands(kernel), tma_store=tma_store, c_bytes=c_bytes,
-                      **fields)
+                      ksplit=ksplit, **fields)
 
 
 def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
@@ -141,7 +182,13 @@ def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
            + (f" and {plan.work_bytes} B of B's tf32 parts and their barriers" if plan.parts else "")
            + f" fit {hw.smem_per_block} B of shared memory",
            "hopper: edges by TMA bounds (zero fill past M, N, K)"]
-    if plan.tma_store:
+    out += split_notes(kernel, plan, hw)
+    if plan.ksplit > 1:
+        out.append(f"hopper: split K: each block writes its f32 partial sums ({plan.reduce_bytes // 1024} KiB of "
+                   "shared memory), the cluster's blocks wait for each other's on an mbarrier, and each adds its "
+                   "share of the tile over the slices in k order through distributed shared memory: deterministic, no "
+                   "workspace in global memory and no atomics; C is stored from those sums with predicated stores")
+    elif plan.tma_store:
         out.append(f"hopper: epilogue through shared memory: each consumer warpgroup writes its accumulators (alpha, "
                    f"beta C read in place) into {plan.c_box[1]}x{plan.c_box[0]} sub-tiles, "
                    f"{plan.epilogue_bytes // 1024} KiB in all, and one thread TMA-stores them (clipped at M and N) "
@@ -168,6 +215,8 @@ def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
                    "K-major and would otherwise use the f32 bits as they are (the 13 low mantissa bits ignored: "
                    "truncation, not rounding)")
         out.append("hopper: f32 storage: no cluster (the multicast pair is built and measured for half storage)")
+    elif plan.ksplit > 1:
+        pass  # the cluster is the tile's k-slices (above)
     elif plan.cluster > 1:
         out.append(f"hopper: {tiles} tiles >= {CLUSTER_MIN_WAVES} waves: clusters of 2 blocks on m-tiles 2p, 2p+1 "
                    "load half of B each and multicast it (a third less L2 traffic per tile pair)")
@@ -180,9 +229,43 @@ def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
     return tuple(out)
 
 
+def split_notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> list[str]:
+    """Why K is split, or why not where the tiles leave SMs idle (half storage; choose_tile)."""
+    p = kernel.problems[0]
+    tiles = ceil_div(p.m, plan.bm) * ceil_div(p.n, plan.bn)
+    kblocks = ceil_div(p.k, plan.bk)
+    unsplit = split_cost(p.m, p.n, p.k, plan.bn, 1, hw)
+    if plan.ksplit > 1:
+        return [f"hopper: split K: {tiles} tiles leave SMs idle, so clusters of {plan.ksplit} blocks share each "
+                f"tile's {kblocks} k-blocks ({tiles * plan.ksplit} blocks, {active_clusters(hw, plan.ksplit)} "
+                f"clusters of {plan.ksplit} fit at once); the model's cost, (N + {TILE_OVERHEAD}) columns per k-block "
+                f"of a slice plus {SPLIT_KBLOCKS} k-blocks for the cluster's reduction, per wave: "
+                f"{split_cost(p.m, p.n, p.k, plan.bn, plan.ksplit, hw)} against {unsplit} unsplit"]
+    if tiles >= hw.sm_count or plan.parts or plan.split:
+        return []
+    splits = [(bn, ks) for bn in TILE_N_KSPLIT for ks in KSPLITS[1:] if kblocks >= ks * MIN_SLICE_KBLOCKS]
+    if not splits:
+        return [f"hopper: no split K although {tiles} tiles leave SMs idle: K's {kblocks} k-block(s) are too few to "
+                "share"]
+    bn, ks = min(splits, key=lambda c: split_cost(p.m, p.n, p.k, c[0], c[1], hw))
+    return [f"hopper: no split K although {tiles} tiles leave SMs idle: the cluster's reduction costs about "
+            f"{SPLIT_KBLOCKS} k-blocks of a tile, more than the idle SMs win at {kblocks} k-blocks (the model's cost "
+            f"{split_cost(p.m, p.n, p.k, bn, ks, hw)} for {ks} slices at N {bn} against {unsplit})"]
+
+
 def worklist(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> WorkList:
     """No tile table: the persistent blocks walk the raster order by arithmetic. The grid is the target's; a
     launch recomputes it from the device's SM count (HopperPlan.grid)."""
     p = kernel.problems[0]
     return WorkList(problems=problem_rows(kernel), tiles=TileTable(), block_offsets=(),
                     grid=(plan.grid(p.m, p.n, hw.sm_count), 1, 1), block=plan.threads, smem_bytes=plan.smem_bytes)
+
+
+def with_tile(kernel: Kernel, plan: HopperPlan, bn: int, ksplit: int, hw: Hardware) -> HopperPlan:
+    """`plan` (half storage) with tile N `bn` and `ksplit` k-slices, the rest decided as `plan` decides it: the
+    ablations of choose_tile that tests and benchmarks run."""
+    p = kernel.problems[0]
+    cluster = choose_cluster(p.m, p.n, bn, hw) if ksplit == 1 else 1
+    tma_store = kernel.layout_c is Layout.ROW and ksplit == 1
+    return dataclasses.replace(plan, bn=bn, ksplit=ksplit, cluster=cluster, band=max(1, BAND_TILES // cluster),
+                               tma_store=tma_store, stages=stages_for(bn, hw, tma_store, plan.c_bytes, 0, ksplit))

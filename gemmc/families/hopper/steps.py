@@ -42,6 +42,11 @@ def limits(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> list[str]:
         out.append(f"clusters of {plan.cluster}; the kernel multicasts B to pairs")
     if plan.tma_store and kernel.layout_c is not Layout.ROW:
         out.append("TMA stores of a column-major C; the epilogue's boxes are rows of a row-major C")
+    if plan.ksplit not in planner.KSPLITS:
+        out.append(f"split K over {plan.ksplit} blocks; the template builds {planner.KSPLITS}")
+    if plan.ksplit > 1 and (plan.cluster != 1 or plan.tma_store or plan.parts or plan.split):
+        out.append("split K with a multicast pair, TMA stores of C or f32 storage; the k-slices' cluster stores C from "
+                   "its sums, for half storage")
     if plan.c_bytes != kernel.c_dtype.nbytes:
         out.append(f"C elements of {plan.c_bytes} bytes; C is {kernel.c_dtype.value}")
     return out
