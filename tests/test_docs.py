@@ -96,7 +96,20 @@ def _shown_schedules() -> list[tuple[str, str]]:
 @pytest.mark.parametrize(("page", "text"), _shown_schedules(),
                          ids=[p + ": " + re.findall(r"(?:kernel|group) (\w+) \{", t)[0] for p, t in _shown_schedules()])
 def test_schedules_shown_in_the_docs_compile(page: str, text: str):
-    assert list(gemmc.compile_string(text, filename=page)), f"{page} shows a schedule with nothing in it"
+    shown = gemmc.compile_string(text, filename=page)
+    assert list(shown), f"{page} shows a schedule with nothing in it"
+    # a block headed `# examples/x.gs` is that file: the same kernels and groups, each planned the same (a block
+    # that shows part of it says so: `# examples/x.gs (first kernel)`)
+    head = re.match(r"# (examples/[\w/]+\.gs)( \(.*\))?\n", text)
+    if head:
+        whole = gemmc.compile_file(ROOT / head.group(1))
+        names, file_names = [k.name for k in shown], [k.name for k in whole]
+        if head.group(2):
+            assert set(names) <= set(file_names), f"{page}: {head.group(1)} has no {set(names) - set(file_names)}"
+        else:
+            assert names == file_names, f"{page} shows {names} as {head.group(1)}, which has {file_names}"
+        for kernel in shown:
+            assert kernel.plan == whole[kernel.name].plan, f"{page}: {kernel.name} differs from {head.group(1)}'s"
 
 
 def _shown_commands() -> list[tuple[str, str, list[str]]]:
