@@ -75,6 +75,20 @@ def test_algorithm_hopper_grouped_names_the_family_the_planner_takes():
                  "sm_90")]
 
 
+def test_precision_on_half_storage_gets_one_error_and_a_hint_that_leads_somewhere():
+    # the loop's own precision needs no statement; f32 arithmetic is the dynamic family's (named); a misfit says why
+    # its tensor-core precision cannot run, naming the line the loop cannot read
+    assert kernel("dtype bf16 grouped M n 64 k 48 groups 8 precision bf16").ir.family == "hopper_grouped"
+    assert kernel("dtype bf16 grouped M n 64 k 48 groups 8 precision f32 algorithm dynamic").ir.family == "dynamic"
+    (code, message), = errors("dtype bf16 grouped M n 64 k 48 groups 8 precision f32")
+    assert code == "E202" and "tensor cores" in message
+    (code, message), = errors("dtype bf16 grouped M n 64 k 41 groups 8 precision bf16")
+    assert code == "E900" and "k 41" in message
+    with pytest.raises(gemmc.GemmcError) as info:
+        kernel("dtype bf16 grouped M n 64 k 48 groups 8 precision f32")
+    assert "algorithm dynamic" in (info.value.diagnostics[0].hint or "")
+
+
 @pytest.mark.parametrize("text, why", [
     ("dtype bf16 layout A col grouped M n 64 k 64 groups 8", "reads A and writes C row-major"),
     ("dtype bf16 grouped M n 64 k 36 groups 8", "A's rows of k 36 (72 bytes)"),

@@ -65,6 +65,34 @@ def grouped_k_misfit(kernel: Kernel) -> str:
     return ""
 
 
+GROUPED_TARGET = "sm_90"  # the only target with the TMA + wgmma loop of the grouped forms (the hopper_grouped family)
+
+
+def grouped_on_loop_target(kernel: Kernel, hw: Hardware) -> bool:
+    """`grouped M` or `grouped K` of bf16/f16 storage on target cuda sm_90: the forms the grouped TMA + wgmma loop
+    computes where it can read their operands (grouped_misfit)."""
+    from gemmc.ir.dynamic import Grouping
+
+    dyn = kernel.dynamic
+    return (dyn is not None and dyn.grouping in (Grouping.M, Grouping.K) and kernel.dtype.half and hw.vendor == "cuda"
+            and hw.arch == GROUPED_TARGET)
+
+
+def grouped_misfit(kernel: Kernel) -> str:
+    """Why the grouped loop cannot read this grouped form's operands, or "" where it can."""
+    from gemmc.ir.dynamic import Grouping
+
+    dyn = kernel.dynamic
+    assert dyn is not None
+    return grouped_k_misfit(kernel) if dyn.grouping is Grouping.K else grouped_m_misfit(kernel)
+
+
+def grouped_on_loop(kernel: Kernel, hw: Hardware) -> bool:
+    """Whether the hopper_grouped family computes this batch sized at run time: a grouped form the loop runs and
+    reads (above), not sent to CUDA cores by `algorithm dynamic`. The dynamic family computes every other one."""
+    return grouped_on_loop_target(kernel, hw) and not grouped_misfit(kernel) and kernel.algorithm != "dynamic"
+
+
 def choose_tile_n(m: int, n: int, hw: Hardware, cluster: int, sizes: tuple[int, ...]) -> int:
     """The BN of the fewest column-equivalents per SM: a tile costs its BN columns plus a fixed TILE_OVERHEAD (the
     pipeline's fill, the epilogue, a narrower wgmma's issue cost), and a wave of the persistent grid costs its slowest

@@ -12,8 +12,7 @@ from gemmc.errors import Diagnostic, InternalError
 from gemmc.families.base import Claim, PlannerFamily
 from gemmc.families.dynamic import codegen, planner, steps
 from gemmc.families.dynamic.plan import DynamicPlan
-from gemmc.families.tma_loop import grouped_k_misfit, grouped_m_misfit
-from gemmc.ir.dynamic import Grouping
+from gemmc.families.tma_loop import grouped_misfit, grouped_on_loop, grouped_on_loop_target
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel
 from gemmc.ir.types import AUTO, Batching, DType, TileMode
@@ -37,12 +36,10 @@ class Dynamic(PlannerFamily):
         if dyn is None:
             return None
         if kernel.dtype.half:
-            why = ""
-            if dyn.grouping is not Grouping.LIST and hw.vendor == "cuda" and hw.arch == "sm_90":
-                misfit = (grouped_m_misfit if dyn.grouping is Grouping.M else grouped_k_misfit)(kernel)
-                if not misfit:
-                    return None  # the hopper_grouped family's (tensor cores)
-                why = f" (the TMA + wgmma loop does not run it: {misfit})"
+            if grouped_on_loop(kernel, hw):
+                return None  # the hopper_grouped family's (tensor cores)
+            misfit = grouped_misfit(kernel) if grouped_on_loop_target(kernel, hw) else ""
+            why = f" (the TMA + wgmma loop does not run it: {misfit})" if misfit else ""
             return Claim.REQUIRED, (f"a batch sized at run time of dtype {kernel.dtypes}: a persistent kernel that "
                                     "schedules on the device, computing in f32 on CUDA cores (halves widened as they "
                                     f"are loaded){why}")
@@ -64,6 +61,8 @@ class Dynamic(PlannerFamily):
                                    "declare one: `grouped M n N k K groups G`, `grouped K m M n N groups G` or "
                                    "`grouped list problems P`")]
             return []
+        if grouped_on_loop(kernel, hw):
+            return []  # the hopper_grouped family computes it and checks it
         stmt = "grouped"
         out: list[Diagnostic] = []
 
@@ -77,8 +76,10 @@ class Dynamic(PlannerFamily):
             err("E202", "algorithm", f"algorithm {kernel.algorithm} cannot compute a batch sized at run time",
                 "use algorithm auto (or dynamic)")
         if kernel.precision is not None and kernel.precision.tensor_core:
-            err("E900", "precision", f"a batch sized at run time with precision {kernel.precision} (tensor cores) is "
-                "not supported yet", "use precision f32 (or f64 with dtype f64)")
+            misfit = grouped_misfit(kernel) if grouped_on_loop_target(kernel, hw) else ""
+            why = f": the TMA + wgmma loop does not run it ({misfit})" if misfit else " is not supported yet"
+            err("E900", "precision", f"a batch sized at run time with precision {kernel.precision} (tensor cores)"
+                f"{why}", "use precision f32 (or f64 with dtype f64)")
         if kernel.dtype.widened not in (DType.F32, DType.F64):
             err("E900", "dtype", f"a batch sized at run time with dtype {kernel.dtype.value} is not supported yet")
         if kernel.tile is not None and (kernel.tile.slices > 1 or kernel.tile.split > 1):

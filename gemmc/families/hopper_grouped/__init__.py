@@ -14,14 +14,14 @@ from gemmc.errors import Diagnostic, InternalError
 from gemmc.families.base import Claim, PlannerFamily
 from gemmc.families.hopper_grouped import codegen, planner, steps
 from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
-from gemmc.families.tma_loop import TMA_ALIGN, grouped_k_misfit, grouped_m_misfit
+from gemmc.families.tma_loop import GROUPED_TARGET as TARGET
+from gemmc.families.tma_loop import TMA_ALIGN, grouped_misfit, grouped_on_loop, grouped_on_loop_target
 from gemmc.ir.dynamic import INT32_MAX, Grouping
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel
 from gemmc.ir.types import AUTO, DType, Layout
 
 NAME = "hopper_grouped"
-TARGET = "sm_90"
 
 
 class HopperGrouped(PlannerFamily):
@@ -35,7 +35,7 @@ class HopperGrouped(PlannerFamily):
     header = codegen.HEADER
 
     def claim(self, kernel: Kernel, hw: Hardware) -> tuple[Claim, str] | None:
-        if not runs_here(kernel, hw) or misfit(kernel) or kernel.algorithm == "dynamic":
+        if not grouped_on_loop(kernel, hw):
             return None  # the misfits (and `algorithm dynamic`) are the dynamic family's (f32 on CUDA cores)
         form = kernel.dynamic.grouping.value if kernel.dynamic is not None else "M"
         return Claim.REQUIRED, (f"grouped {form} of dtype {kernel.dtypes} on cuda {TARGET}: a persistent TMA + wgmma "
@@ -46,13 +46,13 @@ class HopperGrouped(PlannerFamily):
         return codegen.TEMPLATE_K if dyn is not None and dyn.grouping is Grouping.K else codegen.TEMPLATE
 
     def check(self, kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
-        if not runs_here(kernel, hw):
+        if not grouped_on_loop_target(kernel, hw):
             if kernel.algorithm == NAME:
                 return [Diagnostic("E202", f"algorithm {NAME} computes `grouped M` and `grouped K` of bf16/f16 "
                                    f"storage on target cuda {TARGET}", kernel.where("algorithm"),
                                    "write `algorithm auto`")]
             return []
-        if kernel.algorithm == "dynamic" or (kernel.algorithm != NAME and misfit(kernel)):
+        if kernel.algorithm == "dynamic" or (kernel.algorithm != NAME and grouped_misfit(kernel)):
             return []  # the dynamic family computes it (named, or by its claim, which says why); named: errors below
         out: list[Diagnostic] = []
 
@@ -67,7 +67,8 @@ class HopperGrouped(PlannerFamily):
         if dyn.max_groups > planner.MAX_GROUPS:
             err("E201", "grouped", f"grouped {dyn.grouping.value} of {kernel.dtype.value} takes at most "
                 f"{planner.MAX_GROUPS} groups, not {dyn.max_groups}",
-                "the scheduler keeps every group in shared memory beside the TMA ring")
+                "the scheduler keeps every group in shared memory beside the TMA ring; `algorithm dynamic` takes more, "
+                "computing in f32 on CUDA cores")
         nbytes = kernel.dtype.nbytes
         form = dyn.grouping.value
         if dyn.grouping is Grouping.K:
@@ -98,7 +99,7 @@ class HopperGrouped(PlannerFamily):
         prec = kernel.precision
         if prec is not None and prec.compute is DType.F32:
             err("E202", "precision", f"grouped {form} of half storage multiplies on tensor cores, not in f32",
-                "leave `precision` out")
+                "leave `precision` out, or write `algorithm dynamic` to compute in f32 on CUDA cores")
         if kernel.threads is not None and kernel.threads != 384:
             err("E202", "threads", f"the hopper_grouped family's blocks are 384 threads, not {kernel.threads}",
                 "write `threads auto`")
@@ -110,20 +111,6 @@ class HopperGrouped(PlannerFamily):
         if not isinstance(plan, HopperGroupedPlan):
             raise InternalError(NAME, f"grid_tile of a {type(plan).__name__}")
         return plan.bm, plan.bn, 0  # persistent blocks walk the tiles derived on the device
-
-
-def runs_here(kernel: Kernel, hw: Hardware) -> bool:
-    """`grouped M` or `grouped K` of bf16/f16 storage on target cuda sm_90."""
-    dyn = kernel.dynamic
-    return (dyn is not None and dyn.grouping in (Grouping.M, Grouping.K) and kernel.dtype.half and hw.vendor == "cuda"
-            and hw.arch == TARGET)
-
-
-def misfit(kernel: Kernel) -> str:
-    """Why the loop cannot read this grouped form's operands (families/tma_loop.py), or "" where it can."""
-    dyn = kernel.dynamic
-    assert dyn is not None
-    return grouped_k_misfit(kernel) if dyn.grouping is Grouping.K else grouped_m_misfit(kernel)
 
 
 FAMILY = HopperGrouped()
