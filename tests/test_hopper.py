@@ -181,6 +181,19 @@ def test_tile_and_stages_from_the_schedule():
     assert (plan.bn, plan.stages) == (128, 3)
 
 
+def test_schedule_stages_and_tiles_beside_split_k():
+    # the planner splits this K by itself; a schedule's deeper pipeline leaves no room for the partial sums, so the
+    # plan does not split (it compiled before split K existed, and still does), and the note says why
+    k = kernel("kernel k { dtype bf16 pipeline stages 8 gemm 4096 x 64 x 16384 }")
+    assert (k.ir.plan.stages, k.ir.plan.ksplit) == (8, 1)
+    assert any("`pipeline stages 8` leaves no room" in n for n in k.ir.notes)
+    assert kernel("kernel k { dtype bf16 pipeline stages 3 gemm 4096 x 64 x 16384 }").ir.plan.ksplit == 3
+    # a schedule's tile N that split K does not run: the note names the tile, not a cost that says the opposite
+    k = kernel("kernel k { dtype bf16 tile 128x256x64 gemm 4096 x 64 x 1024 }")
+    assert k.ir.plan.ksplit == 1
+    assert any("not the schedule's 256" in n for n in k.ir.notes)
+
+
 @pytest.mark.parametrize(("layout", "size", "staged"), [
     ("layout A row, B row", "64 x 64 x 64", ()), ("layout A row, B row", "64 x 64 x 63", ("A",)),
     ("layout A row, B row", "64 x 65 x 64", ("B",)), ("layout A col, B col", "63 x 64 x 64", ("A",)),

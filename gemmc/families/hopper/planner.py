@@ -71,12 +71,13 @@ def split_cost(m: int, n: int, k: int, bn: int, ksplit: int, hw: Hardware) -> in
     return waves * (bn + TILE_OVERHEAD) * per_slice
 
 
-def choose_tile(m: int, n: int, k: int, hw: Hardware, sizes: tuple[int, ...] = TILE_N) -> tuple[int, int]:
+def choose_tile(m: int, n: int, k: int, hw: Hardware, sizes: tuple[int, ...] = TILE_N,
+                ksplits: tuple[int, ...] = KSPLITS) -> tuple[int, int]:
     """(BN, ksplit) of the least split_cost: without split K the choice of choose_tile_n (the k-blocks are a common
     factor); split K where a wave of the tiles leaves SMs idle and each slice keeps MIN_SLICE_KBLOCKS k-blocks. Ties
     go to no split, then to the wider tile."""
     kblocks = ceil_div(k, BK)
-    choices = [(bn, ks) for bn in sizes for ks in KSPLITS
+    choices = [(bn, ks) for bn in sizes for ks in ksplits
                if ks == 1 or (bn in TILE_N_KSPLIT and kblocks >= ks * MIN_SLICE_KBLOCKS)]
     return min(choices, key=lambda c: (split_cost(m, n, k, c[0], c[1], hw), c[1], -c[0]))
 
@@ -142,6 +143,10 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
         bn = t.n
         if not (parts or split):
             ksplit = choose_tile(p.m, p.n, p.k, hw, (bn,))[1]
+    written = any(key == "pipeline" for key, _ in kernel.stmt_spans)  # `pipeline stages N`: the schedule's depth
+    if written and ksplit > 1 and stages_for(bn, hw, False, kernel.c_dtype.nbytes, parts, ksplit) < kernel.stages:
+        # the partial sums of a split the schedule did not ask for leave too little room for its stages: no split
+        bn, ksplit = choose_tile(p.m, p.n, p.k, hw, (bn,) if kernel.tile is not None else TILE_N, (1,))
     # f32 storage: no cluster (the consumers' forming of the parts has not been measured with the multicast pair),
     # and C stored from the accumulators (its shared memory holds B's parts; the TMA-store epilogue is not measured
     # with them)
@@ -151,7 +156,7 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
     tma_store = kernel.layout_c is Layout.ROW and not parts and ksplit == 1
     c_bytes = kernel.c_dtype.nbytes
     stages = stages_for(bn, hw, tma_store, c_bytes, parts, ksplit)
-    if any(key == "pipeline" for key, _ in kernel.stmt_spans):  # `pipeline stages N`: the schedule's depth
+    if written:
         stages = kernel.stages
     if stages < 2:
         raise GemmcError(Diagnostic("E201", f"the TMA pipeline needs at least 2 stages, not {stages}",
@@ -243,12 +248,20 @@ def split_notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> list[str]:
                 f"{split_cost(p.m, p.n, p.k, plan.bn, plan.ksplit, hw)} against {unsplit} unsplit"]
     if tiles >= hw.sm_count or plan.parts or plan.split:
         return []
-    splits = [(bn, ks) for bn in TILE_N_KSPLIT for ks in KSPLITS[1:] if kblocks >= ks * MIN_SLICE_KBLOCKS]
+    why_not = f"hopper: no split K although {tiles} tiles leave SMs idle"
+    sizes = (plan.bn,) if kernel.tile is not None else TILE_N_KSPLIT
+    if plan.bn not in TILE_N_KSPLIT and kernel.tile is not None:
+        return [f"{why_not}: split K runs tiles of N {', '.join(map(str, TILE_N_KSPLIT))}, not the schedule's "
+                f"{plan.bn}"]
+    splits = [(bn, ks) for bn in sizes for ks in KSPLITS[1:] if kblocks >= ks * MIN_SLICE_KBLOCKS]
     if not splits:
-        return [f"hopper: no split K although {tiles} tiles leave SMs idle: K's {kblocks} k-block(s) are too few to "
-                "share"]
+        return [f"{why_not}: K's {kblocks} k-block(s) are too few to share"]
     bn, ks = min(splits, key=lambda c: split_cost(p.m, p.n, p.k, c[0], c[1], hw))
-    return [f"hopper: no split K although {tiles} tiles leave SMs idle: the cluster's reduction costs about "
+    if split_cost(p.m, p.n, p.k, bn, ks, hw) < unsplit:  # the model would split: the schedule's stages forbid it
+        return [f"{why_not}: the schedule's `pipeline stages {plan.stages}` leaves no room for split K's partial sums "
+                f"beside them (the model's cost {split_cost(p.m, p.n, p.k, bn, ks, hw)} for {ks} slices at N {bn} "
+                f"against {unsplit})"]
+    return [f"{why_not}: the cluster's reduction costs about "
             f"{SPLIT_KBLOCKS} k-blocks of a tile, more than the idle SMs win at {kblocks} k-blocks (the model's cost "
             f"{split_cost(p.m, p.n, p.k, bn, ks, hw)} for {ks} slices at N {bn} against {unsplit})"]
 
