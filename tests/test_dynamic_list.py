@@ -124,16 +124,26 @@ def test_addresses_past_2_63_keep_their_bits():
     assert int(table[0, 8].astype(np.uint64)) == 2**63 + 4096
 
 
-def test_the_collector_is_paused_for_the_reads_and_left_as_it_was():
+def test_the_collector_is_paused_for_the_reads_and_left_as_it_was(monkeypatch):
     import gc
 
+    from gemmc.runtime import dynamic_list
+
+    during: list[bool] = []
+    read = dynamic_list._read
+
+    def watched(*args):
+        during.append(gc.isenabled())
+        return read(*args)
+
+    monkeypatch.setattr(dynamic_list, "_read", watched)
     As, Bs, Cs = operands("torch")
     was = gc.isenabled()
     try:
         for enabled in (True, False):
             (gc.enable if enabled else gc.disable)()
             problem_table(F32, As, Bs, Cs, device=0)
-            assert gc.isenabled() is enabled
+            assert gc.isenabled() is enabled and during[-1] is False
             with pytest.raises(gemmc.GemmcError):
                 problem_table(F32, As, Bs, Cs[:-1], device=0)
             assert gc.isenabled() is enabled

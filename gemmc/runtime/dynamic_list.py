@@ -228,7 +228,7 @@ def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, ou
     if not count:
         return np.empty((0, FIELDS), dtype=np.int64)
     # The reads make 3n shape tuples, which the cyclic collector tracks: past a few hundred problems they set off
-    # collections that cost 14% of the reads (512 problems), and nothing here makes a cycle to collect.
+    # collections in the middle of the reads, and nothing here makes a cycle to collect.
     collecting = gc.isenabled()
     if collecting:
         gc.disable()
