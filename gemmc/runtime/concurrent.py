@@ -10,9 +10,10 @@ GO-kernels (`go_tune`), once per distinct member shape and GPU, on the first cal
 2. CD step: for each degree 2, 4, 8, 16, that many copies of each finalist run at once on as many streams (each
    `reps` times back to back, paper 004 §5), captured in a CUDA graph with the fork and join; the finalist with
    the shortest makespan is the GO-kernel of that degree. Each copy reads operands of its own where the call has
-   them (the group's copies of the GEMM, cycled): copies sharing one A and one B would find them in L2, which the
-   group's GEMMs, each reading its own, do not (16 copies of a bf16 4096x128x1024 timed 32.9 us sharing them and
-   82.4 us reading 155 MB of their own on the H100, bench/results/concurrent/2026-11-27_h100_bf16-final.json).
+   them (the group's copies of the GEMM, cycled): copies sharing one A and one B find them in L2, which the group's
+   GEMMs, each reading its own, do not. With fewer operand pairs than the degree the cycled copies still share: the
+   bf16 4096x128x1024 x4 group's 16 copies took 37.9 us in tuning, where the x16 group's 16 GEMMs took 75.2 us
+   (H100, bench/results/concurrent/2026-11-27_h100_bf16-own-operands.json); `auto` runs at most 8 at once.
    Its speedup is degree x T_alone / makespan, T_alone the fastest candidate alone on the whole GPU: the training
    script labels GEMMs with it.
 Choices are cached in the process and on disk beside the tuning step's (keyed by the GPU, the member's code, the
