@@ -5,8 +5,8 @@ For 64 and 512 problems of CUDA tensors (M, N, K in 8..640) in a process holding
 (`table`), the whole call (`call`, windows of 8), the bulk reads (`bulk`), and each pass the bulk reads make over the
 3n tensors on its own (the shape, dtype, device, requires_grad, contiguity and data_ptr passes, the shapes' conversion
 to an array), medians of 9 windows of 40 calls; then a cProfile of 100 tables. Output:
-bench/results/dynamic/2026-11-27_h100_list-reads.log (the list form before its type pass was dropped and the
-collector paused).
+bench/results/dynamic/2026-11-27_h100_list-reads.log (measured on a list form that also made a pass over the
+arrays' types and left the collector running).
 """
 
 from __future__ import annotations

@@ -126,7 +126,7 @@ def test_grouped_m(schedule, dtype, layouts, scalars, routing):
 
 def test_many_groups_past_the_default_shared_memory():
     """2000 groups: the scheduler's 24 KB of static shared memory and the tiles' 33 KB pass the 48 KiB a block gets
-    without opting in (the launch opts in: before, CUDA_ERROR_INVALID_VALUE); one part a group."""
+    without opting in (the launch opts in; without it, CUDA_ERROR_INVALID_VALUE); one part a group."""
     t = torch()
     n, k = 97, 41
     kern = kernel(MANY, n=n, k=k)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gemmc.families.base import cbool
-from gemmc.families.hopper.plan import SUM_STAGES, HopperPlan, Operand
+from gemmc.families.hopper import calibration as cal
+from gemmc.families.hopper.plan import HopperPlan, Operand
 from gemmc.families.tensorcore.codegen import CONVERT, TO_F32, float_literal
 from gemmc.families.tensorcore.plan import F16_TOP, PREP_THREADS
 from gemmc.families.tma_loop import C_BUFFERS, TMAP_DTYPE
@@ -32,7 +33,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "c_type": kernel.c_dtype.value, "c_row": cbool(kernel.layout_c is Layout.ROW),
         "beta_zero": cbool(kernel.beta == 0.0), "alpha_one": cbool(kernel.alpha == 1.0),
         "acc_regs": plan.bn // 2, "sm_cap": plan.sm_cap, "elem": plan.elem, "boxw": plan.box_width, "parts": plan.parts,
-        "work_bytes": plan.work_bytes, "k_perm": cbool(plan.k_permuted), "sum_stages": SUM_STAGES,
+        "work_bytes": plan.work_bytes, "k_perm": cbool(plan.k_permuted), "sum_stages": cal.SUM_STAGES.value,
         "tma_store": plan.tma_store, "c_sub_cols": plan.c_sub_cols, "c_buffers": C_BUFFERS, "c_box": plan.c_box,
         "c_bytes": plan.c_bytes, "tmap_dtype_c": TMAP_DTYPE[kernel.c_dtype],
         "ksplit": plan.ksplit, "group": plan.group, "reduce_pitch": plan.reduce_pitch,

@@ -6,18 +6,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from gemmc.families.hopper import calibration as cal
 from gemmc.families.tensorcore.plan import PREP_THREADS, SCRATCH_ALIGN, SplitPlan
 from gemmc.families.tma_loop import ALIGN_SLACK, BK, BM, C_BUFFERS, C_SUB_ROWS, SWIZZLE_BYTES, TmaTiles
 from gemmc.ir.nodes import FamilyPlan
 from gemmc.model.tlp import ceil_div
 
 BK_F32 = SWIZZLE_BYTES // 4  # 32 f32 elements per k-row (tf32 wgmma: k8 steps)
-# `split tf32 x3`: stages whose 12 products each the tensor core sums from zero before the sum is added to the f32
-# total. The tensor core's f32 accumulation truncates (docs/PRECISION.md), an error that grows with the chain; two
-# stages (24 products, 64 k) halve the additions to the total and measured 5.1e-7 at 8192^3 against 3.8e-7 for one
-# stage and cuBLAS SGEMM's 1.6e-6, at 106.2 TFLOP/s against 100.8 (bench/results/precision/2026-11-27_h100_tf32.json,
-# 2026-11-27_h100_tf32-sum1.json).
-SUM_STAGES = 2
 RED_PAD = 8  # split K: f32 padding of a partial-sum row (HopperPlan.reduce_pitch)
 
 
@@ -208,8 +203,8 @@ class HopperPlan(TmaTiles, FamilyPlan):
                     f"({terms}) and each consumer sums their products from zero, then adds the sum to its f32 total")
         if not self.parts:
             return out
-        how = (f"hi = rna(a), lo = rna(a - hi); per {SUM_STAGES} stages lo*hi + hi*lo + hi*hi summed on the tensor "
-               "core from zero, added to an f32 total (round to nearest)" if self.parts == 2 else
+        how = (f"hi = rna(a), lo = rna(a - hi); per {cal.SUM_STAGES.value} stages lo*hi + hi*lo + hi*hi summed on the "
+               "tensor core from zero, added to an f32 total (round to nearest)" if self.parts == 2 else
                "rna(a), accumulated on the tensor core")
         return (*out, f"tf32 parts formed from the f32 stage by the consumers: A's in registers (wgmma's A "
                       f"fragment), B's in 2 K-major buffers of {self.work_bytes // 2 // 1024} KiB: {how}")
