@@ -8,6 +8,7 @@ import os
 import secrets
 import sys
 import traceback
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from gemmc.api import CompiledKernel, CompiledProgram, compile_file, compile_string, front_end, read_schedule
@@ -85,16 +86,25 @@ def load(name: str, target: str | None, verify: bool = False) -> CompiledProgram
     return compile_file(name, target=target, verify=verify)
 
 
-def selected(prog: CompiledProgram, wanted: list[str] | None) -> list[CompiledKernel]:
-    """The kernels `--kernel` names (every kernel without it); a name the schedule lacks (as a kernel or a group)
-    is an error."""
-    if wanted:
-        known = (*prog.names, *(g.name for g in prog.groups))
-        missing = [name for name in wanted if name not in known]
-        if missing:
-            raise CommandError(f"--kernel {printable(missing[0])}: the schedule has no such kernel; it defines "
-                               + ", ".join(known))
-    return [k for k in prog if not wanted or k.name in wanted]
+def named(kernels: Sequence[str], groups: Mapping[str, Sequence[str]], wanted: list[str] | None,
+          members: bool) -> set[str] | None:
+    """The names `--kernel` selects (None without it: everything), with a named group's members where `members`; a
+    name the schedule lacks (as a kernel or a group) is an error."""
+    if not wanted:
+        return None
+    known = (*kernels, *groups)
+    missing = [name for name in wanted if name not in known]
+    if missing:
+        raise CommandError(f"--kernel {printable(missing[0])}: the schedule has no such kernel; it defines "
+                           + ", ".join(known))
+    return {*wanted, *(m for g, names in groups.items() if g in wanted and members for m in names)}
+
+
+def selected(prog: CompiledProgram, wanted: list[str] | None, members: bool = False) -> list[CompiledKernel]:
+    """The kernels `--kernel` names (every kernel without it), with a named group's members where `members` (a
+    group's own file holds them for `compile`; `inspect --svg` and `run` take them one by one)."""
+    names = named(prog.names, {g.name: [k.name for k in g.members] for g in prog.groups}, wanted, members)
+    return [k for k in prog if names is None or k.name in names]
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
@@ -150,9 +160,7 @@ def write_svgs(schedule: str, target: str | None, dest: str, wanted: list[str] |
     DEST (an existing folder, or a path ending in /), else the one kernel's to the file DEST, or to standard output
     for -."""
     prog = load(schedule, target)
-    if wanted:  # a group has no picture of its own: its members'
-        wanted = [*wanted, *(k.name for g in prog.groups if g.name in wanted for k in g.members)]
-    kernels = selected(prog, wanted)
+    kernels = selected(prog, wanted, members=True)  # a group has no picture of its own: its members'
     if dest.endswith(("/", os.sep)) or Path(dest).is_dir():
         drawn = [k for k in kernels if k.ir.dynamic is None]  # a batch sized at run time has no fixed plan
         if len(kernels) == 1 and not drawn:
@@ -186,16 +194,11 @@ def write_svgs(schedule: str, target: str | None, dest: str, wanted: list[str] |
 def only(program: Program, wanted: list[str] | None) -> Program:
     """The kernels and groups `--kernel` names, a group with its members (all of them without it); a name the
     schedule lacks is an error."""
-    if not wanted:
+    names = named([k.name for k in program.kernels], {g.name: g.members for g in program.groups}, wanted, True)
+    if names is None:
         return program
-    known = (*(k.name for k in program.kernels), *(g.name for g in program.groups))
-    missing = [name for name in wanted if name not in known]
-    if missing:
-        raise CommandError(f"--kernel {printable(missing[0])}: the schedule has no such kernel; it defines "
-                           + ", ".join(known))
-    groups = tuple(g for g in program.groups if g.name in wanted)
-    names = {*wanted, *(m for g in groups for m in g.members)}
-    return dataclasses.replace(program, kernels=tuple(k for k in program.kernels if k.name in names), groups=groups)
+    return dataclasses.replace(program, kernels=tuple(k for k in program.kernels if k.name in names),
+                               groups=tuple(g for g in program.groups if g.name in names))
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -240,10 +243,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from gemmc.runtime.device import require_gpu
 
     prog = load(args.schedule, args.target)
-    wanted = args.kernel
-    if wanted:  # a group is checked member by member: `--kernel <group>` selected no kernel and ran nothing
-        wanted = [*wanted, *(k.name for g in prog.groups if g.name in wanted for k in g.members)]
-    kernels = selected(prog, wanted)
+    kernels = selected(prog, args.kernel, members=True)  # a group is checked member by member
     require_gpu()
     failed = False
     for kernel in kernels:
