@@ -181,6 +181,20 @@ def test_tile_and_stages_from_the_schedule():
     assert (plan.bn, plan.stages) == (128, 3)
 
 
+def test_ksplit_in_the_schedule():
+    # `ksplit C` is the hopper family's split K where it runs it; the planner's model does not override it
+    plan = kernel("kernel k { dtype bf16 tile 128x64x64 ksplit 2 gemm 4096 x 64 x 16384 }").ir.plan
+    assert (kernel("kernel k { dtype bf16 tile 128x64x64 ksplit 2 gemm 4096 x 64 x 16384 }").ir.family, plan.bn,
+            plan.ksplit, plan.cluster) == ("hopper", 64, 2, 1)
+    assert kernel("kernel k { dtype bf16 tile 128x128x64 ksplit 4 gemm 4096 x 128 x 1024 }").ir.plan.ksplit == 4
+    assert diagnostics("target cuda sm_90\nkernel k { dtype bf16 tile 128x256x64 ksplit 2 gemm 4096 x 64 x 16384 }"
+                       ) == [("E202", 2, 23)]
+    assert diagnostics("target cuda sm_90\nkernel k { dtype bf16 algorithm hopper tile 128x64x64 ksplit 8 "
+                       "gemm 4096 x 64 x 16384 }") == [("E204", 2, 40)]
+    # beyond the loop's clusters under `algorithm auto`: the SIMT family's split, as before
+    assert kernel("kernel k { dtype bf16 tile 128x64x64 ksplit 8 gemm 4096 x 64 x 16384 }").ir.family == "simt"
+
+
 def test_schedule_stages_and_tiles_beside_split_k():
     # the planner splits this K by itself; a schedule's deeper pipeline leaves no room for the partial sums, so the
     # plan does not split (it compiled before split K existed, and still does), and the note says why

@@ -77,8 +77,11 @@ class Hopper(PlannerFamily):
         if kernel.threads is not None and kernel.threads != 384:
             err("E202", "threads", f"the hopper family's blocks are 384 threads (a producer and two consumer "
                 f"warpgroups), not {kernel.threads}", "write `threads auto`")
-        if kernel.tile is not None and (kernel.tile.slices > 1 or kernel.tile.split > 1):
-            err("E202", "tile", "kslices and ksplit belong to the SIMT family", "leave them out")
+        if kernel.tile is not None and kernel.tile.slices > 1:
+            err("E202", "tile", "kslices belong to the SIMT family", "leave them out")
+        if kernel.tile is not None and kernel.tile.split not in planner.KSPLITS:
+            err("E204", "tile", f"the hopper family splits K over clusters of at most {max(planner.KSPLITS)} blocks, "
+                f"not {kernel.tile.split}", f"write ksplit 2 to {max(planner.KSPLITS)}, or leave it out")
         return diags
 
     def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
@@ -90,13 +93,13 @@ class Hopper(PlannerFamily):
 
 def runs_here(kernel: Kernel, hw: Hardware) -> bool:
     """`algorithm auto` takes the TMA + wgmma loop for one bf16/f16 GEMM on target cuda sm_90 whose schedule leaves
-    it the threads (384) and the k to itself (no kslices, ksplit) and multiplies on tensor cores (not `precision
-    f32`); the SIMT family computes every other half-precision kernel (batches, other targets)."""
+    it the threads (384), asks for no kslices and a ksplit the loop runs (KSPLITS), and multiplies on tensor cores
+    (not `precision f32`); the SIMT family computes every other half-precision kernel (batches, other targets)."""
     prec = kernel.precision
     tile = kernel.tile
     return (kernel.dtype.half and hw.vendor == "cuda" and hw.arch == TARGET and kernel.dynamic is None
             and kernel.count is None and len(kernel.problems) == 1 and kernel.threads in (None, 384)
-            and (tile is None or (tile.slices == 1 and tile.split == 1))
+            and (tile is None or (tile.slices == 1 and tile.split in planner.KSPLITS))
             and (prec is None or prec.compute is not DType.F32))
 
 

@@ -141,10 +141,19 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
                                         f"{', '.join(map(str, TILE_N))}; not {t}", kernel.where("tile"),
                                         "write `tile auto`, or e.g. `tile 128x256x64`"))
         bn = t.n
-        if not (parts or split):
+        if t.split > 1:  # `ksplit C`: the schedule's clusters
+            if parts or split or bn not in TILE_N_KSPLIT:
+                raise GemmcError(Diagnostic("E202", f"ksplit {t.split}: the hopper family splits K for bf16/f16 "
+                                            f"storage at tile N {' or '.join(map(str, TILE_N_KSPLIT))}, not "
+                                            f"{'f32 data' if parts or split else f'N {bn}'}", kernel.where("tile"),
+                                            "leave ksplit out" if parts or split else
+                                            f"write e.g. `tile {BM}x{TILE_N_KSPLIT[0]}x{BK} ksplit {t.split}`"))
+            ksplit = t.split
+        elif not (parts or split):
             ksplit = choose_tile(p.m, p.n, p.k, hw, (bn,))[1]
     written = any(key == "pipeline" for key, _ in kernel.stmt_spans)  # `pipeline stages N`: the schedule's depth
-    if written and ksplit > 1 and stages_for(bn, hw, False, kernel.c_dtype.nbytes, parts, ksplit) < kernel.stages:
+    chosen = ksplit > 1 and (kernel.tile is None or kernel.tile.split == 1)  # the planner's split, not the schedule's
+    if written and chosen and stages_for(bn, hw, False, kernel.c_dtype.nbytes, parts, ksplit) < kernel.stages:
         # the partial sums of a split the schedule did not ask for leave too little room for its stages: no split
         bn, ksplit = choose_tile(p.m, p.n, p.k, hw, (bn,) if kernel.tile is not None else TILE_N, (1,))
     # f32 storage: no cluster (the consumers' forming of the parts has not been measured with the multicast pair),
