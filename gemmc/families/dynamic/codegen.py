@@ -52,8 +52,6 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "tlp_waves": plan.tlp_waves,  # the default threshold: this many waves of the grid's threads
         "min_tile": min(min(c.variant.bm, c.variant.bn) for c in plan.classes),
         "tile_smem": plan.tile_smem,
-        # static (the scheduler's) and dynamic shared memory past the default: the launcher opts in
-        "smem_opt_in": plan.smem_bytes > hw.smem_per_block_default,
         "sm_count_attribute": SM_COUNT_ATTRIBUTE[hw.vendor],
         # Row-major A (m x k) and column-major B (k x n) are contiguous along k.
         "a_kcontig": cbool(kernel.layout_a is Layout.ROW),
