@@ -46,8 +46,9 @@ PARTS = Measured(
     why="Parts of a `grouped M` group's tile numbering: its whole-height rows, then (after every group's whole rows) "
         "its last row where that needs at most half the height, so the blocks claim the half-height tiles last and "
         "fill the last wave with them. Device time of the suite's steps with one part a group (SUITE) and with two "
-        "(PARTS_SUITE): E32 T8192 N1024 K512 uniform 292 and 273 us (static plan 241), half-routed 294 and 280, E64 "
-        "T16384 N1024 K2048 2023 and 1956 (static 1838); E8 T65536 and E8 T4096 the same within 2% (889 and 888, 96 "
+        "(PARTS_SUITE): E32 T8192 N1024 K512 uniform 292 and 273 us (the static plan 240.6 and 240.7 in the two "
+        "runs), half-routed 294 and 280; E64 T16384 N1024 K2048 2023 and 1956, 1.06x the static plan in both runs "
+        "(1905 and 1838: the runs' spread); E8 T65536 and E8 T4096 the same within 2% (889 and 888, 96 "
         "and 94). The list form's depths differ by problem, and two parts ran its 64-problem list in 224 us against "
         "198 with one (a half-height row of a deep problem outweighs whole tiles of a shallow one): it keeps one, as "
         "does `grouped K`.",

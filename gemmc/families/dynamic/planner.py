@@ -97,6 +97,7 @@ def parts(kernel: Kernel) -> int:
     whose depths differ by group (a half-height row of a deep group outweighs the whole tiles of a shallow one)."""
     dyn = kernel.dynamic
     assert dyn is not None
+    assert cal.PARTS.value in (1, 2), "the kernel numbers a group's tiles whole, or whole rows then a half-height one"
     return int(cal.PARTS.value) if dyn.grouping is Grouping.M and dyn.max_groups <= SPLIT_GROUPS else 1
 
 
