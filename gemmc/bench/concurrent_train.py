@@ -34,7 +34,6 @@ from gemmc.ir.group import DEGREES
 MAX_FLOPS = 2**34  # 17.2 GFLOP: about 0.4 ms alone in f32; 16 copies of larger ones take too long to time here
 MIN_GAIN = 1.05  # a degree must beat sequential by 5% (paper 004 §5.5's oracle rule)
 HELD_OUT = ("bert", "ds2")  # whole networks left out of training (the paper's random split leaks shapes)
-OPERAND_BYTES = 8 << 30  # the copies' own operands take at most this much memory
 
 
 def interleaved(gemms: list) -> list:
@@ -118,20 +117,16 @@ def measure(out: Path, budget: float, limit: int | None, compile_only: bool = Fa
         group = gemmc.compile_string(text)["t"]
         a_shape = (g.m, g.k) if g.layout_a == "row" else (g.k, g.m)
         b_shape = (g.k, g.n) if g.layout_b == "row" else (g.n, g.k)
-        # each of the degree's copies reads its own A and B, as a group's GEMMs do (runtime/concurrent.py)
-        copies = max(1, min(max(DEGREES), OPERAND_BYTES // ((g.m * g.k + g.k * g.n) * (2 if dtype == "bf16" else 4))))
-        As, Bs = [], []
-        for _ in range(copies):
-            if dtype == "bf16":  # CuPy has no bfloat16: torch's tensors, which gemmc takes as well
-                import torch
+        # one A and one B: go_tune gives each of a degree's copies its own (runtime/concurrent.py, own_operands)
+        if dtype == "bf16":  # CuPy has no bfloat16: torch's tensors, which gemmc takes as well
+            import torch
 
-                A = torch.randn(a_shape, device="cuda", dtype=torch.bfloat16)
-                B = torch.randn(b_shape, device="cuda", dtype=torch.bfloat16)
-            else:
-                A = cp.random.standard_normal(a_shape, dtype=cp.float32)
-                B = cp.random.standard_normal(b_shape, dtype=cp.float32)
-            As.append(A.T if g.layout_a == "col" else A)
-            Bs.append(B.T if g.layout_b == "col" else B)
+            A = torch.randn(a_shape, device="cuda", dtype=torch.bfloat16)
+            B = torch.randn(b_shape, device="cuda", dtype=torch.bfloat16)
+        else:
+            A = cp.random.standard_normal(a_shape, dtype=cp.float32)
+            B = cp.random.standard_normal(b_shape, dtype=cp.float32)
+        As, Bs = [A.T if g.layout_a == "col" else A], [B.T if g.layout_b == "col" else B]
         try:
             with stream:
                 tuning, _ = go_tune(group.group_run, 0, As, Bs, stream)
