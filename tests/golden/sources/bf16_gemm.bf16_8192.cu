@@ -149,11 +149,14 @@ template <int N>
 __device__ __forceinline__ void gemmc_wg_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
-// Keep the compiler from moving accumulator accesses across a wgmma boundary (the tensor core owns them between).
-__device__ __forceinline__ void gemmc_fence_acc(float* d) {
+// Keep the compiler from moving accesses to the first R accumulators across a wgmma boundary (the tensor core owns
+// them between); gemmc_fence_acc: a whole tile's.
+template <int R>
+__device__ __forceinline__ void gemmc_fence_regs(float* d) {
 #pragma unroll
-  for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+__device__ __forceinline__ void gemmc_fence_acc(float* d) { gemmc_fence_regs<128>(d); }
 // D (64 x 256: 128 f32 per thread) += A (64 x 16) x B (16 x 256), both from shared memory. Per warp w of the
 // warpgroup, register 4j + e holds row 16w + lane/4 + 8(e/2), column 8j + 2(lane%4) + e%2.
 __device__ __forceinline__ void gemmc_wgmma(float* d, unsigned long long da, unsigned long long db) {
