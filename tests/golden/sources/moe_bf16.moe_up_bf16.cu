@@ -57,6 +57,15 @@ __device__ __forceinline__ void gemmc_mbar_wait(unsigned bar, unsigned parity) {
                  : "=r"(done) : "r"(bar), "r"(parity) : "memory");
   } while (!done);
 }
+// Arrive on the mbarrier at `bar` (this block's offset) in blocks 0..N-1 of the cluster, with the arrival's default
+// semantics (release at CTA scope: no memory barrier).
+template <int N>
+__device__ __forceinline__ void gemmc_arrive_cluster(unsigned bar) {
+#pragma unroll
+  for (unsigned r = 0; r < N; ++r)
+    asm volatile("{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, %0, %1;\n\t"
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}" ::"r"(bar), "r"(r) : "memory");
+}
 // A consumer warp is done with a stage.
 __device__ __forceinline__ void gemmc_mbar_release(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
