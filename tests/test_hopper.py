@@ -12,6 +12,7 @@ import pytest
 import gemmc
 from gemmc.api import front_end
 from gemmc.families.hopper.plan import HopperPlan
+from gemmc.ir.hardware import TARGETS
 from gemmc.ir.types import DType
 from gemmc.runtime.args import expected_operands
 
@@ -295,21 +296,21 @@ def test_f32_plan(mode, bn, stages, parts):
     assert small.bn == 64  # 2 x 4 tiles of N 64 cost less than 2 x 2 of N 128 on 132 SMs
 
 
-@pytest.mark.parametrize(("mode", "a_planes", "b_planes", "terms", "level"), [
-    ("split f16 x3", 2, 3, ((0, 2), (0, 1), (1, 0)), 11),  # Ootomo's: hi*hi at the corrections' level, B hi * 2^11
-    ("split f16 x3 method le", 2, 3, ((0, 2), (0, 1), (1, 0)), 10),
-    ("split bf16 x3", 2, 2, ((0, 0), (0, 1), (1, 0)), 0),  # one level: no pre-multiplied plane
-    ("split bf16 x6", 3, 3, ((0, 0), (0, 1), (1, 0), (0, 2), (1, 1), (2, 0)), 0)])
-def test_split_plan(mode, a_planes, b_planes, terms, level):
-    """An f16/bf16 split of f32 data: the pre-pass's planes in scratch (padded to the tile, aligned regions), one
-    stage of half data per product, the half-storage tile with N <= 128 (the total and a k-tile's sum)."""
+@pytest.mark.parametrize(("mode", "a_planes", "b_planes", "terms"), [
+    ("split f16 x3", 2, 2, ((0, 0), (0, 1), (1, 0))),  # unscaled parts: one level, no plane of B's hi * 2^11
+    ("split f16 x3 method le", 2, 2, ((0, 0), (0, 1), (1, 0))),
+    ("split bf16 x3", 2, 2, ((0, 0), (0, 1), (1, 0))),
+    ("split bf16 x6", 3, 3, ((0, 0), (0, 1), (1, 0), (0, 2), (1, 1), (2, 0)))])
+def test_split_plan(mode, a_planes, b_planes, terms):
+    """An f16/bf16 split of f32 data: the pre-pass's planes in scratch (padded to the tile, aligned regions), a stage
+    of one k-tile of every plane, the half-storage tile with N <= 128 (the total and a k-tile's sum)."""
     k = kernel(f"kernel k {{ dtype f32 precision {mode} gemm 1000 x 1004 x 996 }}")
     plan = k.ir.plan
     assert isinstance(plan, HopperPlan) and plan.split is not None
     assert (plan.a_planes, plan.b_planes, plan.term_planes) == (a_planes, b_planes, terms)
-    assert plan.split.level_factor_bits == level
     assert (plan.bk, plan.elem, plan.cluster, plan.parts, plan.staged) == (64, 2, 1, 0, ())
     assert plan.bn <= 128 and plan.pads == (1024, -(-1004 // plan.bn) * plan.bn, 1024)
+    assert plan.stage_bytes == (a_planes * 128 + b_planes * plan.bn) * 64 * 2
     mp, np_, kp = plan.pads
     a, b, ia, ib, total = plan.regions
     assert (a, b - a) == (0, a_planes * mp * kp * 2) and ia - b == b_planes * np_ * kp * 2
@@ -319,6 +320,33 @@ def test_split_plan(mode, a_planes, b_planes, terms, level):
     assert (ta.inner, ta.outer, tb.inner, tb.outer) == (kp, a_planes * mp, np_, b_planes * kp)  # A rows, B N-major
     assert plan.plane_steps == (mp, kp) and plan.tma_dtype == plan.split.compute
     assert f"{k.ir.precision}" in k.source and f"{k.name}" in k.rendered.prologue
+    assert "2048.0f" not in k.source  # no part scaled by 2^11, no level factor in the epilogue
+
+
+@pytest.mark.parametrize(("mode", "size", "bn", "stages", "cluster"), [
+    ("split f16 x3", (8192, 8192, 8192), 128, 3, 2),  # 3 stages of 64 KiB, B multicast from 4 waves of tiles
+    ("split bf16 x6", (8192, 8192, 8192), 128, 2, 2),  # 6 planes: 96 KiB a stage
+    ("split f16 x3", (1000, 1004, 996), 64, 4, 1)])  # 64 tiles of N 64: no pair; stages of 48 KiB
+def test_split_stages_and_cluster(mode, size, bn, stages, cluster):
+    """A split's stage holds a k-tile of every plane, as many as fit beside the C sub-tiles; the multicast pair as for
+    half storage (at least CLUSTER_MIN_WAVES waves of tiles)."""
+    m, n, k_ = size
+    plan = kernel(f"kernel k {{ dtype f32 precision {mode} gemm {m} x {n} x {k_} }}").ir.plan
+    assert (plan.bn, plan.stages, plan.cluster) == (bn, stages, cluster)
+    assert plan.smem_bytes <= TARGETS["sm_90"].smem_per_block < plan.smem_bytes + plan.stage_bytes + 16
+    assert plan.band * plan.cluster == 16 and plan.grid(m, n, 132) == cluster * min(132 // cluster, plan.units(m, n))
+
+
+@pytest.mark.parametrize(("layouts", "k", "line_regs", "units"), [
+    ("", 996, 1, 1024 + 1024 // 32),  # K-contiguous A: one line a unit, in registers; N-major B: 32 lines, 2 sweeps
+    ("layout A col, B col", 996, 1, 1024 // 32 + 1024),  # M-major A: 32 lines; K-contiguous B in registers
+    ("", 16384, 16, 1024 + 1024 // 32),  # the longest line the registers hold: 16 x 4 values a thread
+    ("", 16385, 0, 1024 // 8 + 1024 // 32)])  # longer: 8 lines a unit, read twice (their maxima, then the split)
+def test_split_prepass_lines(layouts, k, line_regs, units):
+    plan = kernel(f"kernel k {{ dtype f32 precision split f16 x3 {layouts} gemm 1000 x 1004 x {k} }}").ir.plan
+    assert plan.bn == 64 or layouts
+    assert (plan.line_regs, plan.prep_units) == (line_regs, units)
+    assert plan.prep_blocks == min(units, 8 * 132)
 
 
 def test_split_layouts_and_odd_strides_stay_on_the_hopper_loop():
@@ -327,7 +355,7 @@ def test_split_layouts_and_odd_strides_stay_on_the_hopper_loop():
     assert isinstance(plan, HopperPlan) and plan.split is not None and not plan.staged
     assert not plan.a_kmajor and plan.b_kmajor and (plan.bn, plan.pads) == (64, (128, 128, 64))
     ta, tb = plan.tensors(63, 65, 7)  # A: K lines of M (planes 64 lines apart), B: N lines of K (128 apart)
-    assert (ta.inner, ta.outer, tb.inner, tb.outer) == (128, 2 * 64, 64, 3 * 128)
+    assert (ta.inner, ta.outer, tb.inner, tb.outer) == (128, 2 * 64, 64, 2 * 128)
     assert plan.plane_steps == (64, 128)
 
 
@@ -345,6 +373,9 @@ VARIANTS = [
     "dtype f32 precision split f16 x3 gemm 8192 x 8192 x 8192",
     "dtype f32 precision split f16 x3 method le layout A col, B col, C col beta runtime gemm 1000 x 1004 x 996",
     "dtype f32 precision split bf16 x3 layout B col alpha runtime gemm 63 x 65 x 7",
+    "dtype f32 precision split bf16 x6 gemm 8192 x 8192 x 8192",  # 2 stages of 6 planes, multicast pair
+    "dtype f32 precision split f16 x3 layout B col gemm 4100 x 2055 x 1000",  # both operands' lines in registers
+    "dtype f32 precision split f16 x3 gemm 300 x 196 x 20000",  # lines too long for registers: two sweeps
 ]
 
 

@@ -73,6 +73,30 @@ def test_large(mode, layouts, size):
         assert err < BOUND[mode], f"beta {beta}: relative error {err:.3e}"
 
 
+@pytest.mark.parametrize(("mode", "layouts"), [("split f16 x3", "rrr"), ("split f16 x3", "ccc"),
+                                              ("split bf16 x3", "rcr")])
+def test_lines_too_long_for_registers(mode, layouts):
+    """K past the 16384 values a pre-pass block holds in registers: K-contiguous lines are read twice (the maxima,
+    then the split), as the M/N-contiguous ones always are."""
+    size = (97, 80, 16500)
+    kernel = compile_kernel(mode, layouts, size)
+    assert kernel.ir.plan.line_regs == 0
+    err, _ = run(kernel, *size, layouts, 1.0, 0.0, seed=4)
+    assert err < BOUND[mode], f"relative error {err:.3e}"
+
+
+@pytest.mark.parametrize(("mode", "layouts"), [("split f16 x3", "rcr"), ("split bf16 x6", "rrr"),
+                                              ("split f16 x4 method markidis", "crc")])
+def test_multicast_pair_with_an_odd_m_tile_count(mode, layouts):
+    """Clusters of 2 (B multicast) over 17 m-tiles: the last pair's second block loads a real tile and stores nothing;
+    bf16 x6 runs 2 stages of 6 planes."""
+    size = (2100, 4100, 700)
+    kernel = compile_kernel(mode, layouts, size)
+    assert kernel.ir.plan.cluster == 2
+    err, _ = run(kernel, *size, layouts, 1.0, 0.5, seed=6)
+    assert err < BOUND[mode], f"relative error {err:.3e}"
+
+
 def test_f16_split_at_or_below_sgemm_on_spread_inputs():
     """Values over 16 binades: the per-line power-of-two scales keep every part in f16's range; the split's error
     stays at or below cuBLAS SGEMM's."""

@@ -56,16 +56,17 @@ def split_context(plan: HopperPlan) -> dict:
         return {"split": False}
     pairs = plan.term_planes
     return {
-        "split": True, "split_text": sp.describe(), "split_parts": sp.parts, "b_planes": plan.b_planes,
+        "split": True, "split_text": sp.describe(), "split_parts": sp.parts, "a_planes": plan.a_planes,
+        "b_planes": plan.b_planes, "line_regs": plan.line_regs,
         "terms": len(pairs), "term_a": sum(a << (4 * t) for t, (a, _) in enumerate(pairs)),
         "term_b": sum(b << (4 * t) for t, (_, b) in enumerate(pairs)), "plane_steps": plan.plane_steps,
         "pads": plan.pads, "regions": plan.regions, "scratch_bytes": plan.scratch_bytes,
         "prep_blocks": plan.prep_blocks, "prep_threads": PREP_THREADS,
         "cvt_hi": CONVERT[(sp.compute, sp.hi_round)], "cvt_lo": CONVERT[(sp.compute, sp.lo_round)],
-        "to_f32": TO_F32[sp.compute], "scale": float_literal(2.0 ** sp.scale_bits), "scale_bits": sp.scale_bits,
-        "premul_scale": float_literal(2.0 ** sp.premul_bits), "top_a": F16_TOP, "top_b": sp.top_b,
+        # every part unscaled, B's columns in A's rows' range: one level (HopperPlan.b_planes)
+        "to_f32": TO_F32[sp.compute], "scale": float_literal(1.0), "scale_bits": 0,
+        "premul_scale": float_literal(1.0), "top_a": F16_TOP, "top_b": F16_TOP,
         "row_scaling": cbool(sp.row_scaling),
-        "level_factor": float_literal(2.0 ** -sp.level_factor_bits) if sp.level_factor_bits else "",
     }
 
 

@@ -7,12 +7,13 @@ import dataclasses
 from dataclasses import dataclass
 
 from gemmc.families.hopper import calibration as cal
-from gemmc.families.tensorcore.plan import PREP_THREADS, SCRATCH_ALIGN, SplitPlan
+from gemmc.families.tensorcore.plan import PREP_THREADS, RANGE_TEXT, SCRATCH_ALIGN, SplitPlan
 from gemmc.families.tma_loop import ALIGN_SLACK, BK, BM, C_BUFFERS, C_SUB_ROWS, SWIZZLE_BYTES, TmaTiles
 from gemmc.ir.nodes import FamilyPlan
 from gemmc.model.tlp import ceil_div
 
 BK_F32 = SWIZZLE_BYTES // 4  # 32 f32 elements per k-row (tf32 wgmma: k8 steps)
+LINE_REGS_MAX = 16  # split: float4 registers a pre-pass thread gives a K-contiguous line (16: K up to 16384)
 RED_PAD = 8  # split K: f32 padding of a partial-sum row (HopperPlan.reduce_pitch)
 
 
@@ -50,20 +51,15 @@ class HopperPlan(TmaTiles, FamilyPlan):
 
     @property
     def b_planes(self) -> int:
-        """split: B's part planes, and one more holding hi * 2^premul_bits where the split's terms are summed at
-        the level of its correction terms (SplitPlan.premul_bits): wgmma reads B from shared memory, with no
-        register to multiply."""
-        return self.split.parts + (1 if self.split.premul_bits else 0) if self.split else 0
+        """split: B's part planes (hi, lo[, mid]). Every part is stored unscaled and B's columns are scaled into f16's
+        range as A's rows are (SPLIT_TOP), so the split's products share one level: one chain on the tensor core
+        sums them with no plane of hi * 2^11 (the tensorcore family multiplies its fragment in registers instead)."""
+        return self.split.parts if self.split else 0
 
     @property
     def term_planes(self) -> tuple[tuple[int, int], ...]:
-        """split: per product, in the order the producer streams them, the planes of A and B it multiplies."""
-        if self.split is None:
-            return ()
-        low = min(self.split.levels)
-        big = self.split.premul_bits > 0
-        return tuple((t.a, self.b_planes - 1 if big and lv == low else t.b)
-                     for t, lv in zip(self.split.terms, self.split.levels, strict=True))
+        """split: per product, in the order the consumers chain them, the planes of A and B it multiplies."""
+        return tuple((t.a, t.b) for t in self.split.terms) if self.split else ()
 
     @property
     def plane_steps(self) -> tuple[int, int]:
@@ -99,6 +95,30 @@ class HopperPlan(TmaTiles, FamilyPlan):
         """split: the pre-pass `<entry>_prep(A, B, scratch)` (this family's signature: one GEMM, its sizes
         compiled in) that writes the planes and scales the main kernel reads through TMA."""
         return (self.prep_blocks, PREP_THREADS) if self.split else None
+
+    @property
+    def stage_bytes(self) -> int:
+        """A stage: one k-tile of A and of B; for a split one k-tile of each of A's and B's planes, so that a plane
+        two products multiply (A's hi, B's hi) is loaded once."""
+        if self.split:
+            return self.a_planes * self.a_bytes + self.b_planes * self.b_bytes
+        return self.a_bytes + self.b_bytes
+
+    @property
+    def line_regs(self) -> int:
+        """split: float4 registers per pre-pass thread that hold one padded K-contiguous line (the pre-pass reads such
+        a line once), or 0 where the line is longer than LINE_REGS_MAX of them (two sweeps: the maximum, then the
+        split), or where no operand is K-contiguous."""
+        per = ceil_div(self.pads[2], 4 * PREP_THREADS)
+        return per if self.split and (self.a_kmajor or self.b_kmajor) and per <= LINE_REGS_MAX else 0
+
+    @property
+    def prep_units(self) -> int:
+        """split: the pre-pass's units: one line of a K-contiguous operand held in registers (line_regs), else 8 lines
+        of a K-contiguous operand or 32 of an M/N-contiguous one."""
+        def lines(kmajor: bool) -> int:
+            return (1 if self.line_regs else 8) if kmajor else 32
+        return self.pads[0] // lines(self.a_kmajor) + self.pads[1] // lines(self.b_kmajor)
 
     @property
     def work_bytes(self) -> int:
@@ -195,12 +215,16 @@ class HopperPlan(TmaTiles, FamilyPlan):
                f"persistent, bands of {self.band * self.cluster} m-tiles{cap}; {store}")
         if self.split:
             mp, np_, kp = self.pads
+            sp = self.split
             terms = " + ".join(f"A{a}*B{b}" for a, b in self.term_planes)
-            return (*out, f"split: {self.split.describe()}",
+            how = (f"{sp.compute} x{len(sp.terms)}{' method ' + sp.method if sp.method else ''}: parts rounded "
+                   f"hi {sp.hi_round}, lo {sp.lo_round}, stored unscaled{RANGE_TEXT if sp.row_scaling else ''}")
+            return (*out, f"split: {how}",
                     f"pre-pass ({self.prep_blocks} blocks) writes A's {self.a_planes} and B's {self.b_planes} "
                     f"{self.compute} planes ({mp}x{kp}, {np_}x{kp}) and the inverse line scales to scratch "
-                    f"({self.scratch_bytes} B); per k-tile the producer streams {len(self.term_planes)} stages "
-                    f"({terms}) and each consumer sums their products from zero, then adds the sum to its f32 total")
+                    f"({self.scratch_bytes} B); per k-tile the producer streams one stage of every plane's tile and "
+                    f"each consumer sums the products {terms} from zero on the tensor core, then adds the sum to its "
+                    "f32 total (round to nearest)")
         if not self.parts:
             return out
         how = (f"hi = rna(a), lo = rna(a - hi); per {cal.SUM_STAGES.value} stages lo*hi + hi*lo + hi*hi summed on the "

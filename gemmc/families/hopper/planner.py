@@ -103,12 +103,13 @@ PREP_BLOCKS_PER_SM = 8  # the pre-pass is memory-bound: enough 256-thread blocks
 
 
 def stages_for(bn: int, hw: Hardware, tma_store: bool = False, c_bytes: int = 2, parts: int = 0,
-               ksplit: int = 1) -> int:
+               ksplit: int = 1, split: SplitPlan | None = None) -> int:
     """As many stages as the block's shared memory holds beside the epilogue's C buffers, f32 storage's buffers of
-    B's parts and split K's partial sums (HopperPlan.smem_bytes), at most MAX_STAGES."""
+    B's parts and split K's partial sums (HopperPlan.smem_bytes), at most MAX_STAGES; a split's stage holds a k-tile
+    of every plane."""
     fields = {"compute": "bf16", **f32_fields(parts)}
     one = HopperPlan(bn=bn, stages=1, cluster=1, band=1, a_kmajor=True, b_kmajor=True, staged=(), tma_store=tma_store,
-                     c_bytes=c_bytes, ksplit=ksplit, **fields)
+                     c_bytes=c_bytes, ksplit=ksplit, split=split, **fields)
     fixed = one.smem_bytes - one.stage_bytes - one.barrier_bytes
     per_stage = one.stage_bytes + one.barrier_bytes
     return min(MAX_STAGES, (hw.smem_per_block - fixed) // per_stage)
@@ -156,15 +157,16 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
     if written and chosen and stages_for(bn, hw, False, kernel.c_dtype.nbytes, parts, ksplit) < kernel.stages:
         # the partial sums of a split the schedule did not ask for leave too little room for its stages: no split
         bn, ksplit = choose_tile(p.m, p.n, p.k, hw, (bn,) if kernel.tile is not None else TILE_N, (1,))
-    # f32 storage: no cluster (the consumers' forming of the parts has not been measured with the multicast pair),
+    # tf32 parts: no cluster (the consumers' forming of the parts has not been measured with the multicast pair),
     # and C stored from the accumulators (its shared memory holds B's parts; the TMA-store epilogue is not measured
-    # with them)
+    # with them). An f16/bf16 split takes the multicast pair as half storage does (`split f16 x3` at 8192^3: 212
+    # against 180 TFLOP/s without it, bench/results/precision/2026-11-27_h100_split-variants.json).
     # split K: a cluster is the tile's k-slices (no multicast pair); fewer than CLUSTER_MIN_WAVES waves anyway
-    cluster = 1 if parts or split or ksplit > 1 else choose_cluster(p.m, p.n, bn, hw)
+    cluster = 1 if parts or ksplit > 1 else choose_cluster(p.m, p.n, bn, hw)
     # TMA's boxes are rows of C; a column-major C is stored directly. Split K stores C from the cluster's sums.
     tma_store = kernel.layout_c is Layout.ROW and not parts and ksplit == 1
     c_bytes = kernel.c_dtype.nbytes
-    stages = stages_for(bn, hw, tma_store, c_bytes, parts, ksplit)
+    stages = stages_for(bn, hw, tma_store, c_bytes, parts, ksplit, split)
     if written:
         stages = kernel.stages
     if stages < 2:
@@ -174,12 +176,11 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
     fields = {"compute": kernel.dtype.value, **f32_fields(parts)}
     if split is not None:
         pads = (ceil_div(p.m, BM) * BM, ceil_div(p.n, bn) * bn, ceil_div(p.k, BK) * BK)
-        # units of the pre-pass: 8 lines of a K-contiguous operand, 32 of an M/N-contiguous one
-        units = pads[0] // (8 if a_kmajor else 32) + pads[1] // (8 if b_kmajor else 32)
-        fields = {"compute": split.compute, "split": split, "pads": pads,
-                  "prep_blocks": max(1, min(units, PREP_BLOCKS_PER_SM * hw.sm_count))}
-        return HopperPlan(bn=bn, stages=stages, cluster=cluster, band=BAND_TILES, a_kmajor=a_kmajor,
-                          b_kmajor=b_kmajor, staged=(), tma_store=tma_store, c_bytes=c_bytes, **fields)
+        out = HopperPlan(bn=bn, stages=stages, cluster=cluster, band=max(1, BAND_TILES // cluster),
+                         a_kmajor=a_kmajor, b_kmajor=b_kmajor, staged=(), tma_store=tma_store, c_bytes=c_bytes,
+                         compute=split.compute, split=split, pads=pads)
+        # the pre-pass's grid: its units (HopperPlan.prep_units), at most PREP_BLOCKS_PER_SM blocks per SM
+        return dataclasses.replace(out, prep_blocks=max(1, min(out.prep_units, PREP_BLOCKS_PER_SM * hw.sm_count)))
     return HopperPlan(bn=bn, stages=stages, cluster=cluster, band=max(1, BAND_TILES // cluster), a_kmajor=a_kmajor,
                       b_kmajor=b_kmajor, staged=staged_operands(kernel), tma_store=tma_store, c_bytes=c_bytes,
                       ksplit=ksplit, **fields)
@@ -215,14 +216,25 @@ def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
         out.append("hopper: column-major C (TMA stores whole rows of C): written from the accumulators with "
                    "predicated stores (any ldc, any alignment)")
     if plan.split:
-        out.append(f"hopper: {plan.split.compute} split of f32 storage: a pre-pass reads A and B once and writes their "
+        out.append(f"hopper: {plan.split.compute} split of f32 storage: a pre-pass reads A and B and writes their "
                    f"parts as {plan.compute} planes (A {plan.a_planes}, B {plan.b_planes}), which TMA streams as half "
-                   "data: the main loop is the half-storage loop with one stage per product; forming the parts from "
-                   "f32 stages in shared memory would add the f32 tiles' and the parts' shared-memory traffic to "
-                   "every stage (docs/PRECISION.md)")
+                   "data: the main loop is the half-storage loop with a stage of every plane per k-tile; forming the "
+                   "parts from f32 stages in shared memory would add the f32 tiles' and the parts' shared-memory "
+                   "traffic to every stage (docs/PRECISION.md)")
         out.append("hopper: split: the tensor core's f32 accumulation truncates, so each k-tile's products are summed "
                    "from zero and added to the f32 total with round-to-nearest")
-        out.append("hopper: split: no cluster (the multicast pair is built and measured for half storage)")
+        out.append("hopper: split: a stage holds one k-tile of every plane (A's and B's hi are loaded once for the "
+                   "two products that read them); every part is stored unscaled and B's columns are scaled into f16's "
+                   "range as A's rows are, so the products share one level and B needs no plane of hi * 2^11")
+        if plan.line_regs:
+            out.append(f"hopper: split: the pre-pass holds each K-contiguous line in registers ({plan.line_regs} x 4 "
+                       "values a thread) and reads it once; M/N-contiguous lines are read twice (their maxima, then "
+                       "the split)")
+        pair = plan.cluster > 1
+        share = "clusters of 2 blocks multicast B to a pair of m-tiles" if pair else "no cluster"
+        out.append(f"hopper: split: {share} "
+                   f"({tiles} tiles: {'at least' if pair else 'fewer than'} {CLUSTER_MIN_WAVES} waves"
+                   f"{'' if pair else ', or one m-tile'}), as for half storage")
     elif plan.parts:
         out.append("hopper: f32 storage: TMA loads the f32 tiles once; the consumers round the tf32 parts to nearest "
                    "(A's into wgmma's register fragment, B's into K-major buffers), because tf32 wgmma reads B only "

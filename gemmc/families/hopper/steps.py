@@ -26,7 +26,7 @@ STEPS = (("finish_plan", finish_plan),)
 
 def limits(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> list[str]:
     """What finish_plan guarantees: 128 x N x 64 tiles (128 x N x 32 for tf32 products) with N one the template
-    builds (N <= 128 for f32 storage), a ring of at least 2 stages, clusters of 1 or 2 (1 for f32 storage), TMA
+    builds (N <= 128 for f32 storage), a ring of at least 2 stages, clusters of 1 or 2 (1 for tf32 products), TMA
     stores of C only where C is row-major (TMA's boxes are rows of C; never for tf32 products) with C's element
     size."""
     out = []
@@ -34,8 +34,8 @@ def limits(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> list[str]:
                                                                   planner.TILE_N)
     if (plan.bm, plan.bk) != (BM, bk) or plan.bn not in sizes:
         out.append(f"tile {plan.bm} x {plan.bn} x {plan.bk}; the template builds {BM} x N x {bk}, N in {sizes}")
-    if (plan.parts or plan.split) and plan.cluster != 1:
-        out.append(f"clusters of {plan.cluster}; f32 storage runs without")
+    if plan.parts and plan.cluster != 1:
+        out.append(f"clusters of {plan.cluster}; tf32 products run without")
     if plan.stages < 2:
         out.append(f"{plan.stages} pipeline stages; the TMA ring needs 2 or more")
     if plan.cluster not in (1, 2):

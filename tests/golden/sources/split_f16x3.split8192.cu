@@ -3,32 +3,69 @@
 // dtype f32, layout A row B row C row, alpha 1.0, beta 0.0
 // precision split f16 x3 method ootomo, algorithm auto, batching auto
 // batch of 1 problem(s)
-// hopper: tile 128x128x64 f32 storage, 6 stages of 32 KiB (TMA, 128-byte swizzle, mbarriers), A K-major, B N-major, no cluster
+// hopper: tile 128x128x64 f32 storage, 3 stages of 64 KiB (TMA, 128-byte swizzle, mbarriers), A K-major, B N-major, B multicast to clusters of 2
 // 1 producer warp (setmaxnreg 40) + 2 consumer warpgroups of 64x128 (wgmma m64n128k16, setmaxnreg 232); persistent, bands of 16 m-tiles; C through 2 shared-memory sub-tiles of 64x32 per warpgroup and TMA stores
-// split: f16 x3 method ootomo: per k-step hi*hi*2^11 + hi*lo + lo*hi on the tensor core, added to an f32 total (round to nearest); hi rn, lo rn, lo scaled by 2^11; rows of A / columns of B scaled by powers of two into the f16 range
-// pre-pass (1056 blocks) writes A's 2 and B's 3 f16 planes (8192x8192, 8192x8192) and the inverse line scales to scratch (671154176 B); per k-tile the producer streams 3 stages (A0*B2 + A0*B1 + A1*B0) and each consumer sums their products from zero, then adds the sum to its f32 total
+// split: f16 x3 method ootomo: parts rounded hi rn, lo rn, stored unscaled; rows of A / columns of B scaled by powers of two into the f16 range
+// pre-pass (1056 blocks) writes A's 2 and B's 2 f16 planes (8192x8192, 8192x8192) and the inverse line scales to scratch (536936448 B); per k-tile the producer streams one stage of every plane's tile and each consumer sums the products A0*B0 + A0*B1 + A1*B0 from zero on the tensor core, then adds the sum to its f32 total (round to nearest)
 
 
 // Hopper family: C (f32) = alpha * A (f32) @ B (f32) + beta * C, accumulated in f32, for one
 // GEMM of any M x N x K (launch arguments). Warp-specialized and persistent, as CUTLASS's sm90 TMA warp-specialized
 // kernels and DeepGEMM's are built:
 //   - a pre-pass (gemmc_split8192_hopper_f32_rrr_prep) reads A and B once and writes their f16 parts as planes to scratch (f16 x3 method ootomo: per k-step hi*hi*2^11 + hi*lo + lo*hi on the tensor core, added to an f32 total (round to nearest); hi rn, lo rn, lo scaled by 2^11; rows of A / columns of B scaled by powers of two into the f16 range);
-//     the main kernel reads only the planes: per k-tile the producer streams one stage per product (3).
+//     the main kernel reads only the planes: per k-tile the producer streams one stage holding every plane's tile
+//     (2 of A, 2 of B), from which the consumers form the 3 products.
 //   - the producer (warp 0 of warpgroup 0, setmaxnreg 40) streams 128 x 64 tiles of A and 128 x 64 tiles of B
-//     into a ring of 6 shared-memory stages with TMA (128-byte swizzle); a stage's `full` mbarrier counts its
+//     into a ring of 3 shared-memory stages with TMA (128-byte swizzle); a stage's `full` mbarrier counts its
 //     bytes in, its `empty` mbarrier the consumer warps done with it. TMA's bounds zero-fill past M, N and K.
 //   - two consumer warpgroups (setmaxnreg 232) multiply 64 rows each by the 128 columns with wgmma
 //     m64n128k16 from shared memory: a k-tile's 3 products summed from zero on the tensor core (its f32
 //     accumulation truncates, so the chain stays short), then added to the f32 total with round-to-nearest; the total
-//     gets the split's level and the line scales before the epilogue.
+//     gets the line scales before the epilogue.
 //   - the epilogue: each consumer warpgroup writes its 64 x 128 results into 2 shared-memory sub-tiles of
 //     64 x 32 in turn and one of its threads TMA-stores each (bounds clip them at M and N); the warpgroup goes
 //     on to the next tile's wgmma while the stores drain (a C that TMA cannot describe: predicated stores).
 //   - the blocks stay resident and walk the output in bands of 16 m-tiles (L2 reuse of B along a band).
+//   - clusters of 2 blocks take m-tiles 2p and 2p+1 of one n-tile: each block loads half of the B tile and
+//     TMA multicasts it to both, so a pair reads B from L2 once.
 // TMA, mbarrier transactions, wgmma and setmaxnreg exist only in the architecture-specific target sm_90a.
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "gemmc: this kernel's main loop is TMA + wgmma (target cuda sm_90): build it with -gencode=arch=compute_90a,code=sm_90a"
 #endif
+
+// Thread-block clusters (sm_90): the rank of this block, a barrier over the cluster that orders shared-memory
+// writes before it against reads after it, and a load from another block's shared memory.
+__device__ __forceinline__ int gemmc_cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return (int)r;
+}
+__device__ __forceinline__ void gemmc_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ float gemmc_dsmem_load(const float* local, int rank) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(local), r;
+  float v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(r) : "memory");
+  return v;
+}
+__device__ __forceinline__ double gemmc_dsmem_load(const double* local, int rank) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(local), r;
+  double v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+  asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(r) : "memory");
+  return v;
+}
+// The same barrier where a warp's threads may arrive apart (some have left: they count as arrived).
+__device__ __forceinline__ void gemmc_cluster_sync_divergent() {
+  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
+// Arrival alone, relaxed (non-aligned): the thread never waits for this phase and orders nothing by it; the caller
+// arrives only once what it must have finished has been consumed.
+__device__ __forceinline__ void gemmc_cluster_arrive_relaxed_divergent() {
+  asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+}
 
 // A CUtensorMap (cuda.h): 128 opaque bytes the host encodes (cuTensorMapEncodeTiled), passed by value.
 struct alignas(64) gemmc_tmap {
@@ -64,9 +101,19 @@ __device__ __forceinline__ void gemmc_arrive_cluster(unsigned bar) {
     asm volatile("{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, %0, %1;\n\t"
                  "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}" ::"r"(bar), "r"(r) : "memory");
 }
-// A consumer warp is done with a stage.
-__device__ __forceinline__ void gemmc_mbar_release(unsigned bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+// A consumer warp is done with a stage: arrive on its `empty` barrier in every block of the cluster (each block's
+// producer multicasts into both blocks' stage, so it reloads a stage only when both blocks are done with it). The
+// arrival's default semantics (release at CTA scope) as CUTLASS's ClusterBarrier: its wgmma reads completed before
+// (wgmma.wait); a cluster-scope release compiles to a memory barrier that stalled the consumers for half their
+// cycles (ncu, 8192^3: 350 TFLOP/s against 651 without a cluster).
+__device__ __forceinline__ void gemmc_mbar_release(unsigned bar) { gemmc_arrive_cluster<2>(bar); }
+// Copy a box of the tensor into shared memory at the same offset in every block of the cluster, completing `bar`'s
+// transaction bytes in each.
+__device__ __forceinline__ void gemmc_tma_multicast(unsigned dst, const gemmc_tmap* map, unsigned bar, int x, int y) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+               " [%0], [%1, { %3, %4 }], [%2], %5;"
+               ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(x), "r"(y),
+               "h"((unsigned short)((1u << 2) - 1)) : "memory");
 }
 // Copy the box at (x, y) (x innermost) of the tensor into shared memory, completing transaction bytes on `bar`.
 __device__ __forceinline__ void gemmc_tma_load(unsigned dst, const gemmc_tmap* map, unsigned bar, int x, int y) {
@@ -187,12 +234,12 @@ __device__ __forceinline__ unsigned gemmc_tf32_rna(float x) {
 }
 __device__ __forceinline__ float gemmc_tf32_f32(unsigned r) { return __uint_as_float(r); }
 
-// One f32 value -> its parts (part p holds (a - parts before p) * 2^(p * 11), rounded).
+// One f32 value -> its parts (part p holds (a - parts before p) * 2^(p * 0), rounded).
 __device__ __forceinline__ void gemmc_split(float a, gemmc_elem* out) {
   const gemmc_elem hi = gemmc_f16_rn(a);
   out[0] = hi;
   float r = a - gemmc_f16_f32(hi);  // exact: hi is a rounding of a
-  out[1] = gemmc_f16_rn(r * 2048.0f);
+  out[1] = gemmc_f16_rn(r * 1.0f);
 }
 
 // The power of two that brings a line's largest |value| m into [2^(TOP-1), 2^TOP) (docs/PRECISION.md): zero lines
@@ -228,7 +275,7 @@ __device__ __forceinline__ void gemmc_load4(float* v, const float* __restrict__ 
 }
 
 // Split four values (times their line scales) and store each part's four elements contiguously. NP > parts: one
-// more plane holding hi * 2048.0f (B's level-0 factor for wgmma; exact, the planner keeps it in range).
+// more plane holding hi * 1.0f (B's level-0 factor for wgmma; exact, the planner keeps it in range).
 template <int NP>
 __device__ __forceinline__ void gemmc_store_parts(gemmc_elem* __restrict__ planes, long long plane, long long at,
                                                   const float* v, const float* sc) {
@@ -239,7 +286,6 @@ __device__ __forceinline__ void gemmc_store_parts(gemmc_elem* __restrict__ plane
     gemmc_split(v[j] * sc[j], e);
 #pragma unroll
     for (int q = 0; q < 2; ++q) out[q].v[j] = e[q];
-    if (NP > 2) out[NP - 1].v[j] = gemmc_f16_rn(gemmc_f16_f32(e[0]) * 2048.0f);
   }
 #pragma unroll
   for (int q = 0; q < NP; ++q)
@@ -333,14 +379,51 @@ __device__ __forceinline__ void gemmc_prep_unit(const float* __restrict__ src, l
 }
 
 
-// Scratch: A's 2 planes of MP x KP (K contiguous), B's 3 planes of KP x NP (N contiguous), A's
+// Scratch: A's 2 planes of MP x KP (K contiguous), B's 2 planes of KP x NP (N contiguous), A's
 // inverse row scales (MP floats), B's inverse column scales (NP floats), at the plan's byte offsets. The padding
 // holds zeros (past K they meet zeros of the other operand; past M and N they reach no stored output).
 constexpr long long GEMMC_MP = 8192, GEMMC_NP = 8192, GEMMC_KP = 8192;
-constexpr long long GEMMC_OFF_B = 268435456, GEMMC_OFF_INV_A = 671088640, GEMMC_OFF_INV_B = 671121408;
-static_assert(GEMMC_OFF_B >= 2 * GEMMC_MP * GEMMC_KP * 2 && GEMMC_OFF_INV_A - GEMMC_OFF_B >= 3 * GEMMC_NP * GEMMC_KP * 2 &&
-              GEMMC_OFF_INV_B - GEMMC_OFF_INV_A >= 4 * GEMMC_MP && 671154176 - GEMMC_OFF_INV_B >= 4 * GEMMC_NP,
+constexpr long long GEMMC_OFF_B = 268435456, GEMMC_OFF_INV_A = 536870912, GEMMC_OFF_INV_B = 536903680;
+static_assert(GEMMC_OFF_B >= 2 * GEMMC_MP * GEMMC_KP * 2 && GEMMC_OFF_INV_A - GEMMC_OFF_B >= 2 * GEMMC_NP * GEMMC_KP * 2 &&
+              GEMMC_OFF_INV_B - GEMMC_OFF_INV_A >= 4 * GEMMC_MP && 536936448 - GEMMC_OFF_INV_B >= 4 * GEMMC_NP,
               "the plan's scratch regions hold the planes and scales");
+
+// One K-contiguous line held in the block's registers (8 x 4 values a thread, the padded line): read once, its largest
+// |value| found with one reduction over the block, then split from the registers. The two-sweep unit reads it twice.
+template <bool SCALE, int TOP, int NP>
+__device__ __forceinline__ void gemmc_prep_line(const float* __restrict__ src, long long ld, long long X, long long K,
+                                                long long Kp, gemmc_elem* __restrict__ planes, long long plane,
+                                                float* __restrict__ inv, long long x, float* __restrict__ red, int tid) {
+  static_assert(GEMMC_PREP_ROWS * 32 == GEMMC_PREP_THREADS, "red: one maximum per warp");
+  constexpr int PER = 8;
+  static_assert(PER * 4 * GEMMC_PREP_THREADS >= GEMMC_KP, "the padded line fits the block's registers");
+  const bool vec = gemmc_vec_ok<float, 4>(src, ld, K);
+  float v[PER][4];
+#pragma unroll
+  for (int i = 0; i < PER; ++i) gemmc_load4<true>(v[i], src, ld, x, 4ll * (i * GEMMC_PREP_THREADS + tid), X, K, vec);
+  float sc[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+  if (SCALE) {
+    float m = 0.0f;
+#pragma unroll
+    for (int i = 0; i < PER; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) m = gemmc_absmax(m, v[i][j]);
+#pragma unroll
+    for (int d = 16; d > 0; d /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, d));
+    if (tid % 32 == 0) red[tid / 32] = m;
+    __syncthreads();
+#pragma unroll
+    for (int w = 0; w < GEMMC_PREP_ROWS; ++w) m = fmaxf(m, red[w]);
+    sc[0] = sc[1] = sc[2] = sc[3] = gemmc_line_scale<TOP>(m);
+    if (tid == 0) inv[x] = 1.0f / sc[0];
+    __syncthreads();  // red is read before the next line writes it
+  }
+#pragma unroll
+  for (int i = 0; i < PER; ++i) {
+    const long long k = 4ll * (i * GEMMC_PREP_THREADS + tid);
+    if (k < Kp) gemmc_store_parts<NP>(planes, plane, x * Kp + k, v[i], sc);
+  }
+}
 
 // Units (8 lines of a K-contiguous operand or 32 of an M/N-contiguous one, every k of the padded plane) dealt to the
 // blocks round-robin: A's first, then B's. With row scaling each unit first finds its lines' largest |value|.
@@ -348,7 +431,8 @@ extern "C" __global__ void __launch_bounds__(GEMMC_PREP_THREADS) gemmc_split8192
                                                                              const float* __restrict__ B,
                                                                              unsigned char* __restrict__ scratch) {
   __shared__ int colmax[GEMMC_PREP_COLS];
-  constexpr long long UA = GEMMC_PREP_ROWS;
+  __shared__ float red[GEMMC_PREP_ROWS];  // a line's maximum per warp
+  constexpr long long UA = 1;
   constexpr long long UB = GEMMC_PREP_COLS;
   constexpr long long M = 8192, N = 8192, K = 8192;
   constexpr long long LDA = K, LDB = N;
@@ -357,13 +441,16 @@ extern "C" __global__ void __launch_bounds__(GEMMC_PREP_THREADS) gemmc_split8192
   gemmc_elem* const b = reinterpret_cast<gemmc_elem*>(scratch + GEMMC_OFF_B);
   float* const inv_a = reinterpret_cast<float*>(scratch + GEMMC_OFF_INV_A);
   float* const inv_b = reinterpret_cast<float*>(scratch + GEMMC_OFF_INV_B);
-  const long long ua = GEMMC_MP / UA, units = ua + GEMMC_NP / UB;
-  for (long long u = blockIdx.x; u < units; u += gridDim.x) {
+  // A's units are single lines, B's whole line groups: B's first, so that A's short units fill in around them
+  const long long ub = GEMMC_NP / UB, units = ub + GEMMC_MP / UA;
+  for (long long t = blockIdx.x; t < units; t += gridDim.x) {
+    const long long u = t < ub ? GEMMC_MP / UA + t : t - ub;  // A's unit u, or B's unit u - MP / UA
+    const long long ua = GEMMC_MP / UA;
     if (u < ua)
-      gemmc_prep_unit<true, true, 15, 2>(A, LDA, M, K, GEMMC_MP, GEMMC_KP, a, inv_a, u, colmax,
-                                                           threadIdx.x);
+      gemmc_prep_line<true, 15, 2>(A, LDA, M, K, GEMMC_KP, a, GEMMC_MP * GEMMC_KP, inv_a, u, red,
+                                                   threadIdx.x);
     else
-      gemmc_prep_unit<false, true, 4, 3>(B, LDB, N, K, GEMMC_NP, GEMMC_KP, b, inv_b, u - ua,
+      gemmc_prep_unit<false, true, 15, 2>(B, LDB, N, K, GEMMC_NP, GEMMC_KP, b, inv_b, u - ua,
                                                            colmax, threadIdx.x);
   }
 }
@@ -405,7 +492,7 @@ __device__ __forceinline__ void gemmc_store2(gemmc_c* __restrict__ C, long long 
 // Unit u of the persistent walk -> (m-tile group, n-tile): bands of BAND groups along M, each band walked down M
 // first, then along N, so that the blocks running at one time share their B tiles and a few A tiles in L2.
 __device__ __forceinline__ void gemmc_raster(int u, int groups_m, int tiles_n, int& mg, int& nb) {
-  constexpr int BAND = 16;
+  constexpr int BAND = 8;
   const int per_band = BAND * tiles_n;
   const int band = u / per_band, first = band * BAND;
   const int rows = min(groups_m - first, BAND);
@@ -414,25 +501,28 @@ __device__ __forceinline__ void gemmc_raster(int u, int groups_m, int tiles_n, i
   nb = r / rows;
 }
 
-extern "C" __global__ void __launch_bounds__(384, 1) gemmc_split8192_hopper_f32_rrr(
+extern "C" __global__ void __launch_bounds__(384, 1) __cluster_dims__(2, 1, 1) gemmc_split8192_hopper_f32_rrr(
     const __grid_constant__ gemmc_tmap tma_a, const __grid_constant__ gemmc_tmap tma_b,
     const __grid_constant__ gemmc_tmap tma_c, int c_by_tma, gemmc_c* __restrict__ C, long long ldc, int M, int N, int K,
     float alpha, float beta, const float* __restrict__ inv_a, const float* __restrict__ inv_b) {
-  constexpr int BM = 128, BN = 128, BK = 64, STAGES = 6, CLUSTER = 1, CONSUMERS = 2;
-  constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
+  constexpr int BM = 128, BN = 128, BK = 64, STAGES = 3, CLUSTER = 2, CONSUMERS = 2;
+  // A stage holds one k-tile of every plane: A_PLANES tiles of A, then B_PLANES tiles of B; each product of the split
+  // reads its two planes' tiles from it, so a plane multiplied twice is loaded once.
+  constexpr int A_PLANES = 2, B_PLANES = 2;
+  constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_PLANES * A_BYTES + B_PLANES * B_BYTES;
   [[maybe_unused]] constexpr int BOX = 64 * BK * 2;  // one 64-wide block of an MN-major tile: BK rows of 128 bytes
-  static_assert(A_BYTES == 16384 && B_BYTES == 16384 && STAGE_BYTES == 32768, "the plan's tile bytes");
+  static_assert(A_BYTES == 16384 && B_BYTES == 16384 && STAGE_BYTES == 65536, "the plan's tile bytes");
   // The epilogue's C sub-tiles: 64 rows of 128 bytes (C_SUB columns), C_BUFFERS per consumer warpgroup.
   [[maybe_unused]] constexpr int C_SUB = 32, C_BUFFERS = 2, C_SUB_BYTES = 64 * 128;
   constexpr int EPI_BYTES = CONSUMERS * C_BUFFERS * C_SUB_BYTES;
   static_assert(C_SUB * sizeof(gemmc_c) == 128 && BN % C_SUB == 0, "a C sub-tile row is one 128-byte swizzle row");
-  static_assert(STAGES * STAGE_BYTES + EPI_BYTES + 2 * STAGES * 8 + 1024 == 230496, "the plan's shared memory");
-  // The products, in stream order: A's plane (TERM_A) times B's plane (TERM_B), 4 bits per product.
-  constexpr int TERMS = 3, TERM_A = 256, TERM_B = 18;
+  static_assert(STAGES * STAGE_BYTES + EPI_BYTES + 2 * STAGES * 8 + 1024 == 230448, "the plan's shared memory");
+  // The products, in chain order: A's plane (TERM_A) times B's plane (TERM_B), 4 bits per product.
+  constexpr int TERMS = 3, TERM_A = 256, TERM_B = 16;
   constexpr int A_PLANE = 8192, B_PLANE = 8192;  // lines of the stacked tensor per plane
   static_assert(BK * 2 == 128 && BM == 64 * CONSUMERS && BN % 64 == 0, "128-byte rows; 64 rows per consumer");
   static_assert(64 * 128 * 2 * 1 == A_BYTES, "A's TMA boxes fill its tile");
-  static_assert(64 * 64 * 2 * 2 * CLUSTER == B_BYTES, "B's TMA boxes fill its tile");
+  static_assert(64 * 32 * 2 * 2 * CLUSTER == B_BYTES, "B's TMA boxes fill its tile");
   const float alpha_ = 1.0f;
   const float beta_ = 0.0f;
   (void)alpha; (void)beta;
@@ -441,13 +531,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_split8192_hopper_f32_
   extern __shared__ unsigned char gemmc_smem_raw[];
   const unsigned base = (gemmc_smem_addr(gemmc_smem_raw) + 1023u) & ~1023u;
   // A and B stages, the C sub-tiles (1024-byte multiples: every buffer stays on the swizzle's alignment), barriers.
-  const unsigned a_smem = base, b_smem = base + STAGES * A_BYTES, c_smem = b_smem + STAGES * B_BYTES;
+  const unsigned a_smem = base, b_smem = base + STAGES * A_PLANES * A_BYTES, c_smem = b_smem + STAGES * B_PLANES * B_BYTES;
   const unsigned full0 = c_smem + EPI_BYTES;
   const unsigned empty0 = full0 + 8 * STAGES;  // stage s: full0 + 8 s, empty0 + 8 s
 
   const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, kblocks = (K + BK - 1) / BK;
   const int groups_m = (tiles_m + CLUSTER - 1) / CLUSTER, units = groups_m * tiles_n;
-  constexpr int rank = 0;
+  const int rank = gemmc_cluster_rank();
   const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0);  // uniform per warp: no divergent roles
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
@@ -460,7 +550,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_split8192_hopper_f32_
     if (c_by_tma) gemmc_tma_prefetch(&tma_c);
   }
   __syncwarp();
-  __syncthreads();
+  gemmc_cluster_sync();  // both blocks' barriers exist before either multicasts or arrives on them
 
   if (wg == 0) {
     // ---- producer -----------------------------------------------------------------------------------------
@@ -473,21 +563,38 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_split8192_hopper_f32_
         gemmc_raster(u, groups_m, tiles_n, mg, nb);
         // A block past the last m-tile (the pair of an odd tile count) loads a real tile and stores nothing.
         const int m0 = min(mg * CLUSTER + rank, tiles_m - 1) * BM, n0 = nb * BN;
-        for (int kt = 0; kt < kblocks * TERMS; ++kt) {  // per k-tile one stage per product
-          const int kb = kt / TERMS, t = kt - kb * TERMS;
-          const int ya = ((TERM_A >> (4 * t)) & 15) * A_PLANE, yb = ((TERM_B >> (4 * t)) & 15) * B_PLANE;
+        for (int kb = 0; kb < kblocks; ++kb) {  // per k-tile one stage: every plane's tile
           const unsigned full = full0 + 8 * stage;
           gemmc_mbar_wait(empty0 + 8 * stage, phase ^ 1);
           gemmc_mbar_expect(full, STAGE_BYTES);
-          const unsigned sa = a_smem + stage * A_BYTES, sb = b_smem + stage * B_BYTES;
           const int k0 = kb * BK;
-          gemmc_tma_load(sa, &tma_a, full, k0, m0 + ya);
 #pragma unroll
-          for (int i = 0; i < BN / 64; ++i) gemmc_tma_load(sb + i * BOX, &tma_b, full, n0 + 64 * i, k0 + yb);
+          for (int p = 0; p < A_PLANES; ++p) {
+            const unsigned sa = a_smem + (stage * A_PLANES + p) * A_BYTES;
+            const int ya = p * A_PLANE;
+            gemmc_tma_load(sa, &tma_a, full, k0, m0 + ya);
+          }
+#pragma unroll
+          for (int p = 0; p < B_PLANES; ++p) {
+            const unsigned sb = b_smem + (stage * B_PLANES + p) * B_BYTES;
+            const int yb = p * B_PLANE;
+            // this block's share: k-rows rank * BK / CLUSTER.. of every 64-column block
+#pragma unroll
+            for (int i = 0; i < BN / 64; ++i)
+              gemmc_tma_multicast(sb + i * BOX + rank * (BK / CLUSTER) * 128, &tma_b, full, n0 + 64 * i, k0 + rank * (BK / CLUSTER) + yb);
+          }
           if (++stage == STAGES) {
             stage = 0;
             phase ^= 1;
           }
+        }
+      }
+      // Every stage released by both blocks' consumers: no arrival is still on its way to this block's barriers.
+      for (int s = 0; s < STAGES; ++s) {
+        gemmc_mbar_wait(empty0 + 8 * stage, phase ^ 1);
+        if (++stage == STAGES) {
+          stage = 0;
+          phase ^= 1;
         }
       }
     }
@@ -512,30 +619,29 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_split8192_hopper_f32_
 #pragma unroll
       for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
       // The tensor core's f32 accumulation truncates, a bias that grows with the chain (docs/PRECISION.md): a k-tile's
-      // products (3 stages of 4 k16 steps) are summed from zero in `sum`, which is added to `acc`
-      // with round-to-nearest once its group is done; the other warpgroup's chain keeps the tensor core busy meanwhile.
+      // products (3 x 4 k16 steps, every operand in the k-tile's one stage) are summed from zero in
+      // `sum`, which is added to `acc` with round-to-nearest once its group is done; the other warpgroup's chain keeps
+      // the tensor core busy meanwhile.
       float sum[64];
       for (int kb = 0; kb < kblocks; ++kb) {
-        const int first = stage;
+        gemmc_mbar_wait(full0 + 8 * stage, phase);
         gemmc_fence_acc(sum);
         gemmc_wg_fence();
 #pragma unroll
         for (int t = 0; t < TERMS; ++t) {
-          gemmc_mbar_wait(full0 + 8 * stage, phase);
+          const unsigned long long da = a_desc + (((stage * A_PLANES + ((TERM_A >> (4 * t)) & 15)) * A_BYTES) >> 4);
+          const unsigned long long db = b_desc + (((stage * B_PLANES + ((TERM_B >> (4 * t)) & 15)) * B_BYTES) >> 4);
 #pragma unroll
-          for (int ks = 0; ks < BK / 16; ++ks)
-            gemmc_wgmma(sum, a_desc + stage * (A_BYTES >> 4) + ks * A_KSTEP, b_desc + stage * (B_BYTES >> 4) + ks * B_KSTEP,
-                        t + ks > 0);
-          if (++stage == STAGES) {
-            stage = 0;
-            phase ^= 1;
-          }
+          for (int ks = 0; ks < BK / 16; ++ks) gemmc_wgmma(sum, da + ks * A_KSTEP, db + ks * B_KSTEP, t + ks > 0);
         }
         gemmc_wg_commit();
         gemmc_wg_wait<0>();
         gemmc_fence_acc(sum);
-        if (lane == 0)  // the k-tile's stages are read: TMA may refill them
-          for (int t = 0, s = first; t < TERMS; ++t, s = s + 1 == STAGES ? 0 : s + 1) gemmc_mbar_release(empty0 + 8 * s);
+        if (lane == 0) gemmc_mbar_release(empty0 + 8 * stage);  // the k-tile's stage is read: TMA may refill it
+        if (++stage == STAGES) {
+          stage = 0;
+          phase ^= 1;
+        }
 #pragma unroll
         for (int i = 0; i < 64; ++i) acc[i] += sum[i];
       }
@@ -543,14 +649,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_split8192_hopper_f32_
 
       const long long row0 = (long long)(mg * CLUSTER + rank) * BM + 64 * c + 16 * warp + lane / 4;
       const int col0 = nb * BN + 2 * (lane % 4);
-      // The split's level and the inverse line scales (rows < MP, columns < NP: the pre-pass wrote every one).
+      // The inverse line scales (rows < MP, columns < NP: the pre-pass wrote every one).
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          acc[4 * j + e] *= 0.00048828125f;
+        for (int e = 0; e < 4; ++e)
           acc[4 * j + e] *= inv_a[row0 + 8 * (e / 2)] * inv_b[col0 + 8 * j + e % 2];  // the product first: no spurious overflow
-        }
       const int wg_row = (mg * CLUSTER + rank) * BM + 64 * c;  // this warpgroup's first row of C
       if (c_by_tma) {
         // Rows past M (the pair block of an odd m-tile count among them) and sub-tiles past N store nothing; the
@@ -590,4 +694,5 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_split8192_hopper_f32_
     }
     if (storer) gemmc_tma_store_wait_all();  // the block's last stores have written C before it exits
   }
+  gemmc_cluster_sync_divergent();  // neither block leaves while the other may still write to its shared memory
 }
