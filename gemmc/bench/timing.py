@@ -90,16 +90,22 @@ def torch_graph(fn: Callable[[], Any], *, repeat: int = 1) -> Callable[[], Any]:
 def gemmc_graph(fn: Callable[[], Any]) -> Callable[[], Any]:
     """Capture one gemmc call in a CUDA graph on torch's stream and return its replay, so device timing with torch
     events sees it. gemmc launches on torch's current stream for torch tensors and on CuPy's for CuPy arrays: during
-    the capture both are the capturing stream. The call before it compiles and uploads the tables, so the capture
+    the capture both are the capturing stream. The calls before it compile and upload the tables, so the capture
     holds only the launches."""
     import torch
 
     from gemmc.runtime.streams import external_stream, torch_stream
 
     fn()
+    # Once more on the stream the capture runs on: what a kernel keeps per stream (a split's planes, staged
+    # operands) is allocated there now, not inside the capture, where allocating invalidates it.
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream), external_stream(torch_stream()):
+        fn()
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph), external_stream(torch_stream()):
+    with torch.cuda.graph(graph, stream=stream), external_stream(torch_stream()):
         fn()
     return graph.replay
 
