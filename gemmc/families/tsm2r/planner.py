@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from gemmc.families.base import GridTile
 from gemmc.families.streaming import (
     bytes_needed_in_flight,
     choose_t2,
@@ -368,10 +369,10 @@ def worklist(kernel: Kernel, plan: Tsm2rPlan, hw: Hardware) -> WorkList:
     return WorkList(problems=rows, tiles=TileTable(), block_offsets=(), grid=grid, block=plan.t1, smem_bytes=plan.smem)
 
 
-def grid_tile(kernel: Kernel, plan: Tsm2rPlan, hw: Hardware) -> tuple[int, int, int]:
+def grid_tile(kernel: Kernel, plan: Tsm2rPlan, hw: Hardware) -> GridTile:
     """The rows and columns of C one grid tile covers, and the blocks of a cluster that share it: the column
     kernel's row tile (warps of a k slice x lanes x rows per lane) by a pass of t2 columns; the row kernel's rows
     (warps x rows per warp) by a pass (`worklist` lays the grid out over them)."""
     if column_kernel(kernel, plan):
-        return plan.row_groups * hw.warp_size * plan.rows_per_warp, plan.t2, plan.cluster
-    return plan.kslices * plan.rows_per_warp, plan.t2, 1
+        return GridTile(plan.row_groups * hw.warp_size * plan.rows_per_warp, plan.t2, plan.cluster)
+    return GridTile(plan.kslices * plan.rows_per_warp, plan.t2)
