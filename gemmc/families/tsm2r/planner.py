@@ -148,9 +148,8 @@ def cluster_sizes(k: int, kw: int, t3: int) -> list[int]:
 def cluster_fill(hw: Hardware, size: int, blocks_per_sm: int) -> float:
     """Share of the resident-block slots a launch with clusters of `size` blocks can use: the target's measured
     table (`Hardware.cluster_fill`), else CLUSTER_FILL."""
-    if size == 1:
-        return 1.0
-    return next((fill for bps, s, fill in hw.cluster_fill if (bps, s) == (blocks_per_sm, size)), CLUSTER_FILL)
+    share = hw.cluster_share(blocks_per_sm, size)
+    return CLUSTER_FILL if share is None else share
 
 
 def cluster_bandwidth(hw: Hardware, size: int, row_blocks: int, blocks_per_sm: int, kw: int,
