@@ -9,9 +9,14 @@ GEMM of paper 004's Table 3 set (gemmc.concurrent.table3) up to MAX_FLOPS, netwo
 short by `--budget` still covers them all, and writes each GEMM's features and speedups
 S(d) = d x T_alone / makespan(d).
 
-`fit` labels each GEMM with the degree of the largest speedup, or 1S where none reaches MIN_GAIN (the paper's
-oracle rule), trains the softmax regression (gemmc.concurrent.predictor.fit) on every network but HELD_OUT,
-reports accuracy and how close the predicted degree's speedup comes to the best on the held-out networks, and with
+`fit` finds each GEMM's oracle degree, that of the largest speedup or 1S where none reaches MIN_GAIN (the paper's
+oracle rule), and its right answers: every degree whose speedup comes within 5% of the oracle's (`acceptable`).
+It trains the softmax regression (gemmc.concurrent.predictor.fit) on every network but HELD_OUT against equal
+weights on the right answers, not the oracle's class alone: where several degrees tie within the timing noise, the
+single best is a coin toss that a linear model cannot learn (trained on it, the f32 model left 11-13% of the GEMMs of
+a network it had not seen more than 5% from the oracle, the bf16 one 25-32%). It reports accuracy, how close the
+predicted degree's speedup comes to the oracle's, on the held-out networks and with each network left out in turn,
+and the same for a constant degree (a baseline the model must beat), and with
 `--write` stores the model in gemmc/concurrent/data/predictor_<arch>.json (f32 storage) or
 predictor_<arch>_half.json (bf16 storage: the hopper family's kernels) with the rows it was trained on.
 """
@@ -33,8 +38,8 @@ from gemmc.ir.group import DEGREES
 
 MAX_FLOPS = 2**34  # 17.2 GFLOP: about 0.4 ms alone in f32; 16 copies of larger ones take too long to time here
 MIN_GAIN = 1.05  # a degree must beat sequential by 5% (paper 004 §5.5's oracle rule)
+CLOSE = 0.95  # a degree within 5% of the oracle's speedup is a right answer (the issue's measure of the predictor)
 HELD_OUT = ("bert", "ds2")  # whole networks left out of training (the paper's random split leaks shapes)
-OPERAND_BYTES = 8 << 30  # the copies' own operands take at most this much memory
 
 
 def interleaved(gemms: list) -> list:
@@ -118,20 +123,16 @@ def measure(out: Path, budget: float, limit: int | None, compile_only: bool = Fa
         group = gemmc.compile_string(text)["t"]
         a_shape = (g.m, g.k) if g.layout_a == "row" else (g.k, g.m)
         b_shape = (g.k, g.n) if g.layout_b == "row" else (g.n, g.k)
-        # each of the degree's copies reads its own A and B, as a group's GEMMs do (runtime/concurrent.py)
-        copies = max(1, min(max(DEGREES), OPERAND_BYTES // ((g.m * g.k + g.k * g.n) * (2 if dtype == "bf16" else 4))))
-        As, Bs = [], []
-        for _ in range(copies):
-            if dtype == "bf16":  # CuPy has no bfloat16: torch's tensors, which gemmc takes as well
-                import torch
+        # one A and one B: go_tune gives each of a degree's copies its own (runtime/concurrent.py, own_operands)
+        if dtype == "bf16":  # CuPy has no bfloat16: torch's tensors, which gemmc takes as well
+            import torch
 
-                A = torch.randn(a_shape, device="cuda", dtype=torch.bfloat16)
-                B = torch.randn(b_shape, device="cuda", dtype=torch.bfloat16)
-            else:
-                A = cp.random.standard_normal(a_shape, dtype=cp.float32)
-                B = cp.random.standard_normal(b_shape, dtype=cp.float32)
-            As.append(A.T if g.layout_a == "col" else A)
-            Bs.append(B.T if g.layout_b == "col" else B)
+            A = torch.randn(a_shape, device="cuda", dtype=torch.bfloat16)
+            B = torch.randn(b_shape, device="cuda", dtype=torch.bfloat16)
+        else:
+            A = cp.random.standard_normal(a_shape, dtype=cp.float32)
+            B = cp.random.standard_normal(b_shape, dtype=cp.float32)
+        As, Bs = [A.T if g.layout_a == "col" else A], [B.T if g.layout_b == "col" else B]
         try:
             with stream:
                 tuning, _ = go_tune(group.group_run, 0, As, Bs, stream)
@@ -162,6 +163,20 @@ def label(speedups: dict[str, float]) -> int:
     return DEGREES.index(best) if speedups[str(best)] >= MIN_GAIN else 0
 
 
+def acceptable(speedups: dict[str, float], up_to: int = max(DEGREES)) -> list[int]:
+    """The degrees up to `up_to` whose speedup comes within CLOSE of the oracle's (the best one's, or sequential's
+    1.0 where none reaches MIN_GAIN): the right answers for a group of `up_to` GEMMs."""
+    s = {d: speedups[str(d)] for d in DEGREES if d <= up_to}
+    best = max(s.values())
+    oracle = best if best >= MIN_GAIN else s[1]
+    return [d for d in s if s[d] >= CLOSE * oracle]
+
+
+def targets(rows: list[dict]) -> np.ndarray:
+    """Equal weights on each row's right answers (rows x DEGREES)."""
+    return np.array([[float(d in acceptable(r["speedup"])) for d in DEGREES] for r in rows])
+
+
 def evaluate(model: predictor.Predictor | dict[str, predictor.Predictor], rows: list[dict]) -> dict:
     """Accuracy, and the share of GEMMs whose predicted degree runs within 5% of the best degree's speedup (the
     oracle, which is 1 where nothing beats sequential by MIN_GAIN), overall and with the group's size D clamping
@@ -169,15 +184,20 @@ def evaluate(model: predictor.Predictor | dict[str, predictor.Predictor], rows: 
     report: dict = {}
     for D in (16, 2, 4, 8):
         hits = close = 0
+        always = dict.fromkeys(DEGREES, 0)
         for r in rows:
             s = {d: r["speedup"][str(d)] for d in DEGREES if d <= D}
             best = max(s, key=s.__getitem__)
             best = best if s[best] >= MIN_GAIN else 1
+            right = acceptable(r["speedup"], D)
             m = model[r["app"]] if isinstance(model, dict) else model
             pred = max(d for d in DEGREES if d <= min(m.predict(r["features"]), D))
             hits += pred == best
-            close += s[pred] >= 0.95 * s[best]
-        report[f"D={D}"] = {"accuracy": hits / len(rows), "within_5pct_of_oracle": close / len(rows)}
+            close += pred in right
+            for d in DEGREES:
+                always[d] += max(e for e in DEGREES if e <= min(d, D)) in right
+        report[f"D={D}"] = {"accuracy": hits / len(rows), "within_5pct_of_oracle": close / len(rows),
+                            "constant_degree_within_5pct": {str(d): n / len(rows) for d, n in always.items()}}
     return report
 
 
@@ -188,8 +208,7 @@ def storage(data: dict) -> str:
 
 def trained(rows: list[dict], gpu: str) -> predictor.Predictor:
     X = np.array([r["features"] for r in rows])
-    y = np.array([label(r["speedup"]) for r in rows])
-    W, b, lo, hi = predictor.fit(X, y)
+    W, b, lo, hi = predictor.fit(X, targets(rows))
     return predictor.Predictor(gpu=gpu, arch="sm_90", features=tuple(FEATURE_NAMES), x_min=tuple(lo),
                                x_max=tuple(hi), weights=tuple(map(tuple, W)), bias=tuple(b))
 
@@ -201,7 +220,7 @@ def fit(path: Path, write: bool) -> None:
     test = [r for r in rows if r["app"] in HELD_OUT]
     X = np.array([r["features"] for r in train])
     y = np.array([label(r["speedup"]) for r in train])
-    W, b, lo, hi = predictor.fit(X, y)
+    W, b, lo, hi = predictor.fit(X, targets(train))
     arch = "sm_90"
     model = predictor.Predictor(gpu=data["gpu"], arch=arch, features=tuple(FEATURE_NAMES), x_min=tuple(lo),
                                 x_max=tuple(hi), weights=tuple(map(tuple, W)), bias=tuple(b))
@@ -221,7 +240,8 @@ def fit(path: Path, write: bool) -> None:
                    "x_max": hi.tolist(), "weights": W.tolist(), "bias": b.tolist(), "classes": list(DEGREES),
                    "trained_from": path.name, "min_gain": MIN_GAIN, "evaluation": result,
                    "rows": [{"gemm": r["gemm"], "app": r["app"], "features": r["features"],
-                             "label": DEGREES[label(r["speedup"])], "predicted": model.predict(r["features"])}
+                             "label": DEGREES[label(r["speedup"])], "acceptable": acceptable(r["speedup"]),
+                             "predicted": model.predict(r["features"])}
                             for r in train]}
         out.write_text(json.dumps(payload, indent=1) + "\n")
         print(f"wrote {out}")

@@ -139,7 +139,7 @@ def case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], band
                "error": err, "grouped_mm_error": err_ref, "first_call_ms": first_ms,
                "timed_compiles": {key: after[key] - before[key] for key in after}}
         row.update(cluster=plan.cluster, other_cluster_device_us=other_dev * 1e6,
-                   tail_split=plan.tail_split and plan.cluster == 1,
+                   tail_split=plan.tail_split,
                    other_tail_split_device_us=None if toggled_dev is None else toggled_dev * 1e6)
         harness.log(f"{row['case']} {kind}: gemmc {row['gemmc_device_us']:.1f} us, _grouped_mm "
                     f"{row['grouped_mm_device_us']:.1f} us ({row['speedup_device']:.2f}x), roof "

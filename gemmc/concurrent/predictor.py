@@ -1,6 +1,7 @@
 """The concurrency predictor (paper 004 §4.3): multinomial logistic regression over min-max normalised features,
 classes 1S/2P/4P/8P/16P. Inference is one matrix-vector product and a softmax; training is full-batch gradient
-descent on the cross-entropy with an L2 penalty (numpy only, deterministic).
+descent on the cross-entropy with an L2 penalty (numpy only, deterministic), against one class per row or a
+distribution over the classes.
 
 The trained model is a data file per target architecture (gemmc/concurrent/data/predictor_<arch>.json) written
 by gemmc/bench/concurrent_train.py from measurements on the GPU; it records its training rows and, for each, the class
@@ -55,10 +56,12 @@ def normalise(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def fit(X: np.ndarray, y: np.ndarray, *, classes: int = len(DEGREES), l2: float = 1e-3, steps: int = 4000,
         rate: float = 0.5) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Softmax regression on rows X (n x f) with class indices y: (W f x c, b c, x_min, x_max)."""
+    """Softmax regression on rows X (n x f): (W f x c, b c, x_min, x_max). y: a class index per row, or a target
+    distribution over the classes per row (n x c; e.g. equal weights on every class that is a right answer)."""
     Z, lo, hi = normalise(np.asarray(X, dtype=np.float64))
     n, f = Z.shape
-    onehot = np.eye(classes)[np.asarray(y, dtype=np.int64)]
+    y = np.asarray(y)
+    onehot = np.eye(classes)[y.astype(np.int64)] if y.ndim == 1 else y / y.sum(axis=1, keepdims=True)
     W, b = np.zeros((f, classes)), np.zeros(classes)
     for _ in range(steps):
         s = Z @ W + b

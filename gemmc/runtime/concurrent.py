@@ -9,11 +9,11 @@ GO-kernels (`go_tune`), once per distinct member shape and GPU, on the first cal
    contexts of 1/2 and 1/4 of the SMs (gemmc/runtime/green.py); the fastest under each share is a finalist.
 2. CD step: for each degree 2, 4, 8, 16, that many copies of each finalist run at once on as many streams (each
    `reps` times back to back, paper 004 §5), captured in a CUDA graph with the fork and join; the finalist with
-   the shortest makespan is the GO-kernel of that degree. Each copy reads operands of its own where the call has
-   them (the group's copies of the GEMM, cycled): copies sharing one A and one B find them in L2, which the group's
-   GEMMs, each reading its own, do not. With fewer operand pairs than the degree the cycled copies still share: the
-   bf16 4096x128x1024 x4 group's 16 copies took 37.9 us in tuning, where the x16 group's 16 GEMMs took 75.2 us
-   (H100, bench/results/concurrent/2026-11-27_h100_bf16-own-operands.json); `auto` runs at most 8 at once.
+   the shortest makespan is the GO-kernel of that degree. Each copy reads operands of its own, as the group's
+   GEMMs do: the call's (the group's copies of the GEMM), then device copies of them up to the degree, within an
+   eighth of the free GPU memory (`own_operands`). Copies sharing one A and one B find them in L2, which the
+   group's GEMMs do not: 16 copies of bf16 4096x128x1024 cycling 4 operand pairs took 37.9 us, where 16 GEMMs
+   reading their own took 75.2 us (H100, bench/results/concurrent/2026-11-27_h100_bf16-own-operands.json).
    Its speedup is degree x T_alone / makespan, T_alone the fastest candidate alone on the whole GPU: the training
    script labels GEMMs with it.
 Choices are cached in the process and on disk beside the tuning step's (keyed by the GPU, the member's code, the
@@ -43,7 +43,7 @@ from gemmc.errors import GemmcError, InternalError
 from gemmc.ir.group import DEGREES, SHARES, Group, GroupPlan, Mode
 from gemmc.ir.hardware import Hardware
 from gemmc.runtime import cache
-from gemmc.runtime.args import describe
+from gemmc.runtime.args import ArrayInfo, describe
 from gemmc.runtime.compile import toolkit
 from gemmc.runtime.device import cupy, device_name
 from gemmc.runtime.executable import Executable
@@ -54,6 +54,7 @@ from gemmc.runtime.tma import enqueue_tma
 from gemmc.runtime.tune import enabled, median_seconds
 from gemmc.version import __version__
 
+OPERAND_SHARE = 8  # the tuning's extra operand copies take at most 1/8 of the free GPU memory
 WINDOW_SECONDS = 2e-3  # a makespan window holds about this much work
 WINDOWS = 5
 MAX_REPS = 8  # back-to-back runs of each copy within one makespan measurement
@@ -278,11 +279,33 @@ class GroupRun:
                 if (sig := self.signatures.get(i)) is not None and sig in self.go}
 
 
+def span(info: ArrayInfo) -> tuple[int, int]:
+    """The bytes an array's elements occupy: [first, last + 1) (gemmc's arrays have non-negative strides)."""
+    extent = sum((n - 1) * abs(s) for n, s in zip(info.shape, info.strides, strict=True)) + 1
+    return info.ptr, info.ptr + extent * info.itemsize
+
+
+def own_operands(infos: Sequence[ArrayInfo], copies: int, keep: list[Any]) -> list[int]:
+    """Pointers to `copies` operands like those of `infos` (ArrayInfo of the call's arrays of one operand): the
+    call's own, then device copies of them in turn. The copies' memory is appended to `keep` (the caller holds it
+    while the pointers are used)."""
+    cp = cupy()
+    ptrs = [i.ptr for i in infos][:copies]
+    for c in range(len(ptrs), copies):
+        lo, hi = span(infos[c % len(infos)])
+        buffer = cp.empty(hi - lo, dtype=cp.uint8)
+        cp.cuda.runtime.memcpyAsync(int(buffer.data.ptr), lo, hi - lo, cp.cuda.runtime.memcpyDeviceToDevice,
+                                    cp.cuda.get_current_stream().ptr)
+        keep.append(buffer)
+        ptrs.append(int(buffer.data.ptr) + infos[c % len(infos)].ptr - lo)
+    return ptrs
+
+
 def go_tune(run: GroupRun, index: int, As: Sequence[Any], Bs: Sequence[Any],
             stream: Any) -> tuple[GoTuning, list[Executable]]:
     """The GO-kernel tuning of member `index` (measured, or read from the caches) and its candidates as
-    executables. As and Bs are operands of the member's shape and layouts, the call's own: copy c of a degree's
-    makespan reads As[c % len(As)] and Bs[c % len(Bs)]; the copies write scratch outputs."""
+    executables. As and Bs are operands of the member's shape and layouts, the call's own; each copy of a degree's
+    makespan reads operands of its own (`own_operands`) and writes a scratch output."""
     member = run.members[index]
     sig = run.signature(index)
     if sig not in run.candidates:
@@ -295,7 +318,7 @@ def go_tune(run: GroupRun, index: int, As: Sequence[Any], Bs: Sequence[Any],
     cp = cupy()
     gpu = device_name()
     # the copies' own operands are part of what was measured (module docstring): entries of shared ones are stale
-    key = f"{gpu}|{sig}|own operands|gemmc {__version__}|{toolkit()}"
+    key = f"{gpu}|{sig}|own operands x{max(DEGREES)}|gemmc {__version__}|{toolkit()}"
     entry = _read_go(key, labels)
     if entry is not None:
         tuning = GoTuning(gpu, tuple(labels), {int(s): v for s, v in entry["alone"].items()},
@@ -309,10 +332,16 @@ def go_tune(run: GroupRun, index: int, As: Sequence[Any], Bs: Sequence[Any],
     with ThreadPoolExecutor(min(8, len(compiled))) as pool:
         list(pool.map(lambda k: k.function, compiled))  # compiles and loads each: NVRTC runs without the GIL
     alpha_, beta_ = scalars(member, None, None)
-    a_ptrs = [describe(A, "As", index).ptr for A in As]
-    b_ptrs = [describe(B, "Bs", index).ptr for B in Bs]
+    a_infos = [describe(A, "As", index) for A in As]
+    b_infos = [describe(B, "Bs", index) for B in Bs]
     p = member.ir.problems[0]
     scratch = [cp.empty(p.m * p.n * member.ir.c_dtype.nbytes, dtype=cp.uint8) for _ in range(max(DEGREES))]
+    pair = sum(hi - lo for lo, hi in (span(a_infos[0]), span(b_infos[0])))
+    fit = cp.cuda.runtime.memGetInfo()[0] // OPERAND_SHARE // pair
+    copies = max(min(len(As), len(Bs)), min(max(DEGREES), fit))
+    held: list[Any] = []
+    a_ptrs, b_ptrs = own_operands(a_infos, copies, held), own_operands(b_infos, copies, held)
+    cp.cuda.get_current_stream().synchronize()  # the copies are made before any stream reads them
 
     def runner(k: Executable, copy: int) -> Callable[[Any], None]:
         a, b, c = a_ptrs[copy % len(a_ptrs)], b_ptrs[copy % len(b_ptrs)], int(scratch[copy].data.ptr)
@@ -360,12 +389,8 @@ def go_tune(run: GroupRun, index: int, As: Sequence[Any], Bs: Sequence[Any],
 
 def _check_independent(run: GroupRun, As: Any, Bs: Any, Cs: Any) -> None:
     """Every output is its own memory and no operand reads one: the GEMMs of a group do not depend on each other."""
-    spans = []
-    for name, arrays in (("As", As), ("Bs", Bs), ("Cs", Cs)):
-        for i, x in enumerate(arrays):
-            info = describe(x, name, i)
-            extent = sum((n - 1) * abs(s) for n, s in zip(info.shape, info.strides, strict=True)) + 1
-            spans.append((info.ptr, info.ptr + extent * info.itemsize, name, i))
+    spans = [(*span(describe(x, name, i)), name, i)
+             for name, arrays in (("As", As), ("Bs", Bs), ("Cs", Cs)) for i, x in enumerate(arrays)]
     outputs = [s for s in spans if s[2] == "Cs"]
     for lo, hi, _, i in outputs:
         for olo, ohi, oname, j in spans:

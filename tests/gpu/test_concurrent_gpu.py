@@ -136,6 +136,26 @@ def test_go_tuning_under_green_contexts(monkeypatch):
     assert tuning.alone.keys() == {1, 2, 4}
 
 
+def test_go_tuning_copies_read_operands_of_their_own():
+    """Each of a degree's copies reads its own A and B: the call's, then device copies of them, byte for byte."""
+    import cupy as cp
+
+    from gemmc.runtime.args import describe
+    from gemmc.runtime.concurrent import own_operands, span
+
+    arrays = [cp.random.standard_normal((37, 53), dtype=cp.float32).T for _ in range(3)]  # strided views
+    infos = [describe(a, "As", i) for i, a in enumerate(arrays)]
+    held: list = []
+    ptrs = own_operands(infos, 16, held)
+    cp.cuda.get_current_stream().synchronize()
+    assert len(set(ptrs)) == 16 and ptrs[:3] == [i.ptr for i in infos] and len(held) == 13
+    for c, ptr in enumerate(ptrs):
+        lo, hi = span(infos[c % 3])
+        got = cp.ndarray((hi - lo,), cp.uint8, cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(ptr, hi - lo, held), 0))
+        want = cp.ndarray((hi - lo,), cp.uint8, cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(lo, hi - lo, arrays), 0))
+        assert bool((got == want).all()), c
+
+
 def test_dependent_gemms_are_refused():
     import cupy as cp
 

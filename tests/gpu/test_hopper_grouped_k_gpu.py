@@ -23,6 +23,7 @@ pytestmark = pytest.mark.gpu
 BF16 = "target cuda sm_90\nkernel wgrad_bf16 {{ dtype bf16 layout A col grouped K m {m} n {n} groups 64 }}"
 F16 = ("target cuda sm_90\nkernel wgrad_f16 {{ dtype A f16, B f16, C f32 layout A col alpha runtime beta runtime "
        "grouped K m {m} n {n} groups 64 }}")
+MANY = "target cuda sm_90\nkernel wgrad_many {{ dtype bf16 layout A col grouped K m {m} n {n} groups 1024 }}"
 TOL = {"bfloat16": 8e-3, "float16": 1e-3, "float32": 2e-5}
 
 ROUTINGS = {
@@ -144,6 +145,29 @@ def test_large_weight_gradient_against_torch_grouped_mm():
     assert rel(C, ref_t.double()) < TOL["bfloat16"]
 
 
+@pytest.mark.parametrize("groups", [40, 1000])
+def test_many_groups_and_launches_in_stream_order_share_the_tile_counter(groups):
+    """More groups than a warp (the ends' scan) and than the block's threads (the longest-first order), more tiles
+    than SMs (blocks claim tiles from the counter), and three launches queued back to back with new ends: each
+    leaves the counter zeroed for the next."""
+    t = torch()
+    m, n, rows = 72, 64, 7 * groups
+    kern = kernel(MANY, m=m, n=n)
+    X = t.randn(rows, m, device="cuda").to(t.bfloat16)
+    dY = t.randn(rows, n, device="cuda").to(t.bfloat16)
+    rng = np.random.default_rng(groups)
+    calls = []
+    for trial in range(3):
+        weights = rng.random(groups) * (rng.random(groups) > 0.2)  # about a fifth of the groups empty
+        sizes = rng.multinomial(rows - trial, weights / weights.sum())
+        C = t.full((groups, m, n), float("nan"), device="cuda").to(t.bfloat16)
+        kern(X.t(), dY, C, offsets=ends_of(sizes, t))
+        calls.append((sizes, C))
+    t.cuda.synchronize()
+    for trial, (sizes, C) in enumerate(calls):
+        assert rel(C, reference(X, dY, C, starts_of(sizes), 1.0, 0.0)) < TOL["bfloat16"], f"launch {trial}"
+
+
 def test_graph_replay_with_new_ends():
     """One call captured in a torch CUDA graph, replayed with new ends (one of them every row in one group) on a
     NaN-poisoned C; nothing compiles, plans or tunes during the replays."""
@@ -232,9 +256,10 @@ def test_arguments_are_checked_before_the_launch():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_cpp_launcher_runs_and_is_captured_in_a_graph(tmp_path):
     """The standalone .cu built with nvcc into a library, called through ctypes on torch's stream, plain and inside a
-    CUDA graph capture, with new ends between replays."""
+    CUDA graph capture, with new ends between replays; 64 groups of 3 row tiles: more tiles than SMs, so the blocks
+    claim tiles from the counter in the caller's workspace, which every launch leaves zeroed for the next."""
     t = torch()
-    m, n, groups, rows = 192, 136, 9, 1500
+    m, n, groups, rows = 320, 136, 64, 1500
     kern = kernel(BF16, m=m, n=n)
     src = tmp_path / "wgrad.cu"
     src.write_text(kern.standalone)

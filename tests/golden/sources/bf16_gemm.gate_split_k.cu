@@ -85,6 +85,15 @@ __device__ __forceinline__ void gemmc_mbar_wait(unsigned bar, unsigned parity) {
                  : "=r"(done) : "r"(bar), "r"(parity) : "memory");
   } while (!done);
 }
+// Arrive on the mbarrier at `bar` (this block's offset) in blocks 0..N-1 of the cluster, with the arrival's default
+// semantics (release at CTA scope: no memory barrier).
+template <int N>
+__device__ __forceinline__ void gemmc_arrive_cluster(unsigned bar) {
+#pragma unroll
+  for (unsigned r = 0; r < N; ++r)
+    asm volatile("{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, %0, %1;\n\t"
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}" ::"r"(bar), "r"(r) : "memory");
+}
 // A consumer warp is done with a stage.
 __device__ __forceinline__ void gemmc_mbar_release(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
@@ -111,11 +120,14 @@ template <int N>
 __device__ __forceinline__ void gemmc_wg_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
-// Keep the compiler from moving accumulator accesses across a wgmma boundary (the tensor core owns them between).
-__device__ __forceinline__ void gemmc_fence_acc(float* d) {
+// Keep the compiler from moving accesses to the first R accumulators across a wgmma boundary (the tensor core owns
+// them between); gemmc_fence_acc: a whole tile's.
+template <int R>
+__device__ __forceinline__ void gemmc_fence_regs(float* d) {
 #pragma unroll
-  for (int i = 0; i < 32; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+__device__ __forceinline__ void gemmc_fence_acc(float* d) { gemmc_fence_regs<32>(d); }
 // D (64 x 64: 32 f32 per thread) += A (64 x 16) x B (16 x 64), both from shared memory. Per warp w of the
 // warpgroup, register 4j + e holds row 16w + lane/4 + 8(e/2), column 8j + 2(lane%4) + e%2.
 __device__ __forceinline__ void gemmc_wgmma(float* d, unsigned long long da, unsigned long long db) {
@@ -183,12 +195,7 @@ __device__ __forceinline__ void gemmc_red_arrive_all_release(unsigned bar) {
 // The same arrival with the default semantics (release at CTA scope, no memory barrier), after the warp's reads of the
 // other blocks' sums: their values are summed and stored before it, so the reads are complete; no global store of C
 // has to drain first.
-__device__ __forceinline__ void gemmc_red_arrive_all(unsigned bar) {
-#pragma unroll
-  for (unsigned r = 0; r < 3; ++r)
-    asm volatile("{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, %0, %1;\n\t"
-                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}" ::"r"(bar), "r"(r) : "memory");
-}
+__device__ __forceinline__ void gemmc_red_arrive_all(unsigned bar) { gemmc_arrive_cluster<3>(bar); }
 // Wait until the phase of parity `parity` of this block's mbarrier has completed, acquiring at cluster scope what the
 // arrivals released.
 __device__ __forceinline__ void gemmc_red_wait(unsigned bar, unsigned parity) {

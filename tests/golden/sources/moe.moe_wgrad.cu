@@ -467,6 +467,18 @@ __host__ __device__ inline int gemmc_dyn_group(const int* ends, int groups, long
   }
   return lo;
 }
+// Tile claims of a persistent launch (the dynamic family's kernels and hopper_grouped's grouped K): block b computes
+// tile b, then claims tiles gridDim.x + counter[0]++ until none is left. counter[1] counts the blocks done claiming;
+// the last one out zeroes both, so that every launch finds them zero and launches in stream order share them.
+// Called once per claiming block, by the thread that claimed, after its last claim.
+__device__ __forceinline__ void gemmc_claims_done(int* counter) {
+  __threadfence();  // this block's claims come before its arrival
+  if (atomicAdd(&counter[1], 1) == (int)gridDim.x - 1) {
+    counter[0] = 0;
+    counter[1] = 0;
+    __threadfence();
+  }
+}
 
 // Block-wide exclusive scan of one non-negative value per thread (a sum, or a running maximum when MAX), through
 // `s` (NT values). Every thread of the block calls it; `s` is free again when it returns.
@@ -668,14 +680,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemmc_moe_wgrad_dynamic_f32
     if (tid == 0) s_next = (long long)gridDim.x + atomicAdd(&counter[0], 1);
     __syncthreads();
   }
-  if (tid == 0) {  // this block claims no more tiles: the last one out leaves the counters zeroed
-    __threadfence();
-    if (atomicAdd(&counter[1], 1) == (int)gridDim.x - 1) {
-      counter[0] = 0;
-      counter[1] = 0;
-      __threadfence();
-    }
-  }
+  if (tid == 0) gemmc_claims_done(counter);  // this block claims no more tiles
 }
 
 // Checks the group ends on the device (one block): result[0] is the first bad group or -1, result[1] why

@@ -57,6 +57,15 @@ __device__ __forceinline__ void gemmc_mbar_wait(unsigned bar, unsigned parity) {
                  : "=r"(done) : "r"(bar), "r"(parity) : "memory");
   } while (!done);
 }
+// Arrive on the mbarrier at `bar` (this block's offset) in blocks 0..N-1 of the cluster, with the arrival's default
+// semantics (release at CTA scope: no memory barrier).
+template <int N>
+__device__ __forceinline__ void gemmc_arrive_cluster(unsigned bar) {
+#pragma unroll
+  for (unsigned r = 0; r < N; ++r)
+    asm volatile("{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, %0, %1;\n\t"
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}" ::"r"(bar), "r"(r) : "memory");
+}
 // A consumer warp is done with a stage.
 __device__ __forceinline__ void gemmc_mbar_release(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
@@ -106,11 +115,14 @@ template <int N>
 __device__ __forceinline__ void gemmc_wg_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
-// Keep the compiler from moving accumulator accesses across a wgmma boundary (the tensor core owns them between).
-__device__ __forceinline__ void gemmc_fence_acc(float* d) {
+// Keep the compiler from moving accesses to the first R accumulators across a wgmma boundary (the tensor core owns
+// them between); gemmc_fence_acc: a whole tile's.
+template <int R>
+__device__ __forceinline__ void gemmc_fence_regs(float* d) {
 #pragma unroll
-  for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+__device__ __forceinline__ void gemmc_fence_acc(float* d) { gemmc_fence_regs<128>(d); }
 // D (64 x 256: 128 f32 per thread) += A (64 x 16) x B (16 x 256), both from shared memory. Per warp w of the
 // warpgroup, register 4j + e holds row 16w + lane/4 + 8(e/2), column 8j + 2(lane%4) + e%2.
 __device__ __forceinline__ void gemmc_wgmma(float* d, unsigned long long da, unsigned long long db) {
@@ -226,14 +238,6 @@ __device__ __forceinline__ void gemmc_wgmma_half(float* d, unsigned long long da
 __device__ __forceinline__ void gemmc_tma_load3(unsigned dst, const gemmc_tmap* map, unsigned bar, int x, int y, int z) {
   asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, { %3, %4, %5 }], [%2];"
                ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(x), "r"(y), "r"(z) : "memory");
-}
-
-// Keep the compiler from moving the first R accumulators across a wgmma boundary (gemmc_fence_acc, for a tile's own
-// count of accumulators).
-template <int R>
-__device__ __forceinline__ void gemmc_fence_regs(float* d) {
-#pragma unroll
-  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
 constexpr int GEMMC_GRP_BM = 128, GEMMC_GRP_SMALL = 64, GEMMC_GRP_MAX = 64, GEMMC_GRP_CLUSTER = 1;
