@@ -20,7 +20,6 @@ import numpy as np
 os.environ.setdefault("GEMMC_TUNE", "0")  # the static roof runs the model's plan
 
 MOE = "kernel moe_t{t} {{ layout B col  grouped M n {n} k {k} groups 128 {threshold} }}"
-LIST = "kernel varlen_t{t} {{ grouped list problems 512 {threshold} }}"
 CASES = [(8, 4096, 512, 512, "uniform"), (8, 4096, 512, 512, "zipf"), (32, 8192, 1024, 512, "uniform"),
          (64, 16384, 1024, 2048, "uniform"), (8, 65536, 512, 512, "uniform")]
 

@@ -81,7 +81,8 @@ def case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], band
     kern = next(iter(gemmc.compile_string(MOE.format(n=n, k=k))))
     plan = kern.ir.plan
     assert isinstance(plan, HopperGroupedPlan)
-    other = kern.with_plan(dataclasses.replace(plan, cluster=3 - plan.cluster))  # the other cluster size (1 or 2)
+    # the other cluster size (1 or 2); a plan with clusters splits no last round
+    other = kern.with_plan(dataclasses.replace(plan, cluster=3 - plan.cluster, tail_split=False))
     # without clusters, the same plan with the last round of units split in column halves or not (the other choice)
     toggled = kern.with_plan(dataclasses.replace(plan, tail_split=not plan.tail_split)) if plan.cluster == 1 else None
     A = torch.randn(tokens, k, device="cuda").to(torch.bfloat16)

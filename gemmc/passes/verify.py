@@ -167,12 +167,11 @@ def grid_coverage(problems: ProblemTable, grid: tuple[int, int, int], tile: Grid
     if tile.persistent:  # blocks (clusters of `share` splitting k) stride over the tiles: each tile once
         # No problem rows: the sizes arrive with each call (the problem table matched the kernel's empty problems),
         # so any number of tiles may come and only an empty grid is wrong.
-        group = share
-        most = max(1, tiles) * group if len(sizes) else blocks
-        if 1 <= blocks <= most and blocks % group == 0:
+        most = max(1, tiles) * share if len(sizes) else blocks
+        if 1 <= blocks <= most and blocks % share == 0:
             return []
         return [f"grid {grid} has {blocks} persistent blocks for {tiles} tiles of {rows} x {columns} outputs"
-                + (f" in clusters of {group}" if group > 1 else "")]
+                + (f" in clusters of {share}" if share > 1 else "")]
     if blocks != tiles * share:
         return [f"grid {grid} has {blocks} blocks; {tiles} tiles of {rows} x {columns} outputs, {share} block(s) "
                 f"each, need {tiles * share}"]

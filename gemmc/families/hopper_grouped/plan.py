@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gemmc.errors import InternalError
 from gemmc.families.tma_loop import ALIGN_SLACK, BK, BM, C_BUFFERS, C_SUB_ROWS, TmaTiles
 from gemmc.ir.nodes import FamilyPlan
 
@@ -35,10 +34,6 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
     #                           a cluster: a cluster's blocks share a unit's rows)
     grouped_k: bool = False  # the weight gradient (hopper_grouped_k.cu.j2): A M-major (X^T), B N-major, both 2-D maps
     #                          over the reduction's rows, G x M/128 x N/BN tiles of one group's depth each
-
-    def __post_init__(self) -> None:
-        if self.tail_split and self.cluster > 1:
-            raise InternalError("hopper_grouped", "a plan with clusters of blocks splits no last round")
 
     @property
     def a_small_bytes(self) -> int:
