@@ -31,6 +31,7 @@ from gemmc.passes.replan import replan
 from gemmc.runtime.args import Expected, expected_operands
 from gemmc.runtime.compile import device_function
 from gemmc.runtime.device import cupy, hardware
+from gemmc.runtime.streams import allocating_during_capture
 
 if TYPE_CHECKING:
     from gemmc.runtime.dynamic_state import DynamicState
@@ -152,13 +153,15 @@ class Executable:
     def scratch(self, stream: Any) -> Any:
         """The kernel's scratch memory (FamilyPlan.scratch_bytes) for its calls on `stream`. The pre-pass and the
         main kernel of one call run in order on one stream; a call of the same kernel on another stream at the same
-        time (copies of one GEMM in a concurrent group) gets scratch of its own, kept for that stream."""
+        time (copies of one GEMM in a concurrent group) gets scratch of its own, kept for that stream. A first call
+        on a stream that is being captured into a CUDA graph allocates it outside the graph."""
         plan = self.ir.plan
         assert plan is not None
         key = int(getattr(stream, "ptr", 0) or 0)  # the legacy default stream: 0 (a caller may pass None for it)
         found = self.scratches.get(key)
         if found is None:
-            found = self.scratches[key] = cupy().empty(plan.scratch_bytes, dtype=cupy().uint8)
+            with allocating_during_capture():
+                found = self.scratches[key] = cupy().empty(plan.scratch_bytes, dtype=cupy().uint8)
         return found
 
     def occupancy(self) -> tlp.Occupancy:

@@ -5,6 +5,8 @@ stream."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from gemmc.runtime.device import cupy
@@ -64,3 +66,21 @@ def torch_stream() -> int:
 
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     return int(raw(torch.cuda.current_device())) if raw is not None else int(torch.cuda.current_stream().cuda_stream)
+
+
+@contextmanager
+def allocating_during_capture() -> Iterator[None]:
+    """Memory allocated inside this block may be allocated while a stream is being captured into a CUDA graph (the
+    allocation is not part of the graph; the memory outlives it): this thread's capture mode is relaxed for the
+    block, as torch's caching allocator does for cudaMalloc. Without cuda-bindings the mode stays as it is."""
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        yield
+        return
+    relaxed = driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
+    _, previous = driver.cuThreadExchangeStreamCaptureMode(relaxed)
+    try:
+        yield
+    finally:
+        driver.cuThreadExchangeStreamCaptureMode(previous)

@@ -129,3 +129,24 @@ def test_nan_inputs_propagate():
     kernel([A], [B], [C], alpha=1.0, beta=0.0)
     ref = torch.mm(A, B)
     assert torch.equal(torch.isnan(C), torch.isnan(ref))
+
+
+def test_first_call_on_a_stream_inside_a_graph_capture():
+    """A split kernel's scratch (the pre-pass's planes) is kept per stream: the first call on a stream that is being
+    captured allocates it outside the graph, and the replays compute the product (NaN-poisoned C, float64)."""
+    m, n, k = 257, 131, 200
+    kernel = compile_kernel("split f16 x3", "rrr", (m, n, k))
+    A = torch.randn(m, k, device="cuda")
+    B = torch.randn(k, n, device="cuda")
+    C = torch.full((m, n), float("nan"), device="cuda")
+    kernel(A, B, C, alpha=1.0, beta=0.0)  # compiled, tuned and given scratch on the current stream
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=torch.cuda.Stream()):  # a stream the kernel has never run on
+        kernel(A, B, C, alpha=1.0, beta=0.0)
+    A.copy_(torch.randn(m, k, device="cuda"))
+    C.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    ref = A.double() @ B.double()
+    assert float(torch.linalg.norm(C.double() - ref) / torch.linalg.norm(ref)) < BOUND["split f16 x3"]
