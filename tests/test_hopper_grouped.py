@@ -71,8 +71,8 @@ def test_algorithm_hopper_grouped_names_the_family_the_planner_takes():
         "hopper_grouped"
     assert [c for c, _ in errors("algorithm hopper_grouped dtype bf16 grouped M n 64 k 36 groups 8")] == ["E900"]
     assert errors("algorithm hopper_grouped dtype f32 grouped M n 64 k 64 groups 8") == [
-        ("E202", "algorithm hopper_grouped computes `grouped M` and `grouped K` of bf16/f16 storage on target cuda "
-                 "sm_90")]
+        ("E202", "algorithm hopper_grouped computes `grouped M`, `grouped K` and `grouped list` of bf16/f16 storage on "
+                 "target cuda sm_90")]
 
 
 def test_precision_on_half_storage_gets_one_error_and_a_hint_that_leads_somewhere():
