@@ -8,8 +8,9 @@ MoE-like lists: problem e multiplies its m_e routed tokens (m_e drawn anew for e
 zeros included) by its own weight (K x N, column-major: an expert's N x K rows); every problem has its own A, B and C.
 Per case and routing, a pool of DRAWS lists is cycled so that every call has other sizes than the one before.
 - gemmc (tensor cores) and gemmc (SIMT, the dynamic family): host_us: plain calls with new sizes, wall time per call
-  synchronised once per window; device_us: the kernels alone on a staged problem table, replayed from a CUDA graph
-  (100 calls a window); compiles / plans / tuning runs during the timed calls (gemmc.stats()).
+  synchronised once per window; table_us: the argument checks and the problem table alone; device_us: the kernels
+  alone on a staged problem table, replayed from a CUDA graph (100 calls a window); compiles / plans / tuning runs
+  during the timed calls (gemmc.stats()).
 - torch loop: torch.mm per problem, plain calls (host_us), and the same loop captured in a CUDA graph (device_us).
 - torch._grouped_mm: the list stacked once into one A (tokens x K) and one B (E x K x N) with device offsets (the
   contiguous form the list is expressible as); plain calls cycling the offsets (host_us) and events around 100 calls
@@ -129,8 +130,11 @@ def case(problems: int, tokens: int, n: int, k: int, kind: str, first_call: dict
         row[f"{name}_host_us"] = timing.host_seconds(lambda i, kern=kern: kern(*sets[i % DRAWS][:3])) * 1e6
         after = gemmc.stats()
         row.update({f"{name}_timed_{key}": after[key] - before[key] for key in after})
-        table = torch.from_numpy(problem_table(kern.executable, *sets[0][:3], torch.cuda.current_device(),
-                                               views=name == "tc")).cuda()
+        device = torch.cuda.current_device()
+        row[f"{name}_table_us"] = timing.host_seconds(  # the checks and the table alone (host)
+            lambda i, kern=kern, name=name, device=device: problem_table(kern.executable, *sets[i % DRAWS][:3],
+                                                                         device, views=name == "tc"), sync=False) * 1e6
+        table = torch.from_numpy(problem_table(kern.executable, *sets[0][:3], device, views=name == "tc")).cuda()
         raw = raw_tc(kern, table, problems) if name == "tc" else raw_simt(kern, table, problems)
         row[f"{name}_device_us"] = graph_seconds(raw) * 1e6
 

@@ -105,6 +105,14 @@ def lines(shape: np.ndarray, strides: np.ndarray, layout: Layout) -> tuple[np.nd
     return ok, ld
 
 
+def _dense_steps(shape: np.ndarray, layout: Layout) -> np.ndarray:
+    """The element strides (n x 2) of densely packed arrays of these shapes in `layout`."""
+    ones = np.ones(len(shape), dtype=np.int64)
+    if layout is Layout.ROW:
+        return np.stack([shape[:, 1], ones], axis=1)
+    return np.stack([ones, shape[:, 0]], axis=1)
+
+
 # The table's first six fields (m, n, k, lda, ldb, ldc) as (operand, axis) of the shapes, operands A, B, C: the
 # leading dimension of a row-major array is its columns, of a column-major one its rows.
 _OPERAND = np.array([0, 1, 0, 0, 1, 2])
@@ -144,9 +152,10 @@ def _read(everything: list, n: int, layouts: tuple[Layout, Layout, Layout], dtyp
             return None
         # torch's contiguity flag is the row-major density test (strides of extents of 1 ignored, empty is dense)
         strides = None
-        if all(layout is Layout.ROW for layout in layouts) and not views:
-            if not all(map(cls.is_contiguous, everything)):
-                return None
+        if all(layout is Layout.ROW for layout in layouts) and all(map(cls.is_contiguous, everything)):
+            pass  # densely packed: the leading dimensions follow from the shapes
+        elif all(layout is Layout.ROW for layout in layouts) and not views:
+            return None
         else:
             strides = list(map(cls.stride, everything))
         ptrs = list(map(cls.data_ptr, everything))
@@ -297,6 +306,9 @@ def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, ou
             raise GemmcError("As, Bs: the problems give more tiles than the int32 tile numbering holds")
     table = np.empty((count, FIELDS), dtype=np.int64) if out is None else out[:count]
     table[:, :6] = flat[_OPERAND, :, consts.axis].T
+    if views and lds is None:  # densely packed arrays, read by their shapes: their lines' strides as lines() takes them
+        lds = np.stack([lines(flat[j], _dense_steps(flat[j], layout), layout)[1]
+                        for j, layout in enumerate(consts.layouts)])
     if lds is not None:
         table[:, 3:6] = lds.T
     np.maximum(table[:, 3:6], 1, out=table[:, 3:6])

@@ -141,15 +141,17 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
 
     def lines_list(self) -> tuple[str, ...]:
         lay = f"B {'K' if self.b_kmajor else 'N'}-major"
-        return (f"hopper_grouped (grouped list): tile {self.bm}x{self.bn}x{self.bk} {self.compute}; {self.stages} "
-                f"stages of {self.stage_bytes // 1024} KiB (TMA, 128-byte swizzle, mbarriers), A K-major, {lay}",
+        return (f"hopper_grouped (grouped list): tile {self.bm}x{self.bn}x{self.bk} {self.compute}, or {self.small_bm}x"
+                f"{self.bn}x{self.bk} for a problem's last {self.small_bm} rows or fewer; {self.stages} stages of "
+                f"{self.stage_bytes // 1024} KiB (TMA, 128-byte swizzle, mbarriers), A K-major, {lay}",
                 f"tensor maps: three a problem (A, B, C: {self.list_maps_bytes} B of workspace for up to "
                 f"{self.max_groups} problems), written by a planning kernel from template maps encoded once on the "
                 "host (tensormap.replace of the address, dims and stride in shared memory, then "
                 "tensormap.cp_fenceproxy to the workspace); the main kernel acquires each problem's maps "
                 "(fence.proxy.tensormap::generic) before the first TMA that reads them",
                 f"1 producer warp (setmaxnreg {self.producer_regs}) + {self.consumers} consumer warpgroups: 64x"
-                f"{self.bn} each (wgmma m64n{self.bn}k16), setmaxnreg {self.consumer_regs}",
+                f"{self.bn} each on a 128-row tile (wgmma m64n{self.bn}k16), 64x{self.bn // 2} each on a 64-row tile "
+                f"(m64n{self.bn // 2}k16), setmaxnreg {self.consumer_regs}",
                 f"scheduler: persistent grid of one block per SM; every block sums the problems' tiles "
                 f"({self.sched_smem} B of shared memory); block b takes tile b, then claims the next from a counter "
                 "in the workspace; a problem of K = 0 stores beta * C, one of M = 0 or N = 0 has no tiles",
