@@ -13,6 +13,7 @@ import pytest
 
 import gemmc
 from gemmc.api import front_end
+from gemmc.bench.concurrent_train import acceptable, evaluate, targets
 from gemmc.concurrent import predictor
 from gemmc.concurrent.features import FEATURE_NAMES, features, plan_for_share
 from gemmc.concurrent.plan import (
@@ -261,11 +262,34 @@ def test_shipped_predictor_matches_its_training_script(key):
     for row in data["rows"]:
         assert model.predict(row["features"]) == row["predicted"], row["gemm"]
     X = np.array([r["features"] for r in data["rows"]])
-    y = np.array([[float(d in r["acceptable"]) for d in DEGREES] for r in data["rows"]])  # the right answers
     assert all(r["label"] in r["acceptable"] for r in data["rows"])
-    W, b, lo, hi = predictor.fit(X, y)
+    W, b, lo, hi = predictor.fit(X, targets([r["acceptable"] for r in data["rows"]]))
     assert np.allclose(W, data["weights"]) and np.allclose(b, data["bias"])
     assert np.allclose(lo, data["x_min"]) and np.allclose(hi, data["x_max"])
+
+
+def test_right_answers_are_the_degrees_within_5pct_of_the_oracle():
+    def s(*v):
+        return {str(d): x for d, x in zip(DEGREES, v, strict=True)}
+
+    assert acceptable(s(1.0, 1.5, 2.0, 1.95, 1.7)) == [4, 8]  # 1.9 or more of the best 2.0
+    assert acceptable(s(1.0, 1.5, 2.0, 1.95, 1.7), up_to=2) == [2]  # a group of 2: degrees 1 and 2 only
+    assert acceptable(s(1.0, 1.02, 1.04, 0.96, 0.9)) == [1, 2, 4, 8]  # no gain of 5%: the oracle is sequential's 1.0
+    assert targets([[4, 8], [1]]).tolist() == [[0, 0, 1, 1, 0], [1, 0, 0, 0, 0]]
+    rows = [{"app": "a", "features": [0.0], "speedup": s(1.0, 1.5, 2.0, 1.95, 1.7)},
+            {"app": "a", "features": [1.0], "speedup": s(1.0, 1.0, 0.9, 0.8, 0.7)}]
+
+    class Always:
+        def __init__(self, degree: int):
+            self.degree = degree
+
+        def predict(self, x):
+            return self.degree
+
+    report = evaluate(Always(8), rows)
+    assert report["D=16"]["within_5pct_of_oracle"] == 0.5  # right on the first GEMM, 20% slow on the second
+    assert report["D=16"]["constant_degree_within_5pct"] == {"1": 0.5, "2": 0.5, "4": 0.5, "8": 0.5, "16": 0.0}
+    assert report["D=2"]["constant_degree_within_5pct"]["16"] == 1.0  # clamped to 2: right on both (1.0 ties 1S)
 
 
 def test_table3_set_matches_the_papers_ranges():

@@ -12,7 +12,11 @@ import numpy as np
 import pytest
 
 import gemmc
+from gemmc.errors import InternalError
 from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
+from gemmc.ir.hardware import TARGETS
+from gemmc.passes import PASS_NAMES
+from gemmc.passes.verify import verify
 
 
 def kernel(text: str, target: str = "cuda sm_90"):
@@ -157,7 +161,16 @@ VARIANTS = [
 def test_clusters_from_the_calibrated_depth(k, cluster):
     plan = kernel(f"dtype bf16 grouped M n 2048 k {k} groups 64").ir.plan
     assert plan.cluster == cluster and plan.b_box == (64, 64 // cluster, 1)
-    assert plan.grid(132) == 132 and HopperGroupedPlan(**{**vars_of(plan), "cluster": 2}).grid(133) == 132
+    paired = HopperGroupedPlan(**{**vars_of(plan), "cluster": 2, "tail_split": False})
+    assert plan.grid(132) == 132 and paired.grid(133) == 132
+
+
+def test_a_plan_with_clusters_and_a_split_last_round_is_refused():
+    k = kernel("dtype bf16 grouped M n 2048 k 512 groups 64")
+    assert k.ir.plan.cluster == 1 and k.ir.plan.tail_split
+    paired = k.with_plan(dataclasses.replace(k.ir.plan, cluster=2))
+    with pytest.raises(InternalError, match="split in column halves with clusters"):
+        verify(paired.ir, TARGETS["sm_90"], PASS_NAMES)
 
 
 def test_cluster_sources():
@@ -172,7 +185,7 @@ def test_cluster_sources():
 def test_compiles_with_nvcc_for_sm90a(text, cluster, tmp_path):
     k = kernel(text)
     if cluster != k.ir.plan.cluster:
-        k = k.with_plan(dataclasses.replace(k.ir.plan, cluster=cluster))
+        k = k.with_plan(dataclasses.replace(k.ir.plan, cluster=cluster, tail_split=False))
     src = tmp_path / "k.cu"
     src.write_text(k.standalone)
     proc = subprocess.run(["nvcc", *k.rendered.build_flags, "-std=c++17", "-c", str(src), "-o", str(src) + ".o",

@@ -10,6 +10,7 @@ import pytest
 import gemmc
 from gemmc.api import front_end
 from gemmc.errors import InternalError
+from gemmc.families.base import GridTile
 from gemmc.families.simt.plan import SimtVariant
 from gemmc.ir.hardware import TARGETS
 from gemmc.ir.nodes import ProblemRow, ProblemTable, TileTable, WorkTile
@@ -175,12 +176,12 @@ GROUPED = "kernel k { dtype f32 grouped M n 256 k 128 groups 8 }"
 
 def test_a_persistent_grid_over_sizes_given_at_run_time_needs_one_block_and_no_more():
     # No problem rows: any number of tiles may come with a call, so any grid of blocks covers them; none does not.
-    assert grid_coverage(ProblemTable(), (132, 1, 1), (128, 128, 0)) == []
-    assert grid_coverage(ProblemTable(), (0, 1, 1), (128, 128, 0)) == [
+    assert grid_coverage(ProblemTable(), (132, 1, 1), GridTile(128, 128, persistent=True)) == []
+    assert grid_coverage(ProblemTable(), (0, 1, 1), GridTile(128, 128, persistent=True)) == [
         "grid (0, 1, 1) has 0 persistent blocks for 0 tiles of 128 x 128 outputs"]
     # With the sizes known, more persistent blocks than tiles still leaves blocks idle: named as before.
     rows = ProblemTable.of([ProblemRow(100, 100, 8, 8, 100, 100)])
-    assert grid_coverage(rows, (2, 1, 1), (128, 128, 0)) == [
+    assert grid_coverage(rows, (2, 1, 1), GridTile(128, 128, persistent=True)) == [
         "grid (2, 1, 1) has 2 persistent blocks for 1 tiles of 128 x 128 outputs"]
 
 

@@ -81,7 +81,8 @@ def case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], band
     kern = next(iter(gemmc.compile_string(MOE.format(n=n, k=k))))
     plan = kern.ir.plan
     assert isinstance(plan, HopperGroupedPlan)
-    other = kern.with_plan(dataclasses.replace(plan, cluster=3 - plan.cluster))  # the other cluster size (1 or 2)
+    # the other cluster size (1 or 2); a plan with clusters splits no last round
+    other = kern.with_plan(dataclasses.replace(plan, cluster=3 - plan.cluster, tail_split=False))
     # without clusters, the same plan with the last round of units split in column halves or not (the other choice)
     toggled = kern.with_plan(dataclasses.replace(plan, tail_split=not plan.tail_split)) if plan.cluster == 1 else None
     A = torch.randn(tokens, k, device="cuda").to(torch.bfloat16)
@@ -139,7 +140,7 @@ def case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], band
                "error": err, "grouped_mm_error": err_ref, "first_call_ms": first_ms,
                "timed_compiles": {key: after[key] - before[key] for key in after}}
         row.update(cluster=plan.cluster, other_cluster_device_us=other_dev * 1e6,
-                   tail_split=plan.tail_split and plan.cluster == 1,
+                   tail_split=plan.tail_split,
                    other_tail_split_device_us=None if toggled_dev is None else toggled_dev * 1e6)
         harness.log(f"{row['case']} {kind}: gemmc {row['gemmc_device_us']:.1f} us, _grouped_mm "
                     f"{row['grouped_mm_device_us']:.1f} us ({row['speedup_device']:.2f}x), roof "

@@ -34,9 +34,7 @@ FUSED_FAMILY = "simt"  # the family whose irregular batch runs GEMMs of differen
 # of 4096x128x1024 and of 512x1024x1024 took 90.2 and 63.7 us 16 at once against 69.3 and 41.5 us 8 at once
 # (bench/results/concurrent/2026-11-27_h100_bf16.json; with CUDA_DEVICE_MAX_CONNECTIONS=32, 95.1 and 60.5 us,
 # 2026-11-27_h100_bf16-conn32.json: not the 8 hardware queues), f32 on the H200 16 at once within 0-1% of 8 at once
-# on all four 16-GEMM groups (bench/results/concurrent/2026-11-26_h200_concurrent.json). The GO-kernel tuning that
-# labels 16P runs copies that share their inputs, which stay in L2; a group's GEMMs read their own (16 x 9.7 MB for
-# the first).
+# on all four 16-GEMM groups (bench/results/concurrent/2026-11-26_h200_concurrent.json).
 MAX_AUTO_DEGREE = 8
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from enum import IntEnum
 from pathlib import Path
 from types import ModuleType
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from gemmc.errors import Diagnostic
 from gemmc.families.cells import Cells, whole_problems
@@ -22,6 +22,18 @@ from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel, WorkList
 
 Pass = Callable[[Kernel, Hardware], Kernel]  # a pure pass: what every pipeline pass and planning step is
+
+
+class GridTile(NamedTuple):
+    """How a grid without a tile table maps blocks to outputs (`KernelFamily.grid_tile`): each grid tile covers `rows`
+    x `columns` of C and `sharers` blocks (a cluster splitting its k) compute it. Not persistent: one block per tile
+    and sharer. Persistent: blocks (whole clusters of `sharers`) walk every tile by arithmetic, so any grid of at
+    most one block per tile and sharer covers them once."""
+
+    rows: int
+    columns: int
+    sharers: int = 1
+    persistent: bool = False
 
 
 class Claim(IntEnum):
@@ -85,13 +97,9 @@ class KernelFamily(Protocol):
         counts its kernels assume), each broken guarantee as a sentence for the IR verifier; empty: all hold."""
         ...
 
-    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
-        """For a family whose grid maps blocks to outputs by arithmetic (no tile table): the rows and columns of C
-        one grid tile covers and the blocks that share it (a cluster splitting k); the grid has one block per tile
-        and sharer, which the IR verifier checks. Sharers 0: persistent blocks walk every tile by arithmetic, so
-        any grid of at most one block per tile covers them once; -s: persistent clusters of s blocks that split each
-        tile's k walk them (at most s blocks per tile, whole clusters). None: the work list's tile table maps blocks to
-        outputs."""
+    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> GridTile | None:
+        """For a family whose grid maps blocks to outputs by arithmetic (no tile table): its GridTile, which the IR
+        verifier checks the grid against. None: the work list's tile table maps blocks to outputs."""
         ...
 
     def alternatives(self, kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]:
@@ -159,7 +167,7 @@ class PlannerFamily:
     def limits(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> list[str]:
         return list(self.planning.limits(kernel, plan, hw))
 
-    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
+    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> GridTile | None:
         return None
 
     def alternatives(self, kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]:

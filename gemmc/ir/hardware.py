@@ -39,6 +39,13 @@ class Hardware:
     # a GPC short of a whole cluster stay empty. Sizes not listed fall back to the planner's estimate.
     cluster_fill: tuple[tuple[int, int, float], ...] = ()
 
+    def cluster_share(self, blocks_per_sm: int, size: int) -> float | None:
+        """The measured share of the block slots that clusters of `size` fill at `blocks_per_sm` resident blocks per
+        SM (`cluster_fill`; 1.0 for clusters of one block), None where the target has no measurement."""
+        if size == 1:
+            return 1.0
+        return next((fill for bps, s, fill in self.cluster_fill if (bps, s) == (blocks_per_sm, size)), None)
+
     @property
     def f64_flops(self) -> float:
         return self.fp64_flops or self.fp32_flops / 2

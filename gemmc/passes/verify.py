@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from gemmc.errors import InternalError
+from gemmc.families.base import GridTile
 from gemmc.families.registry import NAMES, family
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel, ProblemTable, TileTable, WorkList
@@ -155,22 +156,22 @@ def raster_coverage(work: WorkList, shapes: Sequence[tuple[int, int]]) -> list[s
     return []
 
 
-def grid_coverage(problems: ProblemTable, grid: tuple[int, int, int], tile: tuple[int, int, int]) -> list[str]:
+def grid_coverage(problems: ProblemTable, grid: tuple[int, int, int], tile: GridTile) -> list[str]:
     """A grid that maps blocks to outputs by arithmetic covers each output once when it has one block per grid tile
-    (rows x columns of C) and sharer (the blocks of a cluster that split its k), over every problem."""
-    rows, columns, share = tile
+    (rows x columns of C) and sharer (the blocks of a cluster that split its k), over every problem; a persistent
+    grid, when it has at most that many blocks, in whole clusters."""
+    rows, columns, share = tile.rows, tile.columns, tile.sharers
     sizes = np.frombuffer(problems.data, dtype="<i8").reshape(-1, 6)
     tiles = int((-(-sizes[:, 0] // rows) * -(-sizes[:, 1] // columns)).sum())
     blocks = grid[0] * grid[1] * grid[2]
-    if share <= 0:  # persistent blocks (clusters of -share splitting k) stride over the tiles: each tile once
+    if tile.persistent:  # blocks (clusters of `share` splitting k) stride over the tiles: each tile once
         # No problem rows: the sizes arrive with each call (the problem table matched the kernel's empty problems),
         # so any number of tiles may come and only an empty grid is wrong.
-        group = max(1, -share)
-        most = max(1, tiles) * group if len(sizes) else blocks
-        if 1 <= blocks <= most and blocks % group == 0:
+        most = max(1, tiles) * share if len(sizes) else blocks
+        if 1 <= blocks <= most and blocks % share == 0:
             return []
         return [f"grid {grid} has {blocks} persistent blocks for {tiles} tiles of {rows} x {columns} outputs"
-                + (f" in clusters of {group}" if group > 1 else "")]
+                + (f" in clusters of {share}" if share > 1 else "")]
     if blocks != tiles * share:
         return [f"grid {grid} has {blocks} blocks; {tiles} tiles of {rows} x {columns} outputs, {share} block(s) "
                 f"each, need {tiles * share}"]

@@ -71,6 +71,7 @@ class GoTuning:
     makespans: dict[int, list[float]]  # degree -> each finalist's makespan of `degree` concurrent copies
     chosen: dict[int, int]  # degree -> candidate index (degree 1: the fastest alone on the whole GPU)
     partitions: str  # how the shares were made (or why not)
+    operands: int = 0  # the A and B pairs a degree's copies read (own_operands; fewer than 16 where memory is short)
     cached: bool = False
 
     @property
@@ -90,6 +91,8 @@ class GoTuning:
             alone = "  ".join(f"1/{s}: " + (f"{v * 1e6:8.1f} us" if (v := t[i]) is not None else "     -   ")
                               for s, t in sorted(self.alone.items()))
             lines.append(f"  [{i}] {label:<34} {alone}" + ("  finalist" if i in self.finalists else ""))
+        if self.operands:
+            lines.append(f"  the concurrent copies read {self.operands} operand pairs of their own")
         for d in DEGREES[1:]:
             if d in self.makespans:
                 lines.append(f"  degree {d:2d}: kernel [{self.chosen[d]}], makespan "
@@ -285,19 +288,19 @@ def span(info: ArrayInfo) -> tuple[int, int]:
     return info.ptr, info.ptr + extent * info.itemsize
 
 
-def own_operands(infos: Sequence[ArrayInfo], copies: int, keep: list[Any]) -> list[int]:
+def own_operands(infos: Sequence[ArrayInfo], copies: int, keep: list[Any], stream: Any) -> list[int]:
     """Pointers to `copies` operands like those of `infos` (ArrayInfo of the call's arrays of one operand): the
-    call's own, then device copies of them in turn. The copies' memory is appended to `keep` (the caller holds it
-    while the pointers are used)."""
+    call's own, then copies of them in turn, made on `stream` (after what the call's work there writes). The copies'
+    memory (device allocations outside CuPy's pool: freed when released) is appended to `keep`, which the caller
+    holds while the pointers are used."""
     cp = cupy()
     ptrs = [i.ptr for i in infos][:copies]
     for c in range(len(ptrs), copies):
         lo, hi = span(infos[c % len(infos)])
-        buffer = cp.empty(hi - lo, dtype=cp.uint8)
-        cp.cuda.runtime.memcpyAsync(int(buffer.data.ptr), lo, hi - lo, cp.cuda.runtime.memcpyDeviceToDevice,
-                                    cp.cuda.get_current_stream().ptr)
-        keep.append(buffer)
-        ptrs.append(int(buffer.data.ptr) + infos[c % len(infos)].ptr - lo)
+        memory = cp.cuda.Memory(hi - lo)
+        cp.cuda.runtime.memcpyAsync(memory.ptr, lo, hi - lo, cp.cuda.runtime.memcpyDeviceToDevice, stream.ptr)
+        keep.append(memory)
+        ptrs.append(memory.ptr)
     return ptrs
 
 
@@ -318,12 +321,13 @@ def go_tune(run: GroupRun, index: int, As: Sequence[Any], Bs: Sequence[Any],
     cp = cupy()
     gpu = device_name()
     # the copies' own operands are part of what was measured (module docstring): entries of shared ones are stale
-    key = f"{gpu}|{sig}|own operands x{max(DEGREES)}|gemmc {__version__}|{toolkit()}"
+    key = f"{gpu}|{sig}|own operand copies|gemmc {__version__}|{toolkit()}"
     entry = _read_go(key, labels)
     if entry is not None:
         tuning = GoTuning(gpu, tuple(labels), {int(s): v for s, v in entry["alone"].items()},
                           tuple(entry["finalists"]), {int(d): v for d, v in entry["makespans"].items()},
-                          {int(d): v for d, v in entry["chosen"].items()}, entry["partitions"], cached=True)
+                          {int(d): v for d, v in entry["chosen"].items()}, entry["partitions"],
+                          int(entry.get("operands", 0)), cached=True)
         run.go[sig] = tuning
         return tuning, compiled
     if cp.cuda.runtime.streamIsCapturing(stream.ptr):
@@ -338,10 +342,10 @@ def go_tune(run: GroupRun, index: int, As: Sequence[Any], Bs: Sequence[Any],
     scratch = [cp.empty(p.m * p.n * member.ir.c_dtype.nbytes, dtype=cp.uint8) for _ in range(max(DEGREES))]
     pair = sum(hi - lo for lo, hi in (span(a_infos[0]), span(b_infos[0])))
     fit = cp.cuda.runtime.memGetInfo()[0] // OPERAND_SHARE // pair
-    copies = max(min(len(As), len(Bs)), min(max(DEGREES), fit))
+    copies = min(max(DEGREES), max(min(len(As), len(Bs)), fit))
     held: list[Any] = []
-    a_ptrs, b_ptrs = own_operands(a_infos, copies, held), own_operands(b_infos, copies, held)
-    cp.cuda.get_current_stream().synchronize()  # the copies are made before any stream reads them
+    a_ptrs, b_ptrs = own_operands(a_infos, copies, held, stream), own_operands(b_infos, copies, held, stream)
+    stream.synchronize()  # the copies are made before any stream reads them
 
     def runner(k: Executable, copy: int) -> Callable[[Any], None]:
         a, b, c = a_ptrs[copy % len(a_ptrs)], b_ptrs[copy % len(b_ptrs)], int(scratch[copy].data.ptr)
@@ -379,7 +383,7 @@ def go_tune(run: GroupRun, index: int, As: Sequence[Any], Bs: Sequence[Any],
         makespans[degree] = [makespan_seconds([runner(compiled[f], c) for c in range(degree)], reps, stream)
                              for f in finalists]
         chosen[degree] = finalists[min(range(len(finalists)), key=makespans[degree].__getitem__)]
-    tuning = GoTuning(gpu, tuple(labels), alone, finalists, makespans, chosen, how)
+    tuning = GoTuning(gpu, tuple(labels), alone, finalists, makespans, chosen, how, copies)
     record = asdict(tuning)
     record.pop("cached")
     _write_go(key, {**record, "labels": labels})

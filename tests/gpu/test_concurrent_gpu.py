@@ -134,6 +134,7 @@ def test_go_tuning_under_green_contexts(monkeypatch):
     assert "GO-kernels on" in group.plan  # the measured choices join the plan text
     assert parts.streams, parts.how  # the SM partitions the RC step needs
     assert tuning.alone.keys() == {1, 2, 4}
+    assert tuning.operands == 16  # the group's 4 operand pairs and 12 copies of them: each copy reads its own
 
 
 def test_go_tuning_copies_read_operands_of_their_own():
@@ -143,11 +144,14 @@ def test_go_tuning_copies_read_operands_of_their_own():
     from gemmc.runtime.args import describe
     from gemmc.runtime.concurrent import own_operands, span
 
-    arrays = [cp.random.standard_normal((37, 53), dtype=cp.float32).T for _ in range(3)]  # strided views
+    # views with gaps between their lines (the copy spans them whole) and a transposed one
+    arrays = [cp.random.standard_normal((37, 80), dtype=cp.float32)[:, 3:56] for _ in range(2)]
+    arrays.append(cp.random.standard_normal((53, 37), dtype=cp.float32).T)
     infos = [describe(a, "As", i) for i, a in enumerate(arrays)]
     held: list = []
-    ptrs = own_operands(infos, 16, held)
-    cp.cuda.get_current_stream().synchronize()
+    stream = cp.cuda.Stream(non_blocking=True)
+    ptrs = own_operands(infos, 16, held, stream)
+    stream.synchronize()
     assert len(set(ptrs)) == 16 and ptrs[:3] == [i.ptr for i in infos] and len(held) == 13
     for c, ptr in enumerate(ptrs):
         lo, hi = span(infos[c % 3])

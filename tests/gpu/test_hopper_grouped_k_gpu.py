@@ -151,7 +151,7 @@ def test_many_groups_and_launches_in_stream_order_share_the_tile_counter(groups)
     than SMs (blocks claim tiles from the counter), and three launches queued back to back with new ends: each
     leaves the counter zeroed for the next."""
     t = torch()
-    m, n, rows = 72, 64, 7 * groups
+    m, n, rows = 200, 136, 7 * groups  # 2 x 2 tiles a group: 160 and 4000 tiles, more than the SMs
     kern = kernel(MANY, m=m, n=n)
     X = t.randn(rows, m, device="cuda").to(t.bfloat16)
     dY = t.randn(rows, n, device="cuda").to(t.bfloat16)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gemmc.errors import Diagnostic, InternalError
-from gemmc.families.base import Claim, PlannerFamily
+from gemmc.families.base import Claim, GridTile, PlannerFamily
 from gemmc.families.dynamic import codegen, planner, steps
 from gemmc.families.dynamic.plan import DynamicPlan
 from gemmc.families.tma_loop import grouped_misfit, grouped_on_loop, grouped_on_loop_target
@@ -45,12 +45,12 @@ class Dynamic(PlannerFamily):
                                     f"are loaded){why}")
         return Claim.REQUIRED, "the batch is sized at run time: a persistent kernel that schedules on the device"
 
-    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
-        # Persistent blocks stride over tiles derived on the device from the sizes of each call: sharers 0.
+    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> GridTile | None:
+        # Persistent blocks stride over tiles derived on the device from the sizes of each call.
         if not isinstance(plan, DynamicPlan):
             raise InternalError("dynamic", f"grid_tile of a {type(plan).__name__}")
         top = plan.classes[-1].variant
-        return top.bm, top.bn, 0
+        return GridTile(top.bm, top.bn, persistent=True)
 
     def check(self, kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
         dyn = kernel.dynamic

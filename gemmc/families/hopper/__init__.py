@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gemmc.errors import Diagnostic, InternalError
-from gemmc.families.base import Claim, PlannerFamily
+from gemmc.families.base import Claim, GridTile, PlannerFamily
 from gemmc.families.hopper import codegen, planner, steps
 from gemmc.families.hopper.plan import HopperPlan
 from gemmc.families.tensorcore import hopper_loop
@@ -84,11 +84,11 @@ class Hopper(PlannerFamily):
                 f"not {kernel.tile.split}", f"write ksplit 2 to {max(planner.KSPLITS)}, or leave it out")
         return diags
 
-    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
+    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> GridTile | None:
         if not isinstance(plan, HopperPlan):
             raise InternalError("hopper", f"grid_tile of a {type(plan).__name__}")
         # persistent blocks (clusters of k-slices with split K) walk every tile of the raster order
-        return plan.bm, plan.bn, -plan.ksplit if plan.ksplit > 1 else 0
+        return GridTile(plan.bm, plan.bn, plan.ksplit, persistent=True)
 
 
 def runs_here(kernel: Kernel, hw: Hardware) -> bool:

@@ -57,8 +57,8 @@ def choose_tile_n(m: int, n: int, hw: Hardware, cluster: int, sizes: tuple[int, 
 def active_clusters(hw: Hardware, size: int) -> int:
     """Clusters of `size` blocks the GPU holds at once at one block per SM: its measured cluster fill
     (Hardware.cluster_fill; a cluster's blocks share a GPC), else every SM's."""
-    fill = next((f for bps, sz, f in hw.cluster_fill if (bps, sz) == (1, size)), 1.0)
-    return max(1, int(fill * hw.sm_count + 1e-6) // size)
+    share = hw.cluster_share(1, size)
+    return max(1, int((1.0 if share is None else share) * hw.sm_count + 1e-6) // size)
 
 
 def split_cost(m: int, n: int, k: int, bn: int, ksplit: int, hw: Hardware) -> int:

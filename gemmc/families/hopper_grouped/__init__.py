@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gemmc.errors import Diagnostic, InternalError
-from gemmc.families.base import Claim, PlannerFamily
+from gemmc.families.base import Claim, GridTile, PlannerFamily
 from gemmc.families.hopper_grouped import codegen, planner, steps
 from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
 from gemmc.families.tma_loop import GROUPED_TARGET as TARGET
@@ -115,10 +115,10 @@ class HopperGrouped(PlannerFamily):
             err("E900", "tile", "kslices and ksplit with a batch sized at run time are not supported yet")
         return out
 
-    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
+    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> GridTile | None:
         if not isinstance(plan, HopperGroupedPlan):
             raise InternalError(NAME, f"grid_tile of a {type(plan).__name__}")
-        return plan.bm, plan.bn, 0  # persistent blocks walk the tiles derived on the device
+        return GridTile(plan.bm, plan.bn, persistent=True)  # blocks walk the tiles derived on the device
 
 
 FAMILY = HopperGrouped()

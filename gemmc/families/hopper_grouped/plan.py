@@ -32,8 +32,8 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
     consumers: int = 2
     producer_regs: int = 40  # setmaxnreg, as the hopper family's kernel
     consumer_regs: int = 232
-    tail_split: bool = False  # a last round of units that fills at most half the blocks in column halves (no cluster:
-    #                           a cluster's blocks share a unit's rows; a plan with clusters ignores it)
+    tail_split: bool = False  # a last round of units that fills at most half the blocks in column halves (never with
+    #                           a cluster: a cluster's blocks share a unit's rows)
     grouped_k: bool = False  # the weight gradient (hopper_grouped_k.cu.j2): A M-major (X^T), B N-major, both 2-D maps
     #                          over the reduction's rows, G x M/128 x N/BN tiles of one group's depth each
     grouped_list: bool = False  # independent problems (hopper_grouped_list.cu.j2): 2-D tensor maps per problem, built
@@ -116,7 +116,7 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
                 f"64-row ones, {'cluster' if self.cluster > 1 else 'block'} c taking units c, c + "
                 f"{'clusters' if self.cluster > 1 else 'blocks'}, ..."
                 + ("; a last round of units that fills at most half the blocks in column halves (128 x "
-                   f"{self.bn // 2})" if self.tail_split and self.cluster == 1 else ""),
+                   f"{self.bn // 2})" if self.tail_split else ""),
                 *((f"clusters of {self.cluster}: a unit's tile rows on the blocks of a cluster, B multicast to both "
                    "where the rows share a group",) if self.cluster > 1 else ()),
                 f"C: 64-row sub-tiles wholly inside their group through {C_BUFFERS} shared-memory buffers of "

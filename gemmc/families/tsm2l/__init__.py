@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from gemmc.errors import InternalError
-from gemmc.families.base import Claim, PlannerFamily
+from gemmc.families.base import Claim, GridTile, PlannerFamily
 from gemmc.families.cells import CellKind, Cells, planned
 from gemmc.families.tsm2l import codegen, planner, steps
 from gemmc.families.tsm2l.plan import Tsm2lPlan
@@ -45,7 +45,7 @@ class Tsm2l(PlannerFamily):
         why = planner.claim(kernel, hw)
         return (Claim.SHAPE, why) if why else None
 
-    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
+    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> GridTile | None:
         if not isinstance(plan, Tsm2lPlan):
             raise InternalError("tsm2l", f"grid_tile of a {type(plan).__name__}")
         return planner.grid_tile(kernel, plan, hw)

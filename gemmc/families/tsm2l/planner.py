@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gemmc.families.base import GridTile
 from gemmc.families.streaming import (
     bytes_needed_in_flight,
     half_goes_to_tma,
@@ -115,6 +116,6 @@ def worklist(kernel: Kernel, plan: Tsm2lPlan, hw: Hardware) -> WorkList:
                     smem_bytes=plan.smem)
 
 
-def grid_tile(kernel: Kernel, plan: Tsm2lPlan, hw: Hardware) -> tuple[int, int, int]:
+def grid_tile(kernel: Kernel, plan: Tsm2lPlan, hw: Hardware) -> GridTile:
     """The rows and columns of C one block covers (t1 threads of tcf rows, every column), unshared."""
-    return plan.t1 * plan.tcf, kernel.problems[0].n, 1
+    return GridTile(plan.t1 * plan.tcf, kernel.problems[0].n)

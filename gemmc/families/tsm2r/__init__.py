@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from gemmc.errors import InternalError
-from gemmc.families.base import Claim, PlannerFamily
+from gemmc.families.base import Claim, GridTile, PlannerFamily
 from gemmc.families.cells import CellKind, Cells, planned
 from gemmc.families.tsm2r import codegen, planner, steps, tuning
 from gemmc.families.tsm2r.plan import Tsm2rPlan
@@ -63,7 +63,7 @@ class Tsm2r(PlannerFamily):
     def alternatives(self, kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]:
         return tuning.alternatives(kernel, hw)
 
-    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> tuple[int, int, int] | None:
+    def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> GridTile | None:
         if not isinstance(plan, Tsm2rPlan):
             raise InternalError("tsm2r", f"grid_tile of a {type(plan).__name__}")
         return planner.grid_tile(kernel, plan, hw)

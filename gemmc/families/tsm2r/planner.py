@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from gemmc.families.base import GridTile
 from gemmc.families.streaming import (
     bytes_needed_in_flight,
     choose_t2,
@@ -147,9 +148,8 @@ def cluster_sizes(k: int, kw: int, t3: int) -> list[int]:
 def cluster_fill(hw: Hardware, size: int, blocks_per_sm: int) -> float:
     """Share of the resident-block slots a launch with clusters of `size` blocks can use: the target's measured
     table (`Hardware.cluster_fill`), else CLUSTER_FILL."""
-    if size == 1:
-        return 1.0
-    return next((fill for bps, s, fill in hw.cluster_fill if (bps, s) == (blocks_per_sm, size)), CLUSTER_FILL)
+    share = hw.cluster_share(blocks_per_sm, size)
+    return CLUSTER_FILL if share is None else share
 
 
 def cluster_bandwidth(hw: Hardware, size: int, row_blocks: int, blocks_per_sm: int, kw: int,
@@ -368,10 +368,10 @@ def worklist(kernel: Kernel, plan: Tsm2rPlan, hw: Hardware) -> WorkList:
     return WorkList(problems=rows, tiles=TileTable(), block_offsets=(), grid=grid, block=plan.t1, smem_bytes=plan.smem)
 
 
-def grid_tile(kernel: Kernel, plan: Tsm2rPlan, hw: Hardware) -> tuple[int, int, int]:
+def grid_tile(kernel: Kernel, plan: Tsm2rPlan, hw: Hardware) -> GridTile:
     """The rows and columns of C one grid tile covers, and the blocks of a cluster that share it: the column
     kernel's row tile (warps of a k slice x lanes x rows per lane) by a pass of t2 columns; the row kernel's rows
     (warps x rows per warp) by a pass (`worklist` lays the grid out over them)."""
     if column_kernel(kernel, plan):
-        return plan.row_groups * hw.warp_size * plan.rows_per_warp, plan.t2, plan.cluster
-    return plan.kslices * plan.rows_per_warp, plan.t2, 1
+        return GridTile(plan.row_groups * hw.warp_size * plan.rows_per_warp, plan.t2, plan.cluster)
+    return GridTile(plan.kslices * plan.rows_per_warp, plan.t2)

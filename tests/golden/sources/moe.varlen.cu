@@ -480,14 +480,15 @@ __host__ __device__ inline int gemmc_dyn_group(const int* ends, int groups, long
 }
 // Tile claims of a persistent launch (the dynamic family's kernels and hopper_grouped's grouped K): block b computes
 // tile b, then claims tiles gridDim.x + counter[0]++ until none is left. counter[1] counts the blocks done claiming;
-// the last one out zeroes both, so that every launch finds them zero and launches in stream order share them.
+// the last one out zeroes both, so that every launch finds them zero and launches in stream order share them (the
+// kernel's end orders the zeroing before the next launch).
 // Called once per claiming block, by the thread that claimed, after its last claim.
 __device__ __forceinline__ void gemmc_claims_done(int* counter) {
-  __threadfence();  // this block's claims come before its arrival
+  __threadfence();  // release: this block's claims come before its arrival
   if (atomicAdd(&counter[1], 1) == (int)gridDim.x - 1) {
+    __threadfence();  // acquire: every other block's claims come before the zeroing
     counter[0] = 0;
     counter[1] = 0;
-    __threadfence();
   }
 }
 
