@@ -59,7 +59,7 @@ def device(monkeypatch, tmp_path):
     from gemmc.runtime.green import Partitions
 
     state = types.SimpleNamespace(launches=[], streams=[], loaded=[], timed=0, capturing=False, order=[],
-                                  seconds=lambda i: 1e-3 / (1 + i))
+                                  seconds=lambda i: 1e-3 / (1 + i), memcpys=[])
     scratch = iter(range(1 << 30, 1 << 31, 1 << 20))
     caller = Stream("caller", state.order)
     made = iter(range(1 << 10))
@@ -85,7 +85,12 @@ def device(monkeypatch, tmp_path):
         int32=np.int32, int64=np.int64, uint8=np.uint8, uint64=np.uint64, float32=np.float32, float64=np.float64,
         asarray=upload, empty=memory, zeros=memory,
         cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0,
-                                                                 streamIsCapturing=lambda ptr: state.capturing),
+                                                                 streamIsCapturing=lambda ptr: state.capturing,
+                                                                 memGetInfo=lambda: (80 << 30, 80 << 30),
+                                                                 memcpyDeviceToDevice=3,
+                                                                 memcpyAsync=lambda dst, src, n, kind, stream:
+                                                                 state.memcpys.append((dst, src, n))),
+                                   Memory=lambda n: types.SimpleNamespace(ptr=next(scratch)),
                                    get_current_stream=lambda: caller, Device=lambda: types.SimpleNamespace(id=0),
                                    Event=Event,
                                    Stream=lambda non_blocking: Stream(f"side{next(made)}", state.order)))
@@ -281,11 +286,14 @@ def test_go_kernels_are_tuned_once_per_distinct_gemm_and_kept_on_the_run(device)
     calls = [(e, int(c[0])) for e, c, _ in device.launches if int(c[0]) in map(pointer, Cs)]  # timing wrote scratch
     entries = [go.rendered.entry] * 4 + [run.members[4].rendered.entry]
     assert calls == list(zip(entries, map(pointer, Cs), strict=True))
-    # the makespans' copies each read an A of their own: the group's 4 copies of t_a, cycled past 4
+    # the makespans' copies each read an A of their own: the group's 4 copies of t_a, then 12 device copies of them
     copies = device.copies[-1]
     candidates = {k.rendered.entry for k in compiled}
     timed_a = [int(a[0]) for e, c, a in device.launches if e in candidates and int(c[0]) not in map(pointer, Cs)]
-    assert copies == 16 and timed_a[-copies:] == [pointer(As[i % 4]) for i in range(copies)]
+    made = {dst: src for dst, src, _ in device.memcpys}
+    assert copies == 16 and timed_a[-copies:][:4] == [pointer(As[i]) for i in range(4)]
+    assert [made.get(a) for a in timed_a[-copies:][4:]] == [pointer(As[i % 4]) for i in range(4, copies)]
+    assert tuning.operands == 16
     timed, measured = device.timed, device.makespans
     group(As, Bs, Cs)
     group.with_mode("streams", 2)(As, Bs, Cs)

@@ -70,12 +70,17 @@ def pages(files: list[Path]) -> dict[str, str]:
 
 
 def newest(results: Path) -> list[Path]:
-    """The newest results file of each reported suite (file names begin with the date)."""
+    """The newest results file of each reported suite (file names begin with the date) that is a run of the suite
+    (its rows: experiments beside the suite's runs keep other shapes)."""
+    def is_run(path: Path) -> bool:
+        data = json.loads(path.read_text())
+        return isinstance(data, dict) and isinstance(data.get("rows"), list)
+
     found = []
     for suite in REPORTED:
-        files = sorted((results / suite).glob("*.json"))
-        if files:
-            found.append(files[-1])
+        runs = [p for p in sorted((results / suite).glob("*.json")) if is_run(p)]
+        if runs:
+            found.append(runs[-1])
     return found
 
 
