@@ -12,3 +12,9 @@ kernel moe_down_bf16 {               # B row-major (experts x K x N), C in f32
   dtype A bf16, B bf16, C f32
   grouped M  n 1024  k 2048  groups 64
 }
+
+kernel moe_list_bf16 {               # independent problems of any sizes, new ones every call: each expert its own A, B, C
+  dtype bf16
+  layout B col
+  grouped list problems 256
+}

@@ -179,7 +179,13 @@ class CompiledKernel:
                 anything is launched; (E303) a kernel planned for sm_90a called on another GPU.
         """
         if self.ir.dynamic is not None and self.ir.plan is not None and self.ir.plan.tensor_maps:
-            from gemmc.runtime.grouped_tma import launch_grouped_tma  # grouped M of half storage (hopper_grouped)
+            if self.ir.dynamic.grouping.value == "list":  # grouped list of half storage: maps built on the device
+                from gemmc.runtime.grouped_list import launch_grouped_list
+
+                launch_grouped_list(self.executable, As, Bs, Cs, offsets=offsets, alpha=alpha, beta=beta,
+                                    stream=stream, validate=validate)
+                return
+            from gemmc.runtime.grouped_tma import launch_grouped_tma  # grouped M, K of half storage (hopper_grouped)
 
             launch_grouped_tma(self.executable, As, Bs, Cs, offsets=offsets, alpha=alpha, beta=beta, stream=stream,
                                validate=validate)

@@ -149,3 +149,22 @@ def test_the_collector_is_paused_for_the_reads_and_left_as_it_was(monkeypatch):
             assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_views_take_their_leading_dimensions_from_their_strides(kind):
+    """views=True (the tensor-core list form): an array of unit-stride lines a leading dimension apart is read in
+    place, its leading dimension from its strides; a dense one's from its shape, rounded up to 8 where it has one
+    line; without views the same view is refused."""
+    mk = KINDS[kind]
+    As, Bs, Cs = operands(kind, sizes=[(4, 5, 3), (1, 3, 7)])
+    As[0] = mk((4, 3), strides=(4 * 16, 4))
+    table = problem_table(F32, As, Bs, Cs, device=0, views=True)
+    assert table[:, 3].tolist() == [16, 8] and table[:, 4].tolist() == [5, 3] and table[:, 5].tolist() == [5, 8]
+    dense = problem_table(F32, *operands(kind, sizes=[(4, 5, 3), (1, 3, 7)]), device=0, views=True)
+    assert dense[:, 3].tolist() == [3, 8] and dense[:, 5].tolist() == [5, 8]
+    with pytest.raises(gemmc.GemmcError, match="densely packed"):
+        problem_table(F32, As, Bs, Cs, device=0)
+    As[0] = mk((4, 3), strides=(4 * 16, 8))  # no unit stride along the lines
+    with pytest.raises(gemmc.GemmcError, match=r"As\[0\]: expected an array of unit-stride lines"):
+        problem_table(F32, As, Bs, Cs, device=0, views=True)

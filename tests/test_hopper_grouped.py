@@ -75,8 +75,8 @@ def test_algorithm_hopper_grouped_names_the_family_the_planner_takes():
         "hopper_grouped"
     assert [c for c, _ in errors("algorithm hopper_grouped dtype bf16 grouped M n 64 k 36 groups 8")] == ["E900"]
     assert errors("algorithm hopper_grouped dtype f32 grouped M n 64 k 64 groups 8") == [
-        ("E202", "algorithm hopper_grouped computes `grouped M` and `grouped K` of bf16/f16 storage on target cuda "
-                 "sm_90")]
+        ("E202", "algorithm hopper_grouped computes `grouped M`, `grouped K` and `grouped list` of bf16/f16 storage on "
+                 "target cuda sm_90")]
 
 
 def test_precision_on_half_storage_gets_one_error_and_a_hint_that_leads_somewhere():
@@ -258,3 +258,91 @@ VARIANTS_K = [
 @pytest.mark.parametrize("text", VARIANTS_K)
 def test_grouped_k_compiles_with_nvcc_for_sm90a(text, tmp_path):
     test_compiles_with_nvcc_for_sm90a(text, 1, tmp_path)
+
+
+# ---- grouped list: hopper_grouped_list.cu.j2, tensor maps built on the device ----
+
+def test_half_grouped_list_takes_the_hopper_loop():
+    k = kernel("dtype bf16 layout B col grouped list problems 512")
+    assert k.ir.family == "hopper_grouped"
+    plan = k.ir.plan
+    assert plan.grouped_list and not plan.grouped_k and (plan.bm, plan.small_bm, plan.bn) == (128, 64, 128)
+    assert plan.cluster == 1 and not plan.tail_split and plan.b_box == (64, 128) and plan.a_box == (64, 64)
+    assert plan.sched_smem == 4 * (512 + 1) + 8 * 8 and plan.list_maps_bytes == 512 * 3 * 128
+    assert plan.smem_bytes <= 232448 < plan.smem_bytes + plan.stage_bytes + 16
+    # the maps: template copies changed by tensormap.replace, released to the tensormap proxy, acquired before use
+    for words in ("tensormap.replace.tile.global_address", "tensormap.replace.tile.global_dim",
+                  "tensormap.replace.tile.global_stride",
+                  "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu",
+                  "fence.proxy.tensormap::generic.acquire.gpu", "m64n128k16", "m64n64k16"):
+        assert words in k.source, words
+    assert k.rendered.entry + "_maps(" in k.source
+    assert "gemmc_dyn_problem" in k.header and "_validate" not in k.header
+    assert any("tensor maps built on the device" in note for note in k.ir.notes)
+    row = kernel("dtype A f16, B f16, C f32 grouped list problems 64")
+    assert row.ir.plan.b_box == (64, 64) and not row.ir.plan.b_kmajor and row.ir.plan.c_sub_cols == 32
+
+
+@pytest.mark.parametrize("text, why", [
+    ("dtype bf16 layout A col grouped list problems 8", "reads A and writes C row-major"),
+    ("dtype f16 layout C col grouped list problems 8", "reads A and writes C row-major"),
+    ("dtype bf16 algorithm dynamic grouped list problems 8", ""),
+])
+def test_grouped_list_that_tma_cannot_read_runs_in_the_dynamic_family_and_says_why(text, why):
+    k = kernel(text)
+    assert k.ir.family == "dynamic" and any(why in note for note in k.ir.notes), k.ir.notes
+
+
+@pytest.mark.parametrize("text, code, words", [
+    ("algorithm hopper_grouped dtype bf16 layout A col grouped list problems 8", "E900", "reads A K-major"),
+    ("dtype bf16 grouped list problems 2048", "E201", "takes at most 1024 problems"),
+    ("dtype bf16 precision f32 grouped list problems 8", "E202", "not in f32"),
+])
+def test_grouped_list_it_cannot_build_is_refused_with_the_reason(text, code, words):
+    got = errors(text)
+    assert len(got) == 1 and got[0][0] == code and words in got[0][1], got
+
+
+def test_grouped_list_off_sm90_stays_in_the_dynamic_family():
+    assert kernel("dtype bf16 grouped list problems 8", "cuda sm_80").ir.family == "dynamic"
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("text", ["dtype bf16 layout B col grouped list problems 1024",
+                                  "dtype A f16, B f16, C f32 alpha runtime beta runtime grouped list problems 64"])
+def test_grouped_list_compiles_with_nvcc_for_sm90a(text, tmp_path):
+    k = kernel(text)
+    src = tmp_path / "k.cu"
+    src.write_text(k.standalone)
+    proc = subprocess.run(["nvcc", *k.rendered.build_flags, "-std=c++17", "-c", str(src), "-o", str(src) + ".o",
+                           "-Xptxas", "-v"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "warning" not in proc.stderr and "C7515" not in proc.stderr, proc.stderr[-4000:]
+    assert " 0 bytes spill stores" in proc.stderr
+
+
+def test_list_lines_and_what_tma_cannot_read():
+    """Views of unit-stride lines: their leading dimension from the strides (one line or none: the line length
+    rounded up to 8); the TMA checks name the first problem with work whose A or B base or line pitch is not a
+    16-byte multiple, and pass one without work."""
+    from gemmc.ir.types import Layout
+    from gemmc.runtime.dynamic_list import lines
+    from gemmc.runtime.grouped_list import tma_misfits
+
+    shape = np.array([[4, 7], [4, 7], [1, 7], [0, 3], [4, 7]])
+    strides = np.array([[7, 1], [264, 1], [99, 3], [1, 1], [7, 2]])
+    ok, ld = lines(shape, strides, Layout.ROW)
+    assert ok.tolist() == [True, True, False, True, False]
+    assert ld[:4].tolist() == [7, 264, 8, 8]
+    ok, ld = lines(np.array([[7, 4]]), np.array([[1, 16]]), Layout.COL)
+    assert ok.tolist() == [True] and ld.tolist() == [16]
+
+    def table(rows):  # m, n, k, lda, ldb, ldc, a, b, c
+        return np.array(rows, dtype=np.int64)
+
+    good = [4, 8, 8, 8, 8, 8, 4096, 8192, 12289]  # C misaligned: stored from the accumulators, fine
+    assert tma_misfits(table([good])) == ""
+    assert "As[1]: " in tma_misfits(table([good, [4, 8, 7, 7, 8, 8, 4096, 8192, 0]]))
+    assert "leading dimension 7 is 14 bytes" in tma_misfits(table([good, [4, 8, 7, 7, 8, 8, 4096, 8192, 0]]))
+    assert "Bs[0]: " in tma_misfits(table([[4, 8, 8, 8, 8, 8, 4096, 8194, 0]]))
+    assert tma_misfits(table([[4, 8, 0, 7, 3, 8, 4097, 3, 0], [0, 8, 8, 7, 3, 8, 1, 1, 0]])) == ""

@@ -65,17 +65,24 @@ def grouped_k_misfit(kernel: Kernel) -> str:
     return ""
 
 
+def grouped_list_misfit(kernel: Kernel) -> str:
+    """Why a `grouped list` of bf16/f16 storage cannot run on this loop (the hopper_grouped family), or "" where it can:
+    A and C row-major (A read K-major, as grouped M reads it; C stored row by row), B either way. Each problem's tensor
+    maps are built on the device from its sizes and leading dimensions; a call whose arrays TMA cannot read (a base or
+    a leading dimension not a 16-byte multiple) is refused at the call (runtime/grouped_list.py)."""
+    if kernel.layout_a is not Layout.ROW or kernel.layout_c is not Layout.ROW:
+        return "it reads A and writes C row-major (A's rows K-major, as grouped M reads them)"
+    return ""
+
+
 GROUPED_TARGET = "sm_90"  # the only target with the TMA + wgmma loop of the grouped forms (the hopper_grouped family)
 
 
 def grouped_on_loop_target(kernel: Kernel, hw: Hardware) -> bool:
-    """`grouped M` or `grouped K` of bf16/f16 storage on target cuda sm_90: the forms the grouped TMA + wgmma loop
-    computes where it can read their operands (grouped_misfit)."""
-    from gemmc.ir.dynamic import Grouping
-
+    """`grouped M`, `grouped K` or `grouped list` of bf16/f16 storage on target cuda sm_90: the forms the grouped TMA +
+    wgmma loop computes where it can read their operands (grouped_misfit)."""
     dyn = kernel.dynamic
-    return (dyn is not None and dyn.grouping in (Grouping.M, Grouping.K) and kernel.dtype.half and hw.vendor == "cuda"
-            and hw.arch == GROUPED_TARGET)
+    return dyn is not None and kernel.dtype.half and hw.vendor == "cuda" and hw.arch == GROUPED_TARGET
 
 
 def grouped_misfit(kernel: Kernel) -> str:
@@ -84,6 +91,8 @@ def grouped_misfit(kernel: Kernel) -> str:
 
     dyn = kernel.dynamic
     assert dyn is not None
+    if dyn.grouping is Grouping.LIST:
+        return grouped_list_misfit(kernel)
     return grouped_k_misfit(kernel) if dyn.grouping is Grouping.K else grouped_m_misfit(kernel)
 
 

@@ -35,21 +35,27 @@ FIELDS = 9  # int64 per problem: m, n, k, lda, ldb, ldc, a, b, c (gemmc_dyn_prob
 class Ring:
     """Pinned host buffers and device tables for the problem tables, reused in turn."""
 
-    def __init__(self, capacity: int):
+    def __init__(self, capacity: int, slots: int = RING):
         cp = cupy()
         nbytes = capacity * FIELDS * 8
-        self.host = [cp.cuda.alloc_pinned_memory(nbytes) for _ in range(RING)]
+        self.host = [cp.cuda.alloc_pinned_memory(nbytes) for _ in range(slots)]
         self.views = [np.frombuffer(h, dtype=np.int64, count=capacity * FIELDS).reshape(capacity, FIELDS)
                       for h in self.host]
-        self.device = [cp.empty(capacity * FIELDS, dtype=cp.int64) for _ in range(RING)]
-        self.events: list[Any] = [None] * RING
+        self.device = [cp.empty(capacity * FIELDS, dtype=cp.int64) for _ in range(slots)]
+        self.events: list[Any] = [None] * slots
         self.next = 0
+
+    @classmethod
+    def single(cls, capacity: int) -> Ring:
+        """One buffer pair of its own: a call captured in a CUDA graph, whose copy node reads the host buffer at every
+        replay (never `done`, never reused)."""
+        return cls(capacity, slots=1)
 
     def host_table(self) -> np.ndarray:
         """The next pinned staging buffer (capacity x FIELDS) to write a table into, once the copy and the kernel of
         its last use are done."""
         slot = self.next
-        self.next = (slot + 1) % RING
+        self.next = (slot + 1) % len(self.host)
         if self.events[slot] is not None:
             self.events[slot].synchronize()  # its last kernel has read the device table and the copy is done
         self.slot = slot
@@ -85,6 +91,28 @@ def dense(shape: np.ndarray, strides: np.ndarray, layout: Layout) -> np.ndarray:
     return empty | (((rows <= 1) | (strides[:, 0] == 1)) & ((cols <= 1) | (strides[:, 1] == rows)))
 
 
+def lines(shape: np.ndarray, strides: np.ndarray, layout: Layout) -> tuple[np.ndarray, np.ndarray]:
+    """Per array: whether it is made of lines in `layout` (unit stride along them, lines at least a line apart: a view
+    of a wider matrix included), and its leading dimension (the stride between lines; where it has one line or none,
+    its line length rounded up to 8 elements, which addresses nothing and keeps a TMA line pitch a 16-byte multiple
+    for 16-bit elements)."""
+    inner_axis = 1 if layout is Layout.ROW else 0
+    inner, outer = shape[:, inner_axis], shape[:, 1 - inner_axis]
+    empty = (inner == 0) | (outer == 0)
+    step_in, step_out = strides[:, inner_axis], strides[:, 1 - inner_axis]
+    ok = empty | (((inner <= 1) | (step_in == 1)) & ((outer <= 1) | (step_out >= inner)))
+    ld = np.where(outer > 1, step_out, (np.maximum(inner, 1) + 7) // 8 * 8)
+    return ok, ld
+
+
+def _dense_steps(shape: np.ndarray, layout: Layout) -> np.ndarray:
+    """The element strides (n x 2) of densely packed arrays of these shapes in `layout`."""
+    ones = np.ones(len(shape), dtype=np.int64)
+    if layout is Layout.ROW:
+        return np.stack([shape[:, 1], ones], axis=1)
+    return np.stack([ones, shape[:, 0]], axis=1)
+
+
 # The table's first six fields (m, n, k, lda, ldb, ldc) as (operand, axis) of the shapes, operands A, B, C: the
 # leading dimension of a row-major array is its columns, of a column-major one its rows.
 _OPERAND = np.array([0, 1, 0, 0, 1, 2])
@@ -97,22 +125,23 @@ _DTYPE, _GRAD, _SHAPE = attrgetter("dtype"), attrgetter("requires_grad"), attrge
 _CUPY = (attrgetter("data.ptr"), _SHAPE, attrgetter("strides"), attrgetter("data.device_id"))
 
 
-def _bulk(everything: list, n: int, layouts: tuple[Layout, Layout, Layout], dtypes: tuple[str, str], device: int
-          ) -> tuple[list[int], np.ndarray] | None:
+def _bulk(everything: list, n: int, layouts: tuple[Layout, Layout, Layout], dtypes: tuple[str, str], device: int,
+          views: bool = False) -> tuple[list[int], np.ndarray, np.ndarray | None] | None:
     """Pointers (A, B, C in turn) and shapes (3 x n x 2) of 3n arrays of one library (torch or CuPy), read one
     attribute at a time over the whole list, or None when any check fails or the arrays are of another kind (then
     `_described` finds and names the first bad one). Checked here: 2-D, the dtypes (A's and B's, C's), the device,
     densely packed in each operand's layout, C writable. The library is the first array's: an array of another kind
     fails its methods' type checks (torch's descriptors refuse other objects) or the dtype and device checks, and
-    that costs no pass over the list's types."""
+    that costs no pass over the list's types. `views`: arrays of lines (`lines`) instead of densely packed ones, and
+    their leading dimensions (3 x n) returned too."""
     try:
-        return _read(everything, n, layouts, dtypes, device)
+        return _read(everything, n, layouts, dtypes, device, views)
     except (TypeError, AttributeError):  # an array of another kind than the first one's
         return None
 
 
-def _read(everything: list, n: int, layouts: tuple[Layout, Layout, Layout], dtypes: tuple[str, str], device: int
-          ) -> tuple[list[int], np.ndarray] | None:
+def _read(everything: list, n: int, layouts: tuple[Layout, Layout, Layout], dtypes: tuple[str, str], device: int,
+          views: bool) -> tuple[list[int], np.ndarray, np.ndarray | None] | None:
     cls = type(everything[0])
     module = cls.__module__.split(".")[0]
     if module == "torch":
@@ -123,9 +152,10 @@ def _read(everything: list, n: int, layouts: tuple[Layout, Layout, Layout], dtyp
             return None
         # torch's contiguity flag is the row-major density test (strides of extents of 1 ignored, empty is dense)
         strides = None
-        if all(layout is Layout.ROW for layout in layouts):
-            if not all(map(cls.is_contiguous, everything)):
-                return None
+        if all(layout is Layout.ROW for layout in layouts) and all(map(cls.is_contiguous, everything)):
+            pass  # densely packed: the leading dimensions follow from the shapes
+        elif all(layout is Layout.ROW for layout in layouts) and not views:
+            return None
         else:
             strides = list(map(cls.stride, everything))
         ptrs = list(map(cls.data_ptr, everything))
@@ -143,14 +173,18 @@ def _read(everything: list, n: int, layouts: tuple[Layout, Layout, Layout], dtyp
     else:
         return None
     flat = np.fromiter(chain.from_iterable(shapes), dtype=np.int64, count=6 * n).reshape(3, n, 2)
+    lds = None
     if strides is not None:
         steps = np.fromiter(chain.from_iterable(strides), dtype=np.int64, count=6 * n).reshape(3, n, 2)
         if item != 1:
             steps //= item
-        for j, layout in enumerate(layouts):
-            if not dense(flat[j], steps[j], layout).all():
-                return None
-    return ptrs, flat
+        got = [lines(flat[j], steps[j], layout) if views else (dense(flat[j], steps[j], layout), None)
+               for j, layout in enumerate(layouts)]
+        if not all(ok.all() for ok, _ in got):
+            return None
+        if views:
+            lds = np.stack([ld for _, ld in got if ld is not None])
+    return ptrs, flat, lds
 
 
 def _dtypes(everything: list, n: int, name: Any) -> tuple[str, str] | None:
@@ -160,9 +194,10 @@ def _dtypes(everything: list, n: int, name: Any) -> tuple[str, str] | None:
     return (ab.pop(), c.pop()) if len(ab) == len(c) == 1 else None
 
 
-def _described(name: str, group: Any, dtype: str, device: int, layout: Layout) -> tuple[list[int], np.ndarray]:
-    """Pointers and shapes (n x 2) of one operand's arrays, read and checked one by one (any kind of array): the
-    error names the first bad one."""
+def _described(name: str, group: Any, dtype: str, device: int, layout: Layout, views: bool = False
+               ) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """Pointers, shapes (n x 2) and leading dimensions (`views`; else those of dense arrays) of one operand's arrays,
+    read and checked one by one (any kind of array): the error names the first bad one."""
     infos = [describe(x, name, i) for i, x in enumerate(group)]
     for i, info in enumerate(infos):
         if info.ndim != 2:
@@ -176,12 +211,13 @@ def _described(name: str, group: Any, dtype: str, device: int, layout: Layout) -
     n = len(infos)
     shape = np.array([i.shape for i in infos], dtype=np.int64).reshape(n, 2)
     strides = np.array([i.strides for i in infos], dtype=np.int64).reshape(n, 2)
-    ok = dense(shape, strides, layout)
+    ok, ld = lines(shape, strides, layout) if views else (dense(shape, strides, layout), shape[:, 0])
     if not ok.all():
         bad = _first(~ok)
-        raise GemmcError(f"{name}[{bad}]: expected a densely packed {layout.value}-major array (the schedule's "
+        what = "an array of unit-stride lines," if views else "a densely packed"
+        raise GemmcError(f"{name}[{bad}]: expected {what} {layout.value}-major array (the schedule's "
                          f"`layout {name[0]} {layout.value}`), got element strides {tuple(strides[bad].tolist())}")
-    return [i.ptr for i in infos], shape
+    return [i.ptr for i in infos], shape, ld
 
 
 class _Consts:
@@ -195,7 +231,9 @@ class _Consts:
         self.dtypes = (self.dtype, NUMPY_DTYPES[ir.c_dtype])  # A's and B's, C's
         self.layouts = (ir.layout_a, ir.layout_b, ir.layout_c)
         self.axis = _AXIS[self.layouts]
-        self.smallest = min(min(c.variant.bm, c.variant.bn) for c in ir.plan.classes)  # type: ignore[union-attr]
+        classes = getattr(ir.plan, "classes", None)  # the dynamic family's size classes; hopper_grouped: one tile
+        self.smallest = (min(min(c.variant.bm, c.variant.bn) for c in classes) if classes is not None
+                         else min(ir.plan.bm, ir.plan.bn))  # type: ignore[union-attr]
 
 
 _CONSTS: dict[int, tuple[Any, _Consts]] = {}
@@ -208,10 +246,11 @@ def _consts(kernel: Executable) -> _Consts:
     return found[1]
 
 
-def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, out: np.ndarray | None = None
-                  ) -> np.ndarray:
+def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, out: np.ndarray | None = None,
+                  views: bool = False) -> np.ndarray:
     """Check a list call; return its problem table (problems x FIELDS, int64), written into `out` where given (at
-    least as many rows as problems).
+    least as many rows as problems). `views`: each array may be a view of unit-stride lines (a leading dimension
+    past its line length), its leading dimension from its strides (`lines`); else each must be densely packed.
 
     The arrays' attributes are read in bulk, one pass per attribute over all 3n arrays (the host time of a call is
     these reads: the torch or CuPy attribute calls themselves), and checked with a few NumPy operations; where that
@@ -233,18 +272,19 @@ def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, ou
     if collecting:
         gc.disable()
     try:
-        found = _bulk([*As, *Bs, *Cs], count, consts.layouts, consts.dtypes, device)
+        found = _bulk([*As, *Bs, *Cs], count, consts.layouts, consts.dtypes, device, views)
     finally:
         if collecting:
             gc.enable()
     if found is None:
-        cols = [_described(name, group, dtype, device, layout)
+        cols = [_described(name, group, dtype, device, layout, views)
                 for name, group, dtype, layout in zip(("As", "Bs", "Cs"), (As, Bs, Cs), consts.dtypes[:1] * 2
                                                       + consts.dtypes[1:], consts.layouts, strict=True)]
         ptrs = [p for c in cols for p in c[0]]
         flat = np.stack([c[1] for c in cols])
+        lds = np.stack([c[2] for c in cols]) if views else None
     else:
-        ptrs, flat = found
+        ptrs, flat, lds = found
     got, want = flat[_GOT[0], :, _GOT[1]], flat[_WANT[0], :, _WANT[1]]
     if (got != want).any():
         for row, (name, what, other, other_what) in enumerate((("Bs", "rows", "As", "columns"),
@@ -266,6 +306,11 @@ def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, ou
             raise GemmcError("As, Bs: the problems give more tiles than the int32 tile numbering holds")
     table = np.empty((count, FIELDS), dtype=np.int64) if out is None else out[:count]
     table[:, :6] = flat[_OPERAND, :, consts.axis].T
+    if views and lds is None:  # densely packed arrays, read by their shapes: their lines' strides as lines() takes them
+        lds = np.stack([lines(flat[j], _dense_steps(flat[j], layout), layout)[1]
+                        for j, layout in enumerate(consts.layouts)])
+    if lds is not None:
+        table[:, 3:6] = lds.T
     np.maximum(table[:, 3:6], 1, out=table[:, 3:6])
     table[:, 6:] = _addresses(ptrs).reshape(3, count).T
     return table

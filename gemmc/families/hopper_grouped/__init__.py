@@ -1,5 +1,6 @@
-"""The hopper_grouped family: `grouped M` (the contiguous grouped form of mixture-of-experts layers) and `grouped K`
-(its weight gradient, hopper_grouped_k.cu.j2: docs/INTERNALS.md "Grouped K in bf16/f16") of bf16/f16 storage on
+"""The hopper_grouped family: `grouped M` (the contiguous grouped form of mixture-of-experts layers), `grouped K`
+(its weight gradient, hopper_grouped_k.cu.j2: docs/INTERNALS.md "Grouped K in bf16/f16") and `grouped list`
+(independent problems of any sizes, hopper_grouped_list.cu.j2: tensor maps built on the device) of bf16/f16 storage on
 sm_90's TMA + wgmma loop. One persistent launch whose blocks derive the tiles from the group ends on the device, as
 the dynamic family's kernel does, and run each with the hopper family's producer warp, ring of mbarrier stages and two
 consumer warpgroups (wgmma): 128-row tiles, and 64-row tiles for a group's last 64 rows or fewer (paper 000's size
@@ -43,13 +44,15 @@ class HopperGrouped(PlannerFamily):
 
     def template(self, kernel: Kernel) -> str:
         dyn = kernel.dynamic
+        if dyn is not None and dyn.grouping is Grouping.LIST:
+            return codegen.TEMPLATE_LIST
         return codegen.TEMPLATE_K if dyn is not None and dyn.grouping is Grouping.K else codegen.TEMPLATE
 
     def check(self, kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
         if not grouped_on_loop_target(kernel, hw):
             if kernel.algorithm == NAME:
-                return [Diagnostic("E202", f"algorithm {NAME} computes `grouped M` and `grouped K` of bf16/f16 "
-                                   f"storage on target cuda {TARGET}", kernel.where("algorithm"),
+                return [Diagnostic("E202", f"algorithm {NAME} computes `grouped M`, `grouped K` and `grouped list` of "
+                                   f"bf16/f16 storage on target cuda {TARGET}", kernel.where("algorithm"),
                                    "write `algorithm auto`")]
             return []
         if kernel.algorithm == "dynamic" or (kernel.algorithm != NAME and grouped_misfit(kernel)):
@@ -66,7 +69,8 @@ class HopperGrouped(PlannerFamily):
                 f"{kernel.dtype.value} storage", "use algorithm auto")
         if dyn.max_groups > planner.MAX_GROUPS:
             err("E201", "grouped", f"grouped {dyn.grouping.value} of {kernel.dtype.value} takes at most "
-                f"{planner.MAX_GROUPS} groups, not {dyn.max_groups}",
+                f"{planner.MAX_GROUPS} {'problems' if dyn.grouping is Grouping.LIST else 'groups'}, not "
+                f"{dyn.max_groups}",
                 "the scheduler keeps every group in shared memory beside the TMA ring; `algorithm dynamic` takes more, "
                 "computing in f32 on CUDA cores")
         nbytes = kernel.dtype.nbytes
@@ -84,6 +88,10 @@ class HopperGrouped(PlannerFamily):
                 if (size * nbytes) % TMA_ALIGN:
                     err("E900", "grouped", f"{name} {size}: TMA reads lines of {size * nbytes} bytes, not a multiple "
                         f"of {TMA_ALIGN}", f"pad {name} to a multiple of {TMA_ALIGN // nbytes}")
+        elif dyn.grouping is Grouping.LIST:
+            if kernel.layout_a is not Layout.ROW or kernel.layout_c is not Layout.ROW:
+                err("E900", "layout", f"grouped list of {kernel.dtype.value} reads A K-major and writes C row-major; "
+                    "a column-major A or C is not supported", "leave A and C row-major (B may be either)")
         else:
             if kernel.layout_a is not Layout.ROW or kernel.layout_c is not Layout.ROW:
                 err("E900", "layout", f"grouped M of {kernel.dtype.value} reads A and writes C row-major (rows stacked "

@@ -13,6 +13,7 @@ from gemmc.ir.nodes import Kernel
 
 TEMPLATE = "hopper_grouped.cu.j2"
 TEMPLATE_K = "hopper_grouped_k.cu.j2"  # grouped K (the weight gradient): the family's template(kernel) picks it
+TEMPLATE_LIST = "hopper_grouped_list.cu.j2"  # grouped list: tensor maps per problem, built on the device
 LAUNCHER = "hopper_grouped_launcher.j2"
 HEADER = "hopper_grouped_header.h.j2"
 
@@ -43,7 +44,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "c_buffers": C_BUFFERS, "beta_zero": cbool(kernel.beta == 0.0),
         "max_groups": plan.max_groups, "max_rows": dyn.max_rows, "int32_max": INT32_MAX,
         "fixed_m": dyn.m, "fixed_n": dyn.n, "fixed_k": dyn.k, "dynamic_summary": str(dyn),
-        "grouped_k": plan.grouped_k,
+        "grouped_k": plan.grouped_k, "grouped_list": plan.grouped_list, "maps_bytes": plan.list_maps_bytes,
         "tmap_dtype": TMAP_DTYPE[kernel.dtype], "tmap_dtype_c": TMAP_DTYPE[kernel.c_dtype],
         "header_notes": [f"Build the .cu with nvcc -gencode=arch=compute_{number}a,code=sm_{number}a -std=c++17 and "
                          "link with -lcuda: the launcher encodes TMA tensor maps with the driver API "

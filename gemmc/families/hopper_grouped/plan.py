@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gemmc.families.tma_loop import ALIGN_SLACK, BK, BM, C_BUFFERS, C_SUB_ROWS, TmaTiles
+from gemmc.families.tma_loop import ALIGN_SLACK, BK, BM, C_BUFFERS, C_SUB_ROWS, MAX_STAGES, TmaTiles
 from gemmc.ir.nodes import FamilyPlan
 
 SMALL_BM = C_SUB_ROWS  # the small size class: 64 rows, one consumer warpgroup's rows, split by columns instead
 SCHED_WORDS = 3  # int32 per group in shared memory: its clamped end, its big and its small tile rows (prefix sums)
 SCHED_WORDS_K = 2  # grouped K: its clamped end and its place in the longest-first order
+TMAP_BYTES = 128  # a CUtensorMap
+LIST_MAPS = 3  # grouped list: tensor maps per problem (A, B, C), built on the device into the workspace
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +36,8 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
     #                           a cluster: a cluster's blocks share a unit's rows)
     grouped_k: bool = False  # the weight gradient (hopper_grouped_k.cu.j2): A M-major (X^T), B N-major, both 2-D maps
     #                          over the reduction's rows, G x M/128 x N/BN tiles of one group's depth each
+    grouped_list: bool = False  # independent problems (hopper_grouped_list.cu.j2): 2-D tensor maps per problem, built
+    #                             on the device from template maps; 128-row tiles claimed from a counter
 
     @property
     def a_small_bytes(self) -> int:
@@ -56,6 +60,8 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
         grouped K: 64 columns by 64 k of the 2-D map over the reduction's rows."""
         if self.grouped_k:
             return (self.box_width, self.bk)
+        if self.grouped_list:  # one problem's 2-D map: K-major bn rows of 64 k, or N-major 64 columns by 64 k
+            return (self.bk, self.bn) if self.b_kmajor else (self.box_width, self.bk)
         if self.b_kmajor:
             return (self.bk, self.bn // self.cluster, 1)
         return (self.box_width, self.bk // self.cluster, 1)
@@ -75,11 +81,18 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
         (grouped K: per group its end and its place in the order, one more end)."""
         if self.grouped_k:
             return 4 * (SCHED_WORDS_K * self.max_groups + 1)
+        if self.grouped_list:  # the problems' tile counts as prefix sums, and each stage's tile number
+            return 4 * (self.max_groups + 1) + 8 * MAX_STAGES
         return 4 * (SCHED_WORDS * self.max_groups + 1) + 8
 
     @property
     def smem_bytes(self) -> int:
         return self.dynamic_smem_bytes + self.sched_smem
+
+    @property
+    def list_maps_bytes(self) -> int:
+        """grouped list: the workspace's tensor maps, three a problem (A, B, C) at 128 bytes each."""
+        return LIST_MAPS * TMAP_BYTES * self.max_groups
 
     @property
     def static_smem_bytes(self) -> int:
@@ -88,6 +101,8 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
     def lines(self) -> tuple[str, ...]:
         if self.grouped_k:
             return self.lines_k()
+        if self.grouped_list:
+            return self.lines_list()
         lay = f"B {'K' if self.b_kmajor else 'N'}-major (3-D tensor map: groups x K x N), A K-major"
         return (f"hopper_grouped: tile {self.bm}x{self.bn}x{self.bk} {self.compute}, or {self.small_bm}x{self.bn}x"
                 f"{self.bk} for a group's last {self.small_bm} rows or fewer; {self.stages} stages of "
@@ -123,3 +138,23 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
                 f"C: G x M x N, 64-row sub-tiles inside their group through {C_BUFFERS} shared-memory buffers of "
                 f"{C_SUB_ROWS}x{self.c_sub_cols} per warpgroup and TMA stores; past M stored from the accumulators, "
                 "masked")
+
+    def lines_list(self) -> tuple[str, ...]:
+        lay = f"B {'K' if self.b_kmajor else 'N'}-major"
+        return (f"hopper_grouped (grouped list): tile {self.bm}x{self.bn}x{self.bk} {self.compute}, or {self.small_bm}x"
+                f"{self.bn}x{self.bk} for a problem's last {self.small_bm} rows or fewer; {self.stages} stages of "
+                f"{self.stage_bytes // 1024} KiB (TMA, 128-byte swizzle, mbarriers), A K-major, {lay}",
+                f"tensor maps: three a problem (A, B, C: {self.list_maps_bytes} B of workspace for up to "
+                f"{self.max_groups} problems), written by a planning kernel from template maps encoded once on the "
+                "host (tensormap.replace of the address, dims and stride in shared memory, then "
+                "tensormap.cp_fenceproxy to the workspace); the main kernel acquires each problem's maps "
+                "(fence.proxy.tensormap::generic) before the first TMA that reads them",
+                f"1 producer warp (setmaxnreg {self.producer_regs}) + {self.consumers} consumer warpgroups: 64x"
+                f"{self.bn} each on a 128-row tile (wgmma m64n{self.bn}k16), 64x{self.bn // 2} each on a 64-row tile "
+                f"(m64n{self.bn // 2}k16), setmaxnreg {self.consumer_regs}",
+                f"scheduler: persistent grid of one block per SM; every block sums the problems' tiles "
+                f"({self.sched_smem} B of shared memory); block b takes tile b, then claims the next from a counter "
+                "in the workspace; a problem of K = 0 stores beta * C, one of M = 0 or N = 0 has no tiles",
+                f"C: 64-row sub-tiles inside M through {C_BUFFERS} shared-memory buffers of {C_SUB_ROWS}x"
+                f"{self.c_sub_cols} per warpgroup and TMA stores where C's base and leading dimension are 16-byte "
+                "multiples; else stored from the accumulators, masked")

@@ -25,16 +25,19 @@ NOMINAL_ROWS = 16384  # rows the tile model assumes where the schedule declares 
 MAX_GROUPS = 1024  # the scheduler's 12 bytes a group come out of the ring's shared memory
 CLUSTER_MIN_K = cal.CLUSTER_MIN_K.value  # clusters of 2 from this depth (calibration.py)
 TAIL_SPLIT = cal.TAIL_SPLIT.value  # without clusters, a last round of at most half the blocks' units in halves
+LIST_TILE_N = 128  # grouped list: sizes arrive with each call, so no waves model; 128 columns waste least on a narrow
+#                    problem and keep wgmma at N 128 on a wide one
 
 
 def plan(kernel: Kernel, hw: Hardware) -> HopperGroupedPlan:
     dyn = kernel.dynamic
     assert dyn is not None
     grouped_k = dyn.grouping is Grouping.K
+    listed = dyn.grouping is Grouping.LIST
     # grouped K: every group has the same M x N tiles, so the model sees the bound's groups of M rows
     rows = dyn.max_groups * ceil_div(dyn.m, BM) * BM if grouped_k else \
         dyn.max_rows if dyn.rows_declared else NOMINAL_ROWS
-    bn = choose_tile_n(rows, dyn.n, hw, 1, TILE_N)
+    bn = LIST_TILE_N if listed else choose_tile_n(rows, dyn.n, hw, 1, TILE_N)
     if kernel.tile is not None:
         t = kernel.tile
         if (t.m, t.k) != (128, 64) or t.n not in TILE_N:
@@ -44,7 +47,8 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperGroupedPlan:
         bn = t.n
     one = HopperGroupedPlan(bn=bn, stages=1, b_kmajor=kernel.layout_b is Layout.COL, compute=kernel.dtype.value,
                             c_bytes=kernel.c_dtype.nbytes, max_groups=dyn.max_groups,
-                            cluster=2 if not grouped_k and dyn.k >= CLUSTER_MIN_K else 1, grouped_k=grouped_k)
+                            cluster=2 if not (grouped_k or listed) and dyn.k >= CLUSTER_MIN_K else 1,
+                            grouped_k=grouped_k, grouped_list=listed)
     fixed = one.smem_bytes - one.stage_bytes - one.barrier_bytes
     stages = min(MAX_STAGES, (hw.smem_per_block - fixed) // (one.stage_bytes + 16))
     if kernel.stages_written:  # `pipeline stages N`: the schedule's depth
@@ -58,7 +62,8 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperGroupedPlan:
                                     "write `pipeline stages 2` or more" if written
                                     else "declare fewer groups, or a narrower tile"))
     # the tail split halves a block's unit; a cluster's pair of blocks shares one unit's rows, so clusters keep theirs
-    return dataclasses.replace(one, stages=stages, tail_split=TAIL_SPLIT and one.cluster == 1 and not grouped_k)
+    return dataclasses.replace(one, stages=stages,
+                               tail_split=TAIL_SPLIT and one.cluster == 1 and not (grouped_k or listed))
 
 
 def notes(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> tuple[str, ...]:
@@ -66,6 +71,8 @@ def notes(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> tuple[str, .
     assert dyn is not None
     if plan.grouped_k:
         return notes_k(kernel, plan, hw)
+    if plan.grouped_list:
+        return notes_list(kernel, plan, hw)
     rows = f"{dyn.max_rows} declared rows" if dyn.rows_declared else f"{NOMINAL_ROWS} rows (none declared)"
     return (f"batch sized at run time: {dyn}; one persistent launch on the TMA + wgmma loop whatever the sizes, the "
             "tiles derived on the device (no host sync, no re-planning, no compile per size)",
@@ -101,6 +108,26 @@ def notes_k(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> tuple[str,
             "hopper_grouped: A (X^T) and B read M- and N-major through 2-D tensor maps over the reduction's rows; a "
             "group's k-tiles start at its first row (TMA coordinates are elements, no alignment), and the k-rows of "
             "its last k-tile past its end are zeroed in shared memory before the wgmma",
+            f"hopper_grouped: {plan.stages} stages of {plan.stage_bytes} B, {plan.epilogue_bytes} B of C sub-tiles "
+            f"and {plan.sched_smem} B of scheduler fit {hw.smem_per_block} B of shared memory")
+
+
+def notes_list(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> tuple[str, ...]:
+    dyn = kernel.dynamic
+    assert dyn is not None
+    return (f"batch sized at run time: {dyn}; two launches whatever the sizes (a planning kernel that builds every "
+            "problem's tensor maps, then the persistent TMA + wgmma kernel); no host sync, no re-planning, no compile "
+            "per size",
+            f"hopper_grouped: tile N {plan.bn} (the sizes arrive with each call: no waves model); size classes per "
+            f"problem: its rows in 128-row tiles, its last {SMALL_BM} rows or fewer in a {SMALL_BM}-row tile (paper "
+            "000: a 40-row problem does not pay for a 128-row tile)",
+            "hopper_grouped: tensor maps built on the device (tensormap.replace on template maps encoded once on the "
+            "host): encoding 3 maps a problem on the host costs microseconds each, more than the call's budget",
+            "hopper_grouped: tiles numbered in problem order; block b takes tile b, then claims the next from a "
+            "counter (the problems' depths differ, so a static stride leaves blocks idle)",
+            "hopper_grouped: edges by TMA bounds (each problem's maps clip its own M, N and K); a call whose A or B "
+            "TMA cannot read (a base or leading dimension not a multiple of 16 bytes) is refused with a GemmcError "
+            "before the launch (`algorithm dynamic` computes such lists on CUDA cores)",
             f"hopper_grouped: {plan.stages} stages of {plan.stage_bytes} B, {plan.epilogue_bytes} B of C sub-tiles "
             f"and {plan.sched_smem} B of scheduler fit {hw.smem_per_block} B of shared memory")
 

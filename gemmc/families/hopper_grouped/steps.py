@@ -41,6 +41,10 @@ def limits(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> list[str]:
         out.append(f"a plan of grouped {'K' if plan.grouped_k else 'M'} for {dyn}")
     if plan.grouped_k and plan.cluster != 1:
         out.append("grouped K with clusters; its kernel has none")
+    if dyn is not None and plan.grouped_list != (dyn.grouping is Grouping.LIST):
+        out.append(f"a plan of {'grouped list' if plan.grouped_list else 'grouped M or K'} for {dyn}")
+    if plan.grouped_list and (plan.cluster != 1 or plan.tail_split):
+        out.append("grouped list with clusters or a tail split; its kernel has neither")
     if plan.tail_split and plan.cluster != 1:
         out.append("a last round split in column halves with clusters; a cluster's blocks share a unit's rows")
     if plan.c_bytes != kernel.c_dtype.nbytes:

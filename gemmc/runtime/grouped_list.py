@@ -1,0 +1,193 @@
+"""Launch a `grouped list` kernel of half storage (the hopper_grouped family, hopper_grouped_list.cu.j2): independent
+problems of any sizes on the TMA + wgmma loop, new sizes every call, never recompiled.
+
+A call checks the arrays and writes the problem table as the dynamic family's list form does (runtime/dynamic_list.py:
+read in bulk, a pinned staging ring, one asynchronous copy), except that an array may be a view of unit-stride lines
+(its leading dimension from its strides). Then two launches on the call's stream: the planning kernel builds every
+problem's three tensor maps in the stream's map workspace from the template maps (encoded here once per kernel), and
+the persistent kernel computes the tiles. TMA reads A and B in place, so every A and B of a problem with work must
+have a 16-byte aligned base and leading dimension; a call where one has not is refused with a GemmcError that names
+it, before anything is launched (the dynamic family's kernel, `algorithm dynamic`, reads any such list on CUDA cores).
+C may be anything the list form takes: a C that TMA cannot store is stored from the accumulators.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gemmc.errors import GemmcError
+from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
+from gemmc.ir.dynamic import INT32_MAX
+from gemmc.runtime import dynamic as grouped  # the compile with its progress note
+from gemmc.runtime.device import cupy, hardware
+from gemmc.runtime.dynamic_list import Ring, problem_table
+from gemmc.runtime.dynamic_state import COUNTER_INTS, COUNTER_SLOTS, DynamicState
+from gemmc.runtime.streams import is_torch, launch_stream
+from gemmc.runtime.tma import ALIGN, TMAP_BYTES, encode_tensor
+
+if TYPE_CHECKING:
+    from gemmc.runtime.executable import Executable
+
+_Map = ctypes.c_uint64 * (TMAP_BYTES // 8)  # a CUtensorMap by value
+MAPS_PER_PROBLEM = 3  # A, B, C (plan.LIST_MAPS)
+WARPS_PER_BLOCK = 4  # the planning kernel: one warp a problem, 128 threads a block
+TEMPLATE_DIMS = (256, 256)  # the template maps' placeholder tensor (replaced per problem on the device)
+TEMPLATE_PITCH = 1024  # bytes: a valid pitch for 256 elements of 2 or 4 bytes
+MAP_SLOTS = 8  # streams a kernel keeps tensor-map workspaces for (launches on one stream share one)
+CAPTURES = 8  # calls captured in CUDA graphs a kernel keeps problem tables for (each graph reads its own)
+
+
+class _Block:
+    """A kernel's argument block, stored where cuLaunchKernel reads it; a call stores its values into it."""
+
+    def __init__(self, values: list[Any]):
+        self.values = values
+        self.params = (ctypes.c_void_p * len(values))(*(ctypes.addressof(v) for v in values))
+        self.address = ctypes.addressof(self.params)
+
+
+@dataclass
+class GroupedListState(DynamicState):
+    """The two loaded kernels, their argument blocks (the planning kernel's template maps stored once), per launch
+    stream a workspace of tensor maps (max_groups x 3 x 128 bytes: the planning kernel of a call writes it and the
+    main kernel of the same call reads it, so calls in stream order share it, calls on two streams at once must not),
+    and the problem tables of captured calls. Everything is allocated with the state: allocating inside a CUDA-graph
+    capture is not allowed."""
+
+    func: int = 0
+    maps_func: int = 0
+    maps_args: Any = None
+    main_args: Any = None
+    map_bytes: int = 0
+    workspace: Any = None  # MAP_SLOTS x map_bytes
+    workspaces: dict[int, int] = field(default_factory=dict)  # raw stream handle -> its maps' device address
+    captures: list[Any] = field(default_factory=list)  # CAPTURES table buffers, one per captured call
+    captured: int = 0  # captures taken
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def maps(self, stream: int) -> int:
+        """The device address of the tensor-map workspace for launches on `stream` (a raw handle)."""
+        found = self.workspaces.get(stream)
+        if found is None:
+            if len(self.workspaces) >= MAP_SLOTS:
+                raise GemmcError(f"stream: this kernel has run on {MAP_SLOTS} streams, the most it keeps tensor "
+                                 "maps for; launch it on fewer streams", code="E900")
+            found = self.workspaces[stream] = int(self.workspace.data.ptr) + self.map_bytes * len(self.workspaces)
+        return found
+
+    def capture_table(self) -> Ring:
+        """Table buffers of their own for a call captured in a CUDA graph, whose copy node reads the host buffer at
+        every replay: no later call reuses them."""
+        if self.captured >= len(self.captures):
+            raise GemmcError(f"this kernel has been captured in {len(self.captures)} CUDA graphs, the most it keeps "
+                             "problem tables for", code="E900")
+        self.captured += 1
+        return self.captures[self.captured - 1]
+
+
+def list_plan(kernel: Executable) -> HopperGroupedPlan:
+    return kernel.ir.plan_as(HopperGroupedPlan, "runtime.grouped_list")
+
+
+def state(kernel: Executable) -> GroupedListState:
+    """The kernel's state, kept on its Executable (`Executable.dynamic`): both kernels loaded on the first call, the
+    template maps encoded once."""
+    found = kernel.dynamic
+    if isinstance(found, GroupedListState):
+        return found
+    cp = cupy()
+    ir = kernel.ir
+    plan = list_plan(kernel)
+    entry = kernel.rendered.entry
+    fn = grouped.compiled(kernel, entry)
+    fn.max_dynamic_shared_size_bytes = plan.dynamic_smem_bytes
+    maps_fn = grouped.compiled(kernel, entry + "_maps")
+    st = GroupedListState(fn, None, plan.grid(hardware().sm_count), 0, plan.dynamic_smem_bytes, plan.threads,
+                          func=int(fn.kernel.ptr), maps_func=int(maps_fn.kernel.ptr), map_bytes=plan.list_maps_bytes)
+    st.baked = ir.alpha is not None and ir.beta is not None
+    st.counters = cp.zeros(COUNTER_SLOTS * COUNTER_INTS, dtype=np.int32)
+    st.ring = Ring(plan.max_groups)
+    st.captures = [Ring.single(plan.max_groups) for _ in range(CAPTURES)]
+    st.workspace = cp.empty(MAP_SLOTS * plan.list_maps_bytes, dtype=np.uint8)
+    # The templates: each operand's element type, box and swizzle; the address (a placeholder: the counters), dims
+    # and pitch are replaced per problem on the device.
+    where = int(st.counters.data.ptr)
+    templates = [encode_tensor(dtype, where, TEMPLATE_DIMS, (TEMPLATE_PITCH,), box)
+                 for dtype, box in ((ir.dtype, plan.a_box), (ir.dtype, plan.b_box), (ir.c_dtype, plan.c_box))]
+    st.maps_args = _Block([*(_Map.from_buffer_copy(t.tobytes()) for t in templates), ctypes.c_uint64(0),
+                           ctypes.c_int32(0), ctypes.c_uint64(0)])
+    st.main_args = _Block([ctypes.c_uint64(0), ctypes.c_int32(0), ctypes.c_uint64(0), ctypes.c_uint64(0),
+                           ctypes.c_float(0.0), ctypes.c_float(0.0)])
+    kernel.dynamic = st
+    return st
+
+
+def tma_misfits(table: np.ndarray) -> str:
+    """Why TMA cannot read some problem's A or B in place (a base or leading dimension not a 16-byte multiple, where
+    the problem has work: m, n and k above 0), naming the first such problem, or ""."""
+    work = (table[:, 0] > 0) & (table[:, 1] > 0) & (table[:, 2] > 0)
+    for name, ld, ptr in (("As", 3, 6), ("Bs", 4, 7)):
+        bad = work & (((table[:, ld] * 2) % ALIGN != 0) | (table[:, ptr] % ALIGN != 0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            base, lead = int(table[i, ptr]), int(table[i, ld])
+            why = (f"its base 0x{base:x} is not 16-byte aligned (a view at an offset)" if base % ALIGN
+                   else f"its leading dimension {lead} is {2 * lead} bytes, not a multiple of 16")
+            return (f"{name}[{i}]: the tensor-core kernel reads it in place through TMA, and {why}; pass an aligned "
+                    "array (pad its lines to a multiple of 8 elements), or compile the schedule with `algorithm "
+                    "dynamic` (CUDA cores)")
+    return ""
+
+
+def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offsets: Any, alpha: float | None,
+                        beta: float | None, stream: Any, validate: bool) -> None:
+    """C_p = alpha A_p B_p + beta C_p for every problem p of the lists: the checks and the table, then the planning
+    kernel and the persistent kernel on the call's stream (CompiledKernel.__call__ passes its Executable)."""
+    from cupy.cuda import driver  # type: ignore[import-not-found]
+
+    from gemmc.runtime.launch import scalars
+
+    if offsets is not None:
+        raise GemmcError("offsets: a `grouped list` kernel takes lists of arrays, not group ends")
+    if validate:
+        raise GemmcError("validate: a `grouped list` kernel checks its lists on the host; there is nothing to "
+                         "validate on the device")
+    st = kernel.dynamic if isinstance(kernel.dynamic, GroupedListState) else state(kernel)
+    alpha_, beta_ = scalars(kernel, alpha, beta)
+    cp = cupy()
+    device = cp.cuda.runtime.getDevice()
+    on = launch_stream(stream, is_torch(As))
+    # Inside a CUDA-graph capture the table's copy becomes a node that reads its host buffer at every replay: the
+    # capture gets buffers of its own, kept with the state, which no later call reuses (the ring's would be).
+    plan = list_plan(kernel)
+    captured = cp.cuda.runtime.streamIsCapturing(on.ptr) != 0
+    ring = st.capture_table() if captured else st.ring
+    table = problem_table(kernel, As, Bs, Cs, device, out=ring.host_table(), views=True)
+    count = len(table)
+    if not count:
+        return
+    misfit = tma_misfits(table)
+    if misfit:
+        raise GemmcError(misfit)
+    m, n = table[:, 0], table[:, 1]
+    if int(((m + plan.bm - 1) // plan.bm * ((n + plan.bn - 1) // plan.bn)).sum()) > INT32_MAX:
+        raise GemmcError("As, Bs: the problems give more tiles than the int32 tile numbering holds")
+    problems = ring.send(count, on)
+    maps = st.maps(on.ptr)
+    with st.lock:
+        a = st.maps_args.values
+        a[3].value, a[4].value, a[5].value = problems, count, maps
+        driver.launchKernel(st.maps_func, -(-count // WARPS_PER_BLOCK), 1, 1, 32 * WARPS_PER_BLOCK, 1, 1, 0, on.ptr,
+                            st.maps_args.address, 0)
+        b = st.main_args.values
+        b[0].value, b[1].value, b[2].value, b[3].value = problems, count, maps, st.counter(on.ptr)
+        b[4].value, b[5].value = float(alpha_), float(beta_)
+        driver.launchKernel(st.func, st.grid, 1, 1, st.block, 1, 1, st.smem, on.ptr, st.main_args.address, 0)
+    if not captured:
+        ring.done(on)
+
