@@ -467,7 +467,7 @@ __host__ __device__ inline int gemmc_dyn_group(const int* ends, int groups, long
   }
   return lo;
 }
-// Tile claims of a persistent launch (the dynamic family's kernels and hopper_grouped's grouped K): block b computes
+// Tile claims of a persistent launch (the dynamic family's kernels, hopper_grouped's grouped K and list): block b computes
 // tile b, then claims tiles gridDim.x + counter[0]++ until none is left. counter[1] counts the blocks done claiming;
 // the last one out zeroes both, so that every launch finds them zero and launches in stream order share them (the
 // kernel's end orders the zeroing before the next launch).

@@ -211,7 +211,7 @@ __device__ __forceinline__ void gemmc_wgmma_half(float* d, unsigned long long da
       , "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "l"(da), "l"(db), "r"(1));
 }
-// Tile claims of a persistent launch (the dynamic family's kernels and hopper_grouped's grouped K): block b computes
+// Tile claims of a persistent launch (the dynamic family's kernels, hopper_grouped's grouped K and list): block b computes
 // tile b, then claims tiles gridDim.x + counter[0]++ until none is left. counter[1] counts the blocks done claiming;
 // the last one out zeroes both, so that every launch finds them zero and launches in stream order share them (the
 // kernel's end orders the zeroing before the next launch).
