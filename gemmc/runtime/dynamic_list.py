@@ -23,6 +23,8 @@ from gemmc.ir.dynamic import INT32_MAX
 from gemmc.ir.types import Layout
 from gemmc.runtime.args import NUMPY_DTYPES, _torch_name, describe
 from gemmc.runtime.device import cupy
+from gemmc.runtime.dynamic_state import CAPTURES
+from gemmc.runtime.streams import allocating_during_capture
 
 if TYPE_CHECKING:
     from gemmc.runtime.dynamic_state import DynamicState
@@ -328,19 +330,27 @@ def _addresses(ptrs: list[int]) -> np.ndarray:
 def launch_list(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: Any, alpha_: Any, beta_: Any,
                 stream: Any, device: int) -> None:
     if st.ring is None:
-        st.ring = Ring(kernel.ir.dynamic.max_groups)  # type: ignore[union-attr]
-    count = len(problem_table(kernel, As, Bs, Cs, device, out=st.ring.host_table()))
+        capacity = kernel.ir.dynamic.max_groups  # type: ignore[union-attr]
+        with allocating_during_capture():  # a first call inside a capture
+            st.ring = Ring(capacity)
+            st.captures = [Ring.single(capacity) for _ in range(CAPTURES)]
+    # Inside a CUDA-graph capture the table's copy becomes a node that reads its host buffer at every replay: the
+    # capture gets buffers of its own, kept with the state, which no later call reuses (the ring's would be).
+    captured = cupy().cuda.runtime.streamIsCapturing(stream.ptr) != 0
+    ring = st.capture_table() if captured else st.ring
+    count = len(problem_table(kernel, As, Bs, Cs, device, out=ring.host_table()))
     if not count:
         return
-    dev = st.ring.send(count, stream)
+    dev = ring.send(count, stream)
     counter = st.counter(stream.ptr)
     if st.fast is not None:
         st.fast(st.grid, st.block, st.smem, stream.ptr, (0, 0, 0, 0, dev, count, 0), counter,
                 (float(alpha_), float(beta_)))
-        st.ring.done(stream)
-        return
-    zero = np.uint64(0)
-    st.fn((st.grid, 1, 1), (st.block, 1, 1),
-          (zero, zero, zero, zero, np.uint64(dev), np.int32(count), np.int64(0), np.int64(0), np.int64(0),
-           np.int64(0), np.int64(st.threshold), np.uint64(counter), alpha_, beta_), shared_mem=st.smem, stream=stream)
-    st.ring.done(stream)
+    else:
+        zero = np.uint64(0)
+        st.fn((st.grid, 1, 1), (st.block, 1, 1),
+              (zero, zero, zero, zero, np.uint64(dev), np.int32(count), np.int64(0), np.int64(0), np.int64(0),
+               np.int64(0), np.int64(st.threshold), np.uint64(counter), alpha_, beta_), shared_mem=st.smem,
+              stream=stream)
+    if not captured:
+        ring.done(stream)

@@ -45,6 +45,7 @@ class Launcher:
 
 
 COUNTER_SLOTS = 64  # streams a kernel keeps tile counters for (each launch's stream takes its own pair)
+CAPTURES = 8  # calls captured in CUDA graphs a list-form kernel keeps problem tables for (each graph reads its own)
 COUNTER_INTS = 8  # int32 per slot: the kernel's two counters, padded to 32 bytes
 
 
@@ -62,10 +63,23 @@ class DynamicState:
     fast: Launcher | None = None  # None: CuPy's kernel call (a CuPy without the driver binding)
     workspace: Any = None  # int32[4]: the validation result
     ring: Any = None  # the list form's staging buffers (runtime/dynamic_list.py)
+    captures: list[Any] = field(default_factory=list)  # the list form's CAPTURES table buffers, one per captured call
+    captured: int = 0  # captures taken
     counters: Any = None  # int32[COUNTER_SLOTS x COUNTER_INTS], zeroed once: the tile counters, a slot per stream
     slots: dict[int, int] = field(default_factory=dict)  # raw stream handle -> the device address of its counters
     seen: dict[tuple, tuple] = field(default_factory=dict)  # checked grouped calls' metadata -> their launch values
     baked: bool = True  # alpha and beta are the schedule's constants
+
+    def capture_table(self) -> Any:
+        """The list form's table buffers (a Ring of one slot) for a call captured in a CUDA graph, whose copy node
+        reads the host buffer at every replay: no later call reuses them."""
+        if self.captured >= len(self.captures):
+            from gemmc.errors import GemmcError
+
+            raise GemmcError(f"this kernel has been captured in {len(self.captures)} CUDA graphs, the most it keeps "
+                             "problem tables for", code="E900")
+        self.captured += 1
+        return self.captures[self.captured - 1]
 
     def counter(self, stream: int) -> int:
         """The device address of the tile counters for launches on `stream` (a raw handle): the kernel leaves them

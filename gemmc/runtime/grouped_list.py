@@ -26,7 +26,7 @@ from gemmc.ir.dynamic import INT32_MAX
 from gemmc.runtime import dynamic as grouped  # the compile with its progress note
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.dynamic_list import Ring, problem_table
-from gemmc.runtime.dynamic_state import COUNTER_INTS, COUNTER_SLOTS, DynamicState
+from gemmc.runtime.dynamic_state import CAPTURES, COUNTER_INTS, COUNTER_SLOTS, DynamicState
 from gemmc.runtime.streams import is_torch, launch_stream
 from gemmc.runtime.tma import ALIGN, TMAP_BYTES, encode_tensor
 
@@ -39,7 +39,6 @@ WARPS_PER_BLOCK = 4  # the planning kernel: one warp a problem, 128 threads a bl
 TEMPLATE_DIMS = (256, 256)  # the template maps' placeholder tensor (replaced per problem on the device)
 TEMPLATE_PITCH = 1024  # bytes: a valid pitch for 256 elements of 2 or 4 bytes
 MAP_SLOTS = 8  # streams a kernel keeps tensor-map workspaces for (launches on one stream share one)
-CAPTURES = 8  # calls captured in CUDA graphs a kernel keeps problem tables for (each graph reads its own)
 
 
 class _Block:
@@ -66,8 +65,6 @@ class GroupedListState(DynamicState):
     map_bytes: int = 0
     workspace: Any = None  # MAP_SLOTS x map_bytes
     workspaces: dict[int, int] = field(default_factory=dict)  # raw stream handle -> its maps' device address
-    captures: list[Any] = field(default_factory=list)  # CAPTURES table buffers, one per captured call
-    captured: int = 0  # captures taken
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def maps(self, stream: int) -> int:
@@ -79,15 +76,6 @@ class GroupedListState(DynamicState):
                                  "maps for; launch it on fewer streams", code="E900")
             found = self.workspaces[stream] = int(self.workspace.data.ptr) + self.map_bytes * len(self.workspaces)
         return found
-
-    def capture_table(self) -> Ring:
-        """Table buffers of their own for a call captured in a CUDA graph, whose copy node reads the host buffer at
-        every replay: no later call reuses them."""
-        if self.captured >= len(self.captures):
-            raise GemmcError(f"this kernel has been captured in {len(self.captures)} CUDA graphs, the most it keeps "
-                             "problem tables for", code="E900")
-        self.captured += 1
-        return self.captures[self.captured - 1]
 
 
 def list_plan(kernel: Executable) -> HopperGroupedPlan:

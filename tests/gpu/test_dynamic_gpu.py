@@ -209,6 +209,41 @@ def test_grouped_list(schedule, dtype, layouts, scalars, lib):
                 assert rel(c, ref) < TOL[dtype], f"problem {i} {m}x{n}x{k}"
 
 
+def test_grouped_list_captured_in_graphs_reads_each_graphs_own_table():
+    """Two calls of one list kernel captured in two CUDA graphs, then plain calls on other lists in between: each
+    replay computes its own list (its problem table is the graph's, not a staging buffer a later call reuses)."""
+    t = torch()
+    kern = kernel(L32)
+    rng = np.random.default_rng(5)
+
+    def draw():
+        sizes = [tuple(int(x) for x in rng.integers(1, 130, 3)) for _ in range(12)]
+        return ([matrix(m, k, "r", t.float32) for m, n, k in sizes],
+                [matrix(k, n, "r", t.float32) for m, n, k in sizes],
+                [matrix(m, n, "r", t.float32) for m, n, k in sizes])
+
+    lists = [draw(), draw()]
+    kern(*lists[0])  # the first call (loads the kernel) outside any capture
+    t.cuda.synchronize()
+    graphs = []
+    for As, Bs, Cs in lists:
+        g = t.cuda.CUDAGraph()
+        with t.cuda.graph(g):
+            kern(As, Bs, Cs)
+        graphs.append(g)
+    for _ in range(10):  # plain calls cycle the staging ring past its eight buffers
+        kern(*draw())
+    for g, (As, Bs, Cs) in zip(graphs, lists, strict=True):
+        for a in As:
+            a.copy_(t.randn_like(a))
+        for c in Cs:
+            c.fill_(float("nan"))
+        g.replay()
+        t.cuda.synchronize()
+        for a, b, c in zip(As, Bs, Cs, strict=True):
+            assert rel(c, a.double() @ b.double()) < TOL["f32"]
+
+
 @pytest.mark.parametrize("routing", ["primes", "one", "empty"])
 def test_half_storage_grouped_m_and_k(routing):
     """bf16 storage widened to f32: grouped M (NaN-poisoned C, rows past the groups untouched) and grouped K with
