@@ -223,16 +223,16 @@ def test_grouped_list_captured_in_graphs_reads_each_graphs_own_table():
                 [matrix(m, n, "r", t.float32) for m, n, k in sizes])
 
     lists = [draw(), draw()]
-    kern(*lists[0])  # the first call (loads the kernel) outside any capture
+    kern(*lists[0], alpha=1.0, beta=0.0)  # the first call (loads the kernel) outside any capture
     t.cuda.synchronize()
     graphs = []
     for As, Bs, Cs in lists:
         g = t.cuda.CUDAGraph()
         with t.cuda.graph(g):
-            kern(As, Bs, Cs)
+            kern(As, Bs, Cs, alpha=1.0, beta=0.0)
         graphs.append(g)
     for _ in range(10):  # plain calls cycle the staging ring past its eight buffers
-        kern(*draw())
+        kern(*draw(), alpha=1.0, beta=0.0)
     for g, (As, Bs, Cs) in zip(graphs, lists, strict=True):
         for a in As:
             a.copy_(t.randn_like(a))

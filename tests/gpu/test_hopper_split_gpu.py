@@ -139,11 +139,11 @@ def test_first_call_on_a_stream_inside_a_graph_capture():
     A = torch.randn(m, k, device="cuda")
     B = torch.randn(k, n, device="cuda")
     C = torch.full((m, n), float("nan"), device="cuda")
-    kernel(A, B, C, alpha=1.0, beta=0.0)  # compiled, tuned and given scratch on the current stream
+    kernel([A], [B], [C], alpha=1.0, beta=0.0)  # compiled, tuned and given scratch on the current stream
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=torch.cuda.Stream()):  # a stream the kernel has never run on
-        kernel(A, B, C, alpha=1.0, beta=0.0)
+        kernel([A], [B], [C], alpha=1.0, beta=0.0)
     A.copy_(torch.randn(m, k, device="cuda"))
     C.fill_(float("nan"))
     graph.replay()
