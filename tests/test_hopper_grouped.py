@@ -283,6 +283,21 @@ def test_half_grouped_list_takes_the_hopper_loop():
     assert row.ir.plan.b_box == (64, 64) and not row.ir.plan.b_kmajor and row.ir.plan.c_sub_cols == 32
 
 
+def test_a_list_call_tma_cannot_read_takes_the_schedule_in_the_dynamic_family():
+    """What runtime/grouped_list.py runs for a call whose A or B TMA cannot read in place: the same schedule
+    planned with `algorithm dynamic` (CUDA cores), its sources compiling as the dynamic family's do."""
+    from gemmc.ir.types import DType, Precision
+    from gemmc.passes.replan import in_family
+
+    k = kernel("dtype A f16, B f16, C f32 beta runtime grouped list problems 64")
+    cores = in_family(k.ir, TARGETS["sm_90"], "dynamic", "<test>", Precision(DType.F32))
+    assert cores.family == "dynamic" and cores.name == k.ir.name + "_dynamic" and cores.dynamic == k.ir.dynamic
+    assert (cores.dtype, cores.c_dtype, cores.beta) == (k.ir.dtype, k.ir.c_dtype, k.ir.beta)
+    from gemmc.codegen import render_kernel
+
+    assert "gemmc_simt_tile" in render_kernel(cores, TARGETS["sm_90"]).source
+
+
 @pytest.mark.parametrize("text, why", [
     ("dtype bf16 layout A col grouped list problems 8", "reads A and writes C row-major"),
     ("dtype f16 layout C col grouped list problems 8", "reads A and writes C row-major"),

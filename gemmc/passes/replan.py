@@ -1,6 +1,7 @@
-"""A planned kernel planned again: for a batch of other sizes (`replan`: what a call with such a batch runs) and
-under a plan the planner would not pick by itself (`with_plan`: how tests, ablations and experiments run one). Both
-run the pipeline's own passes, so such a plan is checked and built as a schedule's is."""
+"""A planned kernel planned again: for a batch of other sizes (`replan`: what a call with such a batch runs), in
+another family (`in_family`: what a call its family cannot run takes) and under a plan the planner would not pick by
+itself (`with_plan`: how tests, ablations and experiments run one). All run the pipeline's own passes, so such a
+plan is checked and built as a schedule's is."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel, Problem
 from gemmc.ir.program import Program
+from gemmc.ir.types import Precision
 from gemmc.passes import build_worklist, run_pipeline
 
 
@@ -19,6 +21,15 @@ def replan(kernel: Kernel, hw: Hardware, shapes: Sequence[tuple[int, int, int]],
     GemmcError where the schedule's knobs cannot build these sizes."""
     problems = tuple(Problem(f"p{i}", m, n, k) for i, (m, n, k) in enumerate(shapes))
     fresh = dataclasses.replace(kernel, problems=problems, count=None, family=None, plan=None, work=None, notes=())
+    return run_pipeline(Program(hw, (fresh,), filename)).kernels[0]
+
+
+def in_family(kernel: Kernel, hw: Hardware, algorithm: str, filename: str, precision: Precision | None = None
+              ) -> Kernel:
+    """`kernel`'s schedule planned from the start with `algorithm` (a family's name) in place of its own, named
+    `<kernel>_<algorithm>`, and with `precision` where given (the family computes in another type)."""
+    fresh = dataclasses.replace(kernel, name=f"{kernel.name}_{algorithm}", algorithm=algorithm, family=None, plan=None,
+                                work=None, notes=(), precision=precision or kernel.precision)
     return run_pipeline(Program(hw, (fresh,), filename)).kernels[0]
 
 

@@ -66,6 +66,19 @@ class GroupedListState(DynamicState):
     workspace: Any = None  # MAP_SLOTS x map_bytes
     workspaces: dict[int, int] = field(default_factory=dict)  # raw stream handle -> its maps' device address
     lock: threading.Lock = field(default_factory=threading.Lock)
+    fallback: Any = None  # the Executable of `cuda_cores`, once a call needs it
+
+    def cuda_cores(self, kernel: Executable) -> Executable:
+        """The schedule in the dynamic family (`algorithm dynamic`: f32 products on CUDA cores, lines of any stride),
+        for the calls with an A or B that TMA cannot read in place; planned and loaded on the first such call."""
+        if self.fallback is None:
+            from gemmc.ir.types import DType, Precision
+            from gemmc.passes.replan import in_family
+            from gemmc.runtime.executable import Executable
+
+            cores = in_family(kernel.ir, kernel.target, "dynamic", kernel.filename, Precision(DType.F32))
+            self.fallback = Executable(cores, kernel.target, kernel.filename)
+        return self.fallback
 
     def maps(self, stream: int) -> int:
         """The device address of the tensor-map workspace for launches on `stream` (a raw handle)."""
@@ -117,7 +130,8 @@ def state(kernel: Executable) -> GroupedListState:
 
 def tma_misfits(table: np.ndarray) -> str:
     """Why TMA cannot read some problem's A or B in place (a base or leading dimension not a 16-byte multiple, where
-    the problem has work: m, n and k above 0), naming the first such problem, or ""."""
+    the problem has work: m, n and k above 0), naming the first such problem, or "": such a call runs on CUDA cores
+    (GroupedListState.cuda_cores)."""
     work = (table[:, 0] > 0) & (table[:, 1] > 0) & (table[:, 2] > 0)
     for name, ld, ptr in (("As", 3, 6), ("Bs", 4, 7)):
         bad = work & (((table[:, ld] * 2) % ALIGN != 0) | (table[:, ptr] % ALIGN != 0))
@@ -126,9 +140,7 @@ def tma_misfits(table: np.ndarray) -> str:
             base, lead = int(table[i, ptr]), int(table[i, ld])
             why = (f"its base 0x{base:x} is not 16-byte aligned (a view at an offset)" if base % ALIGN
                    else f"its leading dimension {lead} is {2 * lead} bytes, not a multiple of 16")
-            return (f"{name}[{i}]: the tensor-core kernel reads it in place through TMA, and {why}; pass an aligned "
-                    "array (pad its lines to a multiple of 8 elements), or compile the schedule with `algorithm "
-                    "dynamic` (CUDA cores)")
+            return f"{name}[{i}]: TMA cannot read it in place: {why}"
     return ""
 
 
@@ -159,9 +171,12 @@ def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offset
     count = len(table)
     if not count:
         return
-    misfit = tma_misfits(table)
-    if misfit:
-        raise GemmcError(misfit)
+    if tma_misfits(table):  # this call runs the schedule on CUDA cores (the dynamic family), which reads any lines
+        from gemmc.runtime.dynamic import launch_dynamic
+
+        launch_dynamic(st.cuda_cores(kernel), As, Bs, Cs, offsets=None, alpha=alpha, beta=beta, stream=on,
+                       validate=False)
+        return
     m, n = table[:, 0], table[:, 1]
     if int(((m + plan.bm - 1) // plan.bm * ((n + plan.bn - 1) // plan.bn)).sum()) > INT32_MAX:
         raise GemmcError("As, Bs: the problems give more tiles than the int32 tile numbering holds")

@@ -149,6 +149,7 @@ def test_go_tuning_copies_read_operands_of_their_own():
     arrays.append(cp.random.standard_normal((53, 37), dtype=cp.float32).T)
     infos = [describe(a, "As", i) for i, a in enumerate(arrays)]
     held: list = []
+    cp.cuda.Device().synchronize()  # the arrays were written on another stream than the copies' (as a call's are not)
     stream = cp.cuda.Stream(non_blocking=True)
     ptrs = own_operands(infos, 16, held, stream)
     stream.synchronize()

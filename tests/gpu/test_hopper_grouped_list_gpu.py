@@ -2,8 +2,8 @@
 the device): random lists with sizes 0, 1, primes and odd K against float64 with NaN-poisoned outputs, bf16 and f16
 with C in f32, beta != 0, views of wider matrices (and a C that TMA cannot store), more tiles than SMs and up to the
 schedule's bound of problems, launches in stream order sharing the workspace, a CUDA graph replayed with new data in
-the same arrays, no compile after warm-up, CuPy float16, arrays TMA cannot read refused by name, and the C++ launcher
-built with nvcc, called and captured in a graph."""
+the same arrays, no compile after warm-up, CuPy float16, a call with arrays TMA cannot read run on CUDA cores, and
+the C++ launcher built with nvcc, called and captured in a graph."""
 
 from __future__ import annotations
 
@@ -185,25 +185,32 @@ def test_new_sizes_compile_nothing_and_graph_replays_new_data():
     assert gemmc.stats() == before
 
 
-def test_arrays_tma_cannot_read_are_refused_by_name():
-    """A leading dimension that is not a 16-byte multiple (k = 7 of a dense A) or a base at an odd offset: a
-    GemmcError naming the array, nothing launched (C stays NaN); a problem of K = 0 never reads A or B, so its odd
-    line passes."""
+def test_a_call_with_arrays_tma_cannot_read_runs_on_cuda_cores():
+    """A leading dimension that is not a 16-byte multiple (k = 7 of a dense A) or a base at an odd offset: that call
+    runs the schedule in the dynamic family (CUDA cores, planned on the first such call), right against float64 with
+    NaN-poisoned C; the next aligned call runs on the tensor cores again. A problem of K = 0 never reads A or B, so
+    its odd line stays on the tensor cores."""
     t = torch()
     kern = kernel(BF16_ROW)
-    ok = (t.randn(16, 16, device="cuda").to(t.bfloat16), t.randn(16, 16, device="cuda").to(t.bfloat16))
-    C = t.full((16, 16), float("nan"), device="cuda").to(t.bfloat16)
-    odd_a = t.randn(9, 7, device="cuda").to(t.bfloat16)
-    with pytest.raises(gemmc.GemmcError, match=r"As\[1\]: .*leading dimension 7 is 14 bytes"):
-        kern([ok[0], odd_a], [ok[1], t.randn(7, 16, device="cuda").to(t.bfloat16)],
-             [C, t.empty(9, 16, device="cuda").to(t.bfloat16)], beta=0.0)
-    shifted = t.randn(16 * 17, device="cuda").to(t.bfloat16)[1:1 + 16 * 16].view(16, 16)
-    with pytest.raises(gemmc.GemmcError, match=r"Bs\[0\]: .*not 16-byte aligned"):
-        kern([ok[0]], [shifted], [C], beta=0.0)
+    bf = t.bfloat16
+    ok = (t.randn(16, 16, device="cuda").to(bf), t.randn(16, 16, device="cuda").to(bf))
+    odd = ([ok[0], t.randn(9, 7, device="cuda").to(bf)], [ok[1], t.randn(7, 16, device="cuda").to(bf)])
+    shifted = t.randn(16 * 17, device="cuda").to(bf)[1:1 + 16 * 16].view(16, 16)
+    for As, Bs in (odd, ([ok[0]], [shifted])):
+        Cs = [t.full((a.shape[0], 16), float("nan"), device="cuda").to(bf) for a in As]
+        kern(As, Bs, Cs, beta=0.0)
+        t.cuda.synchronize()
+        check(As, Bs, Cs, Cs, 1.0, 0.0, TOL["bfloat16"], "cuda cores")
+    fallback = kern.executable.dynamic.fallback
+    assert fallback is not None and fallback.ir.family == "dynamic"
+    C = t.full((16, 16), float("nan"), device="cuda").to(bf)
+    before = gemmc.stats()
+    kern([ok[0]], [ok[1]], [C], beta=0.0)
     t.cuda.synchronize()
-    assert t.isnan(C).all()
-    empty_k = [t.empty(5, 0, device="cuda").to(t.bfloat16)], [t.empty(0, 3, device="cuda").to(t.bfloat16)]
-    C3 = t.randn(5, 3, device="cuda").to(t.bfloat16)
+    check([ok[0]], [ok[1]], [C], [C], 1.0, 0.0, TOL["bfloat16"], "tensor cores")
+    assert gemmc.stats() == before
+    empty_k = [t.empty(5, 0, device="cuda").to(bf)], [t.empty(0, 3, device="cuda").to(bf)]
+    C3 = t.randn(5, 3, device="cuda").to(bf)
     C30 = C3.clone()
     kern(*empty_k, [C3], beta=2.0)
     t.cuda.synchronize()
