@@ -289,7 +289,7 @@ def test_a_list_call_tma_cannot_read_takes_the_schedule_in_the_dynamic_family():
     from gemmc.ir.types import DType, Precision
     from gemmc.passes.replan import in_family
 
-    k = kernel("dtype A f16, B f16, C f32 beta runtime grouped list problems 64")
+    k = kernel("dtype A f16, B f16, C f32 beta runtime tile 128x128x64 pipeline stages 4 grouped list problems 64")
     cores = in_family(k.ir, TARGETS["sm_90"], "dynamic", "<test>", Precision(DType.F32))
     assert cores.family == "dynamic" and cores.name == k.ir.name + "_dynamic" and cores.dynamic == k.ir.dynamic
     assert (cores.dtype, cores.c_dtype, cores.beta) == (k.ir.dtype, k.ir.c_dtype, k.ir.beta)

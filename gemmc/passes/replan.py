@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel, Problem
 from gemmc.ir.program import Program
-from gemmc.ir.types import Precision
+from gemmc.ir.types import Batching, Precision, TileMode
 from gemmc.passes import build_worklist, run_pipeline
 
 
@@ -27,9 +27,11 @@ def replan(kernel: Kernel, hw: Hardware, shapes: Sequence[tuple[int, int, int]],
 def in_family(kernel: Kernel, hw: Hardware, algorithm: str, filename: str, precision: Precision | None = None
               ) -> Kernel:
     """`kernel`'s schedule planned from the start with `algorithm` (a family's name) in place of its own, named
-    `<kernel>_<algorithm>`, and with `precision` where given (the family computes in another type)."""
+    `<kernel>_<algorithm>`, with `precision` where given (the family computes in another type) and the family's own
+    tile, threads, stages and batching (the schedule's were chosen for its own family)."""
     fresh = dataclasses.replace(kernel, name=f"{kernel.name}_{algorithm}", algorithm=algorithm, family=None, plan=None,
-                                work=None, notes=(), precision=precision or kernel.precision)
+                                work=None, notes=(), draft=None, precision=precision or kernel.precision, tile=None,
+                                tile_mode=TileMode.AUTO, threads=None, stages=2, batching=Batching.AUTO)
     return run_pipeline(Program(hw, (fresh,), filename)).kernels[0]
 
 

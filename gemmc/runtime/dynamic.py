@@ -25,8 +25,8 @@ from gemmc.model.tlp import occupancy
 from gemmc.runtime.args import NUMPY_DTYPES, ArrayInfo, describe
 from gemmc.runtime.compile import device_function
 from gemmc.runtime.device import cupy, hardware
-from gemmc.runtime.dynamic_state import COUNTER_INTS, COUNTER_SLOTS, DynamicState, Launcher
-from gemmc.runtime.streams import is_torch, launch_stream
+from gemmc.runtime.dynamic_state import DynamicState, Launcher, zeroed_counters
+from gemmc.runtime.streams import is_torch, launch_stream, outside_capture
 
 if TYPE_CHECKING:
     from gemmc.runtime.executable import Executable
@@ -91,9 +91,7 @@ def state(kernel: Executable) -> DynamicState:
         found = DynamicState(fn, validate, grid, threshold, smem, plan.threads,
                              tuple(np.int64(x) for x in (dyn.m, dyn.n, dyn.k, threshold)))
         found.baked = kernel.ir.alpha is not None and kernel.ir.beta is not None
-        cp = cupy()
-        found.counters = cp.zeros(COUNTER_SLOTS * COUNTER_INTS, dtype=cp.int32)
-        cp.cuda.get_current_stream().synchronize()  # zeroed before any stream's first launch reads them
+        found.counters = zeroed_counters()
         scalar = ctypes.c_double if kernel.ir.dtype.value == "f64" else ctypes.c_float
         ptr, i64 = ctypes.c_uint64, ctypes.c_int64
         try:
@@ -290,6 +288,8 @@ def launch_dynamic(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offsets: An
     The quick path (the host time per call): a grouped call of torch tensors or CuPy arrays on the default stream
     whose arguments' metadata (addresses, shapes, strides, dtypes, devices) equal those of a call already checked
     launches with that call's values, after reading the metadata once; anything else takes the full checks."""
+    if kernel.dynamic is None:
+        outside_capture(stream, is_torch(As), f"kernel {kernel.ir.name}: the first call (it loads the kernel)")
     st = kernel.dynamic or state(kernel)
     quick = _quick(st, As, Bs, Cs, offsets, alpha, beta, stream) if not validate else None
     if quick is not None and st.fast is not None:  # (_quick found st.fast; said again for the type checker)

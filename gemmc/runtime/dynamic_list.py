@@ -328,7 +328,10 @@ def _addresses(ptrs: list[int]) -> np.ndarray:
 
 
 def launch_list(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: Any, alpha_: Any, beta_: Any,
-                stream: Any, device: int) -> None:
+                stream: Any, device: int, views: bool = False) -> None:
+    """The list form's launch: the problem table (`views`: arrays may be views of unit-stride lines, their leading
+    dimensions read from their strides), staged through the ring (a captured call: a table of its own), then the
+    kernel."""
     if st.ring is None:
         capacity = kernel.ir.dynamic.max_groups  # type: ignore[union-attr]
         with allocating_during_capture():  # a first call inside a capture
@@ -338,7 +341,7 @@ def launch_list(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: Any,
     # capture gets buffers of its own, kept with the state, which no later call reuses (the ring's would be).
     captured = cupy().cuda.runtime.streamIsCapturing(stream.ptr) != 0
     ring = st.capture_table() if captured else st.ring
-    count = len(problem_table(kernel, As, Bs, Cs, device, out=ring.host_table()))
+    count = len(problem_table(kernel, As, Bs, Cs, device, out=ring.host_table(), views=views))
     if not count:
         return
     dev = ring.send(count, stream)

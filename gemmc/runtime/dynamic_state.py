@@ -49,6 +49,18 @@ CAPTURES = 8  # calls captured in CUDA graphs a list-form kernel keeps problem t
 COUNTER_INTS = 8  # int32 per slot: the kernel's two counters, padded to 32 bytes
 
 
+def zeroed_counters() -> Any:
+    """The tile counters of a persistent kernel (COUNTER_SLOTS x COUNTER_INTS int32), zero before any stream's first
+    launch reads them: the memset runs on CuPy's current stream, and a first launch on another stream (a torch side
+    stream, non-blocking) would not wait for it."""
+    from gemmc.runtime.device import cupy
+
+    cp = cupy()
+    counters = cp.zeros(COUNTER_SLOTS * COUNTER_INTS, dtype=cp.int32)
+    cp.cuda.get_current_stream().synchronize()
+    return counters
+
+
 @dataclass
 class DynamicState:
     """A dynamic kernel's loaded functions and launch constants, made on its first call (the only compile)."""

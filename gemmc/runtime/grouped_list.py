@@ -6,8 +6,8 @@ read in bulk, a pinned staging ring, one asynchronous copy), except that an arra
 (its leading dimension from its strides). Then two launches on the call's stream: the planning kernel builds every
 problem's three tensor maps in the stream's map workspace from the template maps (encoded here once per kernel), and
 the persistent kernel computes the tiles. TMA reads A and B in place, so every A and B of a problem with work must
-have a 16-byte aligned base and leading dimension; a call where one has not is refused with a GemmcError that names
-it, before anything is launched (the dynamic family's kernel, `algorithm dynamic`, reads any such list on CUDA cores).
+have a 16-byte aligned base and leading dimension; a call where one has not runs the schedule in the dynamic family
+instead (`GroupedListState.cuda_cores`: f32 products on CUDA cores, any lines).
 C may be anything the list form takes: a C that TMA cannot store is stored from the accumulators.
 """
 
@@ -26,8 +26,8 @@ from gemmc.ir.dynamic import INT32_MAX
 from gemmc.runtime import dynamic as grouped  # the compile with its progress note
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.dynamic_list import Ring, problem_table
-from gemmc.runtime.dynamic_state import CAPTURES, COUNTER_INTS, COUNTER_SLOTS, DynamicState
-from gemmc.runtime.streams import is_torch, launch_stream
+from gemmc.runtime.dynamic_state import CAPTURES, DynamicState, zeroed_counters
+from gemmc.runtime.streams import is_torch, launch_stream, outside_capture
 from gemmc.runtime.tma import ALIGN, TMAP_BYTES, encode_tensor
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def state(kernel: Executable) -> GroupedListState:
     st = GroupedListState(fn, None, plan.grid(hardware().sm_count), 0, plan.dynamic_smem_bytes, plan.threads,
                           func=int(fn.kernel.ptr), maps_func=int(maps_fn.kernel.ptr), map_bytes=plan.list_maps_bytes)
     st.baked = ir.alpha is not None and ir.beta is not None
-    st.counters = cp.zeros(COUNTER_SLOTS * COUNTER_INTS, dtype=np.int32)
+    st.counters = zeroed_counters()
     st.ring = Ring(plan.max_groups)
     st.captures = [Ring.single(plan.max_groups) for _ in range(CAPTURES)]
     st.workspace = cp.empty(MAP_SLOTS * plan.list_maps_bytes, dtype=np.uint8)
@@ -157,6 +157,8 @@ def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offset
     if validate:
         raise GemmcError("validate: a `grouped list` kernel checks its lists on the host; there is nothing to "
                          "validate on the device")
+    if not isinstance(kernel.dynamic, GroupedListState):
+        outside_capture(stream, is_torch(As), f"kernel {kernel.ir.name}: the first call (it loads the kernel)")
     st = kernel.dynamic if isinstance(kernel.dynamic, GroupedListState) else state(kernel)
     alpha_, beta_ = scalars(kernel, alpha, beta)
     cp = cupy()
@@ -172,10 +174,13 @@ def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offset
     if not count:
         return
     if tma_misfits(table):  # this call runs the schedule on CUDA cores (the dynamic family), which reads any lines
-        from gemmc.runtime.dynamic import launch_dynamic
+        if st.fallback is None and captured:
+            outside_capture(on, False, f"kernel {kernel.ir.name}: the first call whose A or B TMA cannot read in "
+                            "place (it plans and loads the kernel that runs such calls on CUDA cores)")
+        from gemmc.runtime.dynamic_list import launch_list
 
-        launch_dynamic(st.cuda_cores(kernel), As, Bs, Cs, offsets=None, alpha=alpha, beta=beta, stream=on,
-                       validate=False)
+        cores = st.cuda_cores(kernel)
+        launch_list(cores, cores.dynamic or grouped.state(cores), As, Bs, Cs, alpha_, beta_, on, device, views=True)
         return
     m, n = table[:, 0], table[:, 1]
     if int(((m + plan.bm - 1) // plan.bm * ((n + plan.bn - 1) // plan.bn)).sum()) > INT32_MAX:

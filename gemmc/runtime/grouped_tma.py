@@ -24,8 +24,8 @@ from gemmc.ir.types import Layout
 from gemmc.runtime import dynamic as grouped  # the grouped forms' checks, stream and quick-path key
 from gemmc.runtime.args import NUMPY_DTYPES
 from gemmc.runtime.device import cupy, hardware
-from gemmc.runtime.dynamic_state import COUNTER_INTS, COUNTER_SLOTS, DynamicState
-from gemmc.runtime.streams import is_torch, launch_stream
+from gemmc.runtime.dynamic_state import DynamicState, zeroed_counters
+from gemmc.runtime.streams import is_torch, launch_stream, outside_capture
 from gemmc.runtime.tma import ALIGN, TMAP, TMAP_BYTES, encode_tensor
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def state(kernel: Executable) -> GroupedTmaState:
                          plan.dynamic_smem_bytes, plan.threads, func=int(fn.kernel.ptr))
     st.baked = kernel.ir.alpha is not None and kernel.ir.beta is not None
     if plan.grouped_k:  # its blocks claim tiles from counters, a pair per stream, zeroed once (launches leave them 0)
-        st.counters = cupy().zeros(COUNTER_SLOTS * COUNTER_INTS, dtype=np.int32)
+        st.counters = zeroed_counters()
     kernel.dynamic = st
     return st
 
@@ -106,6 +106,8 @@ def launch_grouped_tma(kernel: Executable, A: Any, B: Any, C: Any, *, offsets: A
                        beta: float | None, stream: Any, validate: bool) -> None:
     """C = alpha A B_g + beta C over each group's rows, in one launch (CompiledKernel.__call__ passes its Executable).
     A call with the metadata of one already checked, on the default stream, launches that call's argument block."""
+    if not isinstance(kernel.dynamic, GroupedTmaState):
+        outside_capture(stream, is_torch(A), f"kernel {kernel.ir.name}: the first call (it loads the kernel)")
     st = kernel.dynamic if isinstance(kernel.dynamic, GroupedTmaState) else state(kernel)
     key = _key(A, B, C, offsets) if stream is None and not validate else None
     if key is not None:

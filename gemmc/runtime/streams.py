@@ -5,6 +5,7 @@ stream."""
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -68,19 +69,37 @@ def torch_stream() -> int:
     return int(raw(torch.cuda.current_device())) if raw is not None else int(torch.cuda.current_stream().cuda_stream)
 
 
+RELAXED = 2  # CU_STREAM_CAPTURE_MODE_RELAXED
+
+
 @contextmanager
 def allocating_during_capture() -> Iterator[None]:
     """Memory allocated inside this block may be allocated while a stream is being captured into a CUDA graph (the
     allocation is not part of the graph; the memory outlives it): this thread's capture mode is relaxed for the
-    block, as torch's caching allocator does for cudaMalloc. Without cuda-bindings the mode stays as it is."""
+    block (cuThreadExchangeStreamCaptureMode of the driver), as torch's caching allocator does for cudaMalloc.
+    Without a driver (no GPU) there is no capture to relax."""
     try:
-        from cuda.bindings import driver
-    except ImportError:
+        exchange = ctypes.CDLL("libcuda.so.1").cuThreadExchangeStreamCaptureMode
+    except OSError:
         yield
         return
-    relaxed = driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
-    _, previous = driver.cuThreadExchangeStreamCaptureMode(relaxed)
+    mode = ctypes.c_int(RELAXED)
+    status = exchange(ctypes.byref(mode))
+    if status != 0:
+        from gemmc.errors import GemmcError
+
+        raise GemmcError(f"the CUDA driver refused to relax this thread's graph-capture mode: CUresult {status}")
     try:
         yield
     finally:
-        driver.cuThreadExchangeStreamCaptureMode(previous)
+        exchange(ctypes.byref(mode))  # mode holds the thread's previous mode: put it back
+
+
+def outside_capture(stream: Any, torch_args: bool, what: str) -> None:
+    """Raise a GemmcError if the stream a call launches on (`launch_stream`'s) is being captured into a CUDA graph:
+    `what` (a first call that loads a kernel and allocates what it keeps) cannot be part of a graph."""
+    on = launch_stream(stream, torch_args)
+    if cupy().cuda.runtime.streamIsCapturing(on.ptr):
+        from gemmc.errors import GemmcError
+
+        raise GemmcError(f"{what} cannot run inside a CUDA-graph capture; make one such call before capturing")

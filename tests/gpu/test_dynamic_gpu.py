@@ -26,6 +26,8 @@ L64 = "kernel varlen64 {{ dtype f64 layout A col, B col grouped list problems 64
 # bf16/f16 storage computed in f32 on CUDA cores (grouped M: k 41 is no 16-byte line, which TMA cannot read, so sm_90
 # runs it here too)
 KH = "kernel wgrad_bf16 {{ dtype bf16 layout A col alpha runtime beta runtime grouped K m {m} n {n} groups 64 }}"
+# f16 A and B with f32 C: on sm_90a the tensor-core list, whose calls with lines TMA cannot read (most of the sizes
+# below) run on CUDA cores (the dynamic family)
 LH = "kernel varlen_f16 {{ dtype A f16, B f16, C f32 alpha runtime beta runtime grouped list problems 64 }}"
 MH = "target cuda sm_90\nkernel moe_bf16_simt {{ dtype bf16 layout B col grouped M n {n} k {k} groups 64 }}"
 # Past SPLIT_GROUPS: one part a group, and static (the scheduler's) with dynamic shared memory past 48 KiB

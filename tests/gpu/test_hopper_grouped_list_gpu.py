@@ -203,12 +203,20 @@ def test_a_call_with_arrays_tma_cannot_read_runs_on_cuda_cores():
         check(As, Bs, Cs, Cs, 1.0, 0.0, TOL["bfloat16"], "cuda cores")
     fallback = kern.executable.dynamic.fallback
     assert fallback is not None and fallback.ir.family == "dynamic"
+    # a view of a wider matrix at an odd pitch: CUDA cores too (the fallback reads the lines' strides)
+    wide = t.randn(16, 263, device="cuda").to(bf)[:, :20]
+    Cw = t.full((16, 16), float("nan"), device="cuda").to(bf)
+    Bw = t.randn(20, 16, device="cuda").to(bf)
+    kern([wide], [Bw], [Cw], beta=0.0)
+    t.cuda.synchronize()
+    check([wide], [Bw], [Cw], [Cw], 1.0, 0.0, TOL["bfloat16"], "a view on CUDA cores")
+    slot = fallback.dynamic.ring.next
     C = t.full((16, 16), float("nan"), device="cuda").to(bf)
     before = gemmc.stats()
     kern([ok[0]], [ok[1]], [C], beta=0.0)
     t.cuda.synchronize()
     check([ok[0]], [ok[1]], [C], [C], 1.0, 0.0, TOL["bfloat16"], "tensor cores")
-    assert gemmc.stats() == before
+    assert gemmc.stats() == before and fallback.dynamic.ring.next == slot  # the aligned call ran no CUDA-core table
     empty_k = [t.empty(5, 0, device="cuda").to(bf)], [t.empty(0, 3, device="cuda").to(bf)]
     C3 = t.randn(5, 3, device="cuda").to(bf)
     C30 = C3.clone()

@@ -141,6 +141,9 @@ def test_first_call_on_a_stream_inside_a_graph_capture():
     C = torch.full((m, n), float("nan"), device="cuda")
     kernel([A], [B], [C], alpha=1.0, beta=0.0)  # compiled, tuned and given scratch on the current stream
     torch.cuda.synchronize()
+    import cupy
+
+    cupy.get_default_memory_pool().free_all_blocks()  # the scratch cannot come from a block the pool holds
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=torch.cuda.Stream()):  # a stream the kernel has never run on
         kernel([A], [B], [C], alpha=1.0, beta=0.0)
