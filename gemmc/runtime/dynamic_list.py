@@ -12,6 +12,7 @@ planning, tuning or compiling per call.
 from __future__ import annotations
 
 import gc
+import threading
 from itertools import chain
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,7 @@ class Ring:
         self.device = [cp.empty(capacity * FIELDS, dtype=cp.int64) for _ in range(slots)]
         self.events: list[Any] = [None] * slots
         self.next = 0
+        self.lock = threading.Lock()  # calls from several threads take slots in turn
 
     @classmethod
     def single(cls, capacity: int) -> Ring:
@@ -53,29 +55,29 @@ class Ring:
         replay (never `done`, never reused)."""
         return cls(capacity, slots=1)
 
-    def host_table(self) -> np.ndarray:
-        """The next pinned staging buffer (capacity x FIELDS) to write a table into, once the copy and the kernel of
-        its last use are done."""
-        slot = self.next
-        self.next = (slot + 1) % len(self.host)
+    def host_table(self) -> tuple[int, np.ndarray]:
+        """The next slot and its pinned staging buffer (capacity x FIELDS) to write a table into, once the copy and
+        the kernel of the slot's last use are done."""
+        with self.lock:
+            slot = self.next
+            self.next = (slot + 1) % len(self.host)
         if self.events[slot] is not None:
             self.events[slot].synchronize()  # its last kernel has read the device table and the copy is done
-        self.slot = slot
-        return self.views[slot]
+        return slot, self.views[slot]
 
-    def send(self, rows: int, stream: Any) -> int:
-        """Copy the first `rows` of the buffer that host_table gave to the device on `stream`; return the device
-        table's address. The caller records `done(stream)` after the kernel that reads it."""
+    def send(self, slot: int, rows: int, stream: Any) -> int:
+        """Copy the first `rows` of the slot's buffer to the device on `stream`; return the device table's address.
+        The caller records `done(slot, stream)` after the kernel that reads it."""
         cp = cupy()
-        dev = self.device[self.slot]
-        cp.cuda.runtime.memcpyAsync(dev.data.ptr, self.host[self.slot].ptr, rows * FIELDS * 8,
+        dev = self.device[slot]
+        cp.cuda.runtime.memcpyAsync(dev.data.ptr, self.host[slot].ptr, rows * FIELDS * 8,
                                     cp.cuda.runtime.memcpyHostToDevice, stream.ptr)
         return int(dev.data.ptr)
 
-    def done(self, stream: Any) -> None:
-        event = self.events[self.slot]
+    def done(self, slot: int, stream: Any) -> None:
+        event = self.events[slot]
         if event is None:
-            event = self.events[self.slot] = cupy().cuda.Event(block=False, disable_timing=True)
+            event = self.events[slot] = cupy().cuda.Event(block=False, disable_timing=True)
         event.record(stream)
 
 
@@ -338,13 +340,16 @@ def launch_list(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: Any,
             st.ring = Ring(capacity)
             st.captures = [Ring.single(capacity) for _ in range(CAPTURES)]
     # Inside a CUDA-graph capture the table's copy becomes a node that reads its host buffer at every replay: the
-    # capture gets buffers of its own, kept with the state, which no later call reuses (the ring's would be).
+    # capture gets a buffer of its own, kept with the state, which no later call reuses (the ring's would be).
     captured = cupy().cuda.runtime.streamIsCapturing(stream.ptr) != 0
-    ring = st.capture_table() if captured else st.ring
-    count = len(problem_table(kernel, As, Bs, Cs, device, out=ring.host_table(), views=views))
+    ring = st.next_capture() if captured else st.ring
+    slot, out = ring.host_table()
+    count = len(problem_table(kernel, As, Bs, Cs, device, out=out, views=views))
     if not count:
         return
-    dev = ring.send(count, stream)
+    if captured:
+        st.take_capture()
+    dev = ring.send(slot, count, stream)
     counter = st.counter(stream.ptr)
     if st.fast is not None:
         st.fast(st.grid, st.block, st.smem, stream.ptr, (0, 0, 0, 0, dev, count, 0), counter,
@@ -356,4 +361,4 @@ def launch_list(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: Any,
                np.int64(0), np.int64(st.threshold), np.uint64(counter), alpha_, beta_), shared_mem=st.smem,
               stream=stream)
     if not captured:
-        ring.done(stream)
+        ring.done(slot, stream)

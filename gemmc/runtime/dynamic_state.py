@@ -82,16 +82,19 @@ class DynamicState:
     seen: dict[tuple, tuple] = field(default_factory=dict)  # checked grouped calls' metadata -> their launch values
     baked: bool = True  # alpha and beta are the schedule's constants
 
-    def capture_table(self) -> Any:
-        """The list form's table buffers (a Ring of one slot) for a call captured in a CUDA graph, whose copy node
-        reads the host buffer at every replay: no later call reuses them."""
+    def next_capture(self) -> Any:
+        """The list form's table buffers (a Ring of one slot) for a call being captured in a CUDA graph, whose copy
+        node reads the host buffer at every replay; the call takes them (`take_capture`) once it has problems to
+        run, and no later call reuses them then."""
         if self.captured >= len(self.captures):
             from gemmc.errors import GemmcError
 
             raise GemmcError(f"this kernel has been captured in {len(self.captures)} CUDA graphs, the most it keeps "
                              "problem tables for", code="E900")
+        return self.captures[self.captured]
+
+    def take_capture(self) -> None:
         self.captured += 1
-        return self.captures[self.captured - 1]
 
     def counter(self, stream: int) -> int:
         """The device address of the tile counters for launches on `stream` (a raw handle): the kernel leaves them

@@ -71,24 +71,26 @@ class GroupedListState(DynamicState):
     def cuda_cores(self, kernel: Executable) -> Executable:
         """The schedule in the dynamic family (`algorithm dynamic`: f32 products on CUDA cores, lines of any stride),
         for the calls with an A or B that TMA cannot read in place; planned and loaded on the first such call."""
-        if self.fallback is None:
-            from gemmc.ir.types import DType, Precision
-            from gemmc.passes.replan import in_family
-            from gemmc.runtime.executable import Executable
+        with self.lock:
+            if self.fallback is None:
+                from gemmc.ir.types import DType, Precision
+                from gemmc.passes.replan import in_family
+                from gemmc.runtime.executable import Executable
 
-            cores = in_family(kernel.ir, kernel.target, "dynamic", kernel.filename, Precision(DType.F32))
-            self.fallback = Executable(cores, kernel.target, kernel.filename)
-        return self.fallback
+                cores = in_family(kernel.ir, kernel.target, "dynamic", kernel.filename, Precision(DType.F32))
+                self.fallback = Executable(cores, kernel.target, kernel.filename)
+            return self.fallback
 
     def maps(self, stream: int) -> int:
         """The device address of the tensor-map workspace for launches on `stream` (a raw handle)."""
-        found = self.workspaces.get(stream)
-        if found is None:
-            if len(self.workspaces) >= MAP_SLOTS:
-                raise GemmcError(f"stream: this kernel has run on {MAP_SLOTS} streams, the most it keeps tensor "
-                                 "maps for; launch it on fewer streams", code="E900")
-            found = self.workspaces[stream] = int(self.workspace.data.ptr) + self.map_bytes * len(self.workspaces)
-        return found
+        with self.lock:
+            found = self.workspaces.get(stream)
+            if found is None:
+                if len(self.workspaces) >= MAP_SLOTS:
+                    raise GemmcError(f"stream: this kernel has run on {MAP_SLOTS} streams, the most it keeps tensor "
+                                     "maps for; launch it on fewer streams", code="E900")
+                found = self.workspaces[stream] = int(self.workspace.data.ptr) + self.map_bytes * len(self.workspaces)
+            return found
 
 
 def list_plan(kernel: Executable) -> HopperGroupedPlan:
@@ -164,12 +166,13 @@ def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offset
     cp = cupy()
     device = cp.cuda.runtime.getDevice()
     on = launch_stream(stream, is_torch(As))
-    # Inside a CUDA-graph capture the table's copy becomes a node that reads its host buffer at every replay: the
-    # capture gets buffers of its own, kept with the state, which no later call reuses (the ring's would be).
     plan = list_plan(kernel)
+    # Inside a CUDA-graph capture the table's copy becomes a node that reads its host buffer at every replay: the
+    # capture gets a buffer of its own, kept with the state, which no later call reuses (the ring's would be).
     captured = cp.cuda.runtime.streamIsCapturing(on.ptr) != 0
-    ring = st.capture_table() if captured else st.ring
-    table = problem_table(kernel, As, Bs, Cs, device, out=ring.host_table(), views=True)
+    ring = st.next_capture() if captured else st.ring
+    slot, out = ring.host_table()
+    table = problem_table(kernel, As, Bs, Cs, device, out=out, views=True)
     count = len(table)
     if not count:
         return
@@ -185,7 +188,9 @@ def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offset
     m, n = table[:, 0], table[:, 1]
     if int(((m + plan.bm - 1) // plan.bm * ((n + plan.bn - 1) // plan.bn)).sum()) > INT32_MAX:
         raise GemmcError("As, Bs: the problems give more tiles than the int32 tile numbering holds")
-    problems = ring.send(count, on)
+    if captured:
+        st.take_capture()
+    problems = ring.send(slot, count, on)
     maps = st.maps(on.ptr)
     with st.lock:
         a = st.maps_args.values
@@ -197,5 +202,5 @@ def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offset
         b[4].value, b[5].value = float(alpha_), float(beta_)
         driver.launchKernel(st.func, st.grid, 1, 1, st.block, 1, 1, st.smem, on.ptr, st.main_args.address, 0)
     if not captured:
-        ring.done(on)
+        ring.done(slot, on)
 
