@@ -24,8 +24,6 @@ from gemmc.ir.dynamic import INT32_MAX
 from gemmc.ir.types import Layout
 from gemmc.runtime.args import NUMPY_DTYPES, _torch_name, describe
 from gemmc.runtime.device import cupy
-from gemmc.runtime.dynamic_state import CAPTURES
-from gemmc.runtime.streams import allocating_during_capture
 
 if TYPE_CHECKING:
     from gemmc.runtime.dynamic_state import DynamicState
@@ -335,10 +333,7 @@ def launch_list(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: Any,
     dimensions read from their strides), staged through the ring (a captured call: a table of its own), then the
     kernel."""
     if st.ring is None:
-        capacity = kernel.ir.dynamic.max_groups  # type: ignore[union-attr]
-        with allocating_during_capture():  # a first call inside a capture
-            st.ring = Ring(capacity)
-            st.captures = [Ring.single(capacity) for _ in range(CAPTURES)]
+        st.make_tables(kernel.ir.dynamic.max_groups)  # type: ignore[union-attr]
     # Inside a CUDA-graph capture the table's copy becomes a node that reads its host buffer at every replay: the
     # capture gets a buffer of its own, kept with the state, which no later call reuses (the ring's would be).
     captured = cupy().cuda.runtime.streamIsCapturing(stream.ptr) != 0

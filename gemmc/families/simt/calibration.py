@@ -17,11 +17,11 @@ UNIFORM_F32 = Measured(
     ((128, 128, 16, 8, 8, 256), (64, 64, 16, 4, 4, 256), (32, 32, 32, 2, 4, 128)),
     H100,
     why="The uniform f32 catalogue. 8x8 micro-tiles give 2 FMAs per shared-memory byte read. 128x128 takes k steps "
-        "of 16: at 4096^3 it runs 44.1 TFLOP/s against 36.2 with steps of 8, although 16 holds one block per SM "
-        "(203 registers) and 8 two (128): a k-tile's turnaround (staged stores, barrier) costs more than the "
-        "second block hides, and steps of 24 and 32 give 42.9 and 44.2 against 45.0. A loop that keeps two blocks "
-        "without a spill (k-tiles by cp.async, fragments double-buffered; 124-128 registers) runs 39.4 (steps of "
-        "8) and 42.7 (16) TFLOP/s against 44.6, and 8x16 "
+        "of 16 (at 4096^3 44.1-45.0 TFLOP/s in the runs below, each against its own candidates): against 36.2 with "
+        "steps of 8, although 16 holds one block per SM (203 registers) and 8 two (128): a k-tile's turnaround "
+        "(staged stores, barrier) costs more than the second block hides, and steps of 24 and 32 give 42.9 and "
+        "44.2 against 45.0. A loop that keeps two blocks without a spill (k-tiles by cp.async, fragments "
+        "double-buffered; 124-128 registers) runs 39.4 (steps of 8) and 42.7 (16) TFLOP/s against 44.6, and 8x16 "
         "micro-tiles (128x256x16) tie: the tile is bound by issue (80.5% of the scheduler cycles, cuBLAS 88%), not "
         "by occupancy. The small tiles are latency-bound and take long k steps; 32x32 with 128 threads is "
         "5-8% faster than with 256 on three Inception modules (8.4-8.5 against 9.1 us).",
