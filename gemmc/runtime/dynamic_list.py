@@ -24,6 +24,8 @@ from gemmc.ir.dynamic import INT32_MAX
 from gemmc.ir.types import Layout
 from gemmc.runtime.args import NUMPY_DTYPES, _torch_name, describe
 from gemmc.runtime.device import cupy
+from gemmc.runtime.dynamic_state import CAPTURES
+from gemmc.runtime.streams import allocating_during_capture
 
 if TYPE_CHECKING:
     from gemmc.runtime.dynamic_state import DynamicState
@@ -327,13 +329,21 @@ def _addresses(ptrs: list[int]) -> np.ndarray:
         return np.fromiter(ptrs, dtype=np.uint64, count=len(ptrs)).view(np.int64)
 
 
+def make_tables(st: DynamicState, capacity: int) -> None:
+    """A list-form state's table buffers for `capacity` problems: the staging ring and CAPTURES buffers for captured
+    calls, allocated outside any graph (the relaxed capture mode, for a first call inside a capture)."""
+    with allocating_during_capture():
+        st.ring = Ring(capacity)
+        st.captures = [Ring.single(capacity) for _ in range(CAPTURES)]
+
+
 def launch_list(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: Any, alpha_: Any, beta_: Any,
                 stream: Any, device: int, views: bool = False) -> None:
     """The list form's launch: the problem table (`views`: arrays may be views of unit-stride lines, their leading
     dimensions read from their strides), staged through the ring (a captured call: a table of its own), then the
     kernel."""
     if st.ring is None:
-        st.make_tables(kernel.ir.dynamic.max_groups)  # type: ignore[union-attr]
+        make_tables(st, kernel.ir.dynamic.max_groups)  # type: ignore[union-attr]
     # Inside a CUDA-graph capture the table's copy becomes a node that reads its host buffer at every replay: the
     # capture gets a buffer of its own, kept with the state, which no later call reuses (the ring's would be).
     captured = cupy().cuda.runtime.streamIsCapturing(stream.ptr) != 0

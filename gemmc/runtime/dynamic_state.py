@@ -82,17 +82,6 @@ class DynamicState:
     seen: dict[tuple, tuple] = field(default_factory=dict)  # checked grouped calls' metadata -> their launch values
     baked: bool = True  # alpha and beta are the schedule's constants
 
-    def make_tables(self, capacity: int) -> None:
-        """The list form's table buffers for `capacity` problems: the staging ring and CAPTURES buffers for captured
-        calls (dynamic_list.Ring), allocated outside any graph (the relaxed capture mode, for a first call inside a
-        capture)."""
-        from gemmc.runtime.dynamic_list import Ring
-        from gemmc.runtime.streams import allocating_during_capture
-
-        with allocating_during_capture():
-            self.ring = Ring(capacity)
-            self.captures = [Ring.single(capacity) for _ in range(CAPTURES)]
-
     def next_capture(self) -> Any:
         """The list form's table buffers (a Ring of one slot) for a call being captured in a CUDA graph, whose copy
         node reads the host buffer at every replay; the call takes them (`take_capture`) once it has problems to

@@ -25,7 +25,7 @@ from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
 from gemmc.ir.dynamic import INT32_MAX
 from gemmc.runtime import dynamic as grouped  # the compile with its progress note
 from gemmc.runtime.device import cupy, hardware
-from gemmc.runtime.dynamic_list import problem_table
+from gemmc.runtime.dynamic_list import make_tables, problem_table
 from gemmc.runtime.dynamic_state import DynamicState, zeroed_counters
 from gemmc.runtime.streams import is_torch, launch_stream, outside_capture
 from gemmc.runtime.tma import ALIGN, TMAP_BYTES, encode_tensor
@@ -114,7 +114,7 @@ def state(kernel: Executable) -> GroupedListState:
                           func=int(fn.kernel.ptr), maps_func=int(maps_fn.kernel.ptr), map_bytes=plan.list_maps_bytes)
     st.baked = ir.alpha is not None and ir.beta is not None
     st.counters = zeroed_counters()
-    st.make_tables(plan.max_groups)
+    make_tables(st, plan.max_groups)
     st.workspace = cp.empty(MAP_SLOTS * plan.list_maps_bytes, dtype=np.uint8)
     # The templates: each operand's element type, box and swizzle; the address (a placeholder: the counters), dims
     # and pitch are replaced per problem on the device.
