@@ -205,3 +205,26 @@ def check_moe_graph_replay(kern, *, experts: int, tokens: int, n: int, k: int, d
         ref = t.einsum("tk,tnk->tn" if b_col else "tk,tkn->tn", X.double(), W.double()[assign])
         assert rel(Y, ref) < tolerance, f"replay {trial}"
     assert gemmc.stats() == before
+
+
+def launcher(kern, tmp_path, argtypes: list | None = None) -> tuple:
+    """The kernel's `gemmc compile` output built with nvcc into a library and loaded: (its launcher with `argtypes`,
+    returning a cudaError_t, and its `_workspace_bytes` function). Default argtypes: the grouped M and K launchers'
+    (A, B, C, the ends, groups, rows, workspace, stream)."""
+    import ctypes
+    import subprocess
+
+    if argtypes is None:
+        argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p, ctypes.c_void_p]
+    src = tmp_path / f"{kern.rendered.launcher}.cu"
+    src.write_text(kern.standalone)
+    lib_path = tmp_path / f"lib{kern.rendered.launcher}.so"
+    build = subprocess.run(["nvcc", *kern.rendered.build_flags, "-std=c++17", "-shared", "-Xcompiler", "-fPIC",
+                            str(src), "-o", str(lib_path), "-lcuda"], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-4000:]
+    lib = ctypes.CDLL(str(lib_path))
+    fn = getattr(lib, kern.rendered.launcher)
+    fn.restype, fn.argtypes = ctypes.c_int, argtypes
+    size = getattr(lib, kern.rendered.launcher + "_workspace_bytes")
+    size.restype = ctypes.c_size_t
+    return fn, size

@@ -7,17 +7,15 @@ nvcc, called and captured in a graph."""
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
 import gemmc
 from gemmc.families.dynamic import scheduler
-from tests.gpu.helpers import check_moe_graph_replay, rel
+from tests.gpu.helpers import check_moe_graph_replay, launcher, rel
 
 pytestmark = pytest.mark.gpu
 
@@ -246,18 +244,7 @@ def test_cpp_launcher_runs_and_is_captured_in_a_graph(tmp_path):
     t = torch()
     n, k, groups, rows = 192, 128, 9, 1500
     kern = kernel(BF16, layout="", n=n, k=k)
-    src = tmp_path / "moe.cu"
-    src.write_text(kern.standalone)
-    lib_path = tmp_path / "libmoe.so"
-    build = subprocess.run(["nvcc", *kern.rendered.build_flags, "-std=c++17", "-shared", "-Xcompiler", "-fPIC",
-                            str(src), "-o", str(lib_path), "-lcuda"], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr[-4000:]
-    lib = ctypes.CDLL(str(lib_path))
-    fn = getattr(lib, kern.rendered.launcher)
-    fn.restype = ctypes.c_int
-    fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p, ctypes.c_void_p]
-    size = getattr(lib, kern.rendered.launcher + "_workspace_bytes")
-    size.restype = ctypes.c_size_t
+    fn, size = launcher(kern, tmp_path)
     work = t.zeros(int(size(groups)), dtype=t.uint8, device="cuda")
     A = t.randn(rows, k, device="cuda").to(t.bfloat16)
     B = weights(t, groups, k, n, False, t.bfloat16)

@@ -7,16 +7,14 @@ nvcc, called and captured in a graph."""
 
 from __future__ import annotations
 
-import ctypes
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
 import gemmc
 from gemmc.families.dynamic import scheduler
-from tests.gpu.helpers import rel
+from tests.gpu.helpers import launcher, rel
 
 pytestmark = pytest.mark.gpu
 
@@ -261,18 +259,7 @@ def test_cpp_launcher_runs_and_is_captured_in_a_graph(tmp_path):
     t = torch()
     m, n, groups, rows = 320, 136, 64, 1500
     kern = kernel(BF16, m=m, n=n)
-    src = tmp_path / "wgrad.cu"
-    src.write_text(kern.standalone)
-    lib_path = tmp_path / "libwgrad.so"
-    build = subprocess.run(["nvcc", *kern.rendered.build_flags, "-std=c++17", "-shared", "-Xcompiler", "-fPIC",
-                            str(src), "-o", str(lib_path), "-lcuda"], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr[-4000:]
-    lib = ctypes.CDLL(str(lib_path))
-    fn = getattr(lib, kern.rendered.launcher)
-    fn.restype = ctypes.c_int
-    fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p, ctypes.c_void_p]
-    size = getattr(lib, kern.rendered.launcher + "_workspace_bytes")
-    size.restype = ctypes.c_size_t
+    fn, size = launcher(kern, tmp_path)
     work = t.zeros(int(size(groups)), dtype=t.uint8, device="cuda")
     X = t.randn(rows, m, device="cuda").to(t.bfloat16)
     dY = t.randn(rows, n, device="cuda").to(t.bfloat16)

@@ -8,13 +8,12 @@ the C++ launcher built with nvcc, called and captured in a graph."""
 from __future__ import annotations
 
 import ctypes
-import subprocess
 
 import numpy as np
 import pytest
 
 import gemmc
-from tests.gpu.helpers import rel
+from tests.gpu.helpers import launcher, rel
 
 pytestmark = pytest.mark.gpu
 
@@ -250,18 +249,7 @@ def test_cpp_launcher_runs_and_is_captured_in_a_graph(tmp_path):
     the counter in the caller's workspace, which every launch leaves zeroed for the next."""
     t = torch()
     kern = kernel(BF16)
-    src = tmp_path / "lst.cu"
-    src.write_text(kern.standalone)
-    lib_path = tmp_path / "liblst.so"
-    build = subprocess.run(["nvcc", *kern.rendered.build_flags, "-std=c++17", "-shared", "-Xcompiler", "-fPIC",
-                            str(src), "-o", str(lib_path), "-lcuda"], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr[-4000:]
-    lib = ctypes.CDLL(str(lib_path))
-    fn = getattr(lib, kern.rendered.launcher)
-    fn.restype = ctypes.c_int
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
-    size = getattr(lib, kern.rendered.launcher + "_workspace_bytes")
-    size.restype = ctypes.c_size_t
+    fn, size = launcher(kern, tmp_path, [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p])
     work = t.zeros(int(size(1024)), dtype=t.uint8, device="cuda")
     shapes = [(int(m), 264, 136) for m in np.random.default_rng(5).integers(0, 700, 48)]
     As, Bs, Cs = operands(t, shapes, t.bfloat16, t.bfloat16, True)
