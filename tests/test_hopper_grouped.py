@@ -283,6 +283,11 @@ def test_half_grouped_list_takes_the_hopper_loop():
     assert row.ir.plan.b_box == (64, 64) and not row.ir.plan.b_kmajor and row.ir.plan.c_sub_cols == 32
 
 
+def test_a_list_tile_other_than_its_own_is_refused_at_the_tile():
+    (code, message), = errors("dtype bf16 tile 128x256x64 grouped list problems 8")
+    assert code == "E202" and "128 x 128 x 64, not 128x256x64" in message
+
+
 def test_a_list_call_tma_cannot_read_takes_the_schedule_in_the_dynamic_family():
     """What runtime/grouped_list.py runs for a call whose A or B TMA cannot read in place: the same schedule
     planned with `algorithm dynamic` (CUDA cores), its sources compiling as the dynamic family's do."""
