@@ -384,19 +384,67 @@ def test_example_group_golden(golden):
 BF16 = "group g { concurrency auto dtype bf16 gemm a 4096 x 64 x 1024 copies 4 gemm b 2048 x 1024 x 1024 }"
 
 
-def test_bf16_fused_is_refused_at_its_line():
-    shown = errors_of("group g {\n  concurrency fused\n  dtype bf16\n  gemm a 64 x 64 x 64\n  gemm b 64 x 64 x 64\n}")
-    assert "g.gs:2:3: error[E900]" in shown and "(member 'a') needs a grouped bf16 kernel" in shown
+FUSED_BF16 = ("target cuda sm_90\ngroup f { concurrency fused dtype bf16 layout B col gemm a 256 x 128 x 64 "
+              "gemm b 1000 x 72 x 136 copies 3 }")
+
+
+def test_bf16_fused_is_one_grouped_list_launch():
+    """bf16 members fuse into one `grouped list` kernel of the hopper_grouped family, a problem per member."""
+    group = gemmc.compile_string(FUSED_BF16).groups[0]
+    plan = group.group_plan
+    assert plan.mode is Mode.FUSED and plan.fused is not None
+    fused = plan.fused
+    assert fused.family == "hopper_grouped" and fused.dynamic is not None
+    assert fused.dynamic.grouping.value == "list" and fused.dynamic.max_groups == 4
+    assert (fused.dtype.value, fused.layout_b) == ("bf16", Layout.COL)
+    assert "runs: fused: one launch of kernel f_fused" in group.plan
+
+
+@pytest.mark.parametrize("text, why", [
+    ("dtype bf16 gemm a 97 x 128 x 251 gemm b 64 x 64 x 64", "member f_a's A lines are 502 bytes"),
+    ("dtype bf16 gemm a 96 x 130 x 64 gemm b 64 x 64 x 64", "member f_a's B lines are 260 bytes"),
+    ("dtype bf16 gemm a 64 x 64 x 64 { layout A col } gemm b 64 x 64 x 64", "fused needs one layout a"),
+    ("dtype bf16 layout A col gemm a 64 x 64 x 64 gemm b 64 x 64 x 64", "it reads A and writes C row-major"),
+    ("dtype bf16 gemm a 64 x 64 x 64 gemm b 64 x 64 x 64 { dtype f16 }", "fused needs one dtype"),
+    ("dtype bf16 gemm a 64 x 64 x 64 gemm b 64 x 64 x 64 { beta 1.0 }", "fused needs one beta"),
+])
+def test_bf16_fused_falls_back_to_streams_and_says_why(text, why):
+    group = gemmc.compile_string(f"target cuda sm_90\ngroup f {{ concurrency fused {text} }}").groups[0]
+    assert group.group_plan.fused is None and group.group_plan.mode is Mode.STREAMS
+    assert "concurrency fused falls back to streams: " in group.plan and why in group.plan, group.plan
+
+
+def test_bf16_fused_needs_the_hopper_loop():
+    group = gemmc.compile_string(FUSED_BF16.replace("sm_90", "sm_80")).groups[0]
+    assert group.group_plan.fused is None
+    assert "needs the grouped TMA + wgmma loop of target cuda sm_90" in group.plan
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_bf16_fused_launcher_compiles_with_nvcc(tmp_path, golden):
+    """The fused group's C++: the list kernel with its own launcher (static), a problem table filled per call from
+    the schedule's sizes and the call's pointers, the tile counters zeroed in a stream-ordered allocation: no
+    host-to-device copy, so a graph can capture it."""
+    out = compile_group(tmp_path, FUSED_BF16, "sm_90")
+    src = (out / "f.cu").read_text()
+    golden("groups/fused_bf16.cu", src)
+    assert "cudaMemcpy" not in src and "cudaMemsetAsync(workspace, 0, 256, stream)" in src
+    assert "{ 1000, 72, 136, 136, 136, 72 }," in src  # b's sizes and leading dimensions (B column-major)
+    assert 'extern "C" cudaError_t gemmc_f_k0' not in src and "static cudaError_t gemmc_f_k0(" in src
+    assert "16-byte aligned (cudaErrorInvalidValue otherwise)" in (out / "f.h").read_text()
+    proc = subprocess.run([NVCC, "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17", "-Werror", "all-warnings",
+                           "-c", str(out / "f.cu"), "-o", str(tmp_path / "f.o")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
 
 
 def test_bf16_members_run_hopper_kernels_capped_to_their_share(monkeypatch):
     """bf16 members plan on the hopper family; their GO-kernels for 1/2 and 1/4 of the SMs cap the persistent grid
-    to that share; auto never runs them fused (no grouped bf16 kernel yet) and says so."""
+    to that share; auto has no model of the fused launch, so the plan is not fused and says the first call times it."""
     group = gemmc.compile_string(BF16).groups[0]
     plan = group.group_plan
     assert {k.ir.family for k in group.members} == {"hopper"}
-    assert plan.fused is None and plan.mode is not Mode.FUSED
-    assert "not fused: fused needs a grouped bf16 kernel" in group.plan
+    assert plan.fused is not None and plan.mode is not Mode.FUSED
+    assert "not fused by the model: no cost model estimates the hopper_grouped family's launch" in group.plan
     sms = group.target.sm_count
     for share in (2, 4):
         k = plan.share_kernel("g_a_0", share)

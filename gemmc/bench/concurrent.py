@@ -39,8 +39,9 @@ def _find(gemms: list[Gemm], name: str) -> Gemm:
 
 
 def bf16_cases(quick: bool) -> list[tuple[str, str, list[Gemm]]]:
-    """The bf16 Transformer groups (QKV, the FFN and projection dX/dW pairs) at Table 3 sizes, and instances of the
-    small GEMMs the issue names (160-300 TFLOP/s of cuBLAS bf16 alone on the H100)."""
+    """The bf16 Transformer groups (QKV, the FFN and projection dX/dW pairs) at Table 3 sizes, instances of the
+    small GEMMs the issue names (160-300 TFLOP/s of cuBLAS bf16 alone on the H100), the attention GEMMs of mixed
+    sequence lengths and a mixed group, as in the f32 suite."""
     out: list[tuple[str, str, list[Gemm]]] = []
     for app, h, tokens in (("transformer", 1024, 2048), ("bert", 768, 4096), ("transformer", 1024, 8192)):
         layer = transformer_gemms(app, h, tokens)
@@ -54,6 +55,11 @@ def bf16_cases(quick: bool) -> list[tuple[str, str, list[Gemm]]]:
     for (m, n, k) in ((4096, 128, 1024), (512, 1024, 1024)):
         for c in ((4,) if quick else (4, 16)):
             out.append(("bf16 instances", f"bf16 {m}x{n}x{k} x{c}", [Gemm("instances", "x", m, n, k)] * c))
+    attn = [Gemm("attention", f"qk{s}", s, s, 64) for s in (128, 256, 384, 512)]
+    attn += [Gemm("attention", f"av{s}", s, 64, s) for s in (128, 256, 384, 512)]
+    out.append(("bf16 attention", "bf16 QK^T+AV SL 128-512 x16", attn * 2))
+    mixed = [Gemm("instances", "a", 4096, 128, 1024)] * 4 + [Gemm("instances", "b", 512, 1024, 1024)] * 4
+    out.append(("bf16 mixed", "bf16 4096x128x1024 x4 + 512x1024x1024 x4", mixed))
     return out
 
 

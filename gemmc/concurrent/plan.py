@@ -2,12 +2,15 @@
 kernel, and how the group runs (paper 004 §4.4-§4.5, and the single launch the paper could not make).
 
 `concurrency auto` decides with two models:
-- where the members allow one launch (SIMT, same dtype, layouts and scalars), the SIMT family's cost model, which
+- where f32 members allow one launch (SIMT, same dtype, layouts and scalars), the SIMT family's cost model, which
   simulates a launch tile by tile, estimates the fused kernel and each member alone; the group runs fused when the
   fused estimate is below the sum of the members' by FUSED_MARGIN. One launch is concurrency already, its blocks
   balanced over the whole group by the planner: on the H200
   (bench/results/concurrent/2026-11-26_h200_concurrent_run1.json)
-  fused was within 3% of gemmc's fastest mode in 12 of the 13 groups that allow it, and the fastest in 9;
+  fused was within 3% of gemmc's fastest mode in 12 of the 13 groups that allow it, and the fastest in 9.
+  bf16/f16 members fuse into one `grouped list` launch of the hopper_grouped family (the tensor-core list kernel)
+  where they share storage, layouts and scalars and TMA reads every operand in place; no model estimates that
+  launch, so the plan keeps the predictor's way and the group's first call times fused beside it (group_floor);
 - otherwise each member gets its preferred degree (1S, 2P, 4P, 8P, 16P): the predictor's for a GEMM with copies in
   the group (they run its GO-kernels, the kernels the predictor was trained on), the fit rule's for one without
   (it runs its isolated kernel beside GEMMs of other shapes: what it leaves to them is the SMs its launch leaves
@@ -23,10 +26,13 @@ import dataclasses
 from gemmc.concurrent import predictor
 from gemmc.concurrent.features import features, kernel_figures, plan_for_share
 from gemmc.errors import GemmcError
+from gemmc.families.tma_loop import GROUPED_TARGET, TMA_ALIGN, grouped_list_misfit, grouped_on_loop_target
+from gemmc.ir.dynamic import DynamicBatch, Grouping
 from gemmc.ir.group import DEGREES, SHARES, Group, GroupPlan, MemberChoice, Mode
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, Problem
 from gemmc.ir.program import Program
+from gemmc.ir.types import AUTO, Batching, Layout, TileMode
 
 FUSED_MARGIN = 0.97  # fused must be estimated at least 3% faster: the cost model is within ~3% (geomean)
 FUSED_FAMILY = "simt"  # the family whose irregular batch runs GEMMs of different sizes in one launch
@@ -62,29 +68,72 @@ def copies(members: list[Kernel], index: int) -> int:
 
 
 def fused_kernel(group: Group, members: list[Kernel], hw: Hardware) -> tuple[Kernel | None, str]:
-    """The group as one SIMT launch (one problem per member, in call order), or None and why not."""
-    first = members[0]
-    half = next((k for k in members if k.dtype.half), None)
-    if half is not None:
-        return None, (f"fused needs a grouped {half.dtype.value} kernel (one TMA + wgmma launch over several "
-                      f"GEMMs), not supported yet; member {half.name} is {half.dtype.value}")
+    """The group as one launch, or None and why not: f32 members as one SIMT batch of fixed sizes (a problem per
+    member, in call order), bf16/f16 members as one `grouped list` kernel of the hopper_grouped family (its problem
+    table filled per call from the members' sizes and arrays)."""
+    if any(k.dtype.half for k in members):
+        return _fused_list(group, members, hw)
     keys = ("dtype", "layout_a", "layout_b", "layout_c", "alpha", "beta", "precision", "tile", "threads",
             "stages")
-    for key in keys:
-        values = {getattr(k, key) for k in members}
-        if len(values) > 1:
-            return None, f"fused needs one {key.replace('_', ' ')} for every member; this group has {len(values)}"
+    why = _differs(members, keys)
+    if why:
+        return None, why
     if any(k.family != FUSED_FAMILY for k in members):
         other = next(k for k in members if k.family != FUSED_FAMILY)
         return None, f"fused runs the {FUSED_FAMILY} family's batch; member {other.name} is {other.family}"
     problems = tuple(Problem(k.name.removeprefix(group.name + "_"), k.problems[0].m, k.problems[0].n,
                              k.problems[0].k, span=k.span) for k in members)
-    fresh = dataclasses.replace(first, name=f"{group.name}_fused", problems=problems, count=None, family=None,
+    fresh = dataclasses.replace(members[0], name=f"{group.name}_fused", problems=problems, count=None, family=None,
                                 plan=None, work=None, notes=(), algorithm=FUSED_FAMILY, span=group.span)
+    return _planned(fresh, hw, "fused: one SIMT launch of every member")
+
+
+def _differs(members: list[Kernel], keys: tuple[str, ...]) -> str:
+    """Why the members cannot share one kernel (a key on which they differ), or ""."""
+    for key in keys:
+        values = {getattr(k, key) for k in members}
+        if len(values) > 1:
+            return f"fused needs one {key.replace('_', ' ')} for every member; this group has {len(values)}"
+    return ""
+
+
+def _fused_list(group: Group, members: list[Kernel], hw: Hardware) -> tuple[Kernel | None, str]:
+    """bf16/f16 members as one `grouped list` launch of the hopper_grouped family's TMA + wgmma loop (one persistent
+    grid over every member's tiles, 128- and 64-row tiles by each member's rows): where the target has that loop,
+    the members share their storage, layouts and scalars, A and C are row-major, and every A and B line is a
+    16-byte multiple, so that TMA reads the members' dense arrays in place."""
+    why = _differs(members, ("dtype", "c_dtype", "layout_a", "layout_b", "layout_c", "alpha", "beta", "precision"))
+    if why:
+        return None, why
+    first = members[0]
+    fresh = dataclasses.replace(first, name=f"{group.name}_fused", problems=(), count=None,
+                                dynamic=DynamicBatch(Grouping.LIST, max_groups=len(members), span=group.span),
+                                family=None, draft=None, plan=None, work=None, notes=(), algorithm=AUTO, tile=None,
+                                tile_mode=TileMode.AUTO, threads=None, stages=2, batching=Batching.AUTO,
+                                span=group.span)
+    if not grouped_on_loop_target(fresh, hw):
+        return None, (f"fused {first.dtype.value} needs the grouped TMA + wgmma loop of target cuda {GROUPED_TARGET} "
+                      f"(one launch over several GEMMs); this target is {hw.vendor} {hw.arch}")
+    misfit = grouped_list_misfit(fresh)
+    if misfit:
+        return None, f"fused {first.dtype.value} runs a grouped list kernel: {misfit}"
+    nbytes = first.dtype.nbytes
+    for k in members:
+        p = k.problems[0]
+        lines = (("A", p.k), ("B", p.k if k.layout_b is Layout.COL else p.n))
+        for letter, length in lines:
+            if length * nbytes % TMA_ALIGN:
+                return None, (f"fused {first.dtype.value} reads every A and B in place through TMA; member "
+                              f"{k.name}'s {letter} lines are {length * nbytes} bytes, not a multiple of {TMA_ALIGN}")
+    return _planned(fresh, hw, f"fused: one grouped list launch of every member (TMA + wgmma, {len(members)} "
+                               "problems)")
+
+
+def _planned(fresh: Kernel, hw: Hardware, why: str) -> tuple[Kernel | None, str]:
     from gemmc.passes import run_pipeline
 
     try:
-        return run_pipeline(Program(hw, (fresh,))).kernels[0], "fused: one SIMT launch of every member"
+        return run_pipeline(Program(hw, (fresh,))).kernels[0], why
     except GemmcError as err:
         return None, f"fused cannot be planned: {err.diagnostics[0].message}"
 
@@ -144,6 +193,9 @@ def choose(group: Group, choices: list[MemberChoice], fused: Kernel | None, fuse
             return GroupPlan(Mode.FUSED, 1, tuple(choices), fused, model, tuple(estimates), tuple(notes))
         notes.append(f"not fused: the cost model estimates {fused_us:.1f} us for one launch against {total:.1f} "
                      "us for the GEMMs one after another")
+    elif fused is not None:
+        notes.append(f"not fused by the model: no cost model estimates the {fused.family} family's launch; the "
+                     "group's first call times fused against the plan's way (runtime/group_floor.py)")
     else:
         notes.append(f"not fused: {fused_why}")
     if predicted == 1:

@@ -2,7 +2,8 @@
 
 Every kernel the group launches is rendered by its family as usual and placed in a namespace of its own with its
 plan's tables; `#include` lines are hoisted to the top of the file (each source's prelude repeats them). The
-launcher forks the GEMMs onto side streams through events and joins them back, or launches the fused kernel.
+launcher forks the GEMMs onto side streams through events and joins them back, or launches the fused kernel (the
+SIMT batch's, or for bf16/f16 the `grouped list` kernel's own launcher on a problem table it fills per call).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from gemmc.errors import InternalError
 from gemmc.ir.group import DEGREES, MAX_STREAMS, Group, Mode
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
+from gemmc.ir.types import Layout
 from gemmc.version import __version__
 
 EVENT_T = {"cuda": "cudaEvent_t", "hip": "hipEvent_t"}
@@ -53,6 +55,24 @@ def launched_kernels(group: Group, members: dict[str, Kernel]) -> list[Kernel]:
             found = plan.share_kernel(name, 2)
         out.append(found or members[name])
     return out
+
+
+def summary(k: Kernel) -> str:
+    if k.dynamic is not None:
+        return f"{k.family}, {k.dynamic}"
+    p = k.problems[0]
+    return f"{k.family}, {len(k.problems)} problem(s), first {p.m}x{p.n}x{p.k}"
+
+
+def list_rows(group: Group, members: dict[str, Kernel]) -> list[tuple[int, ...]]:
+    """Per member in call order, the fused `grouped list` kernel's problem entry: m, n, k and the leading dimensions
+    of its dense A (row-major), B and C (row-major), in elements."""
+    rows: list[tuple[int, ...]] = []
+    for name in group.members:
+        k = members[name]
+        p = k.problems[0]
+        rows.append((p.m, p.n, p.k, p.k, p.k if k.layout_b is Layout.COL else p.n, p.n))
+    return rows
 
 
 def _hoist(source: str) -> tuple[str, list[str]]:
@@ -90,14 +110,13 @@ def render_group(group: Group, members: dict[str, Kernel], hw: Hardware,
             body, incs = _hoist(r.standalone if maps else r.source)
             includes += [i for i in incs if i not in includes]
             S = scalar_type(k)
-            p = k.problems[0]
             kernels.append({"ns": distinct[key], "name": k.name, "source": body, "entry": r.entry,
                             # a member with its own launcher (tma) takes the launcher's types; kernels the device's
                             "T": k.dtype.ctype if maps else device_ctype(k.dtype, hw),
                             "TC": k.c_dtype.ctype if maps else device_ctype(k.c_dtype, hw),
                             "S": S, "alpha": literal(k.alpha, S), "beta": literal(k.beta, S), "tma": maps,
                             "launcher": r.launcher,
-                            "summary": f"{k.family}, {len(k.problems)} problem(s), first {p.m}x{p.n}x{p.k}",
+                            "summary": summary(k),
                             **launch_context(named)})
         namespaces.append(next(x for x in kernels if x["ns"] == distinct[key]))
     # sm_90a code runs every sm_90 kernel too: a group with a wgmma kernel builds all of them for sm_90a
@@ -115,6 +134,9 @@ def render_group(group: Group, members: dict[str, Kernel], hw: Hardware,
     runs = {Mode.SEQUENTIAL: "one GEMM after another on the caller's stream",
             Mode.STREAMS: f"up to {plan.degree} GEMMs at once on side streams forked from the caller's stream",
             Mode.FUSED: "all GEMMs in one launch"}[plan.mode]
+    if plan.mode is Mode.FUSED and launched[0].dynamic:
+        runs += (" of the grouped list kernel, whose TMA reads every A and B in place: their bases must be 16-byte "
+                 "aligned (cudaErrorInvalidValue otherwise)")
     ctx = {
         "version": __version__, "group": group.name, "source_file": PurePath(source_file).name,
         "count": len(group.members), "vendor": hw.vendor, "arch": hw.arch,
@@ -125,6 +147,9 @@ def render_group(group: Group, members: dict[str, Kernel], hw: Hardware,
         "members": namespaces if plan.mode is not Mode.FUSED else [],
         "tma": tma,
         "fused": kernels[0]["ns"] if plan.mode is Mode.FUSED else "",
+        # a fused list kernel (bf16/f16) takes a problem table: each member's sizes and leading dimensions
+        "fused_list": list_rows(group, members) if plan.mode is Mode.FUSED and launched[0].dynamic else [],
+        "fused_launcher": kernels[0]["launcher"] if plan.mode is Mode.FUSED else "",
         "max_streams": max(1, min(MAX_STREAMS, len(group.members), max(plan.degree, 1) if fixed else MAX_AUTO_DEGREE)),
         "model": model.source if model else "none trained for this target",
         "classes": list(DEGREES),

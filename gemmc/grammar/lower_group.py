@@ -97,14 +97,6 @@ def lower_group(low: Lowering, decl: GroupDecl, taken: dict[str, Span]) -> tuple
     if len(members) > MAX_MEMBERS:
         low.error("E301", f"group '{gname}' has {len(members)} GEMMs; a group runs at most {MAX_MEMBERS}",
                   decl.name.span, "split it into several groups")
-    half = next((k for k in kernels if k.dtype.half), None)
-    if mode is Mode.FUSED and half is not None:
-        # one launch of several hopper GEMMs needs a grouped kernel of that family, which gemmc lacks so far
-        member = half.name.removeprefix(gname + "_")
-        low.error("E900", f"concurrency fused of {half.dtype.value} GEMMs (member '{member}') needs a grouped "
-                  f"{half.dtype.value} kernel (one TMA + wgmma launch over several GEMMs), not supported yet",
-                  mode_span, "write `concurrency auto`, `streams N` or `sequential`: each GEMM runs its own "
-                  "hopper kernel")
     if mode is Mode.STREAMS and streams is not None and members and streams > len(members):
         streams = len(members)  # more streams than GEMMs buys nothing
     return Group(gname, tuple(members), mode, streams, decl.name.span, mode_span), kernels

@@ -2,7 +2,8 @@
 
 A call checks that the group's GEMMs are independent (no output overlaps any operand), then runs them as the plan
 says: one after another on the caller's stream, forked onto side streams through an event and joined back
-through one event per side stream (so a capture of the call holds the whole fork/join), or as the fused launch.
+through one event per side stream (so a capture of the call holds the whole fork/join), or as the fused launch
+(one SIMT batch of f32 members, or one `grouped list` launch of bf16/f16 members on the tensor cores).
 
 GO-kernels (`go_tune`), once per distinct member shape and GPU, on the first call outside a capture:
 1. RC step: every candidate (gemmc.concurrent.plan.go_candidates) is timed alone on the whole GPU and on green
@@ -43,11 +44,12 @@ from gemmc.errors import GemmcError, InternalError
 from gemmc.ir.group import DEGREES, SHARES, Group, GroupPlan, Mode
 from gemmc.ir.hardware import Hardware
 from gemmc.runtime import cache
-from gemmc.runtime.args import ArrayInfo, describe
+from gemmc.runtime.args import ArrayInfo, check_matrix, describe
 from gemmc.runtime.compile import toolkit
 from gemmc.runtime.device import cupy, device_name
 from gemmc.runtime.executable import Executable
 from gemmc.runtime.green import partitions
+from gemmc.runtime.grouped_list import launch_grouped_list
 from gemmc.runtime.launch import enqueue, launch, pointer_tables, prepare, scalars
 from gemmc.runtime.streams import is_torch, launch_stream
 from gemmc.runtime.tma import enqueue_tma
@@ -404,6 +406,17 @@ def _check_independent(run: GroupRun, As: Any, Bs: Any, Cs: Any) -> None:
                                  "output", code="E400")
 
 
+def _check_members(run: GroupRun, As: Any, Bs: Any, Cs: Any) -> None:
+    """Every array is what its member's own launch takes (shape, dtype, layout, device), named as that launch
+    names it: GemmcError otherwise."""
+    device = cupy().cuda.runtime.getDevice()
+    for i, member in enumerate(run.members):
+        expected = member.expected
+        for slot, (name, arrays) in enumerate((("As", As), ("Bs", Bs), ("Cs", Cs))):
+            check_matrix(describe(arrays[i], name, i), name, i, expected.operands[0][slot], expected.dtype_of(slot),
+                         device, f"{member.ir.name}")
+
+
 def run_group(run: GroupRun, As: Any, Bs: Any, Cs: Any, *, mode: Mode, degree: int, kernels: str = "go",
               stream: Any = None) -> None:
     """Run every GEMM of the group as `mode` says (never AUTO: a plan's mode), `degree` at once on streams;
@@ -424,7 +437,13 @@ def run_group(run: GroupRun, As: Any, Bs: Any, Cs: Any, *, mode: Mode, degree: i
     if mode is Mode.FUSED:
         fused = run.fused
         assert fused is not None
-        launch(fused, list(As), list(Bs), list(Cs), alpha=None, beta=None, stream=stream)
+        if fused.ir.dynamic is None:  # f32: one SIMT batch of the members' fixed sizes, checked as a batch
+            launch(fused, list(As), list(Bs), list(Cs), alpha=None, beta=None, stream=stream)
+            return
+        # bf16/f16: one `grouped list` launch, which takes arrays of any sizes: each is checked as its member's
+        _check_members(run, As, Bs, Cs)
+        launch_grouped_list(fused, list(As), list(Bs), list(Cs), offsets=None, alpha=None, beta=None, stream=stream,
+                            validate=False)
         return
     members = run.canonical
     if mode is Mode.SEQUENTIAL or degree <= 1:

@@ -3,7 +3,8 @@
 The planner chooses a group's mode from models (the predictor's degree, the fit rule, the SIMT cost model), none of
 which sees the GPU. On the first call of an auto group outside a graph capture (and with measuring on,
 GEMMC_TUNE != 0), the runtime times the plan's way against the group one after another (each member's own tuned
-kernel) and against the members' own kernels on streams, on the call's own arrays, as replays of a graph of one
+kernel), the group in one launch (where its members allow one: plan.fused_kernel) and the members' own kernels on
+streams, on the call's own arrays, as replays of a graph of one
 call (`replay_seconds`); another way replaces the plan's only where it is CONFIRM_MARGIN faster, and every later
 call of the group runs it. So `auto` is never slower than gemmc's sequential mode by more than the margin, whatever
 the models said: on the H100 a bf16
@@ -100,7 +101,8 @@ class Confirmed:
 
 
 def ways(run: GroupRun) -> list[Way]:
-    """The plan's way, then sequential and the members' own kernels on streams where they differ from it."""
+    """The plan's way, then sequential, the fused launch (where the members allow one) and the members' own kernels
+    on streams, each where it differs from the plan's."""
     plan = run.plan
     n = len(run.members)
     planned = Way(plan.mode, plan.degree if plan.mode is Mode.STREAMS else 1)
@@ -109,6 +111,8 @@ def ways(run: GroupRun) -> list[Way]:
         return out
     if plan.mode is not Mode.SEQUENTIAL:
         out.append(Way(Mode.SEQUENTIAL, 1))
+    if plan.fused is not None and plan.mode is not Mode.FUSED:
+        out.append(Way(Mode.FUSED, 1))
     degree = plan.degree if plan.mode is Mode.STREAMS else tuned_degree(min(n, MAX_AUTO_DEGREE))
     irs = [k.ir for k in run.members]
     same = plan.mode is Mode.STREAMS and all(go_degree(irs, i, degree) == 1 for i in range(n))

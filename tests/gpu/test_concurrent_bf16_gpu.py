@@ -2,8 +2,9 @@
 compute one by one, against float64 on the rounded inputs with an error bound that grows with K, on NaN-poisoned
 outputs; odd sizes whose operands TMA cannot read in place (staged, also for copies of one GEMM running at once on
 two streams), a member in f32 beside them, the GO-kernels' capped persistent grids, a CUDA graph capture, the
-GO-kernel tuning under green contexts, auto's first call timing its way against sequential (then captured), and the
-C++ launcher built with nvcc and replayed from a graph."""
+GO-kernel tuning under green contexts, auto's first call timing its way against sequential (then captured), the
+fused mode (one grouped list launch on the tensor cores; captured too), and the C++ launchers built with nvcc and
+replayed from a graph."""
 
 from __future__ import annotations
 
@@ -84,9 +85,73 @@ def modes(group):
 @pytest.mark.parametrize("text", [MIXED, SAME], ids=["mixed", "same"])
 def test_every_mode_matches_one_by_one(text):
     group = next(iter(gemmc.compile_string(text).groups))
-    assert group.group_plan.fused is None  # no grouped bf16 kernel yet: never fused
+    assert group.group_plan.fused is None  # mixed layouts and dtypes, lines TMA cannot read: no one launch
     for seed, (_, g) in enumerate(modes(group)):
         check(g, lambda As, Bs, Cs, g=g: g(As, Bs, Cs), seed=seed)
+
+
+# members one grouped list launch can take (A and C row-major, lines of 16-byte multiples), of odd M and N, one of a
+# single 64-row tile and one over many tiles, with copies
+FUSED = ("group u { dtype bf16 layout B col gemm a 1000 x 264 x 136 gemm b 37 x 8 x 8 gemm c 129 x 1032 x 520 copies 3 "
+         "gemm d 4096 x 128 x 1024 }")
+
+
+@pytest.mark.parametrize("c_type", ["bf16", "f32"])
+def test_fused_is_one_grouped_list_launch_matching_one_by_one(c_type):
+    text = FUSED.replace("layout B col", "layout B col" + (" dtype A bf16, B bf16, C f32" if c_type == "f32" else ""))
+    group = gemmc.compile_string(text).groups[0]
+    fused = group.with_mode("fused")
+    assert fused.group_plan.fused is not None and fused.group_plan.fused.family == "hopper_grouped"
+    for seed in (1, 2):
+        check(fused, lambda As, Bs, Cs: fused(As, Bs, Cs), seed=seed)
+
+
+def test_fused_refuses_an_array_of_another_shape_before_launching():
+    group = gemmc.compile_string(FUSED).groups[0].with_mode("fused")
+    As, Bs, Cs, _ = operands(group)
+    Bs[1] = Bs[1][:, :4]
+    with pytest.raises(gemmc.GemmcError, match=r"Bs\[1\]"):
+        group(As, Bs, Cs)
+
+
+def test_fused_is_captured_and_replayed_in_a_graph():
+    import cupy as cp
+
+    group = gemmc.compile_string(FUSED).groups[0].with_mode("fused")
+    As, Bs, Cs, _ = operands(group, seed=3)
+    group(As, Bs, Cs)  # the first call loads the kernel and encodes its template maps outside the capture
+    cp.cuda.Device().synchronize()
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        group(As, Bs, Cs, stream=stream)
+        graph = stream.end_capture()
+    for c in Cs:
+        c.fill_(float("nan"))
+    for a in As:
+        a.mul_(-1)  # new data in the same arrays: the replay reads it
+    cp.cuda.Device().synchronize()
+    graph.launch(stream=stream)
+    stream.synchronize()
+    for k, a, b, c in zip(group.members, As, Bs, Cs, strict=True):
+        ref = a.double() @ b.double()
+        err = float((c.double() - ref).norm() / ref.norm())
+        assert err < bound("bf16", k.ir.problems[0].k), (k.name, err)
+
+
+def test_auto_times_fused_on_the_first_call(monkeypatch):
+    """An auto group whose members allow one launch times it on its first call beside the plan's way."""
+    from gemmc.runtime.group_floor import ways
+
+    monkeypatch.setenv("GEMMC_TUNE", "1")
+    group = gemmc.compile_string("group v { concurrency auto dtype bf16 gemm a 1024 x 128 x 768 copies 4 "
+                                 "gemm b 304 x 256 x 1000 }").groups[0]
+    assert group.group_plan.fused is not None
+    check(group, lambda As, Bs, Cs: group(As, Bs, Cs), seed=21)
+    confirmed = group.group_run.confirmed
+    assert confirmed is not None and "fused" in confirmed.seconds
+    assert "fused" in {w.label for w in ways(group.group_run)}
+    print(confirmed)
 
 
 def test_go_kernels_keep_to_their_share_of_the_sms():
@@ -181,3 +246,10 @@ def test_cpp_group_launcher_runs_captured_in_a_graph(tmp_path):
     shapes = [(256, 192, 128, "row", "row"), (256, 192, 128, "row", "row"), (97, 131, 251, "col", "row"),
               (130, 64, 37, "row", "col")]
     run_group_driver(tmp_path, "bf16", shapes, "streams 2", ["-gencode=arch=compute_90a,code=sm_90a"], ["-lcuda"])
+
+
+def test_cpp_fused_group_launcher_runs_captured_in_a_graph(tmp_path):
+    """The fused group's C++ (one grouped list launch, its problem table filled per call on the device), built with
+    nvcc, run and replayed from a graph."""
+    shapes = [(256, 192, 128, "row", "col"), (97, 136, 264, "row", "col"), (1000, 8, 520, "row", "col")]
+    run_group_driver(tmp_path, "bf16", shapes, "fused", ["-gencode=arch=compute_90a,code=sm_90a"], ["-lcuda"])

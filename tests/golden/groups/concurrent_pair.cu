@@ -890,7 +890,7 @@ static const double kWeights[kFeatures][kClasses] = {
 // took for it: how many copies of its own launch fit the GPU (a GEMM beside others of other shapes).
 [[maybe_unused]] static const int kFitDegree[kGemms] = { 1, 1 };
 // The most GEMMs the planner runs at once (gemmc/concurrent/plan.py, MAX_AUTO_DEGREE).
-constexpr int kMaxDegree = 8;
+[[maybe_unused]] constexpr int kMaxDegree = 8;
 
 [[maybe_unused]] static int predict(const double* x) {
   int best = 0;
