@@ -68,8 +68,9 @@ def grouped_k_misfit(kernel: Kernel) -> str:
 def grouped_list_misfit(kernel: Kernel) -> str:
     """Why a `grouped list` of bf16/f16 storage cannot run on this loop (the hopper_grouped family), or "" where it can:
     A and C row-major (A read K-major, as grouped M reads it; C stored row by row), B either way. Each problem's tensor
-    maps are built on the device from its sizes and leading dimensions; a call whose arrays TMA cannot read (a base or
-    a leading dimension not a 16-byte multiple) runs on CUDA cores, in the dynamic family (runtime/grouped_list.py)."""
+    maps are built on the device from its sizes and leading dimensions; a problem whose arrays TMA cannot read (a base
+    or a leading dimension not a 16-byte multiple) runs on CUDA cores, in the dynamic family
+    (runtime/grouped_list.py)."""
     if kernel.layout_a is not Layout.ROW or kernel.layout_c is not Layout.ROW:
         return "it reads A and writes C row-major (A's rows K-major, as grouped M reads them)"
     return ""

@@ -5,9 +5,9 @@ A call checks the arrays and writes the problem table as the dynamic family's li
 read in bulk, a pinned staging ring, one asynchronous copy), except that an array may be a view of unit-stride lines
 (its leading dimension from its strides). Then two launches on the call's stream: the planning kernel builds every
 problem's three tensor maps in the stream's map workspace from the template maps (encoded here once per kernel), and
-the persistent kernel computes the tiles. TMA reads A and B in place, so every A and B of a problem with work must
-have a 16-byte aligned base and leading dimension; a call where one has not runs the schedule in the dynamic family
-instead (`GroupedListState.cuda_cores`: f32 products on CUDA cores, any lines).
+the persistent kernel computes the tiles. TMA reads A and B in place, so it takes the problems whose A and B have
+16-byte aligned bases and leading dimensions; the others (of a call) run the schedule in the dynamic family, launched
+first on the same stream (`GroupedListState.cuda_cores`: f32 products on CUDA cores, any lines).
 C may be anything the list form takes: a C that TMA cannot store is stored from the accumulators.
 """
 
@@ -70,7 +70,7 @@ class GroupedListState(DynamicState):
 
     def cuda_cores(self, kernel: Executable) -> Executable:
         """The schedule in the dynamic family (`algorithm dynamic`: f32 products on CUDA cores, lines of any stride),
-        for the calls with an A or B that TMA cannot read in place; planned and loaded on the first such call."""
+        for the problems with an A or B that TMA cannot read in place; planned and loaded on the first such call."""
         with self.lock:
             if self.fallback is None:
                 from gemmc.ir.types import DType, Precision
@@ -129,20 +129,14 @@ def state(kernel: Executable) -> GroupedListState:
     return st
 
 
-def tma_misfits(table: np.ndarray) -> str:
-    """Why TMA cannot read some problem's A or B in place (a base or leading dimension not a 16-byte multiple, where
-    the problem has work: m, n and k above 0), naming the first such problem, or "": such a call runs on CUDA cores
-    (GroupedListState.cuda_cores)."""
+def tma_misfits(table: np.ndarray) -> np.ndarray:
+    """Per problem, whether TMA cannot read its A or B in place (a base or leading dimension not a 16-byte multiple)
+    where the problem has work (m, n and k above 0): such problems run on CUDA cores (GroupedListState.cuda_cores)."""
     work = (table[:, 0] > 0) & (table[:, 1] > 0) & (table[:, 2] > 0)
-    for name, ld, ptr in (("As", 3, 6), ("Bs", 4, 7)):
-        bad = work & (((table[:, ld] * 2) % ALIGN != 0) | (table[:, ptr] % ALIGN != 0))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            base, lead = int(table[i, ptr]), int(table[i, ld])
-            why = (f"its base 0x{base:x} is not 16-byte aligned (a view at an offset)" if base % ALIGN
-                   else f"its leading dimension {lead} is {2 * lead} bytes, not a multiple of 16")
-            return f"{name}[{i}]: TMA cannot read it in place: {why}"
-    return ""
+    bad = np.zeros(len(table), dtype=bool)
+    for ld, ptr in ((3, 6), (4, 7)):
+        bad |= ((table[:, ld] * 2) % ALIGN != 0) | (table[:, ptr] % ALIGN != 0)
+    return work & bad
 
 
 def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offsets: Any, alpha: float | None,
@@ -175,15 +169,22 @@ def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offset
     count = len(table)
     if not count:
         return
-    if tma_misfits(table):  # this call runs the schedule on CUDA cores (the dynamic family), which reads any lines
+    misfits = tma_misfits(table)
+    if misfits.any():  # those problems run the schedule on CUDA cores (the dynamic family), which reads any lines
         if st.fallback is None and captured:
             outside_capture(on, False, f"kernel {kernel.ir.name}: the first call whose A or B TMA cannot read in "
-                            "place (it plans and loads the kernel that runs such calls on CUDA cores)")
+                            "place (it plans and loads the kernel that runs such problems on CUDA cores)")
         from gemmc.runtime.dynamic_list import launch_list
 
         cores = st.cuda_cores(kernel)
-        launch_list(cores, cores.dynamic or grouped.state(cores), As, Bs, Cs, alpha_, beta_, on, device, views=True)
-        return
+        picked = np.flatnonzero(misfits).tolist()
+        launch_list(cores, cores.dynamic or grouped.state(cores), [As[i] for i in picked], [Bs[i] for i in picked],
+                    [Cs[i] for i in picked], alpha_, beta_, on, device, views=True)
+        count = len(table) - len(picked)
+        if not count:
+            return
+        table[:count] = table[~misfits]  # the rest, on the tensor cores: moved to the front of the staging buffer
+        table = table[:count]
     m, n = table[:, 0], table[:, 1]
     if int(((m + plan.bm - 1) // plan.bm * ((n + plan.bn - 1) // plan.bn)).sum()) > INT32_MAX:
         raise GemmcError("As, Bs: the problems give more tiles than the int32 tile numbering holds")

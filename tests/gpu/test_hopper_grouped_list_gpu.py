@@ -185,15 +185,16 @@ def test_new_sizes_compile_nothing_and_graph_replays_new_data():
 
 
 def test_a_call_with_arrays_tma_cannot_read_runs_on_cuda_cores():
-    """A leading dimension that is not a 16-byte multiple (k = 7 of a dense A) or a base at an odd offset: that call
-    runs the schedule in the dynamic family (CUDA cores, planned on the first such call), right against float64 with
-    NaN-poisoned C; the next aligned call runs on the tensor cores again. A problem of K = 0 never reads A or B, so
-    its odd line stays on the tensor cores."""
+    """A leading dimension that is not a 16-byte multiple (k = 7 of a dense A) or a base at an odd offset: that
+    problem runs the schedule in the dynamic family (CUDA cores, planned on the first such call), the call's others on
+    the tensor cores, right against float64 with NaN-poisoned C; the next aligned call runs only on the tensor cores.
+    A problem of K = 0 never reads A or B, so its odd line stays on the tensor cores."""
     t = torch()
     kern = kernel(BF16_ROW)
     bf = t.bfloat16
     ok = (t.randn(16, 16, device="cuda").to(bf), t.randn(16, 16, device="cuda").to(bf))
-    odd = ([ok[0], t.randn(9, 7, device="cuda").to(bf)], [ok[1], t.randn(7, 16, device="cuda").to(bf)])
+    odd = ([ok[0], t.randn(9, 7, device="cuda").to(bf), t.randn(33, 24, device="cuda").to(bf)],
+           [ok[1], t.randn(7, 16, device="cuda").to(bf), t.randn(24, 16, device="cuda").to(bf)])
     shifted = t.randn(16 * 17, device="cuda").to(bf)[1:1 + 16 * 16].view(16, 16)
     for As, Bs in (odd, ([ok[0]], [shifted])):
         Cs = [t.full((a.shape[0], 16), float("nan"), device="cuda").to(bf) for a in As]

@@ -129,9 +129,10 @@ def notes_list(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> tuple[s
             "host): encoding 3 maps a problem on the host costs microseconds each, more than the call's budget",
             "hopper_grouped: tiles numbered in problem order; block b takes tile b, then claims the next from a "
             "counter (the problems' depths differ, so a static stride leaves blocks idle)",
-            "hopper_grouped: edges by TMA bounds (each problem's maps clip its own M, N and K); a call whose A or B "
-            "TMA cannot read (a base or leading dimension not a multiple of 16 bytes) runs the schedule in the "
-            "dynamic family (f32 products on CUDA cores, planned and compiled on the first such call)",
+            "hopper_grouped: edges by TMA bounds (each problem's maps clip its own M, N and K); a problem whose A or "
+            "B TMA cannot read (a base or leading dimension not a multiple of 16 bytes) runs the schedule in the "
+            "dynamic family (f32 products on CUDA cores, planned and compiled on the first such call), the call's "
+            "others on the tensor cores",
             f"hopper_grouped: {plan.stages} stages of {plan.stage_bytes} B, {plan.epilogue_bytes} B of C sub-tiles "
             f"and {plan.sched_smem} B of scheduler fit {hw.smem_per_block} B of shared memory")
 
