@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from gemmc.families.registry import family
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel, Problem
 from gemmc.ir.program import Program
@@ -37,9 +38,16 @@ def in_family(kernel: Kernel, hw: Hardware, algorithm: str, filename: str, preci
 
 def with_plan(kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> Kernel:
     """`kernel`'s problems under another plan of its own family, the work list rebuilt by the pipeline's
-    `build_worklist`. A plan of another family is the caller's mistake, not the schedule's: TypeError."""
+    `build_worklist`. A plan of another family, or one outside the family's limits (what its templates build: such a
+    kernel could compute wrong results or never finish), is the caller's mistake, not the schedule's: TypeError,
+    ValueError."""
     if type(plan) is not type(kernel.plan):
-        family = kernel.family or "none"
-        raise TypeError(f"with_plan: plan is a {type(plan).__name__}; kernel {kernel.name!r} (family {family}) "
+        name = kernel.family or "none"
+        raise TypeError(f"with_plan: plan is a {type(plan).__name__}; kernel {kernel.name!r} (family {name}) "
                         f"takes a {type(kernel.plan).__name__}")
+    assert kernel.family is not None  # planned: its plan's type is a family's
+    broken = family(kernel.family).limits(kernel, plan, hw)
+    if broken:
+        raise ValueError(f"with_plan: kernel {kernel.name!r}: the {kernel.family} family cannot build this plan: "
+                         + "; ".join(broken))
     return build_worklist(dataclasses.replace(kernel, plan=plan), hw)
