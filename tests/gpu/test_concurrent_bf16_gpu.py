@@ -98,7 +98,7 @@ FUSED = ("group u { dtype bf16 layout B col gemm a 1000 x 264 x 136 gemm b 37 x 
 
 @pytest.mark.parametrize("c_type", ["bf16", "f32"])
 def test_fused_is_one_grouped_list_launch_matching_one_by_one(c_type):
-    text = FUSED.replace("layout B col", "layout B col" + (" dtype A bf16, B bf16, C f32" if c_type == "f32" else ""))
+    text = FUSED.replace("dtype bf16", "dtype A bf16, B bf16, C f32") if c_type == "f32" else FUSED
     group = gemmc.compile_string(text).groups[0]
     fused = group.with_mode("fused")
     assert fused.group_plan.fused is not None and fused.group_plan.fused.family == "hopper_grouped"
@@ -115,28 +115,10 @@ def test_fused_refuses_an_array_of_another_shape_before_launching():
 
 
 def test_fused_is_captured_and_replayed_in_a_graph():
-    import cupy as cp
-
     group = gemmc.compile_string(FUSED).groups[0].with_mode("fused")
     As, Bs, Cs, _ = operands(group, seed=3)
     group(As, Bs, Cs)  # the first call loads the kernel and encodes its template maps outside the capture
-    cp.cuda.Device().synchronize()
-    stream = cp.cuda.Stream(non_blocking=True)
-    with stream:
-        stream.begin_capture()
-        group(As, Bs, Cs, stream=stream)
-        graph = stream.end_capture()
-    for c in Cs:
-        c.fill_(float("nan"))
-    for a in As:
-        a.mul_(-1)  # new data in the same arrays: the replay reads it
-    cp.cuda.Device().synchronize()
-    graph.launch(stream=stream)
-    stream.synchronize()
-    for k, a, b, c in zip(group.members, As, Bs, Cs, strict=True):
-        ref = a.double() @ b.double()
-        err = float((c.double() - ref).norm() / ref.norm())
-        assert err < bound("bf16", k.ir.problems[0].k), (k.name, err)
+    replayed(group, As, Bs, Cs, new_data=True)
 
 
 def test_auto_times_fused_on_the_first_call(monkeypatch):
@@ -167,13 +149,11 @@ def test_go_kernels_keep_to_their_share_of_the_sms():
         assert k.plan.grid(p.m, p.n, sms) <= sms // share
 
 
-@pytest.mark.parametrize("mode", ["sequential", "streams"])
-def test_graph_capture_replays(mode):
+def replayed(group, As, Bs, Cs, new_data: bool = False) -> None:
+    """One call of the group captured in a CUDA graph on a CuPy stream, replayed on NaN-poisoned outputs (`new_data`:
+    after negating every A in place, which the replay must read), every GEMM against float64."""
     import cupy as cp
 
-    group = gemmc.compile_string(SAME).groups[0].with_mode(mode, 4)
-    As, Bs, Cs, _ = operands(group, seed=5)
-    group(As, Bs, Cs)  # the first call compiles, encodes the tensor maps and stages outside the capture
     cp.cuda.Device().synchronize()
     stream = cp.cuda.Stream(non_blocking=True)
     with stream:
@@ -182,6 +162,8 @@ def test_graph_capture_replays(mode):
         graph = stream.end_capture()
     for c in Cs:
         c.fill_(float("nan"))
+    for a in As if new_data else ():
+        a.mul_(-1)
     cp.cuda.Device().synchronize()  # the fills ran on torch's stream, which the non-blocking one does not wait for
     graph.launch(stream=stream)
     stream.synchronize()
@@ -189,6 +171,14 @@ def test_graph_capture_replays(mode):
         ref = a.double() @ b.double()
         err = float((c.double() - ref).norm() / ref.norm())
         assert err < bound("bf16", k.ir.problems[0].k), (k.name, err)
+
+
+@pytest.mark.parametrize("mode", ["sequential", "streams"])
+def test_graph_capture_replays(mode):
+    group = gemmc.compile_string(SAME).groups[0].with_mode(mode, 4)
+    As, Bs, Cs, _ = operands(group, seed=5)
+    group(As, Bs, Cs)  # the first call compiles, encodes the tensor maps and stages outside the capture
+    replayed(group, As, Bs, Cs)
 
 
 def test_go_tuning_under_green_contexts(monkeypatch):
@@ -206,8 +196,6 @@ def test_auto_confirms_its_way_on_the_first_call(monkeypatch):
     """An auto group's first call times the plan's way against sequential and the members' own kernels on streams
     (gemmc.runtime.group_floor) and keeps one; that call and a later one captured in a graph compute every GEMM. A
     group whose members read C (beta != 0) is not timed."""
-    import cupy as cp
-
     from gemmc.runtime.group_floor import ways
 
     monkeypatch.setenv("GEMMC_TUNE", "1")
@@ -220,20 +208,7 @@ def test_auto_confirms_its_way_on_the_first_call(monkeypatch):
     assert all(t > 0 for t in confirmed.seconds.values()) and "auto: measured on the first call" in group.plan
     print(confirmed)
     As, Bs, Cs, _ = operands(group, seed=12)
-    stream = cp.cuda.Stream(non_blocking=True)
-    with stream:
-        stream.begin_capture()
-        group(As, Bs, Cs, stream=stream)  # torch tensors launch on torch's stream unless told
-        graph = stream.end_capture()
-    for c in Cs:
-        c.fill_(float("nan"))
-    cp.cuda.Device().synchronize()  # the fills ran on torch's stream, which the non-blocking one does not wait for
-    graph.launch(stream=stream)
-    stream.synchronize()
-    for k, a, b, c in zip(group.members, As, Bs, Cs, strict=True):
-        ref = a.double() @ b.double()
-        err = float((c.double() - ref).norm() / ref.norm())
-        assert err < bound("bf16", k.ir.problems[0].k), (k.name, err)
+    replayed(group, As, Bs, Cs)
     reads = gemmc.compile_string("group r { concurrency auto dtype bf16 beta 1.0 gemm a 512 x 256 x 1000 copies 2 "
                                  "}").groups[0]
     check(reads, lambda As, Bs, Cs: reads(As, Bs, Cs), seed=13)
