@@ -285,9 +285,12 @@ def test_half_grouped_list_takes_the_hopper_loop():
     assert row.ir.plan.b_box == (64, 64) and not row.ir.plan.b_kmajor and row.ir.plan.c_sub_cols == 32
 
 
-def test_a_list_tile_other_than_its_own_is_refused_at_the_tile():
-    (code, message), = errors("dtype bf16 tile 128x256x64 grouped list problems 8")
-    assert code == "E202" and "128 x 128 x 64, not 128x256x64" in message
+def test_a_list_takes_tile_n_256_from_the_schedule_and_refuses_others():
+    wide = kernel("dtype bf16 layout B col tile 128x256x64 grouped list problems 8")
+    assert (wide.ir.plan.bn, wide.ir.plan.b_box) == (256, (64, 256)) and "m64n256k16" in wide.source
+    assert "64x128 each on a 64-row tile (m64n128k16)" in " ".join(wide.ir.plan.lines())
+    (code, message), = errors("dtype bf16 tile 128x64x64 grouped list problems 8")
+    assert code == "E202" and "N in 256, 128; not 128x64x64" in message
 
 
 def test_a_list_call_tma_cannot_read_takes_the_schedule_in_the_dynamic_family():
@@ -331,7 +334,9 @@ def test_grouped_list_off_sm90_stays_in_the_dynamic_family():
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 @pytest.mark.parametrize("text", ["dtype bf16 layout B col grouped list problems 1024",
-                                  "dtype A f16, B f16, C f32 alpha runtime beta runtime grouped list problems 64"])
+                                  "dtype A f16, B f16, C f32 alpha runtime beta runtime grouped list problems 64",
+                                  "dtype bf16 layout B col tile 128x256x64 grouped list problems 64",
+                                  "dtype bf16 tile 128x256x64 grouped list problems 64"])
 def test_grouped_list_compiles_with_nvcc_for_sm90a(text, tmp_path):
     k = kernel(text)
     src = tmp_path / "k.cu"

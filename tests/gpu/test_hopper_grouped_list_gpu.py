@@ -70,15 +70,21 @@ def check(As, Bs, Cs, C0s, alpha, beta, tol, where=""):
         assert rel(c, ref) < tol, f"{where} problem {i} {tuple(a.shape)} x {tuple(b.shape)}"
 
 
-@pytest.mark.parametrize("case", ["bf16", "f16_f32", "bf16_row"])
+WIDE = " tile 128x256x64 grouped"  # tile N 256 (its 64-row tiles m64n128)
+
+
+@pytest.mark.parametrize("case", ["bf16", "f16_f32", "bf16_row", "bf16 N256", "bf16_row N256", "f16_f32 N256"])
 def test_random_list_against_float64(case):
-    """Every shape of SHAPES twice over in random order, NaN-poisoned C (beta 0) or random C (beta != 0)."""
+    """Every shape of SHAPES twice over in random order, NaN-poisoned C (beta 0) or random C (beta != 0); tile N 128
+    and 256."""
     t = torch()
+    case, _, wide = case.partition(" ")
     schedule, dtype, c_dtype, b_col, runtime = {
         "bf16": (BF16, t.bfloat16, t.bfloat16, True, False),
         "f16_f32": (F16, t.float16, t.float32, False, True),
         "bf16_row": (BF16_ROW, t.bfloat16, t.bfloat16, False, False)}[case]
-    kern = kernel(schedule)
+    kern = kernel(schedule.replace(" grouped", WIDE) if wide else schedule)
+    assert kern.ir.plan.bn == (256 if wide else 128)
     rng = np.random.default_rng(1)
     shapes = [SHAPES[i] for i in rng.permutation(2 * len(SHAPES)) % len(SHAPES)]
     As, Bs, Cs = operands(t, shapes, dtype, c_dtype, b_col)

@@ -40,10 +40,6 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperGroupedPlan:
     bn = LIST_TILE_N if listed else choose_tile_n(rows, dyn.n, hw, 1, TILE_N)
     if kernel.tile is not None:
         t = kernel.tile
-        if listed and (t.m, t.n, t.k) != (128, LIST_TILE_N, 64):
-            raise GemmcError(Diagnostic("E202", f"a grouped list's tiles on the hopper_grouped family are 128 x "
-                                        f"{LIST_TILE_N} x 64, not {t} (other tile N are not built for lists yet)",
-                                        kernel.where("tile"), f"write `tile auto` or `tile 128x{LIST_TILE_N}x64`"))
         if (t.m, t.k) != (128, 64) or t.n not in TILE_N:
             raise GemmcError(Diagnostic("E202", f"the hopper_grouped family's tiles are 128 x N x 64 with N in "
                                         f"{', '.join(map(str, TILE_N))}; not {t}", kernel.where("tile"),
