@@ -400,6 +400,20 @@ def test_bf16_fused_is_one_grouped_list_launch():
     assert "runs: fused: one launch of kernel f_fused" in group.plan
 
 
+ATTENTION = " ".join(f"gemm q{s} {s} x {s} x 64 gemm v{s} {s} x 64 x {s}" for s in (128, 256, 384, 512))
+
+
+@pytest.mark.parametrize("members, bn", [("gemm a 8192 x 1024 x 1024 copies 3", 256),
+                                         ("gemm a 4096 x 128 x 1024 copies 16", 128),
+                                         ("gemm a 512 x 1024 x 1024 copies 16", 256), (ATTENTION, 128)])
+def test_bf16_fused_tile_n_by_the_waves_model(members, bn):
+    """The fused list kernel's tile N: the faster of 128 and 256 as measured on these four groups run as one list
+    (bench/results/dynamic/2026-11-27_h100_list-tile-n.json)."""
+    group = gemmc.compile_string(f"group g {{ concurrency fused dtype bf16 {members} }}").groups[0]
+    assert group.group_plan.fused is not None and group.group_plan.fused.plan.bn == bn
+    assert f"tile N {bn} by the waves model over the members' tiles" in group.plan
+
+
 @pytest.mark.parametrize("text, why", [
     ("dtype bf16 gemm a 97 x 128 x 251 gemm b 64 x 64 x 64", "member f_a's A lines are 502 bytes"),
     ("dtype bf16 gemm a 96 x 130 x 64 gemm b 64 x 64 x 64", "member f_a's B lines are 260 bytes"),

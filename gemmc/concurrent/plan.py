@@ -26,11 +26,20 @@ import dataclasses
 from gemmc.concurrent import predictor
 from gemmc.concurrent.features import features, kernel_figures, plan_for_share
 from gemmc.errors import GemmcError
-from gemmc.families.tma_loop import GROUPED_TARGET, TMA_ALIGN, grouped_list_misfit, grouped_on_loop_target
+from gemmc.families.hopper_grouped.planner import TILE_N
+from gemmc.families.tma_loop import (
+    BK,
+    BM,
+    GROUPED_TARGET,
+    TMA_ALIGN,
+    choose_tile_n_for,
+    grouped_list_misfit,
+    grouped_on_loop_target,
+)
 from gemmc.ir.dynamic import DynamicBatch, Grouping
 from gemmc.ir.group import DEGREES, SHARES, Group, GroupPlan, MemberChoice, Mode
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel, Problem
+from gemmc.ir.nodes import Kernel, Problem, TileShape
 from gemmc.ir.program import Program
 from gemmc.ir.types import AUTO, Batching, Layout, TileMode
 
@@ -125,8 +134,11 @@ def _fused_list(group: Group, members: list[Kernel], hw: Hardware) -> tuple[Kern
             if length * nbytes % TMA_ALIGN:
                 return None, (f"fused {first.dtype.value} reads every A and B in place through TMA; member "
                               f"{k.name}'s {letter} lines are {length * nbytes} bytes, not a multiple of {TMA_ALIGN}")
+    shapes = [(k.problems[0].m, k.problems[0].n, k.problems[0].k) for k in members]
+    bn = choose_tile_n_for(shapes, hw, TILE_N)
+    fresh = dataclasses.replace(fresh, tile=TileShape(BM, bn, BK))
     return _planned(fresh, hw, f"fused: one grouped list launch of every member (TMA + wgmma, {len(members)} "
-                               "problems)")
+                               f"problems; tile N {bn} by the waves model over the members' tiles)")
 
 
 def _planned(fresh: Kernel, hw: Hardware, why: str) -> tuple[Kernel | None, str]:
@@ -173,7 +185,7 @@ def choose(group: Group, choices: list[MemberChoice], fused: Kernel | None, fuse
     if group.mode is Mode.FUSED:
         if fused is not None:
             return GroupPlan(Mode.FUSED, 1, tuple(choices), fused, model, tuple(estimates),
-                             ("concurrency fused from the schedule",))
+                             ("concurrency fused from the schedule", fused_why))
         notes.append(f"concurrency fused falls back to streams: {fused_why}")
         return GroupPlan(Mode.STREAMS, max(predicted, 2) if n > 1 else 1, tuple(choices), None, model,
                          tuple(estimates), tuple(notes))

@@ -104,13 +104,25 @@ def grouped_on_loop(kernel: Kernel, hw: Hardware) -> bool:
 
 
 def choose_tile_n(m: int, n: int, hw: Hardware, cluster: int, sizes: tuple[int, ...]) -> int:
-    """The BN of the fewest column-equivalents per SM: a tile costs its BN columns plus a fixed TILE_OVERHEAD (the
-    pipeline's fill, the epilogue, a narrower wgmma's issue cost), and a wave of the persistent grid costs its slowest
-    block."""
-    def cost(bn: int) -> tuple[int, int]:
-        tiles = ceil_div(m, BM) * ceil_div(n, bn)
-        waves = ceil_div(tiles, hw.sm_count // cluster * cluster)
-        return waves * (bn + TILE_OVERHEAD), -bn
+    """The BN of the fewest column-equivalents per SM for one problem (choose_tile_n_for)."""
+    return choose_tile_n_for([(m, n, 1)], hw, sizes, cluster)
+
+
+def choose_tile_n_for(shapes: list[tuple[int, int, int]], hw: Hardware, sizes: tuple[int, ...],
+                      cluster: int = 1) -> int:
+    """The BN of the fewest column-equivalents per SM for problems (m, n, k) sharing one persistent grid: a tile
+    costs its BN columns plus a fixed TILE_OVERHEAD (the pipeline's fill, the epilogue, a narrower wgmma's issue
+    cost) per k-block of its depth, and a wave of the grid costs its slowest block, here the tiles' mean depth. Ties
+    go to the wider tile. On the tensor-core list kernel it picked the faster N of 128 and 256 for each of four bf16
+    groups run as one list, 0.78-1.09x apart (bench/results/dynamic/2026-11-27_h100_list-tile-n.json)."""
+    def cost(bn: int) -> tuple[float, int]:
+        tiles = [ceil_div(m, BM) * ceil_div(n, bn) for m, n, _ in shapes]
+        count = sum(tiles)
+        if not count:
+            return 0.0, -bn
+        depth = sum(t * ceil_div(k, BK) for t, (_, _, k) in zip(tiles, shapes, strict=True)) / count
+        waves = ceil_div(count, hw.sm_count // cluster * cluster)
+        return waves * depth * (bn + TILE_OVERHEAD), -bn
     return min(sizes, key=cost)
 
 

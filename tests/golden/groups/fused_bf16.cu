@@ -2,6 +2,7 @@
 // group f (g.gs): 4 independent GEMM(s), target cuda sm_90
 // concurrency fused: runs fused
 // concurrency fused from the schedule
+// fused: one grouped list launch of every member (TMA + wgmma, 4 problems; tile N 128 by the waves model over the members' tiles)
 //
 // Every kernel the group launches is in this file, each in a namespace of its own with its plan baked in, so the
 // launcher needs no host-to-device copy: the GEMMs' pointers travel as launch arguments of one small kernel that
