@@ -415,8 +415,10 @@ def test_bf16_fused_tile_n_by_the_waves_model(members, bn):
 
 
 @pytest.mark.parametrize("text, why", [
-    ("dtype bf16 gemm a 97 x 128 x 251 gemm b 64 x 64 x 64", "member f_a's A lines are 502 bytes"),
-    ("dtype bf16 gemm a 96 x 130 x 64 gemm b 64 x 64 x 64", "member f_a's B lines are 260 bytes"),
+    ("dtype bf16 gemm a 97 x 128 x 251 gemm b 64 x 64 x 64", "member a's A lines are 251 elements (502 bytes), not a "
+     "multiple of 8"),
+    ("dtype bf16 gemm a 96 x 130 x 64 gemm b 64 x 64 x 64", "member a's B lines are 130 elements"),
+    ("dtype bf16 gemm a 64 x 64 x 64 { algorithm simt } gemm b 64 x 64 x 64", "member a is simt"),
     ("dtype bf16 gemm a 64 x 64 x 64 { layout A col } gemm b 64 x 64 x 64", "fused needs one layout a"),
     ("dtype bf16 layout A col gemm a 64 x 64 x 64 gemm b 64 x 64 x 64", "it reads A and writes C row-major"),
     ("dtype bf16 gemm a 64 x 64 x 64 gemm b 64 x 64 x 64 { dtype f16 }", "fused needs one dtype"),
@@ -428,10 +430,19 @@ def test_bf16_fused_falls_back_to_streams_and_says_why(text, why):
     assert "concurrency fused falls back to streams: " in group.plan and why in group.plan, group.plan
 
 
-def test_bf16_fused_needs_the_hopper_loop():
+def test_bf16_fused_off_sm90_is_the_simt_batch():
+    """Without the grouped TMA + wgmma loop (sm_80) bf16 members are SIMT kernels, which fuse as f32 members do."""
     group = gemmc.compile_string(FUSED_BF16.replace("sm_90", "sm_80")).groups[0]
-    assert group.group_plan.fused is None
-    assert "needs the grouped TMA + wgmma loop of target cuda sm_90" in group.plan
+    assert group.group_plan.fused is not None and group.group_plan.fused.family == "simt"
+
+
+def test_bf16_fused_plans_its_own_knobs():
+    """The members' `pipeline stages` and `tile` lines are their own kernels'; the list kernel plans its own."""
+    plain = gemmc.compile_string(FUSED_BF16).groups[0].group_plan.fused
+    knobs = gemmc.compile_string(FUSED_BF16.replace("concurrency fused", "concurrency fused pipeline stages 3 "
+                                                    "tile 128x256x64")).groups[0].group_plan.fused
+    assert plain is not None and knobs is not None
+    assert (knobs.plan.stages, knobs.plan.bn) == (plain.plan.stages, plain.plan.bn) == (6, 128)
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")

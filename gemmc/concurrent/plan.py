@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from gemmc.concurrent import predictor
 from gemmc.concurrent.features import features, kernel_figures, plan_for_share
 from gemmc.errors import GemmcError
@@ -41,10 +43,12 @@ from gemmc.ir.group import DEGREES, SHARES, Group, GroupPlan, MemberChoice, Mode
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, Problem, TileShape
 from gemmc.ir.program import Program
-from gemmc.ir.types import AUTO, Batching, Layout, TileMode
+from gemmc.model.worklist import problem_rows
+from gemmc.passes.replan import unplanned
 
 FUSED_MARGIN = 0.97  # fused must be estimated at least 3% faster: the cost model is within ~3% (geomean)
 FUSED_FAMILY = "simt"  # the family whose irregular batch runs GEMMs of different sizes in one launch
+LIST_MEMBERS = "hopper"  # members the hopper_grouped family's list kernel runs as one launch (bf16/f16 on sm_90)
 # The most GEMMs the planner runs at once. 16 at once never beat 8 in a measured group: bf16 on the H100, 16 copies
 # of 4096x128x1024 and of 512x1024x1024 took 90.2 and 63.7 us 16 at once against 69.3 and 41.5 us 8 at once
 # (bench/results/concurrent/2026-11-27_h100_bf16.json; with CUDA_DEVICE_MAX_CONNECTIONS=32, 95.1 and 60.5 us,
@@ -77,10 +81,10 @@ def copies(members: list[Kernel], index: int) -> int:
 
 
 def fused_kernel(group: Group, members: list[Kernel], hw: Hardware) -> tuple[Kernel | None, str]:
-    """The group as one launch, or None and why not: f32 members as one SIMT batch of fixed sizes (a problem per
-    member, in call order), bf16/f16 members as one `grouped list` kernel of the hopper_grouped family (its problem
-    table filled per call from the members' sizes and arrays)."""
-    if any(k.dtype.half for k in members):
+    """The group as one launch, or None and why not: bf16/f16 members of the hopper family (target cuda sm_90) as one
+    `grouped list` kernel of the hopper_grouped family (its problem table filled per call from the members' sizes and
+    arrays), other members as one SIMT batch of fixed sizes (a problem per member, in call order)."""
+    if any(k.family == LIST_MEMBERS for k in members):
         return _fused_list(group, members, hw)
     keys = ("dtype", "layout_a", "layout_b", "layout_c", "alpha", "beta", "precision", "tile", "threads",
             "stages")
@@ -107,38 +111,44 @@ def _differs(members: list[Kernel], keys: tuple[str, ...]) -> str:
 
 
 def _fused_list(group: Group, members: list[Kernel], hw: Hardware) -> tuple[Kernel | None, str]:
-    """bf16/f16 members as one `grouped list` launch of the hopper_grouped family's TMA + wgmma loop (one persistent
-    grid over every member's tiles, 128- and 64-row tiles by each member's rows): where the target has that loop,
-    the members share their storage, layouts and scalars, A and C are row-major, and every A and B line is a
-    16-byte multiple, so that TMA reads the members' dense arrays in place."""
+    """hopper members (bf16/f16 on sm_90) as one `grouped list` launch of the hopper_grouped family's TMA + wgmma loop
+    (one persistent grid over every member's tiles, 128- and 64-row tiles by each member's rows, tile N by the waves
+    model over them): where the members share their storage, layouts and scalars, A and C are row-major, and every A
+    and B line is a 16-byte multiple, so that TMA reads the members' dense arrays in place. The members' own knobs
+    (tile, threads, pipeline) are their kernels'; the list kernel plans its own."""
     why = _differs(members, ("dtype", "c_dtype", "layout_a", "layout_b", "layout_c", "alpha", "beta", "precision"))
     if why:
         return None, why
+    other = next((k for k in members if k.family != LIST_MEMBERS), None)
+    if other is not None:
+        return None, (f"fused runs hopper members as one grouped list kernel; member "
+                      f"{_member(group, other)} is {other.family}")
     first = members[0]
-    fresh = dataclasses.replace(first, name=f"{group.name}_fused", problems=(), count=None,
-                                dynamic=DynamicBatch(Grouping.LIST, max_groups=len(members), span=group.span),
-                                family=None, draft=None, plan=None, work=None, notes=(), algorithm=AUTO, tile=None,
-                                tile_mode=TileMode.AUTO, threads=None, stages=2, batching=Batching.AUTO,
-                                span=group.span)
+    dtype = first.dtype.value
+    fresh = unplanned(first, name=f"{group.name}_fused", problems=(), count=None, span=group.span,
+                      dynamic=DynamicBatch(Grouping.LIST, max_groups=len(members), span=group.span))
     if not grouped_on_loop_target(fresh, hw):
-        return None, (f"fused {first.dtype.value} needs the grouped TMA + wgmma loop of target cuda {GROUPED_TARGET} "
-                      f"(one launch over several GEMMs); this target is {hw.vendor} {hw.arch}")
+        return None, (f"fused runs hopper members as one grouped list kernel, of bf16/f16 storage on target cuda "
+                      f"{GROUPED_TARGET}; these store {dtype}")
     misfit = grouped_list_misfit(fresh)
     if misfit:
-        return None, f"fused {first.dtype.value} runs a grouped list kernel: {misfit}"
-    nbytes = first.dtype.nbytes
+        return None, f"fused {dtype} runs a grouped list kernel: {misfit}"
     for k in members:
-        p = k.problems[0]
-        lines = (("A", p.k), ("B", p.k if k.layout_b is Layout.COL else p.n))
-        for letter, length in lines:
-            if length * nbytes % TMA_ALIGN:
-                return None, (f"fused {first.dtype.value} reads every A and B in place through TMA; member "
-                              f"{k.name}'s {letter} lines are {length * nbytes} bytes, not a multiple of {TMA_ALIGN}")
-    shapes = [(k.problems[0].m, k.problems[0].n, k.problems[0].k) for k in members]
-    bn = choose_tile_n_for(shapes, hw, TILE_N)
+        lda, ldb = (int(x) for x in np.frombuffer(problem_rows(k).data, dtype="<i8")[3:5])
+        for letter, length in (("A", lda), ("B", ldb)):
+            if length * first.dtype.nbytes % TMA_ALIGN:
+                return None, (f"fused {dtype} reads every A and B in place through TMA; member {_member(group, k)}'s "
+                              f"{letter} lines are {length} elements ({length * first.dtype.nbytes} bytes), not a "
+                              f"multiple of {TMA_ALIGN // first.dtype.nbytes}")
+    bn = choose_tile_n_for([(k.problems[0].m, k.problems[0].n, k.problems[0].k) for k in members], hw, TILE_N)
     fresh = dataclasses.replace(fresh, tile=TileShape(BM, bn, BK))
     return _planned(fresh, hw, f"fused: one grouped list launch of every member (TMA + wgmma, {len(members)} "
                                f"problems; tile N {bn} by the waves model over the members' tiles)")
+
+
+def _member(group: Group, kernel: Kernel) -> str:
+    """A member's name as the group writes it (`a`, `q_1`), not its kernel's (`g_a`)."""
+    return kernel.name.removeprefix(group.name + "_")
 
 
 def _planned(fresh: Kernel, hw: Hardware, why: str) -> tuple[Kernel | None, str]:

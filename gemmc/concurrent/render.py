@@ -12,6 +12,8 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import PurePath
 
+import numpy as np
+
 from gemmc.codegen import RUNTIME_API, device_ctype, launch_context, literal, render_kernel, scalar_type
 from gemmc.codegen.env import render
 from gemmc.concurrent import predictor
@@ -20,7 +22,7 @@ from gemmc.errors import InternalError
 from gemmc.ir.group import DEGREES, MAX_STREAMS, Group, Mode
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
-from gemmc.ir.types import Layout
+from gemmc.model.worklist import problem_rows
 from gemmc.version import __version__
 
 EVENT_T = {"cuda": "cudaEvent_t", "hip": "hipEvent_t"}
@@ -66,13 +68,9 @@ def summary(k: Kernel) -> str:
 
 def list_rows(group: Group, members: dict[str, Kernel]) -> list[tuple[int, ...]]:
     """Per member in call order, the fused `grouped list` kernel's problem entry: m, n, k and the leading dimensions
-    of its dense A (row-major), B and C (row-major), in elements."""
-    rows: list[tuple[int, ...]] = []
-    for name in group.members:
-        k = members[name]
-        p = k.problems[0]
-        rows.append((p.m, p.n, p.k, p.k, p.k if k.layout_b is Layout.COL else p.n, p.n))
-    return rows
+    of its dense A, B and C, in elements (the work list's problem row)."""
+    return [tuple(int(x) for x in np.frombuffer(problem_rows(members[name]).data, dtype="<i8")[:6])
+            for name in group.members]
 
 
 def _hoist(source: str) -> tuple[str, list[str]]:

@@ -127,10 +127,10 @@ def reads_c(run: GroupRun) -> bool:
 
 
 def cache_key(run: GroupRun, gpu: str, toolkit: str = "") -> str:
-    """The GPU, the group's plan and each member's tuning key in call order (its source and launch data, the gemmc
-    version and the toolkit: tune.cache_key): what the ways' times depend on."""
+    """The GPU, the group's plan and the tuning key (source and launch data, the gemmc version and the toolkit:
+    tune.cache_key) of each member in call order and of the fused kernel: what the ways' times depend on."""
     digest = hashlib.sha256(repr((run.plan.mode.value, run.plan.degree)).encode())
-    for member in run.members:
+    for member in (*run.members, *((run.fused,) if run.fused is not None else ())):
         digest.update(tune.cache_key(member, gpu, toolkit).encode())
     return gpu + "|" + digest.hexdigest()[:32]
 

@@ -170,35 +170,36 @@ def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offset
     if not count:
         return
     misfits = tma_misfits(table)
-    if misfits.any():  # those problems run the schedule on CUDA cores (the dynamic family), which reads any lines
-        if st.fallback is None and captured:
-            outside_capture(on, False, f"kernel {kernel.ir.name}: the first call whose A or B TMA cannot read in "
-                            "place (it plans and loads the kernel that runs such problems on CUDA cores)")
-        from gemmc.runtime.dynamic_list import launch_list
-
-        cores = st.cuda_cores(kernel)
-        picked = np.flatnonzero(misfits).tolist()
-        launch_list(cores, cores.dynamic or grouped.state(cores), [As[i] for i in picked], [Bs[i] for i in picked],
-                    [Cs[i] for i in picked], alpha_, beta_, on, device, views=True)
-        count = len(table) - len(picked)
-        if not count:
-            return
+    picked = np.flatnonzero(misfits).tolist()  # problems TMA cannot read: on CUDA cores, in the dynamic family
+    if picked and st.fallback is None and captured:
+        outside_capture(on, False, f"kernel {kernel.ir.name}: the first call whose A or B TMA cannot read in place "
+                        "(it plans and loads the kernel that runs such problems on CUDA cores)")
+    count -= len(picked)
+    if picked:
         table[:count] = table[~misfits]  # the rest, on the tensor cores: moved to the front of the staging buffer
         table = table[:count]
     m, n = table[:, 0], table[:, 1]
     if int(((m + plan.bm - 1) // plan.bm * ((n + plan.bn - 1) // plan.bn)).sum()) > INT32_MAX:
         raise GemmcError("As, Bs: the problems give more tiles than the int32 tile numbering holds")
+    maps, counter = (st.maps(on.ptr), st.counter(on.ptr)) if count else (0, 0)
+    if picked:  # every check done: the first launch writes outputs
+        from gemmc.runtime.dynamic_list import launch_list
+
+        cores = st.cuda_cores(kernel)
+        launch_list(cores, cores.dynamic or grouped.state(cores), [As[i] for i in picked], [Bs[i] for i in picked],
+                    [Cs[i] for i in picked], alpha_, beta_, on, device, views=True)
+    if not count:
+        return
     if captured:
         st.take_capture()
     problems = ring.send(slot, count, on)
-    maps = st.maps(on.ptr)
     with st.lock:
         a = st.maps_args.values
         a[3].value, a[4].value, a[5].value = problems, count, maps
         driver.launchKernel(st.maps_func, -(-count // WARPS_PER_BLOCK), 1, 1, 32 * WARPS_PER_BLOCK, 1, 1, 0, on.ptr,
                             st.maps_args.address, 0)
         b = st.main_args.values
-        b[0].value, b[1].value, b[2].value, b[3].value = problems, count, maps, st.counter(on.ptr)
+        b[0].value, b[1].value, b[2].value, b[3].value = problems, count, maps, counter
         b[4].value, b[5].value = float(alpha_), float(beta_)
         driver.launchKernel(st.func, st.grid, 1, 1, st.block, 1, 1, st.smem, on.ptr, st.main_args.address, 0)
     if not captured:

@@ -93,25 +93,34 @@ def test_every_mode_matches_one_by_one(text):
 # members one grouped list launch can take (A and C row-major, lines of 16-byte multiples), of odd M and N, one of a
 # single 64-row tile and one over many tiles, with copies
 FUSED = ("group u { dtype bf16 layout B col gemm a 1000 x 264 x 136 gemm b 37 x 8 x 8 gemm c 129 x 1032 x 520 copies 3 "
-         "gemm d 4096 x 128 x 1024 }")
+         "gemm d 4096 x 128 x 1024 gemm e 100 x 77 x 64 }")  # e: C lines of 154 bytes, stored from the accumulators
+WIDE = "group w { dtype bf16 gemm a 512 x 1024 x 1024 copies 16 }"  # tile N 256 by the waves model
 
 
-@pytest.mark.parametrize("c_type", ["bf16", "f32"])
-def test_fused_is_one_grouped_list_launch_matching_one_by_one(c_type):
-    text = FUSED.replace("dtype bf16", "dtype A bf16, B bf16, C f32") if c_type == "f32" else FUSED
+@pytest.mark.parametrize("case", ["bf16", "f32", "wide"])
+def test_fused_is_one_grouped_list_launch_matching_one_by_one(case):
+    text = {"bf16": FUSED, "f32": FUSED.replace("dtype bf16", "dtype A bf16, B bf16, C f32"), "wide": WIDE}[case]
     group = gemmc.compile_string(text).groups[0]
     fused = group.with_mode("fused")
     assert fused.group_plan.fused is not None and fused.group_plan.fused.family == "hopper_grouped"
+    assert fused.group_plan.fused.plan.bn == (256 if case == "wide" else 128)
     for seed in (1, 2):
         check(fused, lambda As, Bs, Cs: fused(As, Bs, Cs), seed=seed)
 
 
 def test_fused_refuses_an_array_of_another_shape_before_launching():
+    """Two members' operands swapped: each A, B, C is a consistent problem the list kernel would compute, but not
+    the member's own; the call is refused by name before anything is written."""
     group = gemmc.compile_string(FUSED).groups[0].with_mode("fused")
     As, Bs, Cs, _ = operands(group)
-    Bs[1] = Bs[1][:, :4]
-    with pytest.raises(gemmc.GemmcError, match=r"Bs\[1\]"):
+    for arrays in (As, Bs, Cs):
+        arrays[0], arrays[1] = arrays[1], arrays[0]
+    for c in Cs:
+        c.fill_(float("nan"))
+    with pytest.raises(gemmc.GemmcError, match=r"As\[0\]: expected shape \(1000, 136\)"):
         group(As, Bs, Cs)
+    torch.cuda.synchronize()
+    assert all(bool(c.isnan().all()) for c in Cs)
 
 
 def test_fused_is_captured_and_replayed_in_a_graph():

@@ -190,7 +190,7 @@ def test_new_sizes_compile_nothing_and_graph_replays_new_data():
     assert gemmc.stats() == before
 
 
-def test_a_call_with_arrays_tma_cannot_read_runs_on_cuda_cores():
+def test_a_call_with_arrays_tma_cannot_read_runs_on_cuda_cores(monkeypatch):
     """A leading dimension that is not a 16-byte multiple (k = 7 of a dense A) or a base at an odd offset: that
     problem runs the schedule in the dynamic family (CUDA cores, planned on the first such call), the call's others on
     the tensor cores, right against float64 with NaN-poisoned C; the next aligned call runs only on the tensor cores.
@@ -202,11 +202,18 @@ def test_a_call_with_arrays_tma_cannot_read_runs_on_cuda_cores():
     odd = ([ok[0], t.randn(9, 7, device="cuda").to(bf), t.randn(33, 24, device="cuda").to(bf)],
            [ok[1], t.randn(7, 16, device="cuda").to(bf), t.randn(24, 16, device="cuda").to(bf)])
     shifted = t.randn(16 * 17, device="cuda").to(bf)[1:1 + 16 * 16].view(16, 16)
+    from gemmc.runtime import dynamic_list
+
+    on_cores = []  # the problems each call sends to CUDA cores
+    launch_list = dynamic_list.launch_list
+    monkeypatch.setattr(dynamic_list, "launch_list", lambda k, st, As, *rest, **kw: (
+        on_cores.append([tuple(a.shape) for a in As]), launch_list(k, st, As, *rest, **kw)))
     for As, Bs in (odd, ([ok[0]], [shifted])):
         Cs = [t.full((a.shape[0], 16), float("nan"), device="cuda").to(bf) for a in As]
         kern(As, Bs, Cs, beta=0.0)
         t.cuda.synchronize()
         check(As, Bs, Cs, Cs, 1.0, 0.0, TOL["bfloat16"], "cuda cores")
+    assert on_cores == [[(9, 7)], [(16, 16)]]  # only the problem TMA cannot read, each time
     fallback = kern.executable.dynamic.fallback
     assert fallback is not None and fallback.ir.family == "dynamic"
     # a view of a wider matrix at an odd pitch: CUDA cores too (the fallback reads the lines' strides)

@@ -152,7 +152,7 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
             ksplit = t.split
         elif not (parts or split):
             ksplit = choose_tile(p.m, p.n, p.k, hw, (bn,))[1]
-    written = any(key == "pipeline" for key, _ in kernel.stmt_spans)  # `pipeline stages N`: the schedule's depth
+    written = kernel.stages_written  # `pipeline stages N`: the schedule's depth
     chosen = ksplit > 1 and (kernel.tile is None or kernel.tile.split == 1)  # the planner's split, not the schedule's
     if written and chosen and stages_for(bn, hw, False, kernel.c_dtype.nbytes, parts, ksplit) < kernel.stages:
         # the partial sums of a split the schedule did not ask for leave too little room for its stages: no split

@@ -120,7 +120,9 @@ def notes_list(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> tuple[s
     return (f"batch sized at run time: {dyn}; two launches whatever the sizes (a planning kernel that builds every "
             "problem's tensor maps, then the persistent TMA + wgmma kernel); no host sync, no re-planning, no compile "
             "per size",
-            f"hopper_grouped: tile N {plan.bn} (the sizes arrive with each call: no waves model); size classes per "
+            f"hopper_grouped: tile N {plan.bn} "
+            + ("(given: the tile line, or a fused group's waves model over its members)" if kernel.tile is not None
+               else "(the sizes arrive with each call: no waves model)") + "; size classes per "
             f"problem: its rows in 128-row tiles, its last {SMALL_BM} rows or fewer in a {SMALL_BM}-row tile (paper "
             "000: a 40-row problem does not pay for a 128-row tile)",
             "hopper_grouped: tensor maps built on the device (tensormap.replace on template maps encoded once on the "
