@@ -303,3 +303,14 @@ def test_file_names_that_are_not_utf8(tmp_path):
                           cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert b"out\\udcff/k.cu" in proc.stdout and "s\\udcff.gs" in (tmp_path / "out\udcff" / "k.h").read_text()
+
+
+def test_compile_says_why_a_fused_group_runs_on_streams(tmp_path, capsys):
+    schedule = tmp_path / "f.gs"
+    schedule.write_text("target cuda sm_90\ngroup f { concurrency fused dtype bf16 gemm a 97 x 128 x 251 "
+                        "gemm b 64 x 64 x 64 }\n")
+    assert cli.main(["compile", str(schedule), "-o", str(tmp_path / "out")]) == 0
+    captured = capsys.readouterr()
+    assert "(streams)" in captured.out
+    assert ("note: group f: concurrency fused falls back to streams: fused bf16 reads every A and B in place through "
+            "TMA; member a's A lines are 251 elements") in captured.err
