@@ -23,10 +23,11 @@ PAIR = ("group g { concurrency auto dtype bf16 gemm dx 4096 x 1024 x 1024 { layo
         "gemm dw 1024 x 1024 x 4096 { layout A col } }")
 
 
-def test_ways_start_with_the_plan_and_add_sequential_and_own_kernels():
+def test_ways_start_with_the_plan_and_add_sequential_fused_and_own_kernels():
     g = group(COPIES)
-    assert (g.mode, g.degree) == (Mode.STREAMS, 4)
-    assert ways(g.group_run) == [Way(Mode.STREAMS, 4), Way(Mode.SEQUENTIAL, 1), Way(Mode.STREAMS, 4, "isolated")]
+    assert (g.mode, g.degree) == (Mode.STREAMS, 4) and g.group_plan.fused is not None
+    assert ways(g.group_run) == [Way(Mode.STREAMS, 4), Way(Mode.SEQUENTIAL, 1), Way(Mode.FUSED, 1),
+                                 Way(Mode.STREAMS, 4, "isolated")]
     pair = group(PAIR)
     assert pair.mode is Mode.SEQUENTIAL  # two GEMMs of about one wave each (the fit rule)
     assert ways(pair.group_run) == [Way(Mode.SEQUENTIAL, 1), Way(Mode.STREAMS, 2, "isolated")]
@@ -65,10 +66,10 @@ def timed(monkeypatch, tmp_path):
 
 def test_the_plan_stays_unless_another_way_is_faster_by_the_margin(timed):
     g = group(COPIES)
-    timed.times.update({"GO-kernels on 4 streams": 10e-6, "sequential": 18e-6,
+    timed.times.update({"GO-kernels on 4 streams": 10e-6, "sequential": 18e-6, "fused": 12e-6,
                         "own kernels on 4 streams": 10e-6 * CONFIRM_MARGIN * 1.005})
     assert confirm(g.group_run, [], [], [], None) == Way(Mode.STREAMS, 4)
-    assert timed.timed == ["GO-kernels on 4 streams", "sequential", "own kernels on 4 streams"]
+    assert timed.timed == ["GO-kernels on 4 streams", "sequential", "fused", "own kernels on 4 streams"]
     assert "runs GO-kernels on 4 streams (the plan's)" in str(g.group_run.confirmed)
     timed.timed.clear()
     assert confirm(g.group_run, [], [], [], None) == Way(Mode.STREAMS, 4) and timed.timed == []  # measured once
@@ -77,6 +78,10 @@ def test_the_plan_stays_unless_another_way_is_faster_by_the_margin(timed):
     timed.times["sequential"] = 9.7e-6
     assert confirm(g.group_run, [], [], [], None) == Way(Mode.SEQUENTIAL, 1)
     assert "auto: measured on the first call" in g.plan and "runs sequential" in g.plan
+    timed.forget()
+    g = group(COPIES)
+    timed.times["fused"] = 9.0e-6
+    assert confirm(g.group_run, [], [], [], None) == Way(Mode.FUSED, 1) and "runs fused" in g.plan
 
 
 def test_pairs_take_the_streams_where_they_measure_faster(timed):
@@ -90,7 +95,8 @@ def test_pairs_take_the_streams_where_they_measure_faster(timed):
 
 
 def test_a_later_process_runs_the_cached_way_even_in_a_capture(timed, monkeypatch):
-    timed.times.update({"GO-kernels on 4 streams": 10e-6, "sequential": 9.0e-6, "own kernels on 4 streams": 11e-6})
+    timed.times.update({"GO-kernels on 4 streams": 10e-6, "sequential": 9.0e-6, "fused": 9.5e-6,
+                        "own kernels on 4 streams": 11e-6})
     assert confirm(group(COPIES).group_run, [], [], [], None) == Way(Mode.SEQUENTIAL, 1)
     timed.timed.clear()
     timed.capturing = True  # a fresh GroupRun (a later process) inside a capture: nothing to time, the cache answers
