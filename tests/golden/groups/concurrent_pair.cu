@@ -844,7 +844,7 @@ static cudaError_t launch(const void* const* A, const void* const* B, void* cons
 namespace gemmc_pair_detail {
 
 constexpr int kGemms = 2;
-constexpr int kStreams = 2;
+[[maybe_unused]] constexpr int kStreams = 2;
 
 struct Pointers {
   const void* p[3 * kGemms];

@@ -751,7 +751,7 @@ static cudaError_t gemmc_f_k0(const gemmc_dyn_problem* problems, int count,
 namespace gemmc_f_detail {
 
 constexpr int kGemms = 4;
-constexpr int kStreams = 1;
+[[maybe_unused]] constexpr int kStreams = 1;
 
 struct Pointers {
   const void* p[3 * kGemms];
@@ -837,25 +837,6 @@ static const double kWeights[kFeatures][kClasses] = {
   return kDegrees[best];
 }
 
-struct Pool {
-  cudaStream_t side[kStreams];
-  cudaEvent_t fork;
-  cudaEvent_t join[kStreams];
-  cudaError_t err = cudaSuccess;
-};
-
-static Pool& pool() {
-  static Pool p;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    for (int i = 0; i < kStreams && p.err == cudaSuccess; ++i)
-      p.err = cudaStreamCreateWithFlags(&p.side[i], cudaStreamNonBlocking);
-    if (p.err == cudaSuccess) p.err = cudaEventCreateWithFlags(&p.fork, cudaEventDisableTiming);
-    for (int i = 0; i < kStreams && p.err == cudaSuccess; ++i)
-      p.err = cudaEventCreateWithFlags(&p.join[i], cudaEventDisableTiming);
-  });
-  return p;
-}
 
 }  // namespace gemmc_f_detail
 
@@ -864,16 +845,13 @@ extern "C" int gemmc_f_degree(void) {
   return 1;
 }
 
-// Creates the streams and events the launcher forks onto; call it outside a graph capture (the first launch
-// does it otherwise).
-extern "C" cudaError_t gemmc_f_prepare(void) { return gemmc_f_detail::pool().err; }
+// One launch: no streams or events to create.
+extern "C" cudaError_t gemmc_f_prepare(void) { return cudaSuccess; }
 
 // A, B, C: host arrays of 4 device pointers in group order (f_a, f_b_0, f_b_1, f_b_2). Runs on `stream`: all GEMMs in one launch of the grouped list kernel, whose TMA reads every A and B in place: their bases must be 16-byte aligned (cudaErrorInvalidValue otherwise).
 extern "C" cudaError_t gemmc_f(const void* const* A, const void* const* B, void* const* C,
     cudaStream_t stream) {
   using namespace gemmc_f_detail;
-  Pool& p = pool();
-  if (p.err != cudaSuccess) return p.err;
   Pointers ptrs;
   for (int i = 0; i < kGemms; ++i) {
     ptrs.p[i] = A[i];
