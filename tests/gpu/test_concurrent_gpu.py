@@ -178,6 +178,12 @@ def test_cpp_group_launcher_runs_captured_in_a_graph(tmp_path):
     run_group_driver(tmp_path, "f32", shapes, "streams 2", ["-arch=sm_90"], [])
 
 
+def test_cpp_fused_group_launcher_runs_captured_in_a_graph(tmp_path):
+    """The fused group's launcher (one SIMT launch, no side streams): run and replayed from a graph."""
+    shapes = [(100, 64, 48, "row", "row"), (37, 29, 61, "row", "row"), (53, 17, 9, "row", "row")]
+    run_group_driver(tmp_path, "f32", shapes, "fused", ["-arch=sm_90"], [])
+
+
 def test_calling_convention_is_checked_before_any_launch():
     group = gemmc.compile_string("group g { gemm a 8 x 8 x 8 gemm b 8 x 8 x 8 }").groups[0]
     with pytest.raises(GemmcError, match="expected a list of 2 arrays"):
