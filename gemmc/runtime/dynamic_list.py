@@ -25,7 +25,7 @@ from gemmc.ir.types import Layout
 from gemmc.runtime.args import NUMPY_DTYPES, _torch_name, describe
 from gemmc.runtime.device import cupy
 from gemmc.runtime.dynamic_state import CAPTURES
-from gemmc.runtime.streams import allocating_during_capture
+from gemmc.runtime.streams import relaxed_capture
 
 if TYPE_CHECKING:
     from gemmc.runtime.dynamic_state import DynamicState
@@ -332,7 +332,7 @@ def _addresses(ptrs: list[int]) -> np.ndarray:
 def make_tables(st: DynamicState, capacity: int) -> None:
     """A list-form state's table buffers for `capacity` problems: the staging ring and CAPTURES buffers for captured
     calls, allocated outside any graph (the relaxed capture mode, for a first call inside a capture)."""
-    with allocating_during_capture():
+    with relaxed_capture():
         st.ring = Ring(capacity)
         st.captures = [Ring.single(capacity) for _ in range(CAPTURES)]
 

@@ -31,7 +31,7 @@ from gemmc.passes.replan import replan
 from gemmc.runtime.args import Expected, expected_operands
 from gemmc.runtime.compile import device_function
 from gemmc.runtime.device import cupy, hardware
-from gemmc.runtime.streams import allocating_during_capture
+from gemmc.runtime.streams import relaxed_capture
 
 if TYPE_CHECKING:
     from gemmc.runtime.dynamic_state import DynamicState
@@ -160,7 +160,7 @@ class Executable:
         key = int(getattr(stream, "ptr", 0) or 0)  # the legacy default stream: 0 (a caller may pass None for it)
         found = self.scratches.get(key)
         if found is None:
-            with allocating_during_capture():
+            with relaxed_capture():
                 found = self.scratches[key] = cupy().empty(plan.scratch_bytes, dtype=cupy().uint8)
         return found
 

@@ -5,10 +5,14 @@ A call checks the arrays and writes the problem table as the dynamic family's li
 read in bulk, a pinned staging ring, one asynchronous copy), except that an array may be a view of unit-stride lines
 (its leading dimension from its strides). Then two launches on the call's stream: the planning kernel builds every
 problem's three tensor maps in the stream's map workspace from the template maps (encoded here once per kernel), and
-the persistent kernel computes the tiles. TMA reads A and B in place, so it takes the problems whose A and B have
-16-byte aligned bases and leading dimensions; the others (of a call) run the schedule in the dynamic family, launched
-first on the same stream (`GroupedListState.cuda_cores`: f32 products on CUDA cores, any lines).
-C may be anything the list form takes: a C that TMA cannot store is stored from the accumulators.
+the persistent kernel computes the tiles. A call captured in a CUDA graph copies its table and builds its maps when it
+is captured, on a stream of its own into buffers of its own (`GroupedListState.capture_maps`), so that its graph holds
+the persistent kernel alone: no copy node from the host and no planning kernel at every replay.
+
+TMA reads A and B in place, so it takes the problems whose A and B have 16-byte aligned bases and leading dimensions;
+the others (of a call) run the schedule in the dynamic family, launched first on the same stream
+(`GroupedListState.cuda_cores`: f32 products on CUDA cores, any lines). C may be anything the list form takes: a C
+that TMA cannot store is stored from the accumulators.
 """
 
 from __future__ import annotations
@@ -25,9 +29,9 @@ from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
 from gemmc.ir.dynamic import INT32_MAX
 from gemmc.runtime import dynamic as grouped  # the compile with its progress note
 from gemmc.runtime.device import cupy, hardware
-from gemmc.runtime.dynamic_list import make_tables, problem_table
+from gemmc.runtime.dynamic_list import CAPTURES, make_tables, problem_table
 from gemmc.runtime.dynamic_state import DynamicState, zeroed_counters
-from gemmc.runtime.streams import is_torch, launch_stream, outside_capture
+from gemmc.runtime.streams import is_torch, launch_stream, outside_capture, relaxed_capture
 from gemmc.runtime.tma import ALIGN, TMAP_BYTES, encode_tensor
 
 if TYPE_CHECKING:
@@ -67,6 +71,8 @@ class GroupedListState(DynamicState):
     workspaces: dict[int, int] = field(default_factory=dict)  # raw stream handle -> its maps' device address
     lock: threading.Lock = field(default_factory=threading.Lock)
     fallback: Any = None  # the Executable of `cuda_cores`, once a call needs it
+    capture_maps: Any = None  # CAPTURES x map_bytes: each captured call's own maps, built when it is captured
+    side: Any = None  # the stream a captured call stages its table and builds its maps on, outside the graph
 
     def cuda_cores(self, kernel: Executable) -> Executable:
         """The schedule in the dynamic family (`algorithm dynamic`: f32 products on CUDA cores, lines of any stride),
@@ -116,6 +122,8 @@ def state(kernel: Executable) -> GroupedListState:
     st.counters = zeroed_counters()
     make_tables(st, plan.max_groups)
     st.workspace = cp.empty(MAP_SLOTS * plan.list_maps_bytes, dtype=np.uint8)
+    st.capture_maps = cp.empty(CAPTURES * plan.list_maps_bytes, dtype=np.uint8)
+    st.side = cp.cuda.Stream(non_blocking=True)
     # The templates: each operand's element type, box and swizzle; the address (a placeholder: the counters), dims
     # and pitch are replaced per problem on the device.
     where = int(st.counters.data.ptr)
@@ -139,6 +147,18 @@ def tma_misfits(table: np.ndarray) -> np.ndarray:
     return work & bad
 
 
+def build_maps(st: GroupedListState, problems: int, count: int, maps: int, stream: int) -> None:
+    """The planning kernel on `stream`: every problem's three tensor maps, written at `maps` from the table at
+    `problems` (device addresses)."""
+    from cupy.cuda import driver  # type: ignore[import-not-found]
+
+    with st.lock:
+        a = st.maps_args.values
+        a[3].value, a[4].value, a[5].value = problems, count, maps
+        driver.launchKernel(st.maps_func, -(-count // WARPS_PER_BLOCK), 1, 1, 32 * WARPS_PER_BLOCK, 1, 1, 0, stream,
+                            st.maps_args.address, 0)
+
+
 def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offsets: Any, alpha: float | None,
                         beta: float | None, stream: Any, validate: bool) -> None:
     """C_p = alpha A_p B_p + beta C_p for every problem p of the lists: the checks and the table, then the planning
@@ -160,8 +180,8 @@ def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offset
     device = cp.cuda.runtime.getDevice()
     on = launch_stream(stream, is_torch(As))
     plan = list_plan(kernel)
-    # Inside a CUDA-graph capture the table's copy becomes a node that reads its host buffer at every replay: the
-    # capture gets a buffer of its own, kept with the state, which no later call reuses (the ring's would be).
+    # A call inside a CUDA-graph capture takes a table and maps of its own, kept with the state and never reused, and
+    # fills them when it is captured: its graph holds the main kernel alone.
     captured = cp.cuda.runtime.streamIsCapturing(on.ptr) != 0
     ring = st.next_capture() if captured else st.ring
     slot, out = ring.host_table()
@@ -181,7 +201,7 @@ def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offset
     m, n = table[:, 0], table[:, 1]
     if int(((m + plan.bm - 1) // plan.bm * ((n + plan.bn - 1) // plan.bn)).sum()) > INT32_MAX:
         raise GemmcError("As, Bs: the problems give more tiles than the int32 tile numbering holds")
-    maps, counter = (st.maps(on.ptr), st.counter(on.ptr)) if count else (0, 0)
+    maps, counter = (0 if captured else st.maps(on.ptr), st.counter(on.ptr)) if count else (0, 0)
     if picked:  # every check done: the first launch writes outputs
         from gemmc.runtime.dynamic_list import launch_list
 
@@ -190,14 +210,17 @@ def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offset
                     [Cs[i] for i in picked], alpha_, beta_, on, device, views=True)
     if not count:
         return
-    if captured:
+    if captured:  # the table and maps are this capture's own, staged now outside the graph: it holds one kernel
         st.take_capture()
-    problems = ring.send(slot, count, on)
+        maps = int(st.capture_maps.data.ptr) + (st.captured - 1) * st.map_bytes
+        with relaxed_capture():
+            problems = ring.send(slot, count, st.side)
+            build_maps(st, problems, count, maps, st.side.ptr)
+            st.side.synchronize()
+    else:
+        problems = ring.send(slot, count, on)
+        build_maps(st, problems, count, maps, on.ptr)
     with st.lock:
-        a = st.maps_args.values
-        a[3].value, a[4].value, a[5].value = problems, count, maps
-        driver.launchKernel(st.maps_func, -(-count // WARPS_PER_BLOCK), 1, 1, 32 * WARPS_PER_BLOCK, 1, 1, 0, on.ptr,
-                            st.maps_args.address, 0)
         b = st.main_args.values
         b[0].value, b[1].value, b[2].value, b[3].value = problems, count, maps, counter
         b[4].value, b[5].value = float(alpha_), float(beta_)

@@ -73,11 +73,11 @@ RELAXED = 2  # CU_STREAM_CAPTURE_MODE_RELAXED
 
 
 @contextmanager
-def allocating_during_capture() -> Iterator[None]:
-    """Memory allocated inside this block may be allocated while a stream is being captured into a CUDA graph (the
-    allocation is not part of the graph; the memory outlives it): this thread's capture mode is relaxed for the
-    block (cuThreadExchangeStreamCaptureMode of the driver), as torch's caching allocator does for cudaMalloc.
-    Without a driver (no GPU) there is no capture to relax."""
+def relaxed_capture() -> Iterator[None]:
+    """Work inside this block may run while a stream is being captured into a CUDA graph without becoming part of
+    the graph: memory allocated (it outlives the graph), or copies and kernels on a stream of its own, waited for.
+    This thread's capture mode is relaxed for the block (cuThreadExchangeStreamCaptureMode of the driver), as torch's
+    caching allocator does for cudaMalloc. Without a driver (no GPU) there is no capture to relax."""
     try:
         exchange = ctypes.CDLL("libcuda.so.1").cuThreadExchangeStreamCaptureMode
     except OSError:
