@@ -168,3 +168,26 @@ def test_views_take_their_leading_dimensions_from_their_strides(kind):
     As[0] = mk((4, 3), strides=(4 * 16, 8))  # no unit stride along the lines
     with pytest.raises(gemmc.GemmcError, match=r"As\[0\]: expected an array of unit-stride lines"):
         problem_table(F32, As, Bs, Cs, device=0, views=True)
+
+
+def test_each_capture_takes_buffers_of_its_own_and_gives_back_an_unused_one():
+    """Captured list calls reserve the CAPTURES sets of buffers in turn (table, tile counters after the streams'
+    slots, maps); a reservation whose call launched nothing is given back where it was the last; past CAPTURES, E900."""
+    from types import SimpleNamespace
+
+    from gemmc.errors import GemmcError
+    from gemmc.runtime.dynamic_state import CAPTURES, COUNTER_INTS, COUNTER_SLOTS, DynamicState
+
+    st = DynamicState(None, None, 1, 0, 0, 1, captures=[object()] * CAPTURES,
+                      counters=SimpleNamespace(data=SimpleNamespace(ptr=4096)))
+    first, second = st.capture(), st.capture()
+    assert (first, second) == (0, 1)
+    st.uncapture(first)  # not the last: kept
+    st.uncapture(second)
+    assert st.capture() == 1
+    assert st.capture_counter(1) == 4096 + 4 * COUNTER_INTS * (COUNTER_SLOTS + 1)
+    assert st.counter(7) == 4096 and st.counter(8) == 4096 + 4 * COUNTER_INTS  # streams' slots come first
+    for _ in range(CAPTURES - 2):
+        st.capture()
+    with pytest.raises(GemmcError, match=f"captured in {CAPTURES} CUDA graphs"):
+        st.capture()

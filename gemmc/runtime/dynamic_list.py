@@ -51,7 +51,7 @@ class Ring:
 
     @classmethod
     def single(cls, capacity: int) -> Ring:
-        """One buffer pair of its own: a call captured in a CUDA graph, whose copy node reads the host buffer at every
+        """One buffer pair of its own: a call captured in a CUDA graph, whose graph reads the device table at every
         replay (never `done`, never reused)."""
         return cls(capacity, slots=1)
 
@@ -335,27 +335,45 @@ def make_tables(st: DynamicState, capacity: int) -> None:
     with relaxed_capture():
         st.ring = Ring(capacity)
         st.captures = [Ring.single(capacity) for _ in range(CAPTURES)]
+        st.side = cupy().cuda.Stream(non_blocking=True)
+
+
+def staged(st: DynamicState, ring: Ring, slot: int, rows: int) -> int:
+    """A captured call's table copied to its own device buffer now, on the state's side stream and waited for,
+    outside the graph being captured (the thread's capture mode relaxed): the graph reads it at every replay without
+    a copy node from host memory. Returns its device address."""
+    with relaxed_capture():
+        dev = ring.send(slot, rows, st.side)
+        st.side.synchronize()
+    return dev
 
 
 def launch_list(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: Any, alpha_: Any, beta_: Any,
                 stream: Any, device: int, views: bool = False) -> None:
     """The list form's launch: the problem table (`views`: arrays may be views of unit-stride lines, their leading
-    dimensions read from their strides), staged through the ring (a captured call: a table of its own), then the
-    kernel."""
+    dimensions read from their strides), staged through the ring (a captured call: a table and counters of its own),
+    then the kernel."""
     if st.ring is None:
         make_tables(st, kernel.ir.dynamic.max_groups)  # type: ignore[union-attr]
-    # Inside a CUDA-graph capture the table's copy becomes a node that reads its host buffer at every replay: the
-    # capture gets a buffer of its own, kept with the state, which no later call reuses (the ring's would be).
-    captured = cupy().cuda.runtime.streamIsCapturing(stream.ptr) != 0
-    ring = st.next_capture() if captured else st.ring
+    # A call inside a CUDA-graph capture takes a table and tile counters of its own, kept with the state and never
+    # reused, and stages its table when it is captured (`staged`): its graph holds the kernel alone.
+    index = st.capture() if cupy().cuda.runtime.streamIsCapturing(stream.ptr) != 0 else None
+    ring = st.captures[index] if index is not None else st.ring
     slot, out = ring.host_table()
-    count = len(problem_table(kernel, As, Bs, Cs, device, out=out, views=views))
+    try:
+        count = len(problem_table(kernel, As, Bs, Cs, device, out=out, views=views))
+    except BaseException:
+        if index is not None:
+            st.uncapture(index)
+        raise
     if not count:
+        if index is not None:
+            st.uncapture(index)
         return
-    if captured:
-        st.take_capture()
-    dev = ring.send(slot, count, stream)
-    counter = st.counter(stream.ptr)
+    if index is not None:
+        dev, counter = staged(st, ring, slot, count), st.capture_counter(index)
+    else:
+        dev, counter = ring.send(slot, count, stream), st.counter(stream.ptr)
     if st.fast is not None:
         st.fast(st.grid, st.block, st.smem, stream.ptr, (0, 0, 0, 0, dev, count, 0), counter,
                 (float(alpha_), float(beta_)))
@@ -365,5 +383,5 @@ def launch_list(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: Any,
               (zero, zero, zero, zero, np.uint64(dev), np.int32(count), np.int64(0), np.int64(0), np.int64(0),
                np.int64(0), np.int64(st.threshold), np.uint64(counter), alpha_, beta_), shared_mem=st.smem,
               stream=stream)
-    if not captured:
+    if index is None:
         ring.done(slot, stream)

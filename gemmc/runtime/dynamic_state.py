@@ -50,13 +50,13 @@ COUNTER_INTS = 8  # int32 per slot: the kernel's two counters, padded to 32 byte
 
 
 def zeroed_counters() -> Any:
-    """The tile counters of a persistent kernel (COUNTER_SLOTS x COUNTER_INTS int32), zero before any stream's first
-    launch reads them: the memset runs on CuPy's current stream, and a first launch on another stream (a torch side
-    stream, non-blocking) would not wait for it."""
+    """The tile counters of a persistent kernel ((COUNTER_SLOTS + CAPTURES) x COUNTER_INTS int32: a slot per stream,
+    then one per captured list call), zero before any stream's first launch reads them: the memset runs on CuPy's
+    current stream, and a first launch on another stream (a torch side stream, non-blocking) would not wait for it."""
     from gemmc.runtime.device import cupy
 
     cp = cupy()
-    counters = cp.zeros(COUNTER_SLOTS * COUNTER_INTS, dtype=cp.int32)
+    counters = cp.zeros((COUNTER_SLOTS + CAPTURES) * COUNTER_INTS, dtype=cp.int32)
     cp.cuda.get_current_stream().synchronize()
     return counters
 
@@ -77,30 +77,47 @@ class DynamicState:
     ring: Any = None  # the list form's staging buffers (runtime/dynamic_list.py)
     captures: list[Any] = field(default_factory=list)  # the list form's CAPTURES table buffers, one per captured call
     captured: int = 0  # captures taken
+    capture_lock: threading.Lock = field(default_factory=threading.Lock)  # takes captures and counter slots in turn
+    side: Any = None  # a captured list call's stream for staging its table outside the graph
     counters: Any = None  # int32[COUNTER_SLOTS x COUNTER_INTS], zeroed once: the tile counters, a slot per stream
     slots: dict[int, int] = field(default_factory=dict)  # raw stream handle -> the device address of its counters
     seen: dict[tuple, tuple] = field(default_factory=dict)  # checked grouped calls' metadata -> their launch values
     baked: bool = True  # alpha and beta are the schedule's constants
 
-    def next_capture(self) -> Any:
-        """The list form's table buffers (a Ring of one slot) for a call being captured in a CUDA graph, whose copy
-        node reads the host buffer at every replay; the call takes them (`take_capture`) once it has problems to
-        run, and no later call reuses them then."""
-        if self.captured >= len(self.captures):
-            from gemmc.errors import GemmcError
+    def capture(self) -> int:
+        """Reserve the next of the list form's CAPTURES sets of buffers for a call being captured in a CUDA graph,
+        which its graph reads at every replay and no later call reuses: its problem table (`captures`), its tile
+        counters (`capture_counter`) and, on the tensor cores, its tensor maps. Returns their index."""
+        with self.capture_lock:
+            if self.captured >= len(self.captures):
+                from gemmc.errors import GemmcError
 
-            raise GemmcError(f"this kernel has been captured in {len(self.captures)} CUDA graphs, the most it keeps "
-                             "problem tables for", code="E900")
-        return self.captures[self.captured]
+                raise GemmcError(f"this kernel has been captured in {len(self.captures)} CUDA graphs, the most it "
+                                 "keeps problem tables for", code="E900")
+            self.captured += 1
+            return self.captured - 1
 
-    def take_capture(self) -> None:
-        self.captured += 1
+    def uncapture(self, index: int) -> None:
+        """Give back a reservation whose call launched nothing, where no later capture took buffers after it."""
+        with self.capture_lock:
+            if self.captured == index + 1:
+                self.captured = index
+
+    def capture_counter(self, index: int) -> int:
+        """The device address of captured call `index`'s own tile counters (after the streams' slots): a graph never
+        shares its counters with another graph or with plain calls, so any of them may run at once."""
+        return int(self.counters.data.ptr) + 4 * COUNTER_INTS * (COUNTER_SLOTS + index)
 
     def counter(self, stream: int) -> int:
         """The device address of the tile counters for launches on `stream` (a raw handle): the kernel leaves them
         zeroed, so launches in stream order share them; launches on two streams at once must not."""
         found = self.slots.get(stream)
-        if found is None:
+        if found is not None:
+            return found
+        with self.capture_lock:
+            found = self.slots.get(stream)
+            if found is not None:
+                return found
             if len(self.slots) >= COUNTER_SLOTS:
                 from gemmc.errors import GemmcError
 

@@ -29,8 +29,8 @@ from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
 from gemmc.ir.dynamic import INT32_MAX
 from gemmc.runtime import dynamic as grouped  # the compile with its progress note
 from gemmc.runtime.device import cupy, hardware
-from gemmc.runtime.dynamic_list import CAPTURES, make_tables, problem_table
-from gemmc.runtime.dynamic_state import DynamicState, zeroed_counters
+from gemmc.runtime.dynamic_list import make_tables, problem_table
+from gemmc.runtime.dynamic_state import CAPTURES, DynamicState, zeroed_counters
 from gemmc.runtime.streams import is_torch, launch_stream, outside_capture, relaxed_capture
 from gemmc.runtime.tma import ALIGN, TMAP_BYTES, encode_tensor
 
@@ -59,8 +59,8 @@ class GroupedListState(DynamicState):
     """The two loaded kernels, their argument blocks (the planning kernel's template maps stored once), per launch
     stream a workspace of tensor maps (max_groups x 3 x 128 bytes: the planning kernel of a call writes it and the
     main kernel of the same call reads it, so calls in stream order share it, calls on two streams at once must not),
-    and the problem tables of captured calls. Everything is allocated with the state: allocating inside a CUDA-graph
-    capture is not allowed."""
+    and each captured call's own problem table, tensor maps and tile counters. Everything is allocated with the state:
+    allocating inside a CUDA-graph capture is not allowed."""
 
     func: int = 0
     maps_func: int = 0
@@ -72,7 +72,6 @@ class GroupedListState(DynamicState):
     lock: threading.Lock = field(default_factory=threading.Lock)
     fallback: Any = None  # the Executable of `cuda_cores`, once a call needs it
     capture_maps: Any = None  # CAPTURES x map_bytes: each captured call's own maps, built when it is captured
-    side: Any = None  # the stream a captured call stages its table and builds its maps on, outside the graph
 
     def cuda_cores(self, kernel: Executable) -> Executable:
         """The schedule in the dynamic family (`algorithm dynamic`: f32 products on CUDA cores, lines of any stride),
@@ -123,7 +122,6 @@ def state(kernel: Executable) -> GroupedListState:
     make_tables(st, plan.max_groups)
     st.workspace = cp.empty(MAP_SLOTS * plan.list_maps_bytes, dtype=np.uint8)
     st.capture_maps = cp.empty(CAPTURES * plan.list_maps_bytes, dtype=np.uint8)
-    st.side = cp.cuda.Stream(non_blocking=True)
     # The templates: each operand's element type, box and swizzle; the address (a placeholder: the counters), dims
     # and pitch are replaced per problem on the device.
     where = int(st.counters.data.ptr)
@@ -159,10 +157,45 @@ def build_maps(st: GroupedListState, problems: int, count: int, maps: int, strea
                             st.maps_args.address, 0)
 
 
+def _checked(kernel: Executable, st: GroupedListState, plan: HopperGroupedPlan, As: Any, Bs: Any, Cs: Any,
+             device: int, out: np.ndarray, index: int | None, on: Any, alpha_: Any, beta_: Any
+             ) -> tuple[int, int, int] | None:
+    """A call's checks and table (written into `out`), its problems TMA cannot read launched on CUDA cores once every
+    check has passed; then the tensor cores' problem count, maps and tile counters (a captured call's own: `index`),
+    or None where no problem is left for them."""
+    table = problem_table(kernel, As, Bs, Cs, device, out=out, views=True)
+    misfits = tma_misfits(table)
+    picked = np.flatnonzero(misfits).tolist()  # problems TMA cannot read: on CUDA cores, in the dynamic family
+    if picked and st.fallback is None and index is not None:
+        outside_capture(on, False, f"kernel {kernel.ir.name}: the first call whose A or B TMA cannot read in place "
+                        "(it plans and loads the kernel that runs such problems on CUDA cores)")
+    count = len(table) - len(picked)
+    if picked:
+        table[:count] = table[~misfits]  # the rest, on the tensor cores: moved to the front of the staging buffer
+        table = table[:count]
+    m, n = table[:, 0], table[:, 1]
+    if int(((m + plan.bm - 1) // plan.bm * ((n + plan.bn - 1) // plan.bn)).sum()) > INT32_MAX:
+        raise GemmcError("As, Bs: the problems give more tiles than the int32 tile numbering holds")
+    if not count:
+        maps = counter = 0
+    elif index is not None:
+        maps, counter = int(st.capture_maps.data.ptr) + index * st.map_bytes, st.capture_counter(index)
+    else:
+        maps, counter = st.maps(on.ptr), st.counter(on.ptr)
+    if picked:  # every check done: the first launch writes outputs
+        from gemmc.runtime.dynamic_list import launch_list
+
+        cores = st.cuda_cores(kernel)
+        launch_list(cores, cores.dynamic or grouped.state(cores), [As[i] for i in picked], [Bs[i] for i in picked],
+                    [Cs[i] for i in picked], alpha_, beta_, on, device, views=True)
+    return (count, maps, counter) if count else None
+
+
 def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offsets: Any, alpha: float | None,
                         beta: float | None, stream: Any, validate: bool) -> None:
     """C_p = alpha A_p B_p + beta C_p for every problem p of the lists: the checks and the table, then the planning
-    kernel and the persistent kernel on the call's stream (CompiledKernel.__call__ passes its Executable)."""
+    kernel and the persistent kernel on the call's stream (a captured call: the table and maps filled outside the
+    graph, the persistent kernel alone in it). CompiledKernel.__call__ passes its Executable."""
     from cupy.cuda import driver  # type: ignore[import-not-found]
 
     from gemmc.runtime.launch import scalars
@@ -180,39 +213,23 @@ def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offset
     device = cp.cuda.runtime.getDevice()
     on = launch_stream(stream, is_torch(As))
     plan = list_plan(kernel)
-    # A call inside a CUDA-graph capture takes a table and maps of its own, kept with the state and never reused, and
-    # fills them when it is captured: its graph holds the main kernel alone.
-    captured = cp.cuda.runtime.streamIsCapturing(on.ptr) != 0
-    ring = st.next_capture() if captured else st.ring
+    # A call inside a CUDA-graph capture takes a table, maps and tile counters of its own, kept with the state and
+    # never reused, and fills them when it is captured: its graph holds the main kernel alone.
+    index = st.capture() if cp.cuda.runtime.streamIsCapturing(on.ptr) != 0 else None
+    ring = st.captures[index] if index is not None else st.ring
     slot, out = ring.host_table()
-    table = problem_table(kernel, As, Bs, Cs, device, out=out, views=True)
-    count = len(table)
-    if not count:
+    try:
+        launch = _checked(kernel, st, plan, As, Bs, Cs, device, out, index, on, alpha_, beta_)
+    except BaseException:
+        if index is not None:
+            st.uncapture(index)
+        raise
+    if launch is None:  # nothing for the tensor cores
+        if index is not None:
+            st.uncapture(index)
         return
-    misfits = tma_misfits(table)
-    picked = np.flatnonzero(misfits).tolist()  # problems TMA cannot read: on CUDA cores, in the dynamic family
-    if picked and st.fallback is None and captured:
-        outside_capture(on, False, f"kernel {kernel.ir.name}: the first call whose A or B TMA cannot read in place "
-                        "(it plans and loads the kernel that runs such problems on CUDA cores)")
-    count -= len(picked)
-    if picked:
-        table[:count] = table[~misfits]  # the rest, on the tensor cores: moved to the front of the staging buffer
-        table = table[:count]
-    m, n = table[:, 0], table[:, 1]
-    if int(((m + plan.bm - 1) // plan.bm * ((n + plan.bn - 1) // plan.bn)).sum()) > INT32_MAX:
-        raise GemmcError("As, Bs: the problems give more tiles than the int32 tile numbering holds")
-    maps, counter = (0 if captured else st.maps(on.ptr), st.counter(on.ptr)) if count else (0, 0)
-    if picked:  # every check done: the first launch writes outputs
-        from gemmc.runtime.dynamic_list import launch_list
-
-        cores = st.cuda_cores(kernel)
-        launch_list(cores, cores.dynamic or grouped.state(cores), [As[i] for i in picked], [Bs[i] for i in picked],
-                    [Cs[i] for i in picked], alpha_, beta_, on, device, views=True)
-    if not count:
-        return
-    if captured:  # the table and maps are this capture's own, staged now outside the graph: it holds one kernel
-        st.take_capture()
-        maps = int(st.capture_maps.data.ptr) + (st.captured - 1) * st.map_bytes
+    count, maps, counter = launch
+    if index is not None:  # outside the graph, on the side stream, waited for (dynamic_list.staged)
         with relaxed_capture():
             problems = ring.send(slot, count, st.side)
             build_maps(st, problems, count, maps, st.side.ptr)
@@ -225,6 +242,6 @@ def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offset
         b[0].value, b[1].value, b[2].value, b[3].value = problems, count, maps, counter
         b[4].value, b[5].value = float(alpha_), float(beta_)
         driver.launchKernel(st.func, st.grid, 1, 1, st.block, 1, 1, st.smem, on.ptr, st.main_args.address, 0)
-    if not captured:
+    if index is None:
         ring.done(slot, on)
 

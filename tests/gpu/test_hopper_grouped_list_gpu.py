@@ -190,6 +190,42 @@ def test_new_sizes_compile_nothing_and_graph_replays_new_data():
     assert gemmc.stats() == before
 
 
+def test_graphs_of_one_stream_replay_at_once_beside_plain_calls():
+    """Two torch graphs (both captured on torch's one capture stream) replayed at once on two streams, while plain
+    calls of the same kernel run on a third: each captured call has its own table, maps and tile counters, so every
+    output is right against float64 (NaN-poisoned)."""
+    t = torch()
+    kern = kernel(BF16)
+    rng = np.random.default_rng(21)
+    sets = []
+    for i in range(3):
+        shapes = [(int(m), 136, 264) for m in rng.integers(1, 700, 24)]
+        sets.append(operands(t, shapes, t.bfloat16, t.bfloat16, True, seed=30 + i))
+    kern(*sets[2])  # loads the kernel outside the captures
+    t.cuda.synchronize()
+    graphs = []
+    for As, Bs, Cs in sets[:2]:
+        graph = t.cuda.CUDAGraph()
+        with t.cuda.graph(graph):
+            kern(As, Bs, Cs)
+        graphs.append(graph)
+    streams = [t.cuda.Stream() for _ in range(3)]
+    for _ in range(3):
+        for _, _, Cs in sets:
+            for c in Cs:
+                c.fill_(float("nan"))
+        t.cuda.synchronize()
+        for graph, s in zip(graphs, streams, strict=False):
+            with t.cuda.stream(s):
+                graph.replay()
+        with t.cuda.stream(streams[2]):
+            for _ in range(3):
+                kern(*sets[2])
+        t.cuda.synchronize()
+        for i, (As, Bs, Cs) in enumerate(sets):
+            check(As, Bs, Cs, Cs, 1.0, 0.0, TOL["bfloat16"], f"set {i}")
+
+
 def test_a_call_with_arrays_tma_cannot_read_runs_on_cuda_cores(monkeypatch):
     """A leading dimension that is not a 16-byte multiple (k = 7 of a dense A) or a base at an odd offset: that
     problem runs the schedule in the dynamic family (CUDA cores, planned on the first such call), the call's others on
