@@ -51,8 +51,8 @@ class Ring:
 
     @classmethod
     def single(cls, capacity: int) -> Ring:
-        """One buffer pair of its own: a call captured in a CUDA graph, whose graph reads the device table at every
-        replay (never `done`, never reused)."""
+        """One buffer pair of its own: a call captured in a CUDA graph, whose graph reads it at every replay (never
+        `done`, never reused)."""
         return cls(capacity, slots=1)
 
     def host_table(self) -> tuple[int, np.ndarray]:
@@ -335,17 +335,6 @@ def make_tables(st: DynamicState, capacity: int) -> None:
     with relaxed_capture():
         st.ring = Ring(capacity)
         st.captures = [Ring.single(capacity) for _ in range(CAPTURES)]
-        st.side = cupy().cuda.Stream(non_blocking=True)
-
-
-def staged(st: DynamicState, ring: Ring, slot: int, rows: int) -> int:
-    """A captured call's table copied to its own device buffer now, on the state's side stream and waited for,
-    outside the graph being captured (the thread's capture mode relaxed): the graph reads it at every replay without
-    a copy node from host memory. Returns its device address."""
-    with relaxed_capture():
-        dev = ring.send(slot, rows, st.side)
-        st.side.synchronize()
-    return dev
 
 
 def launch_list(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: Any, alpha_: Any, beta_: Any,
@@ -356,7 +345,7 @@ def launch_list(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: Any,
     if st.ring is None:
         make_tables(st, kernel.ir.dynamic.max_groups)  # type: ignore[union-attr]
     # A call inside a CUDA-graph capture takes a table and tile counters of its own, kept with the state and never
-    # reused, and stages its table when it is captured (`staged`): its graph holds the kernel alone.
+    # reused: its graph's copy node reads the host buffer at every replay, and no other graph or call shares them.
     index = st.capture() if cupy().cuda.runtime.streamIsCapturing(stream.ptr) != 0 else None
     ring = st.captures[index] if index is not None else st.ring
     slot, out = ring.host_table()
@@ -370,10 +359,8 @@ def launch_list(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: Any,
         if index is not None:
             st.uncapture(index)
         return
-    if index is not None:
-        dev, counter = staged(st, ring, slot, count), st.capture_counter(index)
-    else:
-        dev, counter = ring.send(slot, count, stream), st.counter(stream.ptr)
+    dev = ring.send(slot, count, stream)  # captured: a copy node that reads this capture's own host buffer
+    counter = st.capture_counter(index) if index is not None else st.counter(stream.ptr)
     if st.fast is not None:
         st.fast(st.grid, st.block, st.smem, stream.ptr, (0, 0, 0, 0, dev, count, 0), counter,
                 (float(alpha_), float(beta_)))

@@ -122,6 +122,7 @@ def state(kernel: Executable) -> GroupedListState:
     make_tables(st, plan.max_groups)
     st.workspace = cp.empty(MAP_SLOTS * plan.list_maps_bytes, dtype=np.uint8)
     st.capture_maps = cp.empty(CAPTURES * plan.list_maps_bytes, dtype=np.uint8)
+    st.side = cp.cuda.Stream(non_blocking=True)
     # The templates: each operand's element type, box and swizzle; the address (a placeholder: the counters), dims
     # and pitch are replaced per problem on the device.
     where = int(st.counters.data.ptr)
@@ -229,7 +230,7 @@ def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offset
             st.uncapture(index)
         return
     count, maps, counter = launch
-    if index is not None:  # outside the graph, on the side stream, waited for (dynamic_list.staged)
+    if index is not None:  # outside the graph, on the side stream, waited for
         with relaxed_capture():
             problems = ring.send(slot, count, st.side)
             build_maps(st, problems, count, maps, st.side.ptr)
