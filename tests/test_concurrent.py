@@ -225,11 +225,11 @@ def test_auto_runs_at_most_eight_at_once(monkeypatch):
                                   (1.0,) * len(FEATURE_NAMES), ((0.0,) * len(DEGREES),) * len(FEATURE_NAMES),
                                   (0.0, 0.0, 0.0, 0.0, 1.0))
     monkeypatch.setattr(predictor, "load", lambda arch, key="": sixteen)
-    group = gemmc.compile_string("group g { dtype bf16 gemm a 512 x 1024 x 1024 copies 16 }").groups[0]
+    group = gemmc.compile_string("group g { dtype bf16 gemm a 2048 x 1024 x 1024 copies 16 }").groups[0]
     plan = group.group_plan
     assert {c.predicted for c in plan.choices} == {16} and MAX_AUTO_DEGREE == 8
     assert (plan.mode, plan.degree) == (Mode.STREAMS, 8)
-    forced = gemmc.compile_string("group g { concurrency streams 16 dtype bf16 gemm a 512 x 1024 x 1024 copies 16 }")
+    forced = gemmc.compile_string("group g { concurrency streams 16 dtype bf16 gemm a 2048 x 1024 x 1024 copies 16 }")
     assert forced.groups[0].group_plan.degree == 16
 
 
@@ -430,6 +430,15 @@ def test_bf16_fused_falls_back_to_streams_and_says_why(text, why):
     assert "concurrency fused falls back to streams: " in group.plan and why in group.plan, group.plan
 
 
+def test_auto_fuses_bf16_gemms_that_each_fill_at_most_half_the_sms():
+    """No cost model estimates the list kernel: auto fuses where every GEMM alone fills at most half the SMs in
+    128x128 tiles (the measured rule, plan.LIST_FUSE_SHARE), and runs streams otherwise."""
+    small = gemmc.compile_string(f"group g {{ dtype bf16 {ATTENTION} }}").groups[0]
+    assert small.group_plan.mode is Mode.FUSED and "fused: every GEMM alone fills at most 1/2" in small.plan
+    edge = gemmc.compile_string("group g { dtype bf16 gemm a 1024 x 1056 x 512 copies 4 }").groups[0]  # 8 x 9 tiles
+    assert edge.group_plan.mode is not Mode.FUSED and "(72 tiles of 128x128)" in edge.plan
+
+
 def test_bf16_fused_off_sm90_is_the_simt_batch():
     """Without the grouped TMA + wgmma loop (sm_80) bf16 members are SIMT kernels, which fuse as f32 members do."""
     group = gemmc.compile_string(FUSED_BF16.replace("sm_90", "sm_80")).groups[0]
@@ -464,12 +473,12 @@ def test_bf16_fused_launcher_compiles_with_nvcc(tmp_path, golden):
 
 def test_bf16_members_run_hopper_kernels_capped_to_their_share(monkeypatch):
     """bf16 members plan on the hopper family; their GO-kernels for 1/2 and 1/4 of the SMs cap the persistent grid
-    to that share; auto has no model of the fused launch, so the plan is not fused and says the first call times it."""
+    to that share; a member fills more than half the SMs alone, so auto does not fuse them and says why."""
     group = gemmc.compile_string(BF16).groups[0]
     plan = group.group_plan
     assert {k.ir.family for k in group.members} == {"hopper"}
     assert plan.fused is not None and plan.mode is not Mode.FUSED
-    assert "not fused by the model: no cost model estimates the hopper_grouped family's launch" in group.plan
+    assert "not fused: a GEMM alone fills more than 1/2 of the 132 SMs (128 tiles of 128x128)" in group.plan
     sms = group.target.sm_count
     for share in (2, 4):
         k = plan.share_kernel("g_a_0", share)

@@ -18,7 +18,7 @@ def group(text: str):
     return gemmc.compile_string(text).groups[0]
 
 
-COPIES = "group g { concurrency auto dtype bf16 gemm a 512 x 1024 x 1024 copies 4 }"
+COPIES = "group g { concurrency auto dtype bf16 gemm a 2048 x 1024 x 1024 copies 4 }"  # 128 tiles each: not fused
 PAIR = ("group g { concurrency auto dtype bf16 gemm dx 4096 x 1024 x 1024 { layout B col } "
         "gemm dw 1024 x 1024 x 4096 { layout A col } }")
 
@@ -122,3 +122,9 @@ def test_groups_of_another_mode_do_not_confirm():
     g = group(COPIES)
     assert g.confirms and not g.with_mode("sequential").confirms
     assert not group(COPIES.replace("concurrency auto", "concurrency streams 4")).confirms
+
+
+def test_a_fused_plan_is_timed_against_sequential_and_own_kernels():
+    g = group("group g { concurrency auto dtype bf16 gemm a 512 x 1024 x 1024 copies 4 }")  # 32 tiles each: fused
+    assert g.mode is Mode.FUSED
+    assert ways(g.group_run) == [Way(Mode.FUSED, 1), Way(Mode.SEQUENTIAL, 1), Way(Mode.STREAMS, 4, "isolated")]

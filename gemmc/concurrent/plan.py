@@ -9,8 +9,9 @@ kernel, and how the group runs (paper 004 §4.4-§4.5, and the single launch the
   (bench/results/concurrent/2026-11-26_h200_concurrent_run1.json)
   fused was within 3% of gemmc's fastest mode in 12 of the 13 groups that allow it, and the fastest in 9.
   bf16/f16 members fuse into one `grouped list` launch of the hopper_grouped family (the tensor-core list kernel)
-  where they share storage, layouts and scalars and TMA reads every operand in place; no model estimates that
-  launch, so the plan keeps the predictor's way and the group's first call times fused beside it (group_floor);
+  where they share storage, layouts and scalars and TMA reads every operand in place; no cost model estimates that
+  launch, so the group runs fused where every GEMM alone fills at most 1/LIST_FUSE_SHARE of the SMs (the measured
+  rule below), and the group's first call times fused beside the plan's way either way (group_floor);
 - otherwise each member gets its preferred degree (1S, 2P, 4P, 8P, 16P): the predictor's for a GEMM with copies in
   the group (they run its GO-kernels, the kernels the predictor was trained on), the fit rule's for one without
   (it runs its isolated kernel beside GEMMs of other shapes: what it leaves to them is the SMs its launch leaves
@@ -49,6 +50,13 @@ from gemmc.passes.replan import unplanned
 FUSED_MARGIN = 0.97  # fused must be estimated at least 3% faster: the cost model is within ~3% (geomean)
 FUSED_FAMILY = "simt"  # the family whose irregular batch runs GEMMs of different sizes in one launch
 LIST_MEMBERS = "hopper"  # members the hopper_grouped family's list kernel runs as one launch (bf16/f16 on sm_90)
+# `auto` fuses bf16/f16 members (no cost model estimates the list kernel) where every GEMM alone fills at most
+# 1/LIST_FUSE_SHARE of the SMs in tiles of 128 x LIST_TILE_REFERENCE. On the H100 one launch was the fastest way, or
+# within 1%, for all 7 groups of such GEMMs in the bf16 suite (at most 32 tiles each: LSTM gates, 4096x128x1024 and
+# 512x1024x1024 instances, 16 attention GEMMs, the mixed group) and 0.5-23% slower than streams for the 3 QKV groups
+# (128-512 tiles each); bench/results/concurrent/2026-11-27_h100_bf16-capture-staged.json.
+LIST_FUSE_SHARE = 2
+LIST_TILE_REFERENCE = 128
 # The most GEMMs the planner runs at once. 16 at once never beat 8 in a measured group: bf16 on the H100, 16 copies
 # of 4096x128x1024 and of 512x1024x1024 took 90.2 and 63.7 us 16 at once against 69.3 and 41.5 us 8 at once
 # (bench/results/concurrent/2026-11-27_h100_bf16.json; with CUDA_DEVICE_MAX_CONNECTIONS=32, 95.1 and 60.5 us,
@@ -173,8 +181,14 @@ def _estimate(kernel: Kernel) -> float | None:
     return getattr(kernel.plan, "estimate_us", None) or None
 
 
+def tiles_alone(kernel: Kernel) -> int:
+    """A member's output tiles of BM x LIST_TILE_REFERENCE: how much of the GPU its launch alone fills."""
+    p = kernel.problems[0]
+    return -(-p.m // BM) * -(-p.n // LIST_TILE_REFERENCE)
+
+
 def choose(group: Group, choices: list[MemberChoice], fused: Kernel | None, fused_why: str,
-           members: list[Kernel], model: str) -> GroupPlan:
+           members: list[Kernel], model: str, sms: int) -> GroupPlan:
     n = len(members)
     predicted = tuned_degree(min(min(c.degree for c in choices), n, MAX_AUTO_DEGREE))
     notes: list[str] = []
@@ -216,8 +230,15 @@ def choose(group: Group, choices: list[MemberChoice], fused: Kernel | None, fuse
         notes.append(f"not fused: the cost model estimates {fused_us:.1f} us for one launch against {total:.1f} "
                      "us for the GEMMs one after another")
     elif fused is not None:
-        notes.append(f"not fused by the model: no cost model estimates the {fused.family} family's launch; the "
-                     "group's first call times fused against the plan's way (runtime/group_floor.py)")
+        widest = max(tiles_alone(k) for k in members)
+        if widest * LIST_FUSE_SHARE <= sms:
+            notes.append(f"fused: every GEMM alone fills at most 1/{LIST_FUSE_SHARE} of the {sms} SMs (at most "
+                         f"{widest} tiles of {BM}x{LIST_TILE_REFERENCE}), where one grouped list launch was the "
+                         "fastest way")
+            return GroupPlan(Mode.FUSED, 1, tuple(choices), fused, model, tuple(estimates), tuple(notes))
+        notes.append(f"not fused: a GEMM alone fills more than 1/{LIST_FUSE_SHARE} of the {sms} SMs ({widest} tiles "
+                     f"of {BM}x{LIST_TILE_REFERENCE}), where the members' own kernels on streams were as fast or "
+                     "faster; the group's first call times fused against the plan's way (runtime/group_floor.py)")
     else:
         notes.append(f"not fused: {fused_why}")
     if predicted == 1:
@@ -260,7 +281,8 @@ def plan_group(group: Group, program: Program) -> Group:
         taken = fit_degree(k, hw) if alone else degree
         choices.append(MemberChoice(k.name, x, degree, probs, distinct, taken, fit=alone or model is None))
     fused, why = fused_kernel(group, members, hw) if len(members) > 1 else (None, "one GEMM: nothing to fuse")
-    return dataclasses.replace(group, plan=choose(group, choices, fused, why, members, "; ".join(sources)))
+    return dataclasses.replace(group, plan=choose(group, choices, fused, why, members, "; ".join(sources),
+                                                  hw.sm_count))
 
 
 def plan_groups(program: Program) -> Program:
