@@ -96,7 +96,7 @@ def fused_kernel(group: Group, members: list[Kernel], hw: Hardware) -> tuple[Ker
         return _fused_list(group, members, hw)
     keys = ("dtype", "layout_a", "layout_b", "layout_c", "alpha", "beta", "precision", "tile", "threads",
             "stages")
-    why = _differs(members, keys)
+    why = _differs(group, members, keys)
     if why:
         return None, why
     if any(k.family != FUSED_FAMILY for k in members):
@@ -109,13 +109,24 @@ def fused_kernel(group: Group, members: list[Kernel], hw: Hardware) -> tuple[Ker
     return _planned(fresh, hw, "fused: one SIMT launch of every member")
 
 
-def _differs(members: list[Kernel], keys: tuple[str, ...]) -> str:
-    """Why the members cannot share one kernel (a key on which they differ), or ""."""
+SPELLING = {"layout_a": "layout A", "layout_b": "layout B", "layout_c": "layout C", "c_dtype": "dtype of C"}
+
+
+def _differs(group: Group, members: list[Kernel], keys: tuple[str, ...]) -> str:
+    """Why the members cannot share one kernel (a key on which they differ, as the language writes it), or ""."""
     for key in keys:
         values = {getattr(k, key) for k in members}
         if len(values) > 1:
-            return f"fused needs one {key.replace('_', ' ')} for every member; this group has {len(values)}"
+            first = getattr(members[0], key)
+            other = next(k for k in members if getattr(k, key) != first)
+            return (f"fused needs one {SPELLING.get(key, key)} for every member; {_member(group, members[0])} has "
+                    f"{_shown(first)}, {_member(group, other)} {_shown(getattr(other, key))} (split the group, or give "
+                    "them one)")
     return ""
+
+
+def _shown(value: object) -> str:
+    return str(getattr(value, "value", value))
 
 
 def _fused_list(group: Group, members: list[Kernel], hw: Hardware) -> tuple[Kernel | None, str]:
@@ -124,7 +135,8 @@ def _fused_list(group: Group, members: list[Kernel], hw: Hardware) -> tuple[Kern
     model over them): where the members share their storage, layouts and scalars, A and C are row-major, and every A
     and B line is a 16-byte multiple, so that TMA reads the members' dense arrays in place. The members' own knobs
     (tile, threads, pipeline) are their kernels'; the list kernel plans its own."""
-    why = _differs(members, ("dtype", "c_dtype", "layout_a", "layout_b", "layout_c", "alpha", "beta", "precision"))
+    why = _differs(group, members, ("dtype", "c_dtype", "layout_a", "layout_b", "layout_c", "alpha", "beta",
+                                    "precision"))
     if why:
         return None, why
     other = next((k for k in members if k.family != LIST_MEMBERS), None)
@@ -145,9 +157,10 @@ def _fused_list(group: Group, members: list[Kernel], hw: Hardware) -> tuple[Kern
         lda, ldb = (int(x) for x in np.frombuffer(problem_rows(k).data, dtype="<i8")[3:5])
         for letter, length in (("A", lda), ("B", ldb)):
             if length * first.dtype.nbytes % TMA_ALIGN:
+                per = TMA_ALIGN // first.dtype.nbytes
                 return None, (f"fused {dtype} reads every A and B in place through TMA; member {_member(group, k)}'s "
                               f"{letter} lines are {length} elements ({length * first.dtype.nbytes} bytes), not a "
-                              f"multiple of {TMA_ALIGN // first.dtype.nbytes}")
+                              f"multiple of {per} elements ({TMA_ALIGN} bytes): pad them to {-(-length // per) * per}")
     bn = choose_tile_n_for([(k.problems[0].m, k.problems[0].n, k.problems[0].k) for k in members], hw, TILE_N)
     fresh = dataclasses.replace(fresh, tile=TileShape(BM, bn, BK))
     return _planned(fresh, hw, f"fused: one grouped list launch of every member (TMA + wgmma, {len(members)} "
@@ -232,13 +245,14 @@ def choose(group: Group, choices: list[MemberChoice], fused: Kernel | None, fuse
     elif fused is not None:
         widest = max(tiles_alone(k) for k in members)
         if widest * LIST_FUSE_SHARE <= sms:
-            notes.append(f"fused: every GEMM alone fills at most 1/{LIST_FUSE_SHARE} of the {sms} SMs (at most "
-                         f"{widest} tiles of {BM}x{LIST_TILE_REFERENCE}), where one grouped list launch was the "
-                         "fastest way")
+            notes.append(f"fused: every GEMM alone fills at most 1/{LIST_FUSE_SHARE} of the {sms} SMs (the widest "
+                         f"has {widest} tiles of {BM}x{LIST_TILE_REFERENCE}, at most {sms // LIST_FUSE_SHARE}), where "
+                         "one grouped list launch was the fastest way")
             return GroupPlan(Mode.FUSED, 1, tuple(choices), fused, model, tuple(estimates), tuple(notes))
         notes.append(f"not fused: a GEMM alone fills more than 1/{LIST_FUSE_SHARE} of the {sms} SMs ({widest} tiles "
-                     f"of {BM}x{LIST_TILE_REFERENCE}), where the members' own kernels on streams were as fast or "
-                     "faster; the group's first call times fused against the plan's way (runtime/group_floor.py)")
+                     f"of {BM}x{LIST_TILE_REFERENCE}, more than {sms // LIST_FUSE_SHARE}), where the members' own "
+                     "kernels on streams were as fast or faster; the group's first call times fused against the "
+                     "plan's way (runtime/group_floor.py)")
     else:
         notes.append(f"not fused: {fused_why}")
     if predicted == 1:

@@ -66,6 +66,13 @@ def summary(k: Kernel) -> str:
     return f"{k.family}, {len(k.problems)} problem(s), first {p.m}x{p.n}x{p.k}"
 
 
+def member_line(name: str, k: Kernel) -> str:
+    """A member as the group's header describes it: its storage, sizes and layouts."""
+    p = k.problems[0]
+    return (f"{name}: {k.dtypes}, A {p.m} x {p.k}, B {p.k} x {p.n}, C {p.m} x {p.n}; layout A {k.layout_a.value}, "
+            f"B {k.layout_b.value}, C {k.layout_c.value}")
+
+
 def list_rows(group: Group, members: dict[str, Kernel]) -> list[tuple[int, ...]]:
     """Per member in call order, the fused `grouped list` kernel's problem entry: m, n, k and the leading dimensions
     of its dense A, B and C, in elements (the work list's problem row)."""
@@ -122,8 +129,7 @@ def render_group(group: Group, members: dict[str, Kernel], hw: Hardware,
     if not archs <= {hw.arch, specific}:
         raise InternalError("concurrent.render", f"group '{group.name}' mixes device targets {sorted(archs)}")
     target = specific if specific in archs else hw.arch
-    models = {predictor.load(hw.arch, predictor.storage_key(k.dtype.half)) for k in launched} \
-        if plan.mode is not Mode.FUSED else {predictor.load(hw.arch)}
+    models = {predictor.load(hw.arch, predictor.storage_key(k.dtype.half)) for k in launched}
     model = next(iter(models)) if len(models) == 1 else None  # one table in the C++: one model for every member
     fixed = None if group.mode is Mode.AUTO and plan.mode is not Mode.FUSED else plan.degree
     if model is None and fixed is None:
@@ -164,6 +170,7 @@ def render_group(group: Group, members: dict[str, Kernel], hw: Hardware,
                         if group.mode is not Mode.AUTO or plan.mode is Mode.FUSED
                         else f"fixed at {fixed} by the planner ({plan.model})"),
         "order": order, "runs": runs,
+        "member_lines": [member_line(name, members[name]) for name in group.members],
         "rt": {**RUNTIME_API[hw.vendor], "event_t": EVENT_T[hw.vendor]},
     }
     return RenderedGroup(group.name, f"gemmc_{group.name}", render("group_launcher.j2", ctx),

@@ -93,6 +93,11 @@ def group_lines(g: Group) -> list[str]:
         takes = f"; takes {c.degree} (copies of its own launch that fit the GPU at once)" if c.fit else ""
         out.append(f"    {c.member}: degree {c.predicted} (p {probs}){takes}; share plans: {shares}")
         out.append("      features: " + _features(c.features))
+    if plan.fused is not None and plan.fused.plan is not None:
+        used = "the kernel it runs" if plan.mode is Mode.FUSED else "what fused would run"
+        out.append(f"  fused kernel {plan.fused.name} ({plan.fused.family}; {used}; in the group's C++ file "
+                   f"{g.name}_k0):")
+        out.extend(f"    {line}" for line in plan.fused.plan.lines())
     if plan.estimates_us:
         out.append("  cost model: " + ", ".join(f"{k} {v:.1f} us" for k, v in plan.estimates_us))
     out.append("  decisions:")

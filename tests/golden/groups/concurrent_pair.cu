@@ -3,12 +3,12 @@
 // concurrency auto: runs sequential
 // predictor (gemmc/concurrent/data/predictor_sm_90.json): degrees pair_dX 1 (fit), pair_dW 1 (fit); on streams the group would run 1 at once (the smallest, clamped to its 2 GEMMs and to 8)
 // (fit): a GEMM without copies in the group runs its own kernel beside the others, so it takes how many copies of its launch fit the GPU, not the predictor's degree (trained on copies running GO-kernels)
-// not fused: fused needs one layout a for every member; this group has 2
+// not fused: fused needs one layout A for every member; dX has row, dW col (split the group, or give them one)
 //
 // Every kernel the group launches is in this file, each in a namespace of its own with its plan baked in, so the
 // launcher needs no host-to-device copy: the GEMMs' pointers travel as launch arguments of one small kernel that
-// writes them to a stream-ordered allocation. With its fork and join through events, the whole call can be
-// captured in a CUDA graph (call it once outside a capture first: it creates its streams and events then).
+// writes them to a stream-ordered allocation. The whole call can be captured in a CUDA graph (call it
+// once outside a capture first: it creates its streams and events then).
 #include <cuda_runtime.h>
 #include <mutex>
 
@@ -963,9 +963,9 @@ extern "C" cudaError_t gemmc_pair(const void* const* A, const void* const* B, vo
   if (err != cudaSuccess) return err;
   fill<<<dim3((3 * kGemms + 127) / 128), dim3(128), 0, stream>>>(static_cast<const void**>(mem), ptrs);
   err = cudaGetLastError();
-  const void* const* tA = static_cast<const void* const*>(mem);
-  const void* const* tB = tA + kGemms;
-  void* const* tC = static_cast<void* const*>(mem) + 2 * kGemms;
+  [[maybe_unused]] const void* const* tA = static_cast<const void* const*>(mem);  // unused where every member
+  [[maybe_unused]] const void* const* tB = tA + kGemms;                            // takes host pointers (TMA)
+  [[maybe_unused]] void* const* tC = static_cast<void* const*>(mem) + 2 * kGemms;
   const int degree = gemmc_pair_degree();
   const int streams = degree < kStreams ? degree : kStreams;
   if (streams > 1 && err == cudaSuccess) {

@@ -6,7 +6,10 @@
 extern "C" {
 #endif
 
-// A, B, C: host arrays of 2 device pointers in group order: pair_dX, pair_dW.
+// A, B, C: host arrays of 2 device pointers in group order, each a dense matrix (leading dimension its
+// line length) of the member's sizes, layouts and storage:
+//   pair_dX: f32, A 1024 x 512, B 512 x 512, C 1024 x 512; layout A row, B col, C row
+//   pair_dW: f32, A 512 x 1024, B 1024 x 512, C 512 x 512; layout A col, B row, C row
 // one GEMM after another on the caller's stream.
 cudaError_t gemmc_pair(const void* const* A, const void* const* B, void* const* C, cudaStream_t stream);
 
