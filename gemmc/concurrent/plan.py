@@ -229,7 +229,7 @@ def choose(group: Group, choices: list[MemberChoice], fused: Kernel | None, fuse
     notes.append(f"predictor ({model}): degrees " + ", ".join(f"{c.member} {c.degree}" + (" (fit)" if c.fit else "")
                                                               for c in choices)
                  + f"; on streams the group would run {predicted} at once (the smallest, clamped to its {n} GEMMs"
-                 + f" and to {MAX_AUTO_DEGREE})")
+                 + f" and to {MAX_AUTO_DEGREE}, rounded down to a tuned degree)")
     if any(c.fit for c in choices) and len(choices) > 1:
         notes.append("(fit): a GEMM without copies in the group runs its own kernel beside the others, so it takes "
                      "how many copies of its launch fit the GPU, not the predictor's degree (trained on copies "
