@@ -97,10 +97,14 @@ def test_precision_on_half_storage_gets_one_error_and_a_hint_that_leads_somewher
     ("dtype bf16 layout A col grouped M n 64 k 64 groups 8", "reads A and writes C row-major"),
     ("dtype bf16 grouped M n 64 k 36 groups 8", "A's rows of k 36 (72 bytes)"),
     ("dtype f16 grouped M n 60 k 64 groups 8", "row-major B's rows of n 60 (120 bytes)"),
+    ("dtype bf16 layout A col grouped list problems 8", "reads A and writes C row-major"),
+    ("dtype f16 layout C col grouped list problems 8", "reads A and writes C row-major"),
+    ("dtype bf16 algorithm dynamic grouped list problems 8", ""),
 ])
 def test_what_tma_cannot_read_runs_in_the_dynamic_family_and_says_why(text, why):
     k = kernel(text)
-    assert k.ir.family == "dynamic" and any(why in note and "CUDA cores" in note for note in k.ir.notes), k.ir.notes
+    assert k.ir.family == "dynamic" and any(why in note for note in k.ir.notes), k.ir.notes
+    assert "algorithm dynamic" in text or any("CUDA cores" in note for note in k.ir.notes), k.ir.notes
 
 
 def test_pipeline_depth_from_the_schedule():
@@ -306,16 +310,6 @@ def test_a_list_call_tma_cannot_read_takes_the_schedule_in_the_dynamic_family():
     from gemmc.codegen import render_kernel
 
     assert "gemmc_simt_tile" in render_kernel(cores, TARGETS["sm_90"]).source
-
-
-@pytest.mark.parametrize("text, why", [
-    ("dtype bf16 layout A col grouped list problems 8", "reads A and writes C row-major"),
-    ("dtype f16 layout C col grouped list problems 8", "reads A and writes C row-major"),
-    ("dtype bf16 algorithm dynamic grouped list problems 8", ""),
-])
-def test_grouped_list_that_tma_cannot_read_runs_in_the_dynamic_family_and_says_why(text, why):
-    k = kernel(text)
-    assert k.ir.family == "dynamic" and any(why in note for note in k.ir.notes), k.ir.notes
 
 
 @pytest.mark.parametrize("text, code, words", [

@@ -19,25 +19,17 @@ at 4096^3, so this is within what separates runs.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
 os.environ["GEMMC_TUNE"] = "0"
 
+from simt_cases import CASES, measure
+
 import gemmc
 from gemmc.families.simt import planner
 from gemmc.families.simt.plan import SimtVariant
 
-CASES = [  # m, n, k, layout A, layout B (simt_pipelined.py's)
-    (4096, 4096, 4096, "row", "row"),
-    (4096, 1024, 2048, "row", "row"),
-    (4096, 768, 768, "row", "row"),
-    (1024, 1024, 4096, "col", "row"),
-    (4096, 1024, 1024, "row", "col"),
-    (2048, 128, 8192, "col", "row"),
-    (8192, 2048, 128, "row", "col"),
-]
 ODD = [(1000, 999, 1003, "row", "row"), (1000, 999, 1003, "col", "col"), (333, 129, 7, "col", "row")]
 CANDIDATES = {"auto": "auto", "auto32": "auto", "s16": "128x128x16 threads 256", "s24": "128x128x24 threads 256",
               "s32": "128x128x32 threads 256"}
@@ -69,7 +61,6 @@ def main() -> None:
     import torch
 
     from gemmc.bench import timing
-    from gemmc.runtime.check import check_kernel
 
     torch.backends.cuda.matmul.allow_tf32 = False
     out = sys.argv[1]
@@ -78,38 +69,7 @@ def main() -> None:
     with ProcessPoolExecutor(16, mp_context=get_context("spawn")) as pool:
         list(pool.map(build, jobs))
     res = {"gpu": timing.gpu_name(), "candidates": CANDIDATES, "cases": [], "odd": []}
-    for case, name in odd:
-        err = check_kernel(candidate(case, name), seed=1, time_it=False)["errors"]
-        res["odd"].append({"case": list(case), "candidate": name, "rel_fro": err["rel_fro"],
-                           "nonfinite": err["nonfinite"]})
-        assert err["nonfinite"] == 0 and err["rel_fro"] < 1e-5, (case, name, err)
-    for case in CASES:
-        m, n, k, la, lb = case
-        A = torch.randn((m, k) if la == "row" else (k, m), device="cuda")
-        B = torch.randn((k, n) if lb == "row" else (n, k), device="cuda")
-        A = A if la == "row" else A.T
-        B = B if lb == "row" else B.T
-        C = torch.empty(m, n, device="cuda")
-        out_c = torch.empty(m, n, device="cuda")
-        flops = 2 * m * n * k
-        calls = max(10, min(100, int(3e-3 / (flops / 50e12))))  # windows of ~3 ms at cuBLAS's rate
-        cublas = timing.device_seconds(timing.torch_graph(lambda A=A, B=B, c=out_c: torch.mm(A, B, out=c),
-                                                          repeat=calls), calls=1) / calls * 1e6
-        row = {"case": f"{m}x{n}x{k} A {la} B {lb}", "cublas_us": cublas, "cublas_tflops": flops / cublas / 1e6}
-        for name in CANDIDATES:
-            kern = candidate(case, name)
-            err = check_kernel(kern, seed=1, time_it=False)["errors"]
-            assert err["nonfinite"] == 0 and err["rel_fro"] < 1e-5, (case, name, err)
-            run = lambda kern=kern, A=A, B=B, C=C: kern([A], [B], [C])  # noqa: E731
-            us = timing.device_seconds(timing.gemmc_graph(run), calls=calls) * 1e6
-            regs = kern.executable.function.num_regs
-            row[name] = {"us": us, "tflops": flops / us / 1e6, "vs_cublas": cublas / us, "rel_err": err["rel_fro"],
-                         "regs": regs,
-                         "plan": [ln.strip() for ln in kern.plan.splitlines() if "tiling" in ln or "variant" in ln]}
-            print(f"{row['case']:28s} {name:7s} {us:9.1f} us {flops / us / 1e6:5.1f} TF/s {cublas / us:5.3f}x cuBLAS "
-                  f"({regs} regs, err {err['rel_fro']:.1e})", flush=True)
-        res["cases"].append(row)
-        json.dump(res, open(os.path.join(out, "simt_bk.json"), "w"), indent=1)
+    measure(candidate, list(CANDIDATES), odd, CASES, res, os.path.join(out, "simt_bk.json"))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import statistics
 import sys
 
 SIZE = 8192
@@ -47,19 +46,10 @@ def half_variants(kernel):
 
 
 def timed(torch, fn, calls: int = 15, windows: int = 5) -> float:
-    """Median over windows of the mean device time (ms) of `calls` back-to-back calls."""
-    fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(windows):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            fn()
-        stop.record()
-        stop.synchronize()
-        out.append(start.elapsed_time(stop) / calls)
-    return statistics.median(out)
+    """Median over windows of the mean device time (ms) of `calls` back-to-back calls (gemmc.bench.timing's)."""
+    from gemmc.bench import timing
+
+    return timing.device_seconds(fn, calls=calls, windows=windows) * 1e3
 
 
 def prep_call(kernel, a, b):

@@ -15,14 +15,13 @@ import pytest
 
 import gemmc
 from gemmc.families.dynamic import scheduler
-from tests.gpu.helpers import check_moe_graph_replay, launcher, rel
+from tests.gpu.helpers import TOL, check_moe_graph_replay, launcher, rel
 
 pytestmark = pytest.mark.gpu
 
 BF16 = "target cuda sm_90\nkernel moe_bf16 {{ dtype bf16 {layout} grouped M n {n} k {k} groups 128 }}"
 F16 = ("target cuda sm_90\nkernel moe_f16 {{ dtype A f16, B f16, C f32 {layout} alpha runtime beta runtime "
        "grouped M n {n} k {k} groups 64 }}")
-TOL = {"bfloat16": 8e-3, "float16": 1e-3, "float32": 2e-5}
 
 
 def torch():

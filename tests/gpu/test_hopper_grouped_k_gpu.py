@@ -14,7 +14,7 @@ import pytest
 
 import gemmc
 from gemmc.families.dynamic import scheduler
-from tests.gpu.helpers import launcher, rel
+from tests.gpu.helpers import TOL, launcher, rel
 
 pytestmark = pytest.mark.gpu
 
@@ -22,7 +22,6 @@ BF16 = "target cuda sm_90\nkernel wgrad_bf16 {{ dtype bf16 layout A col grouped 
 F16 = ("target cuda sm_90\nkernel wgrad_f16 {{ dtype A f16, B f16, C f32 layout A col alpha runtime beta runtime "
        "grouped K m {m} n {n} groups 64 }}")
 MANY = "target cuda sm_90\nkernel wgrad_many {{ dtype bf16 layout A col grouped K m {m} n {n} groups 1024 }}"
-TOL = {"bfloat16": 8e-3, "float16": 1e-3, "float32": 2e-5}
 
 ROUTINGS = {
     "primes": [0, 1, 2, 3, 5, 7, 13, 31, 61, 127, 131, 257, 0, 0, 17],  # starts off multiples of 8

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import gemmc
-from tests.gpu.helpers import launcher, rel
+from tests.gpu.helpers import TOL, launcher, rel
 
 pytestmark = pytest.mark.gpu
 
@@ -21,7 +21,6 @@ BF16 = "target cuda sm_90\nkernel list_bf16 { dtype bf16 layout B col grouped li
 F16 = ("target cuda sm_90\nkernel list_f16 { dtype A f16, B f16, C f32 alpha runtime beta runtime "
        "grouped list problems 64 }")
 BF16_ROW = "target cuda sm_90\nkernel list_bf16_row { dtype bf16 beta runtime grouped list problems 512 }"
-TOL = {"bfloat16": 8e-3, "float16": 1e-3, "float32": 2e-5}
 # (m, n, k): zeros, ones, primes, odd K and N, a tile edge, more than one tile each way
 SHAPES = [(0, 64, 64), (64, 0, 64), (1, 1, 1), (37, 41, 0), (127, 129, 131), (128, 128, 128), (1, 300, 521),
           (257, 7, 63), (131, 73, 1001), (300, 136, 24), (64, 200, 8), (5, 17, 2053), (600, 263, 67)]
