@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from gemmc.codegen import Rendered, render_kernel
 from gemmc.codegen.svg import render_svg
 from gemmc.errors import GemmcError
+from gemmc.ir.dynamic import Grouping
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel
 from gemmc.ir.printer import format_kernel
@@ -179,7 +180,7 @@ class CompiledKernel:
                 anything is launched; (E303) a kernel planned for sm_90a called on another GPU.
         """
         if self.ir.dynamic is not None and self.ir.plan is not None and self.ir.plan.tensor_maps:
-            if self.ir.dynamic.grouping.value == "list":  # grouped list of half storage: maps built on the device
+            if self.ir.dynamic.grouping is Grouping.LIST:  # grouped list of half storage: maps built on the device
                 from gemmc.runtime.grouped_list import launch_grouped_list
 
                 launch_grouped_list(self.executable, As, Bs, Cs, offsets=offsets, alpha=alpha, beta=beta,

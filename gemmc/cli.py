@@ -146,9 +146,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
         print(f"wrote {printable(str(src))} and {printable(str(header))}: {g.launcher}() runs group {g.name}'s "
               f"{len(group.members)} GEMM(s) ({group.mode.value}); build it with {' '.join(g.build_flags)}"
               f"{link(g.header)}")
-        for note in group.group_plan.notes:  # a `concurrency fused` the members cannot honour runs on streams
-            if note.startswith("concurrency fused falls back"):
-                print(f"note: group {group.name}: {note}", file=sys.stderr)
+        if group.group_plan.fallback:  # a `concurrency fused` the members cannot honour runs on streams
+            at = group.ir.mode_span
+            print(f"{printable(group.filename)}:{at.line}:{at.column}: note: group {group.name} runs on streams, not "
+                  f"fused: {group.group_plan.fallback}", file=sys.stderr)
     return 0
 
 

@@ -171,8 +171,9 @@ def test_views_take_their_leading_dimensions_from_their_strides(kind):
 
 
 def test_each_capture_takes_buffers_of_its_own_and_gives_back_an_unused_one():
-    """Captured list calls reserve the CAPTURES sets of buffers in turn (table, tile counters after the streams'
-    slots, maps); a reservation whose call launched nothing is given back where it was the last; past CAPTURES, E900."""
+    """Captured list calls reserve the CAPTURES sets of buffers in turn (table, tile counters, maps); a reservation
+    whose call launched nothing is given back where it was the last; no two of the streams' and captures' counter
+    pairs overlap, and all lie in zeroed_counters' allocation; past CAPTURES, E900."""
     from types import SimpleNamespace
 
     from gemmc.errors import GemmcError
@@ -185,8 +186,12 @@ def test_each_capture_takes_buffers_of_its_own_and_gives_back_an_unused_one():
     st.uncapture(first)  # not the last: kept
     st.uncapture(second)
     assert st.capture() == 1
-    assert st.capture_counter(1) == 4096 + 4 * COUNTER_INTS * (COUNTER_SLOTS + 1)
-    assert st.counter(7) == 4096 and st.counter(8) == 4096 + 4 * COUNTER_INTS  # streams' slots come first
+    streams = [st.counter(s) for s in range(COUNTER_SLOTS)]  # every stream's slot
+    captures = [st.capture_counter(k) for k in range(CAPTURES)]
+    slots = sorted(streams + captures)
+    gaps = [b - a for a, b in zip(slots, slots[1:], strict=False)]
+    assert min(gaps) >= 4 * COUNTER_INTS  # no two pairs overlap
+    assert slots[0] >= 4096 and slots[-1] + 4 * COUNTER_INTS <= 4096 + 4 * COUNTER_INTS * (COUNTER_SLOTS + CAPTURES)
     for _ in range(CAPTURES - 2):
         st.capture()
     with pytest.raises(GemmcError, match=f"captured in {CAPTURES} CUDA graphs"):

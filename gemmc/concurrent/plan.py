@@ -225,7 +225,7 @@ def choose(group: Group, choices: list[MemberChoice], fused: Kernel | None, fuse
                              ("concurrency fused from the schedule", fused_why))
         notes.append(f"concurrency fused falls back to streams: {fused_why}")
         return GroupPlan(Mode.STREAMS, max(predicted, 2) if n > 1 else 1, tuple(choices), None, model,
-                         tuple(estimates), tuple(notes))
+                         tuple(estimates), tuple(notes), fallback=fused_why)
     notes.append(f"predictor ({model}): degrees " + ", ".join(f"{c.member} {c.degree}" + (" (fit)" if c.fit else "")
                                                               for c in choices)
                  + f"; on streams the group would run {predicted} at once (the smallest, clamped to its {n} GEMMs"

@@ -46,10 +46,11 @@ class GroupPlan:
     mode: Mode  # never AUTO: what runs
     degree: int  # GEMMs on separate streams at once (1 for sequential and fused)
     choices: tuple[MemberChoice, ...]
-    fused: Kernel | None  # the whole group as one SIMT launch, where the members allow it
+    fused: Kernel | None  # the whole group as one launch (SIMT batch or tensor-core list), where allowed
     model: str  # the predictor's data file and the GPU it was trained on
     estimates_us: tuple[tuple[str, float], ...] = ()  # the SIMT cost model's figures the choice weighed
     notes: tuple[str, ...] = ()
+    fallback: str = ""  # why a group whose schedule says `concurrency fused` runs on streams ("" where it does not)
 
     def share_kernel(self, member: str, share: int) -> Kernel | None:
         """The member's kernel planned for 1/share of the SMs, where it differs from its own plan."""

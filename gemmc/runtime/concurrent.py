@@ -431,8 +431,9 @@ def run_group(run: GroupRun, As: Any, Bs: Any, Cs: Any, *, mode: Mode, degree: i
     stream = launch_stream(stream, is_torch(As))
     key = tuple(describe(x, name, i).ptr for name, arrays in (("As", As), ("Bs", Bs), ("Cs", Cs))
                 for i, x in enumerate(arrays))
-    if run.checked != key:
+    if run.checked != key:  # new arrays: checked before any kernel (GO tuning's included) reads them
         _check_independent(run, As, Bs, Cs)
+        _check_members(run, As, Bs, Cs)
         run.checked = key
     if mode is Mode.FUSED:
         fused = run.fused
@@ -441,6 +442,7 @@ def run_group(run: GroupRun, As: Any, Bs: Any, Cs: Any, *, mode: Mode, degree: i
             launch(fused, list(As), list(Bs), list(Cs), alpha=None, beta=None, stream=stream)
             return
         # bf16/f16: one `grouped list` launch, which takes arrays of any sizes: each is checked as its member's
+        # (every call: the pointers alone do not tell a view of another shape)
         _check_members(run, As, Bs, Cs)
         launch_grouped_list(fused, list(As), list(Bs), list(Cs), offsets=None, alpha=None, beta=None, stream=stream,
                             validate=False)

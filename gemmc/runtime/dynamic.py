@@ -314,13 +314,9 @@ def _launch_checked(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: 
     device = cp.cuda.runtime.getDevice()
     torch_args = is_torch(As)
     if dynamic_plan(kernel).grouping is Grouping.LIST:
-        from gemmc.runtime.dynamic_list import launch_list
+        from gemmc.runtime.dynamic_list import launch_list, list_arguments
 
-        if offsets is not None:
-            raise GemmcError("offsets: a `grouped list` kernel takes lists of arrays, not group ends")
-        if validate:
-            raise GemmcError("validate: a `grouped list` kernel checks its lists on the host; there is nothing to "
-                             "validate on the device")
+        list_arguments(offsets, validate)
         launch_list(kernel, st, As, Bs, Cs, alpha_, beta_, launch_stream(stream, torch_args), device)
         return
     pa, pb, pc, po, groups, rows = grouped_operands(kernel, As, Bs, Cs, offsets, device)

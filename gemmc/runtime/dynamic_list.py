@@ -329,6 +329,15 @@ def _addresses(ptrs: list[int]) -> np.ndarray:
         return np.fromiter(ptrs, dtype=np.uint64, count=len(ptrs)).view(np.int64)
 
 
+def list_arguments(offsets: Any, validate: bool) -> None:
+    """Refuse the arguments of the contiguous forms in a `grouped list` call."""
+    if offsets is not None:
+        raise GemmcError("offsets: a `grouped list` kernel takes lists of arrays, not group ends")
+    if validate:
+        raise GemmcError("validate: a `grouped list` kernel checks its lists on the host; there is nothing to "
+                         "validate on the device")
+
+
 def make_tables(st: DynamicState, capacity: int) -> None:
     """A list-form state's table buffers for `capacity` problems: the staging ring and CAPTURES buffers for captured
     calls, allocated outside any graph (the relaxed capture mode, for a first call inside a capture)."""

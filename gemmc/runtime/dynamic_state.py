@@ -78,7 +78,6 @@ class DynamicState:
     captures: list[Any] = field(default_factory=list)  # the list form's CAPTURES table buffers, one per captured call
     captured: int = 0  # captures taken
     capture_lock: threading.Lock = field(default_factory=threading.Lock)  # takes captures and counter slots in turn
-    side: Any = None  # the tensor-core list's stream for filling a captured call's table and maps outside the graph
     counters: Any = None  # int32[COUNTER_SLOTS x COUNTER_INTS], zeroed once: the tile counters, a slot per stream
     slots: dict[int, int] = field(default_factory=dict)  # raw stream handle -> the device address of its counters
     seen: dict[tuple, tuple] = field(default_factory=dict)  # checked grouped calls' metadata -> their launch values

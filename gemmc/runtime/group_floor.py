@@ -12,6 +12,10 @@ FFN dX/dW pair of about one wave each ran 55.9 us one after another and 54.4-54.
 projection's pair ran 32.4 and 34.4-34.6 us (bench/results/concurrent/2026-11-27_h100_bf16.json); no model of the
 planner tells the two apart.
 
+A fused bf16/f16 group is timed as its graph replays it: the list kernel alone, its problem table and tensor maps
+filled when the graph was captured; plain calls of it also copy the table and run the planning kernel (a few us).
+The timing graphs' capture buffers go back to the kernel afterwards.
+
 The timed calls write the call's own outputs, so a group whose members read C (beta != 0) is not timed: its plan
 runs as planned. The outcome stays in the `GroupRun` and, like the members' own tuning (runtime/tune.py), on disk:
 one file per group under `group_floor/` in gemmc's cache folder, keyed by `cache_key`, so a later process (or a call
@@ -30,6 +34,7 @@ from gemmc.ir.group import Mode
 from gemmc.runtime import tune
 from gemmc.runtime.compile import toolkit
 from gemmc.runtime.device import cupy, device_name
+from gemmc.runtime.dynamic_state import DynamicState
 from gemmc.runtime.streams import is_torch, launch_stream
 from gemmc.runtime.tune import WINDOW_SECONDS, captured, enabled, read_choice, store_choice
 
@@ -162,7 +167,13 @@ def confirm(run: GroupRun, As: Any, Bs: Any, Cs: Any, stream: Any) -> Way | None
         def call(s: Any, way: Way = way) -> None:
             run_group(run, As, Bs, Cs, mode=way.mode, degree=way.degree, kernels=way.kernels, stream=s)
 
+        fused = run.fused if way.mode is Mode.FUSED else None
+        taken = getattr(fused.dynamic if fused else None, "captured", 0)  # the fused list kernel's graph buffers
         seconds[way.label] = replay_seconds(call, stream)
+        state = fused.dynamic if fused else None
+        if isinstance(state, DynamicState):  # the timing graph is gone: its capture buffers go back
+            for index in range(state.captured - 1, taken - 1, -1):
+                state.uncapture(index)
     planned = candidates[0]
     fastest = min(candidates, key=lambda w: seconds[w.label])
     kept = fastest if seconds[fastest.label] <= CONFIRM_MARGIN * seconds[planned.label] else planned

@@ -26,10 +26,9 @@ import numpy as np
 
 from gemmc.errors import GemmcError
 from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
-from gemmc.ir.dynamic import INT32_MAX
 from gemmc.runtime import dynamic as grouped  # the compile with its progress note
 from gemmc.runtime.device import cupy, hardware
-from gemmc.runtime.dynamic_list import make_tables, problem_table
+from gemmc.runtime.dynamic_list import list_arguments, make_tables, problem_table
 from gemmc.runtime.dynamic_state import CAPTURES, DynamicState, zeroed_counters
 from gemmc.runtime.streams import is_torch, launch_stream, outside_capture, relaxed_capture
 from gemmc.runtime.tma import ALIGN, TMAP_BYTES, encode_tensor
@@ -72,6 +71,7 @@ class GroupedListState(DynamicState):
     lock: threading.Lock = field(default_factory=threading.Lock)
     fallback: Any = None  # the Executable of `cuda_cores`, once a call needs it
     capture_maps: Any = None  # CAPTURES x map_bytes: each captured call's own maps, built when it is captured
+    side: Any = None  # the stream a captured call fills its table and maps on, outside the graph
 
     def cuda_cores(self, kernel: Executable) -> Executable:
         """The schedule in the dynamic family (`algorithm dynamic`: f32 products on CUDA cores, lines of any stride),
@@ -83,7 +83,9 @@ class GroupedListState(DynamicState):
                 from gemmc.runtime.executable import Executable
 
                 cores = in_family(kernel.ir, kernel.target, "dynamic", kernel.filename, Precision(DType.F32))
-                self.fallback = Executable(cores, kernel.target, kernel.filename)
+                fallback = Executable(cores, kernel.target, kernel.filename)
+                grouped.state(fallback)  # loaded before it is published: a later capture must find it ready
+                self.fallback = fallback
             return self.fallback
 
     def maps(self, stream: int) -> int:
@@ -174,9 +176,6 @@ def _checked(kernel: Executable, st: GroupedListState, plan: HopperGroupedPlan, 
     if picked:
         table[:count] = table[~misfits]  # the rest, on the tensor cores: moved to the front of the staging buffer
         table = table[:count]
-    m, n = table[:, 0], table[:, 1]
-    if int(((m + plan.bm - 1) // plan.bm * ((n + plan.bn - 1) // plan.bn)).sum()) > INT32_MAX:
-        raise GemmcError("As, Bs: the problems give more tiles than the int32 tile numbering holds")
     if not count:
         maps = counter = 0
     elif index is not None:
@@ -187,7 +186,7 @@ def _checked(kernel: Executable, st: GroupedListState, plan: HopperGroupedPlan, 
         from gemmc.runtime.dynamic_list import launch_list
 
         cores = st.cuda_cores(kernel)
-        launch_list(cores, cores.dynamic or grouped.state(cores), [As[i] for i in picked], [Bs[i] for i in picked],
+        launch_list(cores, grouped.state(cores), [As[i] for i in picked], [Bs[i] for i in picked],
                     [Cs[i] for i in picked], alpha_, beta_, on, device, views=True)
     return (count, maps, counter) if count else None
 
@@ -201,11 +200,7 @@ def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offset
 
     from gemmc.runtime.launch import scalars
 
-    if offsets is not None:
-        raise GemmcError("offsets: a `grouped list` kernel takes lists of arrays, not group ends")
-    if validate:
-        raise GemmcError("validate: a `grouped list` kernel checks its lists on the host; there is nothing to "
-                         "validate on the device")
+    list_arguments(offsets, validate)
     if not isinstance(kernel.dynamic, GroupedListState):
         outside_capture(stream, is_torch(As), f"kernel {kernel.ir.name}: the first call (it loads the kernel)")
     st = kernel.dynamic if isinstance(kernel.dynamic, GroupedListState) else state(kernel)

@@ -106,6 +106,7 @@ def test_fused_is_one_grouped_list_launch_matching_one_by_one(case):
     assert fused.group_plan.fused.plan.bn == (256 if case == "wide" else 128)
     for seed in (1, 2):
         check(fused, lambda As, Bs, Cs: fused(As, Bs, Cs), seed=seed)
+    assert fused.group_run.fused.dynamic.fallback is None  # every member's lines TMA reads: all on the tensor cores
 
 
 def test_fused_refuses_an_array_of_another_shape_before_launching():

@@ -118,7 +118,6 @@ def test_views_and_a_c_that_tma_cannot_store():
     for m, n, _k in shapes:
         Cs.append(wide_c[:m, cols + 1:cols + 1 + n])  # odd offset, ldc 301: no TMA store
         cols += n + 1
-    before = wide_c.clone()
     kern(As, Bs, Cs, beta=0.0)
     t.cuda.synchronize()
     check(As, Bs, Cs, Cs, 1.0, 0.0, TOL["bfloat16"])
@@ -127,7 +126,7 @@ def test_views_and_a_c_that_tma_cannot_store():
     for m, n, _k in shapes:
         mask[:m, cols + 1:cols + 1 + n] = False
         cols += n + 1
-    assert t.isnan(wide_c[mask]).all() and t.isnan(before[mask]).all(), "an element outside every C was written"
+    assert t.isnan(wide_c[mask]).all(), "an element outside every C was written"
 
 
 @pytest.mark.parametrize("problems", [40, 1024])
