@@ -63,9 +63,8 @@ def split_context(plan: HopperPlan) -> dict:
         "pads": plan.pads, "regions": plan.regions, "scratch_bytes": plan.scratch_bytes,
         "prep_blocks": plan.prep_blocks, "prep_threads": PREP_THREADS,
         "cvt_hi": CONVERT[(sp.compute, sp.hi_round)], "cvt_lo": CONVERT[(sp.compute, sp.lo_round)],
-        # every part unscaled, B's columns in A's rows' range: one level (HopperPlan.b_planes)
-        "to_f32": TO_F32[sp.compute], "scale": float_literal(1.0), "scale_bits": 0,
-        "premul_scale": float_literal(1.0), "top_a": F16_TOP, "top_b": F16_TOP,
+        "to_f32": TO_F32[sp.compute], "scale": float_literal(2.0 ** sp.scale_bits), "scale_bits": sp.scale_bits,
+        "premul_scale": float_literal(2.0 ** sp.premul_bits), "top_a": F16_TOP, "top_b": sp.top_b,
         "row_scaling": cbool(sp.row_scaling),
     }
 

@@ -92,11 +92,13 @@ def f32_parts(kernel: Kernel) -> int:
 
 def f32_split(kernel: Kernel) -> SplitPlan | None:
     """f32 storage split into f16/bf16 parts (`split f16 x3`, `split bf16 x3`, ...): the split the pre-pass writes
-    as planes; None for every other kernel."""
+    as planes, every part stored unscaled and every product summed at one level (B's columns scaled into f16's range
+    instead: HopperPlan.b_planes); None for every other kernel."""
     prec = kernel.precision
     if kernel.dtype.half or prec is None or not prec.is_split or prec.compute not in (DType.F16, DType.BF16):
         return None
-    return split_plan(prec)
+    split = split_plan(prec)
+    return dataclasses.replace(split, scale_bits=0, acc_levels=tuple(0 for _ in split.acc_levels))
 
 
 PREP_BLOCKS_PER_SM = 8  # the pre-pass is memory-bound: enough 256-thread blocks in flight to cover HBM latency

@@ -12,7 +12,7 @@
 // Hopper family: C (f32) = alpha * A (f32) @ B (f32) + beta * C, accumulated in f32, for one
 // GEMM of any M x N x K (launch arguments). Warp-specialized and persistent, as CUTLASS's sm90 TMA warp-specialized
 // kernels and DeepGEMM's are built:
-//   - a pre-pass (gemmc_split8192_hopper_f32_rrr_prep) reads A and B once and writes their f16 parts as planes to scratch (f16 x3 method ootomo: per k-step hi*hi*2^11 + hi*lo + lo*hi on the tensor core, added to an f32 total (round to nearest); hi rn, lo rn, lo scaled by 2^11; rows of A / columns of B scaled by powers of two into the f16 range);
+//   - a pre-pass (gemmc_split8192_hopper_f32_rrr_prep) reads A and B once and writes their f16 parts as planes to scratch (f16 x3 method ootomo: per k-step hi*hi + hi*lo + lo*hi on the tensor core, added to an f32 total (round to nearest); hi rn, lo rn; rows of A / columns of B scaled by powers of two into the f16 range);
 //     the main kernel reads only the planes: per k-tile the producer streams one stage holding every plane's tile
 //     (2 of A, 2 of B), from which the consumers form the 3 products.
 //   - the producer (warp 0 of warpgroup 0, setmaxnreg 40) streams 128 x 64 tiles of A and 128 x 64 tiles of B
