@@ -433,7 +433,7 @@ def test_bf16_fused_falls_back_to_streams_and_says_why(text, why):
 
 def test_auto_fuses_bf16_gemms_that_each_fill_at_most_half_the_sms():
     """No cost model estimates the list kernel: auto fuses where every GEMM alone fills at most half the SMs in
-    128x128 tiles (the measured rule, plan.LIST_FUSE_SHARE), and runs streams otherwise."""
+    128x128 tiles (the measured rule, hopper_grouped calibration FUSE_SHARE), and runs streams otherwise."""
     small = gemmc.compile_string(f"group g {{ dtype bf16 {ATTENTION} }}").groups[0]
     assert small.group_plan.mode is Mode.FUSED and "fused: every GEMM alone fills at most 1/2" in small.plan
     edge = gemmc.compile_string("group g { dtype bf16 gemm a 1024 x 1056 x 512 copies 4 }").groups[0]  # 8 x 9 tiles

@@ -313,7 +313,7 @@ def test_a_list_call_tma_cannot_read_takes_the_schedule_in_the_dynamic_family():
 
 
 @pytest.mark.parametrize("text, code, words", [
-    ("algorithm hopper_grouped dtype bf16 layout A col grouped list problems 8", "E900", "reads A K-major"),
+    ("algorithm hopper_grouped dtype bf16 layout A col grouped list problems 8", "E900", "writes C row-major"),
     ("dtype bf16 grouped list problems 2048", "E201", "takes at most 1024 problems"),
     ("dtype bf16 precision f32 grouped list problems 8", "E202", "not in f32"),
 ])

@@ -10,8 +10,9 @@ kernel, and how the group runs (paper 004 §4.4-§4.5, and the single launch the
   fused was within 3% of gemmc's fastest mode in 12 of the 13 groups that allow it, and the fastest in 9.
   bf16/f16 members fuse into one `grouped list` launch of the hopper_grouped family (the tensor-core list kernel)
   where they share storage, layouts and scalars and TMA reads every operand in place; no cost model estimates that
-  launch, so the group runs fused where every GEMM alone fills at most 1/LIST_FUSE_SHARE of the SMs (the measured
-  rule below), and the group's first call times fused beside the plan's way either way (group_floor);
+  launch, so the group runs fused where every GEMM alone fills at most 1/FUSE_SHARE of the SMs (a rule
+  measured on the H100: hopper_grouped/calibration.py), and its first call times fused beside the plan's way
+  either way (group_floor);
 - otherwise each member gets its preferred degree (1S, 2P, 4P, 8P, 16P): the predictor's for a GEMM with copies in
   the group (they run its GO-kernels, the kernels the predictor was trained on), the fit rule's for one without
   (it runs its isolated kernel beside GEMMs of other shapes: what it leaves to them is the SMs its launch leaves
@@ -24,12 +25,10 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
-
 from gemmc.concurrent import predictor
 from gemmc.concurrent.features import features, kernel_figures, plan_for_share
 from gemmc.errors import GemmcError
-from gemmc.families.hopper_grouped.planner import TILE_N
+from gemmc.families.hopper_grouped.planner import FUSE_SHARE, LIST_TILE_N, TILE_N
 from gemmc.families.tma_loop import (
     BK,
     BM,
@@ -50,13 +49,6 @@ from gemmc.passes.replan import unplanned
 FUSED_MARGIN = 0.97  # fused must be estimated at least 3% faster: the cost model is within ~3% (geomean)
 FUSED_FAMILY = "simt"  # the family whose irregular batch runs GEMMs of different sizes in one launch
 LIST_MEMBERS = "hopper"  # members the hopper_grouped family's list kernel runs as one launch (bf16/f16 on sm_90)
-# `auto` fuses bf16/f16 members (no cost model estimates the list kernel) where every GEMM alone fills at most
-# 1/LIST_FUSE_SHARE of the SMs in tiles of 128 x LIST_TILE_REFERENCE. On the H100 one launch was the fastest way, or
-# within 1%, for all 7 groups of such GEMMs in the bf16 suite (at most 32 tiles each: LSTM gates, 4096x128x1024 and
-# 512x1024x1024 instances, 16 attention GEMMs, the mixed group) and 0.5-23% slower than streams for the 3 QKV groups
-# (128-512 tiles each); bench/results/concurrent/2026-11-27_h100_bf16-capture-staged.json.
-LIST_FUSE_SHARE = 2
-LIST_TILE_REFERENCE = 128
 # The most GEMMs the planner runs at once. 16 at once never beat 8 in a measured group: bf16 on the H100, 16 copies
 # of 4096x128x1024 and of 512x1024x1024 took 90.2 and 63.7 us 16 at once against 69.3 and 41.5 us 8 at once
 # (bench/results/concurrent/2026-11-27_h100_bf16.json; with CUDA_DEVICE_MAX_CONNECTIONS=32, 95.1 and 60.5 us,
@@ -154,7 +146,7 @@ def _fused_list(group: Group, members: list[Kernel], hw: Hardware) -> tuple[Kern
     if misfit:
         return None, f"fused {dtype} runs a grouped list kernel: {misfit}"
     for k in members:
-        lda, ldb = (int(x) for x in np.frombuffer(problem_rows(k).data, dtype="<i8")[3:5])
+        lda, ldb = problem_rows(k).rows()[0][3:5]
         for letter, length in (("A", lda), ("B", ldb)):
             if length * first.dtype.nbytes % TMA_ALIGN:
                 per = TMA_ALIGN // first.dtype.nbytes
@@ -195,9 +187,9 @@ def _estimate(kernel: Kernel) -> float | None:
 
 
 def tiles_alone(kernel: Kernel) -> int:
-    """A member's output tiles of BM x LIST_TILE_REFERENCE: how much of the GPU its launch alone fills."""
+    """A member's output tiles of BM x LIST_TILE_N: how much of the GPU its launch alone fills."""
     p = kernel.problems[0]
-    return -(-p.m // BM) * -(-p.n // LIST_TILE_REFERENCE)
+    return -(-p.m // BM) * -(-p.n // LIST_TILE_N)
 
 
 def choose(group: Group, choices: list[MemberChoice], fused: Kernel | None, fused_why: str,
@@ -244,13 +236,13 @@ def choose(group: Group, choices: list[MemberChoice], fused: Kernel | None, fuse
                      "us for the GEMMs one after another")
     elif fused is not None:
         widest = max(tiles_alone(k) for k in members)
-        if widest * LIST_FUSE_SHARE <= sms:
-            notes.append(f"fused: every GEMM alone fills at most 1/{LIST_FUSE_SHARE} of the {sms} SMs (the widest "
-                         f"has {widest} tiles of {BM}x{LIST_TILE_REFERENCE}, at most {sms // LIST_FUSE_SHARE}), where "
+        if widest * FUSE_SHARE <= sms:
+            notes.append(f"fused: every GEMM alone fills at most 1/{FUSE_SHARE} of the {sms} SMs (the widest "
+                         f"has {widest} tiles of {BM}x{LIST_TILE_N}, at most {sms // FUSE_SHARE}), where "
                          "one grouped list launch was the fastest way")
             return GroupPlan(Mode.FUSED, 1, tuple(choices), fused, model, tuple(estimates), tuple(notes))
-        notes.append(f"not fused: a GEMM alone fills more than 1/{LIST_FUSE_SHARE} of the {sms} SMs ({widest} tiles "
-                     f"of {BM}x{LIST_TILE_REFERENCE}, more than {sms // LIST_FUSE_SHARE}), where the members' own "
+        notes.append(f"not fused: a GEMM alone fills more than 1/{FUSE_SHARE} of the {sms} SMs ({widest} tiles "
+                     f"of {BM}x{LIST_TILE_N}, more than {sms // FUSE_SHARE}), where the members' own "
                      "kernels on streams were as fast or faster; the group's first call times fused against the "
                      "plan's way (runtime/group_floor.py)")
     else:

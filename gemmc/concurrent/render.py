@@ -12,14 +12,12 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import PurePath
 
-import numpy as np
-
 from gemmc.codegen import RUNTIME_API, device_ctype, launch_context, literal, render_kernel, scalar_type
 from gemmc.codegen.env import render
 from gemmc.concurrent import predictor
 from gemmc.concurrent.plan import MAX_AUTO_DEGREE, go_degree
 from gemmc.errors import InternalError
-from gemmc.ir.group import DEGREES, MAX_STREAMS, Group, Mode
+from gemmc.ir.group import DEGREES, MAX_STREAMS, Group, Mode, kernel_name
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 from gemmc.model.worklist import problem_rows
@@ -76,8 +74,7 @@ def member_line(name: str, k: Kernel) -> str:
 def list_rows(group: Group, members: dict[str, Kernel]) -> list[tuple[int, ...]]:
     """Per member in call order, the fused `grouped list` kernel's problem entry: m, n, k and the leading dimensions
     of its dense A, B and C, in elements (the work list's problem row)."""
-    return [tuple(int(x) for x in np.frombuffer(problem_rows(members[name]).data, dtype="<i8")[:6])
-            for name in group.members]
+    return [problem_rows(members[name]).rows()[0] for name in group.members]
 
 
 def _hoist(source: str) -> tuple[str, list[str]]:
@@ -103,7 +100,7 @@ def render_group(group: Group, members: dict[str, Kernel], hw: Hardware,
         key = (probe.source, k.work)
         if key not in distinct:
             # extern "C" entries share one space of names: each distinct kernel gets a name of its own
-            named = dataclasses.replace(k, name=f"{group.name}_k{len(distinct)}")
+            named = dataclasses.replace(k, name=kernel_name(group.name, len(distinct)))
             # a kernel read through TMA tensor maps (hopper) brings its family's launcher, which encodes them
             # on the host from the call's pointers: static here, called with the group's host arrays
             maps = bool(k.plan is not None and k.plan.tensor_maps)

@@ -73,6 +73,11 @@ class Group:
     plan: GroupPlan | None = field(default=None, compare=False)
 
 
+def kernel_name(group: str, index: int) -> str:
+    """The name of the group's `index`-th distinct kernel in its C++ file (the fused kernel is the only one: 0)."""
+    return f"{group}_k{index}"
+
+
 def group_lines(g: Group) -> list[str]:
     """The group's part of `gemmc inspect`: its members, the predictor's figures, the share plans, the choice."""
     mode = g.mode.value + (f" {g.streams}" if g.streams else "")
@@ -97,7 +102,7 @@ def group_lines(g: Group) -> list[str]:
     if plan.fused is not None and plan.fused.plan is not None:
         used = "the kernel it runs" if plan.mode is Mode.FUSED else "what fused would run"
         out.append(f"  fused kernel {plan.fused.name} ({plan.fused.family}; {used}; in the group's C++ file "
-                   f"{g.name}_k0):")
+                   f"{kernel_name(g.name, 0)}):")
         out.extend(f"    {line}" for line in plan.fused.plan.lines())
     if plan.estimates_us:
         out.append("  cost model: " + ", ".join(f"{k} {v:.1f} us" for k, v in plan.estimates_us))

@@ -16,7 +16,13 @@ from gemmc.families.base import Claim, GridTile, PlannerFamily
 from gemmc.families.hopper_grouped import codegen, planner, steps
 from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
 from gemmc.families.tma_loop import GROUPED_TARGET as TARGET
-from gemmc.families.tma_loop import TMA_ALIGN, grouped_misfit, grouped_on_loop, grouped_on_loop_target
+from gemmc.families.tma_loop import (
+    TMA_ALIGN,
+    grouped_list_misfit,
+    grouped_misfit,
+    grouped_on_loop,
+    grouped_on_loop_target,
+)
 from gemmc.ir.dynamic import INT32_MAX, Grouping
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel
@@ -71,8 +77,8 @@ class HopperGrouped(PlannerFamily):
             err("E201", "grouped", f"grouped {dyn.grouping.value} of {kernel.dtype.value} takes at most "
                 f"{planner.MAX_GROUPS} {'problems' if dyn.grouping is Grouping.LIST else 'groups'}, not "
                 f"{dyn.max_groups}",
-                "the scheduler keeps every group in shared memory beside the TMA ring; `algorithm dynamic` takes more, "
-                "computing in f32 on CUDA cores")
+                f"the scheduler keeps every {'problem' if dyn.grouping is Grouping.LIST else 'group'} in shared memory "
+                "beside the TMA ring; `algorithm dynamic` takes more, computing in f32 on CUDA cores")
         nbytes = kernel.dtype.nbytes
         form = dyn.grouping.value
         if dyn.grouping is Grouping.K:
@@ -89,9 +95,10 @@ class HopperGrouped(PlannerFamily):
                     err("E900", "grouped", f"{name} {size}: TMA reads lines of {size * nbytes} bytes, not a multiple "
                         f"of {TMA_ALIGN}", f"pad {name} to a multiple of {TMA_ALIGN // nbytes}")
         elif dyn.grouping is Grouping.LIST:
-            if kernel.layout_a is not Layout.ROW or kernel.layout_c is not Layout.ROW:
-                err("E900", "layout", f"grouped list of {kernel.dtype.value} reads A K-major and writes C row-major; "
-                    "a column-major A or C is not supported", "leave A and C row-major (B may be either)")
+            misfit = grouped_list_misfit(kernel)
+            if misfit:
+                err("E900", "layout", f"grouped list of {kernel.dtype.value}: {misfit}; a column-major A or C is not "
+                    "supported", "leave A and C row-major (B may be either)")
         else:
             if kernel.layout_a is not Layout.ROW or kernel.layout_c is not Layout.ROW:
                 err("E900", "layout", f"grouped M of {kernel.dtype.value} reads A and writes C row-major (rows stacked "

@@ -32,3 +32,26 @@ TAIL_SPLIT = Measured(
         "E128 T65536 N1024 K2048 0.992-1.026x (geometric mean 1.029x over the 12 steps).",
     sources=(TAIL_SPLIT_RUN, TAIL_NCU),
 )
+
+LIST_TILE_RUN = "bench/results/dynamic/2026-11-27_h100_list-tile-n.json"  # tile N 128 and 256 on the same lists
+CONCURRENT_RUN = "bench/results/concurrent/2026-11-27_h100_bf16-capture-staged.json"  # bf16 groups, fused timed
+
+LIST_TILE_N = Measured(
+    128, H100,
+    why="A `grouped list`'s tile N where the schedule gives none: its sizes arrive with each call, so no waves model "
+        "chooses. N 256 took 0.90-0.96x the time of 128 on MoE-like lists of N 1024-2048 (x64 and x512, uniform and "
+        "Zipf), but 1.11x on 16 problems of 4096x128x1024 and 1.28x on 16 attention GEMMs of N 64-512; 128 loses "
+        "at most 1.12x (x512 Zipf), 256 up to 1.28x.",
+    sources=(LIST_TILE_RUN,),
+)
+
+FUSE_SHARE = Measured(
+    2, H100,
+    why="`concurrency auto` fuses a group of bf16/f16 GEMMs into one list launch where every GEMM alone fills at most "
+        "1/FUSE_SHARE of the SMs in 128 x 128 tiles (no cost model estimates the list kernel). In the bf16 suite one "
+        "launch was the fastest way, or within 1%, for all 7 groups of at most 32 tiles a GEMM (LSTM gates, "
+        "4096x128x1024 and 512x1024x1024 instances, 16 attention GEMMs, a mixed group), and 0.4-23% slower than "
+        "streams for the 3 QKV groups of 128-512 tiles a GEMM; any cut from 33 to 127 tiles (1/4 to 1/2 of 132 "
+        "SMs) fits those groups alike.",
+    sources=(CONCURRENT_RUN,),
+)

@@ -25,10 +25,8 @@ NOMINAL_ROWS = 16384  # rows the tile model assumes where the schedule declares 
 MAX_GROUPS = 1024  # the scheduler's 12 bytes a group come out of the ring's shared memory
 CLUSTER_MIN_K = cal.CLUSTER_MIN_K.value  # clusters of 2 from this depth (calibration.py)
 TAIL_SPLIT = cal.TAIL_SPLIT.value  # without clusters, a last round of at most half the blocks' units in halves
-# grouped list: the sizes arrive with each call, so no waves model. 128 never loses much: N 256 took 0.90-0.96x its
-# time on MoE-like lists of N 1024-2048, but 1.11x on 16 problems of N 128 and 1.28x on 16 attention GEMMs of N
-# 64-512 (H100, bench/results/dynamic/2026-11-27_h100_list-tile-n.json)
-LIST_TILE_N = 128
+LIST_TILE_N = cal.LIST_TILE_N.value  # grouped list without a tile line (calibration.py)
+FUSE_SHARE = cal.FUSE_SHARE.value  # concurrency auto fuses list members that each fill at most 1/this of the SMs
 
 
 def plan(kernel: Kernel, hw: Hardware) -> HopperGroupedPlan:
