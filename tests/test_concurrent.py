@@ -418,7 +418,8 @@ def test_bf16_fused_tile_n_by_the_waves_model(members, bn):
     ("dtype bf16 gemm a 97 x 128 x 251 gemm b 64 x 64 x 64", "member a's A lines are 251 elements (502 bytes), not a "
      "multiple of 8 elements (16 bytes): pad them to 256"),
     ("dtype bf16 gemm a 96 x 130 x 64 gemm b 64 x 64 x 64", "member a's B lines are 130 elements"),
-    ("dtype bf16 gemm a 64 x 64 x 64 { algorithm simt } gemm b 64 x 64 x 64", "member a is simt"),
+    ("dtype bf16 gemm a 64 x 64 x 64 { algorithm simt } gemm b 64 x 64 x 64",
+     "fused runs members of one family as one launch; a is simt, b hopper"),
     ("dtype bf16 gemm a 64 x 64 x 64 { layout A col } gemm b 64 x 64 x 64",
      "fused needs one layout A for every member; a has col, b row"),
     ("dtype bf16 layout A col gemm a 64 x 64 x 64 gemm b 64 x 64 x 64", "it reads A and writes C row-major"),

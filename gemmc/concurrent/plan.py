@@ -10,9 +10,9 @@ kernel, and how the group runs (paper 004 §4.4-§4.5, and the single launch the
   fused was within 3% of gemmc's fastest mode in 12 of the 13 groups that allow it, and the fastest in 9.
   bf16/f16 members fuse into one `grouped list` launch of the hopper_grouped family (the tensor-core list kernel)
   where they share storage, layouts and scalars and TMA reads every operand in place; no cost model estimates that
-  launch, so the group runs fused where every GEMM alone fills at most 1/FUSE_SHARE of the SMs (a rule
-  measured on the H100: hopper_grouped/calibration.py), and its first call times fused beside the plan's way
-  either way (group_floor);
+  launch, so the family's measured rule decides (`Fusion.auto`: hopper_grouped/fusion.py), and the group's first
+  call times fused beside the plan's way either way (group_floor). The families say which launch a group's
+  members make (`KernelFamily.fuse`, asked in registry order): this module names none;
 - otherwise each member gets its preferred degree (1S, 2P, 4P, 8P, 16P): the predictor's for a GEMM with copies in
   the group (they run its GO-kernels, the kernels the predictor was trained on), the fit rule's for one without
   (it runs its isolated kernel beside GEMMs of other shapes: what it leaves to them is the SMs its launch leaves
@@ -28,27 +28,14 @@ import dataclasses
 from gemmc.concurrent import predictor
 from gemmc.concurrent.features import features, kernel_figures, plan_for_share
 from gemmc.errors import GemmcError
-from gemmc.families.hopper_grouped.planner import FUSE_SHARE, LIST_TILE_N, TILE_N
-from gemmc.families.tma_loop import (
-    BK,
-    BM,
-    GROUPED_TARGET,
-    TMA_ALIGN,
-    choose_tile_n_for,
-    grouped_list_misfit,
-    grouped_on_loop_target,
-)
-from gemmc.ir.dynamic import DynamicBatch, Grouping
+from gemmc.families import registry
+from gemmc.families.base import Fusion, differing
 from gemmc.ir.group import DEGREES, SHARES, Group, GroupPlan, MemberChoice, Mode
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel, Problem, TileShape
+from gemmc.ir.nodes import Kernel
 from gemmc.ir.program import Program
-from gemmc.model.worklist import problem_rows
-from gemmc.passes.replan import unplanned
 
 FUSED_MARGIN = 0.97  # fused must be estimated at least 3% faster: the cost model is within ~3% (geomean)
-FUSED_FAMILY = "simt"  # the family whose irregular batch runs GEMMs of different sizes in one launch
-LIST_MEMBERS = "hopper"  # members the hopper_grouped family's list kernel runs as one launch (bf16/f16 on sm_90)
 # The most GEMMs the planner runs at once. 16 at once never beat 8 in a measured group: bf16 on the H100, 16 copies
 # of 4096x128x1024 and of 512x1024x1024 took 90.2 and 63.7 us 16 at once against 69.3 and 41.5 us 8 at once
 # (bench/results/concurrent/2026-11-27_h100_bf16.json; with CUDA_DEVICE_MAX_CONNECTIONS=32, 95.1 and 60.5 us,
@@ -80,97 +67,29 @@ def copies(members: list[Kernel], index: int) -> int:
     return sum(key(k) == mine for k in members)
 
 
-def fused_kernel(group: Group, members: list[Kernel], hw: Hardware) -> tuple[Kernel | None, str]:
-    """The group as one launch, or None and why not: bf16/f16 members of the hopper family (target cuda sm_90) as one
-    `grouped list` kernel of the hopper_grouped family (its problem table filled per call from the members' sizes and
-    arrays), other members as one SIMT batch of fixed sizes (a problem per member, in call order)."""
-    if any(k.family == LIST_MEMBERS for k in members):
-        return _fused_list(group, members, hw)
-    keys = ("dtype", "layout_a", "layout_b", "layout_c", "alpha", "beta", "precision", "tile", "threads",
-            "stages")
-    why = _differs(group, members, keys)
-    if why:
-        return None, why
-    if any(k.family != FUSED_FAMILY for k in members):
-        other = next(k for k in members if k.family != FUSED_FAMILY)
-        return None, f"fused runs the {FUSED_FAMILY} family's batch; member {other.name} is {other.family}"
-    problems = tuple(Problem(k.name.removeprefix(group.name + "_"), k.problems[0].m, k.problems[0].n,
-                             k.problems[0].k, span=k.span) for k in members)
-    fresh = dataclasses.replace(members[0], name=f"{group.name}_fused", problems=problems, count=None, family=None,
-                                plan=None, work=None, notes=(), algorithm=FUSED_FAMILY, span=group.span)
-    return _planned(fresh, hw, "fused: one SIMT launch of every member")
-
-
-SPELLING = {"layout_a": "layout A", "layout_b": "layout B", "layout_c": "layout C", "c_dtype": "dtype of C"}
-
-
-def _differs(group: Group, members: list[Kernel], keys: tuple[str, ...]) -> str:
-    """Why the members cannot share one kernel (a key on which they differ, as the language writes it), or ""."""
-    for key in keys:
-        values = {getattr(k, key) for k in members}
-        if len(values) > 1:
-            first = getattr(members[0], key)
-            other = next(k for k in members if getattr(k, key) != first)
-            return (f"fused needs one {SPELLING.get(key, key)} for every member; {_member(group, members[0])} has "
-                    f"{_shown(first)}, {_member(group, other)} {_shown(getattr(other, key))} (split the group, or give "
-                    "them one)")
-    return ""
-
-
-def _shown(value: object) -> str:
-    return str(getattr(value, "value", value))
-
-
-def _fused_list(group: Group, members: list[Kernel], hw: Hardware) -> tuple[Kernel | None, str]:
-    """hopper members (bf16/f16 on sm_90) as one `grouped list` launch of the hopper_grouped family's TMA + wgmma loop
-    (one persistent grid over every member's tiles, 128- and 64-row tiles by each member's rows, tile N by the waves
-    model over them): where the members share their storage, layouts and scalars, A and C are row-major, and every A
-    and B line is a 16-byte multiple, so that TMA reads the members' dense arrays in place. The members' own knobs
-    (tile, threads, pipeline) are their kernels'; the list kernel plans its own."""
-    why = _differs(group, members, ("dtype", "c_dtype", "layout_a", "layout_b", "layout_c", "alpha", "beta",
-                                    "precision"))
-    if why:
-        return None, why
-    other = next((k for k in members if k.family != LIST_MEMBERS), None)
+def fused_kernel(group: Group, members: list[Kernel], hw: Hardware) -> tuple[Fusion | None, str]:
+    """The group as one launch (planned), or None and why not: members of one family that share dtypes, layouts,
+    scalars and precision, run as one by their family (`KernelFamily.fuse`: the SIMT family's irregular batch of a
+    problem per member; the hopper_grouped family's tensor-core `grouped list` of hopper members)."""
+    named = {k.name.removeprefix(group.name + "_"): k for k in members}  # as the group writes them: `a`, `q_1`
+    first = members[0].family
+    other = next((m for m, k in named.items() if k.family != first), None)
     if other is not None:
-        return None, (f"fused runs hopper members as one grouped list kernel; member "
-                      f"{_member(group, other)} is {other.family}")
-    first = members[0]
-    dtype = first.dtype.value
-    fresh = unplanned(first, name=f"{group.name}_fused", problems=(), count=None, span=group.span,
-                      dynamic=DynamicBatch(Grouping.LIST, max_groups=len(members), span=group.span))
-    if not grouped_on_loop_target(fresh, hw):
-        return None, (f"fused runs hopper members as one grouped list kernel, of bf16/f16 storage on target cuda "
-                      f"{GROUPED_TARGET}; these store {dtype}")
-    misfit = grouped_list_misfit(fresh)
-    if misfit:
-        return None, f"fused {dtype} runs a grouped list kernel: {misfit}"
-    for k in members:
-        lda, ldb = problem_rows(k).rows()[0][3:5]
-        for letter, length in (("A", lda), ("B", ldb)):
-            if length * first.dtype.nbytes % TMA_ALIGN:
-                per = TMA_ALIGN // first.dtype.nbytes
-                return None, (f"fused {dtype} reads every A and B in place through TMA; member {_member(group, k)}'s "
-                              f"{letter} lines are {length} elements ({length * first.dtype.nbytes} bytes), not a "
-                              f"multiple of {per} elements ({TMA_ALIGN} bytes): pad them to {-(-length // per) * per}")
-    bn = choose_tile_n_for([(k.problems[0].m, k.problems[0].n, k.problems[0].k) for k in members], hw, TILE_N)
-    fresh = dataclasses.replace(fresh, tile=TileShape(BM, bn, BK))
-    return _planned(fresh, hw, f"fused: one grouped list launch of every member (TMA + wgmma, {len(members)} "
-                               f"problems; tile N {bn} by the waves model over the members' tiles)")
-
-
-def _member(group: Group, kernel: Kernel) -> str:
-    """A member's name as the group writes it (`a`, `q_1`), not its kernel's (`g_a`)."""
-    return kernel.name.removeprefix(group.name + "_")
-
-
-def _planned(fresh: Kernel, hw: Hardware, why: str) -> tuple[Kernel | None, str]:
+        return None, (f"fused runs members of one family as one launch; {next(iter(named))} is {first}, {other} "
+                      f"{named[other].family}")
+    why = differing(named, ("dtype", "c_dtype", "layout_a", "layout_b", "layout_c", "alpha", "beta", "precision"))
+    if why:
+        return None, why
+    fusion = registry.fuse(named, f"{group.name}_fused", group.span, hw)
+    if isinstance(fusion, str):
+        return None, fusion
     from gemmc.passes import run_pipeline
 
     try:
-        return run_pipeline(Program(hw, (fresh,))).kernels[0], why
+        planned = run_pipeline(Program(hw, (fusion.kernel,))).kernels[0]
     except GemmcError as err:
         return None, f"fused cannot be planned: {err.diagnostics[0].message}"
+    return fusion._replace(kernel=planned), fusion.why
 
 
 def same_kernel(a: Kernel, b: Kernel, hw: Hardware) -> bool:
@@ -186,19 +105,14 @@ def _estimate(kernel: Kernel) -> float | None:
     return getattr(kernel.plan, "estimate_us", None) or None
 
 
-def tiles_alone(kernel: Kernel) -> int:
-    """A member's output tiles of BM x LIST_TILE_N: how much of the GPU its launch alone fills."""
-    p = kernel.problems[0]
-    return -(-p.m // BM) * -(-p.n // LIST_TILE_N)
-
-
-def choose(group: Group, choices: list[MemberChoice], fused: Kernel | None, fused_why: str,
-           members: list[Kernel], model: str, sms: int) -> GroupPlan:
+def choose(group: Group, choices: list[MemberChoice], fusion: Fusion | None, fused_why: str,
+           members: list[Kernel], model: str) -> GroupPlan:
     n = len(members)
     predicted = tuned_degree(min(min(c.degree for c in choices), n, MAX_AUTO_DEGREE))
     notes: list[str] = []
     estimates: list[tuple[str, float]] = []
     seq = [_estimate(k) for k in members]
+    fused = fusion.kernel if fusion is not None else None
     fused_est = _estimate(fused) if fused is not None else None
     if fused_est is not None and all(e is not None for e in seq):
         total = float(sum(e for e in seq if e is not None))
@@ -234,16 +148,13 @@ def choose(group: Group, choices: list[MemberChoice], fused: Kernel | None, fuse
             return GroupPlan(Mode.FUSED, 1, tuple(choices), fused, model, tuple(estimates), tuple(notes))
         notes.append(f"not fused: the cost model estimates {fused_us:.1f} us for one launch against {total:.1f} "
                      "us for the GEMMs one after another")
-    elif fused is not None:
-        widest = max(tiles_alone(k) for k in members)
-        if widest * FUSE_SHARE <= sms:
-            notes.append(f"fused: every GEMM alone fills at most 1/{FUSE_SHARE} of the {sms} SMs (the widest "
-                         f"has {widest} tiles of {BM}x{LIST_TILE_N}, at most {sms // FUSE_SHARE}), where "
-                         "one grouped list launch was the fastest way")
+    elif fusion is not None and fusion.auto is not None:
+        fuse, why = fusion.auto
+        notes.append(why)
+        if fuse:
             return GroupPlan(Mode.FUSED, 1, tuple(choices), fused, model, tuple(estimates), tuple(notes))
-        notes.append(f"not fused: a GEMM alone fills more than 1/{FUSE_SHARE} of the {sms} SMs ({widest} tiles "
-                     f"of {BM}x{LIST_TILE_N}, more than {sms // FUSE_SHARE}), where the members' own "
-                     "kernels on streams were as fast or faster; the group's first call times fused against the "
+    elif fusion is not None:
+        notes.append("not fused: no model estimates the one launch; the group's first call times it against the "
                      "plan's way (runtime/group_floor.py)")
     else:
         notes.append(f"not fused: {fused_why}")
@@ -286,9 +197,8 @@ def plan_group(group: Group, program: Program) -> Group:
         alone = len(members) > 1 and copies(members, i) == 1  # runs its isolated kernel (go_degree 1)
         taken = fit_degree(k, hw) if alone else degree
         choices.append(MemberChoice(k.name, x, degree, probs, distinct, taken, fit=alone or model is None))
-    fused, why = fused_kernel(group, members, hw) if len(members) > 1 else (None, "one GEMM: nothing to fuse")
-    return dataclasses.replace(group, plan=choose(group, choices, fused, why, members, "; ".join(sources),
-                                                  hw.sm_count))
+    fusion, why = fused_kernel(group, members, hw) if len(members) > 1 else (None, "one GEMM: nothing to fuse")
+    return dataclasses.replace(group, plan=choose(group, choices, fusion, why, members, "; ".join(sources)))
 
 
 def plan_groups(program: Program) -> Program:
@@ -304,11 +214,9 @@ def go_candidates(member: Kernel, choice: MemberChoice, hw: Hardware) -> list[tu
     """The kernels a member's GO-kernels are chosen from (paper 004 §3.2's kernel list, ours): its own plan, its
     plans for 1/2 and 1/4 of the SMs, then its family's other alternatives in the family's order, none the same
     as an earlier one, at most MAX_CANDIDATES."""
-    from gemmc.families.registry import family
-
     found: list[tuple[str, Kernel]] = [("model (all SMs)", member)]
     found += [(f"model (1/{k.name.rsplit('share', 1)[1]} of the SMs)", k) for k in choice.shares]
-    found += [(label, ir) for label, ir in family(member.family).alternatives(member, hw)[1:]]
+    found += [(label, ir) for label, ir in registry.family(member.family).alternatives(member, hw)[1:]]
     out: list[tuple[str, Kernel]] = []
     for label, k in found:
         if len(out) == MAX_CANDIDATES:

@@ -3,14 +3,15 @@
 A family is everything one kind of kernel needs: when `algorithm auto` takes it (`claim`), the schedule rules it
 owns (`check`), its plan type and planning steps (`steps`, `worklist`), what its plans must satisfy (`limits`,
 `grid_tile`: what the IR verifier checks), the shapes the first call may time against the model's choice
-(`alternatives`), and its template with the context that fills it. The pipeline, the verifier, the code generator,
+(`alternatives`), how a concurrent group of its kernels runs as one launch (`fuse`), and its template with the
+context that fills it. The pipeline, the verifier, the code generator,
 the tuner and `inspect` reach a family only through this protocol and the registry (gemmc/families/registry.py);
 none of them names one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import IntEnum
 from pathlib import Path
 from types import ModuleType
@@ -20,6 +21,7 @@ from gemmc.errors import Diagnostic
 from gemmc.families.cells import Cells, whole_problems
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel, WorkList
+from gemmc.ir.types import Span
 
 Pass = Callable[[Kernel, Hardware], Kernel]  # a pure pass: what every pipeline pass and planning step is
 
@@ -34,6 +36,37 @@ class GridTile(NamedTuple):
     columns: int
     sharers: int = 1
     persistent: bool = False
+
+
+class Fusion(NamedTuple):
+    """A concurrent group's members as one launch (`KernelFamily.fuse`): the launch's kernel, unplanned (the
+    pipeline plans it), and what it is, for `inspect`. `auto`: for `concurrency auto` where no cost model estimates
+    the launch, whether to fuse and why (the family's measured rule); None: the launch's `estimate_us` against the
+    members' decides."""
+
+    kernel: Kernel
+    why: str
+    auto: tuple[bool, str] | None = None
+
+
+def differing(members: Mapping[str, Kernel], keys: tuple[str, ...]) -> str:
+    """Why the members (by their names in the group) cannot share one kernel: the first of `keys` (Kernel fields)
+    on which they differ, as the language writes it; "" where they agree on all."""
+    first_name, first = next(iter(members.items()))
+    for key in keys:
+        mine = getattr(first, key)
+        other = next(((name, k) for name, k in members.items() if getattr(k, key) != mine), None)
+        if other is not None:
+            return (f"fused needs one {SPELLING.get(key, key)} for every member; {first_name} has {_shown(mine)}, "
+                    f"{other[0]} {_shown(getattr(other[1], key))} (split the group, or give them one)")
+    return ""
+
+
+SPELLING = {"layout_a": "layout A", "layout_b": "layout B", "layout_c": "layout C", "c_dtype": "dtype of C"}
+
+
+def _shown(value: object) -> str:
+    return str(getattr(value, "value", value))
 
 
 class Claim(IntEnum):
@@ -124,6 +157,13 @@ class KernelFamily(Protocol):
         """The family's lines of the generated source's header comment."""
         ...
 
+    def fuse(self, members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | str | None:
+        """A concurrent group's members (by their names in the group, in call order; all planned in one family and
+        sharing dtypes, layouts, scalars and precision) as one launch of this family called `name`, or why they
+        cannot run as one; None: this family runs no launch of their family's kernels (the registry asks the
+        next, gemmc/families/registry.py: `fuse`)."""
+        ...
+
 
 def cbool(flag: bool) -> str:
     """A C++ boolean literal for a template."""
@@ -184,3 +224,6 @@ class PlannerFamily:
 
     def knobs(self, kernel: Kernel) -> list[str]:
         return list(self.codegen.knobs(kernel))
+
+    def fuse(self, members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | str | None:
+        return None

@@ -5,9 +5,14 @@ Adding a family is one package under gemmc/families and one line here (docs/INTE
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from gemmc.errors import InternalError
 from gemmc.families import dynamic, hopper, hopper_grouped, simt, tensorcore, tsm2l, tsm2r
-from gemmc.families.base import KernelFamily
+from gemmc.families.base import Fusion, KernelFamily
+from gemmc.ir.hardware import Hardware
+from gemmc.ir.nodes import Kernel
+from gemmc.ir.types import Span
 
 FAMILIES: tuple[KernelFamily, ...] = (
     simt.FAMILY,
@@ -28,3 +33,13 @@ def family(name: str | None) -> KernelFamily:
         if f.name == name:
             return f
     raise InternalError("families", f"no kernel family is registered as {name!r}")
+
+
+def fuse(members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | str:
+    """A concurrent group's members, all of one family, as one launch: the first family's answer that is not None
+    (`KernelFamily.fuse`), else why none runs them as one."""
+    for f in FAMILIES:
+        answer = f.fuse(members, name, span, hw)
+        if answer is not None:
+            return answer
+    return f"no family runs {next(iter(members.values())).family} kernels as one launch"

@@ -7,6 +7,7 @@ A `Program` (gemmc/ir/program.py) holds the target, the kernels and the concurre
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
@@ -382,3 +383,16 @@ class Kernel:
     def flops(self) -> int:
         return sum(p.flops for p in self.problems) * (self.count or 1)
 
+
+KNOBS = ("tile", "threads", "pipeline", "batching", "algorithm")  # the statements that choose for one family
+
+
+def unplanned(kernel: Kernel, **changes: Any) -> Kernel:
+    """`kernel`'s schedule with every decision of the pipeline and every knob chosen for its own family dropped
+    (tile, threads, stages, batching, algorithm, and the lines that wrote them, which families read as written),
+    `changes` applied: the start of a plan in another family or of other problems."""
+    spans = tuple((key, span) for key, span in kernel.stmt_spans if key not in KNOBS)
+    fresh = dataclasses.replace(kernel, family=None, plan=None, work=None, notes=(), draft=None, tile=None,
+                                tile_mode=TileMode.AUTO, threads=None, stages=2, batching=Batching.AUTO,
+                                algorithm=AUTO, stmt_spans=spans)
+    return dataclasses.replace(fresh, **changes)

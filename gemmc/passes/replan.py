@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 from gemmc.families.registry import family
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import FamilyPlan, Kernel, Problem
+from gemmc.ir.nodes import FamilyPlan, Kernel, Problem, unplanned
 from gemmc.ir.program import Program
-from gemmc.ir.types import AUTO, Batching, Precision, TileMode
+from gemmc.ir.types import Precision
 from gemmc.passes import build_worklist, run_pipeline
 
 
@@ -24,20 +23,6 @@ def replan(kernel: Kernel, hw: Hardware, shapes: Sequence[tuple[int, int, int]],
     problems = tuple(Problem(f"p{i}", m, n, k) for i, (m, n, k) in enumerate(shapes))
     fresh = dataclasses.replace(kernel, problems=problems, count=None, family=None, plan=None, work=None, notes=())
     return run_pipeline(Program(hw, (fresh,), filename)).kernels[0]
-
-
-KNOBS = ("tile", "threads", "pipeline", "batching", "algorithm")  # the statements that choose for one family
-
-
-def unplanned(kernel: Kernel, **changes: Any) -> Kernel:
-    """`kernel`'s schedule with every decision of the pipeline and every knob chosen for its own family dropped
-    (tile, threads, stages, batching, algorithm, and the lines that wrote them, which families read as written),
-    `changes` applied: the start of a plan in another family or of other problems."""
-    spans = tuple((key, span) for key, span in kernel.stmt_spans if key not in KNOBS)
-    fresh = dataclasses.replace(kernel, family=None, plan=None, work=None, notes=(), draft=None, tile=None,
-                                tile_mode=TileMode.AUTO, threads=None, stages=2, batching=Batching.AUTO,
-                                algorithm=AUTO, stmt_spans=spans)
-    return dataclasses.replace(fresh, **changes)
 
 
 def in_family(kernel: Kernel, hw: Hardware, algorithm: str, filename: str, precision: Precision | None = None

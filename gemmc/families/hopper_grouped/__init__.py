@@ -9,11 +9,12 @@ group's K and N edges, C through TMA stores where a 64-row sub-tile lies inside 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from gemmc.errors import Diagnostic, InternalError
-from gemmc.families.base import Claim, GridTile, PlannerFamily
-from gemmc.families.hopper_grouped import codegen, planner, steps
+from gemmc.families.base import Claim, Fusion, GridTile, PlannerFamily
+from gemmc.families.hopper_grouped import codegen, fusion, planner, steps
 from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
 from gemmc.families.tma_loop import GROUPED_TARGET as TARGET
 from gemmc.families.tma_loop import (
@@ -26,7 +27,7 @@ from gemmc.families.tma_loop import (
 from gemmc.ir.dynamic import INT32_MAX, Grouping
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel
-from gemmc.ir.types import AUTO, DType, Layout
+from gemmc.ir.types import AUTO, DType, Layout, Span
 
 NAME = "hopper_grouped"
 
@@ -126,6 +127,9 @@ class HopperGrouped(PlannerFamily):
         if not isinstance(plan, HopperGroupedPlan):
             raise InternalError(NAME, f"grid_tile of a {type(plan).__name__}")
         return GridTile(plan.bm, plan.bn, persistent=True)  # blocks walk the tiles derived on the device
+
+    def fuse(self, members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | str | None:
+        return fusion.fuse(members, name, span, hw)
 
 
 FAMILY = HopperGrouped()

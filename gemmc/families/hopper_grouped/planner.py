@@ -26,7 +26,6 @@ MAX_GROUPS = 1024  # the scheduler's 12 bytes a group come out of the ring's sha
 CLUSTER_MIN_K = cal.CLUSTER_MIN_K.value  # clusters of 2 from this depth (calibration.py)
 TAIL_SPLIT = cal.TAIL_SPLIT.value  # without clusters, a last round of at most half the blocks' units in halves
 LIST_TILE_N = cal.LIST_TILE_N.value  # grouped list without a tile line (calibration.py)
-FUSE_SHARE = cal.FUSE_SHARE.value  # concurrency auto fuses list members that each fill at most 1/this of the SMs
 
 
 def plan(kernel: Kernel, hw: Hardware) -> HopperGroupedPlan:

@@ -3,15 +3,18 @@ irregular-batch tiling of paper 000 and the coordinated tiling and batching of p
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 
 from gemmc.errors import Diagnostic
-from gemmc.families.base import Claim, PlannerFamily
+from gemmc.families.base import Claim, Fusion, PlannerFamily, differing
 from gemmc.families.cells import CellKind, Cells, Figures, planned, tile_cells
 from gemmc.families.simt import codegen, planner, steps
 from gemmc.families.simt.plan import SimtPlan
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel
+from gemmc.ir.nodes import Kernel, Problem
+from gemmc.ir.types import Span
 
 
 class Simt(PlannerFamily):
@@ -49,6 +52,21 @@ class Simt(PlannerFamily):
 
     def alternatives(self, kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]:
         return planner.alternatives(kernel, hw)
+
+    def fuse(self, members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | str | None:
+        """SIMT members as the problems of one irregular batch (a problem per member, in call order), under the
+        members' own tile, threads and pipeline, which must agree; the batch's cost model estimates the launch."""
+        first = next(iter(members.values()))
+        if first.family != self.name:
+            return None
+        why = differing(members, ("tile", "threads", "stages"))
+        if why:
+            return why
+        problems = tuple(Problem(member, k.problems[0].m, k.problems[0].n, k.problems[0].k, span=k.span)
+                         for member, k in members.items())
+        launch = dataclasses.replace(first, name=name, problems=problems, count=None, family=None, plan=None,
+                                     work=None, notes=(), algorithm=self.name, span=span)
+        return Fusion(launch, "fused: one SIMT launch of every member")
 
 
 FAMILY = Simt()
