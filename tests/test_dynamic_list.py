@@ -173,11 +173,12 @@ def test_views_take_their_leading_dimensions_from_their_strides(kind):
 def test_each_capture_takes_buffers_of_its_own_and_gives_back_an_unused_one():
     """Captured list calls reserve the CAPTURES sets of buffers in turn (table, tile counters, maps); a reservation
     whose call launched nothing is given back where it was the last; no two of the streams' and captures' counter
-    pairs overlap, and all lie in zeroed_counters' allocation; past CAPTURES, E900."""
+    pairs overlap, and all lie in zeroed_counters' allocation; past CAPTURES, E900. A grouped form's captured calls
+    take counters alone, CAPTURED_COUNTERS of them."""
     from types import SimpleNamespace
 
     from gemmc.errors import GemmcError
-    from gemmc.runtime.dynamic_state import CAPTURES, COUNTER_INTS, COUNTER_SLOTS, DynamicState
+    from gemmc.runtime.dynamic_state import CAPTURED_COUNTERS, CAPTURES, COUNTER_INTS, COUNTER_SLOTS, DynamicState
 
     st = DynamicState(None, None, 1, 0, 0, 1, captures=[object()] * CAPTURES,
                       counters=SimpleNamespace(data=SimpleNamespace(ptr=4096)))
@@ -191,8 +192,15 @@ def test_each_capture_takes_buffers_of_its_own_and_gives_back_an_unused_one():
     slots = sorted(streams + captures)
     gaps = [b - a for a, b in zip(slots, slots[1:], strict=False)]
     assert min(gaps) >= 4 * COUNTER_INTS  # no two pairs overlap
-    assert slots[0] >= 4096 and slots[-1] + 4 * COUNTER_INTS <= 4096 + 4 * COUNTER_INTS * (COUNTER_SLOTS + CAPTURES)
+    end = 4096 + 4 * COUNTER_INTS * (COUNTER_SLOTS + CAPTURED_COUNTERS)
+    assert slots[0] >= 4096 and slots[-1] + 4 * COUNTER_INTS <= end
     for _ in range(CAPTURES - 2):
         st.capture()
-    with pytest.raises(GemmcError, match=f"captured in {CAPTURES} CUDA graphs"):
+    with pytest.raises(GemmcError, match=f"captured in {CAPTURES} CUDA graphs, the most it keeps problem tables"):
         st.capture()
+    # a grouped form (no tables) keeps tile counters for CAPTURED_COUNTERS captured calls, all inside the allocation
+    grouped = DynamicState(None, None, 1, 0, 0, 1, counters=SimpleNamespace(data=SimpleNamespace(ptr=4096)))
+    taken = [grouped.capture_counter(grouped.capture()) for _ in range(CAPTURED_COUNTERS)]
+    assert len(set(taken)) == CAPTURED_COUNTERS and taken[-1] + 4 * COUNTER_INTS <= end
+    with pytest.raises(GemmcError, match=f"captured in {CAPTURED_COUNTERS} CUDA graphs, the most it keeps tile"):
+        grouped.capture()

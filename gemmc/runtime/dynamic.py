@@ -297,7 +297,7 @@ def launch_dynamic(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offsets: An
         values = st.seen.get(key)
         if values is not None:
             handle = current()
-            st.fast(st.grid, st.block, st.smem, handle, values, st.counter(handle))
+            st.fast(st.grid, st.block, st.smem, handle, values, st.launch_counter(handle))
             return
     _launch_checked(kernel, st, As, Bs, Cs, offsets=offsets, alpha=alpha, beta=beta, stream=stream,
                     validate=validate)
@@ -332,8 +332,10 @@ def _launch_checked(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: 
             if len(st.seen) >= SEEN:
                 st.seen.clear()
             st.seen[quick[0]] = values
-        st.fast(st.grid, st.block, st.smem, on.ptr, values, st.counter(on.ptr), (float(alpha_), float(beta_)))
+        st.fast(st.grid, st.block, st.smem, on.ptr, values, st.launch_counter(on.ptr),
+                (float(alpha_), float(beta_)))
         return
     st.fn((st.grid, 1, 1), (st.block, 1, 1),
           (np.uint64(pa), np.uint64(pb), np.uint64(pc), np.uint64(po), np.uint64(0), np.int32(groups),
-           np.int64(rows), *st.sizes, np.uint64(st.counter(on.ptr)), alpha_, beta_), shared_mem=st.smem, stream=on)
+           np.int64(rows), *st.sizes, np.uint64(st.launch_counter(on.ptr)), alpha_, beta_), shared_mem=st.smem,
+          stream=on)

@@ -46,17 +46,18 @@ class Launcher:
 
 COUNTER_SLOTS = 64  # streams a kernel keeps tile counters for (each launch's stream takes its own pair)
 CAPTURES = 8  # calls captured in CUDA graphs a list-form kernel keeps problem tables for (each graph reads its own)
+CAPTURED_COUNTERS = 256  # calls captured in CUDA graphs a grouped-form kernel keeps tile counters for (32 B each)
 COUNTER_INTS = 8  # int32 per slot: the kernel's two counters, padded to 32 bytes
 
 
 def zeroed_counters() -> Any:
-    """The tile counters of a persistent kernel ((COUNTER_SLOTS + CAPTURES) x COUNTER_INTS int32: a slot per stream,
-    then one per captured list call), zero before any stream's first launch reads them: the memset runs on CuPy's
+    """The tile counters of a persistent kernel ((COUNTER_SLOTS + CAPTURED_COUNTERS) x COUNTER_INTS int32: a slot per
+    stream, then one per captured call), zero before any stream's first launch reads them: the memset runs on CuPy's
     current stream, and a first launch on another stream (a torch side stream, non-blocking) would not wait for it."""
     from gemmc.runtime.device import cupy
 
     cp = cupy()
-    counters = cp.zeros((COUNTER_SLOTS + CAPTURES) * COUNTER_INTS, dtype=cp.int32)
+    counters = cp.zeros((COUNTER_SLOTS + CAPTURED_COUNTERS) * COUNTER_INTS, dtype=cp.int32)
     cp.cuda.get_current_stream().synchronize()
     return counters
 
@@ -84,15 +85,17 @@ class DynamicState:
     baked: bool = True  # alpha and beta are the schedule's constants
 
     def capture(self) -> int:
-        """Reserve the next of the list form's CAPTURES sets of buffers for a call being captured in a CUDA graph,
-        which its graph reads at every replay and no later call reuses: its problem table (`captures`), its tile
-        counters (`capture_counter`) and, on the tensor cores, its tensor maps. Returns their index."""
+        """Reserve the next set of buffers for a call being captured in a CUDA graph, which its graph reads at every
+        replay and no later call reuses: its tile counters (`capture_counter`) and, in the list form (`captures`:
+        CAPTURES of them), its problem table and, on the tensor cores, its tensor maps. Returns their index."""
         with self.capture_lock:
-            if self.captured >= len(self.captures):
+            limit = len(self.captures) or CAPTURED_COUNTERS
+            if self.captured >= limit:
                 from gemmc.errors import GemmcError
 
-                raise GemmcError(f"this kernel has been captured in {len(self.captures)} CUDA graphs, the most it "
-                                 "keeps problem tables for", code="E900")
+                kept = "problem tables" if self.captures else "tile counters"
+                raise GemmcError(f"this kernel has been captured in {limit} CUDA graphs, the most it keeps {kept} "
+                                 "for", code="E900")
             self.captured += 1
             return self.captured - 1
 
@@ -106,6 +109,17 @@ class DynamicState:
         """The device address of captured call `index`'s own tile counters (after the streams' slots): a graph never
         shares its counters with another graph or with plain calls, so any of them may run at once."""
         return int(self.counters.data.ptr) + 4 * COUNTER_INTS * (COUNTER_SLOTS + index)
+
+    def launch_counter(self, stream: int) -> int:
+        """The tile counters of a launch on `stream` (a raw handle) of a grouped form: a call being captured in a
+        CUDA graph takes counters of its own (`capture`), so graphs captured on one stream (torch.cuda.graph's one
+        capture stream) may replay at once, beside each other and beside plain calls; other calls share their
+        stream's (`counter`)."""
+        from gemmc.runtime.device import cupy
+
+        if cupy().cuda.runtime.streamIsCapturing(stream) != 0:
+            return self.capture_counter(self.capture())
+        return self.counter(stream)
 
     def counter(self, stream: int) -> int:
         """The device address of the tile counters for launches on `stream` (a raw handle): the kernel leaves them

@@ -98,7 +98,7 @@ def _launch(st: GroupedTmaState, args: Args, stream: int) -> None:
     from cupy.cuda import driver  # type: ignore[import-not-found]
 
     if args.counter is not None:
-        args.counter.value = st.counter(stream)
+        args.counter.value = st.launch_counter(stream)
     driver.launchKernel(st.func, st.grid, 1, 1, st.block, 1, 1, st.smem, stream, args.address, 0)
 
 

@@ -209,6 +209,36 @@ def check_moe_graph_replay(kern, *, experts: int, tokens: int, n: int, k: int, d
     assert gemmc.stats() == before
 
 
+def check_graphs_of_one_stream(t, run, poison, check) -> None:
+    """Argument sets 0 and 1 (`run(i)` calls the kernel on set i) captured in two torch graphs, both on torch's one
+    capture stream, then three rounds of: every output poisoned (`poison(i)`), the two graphs replayed at once on two
+    streams while set 2 runs three times as plain calls on a third, every output checked (`check(i, what)`). A
+    captured launch shares no state (problem table, tensor maps, tile counters) with another graph or with plain
+    calls, so all three are right whatever the overlap."""
+    run(2)  # loads the kernel outside the captures
+    t.cuda.synchronize()
+    graphs = []
+    for i in range(2):
+        graph = t.cuda.CUDAGraph()
+        with t.cuda.graph(graph):
+            run(i)
+        graphs.append(graph)
+    streams = [t.cuda.Stream() for _ in range(3)]
+    for round_ in range(3):
+        for i in range(3):
+            poison(i)
+        t.cuda.synchronize()
+        for graph, s in zip(graphs, streams, strict=False):
+            with t.cuda.stream(s):
+                graph.replay()
+        with t.cuda.stream(streams[2]):
+            for _ in range(3):
+                run(2)
+        t.cuda.synchronize()
+        for i in range(3):
+            check(i, f"set {i}, round {round_}")
+
+
 def launcher(kern, tmp_path, argtypes: list | None = None) -> tuple:
     """The kernel's `gemmc compile` output built with nvcc into a library and loaded: (its launcher with `argtypes`,
     returning a cudaError_t, and its `_workspace_bytes` function). Default argtypes: the grouped M and K launchers'

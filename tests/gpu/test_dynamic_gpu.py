@@ -12,7 +12,7 @@ import pytest
 
 import gemmc
 from gemmc.families.dynamic import scheduler
-from tests.gpu.helpers import check_moe_graph_replay, rel
+from tests.gpu.helpers import check_graphs_of_one_stream, check_moe_graph_replay, rel
 
 pytestmark = pytest.mark.gpu
 
@@ -451,3 +451,32 @@ def test_a_second_stream_takes_its_own_counters():
     bounds = zip(starts[:-1], starts[1:], strict=True)
     ref = t.cat([A[s:e_].double() @ B[g].double().t() for g, (s, e_) in enumerate(bounds)])
     assert rel(C1, ref) < TOL["f32"] and rel(C2, ref) < TOL["f32"]
+
+
+@pytest.mark.parametrize("form", ["M", "K"])
+def test_grouped_graphs_of_one_stream_replay_at_once_beside_plain_calls(form):
+    """Grouped M and K, whose blocks claim tiles from counters: two graphs captured on torch's one capture stream
+    replayed at once beside plain calls on a third stream; each captured call claims from counters of its own."""
+    t = torch()
+    n, k, rows, groups = 130, 24, 3000, 12
+    kern = kernel(M32, n=n, k=k) if form == "M" else kernel(K32, m=k, n=n)
+    rng = np.random.default_rng(5)
+    sizes = [rng.multinomial(rows, rng.dirichlet(np.ones(groups))) for _ in range(3)]
+    ends = [ends_of(s, t) for s in sizes]
+    A = t.randn(rows, k, device="cuda") if form == "M" else matrix(k, rows, "c", t.float32)
+    B = t.randn(groups, n, k, device="cuda") if form == "M" else t.randn(rows, n, device="cuda")
+    outs = [t.empty(rows, n, device="cuda") if form == "M" else t.empty(groups, k, n, device="cuda") for _ in sizes]
+
+    def verify(i, what):
+        starts = np.concatenate([[0], np.cumsum(sizes[i])])
+        bounds = list(zip(starts[:-1], starts[1:], strict=True))
+        if form == "M":
+            ref = t.cat([A[s:e].double() @ B[g].double().t() for g, (s, e) in enumerate(bounds)])
+        else:
+            ref = t.stack([A[:, s:e].double() @ B[s:e].double() for s, e in bounds])
+        assert rel(outs[i], ref) < TOL["f32"], what
+
+    check_graphs_of_one_stream(t, lambda i: kern(A, B, outs[i], offsets=ends[i]),
+                               lambda i: outs[i].fill_(float("nan")), verify)
+    st = kern.executable.dynamic
+    assert st is not None and st.captured == 2, "each captured call took counters of its own"
