@@ -314,11 +314,12 @@ __device__ __forceinline__ void gemmc_simt_tile(const gemmc_problem& p, long lon
 // ---- The device scheduler's tables and per-group rules (families/dynamic/scheduler.py is the same in NumPy) ----
 // Host-callable as well, so that tests run them on the CPU against the NumPy model.
 
-// A problem of the list form as the caller lays it out on the device (the C++ header declares the same struct).
 #ifndef GEMMC_DYN_PROBLEM_DEFINED
 #define GEMMC_DYN_PROBLEM_DEFINED
+// One problem of a dynamic batch, as the launcher reads it from the device: C = alpha A B + beta C with A m x k, B
+// k x n, C m x n in the schedule's layouts, leading dimensions in elements.
 struct gemmc_dyn_problem {
-  long long m, n, k, lda, ldb, ldc;  // sizes and leading dimensions in elements
+  long long m, n, k, lda, ldb, ldc;
   const void* a;
   const void* b;
   void* c;

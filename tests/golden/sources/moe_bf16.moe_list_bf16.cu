@@ -227,8 +227,8 @@ __device__ __forceinline__ void gemmc_claims_done(int* counter) {
 
 #ifndef GEMMC_DYN_PROBLEM_DEFINED
 #define GEMMC_DYN_PROBLEM_DEFINED
-// One problem, as the host writes it: C = alpha A B + beta C, A m x k, B k x n, C m x n in the schedule's layouts,
-// leading dimensions in elements.
+// One problem of a dynamic batch, as the launcher reads it from the device: C = alpha A B + beta C with A m x k, B
+// k x n, C m x n in the schedule's layouts, leading dimensions in elements.
 struct gemmc_dyn_problem {
   long long m, n, k, lda, ldb, ldc;
   const void* a;
