@@ -320,8 +320,6 @@ __device__ __forceinline__ gemmc_grp_tile_t gemmc_grp_tile(long long u, int rank
   return t;
 }
 
-
-
 // group_end: `groups` cumulative ends on the device; rows: the rows of A and C; N, K: the schedule's.
 extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_down_bf16_hopper_grouped_bf16cf32_rrr(
     const __grid_constant__ gemmc_tmap tma_a, const __grid_constant__ gemmc_tmap tma_b,
@@ -449,7 +447,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_down_bf16_hopper_
             phase ^= 1;
           }
         }
-
         gemmc_wg_wait<0>();
         gemmc_fence_regs<64>(acc);
         if (kblocks > 0 && lane == 0) gemmc_mbar_release(empty0 + 8 * held);
@@ -515,7 +512,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_down_bf16_hopper_
             phase ^= 1;
           }
         }
-
         gemmc_wg_wait<0>();
         gemmc_fence_regs<64>(acc);
         if (kblocks > 0 && lane == 0) gemmc_mbar_release(empty0 + 8 * held);
@@ -581,7 +577,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_down_bf16_hopper_
             phase ^= 1;
           }
         }
-
         gemmc_wg_wait<0>();
         gemmc_fence_regs<128>(acc);
         if (kblocks > 0 && lane == 0) gemmc_mbar_release(empty0 + 8 * held);

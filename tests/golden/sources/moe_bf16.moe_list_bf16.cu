@@ -359,7 +359,6 @@ __device__ __forceinline__ bool gemmc_list_place(int u, int first, long long m, 
   return m - m0 <= GEMMC_GRP_SMALL;
 }
 
-
 // problems: `count` problems on the device; maps: the planning kernel's; counter: two int32, zero before the launch and
 // left zero after it (launches in stream order share them).
 extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_list_bf16_hopper_grouped_bf16_rcr(

@@ -329,8 +329,6 @@ __device__ __forceinline__ gemmc_grp_tile_t gemmc_grp_tile(long long u, int rank
   return t;
 }
 
-
-
 // group_end: `groups` cumulative ends on the device; rows: the rows of A and C; N, K: the schedule's.
 extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_up_bf16_hopper_grouped_bf16_rcr(
     const __grid_constant__ gemmc_tmap tma_a, const __grid_constant__ gemmc_tmap tma_b,
@@ -457,7 +455,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_up_bf16_hopper_gr
             phase ^= 1;
           }
         }
-
         gemmc_wg_wait<0>();
         gemmc_fence_regs<64>(acc);
         if (kblocks > 0 && lane == 0) gemmc_mbar_release(empty0 + 8 * held);
@@ -523,7 +520,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_up_bf16_hopper_gr
             phase ^= 1;
           }
         }
-
         gemmc_wg_wait<0>();
         gemmc_fence_regs<64>(acc);
         if (kblocks > 0 && lane == 0) gemmc_mbar_release(empty0 + 8 * held);
@@ -589,7 +585,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_up_bf16_hopper_gr
             phase ^= 1;
           }
         }
-
         gemmc_wg_wait<0>();
         gemmc_fence_regs<128>(acc);
         if (kblocks > 0 && lane == 0) gemmc_mbar_release(empty0 + 8 * held);
