@@ -231,6 +231,18 @@ __device__ __forceinline__ void gemmc_tma_load3(unsigned dst, const gemmc_tmap* 
                ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(x), "r"(y), "r"(z) : "memory");
 }
 
+// Inclusive scan over the 32 lanes of a warp, called by every lane (`lane` its number): lane i gets the maximum (MAX)
+// or the sum of the values of lanes 0..i.
+template <bool MAX>
+__device__ __forceinline__ int gemmc_warp_scan(int v, int lane) {
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    const int other = __shfl_up_sync(0xffffffffu, v, off);
+    if (lane >= off) v = MAX ? max(v, other) : v + other;
+  }
+  return v;
+}
+
 constexpr int GEMMC_GRP_BM = 128, GEMMC_GRP_SMALL = 64, GEMMC_GRP_MAX = 64, GEMMC_GRP_CLUSTER = 1;
 
 // The schedule, by warp 0: s_first[g + 1] the clamped end of group g (a running maximum of the ends within [0, rows]:
@@ -249,23 +261,13 @@ __device__ __forceinline__ void gemmc_grp_schedule(const int* __restrict__ group
       const int raw = group_end[g];
       e = max(run, raw < 0 ? 0 : raw > top ? top : raw);
     }
-#pragma unroll
-    for (int off = 1; off < 32; off <<= 1) {
-      const int other = __shfl_up_sync(FULL, e, off);
-      if (lane >= off) e = max(e, other);
-    }
+    e = gemmc_warp_scan<true>(e, lane);
     int start = __shfl_up_sync(FULL, e, 1);
     if (lane == 0) start = run;
     const int m = g < G ? e - start : 0, rest = m % GEMMC_GRP_BM;
     int nb = m / GEMMC_GRP_BM + (rest > GEMMC_GRP_SMALL ? 1 : 0), ns = rest > 0 && rest <= GEMMC_GRP_SMALL ? 1 : 0;
-#pragma unroll
-    for (int off = 1; off < 32; off <<= 1) {
-      const int ob = __shfl_up_sync(FULL, nb, off), os = __shfl_up_sync(FULL, ns, off);
-      if (lane >= off) {
-        nb += ob;
-        ns += os;
-      }
-    }
+    nb = gemmc_warp_scan<false>(nb, lane);
+    ns = gemmc_warp_scan<false>(ns, lane);
     if (g < G) {
       s_first[g + 1] = e;
       s_big[g] = big + nb;

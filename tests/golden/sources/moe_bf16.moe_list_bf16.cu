@@ -224,6 +224,17 @@ __device__ __forceinline__ void gemmc_claims_done(int* counter) {
     counter[1] = 0;
   }
 }
+// Inclusive scan over the 32 lanes of a warp, called by every lane (`lane` its number): lane i gets the maximum (MAX)
+// or the sum of the values of lanes 0..i.
+template <bool MAX>
+__device__ __forceinline__ int gemmc_warp_scan(int v, int lane) {
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    const int other = __shfl_up_sync(0xffffffffu, v, off);
+    if (lane >= off) v = MAX ? max(v, other) : v + other;
+  }
+  return v;
+}
 
 #ifndef GEMMC_DYN_PROBLEM_DEFINED
 #define GEMMC_DYN_PROBLEM_DEFINED
@@ -327,11 +338,7 @@ __device__ __forceinline__ void gemmc_list_tiles(const gemmc_dyn_problem* __rest
       const long long m = problems[p].m, n = problems[p].n;
       t = m > 0 && n > 0 ? (int)(gemmc_list_rows(m) * ((n + 128 - 1) / 128)) : 0;
     }
-#pragma unroll
-    for (int off = 1; off < 32; off <<= 1) {
-      const int other = __shfl_up_sync(FULL, t, off);
-      if (lane >= off) t += other;
-    }
+    t = gemmc_warp_scan<false>(t, lane);
     if (p < G) s_tiles[p + 1] = run + t;
     run += __shfl_sync(FULL, t, 31);
   }
