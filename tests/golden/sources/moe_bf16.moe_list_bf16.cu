@@ -224,6 +224,7 @@ __device__ __forceinline__ void gemmc_claims_done(int* counter) {
     counter[1] = 0;
   }
 }
+
 // Inclusive scan over the 32 lanes of a warp, called by every lane (`lane` its number): lane i gets the maximum (MAX)
 // or the sum of the values of lanes 0..i.
 template <bool MAX>
