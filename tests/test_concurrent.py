@@ -464,7 +464,7 @@ def test_bf16_fused_launcher_compiles_with_nvcc(tmp_path, golden):
     out = compile_group(tmp_path, FUSED_BF16, "sm_90")
     src = (out / "f.cu").read_text()
     golden("groups/fused_bf16.cu", src)
-    assert "cudaMemcpy" not in src and "cudaMemsetAsync(workspace, 0, 256, stream)" in src
+    assert "cudaMemcpy" not in src and "cudaMemsetAsync(workspace, 0, workspace_bytes, stream)" in src
     assert "{ 1000, 72, 136, 136, 136, 72 }," in src  # b's sizes and leading dimensions (B column-major)
     assert 'extern "C" cudaError_t gemmc_f_k0' not in src and "static cudaError_t gemmc_f_k0(" in src
     assert "16-byte aligned (cudaErrorInvalidValue otherwise)" in (out / "f.h").read_text()

@@ -366,3 +366,28 @@ def test_list_lines_and_what_tma_cannot_read():
     assert tma_misfits(table([good, [4, 8, 7, 7, 8, 8, 4096, 8192, 0]])).tolist() == [False, True]  # lda 14 bytes
     assert tma_misfits(table([[4, 8, 8, 8, 8, 8, 4096, 8194, 0], good])).tolist() == [True, False]  # B's base
     assert tma_misfits(table([[4, 8, 0, 7, 3, 8, 4097, 3, 0], [0, 8, 8, 7, 3, 8, 1, 1, 0]])).tolist() == [False, False]
+
+
+def test_list_sizes_the_runtime_shares_have_one_source():
+    """The numbers the list's kernel, its C++ launcher and the Python runtime must agree on are the plan's constants,
+    rendered into the source and imported by the runtime: the stages' tile numbers (s_tile, at most MAX_STAGES), the
+    planning kernel's warps, the template maps' placeholder, the workspace's counter region."""
+    from gemmc.families.hopper_grouped import plan as hp
+    from gemmc.families.tma_loop import MAX_STAGES, TMA_ALIGN, TMAP_BYTES
+    from gemmc.runtime import grouped_list, tma
+
+    k = kernel("dtype bf16 grouped list problems 64")
+    src, maps_bytes = k.standalone, k.ir.plan.list_maps_bytes
+    assert f"__shared__ long long s_tile[{MAX_STAGES}];" in src and f"STAGES <= {MAX_STAGES}," in src
+    assert k.ir.plan.sched_smem == 4 * (64 + 1) + 8 * MAX_STAGES
+    warps = hp.LIST_MAPS_WARPS
+    assert f"__launch_bounds__({32 * warps}) {k.rendered.entry}_maps(" in src and f"s_maps[{warps}][" in src
+    assert f"dim3((count + {warps} - 1) / {warps}), dim3({32 * warps})" in src
+    (x, y), pitch = hp.LIST_TEMPLATE_DIMS, hp.LIST_TEMPLATE_PITCH
+    assert f"dims[2] = {{{x}, {y}}}, strides[1] = {{{pitch}}};" in src
+    counters = hp.LIST_COUNTER_BYTES
+    assert f"return {counters} + {maps_bytes};" in src and f"static_cast<char*>(workspace) + {counters});" in src
+    assert maps_bytes == hp.LIST_MAPS * TMAP_BYTES * 64
+    assert (grouped_list.TEMPLATE_DIMS, grouped_list.TEMPLATE_PITCH) == (hp.LIST_TEMPLATE_DIMS, pitch)
+    assert (grouped_list.WARPS_PER_BLOCK, grouped_list.MAPS_PER_PROBLEM) == (warps, hp.LIST_MAPS)
+    assert (tma.TMAP_BYTES, tma.ALIGN) == (TMAP_BYTES, TMA_ALIGN)

@@ -27,6 +27,7 @@ TMAP_DTYPE = {DType.F16: "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", DType.BF16: "CU_TENS
 
 
 TMA_ALIGN = 16  # bytes: TMA reads lines (global strides) and base addresses at 16-byte multiples
+TMAP_BYTES = 128  # a CUtensorMap (the templates' gemmc_tmap, hopper/hopper_device.cuh.j2)
 
 
 def grouped_m_misfit(kernel: Kernel) -> str:

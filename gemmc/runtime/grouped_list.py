@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gemmc.errors import GemmcError
-from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
+from gemmc.families.hopper_grouped.plan import (
+    LIST_MAPS,
+    LIST_MAPS_WARPS,
+    LIST_TEMPLATE_DIMS,
+    LIST_TEMPLATE_PITCH,
+    HopperGroupedPlan,
+)
 from gemmc.runtime import dynamic as grouped  # the compile with its progress note
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.dynamic_list import list_arguments, make_tables, problem_table
@@ -37,10 +43,10 @@ if TYPE_CHECKING:
     from gemmc.runtime.executable import Executable
 
 _Map = ctypes.c_uint64 * (TMAP_BYTES // 8)  # a CUtensorMap by value
-MAPS_PER_PROBLEM = 3  # A, B, C (plan.LIST_MAPS)
-WARPS_PER_BLOCK = 4  # the planning kernel: one warp a problem, 128 threads a block
-TEMPLATE_DIMS = (256, 256)  # the template maps' placeholder tensor (replaced per problem on the device)
-TEMPLATE_PITCH = 1024  # bytes: a valid pitch for 256 elements of 2 or 4 bytes
+MAPS_PER_PROBLEM = LIST_MAPS  # A, B, C
+WARPS_PER_BLOCK = LIST_MAPS_WARPS  # the planning kernel: one warp a problem
+TEMPLATE_DIMS = LIST_TEMPLATE_DIMS  # the template maps' placeholder tensor (replaced per problem on the device)
+TEMPLATE_PITCH = LIST_TEMPLATE_PITCH
 MAP_SLOTS = 8  # streams a kernel keeps tensor-map workspaces for (launches on one stream share one)
 
 

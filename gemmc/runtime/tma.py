@@ -20,6 +20,7 @@ from typing import Any, Protocol, cast
 import numpy as np
 
 from gemmc.errors import GemmcError
+from gemmc.families.tma_loop import TMA_ALIGN, TMAP_BYTES
 from gemmc.ir.types import DType, Layout
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.executable import Executable
@@ -27,7 +28,6 @@ from gemmc.runtime.executable import Executable
 TMAP_DTYPE = {DType.F16: 6, DType.F32: 7, DType.BF16: 9}  # CU_TENSOR_MAP_DATA_TYPE_FLOAT16 / _FLOAT32 / _BFLOAT16
 SWIZZLE_128B = 3  # CU_TENSOR_MAP_SWIZZLE_128B: the layout the kernel's wgmma descriptors describe
 L2_PROMOTION_256B = 3  # CU_TENSOR_MAP_L2_PROMOTION_L2_256B
-TMAP_BYTES = 128
 TMAP = np.dtype([("opaque", "<u8", (TMAP_BYTES // 8,))])  # a CUtensorMap, passed by value (a 1-element array)
 class Tensor(Protocol):
     """How TMA sees one operand: `outer` lines of `inner` elements, boxes of `box`; `padded`: a staged line."""
@@ -76,7 +76,7 @@ class TmaPlan(Protocol):
 
 
 MAPS_KEPT = 32  # tensor maps per kernel, by (operand, address, line pitch)
-ALIGN = 16
+ALIGN = TMA_ALIGN
 
 
 @cache

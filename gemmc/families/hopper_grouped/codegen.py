@@ -5,8 +5,15 @@ dynamic family's validation kernel (dynamic/validate.cuh.j2), so their context n
 from __future__ import annotations
 
 from gemmc.families.base import cbool
-from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
-from gemmc.families.tma_loop import C_BUFFERS, TMAP_DTYPE
+from gemmc.families.hopper_grouped.plan import (
+    LIST_COUNTER_BYTES,
+    LIST_MAPS,
+    LIST_MAPS_WARPS,
+    LIST_TEMPLATE_DIMS,
+    LIST_TEMPLATE_PITCH,
+    HopperGroupedPlan,
+)
+from gemmc.families.tma_loop import C_BUFFERS, MAX_STAGES, TMAP_DTYPE
 from gemmc.ir.dynamic import INT32_MAX
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
@@ -45,6 +52,11 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "max_groups": plan.max_groups, "max_rows": dyn.max_rows, "int32_max": INT32_MAX,
         "fixed_m": dyn.m, "fixed_n": dyn.n, "fixed_k": dyn.k, "dynamic_summary": str(dyn),
         "grouped_k": plan.grouped_k, "grouped_list": plan.grouped_list, "maps_bytes": plan.list_maps_bytes,
+        # grouped list: the stages' tile numbers (s_tile) as the plan counts them, the maps per problem, the planning
+        # kernel's block, the launcher's workspace and template maps as the Python runtime has them too
+        "max_stages": MAX_STAGES, "list_maps": LIST_MAPS, "maps_warps": LIST_MAPS_WARPS,
+        "maps_threads": 32 * LIST_MAPS_WARPS, "list_counter_bytes": LIST_COUNTER_BYTES,
+        "template_dims": LIST_TEMPLATE_DIMS, "template_pitch": LIST_TEMPLATE_PITCH,
         "tmap_dtype": TMAP_DTYPE[kernel.dtype], "tmap_dtype_c": TMAP_DTYPE[kernel.c_dtype],
         "header_notes": [f"Build the .cu with nvcc -gencode=arch=compute_{number}a,code=sm_{number}a -std=c++17 and "
                          "link with -lcuda: the launcher encodes TMA tensor maps with the driver API "

@@ -6,14 +6,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gemmc.families.tma_loop import ALIGN_SLACK, BK, BM, C_BUFFERS, C_SUB_ROWS, MAX_STAGES, TmaTiles
+from gemmc.families.tma_loop import ALIGN_SLACK, BK, BM, C_BUFFERS, C_SUB_ROWS, MAX_STAGES, TMAP_BYTES, TmaTiles
 from gemmc.ir.nodes import FamilyPlan
 
 SMALL_BM = C_SUB_ROWS  # the small size class: 64 rows, one consumer warpgroup's rows, split by columns instead
 SCHED_WORDS = 3  # int32 per group in shared memory: its clamped end, its big and its small tile rows (prefix sums)
 SCHED_WORDS_K = 2  # grouped K: its clamped end and its place in the longest-first order
-TMAP_BYTES = 128  # a CUtensorMap
 LIST_MAPS = 3  # grouped list: tensor maps per problem (A, B, C), built on the device into the workspace
+LIST_MAPS_WARPS = 4  # grouped list: the planning kernel's warps a block, one a problem
+LIST_COUNTER_BYTES = 256  # grouped list, the C++ launcher's workspace: the two tile counters, then the tensor maps
+#                           from this byte on, as aligned as the allocation (a map needs 64 bytes)
+LIST_TEMPLATE_DIMS = (256, 256)  # grouped list: the template maps' placeholder tensor (replaced per problem on the
+#                                  device), elements
+LIST_TEMPLATE_PITCH = 1024  # bytes: a valid pitch for the placeholder's lines (256 elements of 2 or 4 bytes)
 
 
 @dataclass(frozen=True, slots=True)

@@ -245,10 +245,22 @@ __device__ __forceinline__ void gemmc_claims_done(int* counter) {
   }
 }
 
+// Inclusive scan over the 32 lanes of a warp, called by every lane (`lane` its number): lane i gets the maximum (MAX)
+// or the sum of the values of lanes 0..i.
+template <bool MAX>
+__device__ __forceinline__ int gemmc_warp_scan(int v, int lane) {
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    const int other = __shfl_up_sync(0xffffffffu, v, off);
+    if (lane >= off) v = MAX ? max(v, other) : v + other;
+  }
+  return v;
+}
+
 #ifndef GEMMC_DYN_PROBLEM_DEFINED
 #define GEMMC_DYN_PROBLEM_DEFINED
-// One problem, as the host writes it: C = alpha A B + beta C, A m x k, B k x n, C m x n in the schedule's layouts,
-// leading dimensions in elements.
+// One problem of a dynamic batch, as the launcher reads it from the device: C = alpha A B + beta C with A m x k, B
+// k x n, C m x n in the schedule's layouts, leading dimensions in elements.
 struct gemmc_dyn_problem {
   long long m, n, k, lda, ldb, ldc;
   const void* a;
@@ -347,11 +359,7 @@ __device__ __forceinline__ void gemmc_list_tiles(const gemmc_dyn_problem* __rest
       const long long m = problems[p].m, n = problems[p].n;
       t = m > 0 && n > 0 ? (int)(gemmc_list_rows(m) * ((n + 128 - 1) / 128)) : 0;
     }
-#pragma unroll
-    for (int off = 1; off < 32; off <<= 1) {
-      const int other = __shfl_up_sync(FULL, t, off);
-      if (lane >= off) t += other;
-    }
+    t = gemmc_warp_scan<false>(t, lane);
     if (p < G) s_tiles[p + 1] = run + t;
     run += __shfl_sync(FULL, t, 31);
   }
@@ -378,7 +386,6 @@ __device__ __forceinline__ bool gemmc_list_place(int u, int first, long long m, 
   n0 = (w % tiles_n) * 128;
   return m - m0 <= GEMMC_GRP_SMALL;
 }
-
 
 // problems: `count` problems on the device; maps: the planning kernel's; counter: two int32, zero before the launch and
 // left zero after it (launches in stream order share them).
@@ -740,7 +747,7 @@ static cudaError_t gemmc_f_k0(const gemmc_dyn_problem* problems, int count,
   if (err == cudaSuccess) err = gemmc_f_k0_grid(&grid);
   if (err != cudaSuccess) return err;
   gemmc_tmap* maps = reinterpret_cast<gemmc_tmap*>(static_cast<char*>(workspace) + 256);
-  gemmc_f_k0_hopper_grouped_bf16_rcr_maps<<<dim3((count + 3) / 4), dim3(128), 0, stream>>>(tmpl_a, tmpl_b, tmpl_c, problems, count, maps);
+  gemmc_f_k0_hopper_grouped_bf16_rcr_maps<<<dim3((count + 4 - 1) / 4), dim3(128), 0, stream>>>(tmpl_a, tmpl_b, tmpl_c, problems, count, maps);
   gemmc_f_k0_hopper_grouped_bf16_rcr<<<dim3(grid), dim3(384), 230496, stream>>>(problems, count, maps,
       static_cast<int*>(workspace), alpha, beta);
   return cudaGetLastError();
@@ -862,14 +869,15 @@ extern "C" cudaError_t gemmc_f(const void* const* A, const void* const* B, void*
     if (reinterpret_cast<uintptr_t>(A[i]) % 16 != 0 || reinterpret_cast<uintptr_t>(B[i]) % 16 != 0)
       return cudaErrorInvalidValue;
   void* mem = nullptr;
-  cudaError_t err = cudaMallocAsync(&mem, kTableBytes + gemmc_f_k0_ns::gemmc_f_k0_workspace_bytes(kGemms),
-                                      stream);
+  const size_t workspace_bytes = gemmc_f_k0_ns::gemmc_f_k0_workspace_bytes(kGemms);
+  cudaError_t err = cudaMallocAsync(&mem, kTableBytes + workspace_bytes, stream);
   if (err != cudaSuccess) return err;
   Problem* table = static_cast<Problem*>(mem);
   void* workspace = static_cast<char*>(mem) + kTableBytes;
   fill_problems<<<dim3((kGemms + 127) / 128), dim3(128), 0, stream>>>(table, ptrs);
   err = cudaGetLastError();
-  if (err == cudaSuccess) err = cudaMemsetAsync(workspace, 0, 256, stream);  // the tile counters
+  // zeroed as the launcher asks of a new workspace (its tile counters; the maps are rewritten by every call)
+  if (err == cudaSuccess) err = cudaMemsetAsync(workspace, 0, workspace_bytes, stream);
   if (err == cudaSuccess) err = gemmc_f_k0_ns::gemmc_f_k0(table, kGemms, workspace, stream);
   cudaError_t freed = cudaFreeAsync(mem, stream);
   return err != cudaSuccess ? err : freed;
