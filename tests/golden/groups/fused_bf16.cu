@@ -529,7 +529,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_f_k0_hopper_grouped_b
 #pragma unroll
         for (int i = 0; i < 32; ++i) acc[i] = 0.0f;
         int held = stage;  // the stage whose wgmma group may still be reading it
-        if (kblocks == 0) {  // a problem of K = 0: its stage held no copies
+        if (kblocks == 0) {  // no k-blocks (K = 0, a group of no rows): its stage held no copies
           __syncwarp();  // every lane has read s_tile before the stage goes back
           if (lane == 0) gemmc_mbar_release(empty0 + 8 * stage);
           if (++stage == STAGES) {
@@ -602,7 +602,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_f_k0_hopper_grouped_b
 #pragma unroll
         for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
         int held = stage;  // the stage whose wgmma group may still be reading it
-        if (kblocks == 0) {  // a problem of K = 0: its stage held no copies
+        if (kblocks == 0) {  // no k-blocks (K = 0, a group of no rows): its stage held no copies
           __syncwarp();  // every lane has read s_tile before the stage goes back
           if (lane == 0) gemmc_mbar_release(empty0 + 8 * stage);
           if (++stage == STAGES) {
