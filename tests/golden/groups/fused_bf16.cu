@@ -450,7 +450,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_f_k0_hopper_grouped_b
           small = gemmc_list_place(u, s_tiles[p], m, n, m0, n0);
           kblocks = (int)((problems[p].k + BK - 1) / BK);
         }
-        if (kblocks == 0) {  // no more tiles (-1), or a problem of K = 0: a stage without copies says so
+        if (kblocks == 0) {  // no more tiles (-1), or a tile of no k-blocks: a stage without copies says so
           gemmc_mbar_wait(empty0 + 8 * stage, phase ^ 1);
           s_tile[stage] = u < units ? u : -1;
           gemmc_mbar_expect(full0 + 8 * stage, 0);  // the arrival releases s_tile to the consumers' wait
