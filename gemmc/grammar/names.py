@@ -36,8 +36,8 @@ red_arrive_all red_arrive_all_release red_get red_map red_put red_wait round_up 
 smem_dyn smem_raw split store2 store_parts sts sts4 swizzle swz tc_copy tc_layout tc_scratch tc_tile tf32 tf32_a_load
 tf32_bits tf32_f32 tf32_parts tf32_rna tf32x4 tma_load tma_load3 tma_multicast tma_multicast3 tma_prefetch tma_store
 tma_store_read_wait tma_store_wait_all tmap tmap_acquire tmap_point tsm2l tsm2r_b_at tsm2r_columns tsm2r_copy
-tsm2r_rows vec vec_ok warp_cols warpgroup_sync wg_commit wg_copy wg_fence wg_layout wg_tile wg_wait wgmma wgmma_half
-wgmma_tf32 widen zero_krows
+tsm2r_rows vec vec_ok warp_cols warp_scan warpgroup_sync wg_commit wg_copy wg_fence wg_layout wg_tile wg_wait wgmma
+wgmma_half wgmma_tf32 widen zero_krows
 """.split())
 
 # What the templates append to a kernel's entry symbol: its baked tables, its pre-pass kernel, its tensor-map encoder,
