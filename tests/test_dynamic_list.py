@@ -204,3 +204,117 @@ def test_each_capture_takes_buffers_of_its_own_and_gives_back_an_unused_one():
     assert len(set(taken)) == CAPTURED_COUNTERS and taken[-1] + 4 * COUNTER_INTS <= end
     with pytest.raises(GemmcError, match=f"captured in {CAPTURED_COUNTERS} CUDA graphs, the most it keeps tile"):
         grouped.capture()
+
+
+@pytest.mark.parametrize("views", [False, True], ids=["dense", "views"])
+@pytest.mark.parametrize("kernel", [F32, F64], ids=["f32-rrr", "f64-ccr"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_table_of_metadata_read_by_the_caller_is_the_one_read_in_bulk(kind, kernel, views):
+    """problem_table's `infos` (a fused concurrent group's checked ArrayInfo): the same table, and the arrays are not
+    read again (stand-ins that cannot be read take their place)."""
+    As, Bs, Cs = operands(kind, kernel)
+    infos = [[describe(x, "x") for x in group] for group in (As, Bs, Cs)]
+    unread = [[object()] * len(As)] * 3
+    got = problem_table(kernel, *unread, device=0, views=views, infos=infos)
+    np.testing.assert_array_equal(got, problem_table(kernel, As, Bs, Cs, device=0, views=views))
+
+
+def test_each_stream_takes_a_slot_of_its_own_up_to_the_limit():
+    """StreamSlots, the one mechanism of the tile counters' and the tensor maps' per-stream slots: a stream keeps
+    its slot, slots lie `size` apart from the allocation's start, and a stream past the limit is refused (E900)
+    naming what the slots hold."""
+    from types import SimpleNamespace
+
+    from gemmc.errors import GemmcError
+    from gemmc.runtime.dynamic_state import StreamSlots
+    from gemmc.runtime.grouped_list import MAP_SLOTS, GroupedListState
+
+    memory = SimpleNamespace(data=SimpleNamespace(ptr=1 << 20))
+    st = GroupedListState(None, None, 1, 0, 0, 1, map_bytes=384, workspace=memory,
+                          workspaces=StreamSlots(MAP_SLOTS, 384, "tensor maps"))
+    streams = [101 + s for s in range(MAP_SLOTS)]
+    assert [st.maps(s) for s in streams] == [(1 << 20) + 384 * i for i in range(MAP_SLOTS)]
+    assert st.maps(streams[3]) == (1 << 20) + 384 * 3
+    with pytest.raises(GemmcError, match=f"stream: this kernel has run on {MAP_SLOTS} streams, the most it keeps "
+                                         "tensor maps for; launch it on fewer streams") as info:
+        st.maps(7)
+    assert info.value.code == "E900"
+    assert len(st.slots) == 0  # the tile counters' slots are a table of their own
+
+
+def test_a_staged_call_gives_back_its_capture_unless_it_sent_its_table(monkeypatch):
+    """Staging, the list launchers' one capture sequence: a call being captured reserves buffers of its own and gives
+    them back where it raises or has no work before sending its table; once sent they are the graph's (never
+    released to the ring); a plain call takes the ring's next buffer and its stream's counters."""
+    from types import SimpleNamespace
+
+    from gemmc.errors import GemmcError
+    from gemmc.runtime import dynamic_list
+    from gemmc.runtime.dynamic_state import CAPTURES, DynamicState
+
+    capturing = [1]
+    runtime = SimpleNamespace(streamIsCapturing=lambda ptr: capturing[0])
+    monkeypatch.setattr(dynamic_list, "cupy", lambda: SimpleNamespace(cuda=SimpleNamespace(runtime=runtime)))
+
+    class Ring:
+        def __init__(self):
+            self.sent, self.released = [], []
+
+        def host_table(self):
+            return 0, np.zeros((4, FIELDS), dtype=np.int64)
+
+        def send(self, slot, rows, stream):
+            self.sent.append(rows)
+            return 4096
+
+        def done(self, slot, stream):
+            self.released.append(stream)
+
+    st = DynamicState(None, None, 1, 0, 0, 1, ring=Ring(), captures=[Ring() for _ in range(CAPTURES)],
+                      counters=SimpleNamespace(data=SimpleNamespace(ptr=1 << 16)))
+    stream = SimpleNamespace(ptr=7)
+    with pytest.raises(GemmcError, match="a bad list"), dynamic_list.Staging(st, stream) as call:
+        raise GemmcError("a bad list")
+    assert st.captured == 0
+    with dynamic_list.Staging(st, stream) as call:
+        pass  # no work
+    assert st.captured == 0
+    with dynamic_list.Staging(st, stream) as call:
+        assert call.index == 0 and call.counter(stream.ptr) == st.capture_counter(0)
+        assert call.send(3, stream) == 4096
+        call.done(stream)
+    assert st.captured == 1 and st.captures[0].sent == [3] and st.captures[0].released == []
+    capturing[0] = 0
+    with dynamic_list.Staging(st, stream) as call:
+        assert call.index is None and call.counter(stream.ptr) == st.counter(stream.ptr)
+        call.send(2, stream)
+        call.done(stream)
+    assert st.captured == 1 and st.ring.sent == [2] and st.ring.released == [stream]
+
+
+def test_a_launcher_stores_a_calls_values_from_its_first_per_call_argument(monkeypatch):
+    """Launcher, both list kernels' argument block: a call's values go from argument `first` on, the tile counters
+    to `counter` (None: none), the scalars to the last two; the arguments before `first` keep what they hold."""
+    import ctypes
+    import sys
+    from types import ModuleType, SimpleNamespace
+
+    from gemmc.runtime.dynamic_state import Launcher
+
+    launched = []
+    cuda = ModuleType("cupy.cuda")
+    cuda.driver = SimpleNamespace(launchKernel=lambda *a: launched.append(a))  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cupy", ModuleType("cupy"))
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
+    fn = SimpleNamespace(kernel=SimpleNamespace(ptr=77))
+    template = (ctypes.c_uint64 * 2)(5, 6)
+    planner = Launcher(fn, [template, ctypes.c_uint64(0), ctypes.c_int32(0), ctypes.c_uint64(0)], counter=None,
+                       first=1)
+    planner(3, 128, 0, 9, (100, 4, 200))
+    assert list(template) == [5, 6] and [v.value for v in planner.values[1:]] == [100, 4, 200]
+    assert launched[-1] == (77, 3, 1, 1, 128, 1, 1, 0, 9, planner.address, 0)
+    main = Launcher(fn, [ctypes.c_uint64(0), ctypes.c_int32(0), ctypes.c_uint64(0), ctypes.c_uint64(0),
+                         ctypes.c_float(0.0), ctypes.c_float(0.0)], counter=3)
+    main(132, 384, 1000, 9, (100, 4, 200), 4096, (2.0, 0.5))
+    assert [v.value for v in main.values] == [100, 4, 200, 4096, 2.0, 0.5]
+    assert launched[-1] == (77, 132, 1, 1, 384, 1, 1, 1000, 9, main.address, 0)

@@ -25,7 +25,7 @@ from gemmc.runtime import dynamic as grouped  # the grouped forms' checks, strea
 from gemmc.runtime.args import NUMPY_DTYPES
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.dynamic_state import DynamicState, zeroed_counters
-from gemmc.runtime.streams import is_torch, launch_stream, outside_capture
+from gemmc.runtime.streams import is_torch, launch_stream, load_outside_capture
 from gemmc.runtime.tma import ALIGN, TMAP, TMAP_BYTES, encode_tensor
 
 if TYPE_CHECKING:
@@ -106,9 +106,8 @@ def launch_grouped_tma(kernel: Executable, A: Any, B: Any, C: Any, *, offsets: A
                        beta: float | None, stream: Any, validate: bool) -> None:
     """C = alpha A B_g + beta C over each group's rows, in one launch (CompiledKernel.__call__ passes its Executable).
     A call with the metadata of one already checked, on the default stream, launches that call's argument block."""
-    if not isinstance(kernel.dynamic, GroupedTmaState):
-        outside_capture(stream, is_torch(A), f"kernel {kernel.ir.name}: the first call (it loads the kernel)")
-    st = kernel.dynamic if isinstance(kernel.dynamic, GroupedTmaState) else state(kernel)
+    st = (kernel.dynamic if isinstance(kernel.dynamic, GroupedTmaState)
+          else load_outside_capture(kernel, state, stream, is_torch(A)))
     key = _key(A, B, C, offsets) if stream is None and not validate else None
     if key is not None:
         found = st.blocks.get((key, alpha, beta))

@@ -6,11 +6,16 @@ stream."""
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gemmc.runtime.device import cupy
+
+if TYPE_CHECKING:
+    from gemmc.runtime.executable import Executable
+
+T = TypeVar("T")
 
 _STREAMS: dict[int, Any] = {}  # raw handle -> the CuPy stream object wrapping it, made once
 
@@ -95,11 +100,19 @@ def relaxed_capture() -> Iterator[None]:
         exchange(ctypes.byref(mode))  # mode holds the thread's previous mode: put it back
 
 
-def outside_capture(stream: Any, torch_args: bool, what: str) -> None:
-    """Raise a GemmcError if the stream a call launches on (`launch_stream`'s) is being captured into a CUDA graph:
-    `what` (a first call that loads a kernel and allocates what it keeps) cannot be part of a graph."""
+FIRST_CALL = "the first call (it loads the kernel)"
+
+
+def load_outside_capture(kernel: Executable, load: Callable[[Executable], T], stream: Any, torch_args: bool,
+                         what: str = FIRST_CALL) -> T:
+    """`load(kernel)`: what a kernel's first call (or first call of a kind) loads, allocates and keeps, which cannot
+    be part of a CUDA graph; a GemmcError instead, naming the kernel and `what`, where the stream the call launches
+    on (`launch_stream`'s) is being captured. A caller asks only where nothing is loaded yet: later calls pay
+    nothing."""
     on = launch_stream(stream, torch_args)
     if cupy().cuda.runtime.streamIsCapturing(on.ptr):
         from gemmc.errors import GemmcError
 
-        raise GemmcError(f"{what} cannot run inside a CUDA-graph capture; make one such call before capturing")
+        raise GemmcError(f"kernel {kernel.ir.name}: {what} cannot run inside a CUDA-graph capture; make one such call "
+                         "before capturing")
+    return load(kernel)
