@@ -183,36 +183,7 @@ def test_a_wrong_c_is_an_error_not_a_replan():
         batch_pointers(KERNEL, a, b, [FakeArray((8, 2)), c[1]], EXPECTED, device=0)
 
 
-# --- the launch path, with a stand-in CuPy (numpy tables) and a kernel function that records its launches --------
-
-@pytest.fixture
-def launches(monkeypatch):
-    import numpy as np
-
-    from gemmc.ir.hardware import TARGETS
-    from gemmc.runtime import executable, launch, streams
-
-    calls = []
-
-    class Function:
-        max_threads_per_block, num_regs = 1024, 64
-
-        def __call__(self, grid, block, args, **kwargs):
-            calls.append(args)
-
-    cp = types.SimpleNamespace(int32=np.int32, int64=np.int64, uint8=np.uint8, uint64=np.uint64, float32=np.float32,
-                               float64=np.float64, asarray=np.asarray, empty=np.empty,
-                               cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0),
-                                                          get_current_stream=lambda: None))
-    monkeypatch.setattr(launch, "cupy", lambda: cp)
-    monkeypatch.setattr(streams, "cupy", lambda: cp)
-    monkeypatch.setattr(streams, "external_stream", lambda handle: None)  # torch\'s stream, stood in
-    monkeypatch.setattr(streams, "torch_stream", lambda: 0)
-    monkeypatch.setattr(executable, "cupy", lambda: cp)
-    monkeypatch.setattr(executable, "hardware", lambda device_id=None: TARGETS["sm_90"])
-    monkeypatch.setattr(executable, "device_function", lambda rendered, entry: Function())
-    monkeypatch.setenv("GEMMC_TUNE", "0")  # the stand-in cannot time `tile auto`'s alternatives
-    return calls
+# --- the launch path, with a stand-in CuPy (tests/conftest.py: `launches`) ----------------------------------
 
 
 def batch(shapes, kind="cupy"):

@@ -69,34 +69,6 @@ def stand_ins(call: Call) -> tuple[tuple, dict[int, int]]:
     return call.args(make), bases
 
 
-@pytest.fixture
-def device(monkeypatch):
-    from gemmc.ir.hardware import TARGETS
-    from gemmc.runtime import executable, launch, streams
-
-    calls_made = []
-
-    class Function:
-        max_threads_per_block, num_regs = 1024, 64
-
-        def __call__(self, grid, block, args, **kwargs):
-            calls_made.append(args)
-
-    cp = types.SimpleNamespace(int32=np.int32, int64=np.int64, uint8=np.uint8, uint64=np.uint64, float32=np.float32,
-                               float64=np.float64, asarray=np.asarray, empty=np.empty,
-                               cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0),
-                                                          get_current_stream=lambda: None))
-    monkeypatch.setattr(launch, "cupy", lambda: cp)
-    monkeypatch.setattr(streams, "cupy", lambda: cp)
-    monkeypatch.setattr(streams, "external_stream", lambda handle: None)  # torch\'s stream, stood in
-    monkeypatch.setattr(streams, "torch_stream", lambda: 0)
-    monkeypatch.setattr(executable, "cupy", lambda: cp)
-    monkeypatch.setattr(executable, "hardware", lambda device_id=None: TARGETS["sm_90"])
-    monkeypatch.setattr(executable, "device_function", lambda rendered, entry: Function())
-    monkeypatch.setenv("GEMMC_TUNE", "0")
-    return calls_made
-
-
 def c_pointers(call: Call, bases: dict[int, int]) -> list[int]:
     group = call.groups[2]
     views = group if isinstance(group, list) else group.matrices()
@@ -104,7 +76,7 @@ def c_pointers(call: Call, bases: dict[int, int]) -> list[int]:
 
 
 @pytest.mark.parametrize("name", KERNELS)
-def test_only_gemmc_errors_and_the_right_verdicts(device, name):
+def test_only_gemmc_errors_and_the_right_verdicts(launches, name):
     kernel = gemmc.compile_string(KERNELS[name])["k"]
 
     @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -112,16 +84,16 @@ def test_only_gemmc_errors_and_the_right_verdicts(device, name):
     def run(call: Call) -> None:
         outcome, why = verdict(call, kernel.ir)
         args, bases = stand_ins(call)
-        launched = len(device)
+        launched = len(launches)
         try:
             kernel(*args, **call.scalars())
         except gemmc.GemmcError as err:
             assert outcome != "accept", f"a valid call was refused: {err}\n{call}"
-            assert len(device) == launched, "refused after a launch"
+            assert len(launches) == launched, "refused after a launch"
             return
         assert outcome != "refuse", f"accepted, but {why}:\n{call}"
         if outcome == "accept":
-            assert [int(p) for p in device[-1][5]] == c_pointers(call, bases)
+            assert [int(p) for p in launches[-1][5]] == c_pointers(call, bases)
 
     run()
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import time
-import types
 from fractions import Fraction
 
 import numpy as np
@@ -18,35 +17,6 @@ from gemmc.runtime.memory import check_memory
 from tests.test_args import EXPECTED, KERNEL, FakeArray, FakeCupy, FakeTensor, args
 
 KERNEL_TEXT = "kernel k { layout B col batch { a 8 x 4 x 6  b 3 x 5 x 2 } }"  # tests/test_args.py's KERNEL
-
-
-@pytest.fixture
-def device(monkeypatch):
-    """A stand-in CuPy for the launch path; the list it returns records each launch's arguments."""
-    from gemmc.ir.hardware import TARGETS
-    from gemmc.runtime import executable, launch, streams
-
-    calls = []
-
-    class Function:
-        max_threads_per_block, num_regs = 1024, 64
-
-        def __call__(self, grid, block, args, **kwargs):
-            calls.append(args)
-
-    cp = types.SimpleNamespace(int32=np.int32, int64=np.int64, uint8=np.uint8, uint64=np.uint64, float32=np.float32,
-                               float64=np.float64, asarray=np.asarray, empty=np.empty,
-                               cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0),
-                                                          get_current_stream=lambda: None))
-    monkeypatch.setattr(launch, "cupy", lambda: cp)
-    monkeypatch.setattr(streams, "cupy", lambda: cp)
-    monkeypatch.setattr(streams, "external_stream", lambda handle: None)  # torch\'s stream, stood in
-    monkeypatch.setattr(streams, "torch_stream", lambda: 0)
-    monkeypatch.setattr(executable, "cupy", lambda: cp)
-    monkeypatch.setattr(executable, "hardware", lambda device_id=None: TARGETS["sm_90"])
-    monkeypatch.setattr(executable, "device_function", lambda rendered, entry: Function())
-    monkeypatch.setenv("GEMMC_TUNE", "0")
-    return calls
 
 
 def view(base, offset_bytes, shape, typestr="<f4", strides=None, readonly=False):
@@ -123,7 +93,7 @@ def test_a_count_batch_may_broadcast_its_inputs():
 
 # --- memory: alignment and overlap (memory.check_memory, run on a new set of pointers) -------------------------
 
-def test_outputs_that_overlap_each_other_are_refused(device):
+def test_outputs_that_overlap_each_other_are_refused(launches):
     k = gemmc.compile_string(KERNEL_TEXT)["k"]
     a, b, c = args()
     k(a, b, c)
@@ -135,7 +105,7 @@ def test_outputs_that_overlap_each_other_are_refused(device):
 
 
 @pytest.mark.parametrize("slot", [0, 1])
-def test_an_output_overlapping_an_input_is_refused(device, slot):
+def test_an_output_overlapping_an_input_is_refused(launches, slot):
     k = gemmc.compile_string(KERNEL_TEXT)["k"]
     a, b, c = args()
     inputs = [a, b]
@@ -149,14 +119,14 @@ def test_an_output_overlapping_an_input_is_refused(device, slot):
         k(a, b, [c[0], same])
 
 
-def test_inputs_may_overlap_each_other(device):
+def test_inputs_may_overlap_each_other(launches):
     k = gemmc.compile_string("kernel k { batch { a 6 x 6 x 6  b 6 x 6 x 6 } }")["k"]
     shared = FakeArray((6, 6))
     k([shared, shared], [shared, view(shared, 4, (6, 6))], [FakeArray((6, 6)), FakeArray((6, 6))])
-    assert len(device) == 1
+    assert len(launches) == 1
 
 
-def test_a_pointer_off_the_item_size_is_refused(device):
+def test_a_pointer_off_the_item_size_is_refused(launches):
     k = gemmc.compile_string(KERNEL_TEXT)["k"]
     a, b, c = args()
     with pytest.raises(gemmc.GemmcError, match=r"Bs\[1\]: the data pointer 0x[0-9a-f]+ is not a multiple of the item "
@@ -164,7 +134,7 @@ def test_a_pointer_off_the_item_size_is_refused(device):
         k(a, [b[0], view(FakeArray((2, 5)), 2, (2, 5), strides=(4, 8))], c)
 
 
-def test_the_memory_checks_run_once_per_set_of_pointers(device, monkeypatch):
+def test_the_memory_checks_run_once_per_set_of_pointers(launches, monkeypatch):
     from gemmc.runtime import launch
 
     checked = []
@@ -173,7 +143,7 @@ def test_the_memory_checks_run_once_per_set_of_pointers(device, monkeypatch):
     a, b, c = args()
     for _ in range(3):
         k(a, b, c)
-    assert len(checked) == 1 and len(device) == 3
+    assert len(checked) == 1 and len(launches) == 3
 
 
 def test_the_overlap_check_of_a_large_batch_is_vectorised():
@@ -198,12 +168,12 @@ def test_the_overlap_check_of_a_large_batch_is_vectorised():
 RUNTIME = "kernel k { dtype DT alpha runtime beta runtime batch { a 8 x 4 x 6 } }"
 
 
-def scalar_call(device, dtype="f32", **scalars):
+def scalar_call(launches, dtype="f32", **scalars):
     k = gemmc.compile_string(RUNTIME.replace("DT", dtype))["k"]
     typestr = {"f32": "<f4", "f64": "<f8"}[dtype]
     k([FakeArray((8, 6), typestr=typestr)], [FakeArray((6, 4), typestr=typestr)], [FakeArray((8, 4), typestr=typestr)],
       **scalars)
-    return device[-1][6:8]
+    return launches[-1][6:8]
 
 
 @pytest.mark.parametrize("value, message", [
@@ -218,24 +188,24 @@ def scalar_call(device, dtype="f32", **scalars):
     pytest.param(10 ** 400, "alpha: 1000.* is past float64's range", id="10**400"),
     (1e39, r"alpha: 1e\+39 is past float32's range"),
 ])
-def test_a_bad_alpha_is_named(device, value, message):
+def test_a_bad_alpha_is_named(launches, value, message):
     with pytest.raises(gemmc.GemmcError, match=message) as info:
-        scalar_call(device, alpha=value, beta=0.0)
-    assert info.value.code == "E400" and not device
+        scalar_call(launches, alpha=value, beta=0.0)
+    assert info.value.code == "E400" and not launches
 
 
-def test_beta_is_checked_as_alpha_is(device):
+def test_beta_is_checked_as_alpha_is(launches):
     with pytest.raises(gemmc.GemmcError, match="beta: expected a finite number, got nan"):
-        scalar_call(device, alpha=1.0, beta=math.nan)
+        scalar_call(launches, alpha=1.0, beta=math.nan)
 
 
 @pytest.mark.parametrize("value", [2, -0.5, np.float32(1.5), np.float64(0.25), np.int64(3), Fraction(1, 4),
                                    3.4e38, 1e-50])
-def test_real_numbers_are_taken(device, value):
-    alpha, beta = scalar_call(device, alpha=value, beta=1)
+def test_real_numbers_are_taken(launches, value):
+    alpha, beta = scalar_call(launches, alpha=value, beta=1)
     assert alpha.dtype == np.float32 and float(alpha) == np.float32(float(value)) and float(beta) == 1.0
 
 
-def test_an_f64_kernel_takes_the_whole_float64_range(device):
-    alpha, _ = scalar_call(device, "f64", alpha=1e39, beta=0.0)
+def test_an_f64_kernel_takes_the_whole_float64_range(launches):
+    alpha, _ = scalar_call(launches, "f64", alpha=1e39, beta=0.0)
     assert alpha.dtype == np.float64 and float(alpha) == 1e39

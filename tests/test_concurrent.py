@@ -532,6 +532,20 @@ def test_bf16_group_launcher_compiles_with_nvcc(tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_group_of_tma_members_allocates_no_pointer_table(tmp_path):
+    """Every member encodes its tensor maps from the host pointers: the launcher allocates and fills no device table
+    of pointers, and builds without warnings."""
+    out = compile_group(tmp_path, "group tma { concurrency streams 2 dtype bf16 gemm q 256 x 384 x 192 copies 2 "
+                        "gemm o 136 x 128 x 64 { layout B col } }", "sm_90")
+    src = (out / "tma.cu").read_text()
+    launcher = src.split('extern "C" cudaError_t gemmc_tma(')[1]
+    assert "MallocAsync" not in launcher and "fill<<<" not in launcher and "__global__ void fill(" not in src
+    proc = subprocess.run([NVCC, "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17", "-Werror", "all-warnings",
+                           "-c", str(out / "tma.cu"), "-o", str(tmp_path / "tma.o")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
 def test_inspect_names_the_predictor_features_in_their_order():
     from gemmc.concurrent.features import FEATURE_NAMES
     from gemmc.ir.group import SHARES, _features

@@ -147,6 +147,10 @@ def render_group(group: Group, members: dict[str, Kernel], hw: Hardware,
         "includes": includes, "kernels": kernels,
         "members": namespaces if plan.mode is not Mode.FUSED else [],
         "tma": tma,
+        # the device table of the members' pointers, for kernels that read them there (every member but those whose
+        # launcher encodes TMA maps from the host pointers, and the fused SIMT batch)
+        "pointer_table": (plan.mode is Mode.FUSED and not launched[0].dynamic)
+        or (plan.mode is not Mode.FUSED and not all(k["tma"] for k in namespaces)),
         "fused": kernels[0]["ns"] if plan.mode is Mode.FUSED else "",
         # a fused list kernel (bf16/f16) takes a problem table: each member's sizes and leading dimensions
         "fused_list": list_rows(group, members) if plan.mode is Mode.FUSED and launched[0].dynamic else [],

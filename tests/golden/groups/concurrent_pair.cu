@@ -963,9 +963,9 @@ extern "C" cudaError_t gemmc_pair(const void* const* A, const void* const* B, vo
   if (err != cudaSuccess) return err;
   fill<<<dim3((3 * kGemms + 127) / 128), dim3(128), 0, stream>>>(static_cast<const void**>(mem), ptrs);
   err = cudaGetLastError();
-  [[maybe_unused]] const void* const* tA = static_cast<const void* const*>(mem);  // unused where every member
-  [[maybe_unused]] const void* const* tB = tA + kGemms;                            // takes host pointers (TMA)
-  [[maybe_unused]] void* const* tC = static_cast<void* const*>(mem) + 2 * kGemms;
+  const void* const* tA = static_cast<const void* const*>(mem);
+  const void* const* tB = tA + kGemms;
+  void* const* tC = static_cast<void* const*>(mem) + 2 * kGemms;
   const int degree = gemmc_pair_degree();
   const int streams = degree < kStreams ? degree : kStreams;
   if (streams > 1 && err == cudaSuccess) {

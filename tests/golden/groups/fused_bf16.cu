@@ -756,12 +756,6 @@ struct Pointers {
   const void* p[3 * kGemms];
 };
 
-// Copies the launch arguments' pointers into the group's device table: A of every GEMM, then B, then C.
-__global__ void fill(const void** table, Pointers ptrs) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < 3 * kGemms) table[i] = ptrs.p[i];
-}
-
 using Problem = gemmc_f_k0_ns::gemmc_dyn_problem;
 // Each GEMM's m, n, k and leading dimensions of A, B and C (elements): the fused list kernel's problem table, less
 // the pointers, which every call brings.
