@@ -318,3 +318,25 @@ def test_a_launcher_stores_a_calls_values_from_its_first_per_call_argument(monke
     main(132, 384, 1000, 9, (100, 4, 200), 4096, (2.0, 0.5))
     assert [v.value for v in main.values] == [100, 4, 200, 4096, 2.0, 0.5]
     assert launched[-1] == (77, 132, 1, 1, 384, 1, 1, 1000, 9, main.address, 0)
+
+
+def test_a_first_call_loads_outside_a_capture_and_is_refused_inside_one(monkeypatch):
+    """streams.load_outside_capture, the four first-call guards' one helper: the load where the call's stream is not
+    being captured; inside a capture, the error naming the kernel and what the call loads, and nothing loaded."""
+    from types import SimpleNamespace
+
+    from gemmc.errors import GemmcError
+    from gemmc.runtime import streams
+
+    capturing = [0]
+    runtime = SimpleNamespace(streamIsCapturing=lambda ptr: capturing[0])
+    monkeypatch.setattr(streams, "cupy", lambda: SimpleNamespace(cuda=SimpleNamespace(runtime=runtime)))
+    kernel = SimpleNamespace(ir=SimpleNamespace(name="moe"))
+    loads = []
+    stream = SimpleNamespace(ptr=5)  # a CuPy stream: launched on as it is
+    assert streams.load_outside_capture(kernel, lambda k: loads.append(k) or "state", stream, False) == "state"
+    capturing[0] = 1
+    with pytest.raises(GemmcError, match=r"kernel moe: the first call \(it loads the kernel\) cannot run inside a "
+                                         r"CUDA-graph capture; make one such call before capturing$"):
+        streams.load_outside_capture(kernel, loads.append, stream, False)
+    assert loads == [kernel]

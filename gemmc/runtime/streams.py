@@ -8,12 +8,9 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from gemmc.runtime.device import cupy
-
-if TYPE_CHECKING:
-    from gemmc.runtime.executable import Executable
 
 T = TypeVar("T")
 
@@ -103,12 +100,12 @@ def relaxed_capture() -> Iterator[None]:
 FIRST_CALL = "the first call (it loads the kernel)"
 
 
-def load_outside_capture(kernel: Executable, load: Callable[[Executable], T], stream: Any, torch_args: bool,
+def load_outside_capture(kernel: Any, load: Callable[[Any], T], stream: Any, torch_args: bool,
                          what: str = FIRST_CALL) -> T:
-    """`load(kernel)`: what a kernel's first call (or first call of a kind) loads, allocates and keeps, which cannot
-    be part of a CUDA graph; a GemmcError instead, naming the kernel and `what`, where the stream the call launches
-    on (`launch_stream`'s) is being captured. A caller asks only where nothing is loaded yet: later calls pay
-    nothing."""
+    """`load(kernel)`: what the first call of a kernel (an Executable, which imports this module) or of a kind of
+    call loads, allocates and keeps, which cannot be part of a CUDA graph; a GemmcError instead, naming the kernel
+    and `what`, where the stream the call launches on (`launch_stream`'s) is being captured. A caller asks only
+    where nothing is loaded yet: later calls pay nothing."""
     on = launch_stream(stream, torch_args)
     if cupy().cuda.runtime.streamIsCapturing(on.ptr):
         from gemmc.errors import GemmcError
