@@ -94,7 +94,7 @@ def test_bad_arguments_are_named(kind, change, message):
 @pytest.mark.parametrize("kind", KINDS)
 def test_two_problems_writing_one_array_are_refused(kind):
     As, Bs, Cs = operands(kind, sizes=[(3, 4, 2), (3, 4, 5)])
-    with pytest.raises(gemmc.GemmcError, match="two problems write the same output array"):
+    with pytest.raises(gemmc.GemmcError, match=r"Cs\[0\] and Cs\[1\] overlap: two problems would write the same"):
         problem_table(F32, As, Bs, [Cs[0], Cs[0]], device=0)
 
 
@@ -168,6 +168,66 @@ def test_views_take_their_leading_dimensions_from_their_strides(kind):
     As[0] = mk((4, 3), strides=(4 * 16, 8))  # no unit stride along the lines
     with pytest.raises(gemmc.GemmcError, match=r"As\[0\]: expected an array of unit-stride lines"):
         problem_table(F32, As, Bs, Cs, device=0, views=True)
+
+
+def test_views_of_one_matrix_may_interleave_but_not_share_an_element():
+    """Column blocks of one row-major matrix as the Cs (views, as the tensor-core list reads them): their spans
+    interleave, no two share an element, so the call is taken; blocks one column too wide, or an A over a C's
+    columns, share elements: refused, naming both arrays."""
+    base = FakeTensor((6, 12))  # the matrix the views are column blocks of
+
+    def block(col, width=4):
+        view = FakeTensor((6, width), strides=(12 * 4, 4))
+        view._ptr = base._ptr + 4 * col
+        return view
+
+    As, Bs, _ = operands("torch", sizes=[(6, 4, 3)] * 3)
+    problem_table(F32, As, Bs, [block(0), block(4), block(8)], device=0, views=True)
+    with pytest.raises(gemmc.GemmcError, match=r"Cs\[0\] and Cs\[1\] overlap"):
+        problem_table(F32, As, Bs, [block(0), block(3), block(8)], device=0, views=True)
+    As[1] = block(9, width=3)  # columns 9-11 of the matrix: Cs[2]'s last three
+    with pytest.raises(gemmc.GemmcError, match=r"Cs\[2\] overlaps As\[1\]: a problem would write an input"):
+        problem_table(F32, As, Bs, [block(0), block(4), block(8)], device=0, views=True)
+
+
+def test_the_overlap_check_agrees_with_the_bytes_the_arrays_hold():
+    """check_views against the sets of bytes each array holds, on random small lists: strided views at random
+    addresses, both layouts, 2- and 4-byte C, empty problems, one-line arrays (whose leading dimension is no pitch)."""
+    from gemmc.runtime.memory import check_views, view_fields
+
+    def held(p, lines, width, pitch):
+        return {p + r * pitch + b for r in range(lines) for b in range(width)}
+
+    rng = np.random.default_rng(1)
+    verdicts = set()
+    for _ in range(400):
+        count = int(rng.integers(1, 6))
+        row_major = tuple(bool(x) for x in rng.integers(0, 2, 3))
+        items = (2, 2, int(rng.choice([2, 4])))
+        rows, bytes_ = [], [[], [], []]
+        for _ in range(count):
+            m, n, k = (int(x) for x in rng.integers(0, 5, 3))
+            row = [m, n, k]
+            for slot, (r, c) in enumerate(((m, k), (k, n), (m, n))):
+                lines, width = (r, c) if row_major[slot] else (c, r)
+                ld = width + int(rng.integers(0, 6))
+                ptr = 1000 + int(rng.integers(0, 80)) * items[slot]
+                row.insert(3 + slot, max(ld, 1))
+                row.append(ptr)
+                bytes_[slot].append(held(ptr, lines, width * items[slot], max(ld, width) * items[slot])
+                                    if lines and width else set())
+            rows.append(row)
+        c_clash = any(x & y for i, x in enumerate(bytes_[2]) for y in bytes_[2][i + 1:])
+        in_clash = any(x & y for group in bytes_[:2] for x in group for y in bytes_[2])
+        try:
+            check_views(np.array(rows, dtype=np.int64), view_fields(row_major, items))
+            got = "none"
+        except gemmc.GemmcError as err:
+            got = "C" if " and Cs[" in str(err) else "input"
+        want = "C" if c_clash else "input" if in_clash else "none"
+        assert got == want, (rows, row_major, items)
+        verdicts.add(want)
+    assert verdicts == {"none", "C", "input"}
 
 
 def test_each_capture_takes_buffers_of_its_own_and_gives_back_an_unused_one():
