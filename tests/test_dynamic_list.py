@@ -170,6 +170,40 @@ def test_views_take_their_leading_dimensions_from_their_strides(kind):
         problem_table(F32, As, Bs, Cs, device=0, views=True)
 
 
+def test_a_grouped_forms_captures_take_counters_of_their_own_per_graph_and_stream(monkeypatch):
+    """Grouped M/K launches inside a capture (the driver's capture id, stubbed) share counters per (capture, stream),
+    apart from every stream's and every other capture's, inside zeroed_counters' allocation; plain launches take
+    their stream's; past CAPTURED_COUNTERS captures a capture takes its stream's, with one warning."""
+    from types import SimpleNamespace
+
+    from gemmc.runtime import dynamic_state
+    from gemmc.runtime.dynamic_state import CAPTURED_COUNTERS, COUNTER_INTS, COUNTER_SLOTS, DynamicState
+
+    capturing: dict[int, int] = {}  # stream -> the capture it takes part in
+    monkeypatch.setattr(dynamic_state, "capture_id", capturing.get)
+    st = DynamicState(None, None, 1, 0, 0, 1, counters=SimpleNamespace(data=SimpleNamespace(ptr=4096)))
+    plain = st.launch_counter(7)
+    capturing[7] = 100
+    first = st.launch_counter(7)
+    assert st.launch_counter(7) == first != plain  # a graph's calls on one stream share its counters
+    capturing[8] = 100
+    side = st.launch_counter(8)  # the same capture, forked onto another stream
+    capturing[7] = 101
+    second = st.launch_counter(7)
+    assert len({plain, first, side, second, st.counter(8)}) == 5
+    del capturing[7]
+    assert st.launch_counter(7) == plain
+    end = 4096 + 4 * COUNTER_INTS * (COUNTER_SLOTS + CAPTURED_COUNTERS)
+    for capture in range(102, 102 + CAPTURED_COUNTERS - 3):
+        capturing[7] = capture
+        assert st.launch_counter(7) + 4 * COUNTER_INTS <= end
+    capturing[7] = 1000
+    with pytest.warns(UserWarning, match="later captures share their stream's"):
+        assert st.launch_counter(7) == plain
+    capturing[7] = 1001
+    assert st.launch_counter(7) == plain  # warned once
+
+
 def test_views_of_one_matrix_may_interleave_but_not_share_an_element():
     """Column blocks of one row-major matrix as the Cs (views, as the tensor-core list reads them): their spans
     interleave, no two share an element, so the call is taken; blocks one column too wide, or an A over a C's
@@ -233,8 +267,7 @@ def test_the_overlap_check_agrees_with_the_bytes_the_arrays_hold():
 def test_each_capture_takes_buffers_of_its_own_and_gives_back_an_unused_one():
     """Captured list calls reserve the CAPTURES sets of buffers in turn (table, tile counters, maps); a reservation
     whose call launched nothing is given back where it was the last; no two of the streams' and captures' counter
-    pairs overlap, and all lie in zeroed_counters' allocation; past CAPTURES, E900. A grouped form's captured calls
-    take counters alone, CAPTURED_COUNTERS of them."""
+    pairs overlap, and all lie in zeroed_counters' allocation; past CAPTURES, E900."""
     from types import SimpleNamespace
 
     from gemmc.errors import GemmcError
@@ -258,9 +291,4 @@ def test_each_capture_takes_buffers_of_its_own_and_gives_back_an_unused_one():
         st.capture()
     with pytest.raises(GemmcError, match=f"captured in {CAPTURES} CUDA graphs, the most it keeps problem tables"):
         st.capture()
-    # a grouped form (no tables) keeps tile counters for CAPTURED_COUNTERS captured calls, all inside the allocation
-    grouped = DynamicState(None, None, 1, 0, 0, 1, counters=SimpleNamespace(data=SimpleNamespace(ptr=4096)))
-    taken = [grouped.capture_counter(grouped.capture()) for _ in range(CAPTURED_COUNTERS)]
-    assert len(set(taken)) == CAPTURED_COUNTERS and taken[-1] + 4 * COUNTER_INTS <= end
-    with pytest.raises(GemmcError, match=f"captured in {CAPTURED_COUNTERS} CUDA graphs, the most it keeps tile"):
-        grouped.capture()
+
