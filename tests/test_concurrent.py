@@ -17,7 +17,6 @@ from gemmc.bench.concurrent_train import acceptable, evaluate, targets
 from gemmc.concurrent import predictor
 from gemmc.concurrent.features import FEATURE_NAMES, features, plan_for_share
 from gemmc.concurrent.plan import (
-    FUSED_MARGIN,
     MAX_AUTO_DEGREE,
     copies,
     fit_degree,
@@ -27,6 +26,7 @@ from gemmc.concurrent.plan import (
 )
 from gemmc.concurrent.table3 import TABLE3, gemm_set
 from gemmc.errors import GemmcError
+from gemmc.families.simt import FUSED_MARGIN
 from gemmc.ir.group import DEGREES, Mode
 from gemmc.ir.types import Layout
 
@@ -430,6 +430,19 @@ def test_bf16_fused_falls_back_to_streams_and_says_why(text, why):
     group = gemmc.compile_string(f"target cuda sm_90\ngroup f {{ concurrency fused {text} }}").groups[0]
     assert group.group_plan.fused is None and group.group_plan.mode is Mode.STREAMS
     assert "concurrency fused falls back to streams: " in group.plan and why in group.plan, group.plan
+
+
+@pytest.mark.parametrize("text, why", [
+    ("precision tf32 gemm a 64 x 64 x 64 gemm b 64 x 64 x 32",
+     "fused runs simt members as one simt launch; hopper members as one hopper_grouped launch; a, b are tensorcore"),
+    ("gemm a 64 x 64 x 64 { tile 32x32x8 } gemm b 64 x 64 x 32",
+     "fused needs one tile for every member; a has 32x32x8, b auto"),
+])
+def test_f32_fused_falls_back_to_streams_and_says_why(text, why):
+    """Members of a family no family fuses, and SIMT members of different knobs: streams, with the reason."""
+    group = gemmc.compile_string(f"target cuda sm_80\ngroup f {{ concurrency fused {text} }}").groups[0]
+    assert group.group_plan.fused is None and group.group_plan.mode is Mode.STREAMS
+    assert group.group_plan.fallback.startswith(why), group.group_plan.fallback
 
 
 def test_auto_fuses_bf16_gemms_that_each_fill_at_most_half_the_sms():

@@ -94,7 +94,7 @@ def test_bad_arguments_are_named(kind, change, message):
 @pytest.mark.parametrize("kind", KINDS)
 def test_two_problems_writing_one_array_are_refused(kind):
     As, Bs, Cs = operands(kind, sizes=[(3, 4, 2), (3, 4, 5)])
-    with pytest.raises(gemmc.GemmcError, match="two problems write the same output array"):
+    with pytest.raises(gemmc.GemmcError, match=r"Cs\[0\] and Cs\[1\] overlap: two problems would write the same"):
         problem_table(F32, As, Bs, [Cs[0], Cs[0]], device=0)
 
 
@@ -170,11 +170,104 @@ def test_views_take_their_leading_dimensions_from_their_strides(kind):
         problem_table(F32, As, Bs, Cs, device=0, views=True)
 
 
+def test_a_grouped_forms_captures_take_counters_of_their_own_per_graph_and_stream(monkeypatch):
+    """Grouped M/K launches inside a capture (the driver's capture id, stubbed) share counters per (capture, stream),
+    apart from every stream's and every other capture's, inside zeroed_counters' allocation; plain launches take
+    their stream's; past CAPTURED_COUNTERS captures a capture takes its stream's, with one warning."""
+    from types import SimpleNamespace
+
+    from gemmc.runtime import dynamic_state
+    from gemmc.runtime.dynamic_state import CAPTURED_COUNTERS, COUNTER_INTS, COUNTER_SLOTS, DynamicState
+
+    capturing: dict[int, int] = {}  # stream -> the capture it takes part in
+    monkeypatch.setattr(dynamic_state, "capture_id", capturing.get)
+    st = DynamicState(None, None, 1, 0, 0, 1, counters=SimpleNamespace(data=SimpleNamespace(ptr=4096)))
+    plain = st.launch_counter(7)
+    capturing[7] = 100
+    first = st.launch_counter(7)
+    assert st.launch_counter(7) == first != plain  # a graph's calls on one stream share its counters
+    capturing[8] = 100
+    side = st.launch_counter(8)  # the same capture, forked onto another stream
+    capturing[7] = 101
+    second = st.launch_counter(7)
+    assert len({plain, first, side, second, st.counter(8)}) == 5
+    del capturing[7]
+    assert st.launch_counter(7) == plain
+    end = 4096 + 4 * COUNTER_INTS * (COUNTER_SLOTS + CAPTURED_COUNTERS)
+    for capture in range(102, 102 + CAPTURED_COUNTERS - 3):
+        capturing[7] = capture
+        assert st.launch_counter(7) + 4 * COUNTER_INTS <= end
+    capturing[7] = 1000
+    with pytest.warns(UserWarning, match="later captures share their stream's"):
+        assert st.launch_counter(7) == plain
+    capturing[7] = 1001
+    assert st.launch_counter(7) == plain  # warned once
+
+
+def test_views_of_one_matrix_may_interleave_but_not_share_an_element():
+    """Column blocks of one row-major matrix as the Cs (views, as the tensor-core list reads them): their spans
+    interleave, no two share an element, so the call is taken; blocks one column too wide, or an A over a C's
+    columns, share elements: refused, naming both arrays."""
+    base = FakeTensor((6, 12))  # the matrix the views are column blocks of
+
+    def block(col, width=4):
+        view = FakeTensor((6, width), strides=(12 * 4, 4))
+        view._ptr = base._ptr + 4 * col
+        return view
+
+    As, Bs, _ = operands("torch", sizes=[(6, 4, 3)] * 3)
+    problem_table(F32, As, Bs, [block(0), block(4), block(8)], device=0, views=True)
+    with pytest.raises(gemmc.GemmcError, match=r"Cs\[0\] and Cs\[1\] overlap"):
+        problem_table(F32, As, Bs, [block(0), block(3), block(8)], device=0, views=True)
+    As[1] = block(9, width=3)  # columns 9-11 of the matrix: Cs[2]'s last three
+    with pytest.raises(gemmc.GemmcError, match=r"Cs\[2\] overlaps As\[1\]: a problem would write an input"):
+        problem_table(F32, As, Bs, [block(0), block(4), block(8)], device=0, views=True)
+
+
+def test_the_overlap_check_agrees_with_the_bytes_the_arrays_hold():
+    """check_views against the sets of bytes each array holds, on random small lists: strided views at random
+    addresses, both layouts, 2- and 4-byte C, empty problems, one-line arrays (whose leading dimension is no pitch)."""
+    from gemmc.runtime.memory import check_views, view_fields
+
+    def held(p, lines, width, pitch):
+        return {p + r * pitch + b for r in range(lines) for b in range(width)}
+
+    rng = np.random.default_rng(1)
+    verdicts = set()
+    for _ in range(400):
+        count = int(rng.integers(1, 6))
+        row_major = tuple(bool(x) for x in rng.integers(0, 2, 3))
+        items = (2, 2, int(rng.choice([2, 4])))
+        rows, bytes_ = [], [[], [], []]
+        for _ in range(count):
+            m, n, k = (int(x) for x in rng.integers(0, 5, 3))
+            row = [m, n, k]
+            for slot, (r, c) in enumerate(((m, k), (k, n), (m, n))):
+                lines, width = (r, c) if row_major[slot] else (c, r)
+                ld = width + int(rng.integers(0, 6))
+                ptr = 1000 + int(rng.integers(0, 80)) * items[slot]
+                row.insert(3 + slot, max(ld, 1))
+                row.append(ptr)
+                bytes_[slot].append(held(ptr, lines, width * items[slot], max(ld, width) * items[slot])
+                                    if lines and width else set())
+            rows.append(row)
+        c_clash = any(x & y for i, x in enumerate(bytes_[2]) for y in bytes_[2][i + 1:])
+        in_clash = any(x & y for group in bytes_[:2] for x in group for y in bytes_[2])
+        try:
+            check_views(np.array(rows, dtype=np.int64), view_fields(row_major, items))
+            got = "none"
+        except gemmc.GemmcError as err:
+            got = "C" if " and Cs[" in str(err) else "input"
+        want = "C" if c_clash else "input" if in_clash else "none"
+        assert got == want, (rows, row_major, items)
+        verdicts.add(want)
+    assert verdicts == {"none", "C", "input"}
+
+
 def test_each_capture_takes_buffers_of_its_own_and_gives_back_an_unused_one():
     """Captured list calls reserve the CAPTURES sets of buffers in turn (table, tile counters, maps); a reservation
     whose call launched nothing is given back where it was the last; no two of the streams' and captures' counter
-    pairs overlap, and all lie in zeroed_counters' allocation; past CAPTURES, E900. A grouped form's captured calls
-    take counters alone, CAPTURED_COUNTERS of them."""
+    pairs overlap, and all lie in zeroed_counters' allocation; past CAPTURES, E900."""
     from types import SimpleNamespace
 
     from gemmc.errors import GemmcError
@@ -198,12 +291,6 @@ def test_each_capture_takes_buffers_of_its_own_and_gives_back_an_unused_one():
         st.capture()
     with pytest.raises(GemmcError, match=f"captured in {CAPTURES} CUDA graphs, the most it keeps problem tables"):
         st.capture()
-    # a grouped form (no tables) keeps tile counters for CAPTURED_COUNTERS captured calls, all inside the allocation
-    grouped = DynamicState(None, None, 1, 0, 0, 1, counters=SimpleNamespace(data=SimpleNamespace(ptr=4096)))
-    taken = [grouped.capture_counter(grouped.capture()) for _ in range(CAPTURED_COUNTERS)]
-    assert len(set(taken)) == CAPTURED_COUNTERS and taken[-1] + 4 * COUNTER_INTS <= end
-    with pytest.raises(GemmcError, match=f"captured in {CAPTURED_COUNTERS} CUDA graphs, the most it keeps tile"):
-        grouped.capture()
 
 
 @pytest.mark.parametrize("views", [False, True], ids=["dense", "views"])

@@ -26,6 +26,7 @@ from gemmc.ir.types import Layout
 from gemmc.runtime.args import NUMPY_DTYPES, ArrayInfo, _torch_name, describe
 from gemmc.runtime.device import cupy
 from gemmc.runtime.dynamic_state import CAPTURES
+from gemmc.runtime.memory import check_views, view_fields
 from gemmc.runtime.streams import relaxed_capture
 
 if TYPE_CHECKING:
@@ -284,6 +285,8 @@ class _Consts:
         self.dtype = NUMPY_DTYPES[ir.dtype]
         self.dtypes = (self.dtype, NUMPY_DTYPES[ir.c_dtype])  # A's and B's, C's
         self.layouts = (ir.layout_a, ir.layout_b, ir.layout_c)
+        self.views = view_fields(tuple(layout is Layout.ROW for layout in self.layouts),
+                                 (ir.dtype.nbytes, ir.dtype.nbytes, ir.c_dtype.nbytes))
         self.axis = _AXIS[self.layouts]
         classes = getattr(ir.plan, "classes", None)  # the dynamic family's size classes; hopper_grouped: one tile
         self.smallest = (min(min(c.variant.bm, c.variant.bn) for c in classes) if classes is not None
@@ -356,10 +359,6 @@ def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, ou
                 raise GemmcError(f"{name}[{i}] has {int(got[row][i])} {what} but {other}[{i}] has "
                                  f"{int(want[row][i])} {other_what}")
     m, n = flat[0, :, 0], flat[1, :, 1]
-    if len(set(ptrs[2 * count:])) != count:  # a pointer twice: fine only where the problems write nothing
-        written = np.asarray(ptrs[2 * count:], dtype=np.uint64)[(m > 0) & (n > 0)]
-        if len(np.unique(written)) != len(written):
-            raise GemmcError("Cs: two problems write the same output array; each C must be its own memory")
     # tiles <= outputs (each tile holds at least one): the exact count only where the outputs could overflow int32
     if int(m @ n) > INT32_MAX:
         small = consts.smallest
@@ -374,6 +373,7 @@ def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, ou
         table[:, 3:6] = lds.T
     np.maximum(table[:, 3:6], 1, out=table[:, 3:6])
     table[:, 6:] = _addresses(ptrs).reshape(3, count).T
+    check_views(table, consts.views)
     return table
 
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
+
+from gemmc.runtime.streams import capture_id
 
 
 class Launcher:
@@ -80,7 +83,7 @@ class StreamSlots(dict[int, int]):
 
 COUNTER_SLOTS = 64  # streams a kernel keeps tile counters for (each launch's stream takes its own pair)
 CAPTURES = 8  # calls captured in CUDA graphs a list-form kernel keeps problem tables for (each graph reads its own)
-CAPTURED_COUNTERS = 256  # calls captured in CUDA graphs a grouped-form kernel keeps tile counters for (32 B each)
+CAPTURED_COUNTERS = 256  # captures (graph, stream) a grouped-form kernel keeps tile counters of their own for
 COUNTER_INTS = 8  # int32 per slot: the kernel's two counters, padded to 32 bytes
 
 
@@ -112,24 +115,24 @@ class DynamicState:
     ring: Any = None  # the list form's staging buffers (runtime/dynamic_list.py)
     captures: list[Any] = field(default_factory=list)  # the list form's CAPTURES table buffers, one per captured call
     captured: int = 0  # captures taken
-    capture_lock: threading.Lock = field(default_factory=threading.Lock)  # takes captures in turn
-    counters: Any = None  # int32 (zeroed_counters), zeroed once: the tile counters, a slot per stream and per capture
+    capture_lock: threading.Lock = field(default_factory=threading.Lock)  # takes captures and graphs' counters in turn
+    counters: Any = None  # int32[(COUNTER_SLOTS + CAPTURED_COUNTERS) x COUNTER_INTS], zeroed once: the tile counters
     slots: StreamSlots = field(default_factory=lambda: StreamSlots(COUNTER_SLOTS, 4 * COUNTER_INTS, "tile counters"))
+    graph_slots: dict[tuple[int, int], int] = field(default_factory=dict)  # (capture id, stream) -> its counters
+    warned: bool = False  # that captures past CAPTURED_COUNTERS share their stream's counters
     seen: dict[tuple, tuple] = field(default_factory=dict)  # checked grouped calls' metadata -> their launch values
     baked: bool = True  # alpha and beta are the schedule's constants
 
     def capture(self) -> int:
-        """Reserve the next set of buffers for a call being captured in a CUDA graph, which its graph reads at every
-        replay and no later call reuses: its tile counters (`capture_counter`) and, in the list form (`captures`:
-        CAPTURES of them), its problem table and, on the tensor cores, its tensor maps. Returns their index."""
+        """Reserve the next of the list form's CAPTURES sets of buffers for a call being captured in a CUDA graph,
+        which its graph reads at every replay and no later call reuses: its problem table (`captures`), its tile
+        counters (`capture_counter`) and, on the tensor cores, its tensor maps. Returns their index."""
         with self.capture_lock:
-            limit = len(self.captures) or CAPTURED_COUNTERS
-            if self.captured >= limit:
+            if self.captured >= len(self.captures):
                 from gemmc.errors import GemmcError
 
-                kept = "problem tables" if self.captures else "tile counters"
-                raise GemmcError(f"this kernel has been captured in {limit} CUDA graphs, the most it keeps {kept} "
-                                 "for", code="E900")
+                raise GemmcError(f"this kernel has been captured in {len(self.captures)} CUDA graphs, the most it "
+                                 "keeps problem tables for", code="E900")
             self.captured += 1
             return self.captured - 1
 
@@ -145,15 +148,32 @@ class DynamicState:
         return int(self.counters.data.ptr) + 4 * COUNTER_INTS * (COUNTER_SLOTS + index)
 
     def launch_counter(self, stream: int) -> int:
-        """The tile counters of a launch on `stream` (a raw handle) of a grouped form: a call being captured in a
-        CUDA graph takes counters of its own (`capture`), so graphs captured on one stream (torch.cuda.graph's one
-        capture stream) may replay at once, beside each other and beside plain calls; other calls share their
-        stream's (`counter`)."""
-        from gemmc.runtime.device import cupy
-
-        if cupy().cuda.runtime.streamIsCapturing(stream) != 0:
-            return self.capture_counter(self.capture())
-        return self.counter(stream)
+        """The tile counters of a launch on `stream` (a raw handle) of a grouped form. Launches of one capture on one
+        stream (calls in order in one graph) share counters of their own, kept for CAPTURED_COUNTERS such captures
+        (`capture_counter`), so graphs captured on one stream (torch.cuda.graph's one capture stream) may replay at
+        once, beside each other and beside plain calls; past that a capture shares its stream's (graphs captured
+        then must replay one after another, as plain calls on one stream run), with a warning. Other calls share
+        their stream's (`counter`)."""
+        capture = capture_id(stream)
+        if capture is None:
+            return self.counter(stream)
+        found = self.graph_slots.get((capture, stream))
+        if found is not None:
+            return found
+        with self.capture_lock:
+            found = self.graph_slots.get((capture, stream))
+            if found is None:
+                if self.captured >= CAPTURED_COUNTERS:
+                    if not self.warned:
+                        self.warned = True
+                        warnings.warn(f"gemmc: this kernel has been captured on {CAPTURED_COUNTERS} streams of CUDA "
+                                      "graphs, the most it keeps tile counters of their own for; later captures "
+                                      "share their stream's, so such graphs must not replay at the same time",
+                                      stacklevel=3)
+                    return self.counter(stream)  # (`slots` takes its own lock)
+                found = self.graph_slots[(capture, stream)] = self.capture_counter(self.captured)
+                self.captured += 1
+        return found
 
     def counter(self, stream: int) -> int:
         """The device address of the tile counters for launches on `stream` (a raw handle): the kernel leaves them

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cache
 from typing import Any, TypeVar
 
 from gemmc.runtime.device import cupy
@@ -72,6 +73,26 @@ def torch_stream() -> int:
 
 
 RELAXED = 2  # CU_STREAM_CAPTURE_MODE_RELAXED
+ACTIVE = 1  # CU_STREAM_CAPTURE_STATUS_ACTIVE
+
+
+def capture_id(stream: int) -> int | None:
+    """The id of the CUDA-graph capture the stream (a raw handle) is taking part in (unique over the process's
+    lifetime: cuStreamGetCaptureInfo_v2 of the driver), or None where it is not being captured."""
+    info = _capture_info()
+    status, found = ctypes.c_int(0), ctypes.c_uint64(0)
+    result = info(ctypes.c_void_p(stream), ctypes.byref(status), ctypes.byref(found), None, None, None)
+    if result != 0:
+        from gemmc.errors import GemmcError
+
+        raise GemmcError(f"the CUDA driver could not say whether stream {stream:#x} is being captured: CUresult "
+                         f"{result}")
+    return int(found.value) if status.value == ACTIVE else None
+
+
+@cache
+def _capture_info() -> Any:
+    return ctypes.CDLL("libcuda.so.1").cuStreamGetCaptureInfo_v2
 
 
 @contextmanager
