@@ -161,12 +161,12 @@ def build_maps(st: GroupedListState, problems: int, count: int, maps: int, strea
 
 
 def _checked(kernel: Executable, st: GroupedListState, plan: HopperGroupedPlan, As: Any, Bs: Any, Cs: Any,
-             device: int, out: np.ndarray, index: int | None, on: Any, alpha_: Any, beta_: Any
+             device: int, out: np.ndarray, index: int | None, on: Any, alpha_: Any, beta_: Any, exact: bool
              ) -> tuple[int, int, int] | None:
     """A call's checks and table (written into `out`), its problems TMA cannot read launched on CUDA cores once every
     check has passed; then the tensor cores' problem count, maps and tile counters (a captured call's own: `index`),
     or None where no problem is left for them."""
-    table = problem_table(kernel, As, Bs, Cs, device, out=out, views=True)
+    table = problem_table(kernel, As, Bs, Cs, device, out=out, views=True, exact=exact)
     misfits = tma_misfits(table)
     picked = np.flatnonzero(misfits).tolist()  # problems TMA cannot read: on CUDA cores, in the dynamic family
     if picked and st.fallback is None and index is not None:
@@ -200,7 +200,7 @@ def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offset
 
     from gemmc.runtime.launch import scalars
 
-    list_arguments(offsets, validate)
+    list_arguments(offsets)
     if not isinstance(kernel.dynamic, GroupedListState):
         outside_capture(stream, is_torch(As), f"kernel {kernel.ir.name}: the first call (it loads the kernel)")
     st = kernel.dynamic if isinstance(kernel.dynamic, GroupedListState) else state(kernel)
@@ -215,7 +215,7 @@ def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offset
     ring = st.captures[index] if index is not None else st.ring
     slot, out = ring.host_table()
     try:
-        launch = _checked(kernel, st, plan, As, Bs, Cs, device, out, index, on, alpha_, beta_)
+        launch = _checked(kernel, st, plan, As, Bs, Cs, device, out, index, on, alpha_, beta_, validate)
     except BaseException:
         if index is not None:
             st.uncapture(index)
