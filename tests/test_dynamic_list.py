@@ -94,7 +94,7 @@ def test_bad_arguments_are_named(kind, change, message):
 @pytest.mark.parametrize("kind", KINDS)
 def test_two_problems_writing_one_array_are_refused(kind):
     As, Bs, Cs = operands(kind, sizes=[(3, 4, 2), (3, 4, 5)])
-    with pytest.raises(gemmc.GemmcError, match=r"Cs\[0\] and Cs\[1\] overlap: two problems would write the same"):
+    with pytest.raises(gemmc.GemmcError, match=r"Cs\[0\] and Cs\[1\] are one array: two problems would write"):
         problem_table(F32, As, Bs, [Cs[0], Cs[0]], device=0)
 
 
@@ -207,7 +207,8 @@ def test_a_grouped_forms_captures_take_counters_of_their_own_per_graph_and_strea
 def test_views_of_one_matrix_may_interleave_but_not_share_an_element():
     """Column blocks of one row-major matrix as the Cs (views, as the tensor-core list reads them): their spans
     interleave, no two share an element, so the call is taken; blocks one column too wide, or an A over a C's
-    columns, share elements: refused, naming both arrays."""
+    columns, share elements: refused with `exact` (validate=True), naming both arrays. A C at an A's address is
+    refused on every call."""
     base = FakeTensor((6, 12))  # the matrix the views are column blocks of
 
     def block(col, width=4):
@@ -216,12 +217,15 @@ def test_views_of_one_matrix_may_interleave_but_not_share_an_element():
         return view
 
     As, Bs, _ = operands("torch", sizes=[(6, 4, 3)] * 3)
-    problem_table(F32, As, Bs, [block(0), block(4), block(8)], device=0, views=True)
+    problem_table(F32, As, Bs, [block(0), block(4), block(8)], device=0, views=True, exact=True)
+    problem_table(F32, As, Bs, [block(0), block(3), block(8)], device=0, views=True)  # apart by address
     with pytest.raises(gemmc.GemmcError, match=r"Cs\[0\] and Cs\[1\] overlap"):
-        problem_table(F32, As, Bs, [block(0), block(3), block(8)], device=0, views=True)
+        problem_table(F32, As, Bs, [block(0), block(3), block(8)], device=0, views=True, exact=True)
     As[1] = block(9, width=3)  # columns 9-11 of the matrix: Cs[2]'s last three
     with pytest.raises(gemmc.GemmcError, match=r"Cs\[2\] overlaps As\[1\]: a problem would write an input"):
-        problem_table(F32, As, Bs, [block(0), block(4), block(8)], device=0, views=True)
+        problem_table(F32, As, Bs, [block(0), block(4), block(8)], device=0, views=True, exact=True)
+    with pytest.raises(gemmc.GemmcError, match=r"Cs\[1\] is As\[1\]'s memory"):  # in place: refused every call
+        problem_table(F32, As, Bs, [block(0), block(9, width=4), block(4)], device=0, views=True)
 
 
 def test_the_overlap_check_agrees_with_the_bytes_the_arrays_hold():

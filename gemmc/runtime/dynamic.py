@@ -314,8 +314,8 @@ def _launch_checked(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: 
     if dynamic_plan(kernel).grouping is Grouping.LIST:
         from gemmc.runtime.dynamic_list import launch_list, list_arguments
 
-        list_arguments(offsets, validate)
-        launch_list(kernel, st, As, Bs, Cs, alpha_, beta_, launch_stream(stream, torch_args), device)
+        list_arguments(offsets)
+        launch_list(kernel, st, As, Bs, Cs, alpha_, beta_, launch_stream(stream, torch_args), device, exact=validate)
         return
     pa, pb, pc, po, groups, rows = grouped_operands(kernel, As, Bs, Cs, offsets, device)
     on = launch_stream(stream, torch_args)

@@ -304,10 +304,14 @@ def _consts(kernel: Executable) -> _Consts:
 
 
 def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, out: np.ndarray | None = None,
-                  views: bool = False, infos: Sequence[Sequence[ArrayInfo]] | None = None) -> np.ndarray:
+                  views: bool = False, exact: bool = False, infos: Sequence[Sequence[ArrayInfo]] | None = None
+                  ) -> np.ndarray:
     """Check a list call; return its problem table (problems x FIELDS, int64), written into `out` where given (at
     least as many rows as problems). `views`: each array may be a view of unit-stride lines (a leading dimension
     past its line length), its leading dimension from its strides (`lines`); else each must be densely packed.
+    Outputs: a C at the address of another C or of an A or B is refused; `exact` (a call's `validate=True`) refuses
+    any C that shares a byte with another array (`memory.check_views`: 68 us a call for 64 problems on the H100's
+    host, bench/results/dynamic/2026-11-27_h100_list-overlap-cost.json).
 
     The arrays' attributes are read in bulk, one pass per attribute over all 3n arrays (the host time of a call is
     these reads: the torch or CuPy attribute calls themselves), and checked with a few NumPy operations; where that
@@ -359,6 +363,8 @@ def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, ou
                 raise GemmcError(f"{name}[{i}] has {int(got[row][i])} {what} but {other}[{i}] has "
                                  f"{int(want[row][i])} {other_what}")
     m, n = flat[0, :, 0], flat[1, :, 1]
+    if not exact:
+        _same_address(ptrs, count, m, n)
     # tiles <= outputs (each tile holds at least one): the exact count only where the outputs could overflow int32
     if int(m @ n) > INT32_MAX:
         small = consts.smallest
@@ -373,8 +379,28 @@ def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, ou
         table[:, 3:6] = lds.T
     np.maximum(table[:, 3:6], 1, out=table[:, 3:6])
     table[:, 6:] = _addresses(ptrs).reshape(3, count).T
-    check_views(table, consts.views)
+    if exact:
+        check_views(table, consts.views)
     return table
+
+
+def _same_address(ptrs: Sequence[int], count: int, m: np.ndarray, n: np.ndarray) -> None:
+    """Refuse a C that writes something at the address of another C or of an A or B (an output passed twice, or a
+    call in place): the check every call pays; `validate=True` compares every byte (`memory.check_views`)."""
+    outputs = ptrs[2 * count:]
+    if len(set(outputs)) == count and set(outputs).isdisjoint(ptrs[:2 * count]):
+        return
+    written = (m > 0) & (n > 0)
+    seen: dict[int, int] = {}
+    for i in np.flatnonzero(written).tolist():
+        if outputs[i] in seen:
+            raise GemmcError(f"Cs[{seen[outputs[i]]}] and Cs[{i}] are one array: two problems would write the same "
+                             "memory; each C must be memory of its own")
+        seen[outputs[i]] = i
+    for j, p in enumerate(ptrs[:2 * count]):
+        if p in seen:
+            raise GemmcError(f"Cs[{seen[p]}] is {('As', 'Bs')[j // count]}[{j % count}]'s memory: a problem would "
+                             "write an input while the batch reads it; C must not share memory with any A or B")
 
 
 def _addresses(ptrs: Sequence[int]) -> np.ndarray:
@@ -386,13 +412,10 @@ def _addresses(ptrs: Sequence[int]) -> np.ndarray:
         return np.fromiter(ptrs, dtype=np.uint64, count=len(ptrs)).view(np.int64)
 
 
-def list_arguments(offsets: Any, validate: bool) -> None:
-    """Refuse the arguments of the contiguous forms in a `grouped list` call."""
+def list_arguments(offsets: Any) -> None:
+    """Refuse the contiguous forms' group ends in a `grouped list` call."""
     if offsets is not None:
         raise GemmcError("offsets: a `grouped list` kernel takes lists of arrays, not group ends")
-    if validate:
-        raise GemmcError("validate: a `grouped list` kernel checks its lists on the host; there is nothing to "
-                         "validate on the device")
 
 
 def make_tables(st: DynamicState, capacity: int) -> None:
@@ -404,14 +427,14 @@ def make_tables(st: DynamicState, capacity: int) -> None:
 
 
 def launch_list(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: Any, alpha_: Any, beta_: Any,
-                stream: Any, device: int, views: bool = False) -> None:
+                stream: Any, device: int, views: bool = False, exact: bool = False) -> None:
     """The list form's launch: the problem table (`views`: arrays may be views of unit-stride lines, their leading
-    dimensions read from their strides), staged through the ring (a captured call: a table and counters of its own),
-    then the kernel."""
+    dimensions read from their strides; `exact`: every byte of the outputs checked, `problem_table`), staged through
+    the ring (a captured call: a table and counters of its own), then the kernel."""
     if st.ring is None:
         make_tables(st, kernel.ir.dynamic.max_groups)  # type: ignore[union-attr]
     with Staging(st, stream) as call:
-        count = len(problem_table(kernel, As, Bs, Cs, device, out=call.out, views=views))
+        count = len(problem_table(kernel, As, Bs, Cs, device, out=call.out, views=views, exact=exact))
         if not count:
             return
         dev = call.send(count, stream)

@@ -142,12 +142,12 @@ CORES_FIRST_CALL = ("the first call whose A or B TMA cannot read in place (it pl
 
 
 def _checked(kernel: Executable, st: GroupedListState, plan: HopperGroupedPlan, As: Any, Bs: Any, Cs: Any,
-             device: int, call: Staging, on: Any, alpha_: Any, beta_: Any, infos: Any
+             device: int, call: Staging, on: Any, alpha_: Any, beta_: Any, exact: bool, infos: Any
              ) -> tuple[int, int, int] | None:
     """A call's checks and table (written into the staging buffer `call.out`), its problems TMA cannot read launched
     on CUDA cores once every check has passed; then the tensor cores' problem count, maps and tile counters (a
     captured call's own), or None where no problem is left for them."""
-    table = problem_table(kernel, As, Bs, Cs, device, out=call.out, views=True, infos=infos)
+    table = problem_table(kernel, As, Bs, Cs, device, out=call.out, views=True, exact=exact, infos=infos)
     misfits = tma_misfits(table)
     picked = np.flatnonzero(misfits).tolist()  # problems TMA cannot read: on CUDA cores, in the dynamic family
     count = len(table) - len(picked)
@@ -178,7 +178,7 @@ def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offset
     ArrayInfo, read and checked by the caller (`problem_table`'s `infos`: a fused concurrent group's)."""
     from gemmc.runtime.launch import scalars
 
-    list_arguments(offsets, validate)
+    list_arguments(offsets)
     st = (kernel.dynamic if isinstance(kernel.dynamic, GroupedListState)
           else load_outside_capture(kernel, state, stream, is_torch(As)))
     alpha_, beta_ = scalars(kernel, alpha, beta)
@@ -188,7 +188,7 @@ def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offset
     # A call inside a CUDA-graph capture takes a table, maps and tile counters of its own (Staging) and fills them
     # when it is captured: its graph holds the main kernel alone.
     with Staging(st, on) as call:
-        launch = _checked(kernel, st, plan, As, Bs, Cs, device, call, on, alpha_, beta_, infos)
+        launch = _checked(kernel, st, plan, As, Bs, Cs, device, call, on, alpha_, beta_, validate, infos)
         if launch is None:  # nothing for the tensor cores
             return
         count, maps, counter = launch
