@@ -172,8 +172,10 @@ class CompiledKernel:
                 stream otherwise.
             offsets: `grouped M` / `grouped K` only: int32 cumulative group ends on the device (group g is
                 [ends[g-1], ends[g])).
-            validate: `grouped` only: check the ends on the device first (a synchronization) and name the first
-                bad group.
+            validate: `grouped M` / `grouped K`: check the ends on the device first (a synchronization) and name
+                the first bad group. `grouped list`: check on the host that no C shares a byte with another C or
+                with any A or B (every call checks that no C lies at another array's address; this compares their
+                bytes, views of one matrix included: tens of microseconds more a call).
 
         Raises:
             GemmcError: (E400) an argument of the wrong count, shape, dtype, device or layout, named, before

@@ -17,7 +17,6 @@ from gemmc.bench.concurrent_train import acceptable, evaluate, targets
 from gemmc.concurrent import predictor
 from gemmc.concurrent.features import FEATURE_NAMES, features, plan_for_share
 from gemmc.concurrent.plan import (
-    FUSED_MARGIN,
     MAX_AUTO_DEGREE,
     copies,
     fit_degree,
@@ -27,6 +26,7 @@ from gemmc.concurrent.plan import (
 )
 from gemmc.concurrent.table3 import TABLE3, gemm_set
 from gemmc.errors import GemmcError
+from gemmc.families.simt import FUSED_MARGIN
 from gemmc.ir.group import DEGREES, Mode
 from gemmc.ir.types import Layout
 
@@ -432,6 +432,19 @@ def test_bf16_fused_falls_back_to_streams_and_says_why(text, why):
     assert "concurrency fused falls back to streams: " in group.plan and why in group.plan, group.plan
 
 
+@pytest.mark.parametrize("text, why", [
+    ("precision tf32 gemm a 64 x 64 x 64 gemm b 64 x 64 x 32",
+     "fused runs simt members as one simt launch; hopper members as one hopper_grouped launch; a, b are tensorcore"),
+    ("gemm a 64 x 64 x 64 { tile 32x32x8 } gemm b 64 x 64 x 32",
+     "fused needs one tile for every member; a has 32x32x8, b auto"),
+])
+def test_f32_fused_falls_back_to_streams_and_says_why(text, why):
+    """Members of a family no family fuses, and SIMT members of different knobs: streams, with the reason."""
+    group = gemmc.compile_string(f"target cuda sm_80\ngroup f {{ concurrency fused {text} }}").groups[0]
+    assert group.group_plan.fused is None and group.group_plan.mode is Mode.STREAMS
+    assert group.group_plan.fallback.startswith(why), group.group_plan.fallback
+
+
 def test_auto_fuses_bf16_gemms_that_each_fill_at_most_half_the_sms():
     """No cost model estimates the list kernel: auto fuses where every GEMM alone fills at most half the SMs in
     128x128 tiles (the measured rule, hopper_grouped calibration FUSE_SHARE), and runs streams otherwise."""
@@ -556,3 +569,52 @@ def test_inspect_names_the_predictor_features_in_their_order():
     text = _features(tuple(float(i) for i in range(len(FEATURE_NAMES))))
     assert text.startswith("log2 M, N, K 0 1 2; column-major A, B, C 3 4 5; all SMs: log2 blocks 6, blocks/SM 7, "
                            "log2 waves 8; 1/2 of the SMs: log2 blocks 9")
+
+
+def test_bf16_fused_reads_each_array_once_a_call(monkeypatch):
+    """A fused bf16 group's call reads each array's metadata once (concurrent.run_group's describe): the key, the
+    independence and member checks, and the grouped list's table (problem_table's `infos`) are made of it; the
+    members' checks run every call, so a view of another shape at a known address is refused."""
+    from types import SimpleNamespace
+
+    from gemmc.runtime import concurrent
+    from gemmc.runtime.args import describe
+    from gemmc.runtime.dynamic_list import problem_table
+    from tests.test_args import FakeTensor, TorchDtype
+
+    def bf16(shape, order="C"):
+        t = FakeTensor(shape, order)
+        t.dtype, t._item = TorchDtype("torch.bfloat16"), 2
+        return t
+
+    group = gemmc.compile_string(FUSED_BF16).groups[0]
+    run = group.group_run
+    sizes = [(256, 128, 64)] + [(1000, 72, 136)] * 3
+    As = [bf16((m, k)) for m, n, k in sizes]
+    Bs = [bf16((k, n), "F") for m, n, k in sizes]
+    Cs = [bf16((m, n)) for m, n, k in sizes]
+    reads, launches = [], []
+
+    def counted(obj, name, index=None):
+        reads.append((name, index))
+        return describe(obj, name, index)
+
+    monkeypatch.setattr(concurrent, "describe", counted)
+    monkeypatch.setattr(concurrent, "cupy", lambda: SimpleNamespace(
+        cuda=SimpleNamespace(runtime=SimpleNamespace(getDevice=lambda: 0))))
+    monkeypatch.setattr(concurrent, "launch_stream", lambda stream, torch_args: stream)
+    monkeypatch.setattr(concurrent, "launch_grouped_list", lambda kernel, *lists, **kw: launches.append((lists, kw)))
+    for _ in range(2):
+        reads.clear()
+        concurrent.run_group(run, As, Bs, Cs, mode=Mode.FUSED, degree=1)
+        assert sorted(reads) == sorted((name, i) for name in ("As", "Bs", "Cs") for i in range(4))
+    infos = launches[-1][1]["infos"]
+    assert [[i.ptr for i in group] for group in infos] == [[x.data_ptr() for x in g] for g in (As, Bs, Cs)]
+    fused = run.fused
+    np.testing.assert_array_equal(problem_table(fused, As, Bs, Cs, 0, views=True),
+                                  problem_table(fused, As, Bs, Cs, 0, views=True, infos=infos))
+    other = bf16((256, 64))
+    other._ptr = Cs[0].data_ptr()
+    with pytest.raises(GemmcError, match=r"Cs\[0\]: expected shape \(256, 128\)"):
+        concurrent.run_group(run, As, Bs, [other, *Cs[1:]], mode=Mode.FUSED, degree=1)
+    assert len(launches) == 2

@@ -94,7 +94,7 @@ def test_bad_arguments_are_named(kind, change, message):
 @pytest.mark.parametrize("kind", KINDS)
 def test_two_problems_writing_one_array_are_refused(kind):
     As, Bs, Cs = operands(kind, sizes=[(3, 4, 2), (3, 4, 5)])
-    with pytest.raises(gemmc.GemmcError, match="two problems write the same output array"):
+    with pytest.raises(gemmc.GemmcError, match=r"Cs\[0\] and Cs\[1\] are one array: two problems would write"):
         problem_table(F32, As, Bs, [Cs[0], Cs[0]], device=0)
 
 
@@ -170,11 +170,108 @@ def test_views_take_their_leading_dimensions_from_their_strides(kind):
         problem_table(F32, As, Bs, Cs, device=0, views=True)
 
 
+def test_a_grouped_forms_captures_take_counters_of_their_own_per_graph_and_stream(monkeypatch):
+    """Grouped M/K launches inside a capture (the driver's capture id, stubbed) share counters per (capture, stream),
+    apart from every stream's and every other capture's, inside zeroed_counters' allocation; plain launches take
+    their stream's; past CAPTURED_COUNTERS captures a capture takes its stream's, with one warning."""
+    from types import SimpleNamespace
+
+    from gemmc.runtime import dynamic_state
+    from gemmc.runtime.dynamic_state import CAPTURED_COUNTERS, COUNTER_INTS, COUNTER_SLOTS, DynamicState
+
+    capturing: dict[int, int] = {}  # stream -> the capture it takes part in
+    monkeypatch.setattr(dynamic_state, "capture_id", capturing.get)
+    st = DynamicState(None, None, 1, 0, 0, 1, counters=SimpleNamespace(data=SimpleNamespace(ptr=4096)))
+    plain = st.launch_counter(7)
+    capturing[7] = 100
+    first = st.launch_counter(7)
+    assert st.launch_counter(7) == first != plain  # a graph's calls on one stream share its counters
+    capturing[8] = 100
+    side = st.launch_counter(8)  # the same capture, forked onto another stream
+    capturing[7] = 101
+    second = st.launch_counter(7)
+    assert len({plain, first, side, second, st.counter(8)}) == 5
+    del capturing[7]
+    assert st.launch_counter(7) == plain
+    end = 4096 + 4 * COUNTER_INTS * (COUNTER_SLOTS + CAPTURED_COUNTERS)
+    for capture in range(102, 102 + CAPTURED_COUNTERS - 3):
+        capturing[7] = capture
+        assert st.launch_counter(7) + 4 * COUNTER_INTS <= end
+    capturing[7] = 1000
+    with pytest.warns(UserWarning, match="later captures share their stream's"):
+        assert st.launch_counter(7) == plain
+    capturing[7] = 1001
+    assert st.launch_counter(7) == plain  # warned once
+
+
+def test_views_of_one_matrix_may_interleave_but_not_share_an_element():
+    """Column blocks of one row-major matrix as the Cs (views, as the tensor-core list reads them): their spans
+    interleave, no two share an element, so the call is taken; blocks one column too wide, or an A over a C's
+    columns, share elements: refused with `exact` (validate=True), naming both arrays. A C at an A's address is
+    refused on every call."""
+    base = FakeTensor((6, 12))  # the matrix the views are column blocks of
+
+    def block(col, width=4):
+        view = FakeTensor((6, width), strides=(12 * 4, 4))
+        view._ptr = base._ptr + 4 * col
+        return view
+
+    As, Bs, _ = operands("torch", sizes=[(6, 4, 3)] * 3)
+    problem_table(F32, As, Bs, [block(0), block(4), block(8)], device=0, views=True, exact=True)
+    problem_table(F32, As, Bs, [block(0), block(3), block(8)], device=0, views=True)  # apart by address
+    with pytest.raises(gemmc.GemmcError, match=r"Cs\[0\] and Cs\[1\] overlap"):
+        problem_table(F32, As, Bs, [block(0), block(3), block(8)], device=0, views=True, exact=True)
+    As[1] = block(9, width=3)  # columns 9-11 of the matrix: Cs[2]'s last three
+    with pytest.raises(gemmc.GemmcError, match=r"Cs\[2\] overlaps As\[1\]: a problem would write an input"):
+        problem_table(F32, As, Bs, [block(0), block(4), block(8)], device=0, views=True, exact=True)
+    with pytest.raises(gemmc.GemmcError, match=r"Cs\[1\] is As\[1\]'s memory"):  # in place: refused every call
+        problem_table(F32, As, Bs, [block(0), block(9, width=4), block(4)], device=0, views=True)
+
+
+def test_the_overlap_check_agrees_with_the_bytes_the_arrays_hold():
+    """check_views against the sets of bytes each array holds, on random small lists: strided views at random
+    addresses, both layouts, 2- and 4-byte C, empty problems, one-line arrays (whose leading dimension is no pitch)."""
+    from gemmc.runtime.memory import check_views, view_fields
+
+    def held(p, lines, width, pitch):
+        return {p + r * pitch + b for r in range(lines) for b in range(width)}
+
+    rng = np.random.default_rng(1)
+    verdicts = set()
+    for _ in range(400):
+        count = int(rng.integers(1, 6))
+        row_major = tuple(bool(x) for x in rng.integers(0, 2, 3))
+        items = (2, 2, int(rng.choice([2, 4])))
+        rows, bytes_ = [], [[], [], []]
+        for _ in range(count):
+            m, n, k = (int(x) for x in rng.integers(0, 5, 3))
+            row = [m, n, k]
+            for slot, (r, c) in enumerate(((m, k), (k, n), (m, n))):
+                lines, width = (r, c) if row_major[slot] else (c, r)
+                ld = width + int(rng.integers(0, 6))
+                ptr = 1000 + int(rng.integers(0, 80)) * items[slot]
+                row.insert(3 + slot, max(ld, 1))
+                row.append(ptr)
+                bytes_[slot].append(held(ptr, lines, width * items[slot], max(ld, width) * items[slot])
+                                    if lines and width else set())
+            rows.append(row)
+        c_clash = any(x & y for i, x in enumerate(bytes_[2]) for y in bytes_[2][i + 1:])
+        in_clash = any(x & y for group in bytes_[:2] for x in group for y in bytes_[2])
+        try:
+            check_views(np.array(rows, dtype=np.int64), view_fields(row_major, items))
+            got = "none"
+        except gemmc.GemmcError as err:
+            got = "C" if " and Cs[" in str(err) else "input"
+        want = "C" if c_clash else "input" if in_clash else "none"
+        assert got == want, (rows, row_major, items)
+        verdicts.add(want)
+    assert verdicts == {"none", "C", "input"}
+
+
 def test_each_capture_takes_buffers_of_its_own_and_gives_back_an_unused_one():
     """Captured list calls reserve the CAPTURES sets of buffers in turn (table, tile counters, maps); a reservation
     whose call launched nothing is given back where it was the last; no two of the streams' and captures' counter
-    pairs overlap, and all lie in zeroed_counters' allocation; past CAPTURES, E900. A grouped form's captured calls
-    take counters alone, CAPTURED_COUNTERS of them."""
+    pairs overlap, and all lie in zeroed_counters' allocation; past CAPTURES, E900."""
     from types import SimpleNamespace
 
     from gemmc.errors import GemmcError
@@ -198,9 +295,139 @@ def test_each_capture_takes_buffers_of_its_own_and_gives_back_an_unused_one():
         st.capture()
     with pytest.raises(GemmcError, match=f"captured in {CAPTURES} CUDA graphs, the most it keeps problem tables"):
         st.capture()
-    # a grouped form (no tables) keeps tile counters for CAPTURED_COUNTERS captured calls, all inside the allocation
-    grouped = DynamicState(None, None, 1, 0, 0, 1, counters=SimpleNamespace(data=SimpleNamespace(ptr=4096)))
-    taken = [grouped.capture_counter(grouped.capture()) for _ in range(CAPTURED_COUNTERS)]
-    assert len(set(taken)) == CAPTURED_COUNTERS and taken[-1] + 4 * COUNTER_INTS <= end
-    with pytest.raises(GemmcError, match=f"captured in {CAPTURED_COUNTERS} CUDA graphs, the most it keeps tile"):
-        grouped.capture()
+
+
+@pytest.mark.parametrize("views", [False, True], ids=["dense", "views"])
+@pytest.mark.parametrize("kernel", [F32, F64], ids=["f32-rrr", "f64-ccr"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_table_of_metadata_read_by_the_caller_is_the_one_read_in_bulk(kind, kernel, views):
+    """problem_table's `infos` (a fused concurrent group's checked ArrayInfo): the same table, and the arrays are not
+    read again (stand-ins that cannot be read take their place)."""
+    As, Bs, Cs = operands(kind, kernel)
+    infos = [[describe(x, "x") for x in group] for group in (As, Bs, Cs)]
+    unread = [[object()] * len(As)] * 3
+    got = problem_table(kernel, *unread, device=0, views=views, infos=infos)
+    np.testing.assert_array_equal(got, problem_table(kernel, As, Bs, Cs, device=0, views=views))
+
+
+def test_each_stream_takes_a_slot_of_its_own_up_to_the_limit():
+    """StreamSlots, the one mechanism of the tile counters' and the tensor maps' per-stream slots: a stream keeps
+    its slot, slots lie `size` apart from the allocation's start, and a stream past the limit is refused (E900)
+    naming what the slots hold."""
+    from types import SimpleNamespace
+
+    from gemmc.errors import GemmcError
+    from gemmc.runtime.dynamic_state import StreamSlots
+    from gemmc.runtime.grouped_list import MAP_SLOTS, GroupedListState
+
+    memory = SimpleNamespace(data=SimpleNamespace(ptr=1 << 20))
+    st = GroupedListState(None, None, 1, 0, 0, 1, map_bytes=384, workspace=memory,
+                          workspaces=StreamSlots(MAP_SLOTS, 384, "tensor maps"))
+    streams = [101 + s for s in range(MAP_SLOTS)]
+    assert [st.maps(s) for s in streams] == [(1 << 20) + 384 * i for i in range(MAP_SLOTS)]
+    assert st.maps(streams[3]) == (1 << 20) + 384 * 3
+    with pytest.raises(GemmcError, match=f"stream: this kernel has run on {MAP_SLOTS} streams, the most it keeps "
+                                         "tensor maps for; launch it on fewer streams") as info:
+        st.maps(7)
+    assert info.value.code == "E900"
+    assert len(st.slots) == 0  # the tile counters' slots are a table of their own
+
+
+def test_a_staged_call_gives_back_its_capture_unless_it_sent_its_table(monkeypatch):
+    """Staging, the list launchers' one capture sequence: a call being captured reserves buffers of its own and gives
+    them back where it raises or has no work before sending its table; once sent they are the graph's (never
+    released to the ring); a plain call takes the ring's next buffer and its stream's counters."""
+    from types import SimpleNamespace
+
+    from gemmc.errors import GemmcError
+    from gemmc.runtime import dynamic_list
+    from gemmc.runtime.dynamic_state import CAPTURES, DynamicState
+
+    capturing = [1]
+    runtime = SimpleNamespace(streamIsCapturing=lambda ptr: capturing[0])
+    monkeypatch.setattr(dynamic_list, "cupy", lambda: SimpleNamespace(cuda=SimpleNamespace(runtime=runtime)))
+
+    class Ring:
+        def __init__(self):
+            self.sent, self.released = [], []
+
+        def host_table(self):
+            return 0, np.zeros((4, FIELDS), dtype=np.int64)
+
+        def send(self, slot, rows, stream):
+            self.sent.append(rows)
+            return 4096
+
+        def done(self, slot, stream):
+            self.released.append(stream)
+
+    st = DynamicState(None, None, 1, 0, 0, 1, ring=Ring(), captures=[Ring() for _ in range(CAPTURES)],
+                      counters=SimpleNamespace(data=SimpleNamespace(ptr=1 << 16)))
+    stream = SimpleNamespace(ptr=7)
+    with pytest.raises(GemmcError, match="a bad list"), dynamic_list.Staging(st, stream) as call:
+        raise GemmcError("a bad list")
+    assert st.captured == 0
+    with dynamic_list.Staging(st, stream) as call:
+        pass  # no work
+    assert st.captured == 0
+    with dynamic_list.Staging(st, stream) as call:
+        assert call.index == 0 and call.counter(stream.ptr) == st.capture_counter(0)
+        assert call.send(3, stream) == 4096
+        call.done(stream)
+    assert st.captured == 1 and st.captures[0].sent == [3] and st.captures[0].released == []
+    capturing[0] = 0
+    with dynamic_list.Staging(st, stream) as call:
+        assert call.index is None and call.counter(stream.ptr) == st.counter(stream.ptr)
+        call.send(2, stream)
+        call.done(stream)
+    assert st.captured == 1 and st.ring.sent == [2] and st.ring.released == [stream]
+
+
+def test_a_launcher_stores_a_calls_values_from_its_first_per_call_argument(monkeypatch):
+    """Launcher, both list kernels' argument block: a call's values go from argument `first` on, the tile counters
+    to `counter` (None: none), the scalars to the last two; the arguments before `first` keep what they hold."""
+    import ctypes
+    import sys
+    from types import ModuleType, SimpleNamespace
+
+    from gemmc.runtime.dynamic_state import Launcher
+
+    launched = []
+    cuda = ModuleType("cupy.cuda")
+    cuda.driver = SimpleNamespace(launchKernel=lambda *a: launched.append(a))  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cupy", ModuleType("cupy"))
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
+    fn = SimpleNamespace(kernel=SimpleNamespace(ptr=77))
+    template = (ctypes.c_uint64 * 2)(5, 6)
+    planner = Launcher(fn, [template, ctypes.c_uint64(0), ctypes.c_int32(0), ctypes.c_uint64(0)], counter=None,
+                       first=1)
+    planner(3, 128, 0, 9, (100, 4, 200))
+    assert list(template) == [5, 6] and [v.value for v in planner.values[1:]] == [100, 4, 200]
+    assert launched[-1] == (77, 3, 1, 1, 128, 1, 1, 0, 9, planner.address, 0)
+    main = Launcher(fn, [ctypes.c_uint64(0), ctypes.c_int32(0), ctypes.c_uint64(0), ctypes.c_uint64(0),
+                         ctypes.c_float(0.0), ctypes.c_float(0.0)], counter=3)
+    main(132, 384, 1000, 9, (100, 4, 200), 4096, (2.0, 0.5))
+    assert [v.value for v in main.values] == [100, 4, 200, 4096, 2.0, 0.5]
+    assert launched[-1] == (77, 132, 1, 1, 384, 1, 1, 1000, 9, main.address, 0)
+
+
+def test_a_first_call_loads_outside_a_capture_and_is_refused_inside_one(monkeypatch):
+    """streams.load_outside_capture, the four first-call guards' one helper: the load where the call's stream is not
+    being captured; inside a capture, the error naming the kernel and what the call loads, and nothing loaded."""
+    from types import SimpleNamespace
+
+    from gemmc.errors import GemmcError
+    from gemmc.runtime import streams
+
+    capturing = [0]
+    runtime = SimpleNamespace(streamIsCapturing=lambda ptr: capturing[0])
+    monkeypatch.setattr(streams, "cupy", lambda: SimpleNamespace(cuda=SimpleNamespace(runtime=runtime)))
+    kernel = SimpleNamespace(ir=SimpleNamespace(name="moe"))
+    loads = []
+    stream = SimpleNamespace(ptr=5)  # a CuPy stream: launched on as it is
+    assert streams.load_outside_capture(kernel, lambda k: loads.append(k) or "state", stream, False) == "state"
+    capturing[0] = 1
+    with pytest.raises(GemmcError, match=r"kernel moe: the first call \(it loads the kernel\) cannot run inside a "
+                                         r"CUDA-graph capture; make one such call before capturing$"):
+        streams.load_outside_capture(kernel, loads.append, stream, False)
+    assert loads == [kernel]

@@ -49,9 +49,7 @@ def counts(kind: str, problems: int, tokens: int, rng: np.random.Generator) -> n
 
 def raw_tc(kern, table, count: int):
     """The two launches of the tensor-core list on a staged table (no host checks): its device time."""
-    from cupy.cuda import driver
-
-    from gemmc.runtime.grouped_list import WARPS_PER_BLOCK, state
+    from gemmc.runtime.grouped_list import build_maps, state
     from gemmc.runtime.streams import torch_stream
 
     st = state(kern.executable)
@@ -59,14 +57,8 @@ def raw_tc(kern, table, count: int):
     def run(i: int) -> None:
         on = torch_stream()
         maps = st.maps(on)
-        a = st.maps_args.values
-        a[3].value, a[4].value, a[5].value = table.data_ptr(), count, maps
-        driver.launchKernel(st.maps_func, -(-count // WARPS_PER_BLOCK), 1, 1, 32 * WARPS_PER_BLOCK, 1, 1, 0, on,
-                            st.maps_args.address, 0)
-        b = st.main_args.values
-        b[0].value, b[1].value, b[2].value, b[3].value = table.data_ptr(), count, maps, st.counter(on)
-        b[4].value, b[5].value = 1.0, 0.0
-        driver.launchKernel(st.func, st.grid, 1, 1, st.block, 1, 1, st.smem, on, st.main_args.address, 0)
+        build_maps(st, table.data_ptr(), count, maps, on)
+        st.main(st.grid, st.block, st.smem, on, (table.data_ptr(), count, maps), st.counter(on), (1.0, 0.0))
 
     return run
 

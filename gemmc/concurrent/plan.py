@@ -2,17 +2,12 @@
 kernel, and how the group runs (paper 004 §4.4-§4.5, and the single launch the paper could not make).
 
 `concurrency auto` decides with two models:
-- where f32 members allow one launch (SIMT, same dtype, layouts and scalars), the SIMT family's cost model, which
-  simulates a launch tile by tile, estimates the fused kernel and each member alone; the group runs fused when the
-  fused estimate is below the sum of the members' by FUSED_MARGIN. One launch is concurrency already, its blocks
-  balanced over the whole group by the planner: on the H200
-  (bench/results/concurrent/2026-11-26_h200_concurrent_run1.json)
-  fused was within 3% of gemmc's fastest mode in 12 of the 13 groups that allow it, and the fastest in 9.
-  bf16/f16 members fuse into one `grouped list` launch of the hopper_grouped family (the tensor-core list kernel)
-  where they share storage, layouts and scalars and TMA reads every operand in place; no cost model estimates that
-  launch, so the family's measured rule decides (`Fusion.auto`: hopper_grouped/fusion.py), and the group's first
-  call times fused beside the plan's way either way (group_floor). The families say which launch a group's
-  members make (`KernelFamily.fuse`, asked in registry order): this module names none;
+- where the members allow one launch (`fused_kernel`: one family, the same dtypes, layouts, scalars and precision),
+  the family that runs them as one (`KernelFamily.fuses`) says whether that launch beats their own kernels
+  (`prefer_fused`): the SIMT family by its cost model, which simulates a launch tile by tile (f32 members, as one
+  irregular batch), the hopper_grouped family by a rule measured on the H100 (bf16/f16 members, as one tensor-core
+  `grouped list`, which no cost model estimates); the group's first call times fused beside the plan's way either
+  way (runtime/group_floor.py). This module names no family;
 - otherwise each member gets its preferred degree (1S, 2P, 4P, 8P, 16P): the predictor's for a GEMM with copies in
   the group (they run its GO-kernels, the kernels the predictor was trained on), the fit rule's for one without
   (it runs its isolated kernel beside GEMMs of other shapes: what it leaves to them is the SMs its launch leaves
@@ -35,7 +30,6 @@ from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 from gemmc.ir.program import Program
 
-FUSED_MARGIN = 0.97  # fused must be estimated at least 3% faster: the cost model is within ~3% (geomean)
 # The most GEMMs the planner runs at once. 16 at once never beat 8 in a measured group: bf16 on the H100, 16 copies
 # of 4096x128x1024 and of 512x1024x1024 took 90.2 and 63.7 us 16 at once against 69.3 and 41.5 us 8 at once
 # (bench/results/concurrent/2026-11-27_h100_bf16.json; with CUDA_DEVICE_MAX_CONNECTIONS=32, 95.1 and 60.5 us,
@@ -67,29 +61,31 @@ def copies(members: list[Kernel], index: int) -> int:
     return sum(key(k) == mine for k in members)
 
 
-def fused_kernel(group: Group, members: list[Kernel], hw: Hardware) -> tuple[Fusion | None, str]:
-    """The group as one launch (planned), or None and why not: members of one family that share dtypes, layouts,
-    scalars and precision, run as one by their family (`KernelFamily.fuse`: the SIMT family's irregular batch of a
-    problem per member; the hopper_grouped family's tensor-core `grouped list` of hopper members)."""
+def fused_kernel(group: Group, members: list[Kernel], hw: Hardware) -> Fusion | str:
+    """The group as one launch (its kernel planned), or why not: members of one family that share dtypes, layouts,
+    scalars and precision, run as one by the family that `fuses` theirs (`KernelFamily.fuse`: the SIMT family's
+    irregular batch of a problem per member; the hopper_grouped family's tensor-core `grouped list` of hopper
+    members)."""
+    if len(members) < 2:
+        return "one GEMM: nothing to fuse"
     named = {k.name.removeprefix(group.name + "_"): k for k in members}  # as the group writes them: `a`, `q_1`
     first = members[0].family
     other = next((m for m, k in named.items() if k.family != first), None)
     if other is not None:
-        return None, (f"fused runs members of one family as one launch; {next(iter(named))} is {first}, {other} "
-                      f"{named[other].family}")
+        return (f"fused runs members of one family as one launch; {next(iter(named))} is {first}, {other} "
+                f"{named[other].family}")
     why = differing(named, ("dtype", "c_dtype", "layout_a", "layout_b", "layout_c", "alpha", "beta", "precision"))
     if why:
-        return None, why
+        return why
     fusion = registry.fuse(named, f"{group.name}_fused", group.span, hw)
     if isinstance(fusion, str):
-        return None, fusion
+        return fusion
     from gemmc.passes import run_pipeline
 
     try:
-        planned = run_pipeline(Program(hw, (fusion.kernel,))).kernels[0]
+        return fusion._replace(kernel=run_pipeline(Program(hw, (fusion.kernel,))).kernels[0])
     except GemmcError as err:
-        return None, f"fused cannot be planned: {err.diagnostics[0].message}"
-    return fusion._replace(kernel=planned), fusion.why
+        return f"fused cannot be planned: {err.diagnostics[0].message}"
 
 
 def same_kernel(a: Kernel, b: Kernel, hw: Hardware) -> bool:
@@ -105,33 +101,35 @@ def _estimate(kernel: Kernel) -> float | None:
     return getattr(kernel.plan, "estimate_us", None) or None
 
 
-def choose(group: Group, choices: list[MemberChoice], fusion: Fusion | None, fused_why: str,
-           members: list[Kernel], model: str) -> GroupPlan:
+def choose(group: Group, choices: list[MemberChoice], fusion: Fusion | str, members: list[Kernel], model: str,
+           hw: Hardware) -> GroupPlan:
+    """How the group runs: the schedule's mode, or under `concurrency auto` fused where the fusing family's rule
+    prefers its launch (`KernelFamily.prefer_fused`), else the predicted degree on streams (1: sequential)."""
     n = len(members)
     predicted = tuned_degree(min(min(c.degree for c in choices), n, MAX_AUTO_DEGREE))
+    fused = fusion.kernel if isinstance(fusion, Fusion) else None
     notes: list[str] = []
-    estimates: list[tuple[str, float]] = []
+    estimates: list[tuple[str, float]] = []  # the cost model's figures, where it estimates every launch (inspect)
     seq = [_estimate(k) for k in members]
-    fused = fusion.kernel if fusion is not None else None
     fused_est = _estimate(fused) if fused is not None else None
     if fused_est is not None and all(e is not None for e in seq):
-        total = float(sum(e for e in seq if e is not None))
-        estimates = [("sequential", total), ("fused", fused_est)]
+        estimates = [("sequential", float(sum(e for e in seq if e is not None))), ("fused", fused_est)]
+
+    def plan(mode: Mode, degree: int, *why: str, fallback: str = "") -> GroupPlan:
+        return GroupPlan(mode, degree, tuple(choices), fused, model, tuple(estimates), (*notes, *why),
+                         fallback=fallback)
+
     if group.mode is Mode.SEQUENTIAL:
-        return GroupPlan(Mode.SEQUENTIAL, 1, tuple(choices), fused, model, tuple(estimates),
-                         ("concurrency sequential from the schedule",))
+        return plan(Mode.SEQUENTIAL, 1, "concurrency sequential from the schedule")
     if group.mode is Mode.STREAMS:
         degree = group.streams or predicted
-        return GroupPlan(Mode.STREAMS, degree, tuple(choices), fused, model, tuple(estimates),
-                         (f"concurrency streams {degree} from the schedule; GO-kernels of degree "
-                          f"{tuned_degree(degree)}",))
+        return plan(Mode.STREAMS, degree, f"concurrency streams {degree} from the schedule; GO-kernels of degree "
+                                          f"{tuned_degree(degree)}")
     if group.mode is Mode.FUSED:
-        if fused is not None:
-            return GroupPlan(Mode.FUSED, 1, tuple(choices), fused, model, tuple(estimates),
-                             ("concurrency fused from the schedule", fused_why))
-        notes.append(f"concurrency fused falls back to streams: {fused_why}")
-        return GroupPlan(Mode.STREAMS, max(predicted, 2) if n > 1 else 1, tuple(choices), None, model,
-                         tuple(estimates), tuple(notes), fallback=fused_why)
+        if isinstance(fusion, Fusion):
+            return plan(Mode.FUSED, 1, "concurrency fused from the schedule", fusion.why)
+        return plan(Mode.STREAMS, max(predicted, 2) if n > 1 else 1,
+                    f"concurrency fused falls back to streams: {fusion}", fallback=fusion)
     notes.append(f"predictor ({model}): degrees " + ", ".join(f"{c.member} {c.degree}" + (" (fit)" if c.fit else "")
                                                               for c in choices)
                  + f"; on streams the group would run {predicted} at once (the smallest, clamped to its {n} GEMMs"
@@ -140,27 +138,14 @@ def choose(group: Group, choices: list[MemberChoice], fusion: Fusion | None, fus
         notes.append("(fit): a GEMM without copies in the group runs its own kernel beside the others, so it takes "
                      "how many copies of its launch fit the GPU, not the predictor's degree (trained on copies "
                      "running GO-kernels)")
-    if estimates:
-        total, fused_us = estimates[0][1], estimates[1][1]
-        if fused_us <= FUSED_MARGIN * total:
-            notes.append(f"fused: the cost model estimates {fused_us:.1f} us for one launch against {total:.1f} us "
-                         "for the GEMMs one after another")
-            return GroupPlan(Mode.FUSED, 1, tuple(choices), fused, model, tuple(estimates), tuple(notes))
-        notes.append(f"not fused: the cost model estimates {fused_us:.1f} us for one launch against {total:.1f} "
-                     "us for the GEMMs one after another")
-    elif fusion is not None and fusion.auto is not None:
-        fuse, why = fusion.auto
+    if isinstance(fusion, Fusion):
+        fuse, why = registry.family(fusion.kernel.family).prefer_fused(fusion.kernel, members, hw)
         notes.append(why)
         if fuse:
-            return GroupPlan(Mode.FUSED, 1, tuple(choices), fused, model, tuple(estimates), tuple(notes))
-    elif fusion is not None:
-        notes.append("not fused: no model estimates the one launch; the group's first call times it against the "
-                     "plan's way (runtime/group_floor.py)")
+            return plan(Mode.FUSED, 1)
     else:
-        notes.append(f"not fused: {fused_why}")
-    if predicted == 1:
-        return GroupPlan(Mode.SEQUENTIAL, 1, tuple(choices), fused, model, tuple(estimates), tuple(notes))
-    return GroupPlan(Mode.STREAMS, predicted, tuple(choices), fused, model, tuple(estimates), tuple(notes))
+        notes.append(f"not fused: {fusion}")
+    return plan(Mode.SEQUENTIAL, 1) if predicted == 1 else plan(Mode.STREAMS, predicted)
 
 
 def fit_degree(kernel: Kernel, hw: Hardware) -> int:
@@ -197,8 +182,8 @@ def plan_group(group: Group, program: Program) -> Group:
         alone = len(members) > 1 and copies(members, i) == 1  # runs its isolated kernel (go_degree 1)
         taken = fit_degree(k, hw) if alone else degree
         choices.append(MemberChoice(k.name, x, degree, probs, distinct, taken, fit=alone or model is None))
-    fusion, why = fused_kernel(group, members, hw) if len(members) > 1 else (None, "one GEMM: nothing to fuse")
-    return dataclasses.replace(group, plan=choose(group, choices, fusion, why, members, "; ".join(sources)))
+    return dataclasses.replace(group, plan=choose(group, choices, fused_kernel(group, members, hw), members,
+                                                  "; ".join(sources), hw))
 
 
 def plan_groups(program: Program) -> Program:

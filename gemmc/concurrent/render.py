@@ -138,6 +138,9 @@ def render_group(group: Group, members: dict[str, Kernel], hw: Hardware,
     if plan.mode is Mode.FUSED and launched[0].dynamic:
         runs += (" of the grouped list kernel, whose TMA reads every A and B in place: their bases must be 16-byte "
                  "aligned (cudaErrorInvalidValue otherwise)")
+    fused_list = plan.mode is Mode.FUSED and bool(launched[0].dynamic)
+    pointer_table = (plan.mode is Mode.FUSED and not fused_list) or (
+        plan.mode is not Mode.FUSED and not all(k["tma"] for k in namespaces))
     ctx = {
         "version": __version__, "group": group.name, "source_file": PurePath(source_file).name,
         "count": len(group.members), "vendor": hw.vendor, "arch": hw.arch,
@@ -149,11 +152,12 @@ def render_group(group: Group, members: dict[str, Kernel], hw: Hardware,
         "tma": tma,
         # the device table of the members' pointers, for kernels that read them there (every member but those whose
         # launcher encodes TMA maps from the host pointers, and the fused SIMT batch)
-        "pointer_table": (plan.mode is Mode.FUSED and not launched[0].dynamic)
-        or (plan.mode is not Mode.FUSED and not all(k["tma"] for k in namespaces)),
+        "pointer_table": pointer_table,
+        # the pointers passed by value to a kernel that writes them to the device (that table, or a fused list's)
+        "pointers": pointer_table or fused_list,
         "fused": kernels[0]["ns"] if plan.mode is Mode.FUSED else "",
         # a fused list kernel (bf16/f16) takes a problem table: each member's sizes and leading dimensions
-        "fused_list": list_rows(group, members) if plan.mode is Mode.FUSED and launched[0].dynamic else [],
+        "fused_list": list_rows(group, members) if fused_list else [],
         "fused_launcher": kernels[0]["launcher"] if plan.mode is Mode.FUSED else "",
         "max_streams": max(1, min(MAX_STREAMS, len(group.members), max(plan.degree, 1) if fixed else MAX_AUTO_DEGREE)),
         "model": model.source if model else "none trained for this target",

@@ -3,15 +3,15 @@
 A family is everything one kind of kernel needs: when `algorithm auto` takes it (`claim`), the schedule rules it
 owns (`check`), its plan type and planning steps (`steps`, `worklist`), what its plans must satisfy (`limits`,
 `grid_tile`: what the IR verifier checks), the shapes the first call may time against the model's choice
-(`alternatives`), how a concurrent group of its kernels runs as one launch (`fuse`), and its template with the
-context that fills it. The pipeline, the verifier, the code generator,
-the tuner and `inspect` reach a family only through this protocol and the registry (gemmc/families/registry.py);
-none of them names one.
+(`alternatives`), how a concurrent group of some family's kernels (`fuses`) runs as one launch of its own (`fuse`,
+and `prefer_fused`, its rule for `concurrency auto`), and its template with the context that fills it. The
+pipeline, the verifier, the code generator, the tuner and `inspect` reach a family only through this protocol and
+the registry (gemmc/families/registry.py); none of them names one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from enum import IntEnum
 from pathlib import Path
 from types import ModuleType
@@ -39,14 +39,11 @@ class GridTile(NamedTuple):
 
 
 class Fusion(NamedTuple):
-    """A concurrent group's members as one launch (`KernelFamily.fuse`): the launch's kernel, unplanned (the
-    pipeline plans it), and what it is, for `inspect`. `auto`: for `concurrency auto` where no cost model estimates
-    the launch, whether to fuse and why (the family's measured rule); None: the launch's `estimate_us` against the
-    members' decides."""
+    """A concurrent group's members as one launch (`KernelFamily.fuse`): the launch's kernel (unplanned from `fuse`,
+    planned once the pipeline has run) and what it is, for `inspect`."""
 
     kernel: Kernel
     why: str
-    auto: tuple[bool, str] | None = None
 
 
 def differing(members: Mapping[str, Kernel], keys: tuple[str, ...]) -> str:
@@ -66,7 +63,7 @@ SPELLING = {"layout_a": "layout A", "layout_b": "layout B", "layout_c": "layout 
 
 
 def _shown(value: object) -> str:
-    return str(getattr(value, "value", value))
+    return "auto" if value is None else str(getattr(value, "value", value))
 
 
 class Claim(IntEnum):
@@ -157,11 +154,20 @@ class KernelFamily(Protocol):
         """The family's lines of the generated source's header comment."""
         ...
 
-    def fuse(self, members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | str | None:
-        """A concurrent group's members (by their names in the group, in call order; all planned in one family and
+    @property
+    def fuses(self) -> str | None:
+        """The family whose kernels this family runs as one launch for a concurrent group (`fuse`), or None."""
+        ...
+
+    def fuse(self, members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | str:
+        """A concurrent group's members (kernels of the `fuses` family, by their names in the group, in call order,
         sharing dtypes, layouts, scalars and precision) as one launch of this family called `name`, or why they
-        cannot run as one; None: this family runs no launch of their family's kernels (the registry asks the
-        next, gemmc/families/registry.py: `fuse`)."""
+        cannot run as one."""
+        ...
+
+    def prefer_fused(self, fused: Kernel, members: Sequence[Kernel], hw: Hardware) -> tuple[bool, str]:
+        """Under `concurrency auto`: whether a group runs as `fused` (this family's launch from `fuse`, planned)
+        rather than as its members' own kernels, and why (the note `inspect` shows)."""
         ...
 
 
@@ -225,5 +231,10 @@ class PlannerFamily:
     def knobs(self, kernel: Kernel) -> list[str]:
         return list(self.codegen.knobs(kernel))
 
-    def fuse(self, members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | str | None:
-        return None
+    fuses: str | None = None
+
+    def fuse(self, members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | str:
+        return "this family runs no group as one launch"
+
+    def prefer_fused(self, fused: Kernel, members: Sequence[Kernel], hw: Hardware) -> tuple[bool, str]:
+        return False, "not fused: this family runs no group as one launch"

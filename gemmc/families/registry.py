@@ -36,10 +36,11 @@ def family(name: str | None) -> KernelFamily:
 
 
 def fuse(members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | str:
-    """A concurrent group's members, all of one family, as one launch: the first family's answer that is not None
-    (`KernelFamily.fuse`), else why none runs them as one."""
+    """A concurrent group's members, all of one family, as one launch of the family that `fuses` theirs, or why
+    they cannot run as one."""
+    kind = next(iter(members.values())).family
     for f in FAMILIES:
-        answer = f.fuse(members, name, span, hw)
-        if answer is not None:
-            return answer
-    return f"no family runs {next(iter(members.values())).family} kernels as one launch"
+        if f.fuses == kind:
+            return f.fuse(members, name, span, hw)
+    ways = "; ".join(f"{f.fuses} members as one {f.name} launch" for f in FAMILIES if f.fuses)
+    return f"fused runs {ways}; {', '.join(members)} {'are' if len(members) > 1 else 'is'} {kind}"

@@ -393,10 +393,14 @@ def go_tune(run: GroupRun, index: int, As: Sequence[Any], Bs: Sequence[Any],
     return tuning, compiled
 
 
-def _check_independent(run: GroupRun, As: Any, Bs: Any, Cs: Any) -> None:
-    """Every output is its own memory and no operand reads one: the GEMMs of a group do not depend on each other."""
-    spans = [(*span(describe(x, name, i)), name, i)
-             for name, arrays in (("As", As), ("Bs", Bs), ("Cs", Cs)) for i, x in enumerate(arrays)]
+OPERANDS = ("As", "Bs", "Cs")
+
+
+def _check_independent(run: GroupRun, infos: list[list[ArrayInfo]]) -> None:
+    """Every output is its own memory and no operand reads one: the GEMMs of a group do not depend on each other.
+    `infos`: the As', Bs' and Cs' ArrayInfo."""
+    spans = [(*span(info), name, i)
+             for name, group in zip(OPERANDS, infos, strict=True) for i, info in enumerate(group)]
     outputs = [s for s in spans if s[2] == "Cs"]
     for lo, hi, _, i in outputs:
         for olo, ohi, oname, j in spans:
@@ -406,15 +410,15 @@ def _check_independent(run: GroupRun, As: Any, Bs: Any, Cs: Any) -> None:
                                  "output", code="E400")
 
 
-def _check_members(run: GroupRun, As: Any, Bs: Any, Cs: Any) -> None:
-    """Every array is what its member's own launch takes (shape, dtype, layout, device), named as that launch
-    names it: GemmcError otherwise."""
+def _check_members(run: GroupRun, infos: list[list[ArrayInfo]]) -> None:
+    """Every array (`infos`: the As', Bs' and Cs' ArrayInfo) is what its member's own launch takes (shape, dtype,
+    layout, device), named as that launch names it: GemmcError otherwise."""
     device = cupy().cuda.runtime.getDevice()
     for i, member in enumerate(run.members):
         expected = member.expected
-        for slot, (name, arrays) in enumerate((("As", As), ("Bs", Bs), ("Cs", Cs))):
-            check_matrix(describe(arrays[i], name, i), name, i, expected.operands[0][slot], expected.dtype_of(slot),
-                         device, f"{member.ir.name}")
+        for slot, name in enumerate(OPERANDS):
+            check_matrix(infos[slot][i], name, i, expected.operands[0][slot], expected.dtype_of(slot), device,
+                         f"{member.ir.name}")
 
 
 def run_group(run: GroupRun, As: Any, Bs: Any, Cs: Any, *, mode: Mode, degree: int, kernels: str = "go",
@@ -429,11 +433,14 @@ def run_group(run: GroupRun, As: Any, Bs: Any, Cs: Any, *, mode: Mode, degree: i
             raise GemmcError(f"{name}: expected a list of {n} arrays, one per GEMM of group {run.name} in order "
                              f"({', '.join(k.name for k in run.members)}); got {got}", code="E400")
     stream = launch_stream(stream, is_torch(As))
-    key = tuple(describe(x, name, i).ptr for name, arrays in (("As", As), ("Bs", Bs), ("Cs", Cs))
-                for i, x in enumerate(arrays))
-    if run.checked != key:  # new arrays: checked before any kernel (GO tuning's included) reads them
-        _check_independent(run, As, Bs, Cs)
-        _check_members(run, As, Bs, Cs)
+    # each array's metadata, read once a call: the key, the checks and a fused list launch's table are made of it
+    infos = [[describe(x, name, i) for i, x in enumerate(arrays)] for name, arrays in zip(OPERANDS, (As, Bs, Cs),
+                                                                                            strict=True)]
+    key = tuple(info.ptr for group in infos for info in group)
+    members_checked = run.checked != key
+    if members_checked:  # new arrays: checked before any kernel (GO tuning's included) reads them
+        _check_independent(run, infos)
+        _check_members(run, infos)
         run.checked = key
     if mode is Mode.FUSED:
         fused = run.fused
@@ -442,10 +449,12 @@ def run_group(run: GroupRun, As: Any, Bs: Any, Cs: Any, *, mode: Mode, degree: i
             launch(fused, list(As), list(Bs), list(Cs), alpha=None, beta=None, stream=stream)
             return
         # bf16/f16: one `grouped list` launch, which takes arrays of any sizes: each is checked as its member's
-        # (every call: the pointers alone do not tell a view of another shape)
-        _check_members(run, As, Bs, Cs)
+        # (every call: the pointers alone do not tell a view of another shape), and the table is made of the
+        # metadata read for that check
+        if not members_checked:
+            _check_members(run, infos)
         launch_grouped_list(fused, list(As), list(Bs), list(Cs), offsets=None, alpha=None, beta=None, stream=stream,
-                            validate=False)
+                            validate=False, infos=infos)
         return
     members = run.canonical
     if mode is Mode.SEQUENTIAL or degree <= 1:

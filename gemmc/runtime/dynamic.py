@@ -26,7 +26,7 @@ from gemmc.runtime.args import NUMPY_DTYPES, ArrayInfo, describe
 from gemmc.runtime.compile import device_function
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.dynamic_state import DynamicState, Launcher, zeroed_counters
-from gemmc.runtime.streams import is_torch, launch_stream, outside_capture
+from gemmc.runtime.streams import is_torch, launch_stream, load_outside_capture
 
 if TYPE_CHECKING:
     from gemmc.runtime.executable import Executable
@@ -95,8 +95,8 @@ def state(kernel: Executable) -> DynamicState:
         scalar = ctypes.c_double if kernel.ir.dtype.value == "f64" else ctypes.c_float
         ptr, i64 = ctypes.c_uint64, ctypes.c_int64
         try:
-            found.fast = Launcher(fn, (ptr, ptr, ptr, ptr, ptr, ctypes.c_int32, i64, i64, i64, i64, i64, ptr, scalar,
-                                       scalar), counter=11)
+            found.fast = Launcher(fn, [t() for t in (ptr, ptr, ptr, ptr, ptr, ctypes.c_int32, i64, i64, i64, i64, i64,
+                                                     ptr, scalar, scalar)], counter=11)
             for index, value in enumerate((dyn.m, dyn.n, dyn.k, threshold), start=7):
                 found.fast.set(index, value)
             if found.baked:  # the kernel ignores them; stored once
@@ -288,9 +288,7 @@ def launch_dynamic(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offsets: An
     The quick path (the host time per call): a grouped call of torch tensors or CuPy arrays on the default stream
     whose arguments' metadata (addresses, shapes, strides, dtypes, devices) equal those of a call already checked
     launches with that call's values, after reading the metadata once; anything else takes the full checks."""
-    if kernel.dynamic is None:
-        outside_capture(stream, is_torch(As), f"kernel {kernel.ir.name}: the first call (it loads the kernel)")
-    st = kernel.dynamic or state(kernel)
+    st = kernel.dynamic or load_outside_capture(kernel, state, stream, is_torch(As))
     quick = _quick(st, As, Bs, Cs, offsets, alpha, beta, stream) if not validate else None
     if quick is not None and st.fast is not None:  # (_quick found st.fast; said again for the type checker)
         key, current = quick
@@ -316,8 +314,8 @@ def _launch_checked(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: 
     if dynamic_plan(kernel).grouping is Grouping.LIST:
         from gemmc.runtime.dynamic_list import launch_list, list_arguments
 
-        list_arguments(offsets, validate)
-        launch_list(kernel, st, As, Bs, Cs, alpha_, beta_, launch_stream(stream, torch_args), device)
+        list_arguments(offsets)
+        launch_list(kernel, st, As, Bs, Cs, alpha_, beta_, launch_stream(stream, torch_args), device, exact=validate)
         return
     pa, pb, pc, po, groups, rows = grouped_operands(kernel, As, Bs, Cs, offsets, device)
     on = launch_stream(stream, torch_args)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import threading
+from collections.abc import Sequence
 from itertools import chain
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -22,9 +23,10 @@ import numpy as np
 from gemmc.errors import GemmcError
 from gemmc.ir.dynamic import INT32_MAX
 from gemmc.ir.types import Layout
-from gemmc.runtime.args import NUMPY_DTYPES, _torch_name, describe
+from gemmc.runtime.args import NUMPY_DTYPES, ArrayInfo, _torch_name, describe
 from gemmc.runtime.device import cupy
 from gemmc.runtime.dynamic_state import CAPTURES
+from gemmc.runtime.memory import check_views, view_fields
 from gemmc.runtime.streams import relaxed_capture
 
 if TYPE_CHECKING:
@@ -81,6 +83,47 @@ class Ring:
         event.record(stream)
 
 
+class Staging:
+    """Where one list call stages its problem table, as a context manager around the call. A call inside a CUDA-graph
+    capture reserves buffers of its own (`DynamicState.capture`: a table in `captures`, tile counters, and on the
+    tensor cores tensor maps), kept with the state and never reused: its graph reads them at every replay, and no
+    other graph or call shares them. Any other call takes the ring's next buffer and its stream's tile counters.
+    A reservation whose call sends no table (the block raises before `send`, or the call has no work) is given back
+    (`DynamicState.uncapture`) when the block ends."""
+
+    __slots__ = ("st", "index", "ring", "slot", "out", "sent")
+
+    def __init__(self, st: DynamicState, stream: Any):
+        self.st = st
+        self.index: int | None = st.capture() if cupy().cuda.runtime.streamIsCapturing(stream.ptr) != 0 else None
+        self.ring: Ring = st.ring if self.index is None else st.captures[self.index]
+        self.slot, self.out = self.ring.host_table()  # `out`: the pinned buffer the table is written into
+        self.sent = False
+
+    def __enter__(self) -> Staging:
+        return self
+
+    def __exit__(self, *raised: object) -> None:
+        if not self.sent and self.index is not None:
+            self.st.uncapture(self.index)
+
+    def counter(self, stream: int) -> int:
+        """The tile counters of the call's launch on `stream` (a raw handle): a captured call's own, else the
+        stream's."""
+        return self.st.counter(stream) if self.index is None else self.st.capture_counter(self.index)
+
+    def send(self, rows: int, stream: Any) -> int:
+        """Copy the table's first `rows` to the device on `stream` (Ring.send; captured: a copy node that reads this
+        capture's own host buffer, or a copy on a stream outside the graph); return the device table's address."""
+        self.sent = True
+        return self.ring.send(self.slot, rows, stream)
+
+    def done(self, stream: Any) -> None:
+        """After the launch that reads the table on `stream`: the ring's buffer is free once it has run."""
+        if self.index is None:
+            self.ring.done(self.slot, stream)
+
+
 def _first(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
@@ -130,7 +173,7 @@ _CUPY = (attrgetter("data.ptr"), _SHAPE, attrgetter("strides"), attrgetter("data
 
 
 def _bulk(everything: list, n: int, layouts: tuple[Layout, Layout, Layout], dtypes: tuple[str, str], device: int,
-          views: bool = False) -> tuple[list[int], np.ndarray, np.ndarray | None] | None:
+          views: bool = False) -> tuple[Sequence[int], np.ndarray, np.ndarray | None] | None:
     """Pointers (A, B, C in turn) and shapes (3 x n x 2) of 3n arrays of one library (torch or CuPy), read one
     attribute at a time over the whole list, or None when any check fails or the arrays are of another kind (then
     `_described` finds and names the first bad one). Checked here: 2-D, the dtypes (A's and B's, C's), the device,
@@ -145,7 +188,7 @@ def _bulk(everything: list, n: int, layouts: tuple[Layout, Layout, Layout], dtyp
 
 
 def _read(everything: list, n: int, layouts: tuple[Layout, Layout, Layout], dtypes: tuple[str, str], device: int,
-          views: bool) -> tuple[list[int], np.ndarray, np.ndarray | None] | None:
+          views: bool) -> tuple[Sequence[int], np.ndarray, np.ndarray | None] | None:
     cls = type(everything[0])
     module = cls.__module__.split(".")[0]
     if module == "torch":
@@ -176,6 +219,14 @@ def _read(everything: list, n: int, layouts: tuple[Layout, Layout, Layout], dtyp
         item = everything[0].itemsize
     else:
         return None
+    return _columns(ptrs, shapes, strides, item, n, layouts, views)
+
+
+def _columns(ptrs: Sequence[int], shapes: Any, strides: Any, item: int, n: int, layouts: tuple[Layout, Layout, Layout],
+             views: bool) -> tuple[Sequence[int], np.ndarray, np.ndarray | None] | None:
+    """`_bulk`'s result of the 3n arrays' pointers, shapes and strides (in units of `item` bytes; None: densely
+    packed row-major arrays, read by their shapes), or None where an array is not laid out as its operand's layout
+    (and `views`) asks."""
     flat = np.fromiter(chain.from_iterable(shapes), dtype=np.int64, count=6 * n).reshape(3, n, 2)
     lds = None
     if strides is not None:
@@ -234,6 +285,8 @@ class _Consts:
         self.dtype = NUMPY_DTYPES[ir.dtype]
         self.dtypes = (self.dtype, NUMPY_DTYPES[ir.c_dtype])  # A's and B's, C's
         self.layouts = (ir.layout_a, ir.layout_b, ir.layout_c)
+        self.views = view_fields(tuple(layout is Layout.ROW for layout in self.layouts),
+                                 (ir.dtype.nbytes, ir.dtype.nbytes, ir.c_dtype.nbytes))
         self.axis = _AXIS[self.layouts]
         classes = getattr(ir.plan, "classes", None)  # the dynamic family's size classes; hopper_grouped: one tile
         self.smallest = (min(min(c.variant.bm, c.variant.bn) for c in classes) if classes is not None
@@ -251,14 +304,20 @@ def _consts(kernel: Executable) -> _Consts:
 
 
 def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, out: np.ndarray | None = None,
-                  views: bool = False) -> np.ndarray:
+                  views: bool = False, exact: bool = False, infos: Sequence[Sequence[ArrayInfo]] | None = None
+                  ) -> np.ndarray:
     """Check a list call; return its problem table (problems x FIELDS, int64), written into `out` where given (at
     least as many rows as problems). `views`: each array may be a view of unit-stride lines (a leading dimension
     past its line length), its leading dimension from its strides (`lines`); else each must be densely packed.
+    Outputs: a C at the address of another C or of an A or B is refused; `exact` (a call's `validate=True`) refuses
+    any C that shares a byte with another array (`memory.check_views`: 68 us a call for 64 problems on the H100's
+    host, bench/results/dynamic/2026-11-27_h100_list-overlap-cost.json).
 
     The arrays' attributes are read in bulk, one pass per attribute over all 3n arrays (the host time of a call is
     these reads: the torch or CuPy attribute calls themselves), and checked with a few NumPy operations; where that
-    finds anything wrong, the arrays are read one by one to name the first bad one."""
+    finds anything wrong, the arrays are read one by one to name the first bad one. `infos`: the As', Bs' and Cs'
+    ArrayInfo, read by the caller, which has checked each (2-D, the schedule's dtypes, on `device`, C writable: a
+    fused concurrent group's members' checks): the table is made of them, the arrays not read again."""
     for name, group in (("As", As), ("Bs", Bs), ("Cs", Cs)):
         if not isinstance(group, (list, tuple)):
             raise GemmcError(f"{name}: expected a list of arrays, got {type(group).__name__}")
@@ -270,16 +329,21 @@ def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, ou
         raise GemmcError(f"As: {count} problems, but the schedule allows at most {consts.max_groups}")
     if not count:
         return np.empty((0, FIELDS), dtype=np.int64)
-    # The reads make 3n shape tuples, which the cyclic collector tracks: past a few hundred problems they set off
-    # collections in the middle of the reads, and nothing here makes a cycle to collect.
-    collecting = gc.isenabled()
-    if collecting:
-        gc.disable()
-    try:
-        found = _bulk([*As, *Bs, *Cs], count, consts.layouts, consts.dtypes, device, views)
-    finally:
+    ptrs: Sequence[int]
+    if infos is not None:  # strides in elements
+        given = tuple(zip(*chain.from_iterable(infos), strict=True))  # the columns: ptr, shape, strides, ...
+        found = _columns(given[0], given[1], given[2], 1, count, consts.layouts, views)
+    else:
+        # The reads make 3n shape tuples, which the cyclic collector tracks: past a few hundred problems they set
+        # off collections in the middle of the reads, and nothing here makes a cycle to collect.
+        collecting = gc.isenabled()
         if collecting:
-            gc.enable()
+            gc.disable()
+        try:
+            found = _bulk([*As, *Bs, *Cs], count, consts.layouts, consts.dtypes, device, views)
+        finally:
+            if collecting:
+                gc.enable()
     if found is None:
         cols = [_described(name, group, dtype, device, layout, views)
                 for name, group, dtype, layout in zip(("As", "Bs", "Cs"), (As, Bs, Cs), consts.dtypes[:1] * 2
@@ -299,10 +363,8 @@ def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, ou
                 raise GemmcError(f"{name}[{i}] has {int(got[row][i])} {what} but {other}[{i}] has "
                                  f"{int(want[row][i])} {other_what}")
     m, n = flat[0, :, 0], flat[1, :, 1]
-    if len(set(ptrs[2 * count:])) != count:  # a pointer twice: fine only where the problems write nothing
-        written = np.asarray(ptrs[2 * count:], dtype=np.uint64)[(m > 0) & (n > 0)]
-        if len(np.unique(written)) != len(written):
-            raise GemmcError("Cs: two problems write the same output array; each C must be its own memory")
+    if not exact:
+        _same_address(ptrs, count, m, n)
     # tiles <= outputs (each tile holds at least one): the exact count only where the outputs could overflow int32
     if int(m @ n) > INT32_MAX:
         small = consts.smallest
@@ -317,10 +379,31 @@ def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, ou
         table[:, 3:6] = lds.T
     np.maximum(table[:, 3:6], 1, out=table[:, 3:6])
     table[:, 6:] = _addresses(ptrs).reshape(3, count).T
+    if exact:
+        check_views(table, consts.views)
     return table
 
 
-def _addresses(ptrs: list[int]) -> np.ndarray:
+def _same_address(ptrs: Sequence[int], count: int, m: np.ndarray, n: np.ndarray) -> None:
+    """Refuse a C that writes something at the address of another C or of an A or B (an output passed twice, or a
+    call in place): the check every call pays; `validate=True` compares every byte (`memory.check_views`)."""
+    outputs = ptrs[2 * count:]
+    if len(set(outputs)) == count and set(outputs).isdisjoint(ptrs[:2 * count]):
+        return
+    written = (m > 0) & (n > 0)
+    seen: dict[int, int] = {}
+    for i in np.flatnonzero(written).tolist():
+        if outputs[i] in seen:
+            raise GemmcError(f"Cs[{seen[outputs[i]]}] and Cs[{i}] are one array: two problems would write the same "
+                             "memory; each C must be memory of its own")
+        seen[outputs[i]] = i
+    for j, p in enumerate(ptrs[:2 * count]):
+        if p in seen:
+            raise GemmcError(f"Cs[{seen[p]}] is {('As', 'Bs')[j // count]}[{j % count}]'s memory: a problem would "
+                             "write an input while the batch reads it; C must not share memory with any A or B")
+
+
+def _addresses(ptrs: Sequence[int]) -> np.ndarray:
     """The pointers as the table's int64 bits: a conversion to int64 takes a third of the time of one to uint64, and
     device addresses stay below 2^63 (48-bit virtual addresses); any other is converted as uint64."""
     try:
@@ -329,13 +412,10 @@ def _addresses(ptrs: list[int]) -> np.ndarray:
         return np.fromiter(ptrs, dtype=np.uint64, count=len(ptrs)).view(np.int64)
 
 
-def list_arguments(offsets: Any, validate: bool) -> None:
-    """Refuse the arguments of the contiguous forms in a `grouped list` call."""
+def list_arguments(offsets: Any) -> None:
+    """Refuse the contiguous forms' group ends in a `grouped list` call."""
     if offsets is not None:
         raise GemmcError("offsets: a `grouped list` kernel takes lists of arrays, not group ends")
-    if validate:
-        raise GemmcError("validate: a `grouped list` kernel checks its lists on the host; there is nothing to "
-                         "validate on the device")
 
 
 def make_tables(st: DynamicState, capacity: int) -> None:
@@ -347,37 +427,25 @@ def make_tables(st: DynamicState, capacity: int) -> None:
 
 
 def launch_list(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: Any, alpha_: Any, beta_: Any,
-                stream: Any, device: int, views: bool = False) -> None:
+                stream: Any, device: int, views: bool = False, exact: bool = False) -> None:
     """The list form's launch: the problem table (`views`: arrays may be views of unit-stride lines, their leading
-    dimensions read from their strides), staged through the ring (a captured call: a table and counters of its own),
-    then the kernel."""
+    dimensions read from their strides; `exact`: every byte of the outputs checked, `problem_table`), staged through
+    the ring (a captured call: a table and counters of its own), then the kernel."""
     if st.ring is None:
         make_tables(st, kernel.ir.dynamic.max_groups)  # type: ignore[union-attr]
-    # A call inside a CUDA-graph capture takes a table and tile counters of its own, kept with the state and never
-    # reused: its graph's copy node reads the host buffer at every replay, and no other graph or call shares them.
-    index = st.capture() if cupy().cuda.runtime.streamIsCapturing(stream.ptr) != 0 else None
-    ring = st.captures[index] if index is not None else st.ring
-    slot, out = ring.host_table()
-    try:
-        count = len(problem_table(kernel, As, Bs, Cs, device, out=out, views=views))
-    except BaseException:
-        if index is not None:
-            st.uncapture(index)
-        raise
-    if not count:
-        if index is not None:
-            st.uncapture(index)
-        return
-    dev = ring.send(slot, count, stream)  # captured: a copy node that reads this capture's own host buffer
-    counter = st.capture_counter(index) if index is not None else st.counter(stream.ptr)
-    if st.fast is not None:
-        st.fast(st.grid, st.block, st.smem, stream.ptr, (0, 0, 0, 0, dev, count, 0), counter,
-                (float(alpha_), float(beta_)))
-    else:
-        zero = np.uint64(0)
-        st.fn((st.grid, 1, 1), (st.block, 1, 1),
-              (zero, zero, zero, zero, np.uint64(dev), np.int32(count), np.int64(0), np.int64(0), np.int64(0),
-               np.int64(0), np.int64(st.threshold), np.uint64(counter), alpha_, beta_), shared_mem=st.smem,
-              stream=stream)
-    if index is None:
-        ring.done(slot, stream)
+    with Staging(st, stream) as call:
+        count = len(problem_table(kernel, As, Bs, Cs, device, out=call.out, views=views, exact=exact))
+        if not count:
+            return
+        dev = call.send(count, stream)
+        counter = call.counter(stream.ptr)
+        if st.fast is not None:
+            st.fast(st.grid, st.block, st.smem, stream.ptr, (0, 0, 0, 0, dev, count, 0), counter,
+                    (float(alpha_), float(beta_)))
+        else:
+            zero = np.uint64(0)
+            st.fn((st.grid, 1, 1), (st.block, 1, 1),
+                  (zero, zero, zero, zero, np.uint64(dev), np.int32(count), np.int64(0), np.int64(0), np.int64(0),
+                   np.int64(0), np.int64(st.threshold), np.uint64(counter), alpha_, beta_), shared_mem=st.smem,
+                  stream=stream)
+        call.done(stream)

@@ -6,47 +6,84 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
+
+from gemmc.runtime.streams import capture_id
 
 
 class Launcher:
     """cuLaunchKernel on an argument block built once: a call stores the values that change into it (a few ctypes
     stores) rather than converting every argument through CuPy's kernel call, which cost 40-70 us of host time per
-    call with this kernel's thirteen arguments (bench/results/dynamic/2026-11-26_h100_dynamic_call2-partial.json,
-    gemmc_issue_us). A lock keeps two threads from interleaving their stores."""
+    call with the dynamic kernel's thirteen arguments (bench/results/dynamic/2026-11-26_h100_dynamic_call2-partial.json,
+    gemmc_issue_us). A lock keeps two threads from interleaving their stores.
 
-    def __init__(self, fn: Any, types: tuple[Any, ...], counter: int):
+    `values`: the block's arguments, ctypes objects (their values those of every launch until `set` or a call
+    stores others); a call stores its values from argument `first` on, and the tile counters' address at argument
+    `counter` (None: the kernel takes none)."""
+
+    def __init__(self, fn: Any, values: list[Any], counter: int | None, first: int = 0):
         from cupy.cuda import driver  # type: ignore[import-not-found]
 
         self.launch_kernel = driver.launchKernel
         self.func = int(fn.kernel.ptr)
-        self.values = [t() for t in types]
-        self.counter = self.values[counter]  # the slot of the tile counters' address
-        self.params = (ctypes.c_void_p * len(types))(*(ctypes.addressof(v) for v in self.values))
+        self.values = values
+        self.leading = values[first:]  # the slots a call's `values` go to, in turn
+        self.counter = values[counter] if counter is not None else None  # the slot of the tile counters' address
+        self.params = (ctypes.c_void_p * len(values))(*(ctypes.addressof(v) for v in values))
         self.address = ctypes.addressof(self.params)
         self.lock = threading.Lock()
 
     def set(self, index: int, value: Any) -> None:
         self.values[index].value = value
 
-    def __call__(self, grid: int, block: int, smem: int, stream: int, values: tuple[Any, ...], counter: int,
+    def __call__(self, grid: int, block: int, smem: int, stream: int, values: tuple[Any, ...], counter: int = 0,
                  scalars: tuple[float, float] | None = None) -> None:
-        """Launch on the raw stream handle `stream` with `values` as the leading arguments, the tile counters at
-        `counter` and `scalars` as the last two (alpha, beta; None: those `set` stored); the other arguments keep
-        what `set` stored."""
+        """Launch on the raw stream handle `stream` with `values` as the arguments from `first` on, the tile counters
+        at `counter` and `scalars` as the last two (alpha, beta; None: those stored before); the other arguments
+        keep what was stored."""
         with self.lock:
-            for slot, value in zip(self.values, values, strict=False):
+            for slot, value in zip(self.leading, values, strict=False):
                 slot.value = value
-            self.counter.value = counter
+            if self.counter is not None:
+                self.counter.value = counter
             if scalars is not None:
                 self.values[-2].value, self.values[-1].value = scalars
             self.launch_kernel(self.func, grid, 1, 1, block, 1, 1, smem, stream, self.address, 0)
 
 
+class StreamSlots(dict[int, int]):
+    """Raw stream handle -> the device address of its slot: per launch stream, a slot of its own among `limit` slots
+    of `size` bytes of one allocation, taken on the stream's first launch and kept. Launches in stream order share a
+    stream's slot (a kernel leaves its tile counters zeroed; a call's planning kernel writes its tensor maps before
+    its main kernel reads them); launches on two streams at once must not. A lookup of a stream seen before is the
+    dictionary's own (`get`); `take` adds one under a lock."""
+
+    def __init__(self, limit: int, size: int, what: str):
+        super().__init__()
+        self.limit = limit
+        self.size = size
+        self.what = what  # what a slot holds, for the error past `limit` streams
+        self.lock = threading.Lock()
+
+    def take(self, stream: int, memory: Any) -> int:
+        """The slot of `stream` in `memory` (a device array), taken where the stream has none yet."""
+        with self.lock:
+            found = self.get(stream)
+            if found is None:
+                if len(self) >= self.limit:
+                    from gemmc.errors import GemmcError
+
+                    raise GemmcError(f"stream: this kernel has run on {self.limit} streams, the most it keeps "
+                                     f"{self.what} for; launch it on fewer streams", code="E900")
+                found = self[stream] = int(memory.data.ptr) + self.size * len(self)
+            return found
+
+
 COUNTER_SLOTS = 64  # streams a kernel keeps tile counters for (each launch's stream takes its own pair)
 CAPTURES = 8  # calls captured in CUDA graphs a list-form kernel keeps problem tables for (each graph reads its own)
-CAPTURED_COUNTERS = 256  # calls captured in CUDA graphs a grouped-form kernel keeps tile counters for (32 B each)
+CAPTURED_COUNTERS = 256  # captures (graph, stream) a grouped-form kernel keeps tile counters of their own for
 COUNTER_INTS = 8  # int32 per slot: the kernel's two counters, padded to 32 bytes
 
 
@@ -78,24 +115,24 @@ class DynamicState:
     ring: Any = None  # the list form's staging buffers (runtime/dynamic_list.py)
     captures: list[Any] = field(default_factory=list)  # the list form's CAPTURES table buffers, one per captured call
     captured: int = 0  # captures taken
-    capture_lock: threading.Lock = field(default_factory=threading.Lock)  # takes captures and counter slots in turn
-    counters: Any = None  # int32[COUNTER_SLOTS x COUNTER_INTS], zeroed once: the tile counters, a slot per stream
-    slots: dict[int, int] = field(default_factory=dict)  # raw stream handle -> the device address of its counters
+    capture_lock: threading.Lock = field(default_factory=threading.Lock)  # takes captures and graphs' counters in turn
+    counters: Any = None  # int32[(COUNTER_SLOTS + CAPTURED_COUNTERS) x COUNTER_INTS], zeroed once: the tile counters
+    slots: StreamSlots = field(default_factory=lambda: StreamSlots(COUNTER_SLOTS, 4 * COUNTER_INTS, "tile counters"))
+    graph_slots: dict[tuple[int, int], int] = field(default_factory=dict)  # (capture id, stream) -> its counters
+    warned: bool = False  # that captures past CAPTURED_COUNTERS share their stream's counters
     seen: dict[tuple, tuple] = field(default_factory=dict)  # checked grouped calls' metadata -> their launch values
     baked: bool = True  # alpha and beta are the schedule's constants
 
     def capture(self) -> int:
-        """Reserve the next set of buffers for a call being captured in a CUDA graph, which its graph reads at every
-        replay and no later call reuses: its tile counters (`capture_counter`) and, in the list form (`captures`:
-        CAPTURES of them), its problem table and, on the tensor cores, its tensor maps. Returns their index."""
+        """Reserve the next of the list form's CAPTURES sets of buffers for a call being captured in a CUDA graph,
+        which its graph reads at every replay and no later call reuses: its problem table (`captures`), its tile
+        counters (`capture_counter`) and, on the tensor cores, its tensor maps. Returns their index."""
         with self.capture_lock:
-            limit = len(self.captures) or CAPTURED_COUNTERS
-            if self.captured >= limit:
+            if self.captured >= len(self.captures):
                 from gemmc.errors import GemmcError
 
-                kept = "problem tables" if self.captures else "tile counters"
-                raise GemmcError(f"this kernel has been captured in {limit} CUDA graphs, the most it keeps {kept} "
-                                 "for", code="E900")
+                raise GemmcError(f"this kernel has been captured in {len(self.captures)} CUDA graphs, the most it "
+                                 "keeps problem tables for", code="E900")
             self.captured += 1
             return self.captured - 1
 
@@ -111,30 +148,35 @@ class DynamicState:
         return int(self.counters.data.ptr) + 4 * COUNTER_INTS * (COUNTER_SLOTS + index)
 
     def launch_counter(self, stream: int) -> int:
-        """The tile counters of a launch on `stream` (a raw handle) of a grouped form: a call being captured in a
-        CUDA graph takes counters of its own (`capture`), so graphs captured on one stream (torch.cuda.graph's one
-        capture stream) may replay at once, beside each other and beside plain calls; other calls share their
-        stream's (`counter`)."""
-        from gemmc.runtime.device import cupy
-
-        if cupy().cuda.runtime.streamIsCapturing(stream) != 0:
-            return self.capture_counter(self.capture())
-        return self.counter(stream)
-
-    def counter(self, stream: int) -> int:
-        """The device address of the tile counters for launches on `stream` (a raw handle): the kernel leaves them
-        zeroed, so launches in stream order share them; launches on two streams at once must not."""
-        found = self.slots.get(stream)
+        """The tile counters of a launch on `stream` (a raw handle) of a grouped form. Launches of one capture on one
+        stream (calls in order in one graph) share counters of their own, kept for CAPTURED_COUNTERS such captures
+        (`capture_counter`), so graphs captured on one stream (torch.cuda.graph's one capture stream) may replay at
+        once, beside each other and beside plain calls; past that a capture shares its stream's (graphs captured
+        then must replay one after another, as plain calls on one stream run), with a warning. Other calls share
+        their stream's (`counter`)."""
+        capture = capture_id(stream)
+        if capture is None:
+            return self.counter(stream)
+        found = self.graph_slots.get((capture, stream))
         if found is not None:
             return found
         with self.capture_lock:
-            found = self.slots.get(stream)
-            if found is not None:
-                return found
-            if len(self.slots) >= COUNTER_SLOTS:
-                from gemmc.errors import GemmcError
-
-                raise GemmcError(f"stream: this kernel has run on {COUNTER_SLOTS} streams, the most it keeps tile "
-                                 "counters for; launch it on fewer streams", code="E900")
-            found = self.slots[stream] = int(self.counters.data.ptr) + 4 * COUNTER_INTS * len(self.slots)
+            found = self.graph_slots.get((capture, stream))
+            if found is None:
+                if self.captured >= CAPTURED_COUNTERS:
+                    if not self.warned:
+                        self.warned = True
+                        warnings.warn(f"gemmc: this kernel has been captured on {CAPTURED_COUNTERS} streams of CUDA "
+                                      "graphs, the most it keeps tile counters of their own for; later captures "
+                                      "share their stream's, so such graphs must not replay at the same time",
+                                      stacklevel=3)
+                    return self.counter(stream)  # (`slots` takes its own lock)
+                found = self.graph_slots[(capture, stream)] = self.capture_counter(self.captured)
+                self.captured += 1
         return found
+
+    def counter(self, stream: int) -> int:
+        """The device address of the tile counters for launches on `stream` (a raw handle): the kernel leaves them
+        zeroed, so launches in stream order share them; launches on two streams at once must not (`slots`)."""
+        found = self.slots.get(stream)
+        return found if found is not None else self.slots.take(stream, self.counters)

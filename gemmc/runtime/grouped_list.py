@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gemmc.errors import GemmcError
 from gemmc.families.hopper_grouped.plan import (
     LIST_MAPS,
     LIST_MAPS_WARPS,
@@ -34,9 +33,9 @@ from gemmc.families.hopper_grouped.plan import (
 )
 from gemmc.runtime import dynamic as grouped  # the compile with its progress note
 from gemmc.runtime.device import cupy, hardware
-from gemmc.runtime.dynamic_list import list_arguments, make_tables, problem_table
-from gemmc.runtime.dynamic_state import CAPTURES, DynamicState, zeroed_counters
-from gemmc.runtime.streams import is_torch, launch_stream, outside_capture, relaxed_capture
+from gemmc.runtime.dynamic_list import Staging, list_arguments, make_tables, problem_table
+from gemmc.runtime.dynamic_state import CAPTURES, DynamicState, Launcher, StreamSlots, zeroed_counters
+from gemmc.runtime.streams import is_torch, launch_stream, load_outside_capture, relaxed_capture
 from gemmc.runtime.tma import ALIGN, TMAP_BYTES, encode_tensor
 
 if TYPE_CHECKING:
@@ -50,15 +49,6 @@ TEMPLATE_PITCH = LIST_TEMPLATE_PITCH
 MAP_SLOTS = 8  # streams a kernel keeps tensor-map workspaces for (launches on one stream share one)
 
 
-class _Block:
-    """A kernel's argument block, stored where cuLaunchKernel reads it; a call stores its values into it."""
-
-    def __init__(self, values: list[Any]):
-        self.values = values
-        self.params = (ctypes.c_void_p * len(values))(*(ctypes.addressof(v) for v in values))
-        self.address = ctypes.addressof(self.params)
-
-
 @dataclass
 class GroupedListState(DynamicState):
     """The two loaded kernels, their argument blocks (the planning kernel's template maps stored once), per launch
@@ -67,14 +57,12 @@ class GroupedListState(DynamicState):
     and each captured call's own problem table, tensor maps and tile counters. Everything is allocated with the state:
     allocating inside a CUDA-graph capture is not allowed."""
 
-    func: int = 0
-    maps_func: int = 0
-    maps_args: Any = None
-    main_args: Any = None
+    main: Any = None  # the persistent kernel's Launcher (the table, problems, maps, tile counters, alpha, beta)
+    planner: Any = None  # the planning kernel's Launcher (the template maps, stored once, then table, problems, maps)
     map_bytes: int = 0
     workspace: Any = None  # MAP_SLOTS x map_bytes
-    workspaces: dict[int, int] = field(default_factory=dict)  # raw stream handle -> its maps' device address
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    workspaces: Any = None  # a StreamSlots: raw stream handle -> the device address of its maps in `workspace`
+    lock: threading.Lock = field(default_factory=threading.Lock)  # loads the CUDA-core kernel once
     fallback: Any = None  # the Executable of `cuda_cores`, once a call needs it
     capture_maps: Any = None  # CAPTURES x map_bytes: each captured call's own maps, built when it is captured
     side: Any = None  # the stream a captured call fills its table and maps on, outside the graph
@@ -96,14 +84,8 @@ class GroupedListState(DynamicState):
 
     def maps(self, stream: int) -> int:
         """The device address of the tensor-map workspace for launches on `stream` (a raw handle)."""
-        with self.lock:
-            found = self.workspaces.get(stream)
-            if found is None:
-                if len(self.workspaces) >= MAP_SLOTS:
-                    raise GemmcError(f"stream: this kernel has run on {MAP_SLOTS} streams, the most it keeps tensor "
-                                     "maps for; launch it on fewer streams", code="E900")
-                found = self.workspaces[stream] = int(self.workspace.data.ptr) + self.map_bytes * len(self.workspaces)
-            return found
+        found = self.workspaces.get(stream)
+        return found if found is not None else self.workspaces.take(stream, self.workspace)
 
 
 def list_plan(kernel: Executable) -> HopperGroupedPlan:
@@ -124,7 +106,8 @@ def state(kernel: Executable) -> GroupedListState:
     fn.max_dynamic_shared_size_bytes = plan.dynamic_smem_bytes
     maps_fn = grouped.compiled(kernel, entry + "_maps")
     st = GroupedListState(fn, None, plan.grid(hardware().sm_count), 0, plan.dynamic_smem_bytes, plan.threads,
-                          func=int(fn.kernel.ptr), maps_func=int(maps_fn.kernel.ptr), map_bytes=plan.list_maps_bytes)
+                          map_bytes=plan.list_maps_bytes,
+                          workspaces=StreamSlots(MAP_SLOTS, plan.list_maps_bytes, "tensor maps"))
     st.baked = ir.alpha is not None and ir.beta is not None
     st.counters = zeroed_counters()
     make_tables(st, plan.max_groups)
@@ -136,10 +119,10 @@ def state(kernel: Executable) -> GroupedListState:
     where = int(st.counters.data.ptr)
     templates = [encode_tensor(dtype, where, TEMPLATE_DIMS, (TEMPLATE_PITCH,), box)
                  for dtype, box in ((ir.dtype, plan.a_box), (ir.dtype, plan.b_box), (ir.c_dtype, plan.c_box))]
-    st.maps_args = _Block([*(_Map.from_buffer_copy(t.tobytes()) for t in templates), ctypes.c_uint64(0),
-                           ctypes.c_int32(0), ctypes.c_uint64(0)])
-    st.main_args = _Block([ctypes.c_uint64(0), ctypes.c_int32(0), ctypes.c_uint64(0), ctypes.c_uint64(0),
-                           ctypes.c_float(0.0), ctypes.c_float(0.0)])
+    st.planner = Launcher(maps_fn, [*(_Map.from_buffer_copy(t.tobytes()) for t in templates), ctypes.c_uint64(0),
+                                    ctypes.c_int32(0), ctypes.c_uint64(0)], counter=None, first=3)
+    st.main = Launcher(fn, [ctypes.c_uint64(0), ctypes.c_int32(0), ctypes.c_uint64(0), ctypes.c_uint64(0),
+                            ctypes.c_float(0.0), ctypes.c_float(0.0)], counter=3)
     kernel.dynamic = st
     return st
 
@@ -157,93 +140,71 @@ def tma_misfits(table: np.ndarray) -> np.ndarray:
 def build_maps(st: GroupedListState, problems: int, count: int, maps: int, stream: int) -> None:
     """The planning kernel on `stream`: every problem's three tensor maps, written at `maps` from the table at
     `problems` (device addresses)."""
-    from cupy.cuda import driver  # type: ignore[import-not-found]
+    st.planner(-(-count // WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK, 0, stream, (problems, count, maps))
 
-    with st.lock:
-        a = st.maps_args.values
-        a[3].value, a[4].value, a[5].value = problems, count, maps
-        driver.launchKernel(st.maps_func, -(-count // WARPS_PER_BLOCK), 1, 1, 32 * WARPS_PER_BLOCK, 1, 1, 0, stream,
-                            st.maps_args.address, 0)
+
+CORES_FIRST_CALL = ("the first call whose A or B TMA cannot read in place (it plans and loads the kernel that runs "
+                    "such problems on CUDA cores)")
 
 
 def _checked(kernel: Executable, st: GroupedListState, plan: HopperGroupedPlan, As: Any, Bs: Any, Cs: Any,
-             device: int, out: np.ndarray, index: int | None, on: Any, alpha_: Any, beta_: Any
+             device: int, call: Staging, on: Any, alpha_: Any, beta_: Any, exact: bool, infos: Any
              ) -> tuple[int, int, int] | None:
-    """A call's checks and table (written into `out`), its problems TMA cannot read launched on CUDA cores once every
-    check has passed; then the tensor cores' problem count, maps and tile counters (a captured call's own: `index`),
-    or None where no problem is left for them."""
-    table = problem_table(kernel, As, Bs, Cs, device, out=out, views=True)
+    """A call's checks and table (written into the staging buffer `call.out`), its problems TMA cannot read launched
+    on CUDA cores once every check has passed; then the tensor cores' problem count, maps and tile counters (a
+    captured call's own), or None where no problem is left for them."""
+    table = problem_table(kernel, As, Bs, Cs, device, out=call.out, views=True, exact=exact, infos=infos)
     misfits = tma_misfits(table)
     picked = np.flatnonzero(misfits).tolist()  # problems TMA cannot read: on CUDA cores, in the dynamic family
-    if picked and st.fallback is None and index is not None:
-        outside_capture(on, False, f"kernel {kernel.ir.name}: the first call whose A or B TMA cannot read in place "
-                        "(it plans and loads the kernel that runs such problems on CUDA cores)")
     count = len(table) - len(picked)
     if picked:
         table[:count] = table[~misfits]  # the rest, on the tensor cores: moved to the front of the staging buffer
         table = table[:count]
     if not count:
         maps = counter = 0
-    elif index is not None:
-        maps, counter = int(st.capture_maps.data.ptr) + index * st.map_bytes, st.capture_counter(index)
     else:
-        maps, counter = st.maps(on.ptr), st.counter(on.ptr)
+        maps = (st.maps(on.ptr) if call.index is None
+                else int(st.capture_maps.data.ptr) + call.index * st.map_bytes)
+        counter = call.counter(on.ptr)
     if picked:  # every check done: the first launch writes outputs
         from gemmc.runtime.dynamic_list import launch_list
 
-        cores = st.cuda_cores(kernel)
+        cores = (st.fallback if st.fallback is not None
+                 else load_outside_capture(kernel, st.cuda_cores, on, False, CORES_FIRST_CALL))
         launch_list(cores, grouped.state(cores), [As[i] for i in picked], [Bs[i] for i in picked],
                     [Cs[i] for i in picked], alpha_, beta_, on, device, views=True)
     return (count, maps, counter) if count else None
 
 
 def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offsets: Any, alpha: float | None,
-                        beta: float | None, stream: Any, validate: bool) -> None:
+                        beta: float | None, stream: Any, validate: bool, infos: Any = None) -> None:
     """C_p = alpha A_p B_p + beta C_p for every problem p of the lists: the checks and the table, then the planning
     kernel and the persistent kernel on the call's stream (a captured call: the table and maps filled outside the
-    graph, the persistent kernel alone in it). CompiledKernel.__call__ passes its Executable."""
-    from cupy.cuda import driver  # type: ignore[import-not-found]
-
+    graph, the persistent kernel alone in it). CompiledKernel.__call__ passes its Executable. `infos`: the arrays'
+    ArrayInfo, read and checked by the caller (`problem_table`'s `infos`: a fused concurrent group's)."""
     from gemmc.runtime.launch import scalars
 
-    list_arguments(offsets, validate)
-    if not isinstance(kernel.dynamic, GroupedListState):
-        outside_capture(stream, is_torch(As), f"kernel {kernel.ir.name}: the first call (it loads the kernel)")
-    st = kernel.dynamic if isinstance(kernel.dynamic, GroupedListState) else state(kernel)
+    list_arguments(offsets)
+    st = (kernel.dynamic if isinstance(kernel.dynamic, GroupedListState)
+          else load_outside_capture(kernel, state, stream, is_torch(As)))
     alpha_, beta_ = scalars(kernel, alpha, beta)
-    cp = cupy()
-    device = cp.cuda.runtime.getDevice()
+    device = cupy().cuda.runtime.getDevice()
     on = launch_stream(stream, is_torch(As))
     plan = list_plan(kernel)
-    # A call inside a CUDA-graph capture takes a table, maps and tile counters of its own, kept with the state and
-    # never reused, and fills them when it is captured: its graph holds the main kernel alone.
-    index = st.capture() if cp.cuda.runtime.streamIsCapturing(on.ptr) != 0 else None
-    ring = st.captures[index] if index is not None else st.ring
-    slot, out = ring.host_table()
-    try:
-        launch = _checked(kernel, st, plan, As, Bs, Cs, device, out, index, on, alpha_, beta_)
-    except BaseException:
-        if index is not None:
-            st.uncapture(index)
-        raise
-    if launch is None:  # nothing for the tensor cores
-        if index is not None:
-            st.uncapture(index)
-        return
-    count, maps, counter = launch
-    if index is not None:  # outside the graph, on the side stream, waited for
-        with relaxed_capture():
-            problems = ring.send(slot, count, st.side)
-            build_maps(st, problems, count, maps, st.side.ptr)
-            st.side.synchronize()
-    else:
-        problems = ring.send(slot, count, on)
-        build_maps(st, problems, count, maps, on.ptr)
-    with st.lock:
-        b = st.main_args.values
-        b[0].value, b[1].value, b[2].value, b[3].value = problems, count, maps, counter
-        b[4].value, b[5].value = float(alpha_), float(beta_)
-        driver.launchKernel(st.func, st.grid, 1, 1, st.block, 1, 1, st.smem, on.ptr, st.main_args.address, 0)
-    if index is None:
-        ring.done(slot, on)
-
+    # A call inside a CUDA-graph capture takes a table, maps and tile counters of its own (Staging) and fills them
+    # when it is captured: its graph holds the main kernel alone.
+    with Staging(st, on) as call:
+        launch = _checked(kernel, st, plan, As, Bs, Cs, device, call, on, alpha_, beta_, validate, infos)
+        if launch is None:  # nothing for the tensor cores
+            return
+        count, maps, counter = launch
+        if call.index is not None:  # outside the graph, on the side stream, waited for
+            with relaxed_capture():
+                problems = call.send(count, st.side)
+                build_maps(st, problems, count, maps, st.side.ptr)
+                st.side.synchronize()
+        else:
+            problems = call.send(count, on)
+            build_maps(st, problems, count, maps, on.ptr)
+        st.main(st.grid, st.block, st.smem, on.ptr, (problems, count, maps), counter, (float(alpha_), float(beta_)))
+        call.done(on)

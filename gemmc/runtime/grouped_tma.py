@@ -12,6 +12,7 @@ reading the metadata once (the dynamic family's quick path, with the same key).
 from __future__ import annotations
 
 import ctypes
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,7 @@ from gemmc.runtime import dynamic as grouped  # the grouped forms' checks, strea
 from gemmc.runtime.args import NUMPY_DTYPES
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.dynamic_state import DynamicState, zeroed_counters
-from gemmc.runtime.streams import is_torch, launch_stream, outside_capture
+from gemmc.runtime.streams import is_torch, launch_stream, load_outside_capture
 from gemmc.runtime.tma import ALIGN, TMAP, TMAP_BYTES, encode_tensor
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class Args:
             *(_Map.from_buffer_copy(m.tobytes()) for m in maps), ctypes.c_int32(c_by_tma), ctypes.c_uint64(c),
             ctypes.c_uint64(ends_ptr), ctypes.c_int32(groups), ctypes.c_int64(rows), ctypes.c_int32(n),
             ctypes.c_int32(k), ctypes.c_float(alpha), ctypes.c_float(beta)]
-        # grouped K: the tile counters of the launch's stream, set before each launch (DynamicState.counter)
+        # grouped K: the tile counters of the launch, set before each launch (DynamicState.launch_counter)
         self.counter = ctypes.c_uint64(0) if counters else None
         if self.counter is not None:
             self.values.append(self.counter)
@@ -60,6 +61,7 @@ class GroupedTmaState(DynamicState):
 
     func: int = 0  # the CUfunction handle cuLaunchKernel takes
     blocks: dict[tuple, Args] = field(default_factory=dict)
+    launch_lock: threading.Lock = field(default_factory=threading.Lock)  # an Args block's counter store and launch
 
 
 def grouped_plan(kernel: Executable) -> HopperGroupedPlan:
@@ -97,18 +99,21 @@ def _key(A: Any, B: Any, C: Any, offsets: Any) -> tuple | None:
 def _launch(st: GroupedTmaState, args: Args, stream: int) -> None:
     from cupy.cuda import driver  # type: ignore[import-not-found]
 
-    if args.counter is not None:
-        args.counter.value = st.launch_counter(stream)
-    driver.launchKernel(st.func, st.grid, 1, 1, st.block, 1, 1, st.smem, stream, args.address, 0)
+    if args.counter is None:
+        driver.launchKernel(st.func, st.grid, 1, 1, st.block, 1, 1, st.smem, stream, args.address, 0)
+        return
+    counter = st.launch_counter(stream)
+    with st.launch_lock:  # two threads may launch one cached block: each its own counters
+        args.counter.value = counter
+        driver.launchKernel(st.func, st.grid, 1, 1, st.block, 1, 1, st.smem, stream, args.address, 0)
 
 
 def launch_grouped_tma(kernel: Executable, A: Any, B: Any, C: Any, *, offsets: Any, alpha: float | None,
                        beta: float | None, stream: Any, validate: bool) -> None:
     """C = alpha A B_g + beta C over each group's rows, in one launch (CompiledKernel.__call__ passes its Executable).
     A call with the metadata of one already checked, on the default stream, launches that call's argument block."""
-    if not isinstance(kernel.dynamic, GroupedTmaState):
-        outside_capture(stream, is_torch(A), f"kernel {kernel.ir.name}: the first call (it loads the kernel)")
-    st = kernel.dynamic if isinstance(kernel.dynamic, GroupedTmaState) else state(kernel)
+    st = (kernel.dynamic if isinstance(kernel.dynamic, GroupedTmaState)
+          else load_outside_capture(kernel, state, stream, is_torch(A)))
     key = _key(A, B, C, offsets) if stream is None and not validate else None
     if key is not None:
         found = st.blocks.get((key, alpha, beta))

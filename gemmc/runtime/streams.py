@@ -6,11 +6,14 @@ stream."""
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from functools import cache
+from typing import Any, TypeVar
 
 from gemmc.runtime.device import cupy
+
+T = TypeVar("T")
 
 _STREAMS: dict[int, Any] = {}  # raw handle -> the CuPy stream object wrapping it, made once
 
@@ -70,6 +73,26 @@ def torch_stream() -> int:
 
 
 RELAXED = 2  # CU_STREAM_CAPTURE_MODE_RELAXED
+ACTIVE = 1  # CU_STREAM_CAPTURE_STATUS_ACTIVE
+
+
+def capture_id(stream: int) -> int | None:
+    """The id of the CUDA-graph capture the stream (a raw handle) is taking part in (unique over the process's
+    lifetime: cuStreamGetCaptureInfo_v2 of the driver), or None where it is not being captured."""
+    info = _capture_info()
+    status, found = ctypes.c_int(0), ctypes.c_uint64(0)
+    result = info(ctypes.c_void_p(stream), ctypes.byref(status), ctypes.byref(found), None, None, None)
+    if result != 0:
+        from gemmc.errors import GemmcError
+
+        raise GemmcError(f"the CUDA driver could not say whether stream {stream:#x} is being captured: CUresult "
+                         f"{result}")
+    return int(found.value) if status.value == ACTIVE else None
+
+
+@cache
+def _capture_info() -> Any:
+    return ctypes.CDLL("libcuda.so.1").cuStreamGetCaptureInfo_v2
 
 
 @contextmanager
@@ -95,11 +118,19 @@ def relaxed_capture() -> Iterator[None]:
         exchange(ctypes.byref(mode))  # mode holds the thread's previous mode: put it back
 
 
-def outside_capture(stream: Any, torch_args: bool, what: str) -> None:
-    """Raise a GemmcError if the stream a call launches on (`launch_stream`'s) is being captured into a CUDA graph:
-    `what` (a first call that loads a kernel and allocates what it keeps) cannot be part of a graph."""
+FIRST_CALL = "the first call (it loads the kernel)"
+
+
+def load_outside_capture(kernel: Any, load: Callable[[Any], T], stream: Any, torch_args: bool,
+                         what: str = FIRST_CALL) -> T:
+    """`load(kernel)`: what the first call of a kernel (an Executable, which imports this module) or of a kind of
+    call loads, allocates and keeps, which cannot be part of a CUDA graph; a GemmcError instead, naming the kernel
+    and `what`, where the stream the call launches on (`launch_stream`'s) is being captured. A caller asks only
+    where nothing is loaded yet: later calls pay nothing."""
     on = launch_stream(stream, torch_args)
     if cupy().cuda.runtime.streamIsCapturing(on.ptr):
         from gemmc.errors import GemmcError
 
-        raise GemmcError(f"{what} cannot run inside a CUDA-graph capture; make one such call before capturing")
+        raise GemmcError(f"kernel {kernel.ir.name}: {what} cannot run inside a CUDA-graph capture; make one such call "
+                         "before capturing")
+    return load(kernel)

@@ -211,6 +211,25 @@ def test_graphs_of_one_stream_replay_at_once_beside_plain_calls():
     check_graphs_of_one_stream(t, lambda i: kern(*sets[i]), poison, verify)
 
 
+def test_validate_compares_the_outputs_bytes():
+    """validate=True: column blocks of one matrix as the Cs (their spans interleave, no element shared) run and are
+    right against float64; blocks that share a column are refused before any launch, every C left as it was."""
+    t = torch()
+    kern = kernel(BF16)
+    As, Bs, _ = operands(t, [(96, 136, 264)] * 3, t.bfloat16, t.bfloat16, True, seed=5)
+    big = t.full((96, 3 * 136), float("nan"), device="cuda").to(t.bfloat16)
+    Cs = [big[:, j * 136:(j + 1) * 136] for j in range(3)]
+    kern(As, Bs, Cs, validate=True)
+    t.cuda.synchronize()
+    check(As, Bs, Cs, Cs, 1.0, 0.0, TOL["bfloat16"], "column blocks")
+    big.fill_(float("nan"))
+    clashing = [big[:, :136], big[:, 128:264], big[:, 272:]]
+    with pytest.raises(gemmc.GemmcError, match=r"Cs\[0\] and Cs\[1\] overlap"):
+        kern(As, Bs, clashing, validate=True)
+    t.cuda.synchronize()
+    assert big.isnan().all(), "a refused call writes nothing"
+
+
 def test_a_call_with_arrays_tma_cannot_read_runs_on_cuda_cores(monkeypatch):
     """A leading dimension that is not a 16-byte multiple (k = 7 of a dense A) or a base at an odd offset: that
     problem runs the schedule in the dynamic family (CUDA cores, planned on the first such call), the call's others on

@@ -9,7 +9,7 @@ group's K and N edges, C through TMA stores where a 64-row sub-tile lies inside 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from gemmc.errors import Diagnostic, InternalError
@@ -128,8 +128,13 @@ class HopperGrouped(PlannerFamily):
             raise InternalError(NAME, f"grid_tile of a {type(plan).__name__}")
         return GridTile(plan.bm, plan.bn, persistent=True)  # blocks walk the tiles derived on the device
 
-    def fuse(self, members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | str | None:
+    fuses = fusion.MEMBERS
+
+    def fuse(self, members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | str:
         return fusion.fuse(members, name, span, hw)
+
+    def prefer_fused(self, fused: Kernel, members: Sequence[Kernel], hw: Hardware) -> tuple[bool, str]:
+        return fusion.prefer_fused(members, hw.sm_count)
 
 
 FAMILY = HopperGrouped()

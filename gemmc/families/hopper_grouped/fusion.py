@@ -6,7 +6,7 @@ arrays (the family's `fuse`)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from gemmc.families.base import Fusion
 from gemmc.families.hopper_grouped import calibration as cal
@@ -24,19 +24,18 @@ from gemmc.ir.dynamic import DynamicBatch, Grouping
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, TileShape, unplanned
 from gemmc.ir.types import Span
+from gemmc.model.tlp import ceil_div
 from gemmc.model.worklist import problem_rows
 
 FUSE_SHARE = cal.FUSE_SHARE.value  # concurrency auto fuses members that each fill at most 1/this of the SMs
-MEMBERS = "hopper"  # the family whose kernels a list launch runs: one GEMM each on the same loop
+MEMBERS = "hopper"  # the family whose kernels a list launch runs (one GEMM each on the same loop): `fuses`
 
 
-def fuse(members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | str | None:
+def fuse(members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | str:
     """hopper members as one grouped list kernel where TMA reads their dense arrays in place: A and C row-major,
     every A and B line a 16-byte multiple, storage bf16/f16 on the loop's target. The members' own knobs (tile,
     threads, pipeline) are their kernels'; the list kernel plans its own."""
     first = next(iter(members.values()))
-    if first.family != MEMBERS:
-        return None
     dtype = first.dtype.value
     launch = unplanned(first, name=name, problems=(), count=None, span=span,
                        dynamic=DynamicBatch(Grouping.LIST, max_groups=len(members), span=span))
@@ -59,13 +58,13 @@ def fuse(members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> 
     launch = dataclasses.replace(launch, tile=TileShape(BM, bn, BK))
     why = (f"fused: one grouped list launch of every member (TMA + wgmma, {len(members)} problems; tile N {bn} by "
            "the waves model over the members' tiles)")
-    return Fusion(launch, why, auto_rule(shapes, hw.sm_count))
+    return Fusion(launch, why)
 
 
-def auto_rule(shapes: list[tuple[int, int, int]], sms: int) -> tuple[bool, str]:
+def prefer_fused(members: Sequence[Kernel], sms: int) -> tuple[bool, str]:
     """`concurrency auto` without a cost model of the list kernel: fused where every GEMM alone fills at most
     1/FUSE_SHARE of the SMs in tiles of BM x LIST_TILE_N (calibration.py, FUSE_SHARE)."""
-    widest = max(-(-m // BM) * -(-n // LIST_TILE_N) for m, n, _ in shapes)
+    widest = max(ceil_div(k.problems[0].m, BM) * ceil_div(k.problems[0].n, LIST_TILE_N) for k in members)
     tiles = f"{widest} tiles of {BM}x{LIST_TILE_N}"
     if widest * FUSE_SHARE <= sms:
         return True, (f"fused: every GEMM alone fills at most 1/{FUSE_SHARE} of the {sms} SMs (the widest has "
