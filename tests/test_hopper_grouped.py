@@ -13,6 +13,7 @@ import pytest
 
 import gemmc
 from gemmc.errors import InternalError
+from gemmc.families import tma_loop
 from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
 from gemmc.ir.hardware import TARGETS
 from gemmc.passes import PASS_NAMES
@@ -212,7 +213,7 @@ def test_half_grouped_k_takes_the_hopper_loop():
     assert isinstance(plan, HopperGroupedPlan) and plan.grouped_k
     assert (plan.bm, plan.bn, plan.bk, plan.b_kmajor, plan.cluster, plan.tail_split) == (128, 256, 64, False, 1, False)
     assert plan.a_box == (64, 64) and plan.b_box == (64, 64)
-    assert plan.sched_smem == 4 * (2 * 32 + 1)
+    assert plan.sched_smem == 4 * (2 * 32 + 1) + 8 * tma_loop.MAX_STAGES  # ends and order, each stage's tile number
     assert plan.smem_bytes <= 232448 < plan.smem_bytes + plan.stage_bytes + 16
     assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in k.source
     assert "p, 1, 1, 1, 1;" in k.source  # both operands transposed (M-major A, N-major B)

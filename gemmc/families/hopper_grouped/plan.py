@@ -83,9 +83,9 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
     @property
     def sched_smem(self) -> int:
         """The scheduler's `__shared__` arrays: per group its end and its two prefix sums, one more end, 2 totals
-        (grouped K: per group its end and its place in the order, one more end)."""
+        (grouped K: per group its end and its place in the order, one more end, and each stage's tile number)."""
         if self.grouped_k:
-            return 4 * (SCHED_WORDS_K * self.max_groups + 1)
+            return 4 * (SCHED_WORDS_K * self.max_groups + 1) + 8 * MAX_STAGES
         if self.grouped_list:  # the problems' tile counts as prefix sums, and each stage's tile number
             return 4 * (self.max_groups + 1) + 8 * MAX_STAGES
         return 4 * (SCHED_WORDS * self.max_groups + 1) + 8
