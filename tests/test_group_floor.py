@@ -35,6 +35,11 @@ def test_ways_start_with_the_plan_and_add_sequential_fused_and_own_kernels():
     # copy-less members run their own kernels on streams: the plan's way already; such a group is not auto anyway
     assert ways(forced.group_run) == [Way(Mode.STREAMS, 2), Way(Mode.SEQUENTIAL, 1)]
     assert ways(group("group g { dtype bf16 gemm a 512 x 1024 x 1024 }").group_run) == [Way(Mode.SEQUENTIAL, 1)]
+    # three GEMMs: their own kernels two at once (a tuned degree) and on a stream each
+    three = group("group g { concurrency auto dtype bf16 gemm q 8192 x 1024 x 1024 gemm k 8192 x 1024 x 1024 "
+                  "{ layout B col } gemm v 8192 x 1024 x 1024 { alpha 2.0 } }")
+    assert ways(three.group_run) == [Way(Mode.SEQUENTIAL, 1), Way(Mode.STREAMS, 2, "isolated"),
+                                     Way(Mode.STREAMS, 3, "isolated")]
 
 
 @pytest.fixture
