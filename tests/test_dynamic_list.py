@@ -3,6 +3,8 @@ every kind the runtime reads (bare __cuda_array_interface__, CuPy, torch), read 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -226,6 +228,11 @@ def test_views_of_one_matrix_may_interleave_but_not_share_an_element():
         problem_table(F32, As, Bs, [block(0), block(4), block(8)], device=0, views=True, exact=True)
     with pytest.raises(gemmc.GemmcError, match=r"Cs\[1\] is As\[1\]'s memory"):  # in place: refused every call
         problem_table(F32, As, Bs, [block(0), block(9, width=4), block(4)], device=0, views=True)
+    for exact in (False, True):  # an A of no columns at its C's address reads nothing: taken either way
+        empty = FakeTensor((6, 0))
+        c = FakeTensor((6, 4))
+        empty._ptr = c._ptr
+        problem_table(F32, [empty], [FakeTensor((0, 4))], [c], device=0, views=True, exact=exact)
 
 
 def test_the_overlap_check_agrees_with_the_bytes_the_arrays_hold():
@@ -255,14 +262,20 @@ def test_the_overlap_check_agrees_with_the_bytes_the_arrays_hold():
                 bytes_[slot].append(held(ptr, lines, width * items[slot], max(ld, width) * items[slot])
                                     if lines and width else set())
             rows.append(row)
-        c_clash = any(x & y for i, x in enumerate(bytes_[2]) for y in bytes_[2][i + 1:])
-        in_clash = any(x & y for group in bytes_[:2] for x in group for y in bytes_[2])
+        c_pairs = {(i, j) for i in range(count) for j in range(i + 1, count) if bytes_[2][i] & bytes_[2][j]}
+        in_pairs = {(c, name, k) for name, group in (("As", bytes_[0]), ("Bs", bytes_[1]))
+                    for k, x in enumerate(group) for c in range(count) if x & bytes_[2][c]}
         try:
             check_views(np.array(rows, dtype=np.int64), view_fields(row_major, items))
             got = "none"
         except gemmc.GemmcError as err:
-            got = "C" if " and Cs[" in str(err) else "input"
-        want = "C" if c_clash else "input" if in_clash else "none"
+            pair = re.search(r"Cs\[(\d+)\] and Cs\[(\d+)\] overlap", str(err))
+            one = re.search(r"Cs\[(\d+)\] overlaps (As|Bs)\[(\d+)\]", str(err))
+            got = "C" if pair else "input"
+            # the arrays it names share a byte
+            assert ((int(pair[1]), int(pair[2])) in c_pairs) if pair else \
+                ((int(one[1]), one[2], int(one[3])) in in_pairs), (str(err), rows)
+        want = "C" if c_pairs else "input" if in_pairs else "none"
         assert got == want, (rows, row_major, items)
         verdicts.add(want)
     assert verdicts == {"none", "C", "input"}

@@ -437,8 +437,8 @@ def run_group(run: GroupRun, As: Any, Bs: Any, Cs: Any, *, mode: Mode, degree: i
     infos = [[describe(x, name, i) for i, x in enumerate(arrays)] for name, arrays in zip(OPERANDS, (As, Bs, Cs),
                                                                                             strict=True)]
     key = tuple(info.ptr for group in infos for info in group)
-    members_checked = run.checked != key
-    if members_checked:  # new arrays: checked before any kernel (GO tuning's included) reads them
+    new_arrays = run.checked != key
+    if new_arrays:  # new arrays: checked before any kernel (GO tuning's included) reads them
         _check_independent(run, infos)
         _check_members(run, infos)
         run.checked = key
@@ -451,7 +451,7 @@ def run_group(run: GroupRun, As: Any, Bs: Any, Cs: Any, *, mode: Mode, degree: i
         # bf16/f16: one `grouped list` launch, which takes arrays of any sizes: each is checked as its member's
         # (every call: the pointers alone do not tell a view of another shape), and the table is made of the
         # metadata read for that check
-        if not members_checked:
+        if not new_arrays:
             _check_members(run, infos)
         launch_grouped_list(fused, list(As), list(Bs), list(Cs), offsets=None, alpha=None, beta=None, stream=stream,
                             validate=False, infos=infos)

@@ -91,16 +91,23 @@ class Staging:
     A reservation whose call sends no table (the block raises before `send`, or the call has no work) is given back
     (`DynamicState.uncapture`) when the block ends."""
 
-    __slots__ = ("st", "index", "ring", "slot", "out", "sent")
+    __slots__ = ("st", "stream", "index", "ring", "slot", "out", "sent")
 
     def __init__(self, st: DynamicState, stream: Any):
         self.st = st
-        self.index: int | None = st.capture() if cupy().cuda.runtime.streamIsCapturing(stream.ptr) != 0 else None
-        self.ring: Ring = st.ring if self.index is None else st.captures[self.index]
-        self.slot, self.out = self.ring.host_table()  # `out`: the pinned buffer the table is written into
+        self.stream = stream
+        self.index: int | None = None
         self.sent = False
 
     def __enter__(self) -> Staging:
+        st = self.st
+        self.index = st.capture() if cupy().cuda.runtime.streamIsCapturing(self.stream.ptr) != 0 else None
+        self.ring: Ring = st.ring if self.index is None else st.captures[self.index]
+        try:
+            self.slot, self.out = self.ring.host_table()  # `out`: the pinned buffer the table is written into
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *raised: object) -> None:
@@ -309,9 +316,10 @@ def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, ou
     """Check a list call; return its problem table (problems x FIELDS, int64), written into `out` where given (at
     least as many rows as problems). `views`: each array may be a view of unit-stride lines (a leading dimension
     past its line length), its leading dimension from its strides (`lines`); else each must be densely packed.
-    Outputs: a C at the address of another C or of an A or B is refused; `exact` (a call's `validate=True`) refuses
-    any C that shares a byte with another array (`memory.check_views`: 68 us a call for 64 problems on the H100's
-    host, bench/results/dynamic/2026-11-27_h100_list-overlap-cost.json).
+    Outputs: a C at the address of another C or of an A or B is refused; `exact` (a call's `validate=True`) also
+    refuses any C that shares a byte with another array (`memory.check_views`: 68 us a call for 64 problems on the
+    H100's host, 29% more than the checks and table without it:
+    bench/results/dynamic/2026-11-27_h100_list-overlap-cost.json).
 
     The arrays' attributes are read in bulk, one pass per attribute over all 3n arrays (the host time of a call is
     these reads: the torch or CuPy attribute calls themselves), and checked with a few NumPy operations; where that
@@ -363,8 +371,7 @@ def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, ou
                 raise GemmcError(f"{name}[{i}] has {int(got[row][i])} {what} but {other}[{i}] has "
                                  f"{int(want[row][i])} {other_what}")
     m, n = flat[0, :, 0], flat[1, :, 1]
-    if not exact:
-        _same_address(ptrs, count, m, n)
+    _same_address(ptrs, count, m, n, flat[0, :, 1])
     # tiles <= outputs (each tile holds at least one): the exact count only where the outputs could overflow int32
     if int(m @ n) > INT32_MAX:
         small = consts.smallest
@@ -384,23 +391,25 @@ def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, ou
     return table
 
 
-def _same_address(ptrs: Sequence[int], count: int, m: np.ndarray, n: np.ndarray) -> None:
-    """Refuse a C that writes something at the address of another C or of an A or B (an output passed twice, or a
-    call in place): the check every call pays; `validate=True` compares every byte (`memory.check_views`)."""
+def _same_address(ptrs: Sequence[int], count: int, m: np.ndarray, n: np.ndarray, k: np.ndarray) -> None:
+    """Refuse a C that writes something at the address of another C or of an A or B that holds something (an output
+    passed twice, or a call in place): the check every call pays; `validate=True` also compares every byte
+    (`memory.check_views`)."""
     outputs = ptrs[2 * count:]
-    if len(set(outputs)) == count and set(outputs).isdisjoint(ptrs[:2 * count]):
+    written = set(outputs)
+    if len(written) == count and written.isdisjoint(ptrs[:2 * count]):
         return
-    written = (m > 0) & (n > 0)
     seen: dict[int, int] = {}
-    for i in np.flatnonzero(written).tolist():
+    for i in np.flatnonzero((m > 0) & (n > 0)).tolist():
         if outputs[i] in seen:
             raise GemmcError(f"Cs[{seen[outputs[i]]}] and Cs[{i}] are one array: two problems would write the same "
                              "memory; each C must be memory of its own")
         seen[outputs[i]] = i
-    for j, p in enumerate(ptrs[:2 * count]):
-        if p in seen:
-            raise GemmcError(f"Cs[{seen[p]}] is {('As', 'Bs')[j // count]}[{j % count}]'s memory: a problem would "
-                             "write an input while the batch reads it; C must not share memory with any A or B")
+    held = np.concatenate([m * k > 0, k * n > 0])  # an empty A or B reads nothing
+    for j in np.flatnonzero(held).tolist():
+        if ptrs[j] in seen:
+            raise GemmcError(f"Cs[{seen[ptrs[j]]}] is {('As', 'Bs')[j // count]}[{j % count}]'s memory: a problem "
+                             "would write an input while the batch reads it; C must not share memory with any A or B")
 
 
 def _addresses(ptrs: Sequence[int]) -> np.ndarray:

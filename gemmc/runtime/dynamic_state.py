@@ -16,7 +16,7 @@ from gemmc.runtime.streams import capture_id
 class Launcher:
     """cuLaunchKernel on an argument block built once: a call stores the values that change into it (a few ctypes
     stores) rather than converting every argument through CuPy's kernel call, which cost 40-70 us of host time per
-    call with the dynamic kernel's thirteen arguments (bench/results/dynamic/2026-11-26_h100_dynamic_call2-partial.json,
+    call with the dynamic kernel's arguments (bench/results/dynamic/2026-11-26_h100_dynamic_call2-partial.json,
     gemmc_issue_us). A lock keeps two threads from interleaving their stores.
 
     `values`: the block's arguments, ctypes objects (their values those of every launch until `set` or a call
@@ -29,7 +29,7 @@ class Launcher:
         self.launch_kernel = driver.launchKernel
         self.func = int(fn.kernel.ptr)
         self.values = values
-        self.leading = values[first:]  # the slots a call's `values` go to, in turn
+        self.per_call = values[first:]  # the slots a call's `values` go to, in turn
         self.counter = values[counter] if counter is not None else None  # the slot of the tile counters' address
         self.params = (ctypes.c_void_p * len(values))(*(ctypes.addressof(v) for v in values))
         self.address = ctypes.addressof(self.params)
@@ -44,7 +44,7 @@ class Launcher:
         at `counter` and `scalars` as the last two (alpha, beta; None: those stored before); the other arguments
         keep what was stored."""
         with self.lock:
-            for slot, value in zip(self.leading, values, strict=False):
+            for slot, value in zip(self.per_call, values, strict=False):
                 slot.value = value
             if self.counter is not None:
                 self.counter.value = counter

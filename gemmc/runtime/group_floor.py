@@ -108,8 +108,11 @@ class Confirmed:
 def ways(run: GroupRun) -> list[Way]:
     """The plan's way, then sequential, the fused launch (where the members allow one), the members' own kernels on
     the plan's streams and on a stream each (up to MAX_AUTO_DEGREE), each where it differs from the plan's. All at
-    once is no tuned degree for 3 GEMMs, which the plan rounds down to 2: on the H100 a bf16 QKV group ran 1.08-1.10x
-    faster on 3 streams of own kernels than on 2 (bench/results/concurrent/2026-11-27_h100_bf16-merged.json)."""
+    once is no tuned degree for 3 GEMMs, which the plan rounds down to 2: on the H100 the bf16 QKV H768 T4096 group
+    ran its own kernels in 29.4 us on 3 streams against 31.8 on 2, and QKV H1024 T8192 in 81.2 us on 3 where auto's
+    choice without this way took 89.3 (bench/results/concurrent/2026-11-27_h100_bf16-merged.json); with it, the
+    floor took 3 streams for two of the three QKV groups and every group ran within 5% of the oracle
+    (2026-11-27_h100_bf16-floor-every-stream.json)."""
     plan = run.plan
     n = len(run.members)
     planned = Way(plan.mode, plan.degree if plan.mode is Mode.STREAMS else 1)

@@ -25,27 +25,23 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gemmc.families.hopper_grouped.plan import (
-    LIST_MAPS,
     LIST_MAPS_WARPS,
     LIST_TEMPLATE_DIMS,
     LIST_TEMPLATE_PITCH,
     HopperGroupedPlan,
 )
+from gemmc.families.tma_loop import TMA_ALIGN
 from gemmc.runtime import dynamic as grouped  # the compile with its progress note
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.dynamic_list import Staging, list_arguments, make_tables, problem_table
 from gemmc.runtime.dynamic_state import CAPTURES, DynamicState, Launcher, StreamSlots, zeroed_counters
 from gemmc.runtime.streams import is_torch, launch_stream, load_outside_capture, relaxed_capture
-from gemmc.runtime.tma import ALIGN, TMAP_BYTES, encode_tensor
+from gemmc.runtime.tma import TMAP_BYTES, encode_tensor
 
 if TYPE_CHECKING:
     from gemmc.runtime.executable import Executable
 
 _Map = ctypes.c_uint64 * (TMAP_BYTES // 8)  # a CUtensorMap by value
-MAPS_PER_PROBLEM = LIST_MAPS  # A, B, C
-WARPS_PER_BLOCK = LIST_MAPS_WARPS  # the planning kernel: one warp a problem
-TEMPLATE_DIMS = LIST_TEMPLATE_DIMS  # the template maps' placeholder tensor (replaced per problem on the device)
-TEMPLATE_PITCH = LIST_TEMPLATE_PITCH
 MAP_SLOTS = 8  # streams a kernel keeps tensor-map workspaces for (launches on one stream share one)
 
 
@@ -117,7 +113,7 @@ def state(kernel: Executable) -> GroupedListState:
     # The templates: each operand's element type, box and swizzle; the address (a placeholder: the counters), dims
     # and pitch are replaced per problem on the device.
     where = int(st.counters.data.ptr)
-    templates = [encode_tensor(dtype, where, TEMPLATE_DIMS, (TEMPLATE_PITCH,), box)
+    templates = [encode_tensor(dtype, where, LIST_TEMPLATE_DIMS, (LIST_TEMPLATE_PITCH,), box)
                  for dtype, box in ((ir.dtype, plan.a_box), (ir.dtype, plan.b_box), (ir.c_dtype, plan.c_box))]
     st.planner = Launcher(maps_fn, [*(_Map.from_buffer_copy(t.tobytes()) for t in templates), ctypes.c_uint64(0),
                                     ctypes.c_int32(0), ctypes.c_uint64(0)], counter=None, first=3)
@@ -133,14 +129,14 @@ def tma_misfits(table: np.ndarray) -> np.ndarray:
     work = (table[:, 0] > 0) & (table[:, 1] > 0) & (table[:, 2] > 0)
     bad = np.zeros(len(table), dtype=bool)
     for ld, ptr in ((3, 6), (4, 7)):
-        bad |= ((table[:, ld] * 2) % ALIGN != 0) | (table[:, ptr] % ALIGN != 0)
+        bad |= ((table[:, ld] * 2) % TMA_ALIGN != 0) | (table[:, ptr] % TMA_ALIGN != 0)
     return work & bad
 
 
 def build_maps(st: GroupedListState, problems: int, count: int, maps: int, stream: int) -> None:
     """The planning kernel on `stream`: every problem's three tensor maps, written at `maps` from the table at
     `problems` (device addresses)."""
-    st.planner(-(-count // WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK, 0, stream, (problems, count, maps))
+    st.planner(-(-count // LIST_MAPS_WARPS), 32 * LIST_MAPS_WARPS, 0, stream, (problems, count, maps))
 
 
 CORES_FIRST_CALL = ("the first call whose A or B TMA cannot read in place (it plans and loads the kernel that runs "

@@ -20,6 +20,7 @@ import numpy as np
 
 from gemmc.errors import GemmcError
 from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
+from gemmc.families.tma_loop import TMA_ALIGN
 from gemmc.ir.dynamic import INT32_MAX
 from gemmc.ir.types import Layout
 from gemmc.runtime import dynamic as grouped  # the grouped forms' checks, stream and quick-path key
@@ -27,7 +28,7 @@ from gemmc.runtime.args import NUMPY_DTYPES
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.dynamic_state import DynamicState, zeroed_counters
 from gemmc.runtime.streams import is_torch, launch_stream, load_outside_capture
-from gemmc.runtime.tma import ALIGN, TMAP, TMAP_BYTES, encode_tensor
+from gemmc.runtime.tma import TMAP, TMAP_BYTES, encode_tensor
 
 if TYPE_CHECKING:
     from gemmc.runtime.executable import Executable
@@ -162,7 +163,7 @@ def _launch_checked(kernel: Executable, st: GroupedTmaState, A: Any, B: Any, C: 
         map_b = encode_tensor(ir.dtype, b.ptr, (k, n, groups), (k * elem, n * k * elem), plan.b_box)
     else:
         map_b = encode_tensor(ir.dtype, b.ptr, (n, k, groups), (n * elem, k * n * elem), plan.b_box)
-    c_by_tma = (n * c_bytes) % ALIGN == 0 and c.ptr % ALIGN == 0
+    c_by_tma = (n * c_bytes) % TMA_ALIGN == 0 and c.ptr % TMA_ALIGN == 0
     map_c = (encode_tensor(ir.c_dtype, c.ptr, (n, rows), (n * c_bytes,), plan.c_box) if c_by_tma
              else np.zeros(1, dtype=TMAP))
     args = Args((map_a, map_b, map_c), int(c_by_tma), c.ptr, o.ptr, groups, rows, n, k, float(alpha_), float(beta_))
@@ -182,9 +183,9 @@ def _check_rows_and_alignment(rows: int, max_rows: int, a: Any, b: Any) -> None:
         raise GemmcError(f"A: {rows} rows, but the schedule allows at most {min(max_rows, INT32_MAX)} (`rows` in "
                          "the schedule; the ends are int32)")
     for name, info in (("A", a), ("B", b)):
-        if info.ptr % ALIGN:
-            raise GemmcError(f"{name}: TMA reads it in place from a {ALIGN}-byte aligned address; got 0x{info.ptr:x} "
-                             "(a view at an offset): pass an aligned array")
+        if info.ptr % TMA_ALIGN:
+            raise GemmcError(f"{name}: TMA reads it in place from a {TMA_ALIGN}-byte aligned address; got "
+                             f"0x{info.ptr:x} (a view at an offset): pass an aligned array")
 
 
 def _launch_k(kernel: Executable, st: GroupedTmaState, plan: HopperGroupedPlan, A: Any, B: Any, C: Any, o: Any,
@@ -217,7 +218,7 @@ def _launch_k(kernel: Executable, st: GroupedTmaState, plan: HopperGroupedPlan, 
         map_b = encode_tensor(ir.dtype, b.ptr, (n, rows), (n * elem,), plan.b_box)
     else:  # every group empty: C = beta C, nothing read (a tensor map of no rows does not exist)
         map_a = map_b = np.zeros(1, dtype=TMAP)
-    c_by_tma = (n * c_bytes) % ALIGN == 0 and c.ptr % ALIGN == 0
+    c_by_tma = (n * c_bytes) % TMA_ALIGN == 0 and c.ptr % TMA_ALIGN == 0
     map_c = (encode_tensor(ir.c_dtype, c.ptr, (n, groups * m), (n * c_bytes,), plan.c_box) if c_by_tma
              else np.zeros(1, dtype=TMAP))
     args = Args((map_a, map_b, map_c), int(c_by_tma), c.ptr, o.ptr, groups, rows, m, n, float(alpha_), float(beta_),

@@ -71,7 +71,6 @@ def check_memory(a: list[int], b: list[int], c: list[int], expected: Expected) -
                          "input while the batch reads it; C must not share memory with any A or B")
 
 
-
 class _Views(NamedTuple):
     """One operand's arrays in a list call, each `lines` runs of `width` bytes, `pitch` bytes apart, from `start`;
     `end`: one past its last byte (`start` where it holds none)."""

@@ -76,7 +76,6 @@ class TmaPlan(Protocol):
 
 
 MAPS_KEPT = 32  # tensor maps per kernel, by (operand, address, line pitch)
-ALIGN = TMA_ALIGN
 
 
 @cache
@@ -166,12 +165,12 @@ def enqueue_tma(kernel: Executable, a: int, b: int, c: int, alpha: Any, beta: An
         tail = (np.uint64(base + at[2]), np.uint64(base + at[3]))
     for name, ptr, op in zip("AB", (a, b), plan.tensors(p.m, p.n, p.k), strict=True):
         pitch = op.inner * elem
-        if pitch % ALIGN or ptr % ALIGN:
+        if pitch % TMA_ALIGN or ptr % TMA_ALIGN:
             ptr, pitch = _staged(kernel, name, ptr, op.inner, op.outer, op.padded, elem, stream), op.padded * elem
         args.append(_kept(kernel, (name, ptr, pitch), dtype, op.inner, op.outer, op.box))
     ldc = p.n if ir.layout_c is Layout.ROW else p.m
     c_pitch = ldc * plan.c_bytes
-    c_by_tma = plan.tma_store and c_pitch % ALIGN == 0 and c % ALIGN == 0
+    c_by_tma = plan.tma_store and c_pitch % TMA_ALIGN == 0 and c % TMA_ALIGN == 0
     args.append(_kept(kernel, ("C", c, c_pitch), ir.c_dtype, p.n, p.m, plan.c_box) if c_by_tma
                 else np.zeros(1, dtype=TMAP))
     fn = kernel.function
