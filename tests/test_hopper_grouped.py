@@ -112,6 +112,11 @@ def test_pipeline_depth_from_the_schedule():
     assert kernel("dtype bf16 pipeline stages 3 grouped M n 64 k 64 groups 8").ir.plan.stages == 3
     assert errors("dtype bf16 pipeline stages 1 grouped M n 64 k 64 groups 8") == [
         ("E201", "the TMA pipeline needs at least 2 stages, not 1")]
+    # deeper than the ring holds: refused at the pipeline line, naming the most that fit (not E300 at the kernel)
+    for form in ("grouped M n 64 k 64 groups 8", "grouped list problems 64",
+                 "layout A col grouped K m 64 n 64 groups 8"):
+        (code, message), = errors(f"dtype bf16 pipeline stages 9 {form}")
+        assert code == "E201" and "ring holds at most" in message and message.endswith("not 9"), message
 
 
 def test_odd_n_with_col_major_b_is_fine():

@@ -50,7 +50,13 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperGroupedPlan:
                             grouped_k=grouped_k, grouped_list=listed)
     fixed = one.smem_bytes - one.stage_bytes - one.barrier_bytes
     stages = min(MAX_STAGES, (hw.smem_per_block - fixed) // (one.stage_bytes + 16))
-    if kernel.stages_written:  # `pipeline stages N`: the schedule's depth
+    if kernel.stages_written:  # `pipeline stages N`: the schedule's depth, up to what the ring holds
+        if kernel.stages > max(stages, 2):
+            raise GemmcError(Diagnostic("E201", f"the hopper_grouped family's ring holds at most {stages} stages of "
+                                        f"{one.stage_bytes} B here (at most {MAX_STAGES}, and as many as fit "
+                                        f"{hw.smem_per_block} B of shared memory beside the C sub-tiles and the "
+                                        f"scheduler), not {kernel.stages}", kernel.where("pipeline"),
+                                        f"write `pipeline stages {stages}` or fewer, or leave the line out"))
         stages = kernel.stages
     if stages < 2:
         written = kernel.stages_written
