@@ -36,12 +36,11 @@ from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.dynamic_list import Staging, list_arguments, make_tables, problem_table
 from gemmc.runtime.dynamic_state import CAPTURES, DynamicState, Launcher, StreamSlots, zeroed_counters
 from gemmc.runtime.streams import is_torch, launch_stream, load_outside_capture, relaxed_capture
-from gemmc.runtime.tma import TMAP_BYTES, encode_tensor
+from gemmc.runtime.tma import TMAP_ARG, encode_tensor
 
 if TYPE_CHECKING:
     from gemmc.runtime.executable import Executable
 
-_Map = ctypes.c_uint64 * (TMAP_BYTES // 8)  # a CUtensorMap by value
 MAP_SLOTS = 8  # streams a kernel keeps tensor-map workspaces for (launches on one stream share one)
 
 
@@ -115,7 +114,7 @@ def state(kernel: Executable) -> GroupedListState:
     where = int(st.counters.data.ptr)
     templates = [encode_tensor(dtype, where, LIST_TEMPLATE_DIMS, (LIST_TEMPLATE_PITCH,), box)
                  for dtype, box in ((ir.dtype, plan.a_box), (ir.dtype, plan.b_box), (ir.c_dtype, plan.c_box))]
-    st.planner = Launcher(maps_fn, [*(_Map.from_buffer_copy(t.tobytes()) for t in templates), ctypes.c_uint64(0),
+    st.planner = Launcher(maps_fn, [*(TMAP_ARG.from_buffer_copy(t.tobytes()) for t in templates), ctypes.c_uint64(0),
                                     ctypes.c_int32(0), ctypes.c_uint64(0)], counter=None, first=3)
     st.main = Launcher(fn, [ctypes.c_uint64(0), ctypes.c_int32(0), ctypes.c_uint64(0), ctypes.c_uint64(0),
                             ctypes.c_float(0.0), ctypes.c_float(0.0)], counter=3)

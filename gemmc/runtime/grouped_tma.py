@@ -28,12 +28,11 @@ from gemmc.runtime.args import NUMPY_DTYPES
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.dynamic_state import DynamicState, zeroed_counters
 from gemmc.runtime.streams import is_torch, launch_stream, load_outside_capture
-from gemmc.runtime.tma import TMAP, TMAP_BYTES, encode_tensor
+from gemmc.runtime.tma import TMAP, TMAP_ARG, encode_tensor
 
 if TYPE_CHECKING:
     from gemmc.runtime.executable import Executable
 
-_Map = ctypes.c_uint64 * (TMAP_BYTES // 8)  # a CUtensorMap by value
 
 
 class Args:
@@ -43,7 +42,7 @@ class Args:
     def __init__(self, maps: tuple[Any, Any, Any], c_by_tma: int, c: int, ends_ptr: int, groups: int, rows: int,
                  n: int, k: int, alpha: float, beta: float, counters: bool = False):
         self.values: list[Any] = [
-            *(_Map.from_buffer_copy(m.tobytes()) for m in maps), ctypes.c_int32(c_by_tma), ctypes.c_uint64(c),
+            *(TMAP_ARG.from_buffer_copy(m.tobytes()) for m in maps), ctypes.c_int32(c_by_tma), ctypes.c_uint64(c),
             ctypes.c_uint64(ends_ptr), ctypes.c_int32(groups), ctypes.c_int64(rows), ctypes.c_int32(n),
             ctypes.c_int32(k), ctypes.c_float(alpha), ctypes.c_float(beta)]
         # grouped K: the tile counters of the launch, set before each launch (DynamicState.launch_counter)

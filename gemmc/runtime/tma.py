@@ -29,6 +29,7 @@ TMAP_DTYPE = {DType.F16: 6, DType.F32: 7, DType.BF16: 9}  # CU_TENSOR_MAP_DATA_T
 SWIZZLE_128B = 3  # CU_TENSOR_MAP_SWIZZLE_128B: the layout the kernel's wgmma descriptors describe
 L2_PROMOTION_256B = 3  # CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 TMAP = np.dtype([("opaque", "<u8", (TMAP_BYTES // 8,))])  # a CUtensorMap, passed by value (a 1-element array)
+TMAP_ARG = ctypes.c_uint64 * (TMAP_BYTES // 8)  # the same as a cuLaunchKernel argument (by value)
 class Tensor(Protocol):
     """How TMA sees one operand: `outer` lines of `inner` elements, boxes of `box`; `padded`: a staged line."""
 
