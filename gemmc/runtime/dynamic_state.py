@@ -58,7 +58,7 @@ class StreamSlots(dict[int, int]):
     of `size` bytes of one allocation, taken on the stream's first launch and kept. Launches in stream order share a
     stream's slot (a kernel leaves its tile counters zeroed; a call's planning kernel writes its tensor maps before
     its main kernel reads them); launches on two streams at once must not. A lookup of a stream seen before is the
-    dictionary's own (`get`); `take` adds one under a lock."""
+    dictionary's own (`slot`); `take` adds one under a lock."""
 
     def __init__(self, limit: int, size: int, what: str):
         super().__init__()
@@ -66,6 +66,11 @@ class StreamSlots(dict[int, int]):
         self.size = size
         self.what = what  # what a slot holds, for the error past `limit` streams
         self.lock = threading.Lock()
+
+    def slot(self, stream: int, memory: Any) -> int:
+        """The slot of `stream` in `memory` (a device array): a dictionary lookup, else `take`."""
+        found = self.get(stream)
+        return found if found is not None else self.take(stream, memory)
 
     def take(self, stream: int, memory: Any) -> int:
         """The slot of `stream` in `memory` (a device array), taken where the stream has none yet."""
@@ -178,5 +183,4 @@ class DynamicState:
     def counter(self, stream: int) -> int:
         """The device address of the tile counters for launches on `stream` (a raw handle): the kernel leaves them
         zeroed, so launches in stream order share them; launches on two streams at once must not (`slots`)."""
-        found = self.slots.get(stream)
-        return found if found is not None else self.slots.take(stream, self.counters)
+        return self.slots.slot(stream, self.counters)

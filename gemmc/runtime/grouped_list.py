@@ -79,8 +79,7 @@ class GroupedListState(DynamicState):
 
     def maps(self, stream: int) -> int:
         """The device address of the tensor-map workspace for launches on `stream` (a raw handle)."""
-        found = self.workspaces.get(stream)
-        return found if found is not None else self.workspaces.take(stream, self.workspace)
+        return self.workspaces.slot(stream, self.workspace)
 
 
 def list_plan(kernel: Executable) -> HopperGroupedPlan:
