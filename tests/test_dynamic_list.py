@@ -444,3 +444,25 @@ def test_a_first_call_loads_outside_a_capture_and_is_refused_inside_one(monkeypa
                                          r"CUDA-graph capture; make one such call before capturing$"):
         streams.load_outside_capture(kernel, loads.append, stream, False)
     assert loads == [kernel]
+
+
+def test_validate_on_a_list_call_asks_for_the_byte_check(monkeypatch, launches):
+    """The CUDA-core list form: `validate=True` reaches the launch as `exact` (memory.check_views on every byte of the
+    outputs), a plain call does not; group ends stay refused."""
+    from types import SimpleNamespace
+
+    from gemmc.errors import GemmcError
+    from gemmc.runtime import dynamic, dynamic_list, launch
+
+    seen = []
+    monkeypatch.setattr(dynamic_list, "launch_list", lambda *args, **kw: seen.append(kw.get("exact")))
+    monkeypatch.setattr(dynamic, "cupy", launch.cupy)  # the stand-in CuPy of the `launches` fixture
+    monkeypatch.setattr(dynamic, "launch_stream", lambda stream, torch_args: SimpleNamespace(ptr=0))
+    As, Bs, Cs = operands("cai")
+    for validate in (False, True):
+        dynamic._launch_checked(F32, None, As, Bs, Cs, offsets=None, alpha=1.0, beta=0.0, stream=None,
+                                validate=validate)
+    assert seen == [False, True]
+    with pytest.raises(GemmcError, match="offsets: a `grouped list` kernel takes lists of arrays"):
+        dynamic._launch_checked(F32, None, As, Bs, Cs, offsets=object(), alpha=1.0, beta=0.0, stream=None,
+                                validate=True)

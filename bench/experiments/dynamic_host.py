@@ -17,6 +17,7 @@ import pstats
 
 import numpy as np
 import torch
+from list_sets import random_lists
 
 import gemmc
 from gemmc.bench import timing
@@ -54,13 +55,7 @@ def main() -> None:
     }
     lk = next(iter(gemmc.compile_string("kernel varlen { alpha runtime beta runtime grouped list problems 512 }")))
     for problems in (64, 512):
-        rng = np.random.default_rng(problems)
-        sets = []
-        for _ in range(8):
-            shapes = rng.integers(8, 641, (problems, 3))
-            sets.append(([torch.randn(m, kk, device="cuda") for m, n, kk in shapes],
-                         [torch.randn(kk, n, device="cuda") for m, n, kk in shapes],
-                         [torch.empty(m, n, device="cuda") for m, n, kk in shapes]))
+        sets = random_lists(problems)
         for s in sets:
             lk(*s, alpha=1.0, beta=0.0)
         torch.cuda.synchronize()

@@ -20,22 +20,14 @@ import pstats
 import sys
 from operator import attrgetter
 
-import numpy as np
 import torch
 
 import gemmc
-from gemmc.bench import timing
 from gemmc.runtime import dynamic_list as dl
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import old_dl  # noqa: E402 - the module before, written beside this file (see above)
-
-
-def per(fn, n: int = 40, reps: int = 9) -> float:
-    """Median over `reps` windows of `n` calls of the host microseconds per call (synchronised after each window,
-    untimed)."""
-    us = timing.host_seconds(fn, calls=n, windows=reps, sync=False) * 1e6
-    return round(us, 2)
+from list_sets import host_us, random_lists  # noqa: E402
 
 
 def main() -> None:
@@ -47,21 +39,15 @@ def main() -> None:
              ("data_ptr", T.data_ptr), ("get_device", T.get_device), ("dtype", attrgetter("dtype")),
              ("requires_grad", attrgetter("requires_grad")), ("type", type), ("is_cuda", attrgetter("is_cuda"))]
     for problems in (64, 512):
-        rng = np.random.default_rng(problems)
-        sets = []
-        for _ in range(8):
-            shapes = rng.integers(8, 641, (problems, 3))
-            sets.append(([torch.randn(m, kk, device="cuda") for m, n, kk in shapes],
-                         [torch.randn(kk, n, device="cuda") for m, n, kk in shapes],
-                         [torch.empty(m, n, device="cuda") for m, n, kk in shapes]))
+        sets = random_lists(problems)
         k(*sets[0], alpha=1.0, beta=0.0)
         torch.cuda.synchronize()
         every = [*sets[0][0], *sets[0][1], *sets[0][2]]
-        row = {"new_table": per(lambda i, s=sets: dl.problem_table(ex, *s[i % 8], 0)),
-               "old_table": per(lambda i, s=sets: old_dl.problem_table(ex, *s[i % 8], 0)),
-               "call": per(lambda i, s=sets: k(*s[i % 8], alpha=1.0, beta=0.0), n=8)}
+        row = {"new_table": host_us(lambda i, s=sets: dl.problem_table(ex, *s[i % 8], 0)),
+               "old_table": host_us(lambda i, s=sets: old_dl.problem_table(ex, *s[i % 8], 0)),
+               "call": host_us(lambda i, s=sets: k(*s[i % 8], alpha=1.0, beta=0.0), n=8)}
         for name, read in reads:
-            row["pass_" + name] = per(lambda i, r=read, e=every: list(map(r, e)))
+            row["pass_" + name] = host_us(lambda i, r=read, e=every: list(map(r, e)))
         res[problems] = row
         print(problems, row, flush=True)
         profile = cProfile.Profile()

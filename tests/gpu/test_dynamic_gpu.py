@@ -48,7 +48,8 @@ def _compile(text: str) -> str:
 def compiled():
     """Every kernel of this file compiled at once, in processes (NVRTC's disk cache then serves the tests). Each
     process opens a CUDA context: under pytest-xdist, whose dozen workers each run this fixture, two processes a
-    worker (ten a worker ran the H100 out of memory)."""
+    worker (ten a worker ran the H100 out of memory:
+    bench/results/checks/2026-11-27_h100_compile-pool-oom_gpu-tests.log)."""
     import os
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
