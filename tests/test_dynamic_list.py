@@ -374,15 +374,19 @@ def test_a_staged_call_gives_back_its_capture_unless_it_sent_its_table(monkeypat
         def done(self, slot, stream):
             self.released.append(stream)
 
+        def give_back(self, slot):
+            self.released.append("unsent")
+
     st = DynamicState(None, None, 1, 0, 0, 1, ring=Ring(), captures=[Ring() for _ in range(CAPTURES)],
                       counters=SimpleNamespace(data=SimpleNamespace(ptr=1 << 16)))
     stream = SimpleNamespace(ptr=7)
     with pytest.raises(GemmcError, match="a bad list"), dynamic_list.Staging(st, stream) as call:
         raise GemmcError("a bad list")
-    assert st.captured == 0
+    assert st.captured == 0 and st.captures[0].released == ["unsent"]
     with dynamic_list.Staging(st, stream) as call:
         pass  # no work
-    assert st.captured == 0
+    assert st.captured == 0 and st.captures[0].released == ["unsent"] * 2
+    st.captures[0].released.clear()
     with dynamic_list.Staging(st, stream) as call:
         assert call.index == 0 and call.counter(stream.ptr) == st.capture_counter(0)
         assert call.send(3, stream) == 4096
@@ -394,6 +398,10 @@ def test_a_staged_call_gives_back_its_capture_unless_it_sent_its_table(monkeypat
         call.send(2, stream)
         call.done(stream)
     assert st.captured == 1 and st.ring.sent == [2] and st.ring.released == [stream]
+    with pytest.raises(GemmcError, match="a failed launch"), dynamic_list.Staging(st, stream) as call:
+        call.send(2, stream)
+        raise GemmcError("a failed launch")
+    assert st.ring.released == [stream] * 2  # behind its copy, which may still read the pinned buffer
 
 
 def test_a_launcher_stores_a_calls_values_from_its_first_per_call_argument(monkeypatch):

@@ -33,12 +33,15 @@ if TYPE_CHECKING:
     from gemmc.runtime.dynamic_state import DynamicState
     from gemmc.runtime.executable import Executable
 
-RING = 8  # staging buffers: a ninth call in flight waits for the first one's kernel
+RING = 8  # staging buffers: a ninth call in flight waits for a buffer whose call has launched, then for its kernel
 FIELDS = 9  # int64 per problem: m, n, k, lda, ldb, ldc, a, b, c (gemmc_dyn_problem)
 
 
 class Ring:
-    """Pinned host buffers and device tables for the problem tables, reused in turn."""
+    """Pinned host buffers and device tables for the problem tables, reused in turn. A slot is a call's from
+    `host_table` until the call records the launch that reads it (`done`) or gives it back unsent (`give_back`): with
+    more calls in flight than slots (calls from several threads), a call waits for one, and no two calls ever write
+    one pinned buffer."""
 
     def __init__(self, capacity: int, slots: int = RING):
         cp = cupy()
@@ -48,8 +51,9 @@ class Ring:
                       for h in self.host]
         self.device = [cp.empty(capacity * FIELDS, dtype=cp.int64) for _ in range(slots)]
         self.events: list[Any] = [None] * slots
+        self.taken = [False] * slots
         self.next = 0
-        self.lock = threading.Lock()  # calls from several threads take slots in turn
+        self.free = threading.Condition()  # a slot given back wakes a call waiting for one
 
     @classmethod
     def single(cls, capacity: int) -> Ring:
@@ -58,11 +62,15 @@ class Ring:
         return cls(capacity, slots=1)
 
     def host_table(self) -> tuple[int, np.ndarray]:
-        """The next slot and its pinned staging buffer (capacity x FIELDS) to write a table into, once the copy and
-        the kernel of the slot's last use are done."""
-        with self.lock:
-            slot = self.next
-            self.next = (slot + 1) % len(self.host)
+        """A slot not taken, the next in turn first, and its pinned staging buffer (capacity x FIELDS) to write a
+        table into, once the copy and the kernel of the slot's last use are done."""
+        n = len(self.host)
+        with self.free:
+            while all(self.taken):
+                self.free.wait()
+            slot = next(s % n for s in range(self.next, self.next + n) if not self.taken[s % n])
+            self.taken[slot] = True
+            self.next = (slot + 1) % n
         if self.events[slot] is not None:
             self.events[slot].synchronize()  # its last kernel has read the device table and the copy is done
         return slot, self.views[slot]
@@ -77,27 +85,37 @@ class Ring:
         return int(dev.data.ptr)
 
     def done(self, slot: int, stream: Any) -> None:
+        """The slot's copy and kernel are on `stream`: its next call waits for them (an event), then takes it."""
         event = self.events[slot]
         if event is None:
             event = self.events[slot] = cupy().cuda.Event(block=False, disable_timing=True)
         event.record(stream)
+        self.give_back(slot)
+
+    def give_back(self, slot: int) -> None:
+        with self.free:
+            self.taken[slot] = False
+            self.free.notify()
 
 
 class Staging:
     """Where one list call stages its problem table, as a context manager around the call. A call inside a CUDA-graph
     capture reserves buffers of its own (`DynamicState.capture`: a table in `captures`, tile counters, and on the
     tensor cores tensor maps), kept with the state and never reused: its graph reads them at every replay, and no
-    other graph or call shares them. Any other call takes the ring's next buffer and its stream's tile counters.
-    A reservation whose call sends no table (the block raises before `send`, or the call has no work) is given back
-    (`DynamicState.uncapture`) when the block ends."""
+    other graph or call shares them. Any other call takes a slot of the ring and its stream's tile counters, and
+    holds the slot until it records its launch (`done`). A reservation whose call sends no table (the block raises
+    before `send`, or the call has no work) is given back (`DynamicState.uncapture`, `Ring.give_back`) when the block
+    ends; a plain call that sent its table and raised before `done` releases its slot behind the copy."""
 
-    __slots__ = ("st", "stream", "index", "ring", "slot", "out", "sent")
+    __slots__ = ("st", "stream", "index", "ring", "slot", "out", "sent_on", "finished")
 
     def __init__(self, st: DynamicState, stream: Any):
         self.st = st
         self.stream = stream
         self.index: int | None = None
-        self.sent = False
+        self.slot: int | None = None
+        self.sent_on: Any = None  # the stream of the table's copy, once sent
+        self.finished = False
 
     def __enter__(self) -> Staging:
         st = self.st
@@ -111,8 +129,13 @@ class Staging:
         return self
 
     def __exit__(self, *raised: object) -> None:
-        if not self.sent and self.index is not None:
-            self.st.uncapture(self.index)
+        if self.sent_on is None:
+            if self.slot is not None:
+                self.ring.give_back(self.slot)
+            if self.index is not None:
+                self.st.uncapture(self.index)
+        elif self.index is None and not self.finished:
+            self.ring.done(self.slot, self.sent_on)  # type: ignore[arg-type]
 
     def counter(self, stream: int) -> int:
         """The tile counters of the call's launch on `stream` (a raw handle): a captured call's own, else the
@@ -122,13 +145,14 @@ class Staging:
     def send(self, rows: int, stream: Any) -> int:
         """Copy the table's first `rows` to the device on `stream` (Ring.send; captured: a copy node that reads this
         capture's own host buffer, or a copy on a stream outside the graph); return the device table's address."""
-        self.sent = True
-        return self.ring.send(self.slot, rows, stream)
+        self.sent_on = stream
+        return self.ring.send(self.slot, rows, stream)  # type: ignore[arg-type]
 
     def done(self, stream: Any) -> None:
         """After the launch that reads the table on `stream`: the ring's buffer is free once it has run."""
+        self.finished = True
         if self.index is None:
-            self.ring.done(self.slot, stream)
+            self.ring.done(self.slot, stream)  # type: ignore[arg-type]
 
 
 def _first(mask: np.ndarray) -> int:

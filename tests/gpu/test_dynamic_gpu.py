@@ -216,6 +216,56 @@ def test_grouped_list(schedule, dtype, layouts, scalars, lib):
                 assert rel(c, ref) < TOL[dtype], f"problem {i} {m}x{n}x{k}"
 
 
+THREADS_BF16 = "target cuda sm_90\nkernel list_threads_bf16 {{ dtype bf16 grouped list problems 64 }}"
+
+
+@pytest.mark.parametrize("schedule", [L32, THREADS_BF16], ids=["f32", "bf16"])
+def test_list_calls_from_threads_past_the_rings_slots(schedule):
+    """Eight threads, each on a stream of its own, queue four list calls each with no wait between them: four times
+    as many calls in flight as the ring's staging slots, each table its call's own (a call waits for a slot its
+    previous user has released) and every C right, NaN-poisoned."""
+    import threading
+
+    t = torch()
+    if "sm_90" in schedule and t.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs an sm_90 GPU")
+    kern = kernel(schedule)
+    tdt = t.float32 if schedule is L32 else t.bfloat16
+    scalars = {"alpha": 1.0, "beta": 0.0} if schedule is L32 else {}
+    kern([matrix(8, 8, "r", tdt)], [matrix(8, 8, "r", tdt)], [matrix(8, 8, "r", tdt)], **scalars)  # its first load
+    t.cuda.synchronize()
+    calls: list[list] = [[] for _ in range(8)]
+    failed: list[BaseException] = []
+
+    def queue(me: int) -> None:
+        rng = np.random.default_rng(me)
+        stream = t.cuda.Stream()
+        try:
+            with t.cuda.stream(stream):
+                for _ in range(4):
+                    sizes = [tuple(int(x) * 8 for x in rng.integers(1, 12, 3)) for _ in range(int(rng.integers(1, 9)))]
+                    As = [matrix(m, k, "r", tdt) for m, n, k in sizes]
+                    Bs = [matrix(k, n, "r", tdt) for m, n, k in sizes]
+                    Cs = [matrix(m, n, "r", tdt, fill=float("nan")) for m, n, k in sizes]
+                    kern(As, Bs, Cs, **scalars)
+                    calls[me].append((As, Bs, Cs))
+            stream.synchronize()
+        except BaseException as e:  # noqa: BLE001 - reported below, with the thread's number
+            failed.append(e)
+
+    threads = [threading.Thread(target=queue, args=(me,)) for me in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(120)
+    assert not any(th.is_alive() for th in threads), "a list call waits for a ring slot that is never released"
+    assert not failed, failed
+    for me, queued in enumerate(calls):
+        for j, (As, Bs, Cs) in enumerate(queued):
+            for a, b, c in zip(As, Bs, Cs, strict=True):
+                assert rel(c, a.double() @ b.double()) < TOL["f32" if schedule is L32 else "bf16"], (me, j)
+
+
 def test_grouped_list_captured_in_graphs_reads_each_graphs_own_table():
     """Two calls of one list kernel captured in two CUDA graphs, then plain calls on other lists in between: each
     replay computes its own list (its problem table is the graph's, not a staging buffer a later call reuses)."""
