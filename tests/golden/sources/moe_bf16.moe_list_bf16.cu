@@ -250,6 +250,8 @@ struct gemmc_dyn_problem {
 #endif
 
 constexpr int GEMMC_GRP_BM = 128, GEMMC_GRP_SMALL = 64, GEMMC_GRP_MAX = 256, GEMMC_LIST_MAPS = 3;
+constexpr unsigned GEMMC_MAP_B = sizeof(gemmc_tmap), GEMMC_MAP_C = 2 * sizeof(gemmc_tmap);  // a problem's maps: A, B, C
+constexpr long long GEMMC_AB_BYTES = 2;  // A's and B's elements (bf16)
 
 // A problem of m rows in tile rows: m / 128 of 128 rows, then its last rows: one more 128-row tile row where they are more than
 // 64, one 64-row tile row where they are 64 or fewer (paper 000's size classes: a 40-row problem does not pay for
@@ -298,10 +300,10 @@ extern "C" __global__ void __launch_bounds__(128) gemmc_moe_list_bf16_hopper_gro
     const unsigned s = gemmc_smem_addr(&s_maps[warp][0]);
     if (lane == 0) {
       if (ab) {
-        gemmc_tmap_point(s, q.a, q.k, q.m, q.lda * 2);
-        gemmc_tmap_point(s + 128, q.b, q.k, q.n, q.ldb * 2);  // B col-major: n lines of k
+        gemmc_tmap_point(s, q.a, q.k, q.m, q.lda * GEMMC_AB_BYTES);
+        gemmc_tmap_point(s + GEMMC_MAP_B, q.b, q.k, q.n, q.ldb * GEMMC_AB_BYTES);  // B col-major: n lines of k
       }
-      if (cm) gemmc_tmap_point(s + 256, q.c, q.n, q.m, q.ldc * (long long)sizeof(gemmc_c));
+      if (cm) gemmc_tmap_point(s + GEMMC_MAP_C, q.c, q.n, q.m, q.ldc * (long long)sizeof(gemmc_c));
     }
     __syncwarp();
     gemmc_tmap* out = maps + (long long)GEMMC_LIST_MAPS * p;
@@ -310,11 +312,11 @@ extern "C" __global__ void __launch_bounds__(128) gemmc_moe_list_bf16_hopper_gro
       asm volatile("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], 128;"
                    ::"l"(reinterpret_cast<unsigned long long>(out)), "r"(s) : "memory");
       asm volatile("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], 128;"
-                   ::"l"(reinterpret_cast<unsigned long long>(out + 1)), "r"(s + 128) : "memory");
+                   ::"l"(reinterpret_cast<unsigned long long>(out + 1)), "r"(s + GEMMC_MAP_B) : "memory");
     }
     if (cm)
       asm volatile("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], 128;"
-                   ::"l"(reinterpret_cast<unsigned long long>(out + 2)), "r"(s + 256) : "memory");
+                   ::"l"(reinterpret_cast<unsigned long long>(out + 2)), "r"(s + GEMMC_MAP_C) : "memory");
     __syncwarp();  // the copies have read shared memory before the next problem's templates overwrite it
   }
 }
