@@ -46,6 +46,11 @@ from typing import Any
 
 GROUPS = ("bf16 QKV H1024 T2048", "bf16 FFN1 dX+dW H1024 T2048")  # gemmc.bench.concurrent.bf16_cases
 ROUNDS, CALLS, WINDOWS = 3, 100, 7
+HANG_SECONDS = 10.0  # a checked call still running after this long is a hung configuration: the run stops there
+
+
+class Hung(Exception):
+    """A kernel's check did not finish (a configuration no test runs may deadlock its pipeline)."""
 
 
 @dataclass(frozen=True)
@@ -186,33 +191,57 @@ def list_configs() -> None:
             print(f"  {cfg.label:24} refused: {why}")
 
 
-def compile_all(kernels: list) -> float:
-    """NVRTC-compile every distinct kernel in parallel processes into the disk caches (no compile is timed);
-    returns the seconds it took."""
+def group_kernels() -> list:
+    """The executables the groups' `sequential` mode launches (measure_group): the planned kernels under the
+    group's names."""
+    import gemmc
+    from gemmc.bench.concurrent import schedule
+
+    return [k for suite, gemms in group_cases().values()
+            for k in gemmc.compile_string(schedule(gemms, suite))["c"].group_run.canonical]
+
+
+def compile_all(rendered: list) -> float:
+    """NVRTC-compile every distinct kernel source (gemmc's Rendered) in parallel processes into the disk caches (no
+    compile is timed); returns the seconds it took."""
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
-    from gemmc.bench.concurrent import compile_one
-
     t0 = time.time()
-    unique = {}
-    for kern in kernels:
-        r = kern.executable.rendered
-        unique[(r.source, r.entry)] = (r, r.entry)
+    unique = {(r.source, r.entry): (r, r.entry) for r in rendered}
     jobs = max(1, min(16, os.cpu_count() or 1))
     with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
-        list(pool.map(compile_one, unique.values()))
-    print(f"compiled {len(unique)} kernels in {time.time() - t0:.0f} s", flush=True)
+        failed = [why for why in pool.map(compile_quietly, unique.values()) if why]
+    print(f"compiled {len(unique)} kernels in {time.time() - t0:.0f} s"
+          + "".join(f"\n  compile failed: {why}" for why in failed), flush=True)
     return time.time() - t0
 
 
-def check(kern, a, b, c, ref, ref_norm: float, c_torch, bound: float) -> dict:
+def compile_quietly(item) -> str | None:
+    """In a worker: one kernel into the disk caches; why it failed, or None. A kernel that fails here fails again
+    at its check and is reported there; the others still run."""
+    from gemmc.bench.concurrent import compile_one
+
+    try:
+        compile_one(item)
+    except Exception as err:  # noqa: BLE001 - reported, not raised: one kernel must not stop the sweep
+        return f"{item[1]}: {type(err).__name__}: {err}"[:300]
+    return None
+
+
+def check(kern, label: str, a, b, c, ref, ref_norm: float, c_torch, bound: float) -> dict:
     """One call on NaN-poisoned C: relative error against float64 and against torch.mm's C."""
     import torch
 
     c.fill_(float("nan"))
     kern([a], [b], [c])
-    torch.cuda.synchronize()
+    done = torch.cuda.Event()
+    done.record()
+    deadline = time.time() + HANG_SECONDS
+    while not done.query():
+        if time.time() > deadline:
+            raise Hung(f"{label}: still running after {HANG_SECONDS:.0f} s")
+        time.sleep(1e-3)
     err = float(torch.linalg.norm(c.double() - ref)) / ref_norm
     diff = float(torch.linalg.norm(c.double() - c_torch.double())) / ref_norm
     err, diff = (x if x == x else float("inf") for x in (err, diff))
@@ -244,9 +273,11 @@ def measure(mem: Member, planned, built: list[tuple[Config, Any]], rounds: int, 
         row = {"config": dataclasses.asdict(cfg), "label": label, "stages": p.stages, "tma_store": p.tma_store,
                "is_planned": p == planned.ir.plan, **model(mem, cfg)}
         try:
-            row.update(check(kern, a, b, c, ref, ref_norm, c_torch, limit))
+            row.update(check(kern, f"{mem.name} {label}", a, b, c, ref, ref_norm, c_torch, limit))
             if row["ok"]:
                 replays[label] = gemmc_graph(lambda kern=kern: kern([a], [b], [c]))
+        except Hung:
+            raise
         except Exception as err:  # noqa: BLE001 - one broken configuration must not hide the others' numbers
             row.update({"ok": False, "failed": f"{type(err).__name__}: {err}"[:400]})
         if not row["ok"]:
@@ -264,16 +295,48 @@ def measure(mem: Member, planned, built: list[tuple[Config, Any]], rounds: int, 
                         "tflops": 2 * mem.m * mem.n * mem.k / us / 1e6})
     timed = [r for label, r in rows.items() if label != "planned" and "us" in r]
     best = min(timed, key=lambda r: r["us"]) if timed else None
+    planned_us = rows["planned"].get("us", float("nan"))
     return {"group": mem.group, "member": mem.name, "count": mem.count, "m": mem.m, "n": mem.n, "k": mem.k,
             "layout_a": mem.layout_a, "layout_b": mem.layout_b, "bound": limit, "cublas_err": cublas_err,
             "cublas_us": cublas, "cublas_rounds_us": samples["cublas"],
             "cublas_tflops": 2 * mem.m * mem.n * mem.k / cublas / 1e6,
-            "planned": rows["planned"], "best": best, "configs": [r for label, r in rows.items() if label != "planned"]}
+            "planned": rows["planned"], "best": best, "best_vs_planned": planned_us / best["us"] if best else None,
+            "configs": [r for label, r in rows.items() if label != "planned"]}
+
+
+def measure_group(case: str, rounds: int, calls: int, windows: int) -> dict:
+    """The group as the suite times it (gemmc.bench.concurrent.run_case): its members one after another, cuBLAS's
+    torch.mm loop in a graph against gemmc's `sequential` mode (each member's planned kernel), on the suite's
+    operands: the figure the member rows add up to."""
+    from functools import partial
+
+    import torch
+
+    import gemmc
+    from gemmc.bench import concurrent
+    from gemmc.bench.timing import device_seconds, gemmc_graph, torch_graph
+
+    suite, gemms = group_cases()[case]
+    torch.manual_seed(GROUPS.index(case))
+    As, Bs, Cs = concurrent.operands(gemms, "bf16")
+    seq = gemmc.compile_string(concurrent.schedule(gemms, suite))["c"].with_mode("sequential")
+    err = concurrent.check(partial(seq, As, Bs, Cs), As, Bs, Cs, f"{case} sequential")
+    replays = {"cublas_seq": torch_graph(lambda: [torch.mm(a, b, out=c) for a, b, c in zip(As, Bs, Cs, strict=True)]),
+               "gemmc_sequential": gemmc_graph(partial(seq, As, Bs, Cs))}
+    samples: dict[str, list[float]] = {name: [] for name in replays}
+    for _ in range(rounds):
+        for name, replay in replays.items():
+            samples[name].append(device_seconds(replay, calls=calls, windows=windows) * 1e6)
+    us = {name: statistics.median(v) for name, v in samples.items()}
+    return {"cublas_seq_us": us["cublas_seq"], "gemmc_sequential_us": us["gemmc_sequential"],
+            "sequential_vs_cublas": us["cublas_seq"] / us["gemmc_sequential"], "rounds_us": samples,
+            "max_rel_error": err}
 
 
 def print_shape(s: dict) -> None:
     print(f"\n{s['group']} / {s['member']} x{s['count']}: {s['m']}x{s['n']}x{s['k']} A {s['layout_a']} "
-          f"B {s['layout_b']}  cuBLAS {s['cublas_us']:.2f} us ({s['cublas_tflops']:.0f} TFLOP/s)")
+          f"B {s['layout_b']}  cuBLAS {s['cublas_us']:.2f} us ({s['cublas_tflops']:.0f} TFLOP/s)"
+          + (f"; best {s['best']['label']}, {s['best_vs_planned']:.3f}x the planned" if s["best"] else ""))
     print(f"  {'config':26} {'stages':>6} {'tiles':>5} {'waves':>5} {'cost':>6} {'us':>8} {'xcuBLAS':>7} "
           f"{'spread':>6} {'err':>8}")
     for r in [s["planned"], *sorted(s["configs"], key=lambda r: r.get("us", float("inf")))]:
@@ -317,37 +380,64 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         list_configs()
         return 0
+    if args.out and Path(args.out).exists():  # results files are kept, never rewritten
+        print(f"{args.out} exists: name another file", file=sys.stderr)
+        return 2
     import torch
 
     t0 = time.time()
     gpu = torch.cuda.get_device_name()
     out = Path(args.out) if args.out else default_out(gpu)
-    if out.exists():  # results files are kept, never rewritten
+    if out.exists():
         print(f"{out} exists: name another file", file=sys.stderr)
         return 2
     todo = [(mem, *configs(mem)) for mem in members()]
-    compile_s = compile_all([k for _, planned, built, _ in todo for k in [planned] + [k for _, k in built]])
-    shapes = []
+    head = {"experiment": "bench/experiments/midsize_sweep.py", "gpu": gpu, "date": date.today().isoformat(),
+            "protocol": f"CUDA events around {args.calls} back-to-back graph replays, median of {args.windows} "
+                        f"windows, after warm-up; {args.rounds} rounds over cuBLAS and every kernel in turn, each "
+                        "kernel's time the median of its rounds; cuBLAS is torch.mm in a CUDA graph",
+            "note": "bf16 A, B, C with the concurrent suite's layouts; us: device time per call; vs_cublas: cuBLAS "
+                    "us / gemmc us; best_vs_planned: planned us / best us; model_cost: planner.split_cost (no "
+                    "cluster or band term); err: relative Frobenius error against float64, diff_vs_torch: against "
+                    "torch.mm's C (both over ||ref||); band in m-tiles",
+            "compile_s": compile_all([k.executable.rendered for _, planned, built, _ in todo
+                                      for k in [planned] + [k for _, k in built]]
+                                     + [k.rendered for k in group_kernels()])}
+    shapes: list[dict] = []
+    whole: dict[str, dict] = {}
+
+    def save(status: str) -> None:  # after every shape: a run stopped later keeps what it measured
+        groups = {case: {**t, "as_the_suite_runs_it": whole.get(case)} for case, t in summary(shapes).items()} \
+            if status == "complete" else {}
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({**head, "status": status, "wall_s": time.time() - t0, "shapes": shapes,
+                                   "groups": groups}, indent=1) + "\n")
+
     for mem, planned, built, refused in todo:
-        s = measure(mem, planned, built, args.rounds, args.calls, args.windows)
+        try:
+            s = measure(mem, planned, built, args.rounds, args.calls, args.windows)
+        except Hung as err:  # the hung kernel holds the GPU: only leaving the process frees it
+            save(f"stopped: {err}")
+            print(f"HUNG {err}; wrote {out} with the shapes before it", flush=True)
+            os._exit(3)
         s["refused"] = [{"config": dataclasses.asdict(cfg), "label": cfg.label, "why": why} for cfg, why in refused]
         shapes.append(s)
         print_shape(s)
-    groups = summary(shapes)
+        save("partial")
+    for case in GROUPS:
+        try:
+            whole[case] = measure_group(case, args.rounds, args.calls, args.windows)
+        except Exception as err:  # noqa: BLE001 - the member rows stand without it
+            whole[case] = {"failed": f"{type(err).__name__}: {err}"[:400]}
+    save("complete")
     print()
-    for case, t in groups.items():
-        print(f"{case}: cuBLAS {t['cublas_us']:.1f} us, planned {t['planned_us']:.1f} us "
+    for case, t in summary(shapes).items():
+        print(f"{case}: members one after another: cuBLAS {t['cublas_us']:.1f} us, planned {t['planned_us']:.1f} us "
               f"({t['planned_vs_cublas']:.3f}x), best {t['best_us']:.1f} us ({t['best_vs_cublas']:.3f}x) {t['best']}")
-    payload = {"experiment": "bench/experiments/midsize_sweep.py", "gpu": gpu, "date": date.today().isoformat(),
-               "protocol": f"CUDA events around {args.calls} back-to-back graph replays, median of {args.windows} "
-                           f"windows, after warm-up; {args.rounds} rounds over cuBLAS and every kernel in turn, each "
-                           "kernel's time the median of its rounds; cuBLAS is torch.mm in a CUDA graph",
-               "note": "bf16 A, B, C with the concurrent suite's layouts; us: device time per call; vs_cublas: cuBLAS "
-                       "us / gemmc us; cost: planner.split_cost (no cluster term); err: relative Frobenius error "
-                       "against float64, diff_vs_torch: against torch.mm's C (both over ||ref||)",
-               "compile_s": compile_s, "wall_s": time.time() - t0, "groups": groups, "shapes": shapes}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(payload, indent=1) + "\n")
+        g = whole[case]
+        print("  the group as the suite runs it: " + (f"cuBLAS {g['cublas_seq_us']:.1f} us, gemmc sequential "
+              f"{g['gemmc_sequential_us']:.1f} us ({g['sequential_vs_cublas']:.3f}x)" if "failed" not in g
+              else g["failed"]))
     print(f"wrote {out} ({time.time() - t0:.0f} s)")
     return 0
 
