@@ -281,7 +281,9 @@ def measure(mem: Member, planned, built: list[tuple[Config, Any]], rounds: int, 
         except Exception as err:  # noqa: BLE001 - one broken configuration must not hide the others' numbers
             row.update({"ok": False, "failed": f"{type(err).__name__}: {err}"[:400]})
         if not row["ok"]:
-            print(f"  {mem.name} {label}: NOT TIMED {row.get('failed', row)}", flush=True)
+            why = row.get("failed") or (f"error {row['err']:.2e}, {row['diff_vs_torch']:.2e} from torch.mm, "
+                                        f"bound {limit:.2e}")
+            print(f"  {mem.name} {label}: NOT TIMED: {why}", flush=True)
         rows[label] = row
     samples: dict[str, list[float]] = {name: [] for name in replays}
     for _ in range(rounds):  # every kernel in each round: drift over the run falls on all alike
