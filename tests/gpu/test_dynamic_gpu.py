@@ -232,14 +232,16 @@ def test_list_calls_from_threads_past_the_rings_slots(schedule):
     kern = kernel(schedule)
     tdt = t.float32 if schedule is L32 else t.bfloat16
     scalars = {"alpha": 1.0, "beta": 0.0} if schedule is L32 else {}
-    kern([matrix(8, 8, "r", tdt)], [matrix(8, 8, "r", tdt)], [matrix(8, 8, "r", tdt)], **scalars)  # its first load
+    streams = [t.cuda.Stream() for _ in range(8)]  # the tensor-core list keeps tensor maps for 8 streams
+    with t.cuda.stream(streams[0]):  # the first call's load
+        kern([matrix(8, 8, "r", tdt)], [matrix(8, 8, "r", tdt)], [matrix(8, 8, "r", tdt)], **scalars)
     t.cuda.synchronize()
     calls: list[list] = [[] for _ in range(8)]
     failed: list[BaseException] = []
 
     def queue(me: int) -> None:
         rng = np.random.default_rng(me)
-        stream = t.cuda.Stream()
+        stream = streams[me]
         try:
             with t.cuda.stream(stream):
                 for _ in range(4):
