@@ -21,7 +21,9 @@ class Launcher:
 
     `values`: the block's arguments, ctypes objects (their values those of every launch until `set` or a call
     stores others); a call stores its values from argument `first` on, and the tile counters' address at argument
-    `counter` (None: the kernel takes none)."""
+    `counter` (None: the kernel takes none). A block whose `first` is past its last argument takes no values from a
+    call: the grouped TMA forms build one per checked set of arguments (runtime/grouped_tma.py), its tensor maps
+    stored once."""
 
     def __init__(self, fn: Any, values: list[Any], counter: int | None, first: int = 0):
         from cupy.cuda import driver  # type: ignore[import-not-found]
