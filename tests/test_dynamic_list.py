@@ -174,16 +174,18 @@ def test_views_take_their_leading_dimensions_from_their_strides(kind):
 
 def test_a_grouped_forms_captures_take_counters_of_their_own_per_graph_and_stream(monkeypatch):
     """Grouped M/K launches inside a capture (the driver's capture id, stubbed) share counters per (capture, stream),
-    apart from every stream's and every other capture's, inside zeroed_counters' allocation; plain launches take
-    their stream's; past CAPTURED_COUNTERS captures a capture takes its stream's, with one warning."""
+    apart from every stream's, every other capture's and the list form's captured calls', inside zeroed_counters'
+    allocation; plain launches take their stream's; past CAPTURED_COUNTERS captures a capture takes its stream's,
+    with one warning. The graphs' table and the list form's captures count apart."""
     from types import SimpleNamespace
 
     from gemmc.runtime import dynamic_state
-    from gemmc.runtime.dynamic_state import CAPTURED_COUNTERS, COUNTER_INTS, COUNTER_SLOTS, DynamicState
+    from gemmc.runtime.dynamic_state import CAPTURED_COUNTERS, CAPTURES, COUNTER_INTS, COUNTER_SLOTS, DynamicState
 
     capturing: dict[int, int] = {}  # stream -> the capture it takes part in
     monkeypatch.setattr(dynamic_state, "capture_id", capturing.get)
-    st = DynamicState(None, None, 1, 0, 0, 1, counters=SimpleNamespace(data=SimpleNamespace(ptr=4096)))
+    st = DynamicState(None, None, 1, 0, 0, 1, captures=[object()] * CAPTURES,
+                      counters=SimpleNamespace(data=SimpleNamespace(ptr=4096)))
     plain = st.launch_counter(7)
     capturing[7] = 100
     first = st.launch_counter(7)
@@ -193,17 +195,23 @@ def test_a_grouped_forms_captures_take_counters_of_their_own_per_graph_and_strea
     capturing[7] = 101
     second = st.launch_counter(7)
     assert len({plain, first, side, second, st.counter(8)}) == 5
+    assert st.captures_taken == 0 and st.capture() == 0  # the list form's captures are a table of their own
+    lists = {st.capture_counter(i) for i in range(CAPTURES)}
     del capturing[7]
     assert st.launch_counter(7) == plain
-    end = 4096 + 4 * COUNTER_INTS * (COUNTER_SLOTS + CAPTURED_COUNTERS)
+    end = 4096 + 4 * COUNTER_INTS * (COUNTER_SLOTS + CAPTURES + CAPTURED_COUNTERS)
+    graphs = {first, side, second}
     for capture in range(102, 102 + CAPTURED_COUNTERS - 3):
         capturing[7] = capture
-        assert st.launch_counter(7) + 4 * COUNTER_INTS <= end
+        graphs.add(st.launch_counter(7))
+    assert len(graphs) == CAPTURED_COUNTERS == len(st.graph_counters) and not graphs & lists
+    assert min(graphs) > max(lists) and max(graphs) + 4 * COUNTER_INTS == end
     capturing[7] = 1000
     with pytest.warns(UserWarning, match="later captures share their stream's"):
         assert st.launch_counter(7) == plain
     capturing[7] = 1001
     assert st.launch_counter(7) == plain  # warned once
+    assert len(st.graph_counters) == CAPTURED_COUNTERS and st.captures_taken == 1
 
 
 def test_views_of_one_matrix_may_interleave_but_not_share_an_element():
@@ -302,7 +310,7 @@ def test_each_capture_takes_buffers_of_its_own_and_gives_back_an_unused_one():
     slots = sorted(streams + captures)
     gaps = [b - a for a, b in zip(slots, slots[1:], strict=False)]
     assert min(gaps) >= 4 * COUNTER_INTS  # no two pairs overlap
-    end = 4096 + 4 * COUNTER_INTS * (COUNTER_SLOTS + CAPTURED_COUNTERS)
+    end = 4096 + 4 * COUNTER_INTS * (COUNTER_SLOTS + CAPTURES + CAPTURED_COUNTERS)
     assert slots[0] >= 4096 and slots[-1] + 4 * COUNTER_INTS <= end
     for _ in range(CAPTURES - 2):
         st.capture()
@@ -335,7 +343,7 @@ def test_each_stream_takes_a_slot_of_its_own_up_to_the_limit():
 
     memory = SimpleNamespace(data=SimpleNamespace(ptr=1 << 20))
     st = GroupedListState(None, None, 1, 0, 0, 1, map_bytes=384, workspace=memory,
-                          workspaces=StreamSlots(MAP_SLOTS, 384, "tensor maps"))
+                          workspaces=StreamSlots.per_stream(MAP_SLOTS, 384, "tensor maps"))
     streams = [101 + s for s in range(MAP_SLOTS)]
     assert [st.maps(s) for s in streams] == [(1 << 20) + 384 * i for i in range(MAP_SLOTS)]
     assert st.maps(streams[3]) == (1 << 20) + 384 * 3
@@ -343,7 +351,7 @@ def test_each_stream_takes_a_slot_of_its_own_up_to_the_limit():
                                          "tensor maps for; launch it on fewer streams") as info:
         st.maps(7)
     assert info.value.code == "E900"
-    assert len(st.slots) == 0  # the tile counters' slots are a table of their own
+    assert len(st.stream_counters) == 0  # the tile counters' slots are a table of their own
 
 
 def test_a_staged_call_gives_back_its_capture_unless_it_sent_its_table(monkeypatch):
@@ -382,22 +390,22 @@ def test_a_staged_call_gives_back_its_capture_unless_it_sent_its_table(monkeypat
     stream = SimpleNamespace(ptr=7)
     with pytest.raises(GemmcError, match="a bad list"), dynamic_list.Staging(st, stream) as call:
         raise GemmcError("a bad list")
-    assert st.captured == 0 and st.captures[0].released == ["unsent"]
+    assert st.captures_taken == 0 and st.captures[0].released == ["unsent"]
     with dynamic_list.Staging(st, stream) as call:
         pass  # no work
-    assert st.captured == 0 and st.captures[0].released == ["unsent"] * 2
+    assert st.captures_taken == 0 and st.captures[0].released == ["unsent"] * 2
     st.captures[0].released.clear()
     with dynamic_list.Staging(st, stream) as call:
         assert call.index == 0 and call.counter(stream.ptr) == st.capture_counter(0)
         assert call.send(3, stream) == 4096
         call.done(stream)
-    assert st.captured == 1 and st.captures[0].sent == [3] and st.captures[0].released == []
+    assert st.captures_taken == 1 and st.captures[0].sent == [3] and st.captures[0].released == []
     capturing[0] = 0
     with dynamic_list.Staging(st, stream) as call:
         assert call.index is None and call.counter(stream.ptr) == st.counter(stream.ptr)
         call.send(2, stream)
         call.done(stream)
-    assert st.captured == 1 and st.ring.sent == [2] and st.ring.released == [stream]
+    assert st.captures_taken == 1 and st.ring.sent == [2] and st.ring.released == [stream]
     with pytest.raises(GemmcError, match="a failed launch"), dynamic_list.Staging(st, stream) as call:
         call.send(2, stream)
         raise GemmcError("a failed launch")

@@ -101,7 +101,7 @@ def state(kernel: Executable) -> GroupedListState:
     maps_fn = grouped.compiled(kernel, entry + "_maps")
     st = GroupedListState(fn, None, plan.grid(hardware().sm_count), 0, plan.dynamic_smem_bytes, plan.threads,
                           map_bytes=plan.list_maps_bytes,
-                          workspaces=StreamSlots(MAP_SLOTS, plan.list_maps_bytes, "tensor maps"))
+                          workspaces=StreamSlots.per_stream(MAP_SLOTS, plan.list_maps_bytes, "tensor maps"))
     st.baked = ir.alpha is not None and ir.beta is not None
     st.counters = zeroed_counters()
     make_tables(st, plan.max_groups)
