@@ -414,7 +414,7 @@ def test_a_checked_calls_argument_block_launches_with_no_values_but_grouped_ks_c
     monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
     monkeypatch.setattr(dynamic_state, "capture_id", lambda stream: None)
     fn = SimpleNamespace(kernel=SimpleNamespace(ptr=77))
-    st = grouped_tma.GroupedTmaState(fn, None, 132, 0, 1000, 384)
+    st = grouped_tma.GroupedTmaState("moe", fn, None, 132, 0, 1000, 384)
     if grouped_k:
         st.counters = SimpleNamespace(data=SimpleNamespace(ptr=4096))
     maps = []

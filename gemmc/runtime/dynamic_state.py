@@ -74,12 +74,12 @@ class StreamSlots(dict[Hashable, int]):
         self.lock = threading.Lock()
 
     @classmethod
-    def per_stream(cls, limit: int, size: int, what: str) -> StreamSlots:
-        """Slots per launch stream, a stream past `limit` refused (E900) naming what the slots hold."""
+    def per_stream(cls, limit: int, size: int, kernel: str, what: str) -> StreamSlots:
+        """Slots per launch stream, a stream past `limit` refused (E900) naming the kernel and what the slots hold."""
         def full(stream: int) -> int:
             from gemmc.errors import GemmcError
 
-            raise GemmcError(f"stream: this kernel has run on {limit} streams, the most it keeps {what} for; "
+            raise GemmcError(f"stream: kernel '{kernel}' has run on {limit} streams, the most it keeps {what} for; "
                              "launch it on fewer streams", code="E900")
 
         return cls(limit, size, full)
@@ -128,6 +128,7 @@ class DynamicState:
     stream (`stream_counters`), per captured call of the list form with its problem table (`capture`,
     `capture_counter`), and per capture and stream of the grouped forms (`graph_counters`, `launch_counter`)."""
 
+    name: str  # the kernel's (its schedule's name), for the errors
     fn: Any
     validate: Any
     grid: int
@@ -149,7 +150,7 @@ class DynamicState:
     baked: bool = True  # alpha and beta are the schedule's constants
 
     def __post_init__(self) -> None:
-        self.stream_counters = StreamSlots.per_stream(COUNTER_SLOTS, COUNTER_BYTES, "tile counters")
+        self.stream_counters = StreamSlots.per_stream(COUNTER_SLOTS, COUNTER_BYTES, self.name, "tile counters")
         self.graph_counters = StreamSlots(CAPTURED_COUNTERS, COUNTER_BYTES, self._share_stream_counters,
                                           start=COUNTER_BYTES * (COUNTER_SLOTS + CAPTURES))
 
@@ -161,8 +162,8 @@ class DynamicState:
             if self.captures_taken >= len(self.captures):
                 from gemmc.errors import GemmcError
 
-                raise GemmcError(f"this kernel has been captured in {len(self.captures)} CUDA graphs, the most it "
-                                 "keeps problem tables for", code="E900")
+                raise GemmcError(f"kernel '{self.name}' has been captured in {len(self.captures)} CUDA graphs, the "
+                                 "most it keeps problem tables for", code="E900")
             self.captures_taken += 1
             return self.captures_taken - 1
 
@@ -193,9 +194,9 @@ class DynamicState:
         """`graph_counters`' `full`: a capture past CAPTURED_COUNTERS launches with its stream's counters."""
         if not self.warned:
             self.warned = True
-            warnings.warn(f"gemmc: this kernel has been captured on {CAPTURED_COUNTERS} streams of CUDA graphs, the "
-                          "most it keeps tile counters of their own for; later captures share their stream's, so "
-                          "such graphs must not replay at the same time", stacklevel=6)
+            warnings.warn(f"gemmc: kernel '{self.name}' has been captured on {CAPTURED_COUNTERS} streams of CUDA "
+                          "graphs, the most it keeps tile counters of their own for; later captures share their "
+                          "stream's, so such graphs must not replay at the same time", stacklevel=6)
         return self.counter(key[1])  # (`stream_counters` takes its own lock)
 
     def counter(self, stream: int) -> int:

@@ -71,8 +71,8 @@ def state(kernel: Executable) -> GroupedTmaState:
     rendered = kernel.rendered
     fn = grouped.compiled(kernel, rendered.entry)
     fn.max_dynamic_shared_size_bytes = plan.dynamic_smem_bytes
-    st = GroupedTmaState(fn, grouped.compiled(kernel, rendered.entry + "_validate"), plan.grid(hardware().sm_count), 0,
-                         plan.dynamic_smem_bytes, plan.threads)
+    st = GroupedTmaState(kernel.name, fn, grouped.compiled(kernel, rendered.entry + "_validate"),
+                         plan.grid(hardware().sm_count), 0, plan.dynamic_smem_bytes, plan.threads)
     st.baked = kernel.ir.alpha is not None and kernel.ir.beta is not None
     if plan.grouped_k:  # its blocks claim tiles from counters, a pair per stream, zeroed once (launches leave them 0)
         st.counters = zeroed_counters()
