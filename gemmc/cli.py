@@ -147,7 +147,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
               f"{len(group.members)} GEMM(s) ({group.mode.value}); build it with {' '.join(g.build_flags)}"
               f"{link(g.header)}")
         if group.group_plan.fallback:  # a `concurrency fused` the members cannot honour runs on streams
-            at = group.ir.mode_span
+            at = group.group_plan.fallback_span
             print(f"{printable(group.filename)}:{at.line}:{at.column}: note: group {group.name} runs on streams, not "
                   f"fused: {group.group_plan.fallback}", file=sys.stderr)
     return 0

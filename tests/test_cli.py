@@ -306,11 +306,17 @@ def test_file_names_that_are_not_utf8(tmp_path):
 
 
 def test_compile_says_why_a_fused_group_runs_on_streams(tmp_path, capsys):
+    """The note points at the member that is the reason (its `gemm` line), else at the group's `concurrency` line."""
     schedule = tmp_path / "f.gs"
-    schedule.write_text("target cuda sm_90\ngroup f { concurrency fused dtype bf16 gemm a 97 x 128 x 251 "
-                        "gemm b 64 x 64 x 64 }\n")
+    schedule.write_text("target cuda sm_90\ngroup f {\n  concurrency fused dtype bf16\n  gemm b 64 x 64 x 64\n"
+                        "  gemm a 97 x 128 x 251\n}\n")
     assert cli.main(["compile", str(schedule), "-o", str(tmp_path / "out")]) == 0
     captured = capsys.readouterr()
     assert "(streams)" in captured.out
-    assert (f"{schedule}:2:11: note: group f runs on streams, not fused: fused bf16 reads every A and B in place "
+    assert (f"{schedule}:5:3: note: group f runs on streams, not fused: fused bf16 reads every A and B in place "
             "through TMA; member a's A lines are 251 elements") in captured.err
+    schedule.write_text("target cuda sm_90\ngroup f {\n  dtype bf16 layout A col\n  concurrency fused\n"
+                        "  gemm b 64 x 64 x 64\n  gemm a 64 x 64 x 64\n}\n")
+    assert cli.main(["compile", str(schedule), "-o", str(tmp_path / "out")]) == 0
+    assert (f"{schedule}:4:3: note: group f runs on streams, not fused: fused bf16 runs a grouped list kernel: it "
+            "reads A and writes C row-major") in capsys.readouterr().err

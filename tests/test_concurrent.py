@@ -445,6 +445,28 @@ def test_f32_fused_falls_back_to_streams_and_says_why(text, why):
     assert group.group_plan.fallback.startswith(why), group.group_plan.fallback
 
 
+@pytest.mark.parametrize("target, lines, at", [
+    ("sm_90", ["dtype bf16", "gemm b 64 x 64 x 64", "gemm a 97 x 128 x 251"], "gemm a 97 x 128 x 251"),
+    ("sm_90", ["dtype bf16", "gemm a 64 x 64 x 64 { algorithm simt }", "gemm b 64 x 64 x 64"], "algorithm simt"),
+    ("sm_90", ["dtype bf16", "gemm a 64 x 64 x 64 { layout A col }", "gemm b 64 x 64 x 64"], "layout A col"),
+    ("sm_90", ["dtype bf16", "gemm a 64 x 64 x 64", "gemm b 64 x 64 x 64 { dtype f16 }"], "dtype f16"),
+    ("sm_90", ["dtype bf16", "gemm a 64 x 64 x 64", "gemm b 64 x 64 x 64 { beta 1.0 }"], "beta 1.0"),
+    ("sm_80", ["gemm a 64 x 64 x 64 { tile 32x32x8 }", "gemm b 64 x 64 x 32"], "tile 32x32x8"),
+    ("sm_80", ["gemm a 64 x 64 x 64", "gemm b 64 x 64 x 32 { threads 128 }"], "threads 128"),
+    ("sm_90", ["dtype bf16 layout A col", "gemm a 64 x 64 x 64", "gemm b 64 x 64 x 64"], "concurrency fused"),
+    ("sm_80", ["precision tf32", "gemm a 64 x 64 x 64", "gemm b 64 x 64 x 32"], "concurrency fused"),
+])
+def test_a_fused_fallback_points_at_the_member_that_is_the_reason(target, lines, at):
+    """GroupPlan.fallback_span (the `gemmc compile` note's location): the statement or `gemm` line of the member
+    whose knob or size keeps the group from one launch; the `concurrency fused` line where the group as a whole
+    does."""
+    text = "\n".join([f"target cuda {target}", "group f {", "  concurrency fused", *(f"  {x}" for x in lines), "}"])
+    plan = gemmc.compile_string(text).groups[0].group_plan
+    assert plan.fused is None and plan.fallback
+    span = plan.fallback_span
+    assert text.split("\n")[span.line - 1][span.column - 1:].startswith(at), (span, plan.fallback)
+
+
 def test_auto_fuses_bf16_gemms_that_each_fill_at_most_half_the_sms():
     """No cost model estimates the list kernel: auto fuses where every GEMM alone fills at most half the SMs in
     128x128 tiles (the measured rule, hopper_grouped calibration FUSE_SHARE), and runs streams otherwise."""

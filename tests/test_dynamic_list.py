@@ -174,16 +174,18 @@ def test_views_take_their_leading_dimensions_from_their_strides(kind):
 
 def test_a_grouped_forms_captures_take_counters_of_their_own_per_graph_and_stream(monkeypatch):
     """Grouped M/K launches inside a capture (the driver's capture id, stubbed) share counters per (capture, stream),
-    apart from every stream's and every other capture's, inside zeroed_counters' allocation; plain launches take
-    their stream's; past CAPTURED_COUNTERS captures a capture takes its stream's, with one warning."""
+    apart from every stream's, every other capture's and the list form's captured calls', inside zeroed_counters'
+    allocation; plain launches take their stream's; past CAPTURED_COUNTERS captures a capture takes its stream's,
+    with one warning. The graphs' table and the list form's captures count apart."""
     from types import SimpleNamespace
 
     from gemmc.runtime import dynamic_state
-    from gemmc.runtime.dynamic_state import CAPTURED_COUNTERS, COUNTER_INTS, COUNTER_SLOTS, DynamicState
+    from gemmc.runtime.dynamic_state import CAPTURED_COUNTERS, CAPTURES, COUNTER_INTS, COUNTER_SLOTS, DynamicState
 
     capturing: dict[int, int] = {}  # stream -> the capture it takes part in
     monkeypatch.setattr(dynamic_state, "capture_id", capturing.get)
-    st = DynamicState(None, None, 1, 0, 0, 1, counters=SimpleNamespace(data=SimpleNamespace(ptr=4096)))
+    st = DynamicState("moe", None, None, 1, 0, 0, 1, captures=[object()] * CAPTURES,
+                      counters=SimpleNamespace(data=SimpleNamespace(ptr=4096)))
     plain = st.launch_counter(7)
     capturing[7] = 100
     first = st.launch_counter(7)
@@ -193,17 +195,25 @@ def test_a_grouped_forms_captures_take_counters_of_their_own_per_graph_and_strea
     capturing[7] = 101
     second = st.launch_counter(7)
     assert len({plain, first, side, second, st.counter(8)}) == 5
+    assert st.captures_taken == 0 and st.capture() == 0  # the list form's captures are a table of their own
+    lists = {st.capture_counter(i) for i in range(CAPTURES)}
     del capturing[7]
     assert st.launch_counter(7) == plain
-    end = 4096 + 4 * COUNTER_INTS * (COUNTER_SLOTS + CAPTURED_COUNTERS)
+    end = 4096 + 4 * COUNTER_INTS * (COUNTER_SLOTS + CAPTURES + CAPTURED_COUNTERS)
+    graphs = {first, side, second}
     for capture in range(102, 102 + CAPTURED_COUNTERS - 3):
         capturing[7] = capture
-        assert st.launch_counter(7) + 4 * COUNTER_INTS <= end
+        graphs.add(st.launch_counter(7))
+    assert len(graphs) == CAPTURED_COUNTERS == len(st.graph_counters) and not graphs & lists
+    assert min(graphs) > max(lists) and max(graphs) + 4 * COUNTER_INTS == end
     capturing[7] = 1000
-    with pytest.warns(UserWarning, match="later captures share their stream's"):
+    with pytest.warns(UserWarning, match=f"^gemmc: kernel 'moe' has been captured on {CAPTURED_COUNTERS} streams of "
+                                         "CUDA graphs, the most it keeps tile counters of their own for; later "
+                                         "captures share their stream's"):
         assert st.launch_counter(7) == plain
     capturing[7] = 1001
     assert st.launch_counter(7) == plain  # warned once
+    assert len(st.graph_counters) == CAPTURED_COUNTERS and st.captures_taken == 1
 
 
 def test_views_of_one_matrix_may_interleave_but_not_share_an_element():
@@ -284,13 +294,14 @@ def test_the_overlap_check_agrees_with_the_bytes_the_arrays_hold():
 def test_each_capture_takes_buffers_of_its_own_and_gives_back_an_unused_one():
     """Captured list calls reserve the CAPTURES sets of buffers in turn (table, tile counters, maps); a reservation
     whose call launched nothing is given back where it was the last; no two of the streams' and captures' counter
-    pairs overlap, and all lie in zeroed_counters' allocation; past CAPTURES, E900."""
+    pairs overlap, and all lie in zeroed_counters' allocation; past CAPTURES, and past COUNTER_SLOTS streams, E900
+    naming the kernel."""
     from types import SimpleNamespace
 
     from gemmc.errors import GemmcError
     from gemmc.runtime.dynamic_state import CAPTURED_COUNTERS, CAPTURES, COUNTER_INTS, COUNTER_SLOTS, DynamicState
 
-    st = DynamicState(None, None, 1, 0, 0, 1, captures=[object()] * CAPTURES,
+    st = DynamicState("moe", None, None, 1, 0, 0, 1, captures=[object()] * CAPTURES,
                       counters=SimpleNamespace(data=SimpleNamespace(ptr=4096)))
     first, second = st.capture(), st.capture()
     assert (first, second) == (0, 1)
@@ -298,15 +309,19 @@ def test_each_capture_takes_buffers_of_its_own_and_gives_back_an_unused_one():
     st.uncapture(second)
     assert st.capture() == 1
     streams = [st.counter(s) for s in range(COUNTER_SLOTS)]  # every stream's slot
+    with pytest.raises(GemmcError, match=f"stream: kernel 'moe' has run on {COUNTER_SLOTS} streams, the most it "
+                                         "keeps tile counters for; launch it on fewer streams"):
+        st.counter(COUNTER_SLOTS)
     captures = [st.capture_counter(k) for k in range(CAPTURES)]
     slots = sorted(streams + captures)
     gaps = [b - a for a, b in zip(slots, slots[1:], strict=False)]
     assert min(gaps) >= 4 * COUNTER_INTS  # no two pairs overlap
-    end = 4096 + 4 * COUNTER_INTS * (COUNTER_SLOTS + CAPTURED_COUNTERS)
+    end = 4096 + 4 * COUNTER_INTS * (COUNTER_SLOTS + CAPTURES + CAPTURED_COUNTERS)
     assert slots[0] >= 4096 and slots[-1] + 4 * COUNTER_INTS <= end
     for _ in range(CAPTURES - 2):
         st.capture()
-    with pytest.raises(GemmcError, match=f"captured in {CAPTURES} CUDA graphs, the most it keeps problem tables"):
+    with pytest.raises(GemmcError, match=f"kernel 'moe' has been captured in {CAPTURES} CUDA graphs, the most it "
+                                         "keeps problem tables for$"):
         st.capture()
 
 
@@ -334,16 +349,16 @@ def test_each_stream_takes_a_slot_of_its_own_up_to_the_limit():
     from gemmc.runtime.grouped_list import MAP_SLOTS, GroupedListState
 
     memory = SimpleNamespace(data=SimpleNamespace(ptr=1 << 20))
-    st = GroupedListState(None, None, 1, 0, 0, 1, map_bytes=384, workspace=memory,
-                          workspaces=StreamSlots(MAP_SLOTS, 384, "tensor maps"))
+    st = GroupedListState("moe_list", None, None, 1, 0, 0, 1, map_bytes=384, workspace=memory,
+                          workspaces=StreamSlots.per_stream(MAP_SLOTS, 384, "moe_list", "tensor maps"))
     streams = [101 + s for s in range(MAP_SLOTS)]
     assert [st.maps(s) for s in streams] == [(1 << 20) + 384 * i for i in range(MAP_SLOTS)]
     assert st.maps(streams[3]) == (1 << 20) + 384 * 3
-    with pytest.raises(GemmcError, match=f"stream: this kernel has run on {MAP_SLOTS} streams, the most it keeps "
-                                         "tensor maps for; launch it on fewer streams") as info:
+    with pytest.raises(GemmcError, match=f"stream: kernel 'moe_list' has run on {MAP_SLOTS} streams, the most it "
+                                         "keeps tensor maps for; launch it on fewer streams") as info:
         st.maps(7)
     assert info.value.code == "E900"
-    assert len(st.slots) == 0  # the tile counters' slots are a table of their own
+    assert len(st.stream_counters) == 0  # the tile counters' slots are a table of their own
 
 
 def test_a_staged_call_gives_back_its_capture_unless_it_sent_its_table(monkeypatch):
@@ -377,27 +392,27 @@ def test_a_staged_call_gives_back_its_capture_unless_it_sent_its_table(monkeypat
         def give_back(self, slot):
             self.released.append("unsent")
 
-    st = DynamicState(None, None, 1, 0, 0, 1, ring=Ring(), captures=[Ring() for _ in range(CAPTURES)],
+    st = DynamicState("moe", None, None, 1, 0, 0, 1, ring=Ring(), captures=[Ring() for _ in range(CAPTURES)],
                       counters=SimpleNamespace(data=SimpleNamespace(ptr=1 << 16)))
     stream = SimpleNamespace(ptr=7)
     with pytest.raises(GemmcError, match="a bad list"), dynamic_list.Staging(st, stream) as call:
         raise GemmcError("a bad list")
-    assert st.captured == 0 and st.captures[0].released == ["unsent"]
+    assert st.captures_taken == 0 and st.captures[0].released == ["unsent"]
     with dynamic_list.Staging(st, stream) as call:
         pass  # no work
-    assert st.captured == 0 and st.captures[0].released == ["unsent"] * 2
+    assert st.captures_taken == 0 and st.captures[0].released == ["unsent"] * 2
     st.captures[0].released.clear()
     with dynamic_list.Staging(st, stream) as call:
         assert call.index == 0 and call.counter(stream.ptr) == st.capture_counter(0)
         assert call.send(3, stream) == 4096
         call.done(stream)
-    assert st.captured == 1 and st.captures[0].sent == [3] and st.captures[0].released == []
+    assert st.captures_taken == 1 and st.captures[0].sent == [3] and st.captures[0].released == []
     capturing[0] = 0
     with dynamic_list.Staging(st, stream) as call:
         assert call.index is None and call.counter(stream.ptr) == st.counter(stream.ptr)
         call.send(2, stream)
         call.done(stream)
-    assert st.captured == 1 and st.ring.sent == [2] and st.ring.released == [stream]
+    assert st.captures_taken == 1 and st.ring.sent == [2] and st.ring.released == [stream]
     with pytest.raises(GemmcError, match="a failed launch"), dynamic_list.Staging(st, stream) as call:
         call.send(2, stream)
         raise GemmcError("a failed launch")

@@ -393,3 +393,45 @@ def test_list_sizes_the_runtime_shares_have_one_source():
     counters = hp.LIST_COUNTER_BYTES
     assert f"return {counters} + {maps_bytes};" in src and f"static_cast<char*>(workspace) + {counters});" in src
     assert maps_bytes == hp.LIST_MAPS * TMAP_BYTES * 64
+
+
+@pytest.mark.parametrize("grouped_k", [False, True], ids=["grouped-M", "grouped-K"])
+def test_a_checked_calls_argument_block_launches_with_no_values_but_grouped_ks_counters(monkeypatch, grouped_k):
+    """runtime/grouped_tma.py: a checked call's argument block is a Launcher holding every value in the kernel's
+    order (three tensor maps by value, then the scalars); a launch of it stores nothing but grouped K's tile counters
+    (the launch stream's), and grouped M reads no counters."""
+    import ctypes
+    import sys
+    from types import ModuleType, SimpleNamespace
+
+    from gemmc.runtime import dynamic_state, grouped_tma
+    from gemmc.runtime.tma import TMAP
+
+    launched = []
+    cuda = ModuleType("cupy.cuda")
+    cuda.driver = SimpleNamespace(launchKernel=lambda *a: launched.append(a))  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cupy", ModuleType("cupy"))
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
+    monkeypatch.setattr(dynamic_state, "capture_id", lambda stream: None)
+    fn = SimpleNamespace(kernel=SimpleNamespace(ptr=77))
+    st = grouped_tma.GroupedTmaState("moe", fn, None, 132, 0, 1000, 384)
+    if grouped_k:
+        st.counters = SimpleNamespace(data=SimpleNamespace(ptr=4096))
+    maps = []
+    for fill in (1, 2, 3):
+        m = np.zeros(1, dtype=TMAP)
+        m["opaque"][0, :] = fill
+        maps.append(m)
+    block = grouped_tma.argument_block(st, tuple(maps), 1, 0xC0, 0xE0, 5, 600, 256, 128, 2.0, 0.5,
+                                       counters=grouped_k)
+    assert [list(v) for v in block.values[:3]] == [[fill] * 16 for fill in (1, 2, 3)]
+    assert [v.value for v in block.values[3:12]] == [1, 0xC0, 0xE0, 5, 600, 256, 128, 2.0, 0.5]
+    assert len(block.values) == 12 + grouped_k and block.per_call == []
+    for stream in (7, 8):
+        grouped_tma._launch(st, block, stream)
+        assert launched[-1] == (77, 132, 1, 1, 384, 1, 1, 1000, stream, block.address, 0)
+        if grouped_k:  # each stream's own pair of counters
+            assert block.values[12].value == st.counter(stream)
+    assert block.counter is None or len({st.counter(7), st.counter(8)}) == 2
+    params = ctypes.cast(block.address, ctypes.POINTER(ctypes.c_void_p))
+    assert [params[i] for i in range(len(block.values))] == [ctypes.addressof(v) for v in block.values]

@@ -24,7 +24,7 @@ from gemmc.concurrent import predictor
 from gemmc.concurrent.features import features, kernel_figures, plan_for_share
 from gemmc.errors import GemmcError
 from gemmc.families import registry
-from gemmc.families.base import Fusion, differing
+from gemmc.families.base import Fusion, NotFused, differing, member_span
 from gemmc.ir.group import DEGREES, SHARES, Group, GroupPlan, MemberChoice, Mode
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
@@ -61,31 +61,32 @@ def copies(members: list[Kernel], index: int) -> int:
     return sum(key(k) == mine for k in members)
 
 
-def fused_kernel(group: Group, members: list[Kernel], hw: Hardware) -> Fusion | str:
-    """The group as one launch (its kernel planned), or why not: members of one family that share dtypes, layouts,
-    scalars and precision, run as one by the family that `fuses` theirs (`KernelFamily.fuse`: the SIMT family's
-    irregular batch of a problem per member; the hopper_grouped family's tensor-core `grouped list` of hopper
-    members)."""
+def fused_kernel(group: Group, members: list[Kernel], hw: Hardware) -> Fusion | NotFused:
+    """The group as one launch (its kernel planned), or why not (at the member that is the reason, where one is):
+    members of one family that share dtypes, layouts, scalars and precision, run as one by the family that `fuses`
+    theirs (`KernelFamily.fuse`: the SIMT family's irregular batch of a problem per member; the hopper_grouped
+    family's tensor-core `grouped list` of hopper members)."""
     if len(members) < 2:
-        return "one GEMM: nothing to fuse"
+        return NotFused("one GEMM: nothing to fuse")
     named = {k.name.removeprefix(group.name + "_"): k for k in members}  # as the group writes them: `a`, `q_1`
     first = members[0].family
     other = next((m for m, k in named.items() if k.family != first), None)
     if other is not None:
-        return (f"fused runs members of one family as one launch; {next(iter(named))} is {first}, {other} "
-                f"{named[other].family}")
+        return NotFused(f"fused runs members of one family as one launch; {next(iter(named))} is {first}, {other} "
+                        f"{named[other].family}", member_span(members[0], named[other], "algorithm"))
     why = differing(named, ("dtype", "c_dtype", "layout_a", "layout_b", "layout_c", "alpha", "beta", "precision"))
-    if why:
+    if why is not None:
         return why
     fusion = registry.fuse(named, f"{group.name}_fused", group.span, hw)
-    if isinstance(fusion, str):
+    if isinstance(fusion, NotFused):
         return fusion
     from gemmc.passes import run_pipeline
 
     try:
         return fusion._replace(kernel=run_pipeline(Program(hw, (fusion.kernel,))).kernels[0])
     except GemmcError as err:
-        return f"fused cannot be planned: {err.diagnostics[0].message}"
+        first_error = err.diagnostics[0]
+        return NotFused(f"fused cannot be planned: {first_error.message}", first_error.span)
 
 
 def same_kernel(a: Kernel, b: Kernel, hw: Hardware) -> bool:
@@ -101,7 +102,7 @@ def _estimate(kernel: Kernel) -> float | None:
     return getattr(kernel.plan, "estimate_us", None) or None
 
 
-def choose(group: Group, choices: list[MemberChoice], fusion: Fusion | str, members: list[Kernel], model: str,
+def choose(group: Group, choices: list[MemberChoice], fusion: Fusion | NotFused, members: list[Kernel], model: str,
            hw: Hardware) -> GroupPlan:
     """How the group runs: the schedule's mode, or under `concurrency auto` fused where the fusing family's rule
     prefers its launch (`KernelFamily.prefer_fused`), else the predicted degree on streams (1: sequential)."""
@@ -115,9 +116,12 @@ def choose(group: Group, choices: list[MemberChoice], fusion: Fusion | str, memb
     if fused_est is not None and all(e is not None for e in seq):
         estimates = [("sequential", float(sum(e for e in seq if e is not None))), ("fused", fused_est)]
 
-    def plan(mode: Mode, degree: int, *why: str, fallback: str = "") -> GroupPlan:
+    def plan(mode: Mode, degree: int, *why: str, fallback: NotFused | None = None) -> GroupPlan:
+        if fallback is None:
+            return GroupPlan(mode, degree, tuple(choices), fused, model, tuple(estimates), (*notes, *why))
+        # the note points at the member that is the reason, else at the group's `concurrency fused`
         return GroupPlan(mode, degree, tuple(choices), fused, model, tuple(estimates), (*notes, *why),
-                         fallback=fallback)
+                         fallback=fallback.why, fallback_span=fallback.span if fallback.span.line else group.mode_span)
 
     if group.mode is Mode.SEQUENTIAL:
         return plan(Mode.SEQUENTIAL, 1, "concurrency sequential from the schedule")
@@ -129,7 +133,7 @@ def choose(group: Group, choices: list[MemberChoice], fusion: Fusion | str, memb
         if isinstance(fusion, Fusion):
             return plan(Mode.FUSED, 1, "concurrency fused from the schedule", fusion.why)
         return plan(Mode.STREAMS, max(predicted, 2) if n > 1 else 1,
-                    f"concurrency fused falls back to streams: {fusion}", fallback=fusion)
+                    f"concurrency fused falls back to streams: {fusion.why}", fallback=fusion)
     notes.append(f"predictor ({model}): degrees " + ", ".join(f"{c.member} {c.degree}" + (" (fit)" if c.fit else "")
                                                               for c in choices)
                  + f"; on streams the group would run {predicted} at once (the smallest, clamped to its {n} GEMMs"
@@ -144,7 +148,7 @@ def choose(group: Group, choices: list[MemberChoice], fusion: Fusion | str, memb
         if fuse:
             return plan(Mode.FUSED, 1)
     else:
-        notes.append(f"not fused: {fusion}")
+        notes.append(f"not fused: {fusion.why}")
     return plan(Mode.SEQUENTIAL, 1) if predicted == 1 else plan(Mode.STREAMS, predicted)
 
 

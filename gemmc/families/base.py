@@ -21,7 +21,7 @@ from gemmc.errors import Diagnostic
 from gemmc.families.cells import Cells, whole_problems
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel, WorkList
-from gemmc.ir.types import Span
+from gemmc.ir.types import NO_SPAN, Span
 
 Pass = Callable[[Kernel, Hardware], Kernel]  # a pure pass: what every pipeline pass and planning step is
 
@@ -46,20 +46,41 @@ class Fusion(NamedTuple):
     why: str
 
 
-def differing(members: Mapping[str, Kernel], keys: tuple[str, ...]) -> str:
+class NotFused(NamedTuple):
+    """Why a concurrent group's members cannot run as one launch, and the schedule line it is about: where one member
+    is the reason, its statement or its line (`member_span`); NO_SPAN where the group as a whole is (a note then
+    points at the group's `concurrency` line)."""
+
+    why: str
+    span: Span = NO_SPAN
+
+
+def member_span(first: Kernel, other: Kernel, stmt: str) -> Span:
+    """Where two members that differ in what statement `stmt` sets are told apart: `other`'s statement, else
+    `first`'s (`other` takes the default, `first` wrote another value), else `other`'s line."""
+    for k in (other, first):
+        if any(key == stmt for key, _ in k.stmt_spans):
+            return k.where(stmt)
+    return other.span
+
+
+def differing(members: Mapping[str, Kernel], keys: tuple[str, ...]) -> NotFused | None:
     """Why the members (by their names in the group) cannot share one kernel: the first of `keys` (Kernel fields)
-    on which they differ, as the language writes it; "" where they agree on all."""
+    on which they differ, as the language writes it, at the statement that sets it in the first member that differs
+    (`member_span`); None where they agree on all."""
     first_name, first = next(iter(members.items()))
     for key in keys:
         mine = getattr(first, key)
         other = next(((name, k) for name, k in members.items() if getattr(k, key) != mine), None)
         if other is not None:
-            return (f"fused needs one {SPELLING.get(key, key)} for every member; {first_name} has {_shown(mine)}, "
-                    f"{other[0]} {_shown(getattr(other[1], key))} (split the group, or give them one)")
-    return ""
+            return NotFused(f"fused needs one {SPELLING.get(key, key)} for every member; {first_name} has "
+                            f"{_shown(mine)}, {other[0]} {_shown(getattr(other[1], key))} (split the group, or give "
+                            "them one)", member_span(first, other[1], STATEMENT.get(key, key)))
+    return None
 
 
 SPELLING = {"layout_a": "layout A", "layout_b": "layout B", "layout_c": "layout C", "c_dtype": "dtype of C"}
+STATEMENT = {"layout_a": "layout", "layout_b": "layout", "layout_c": "layout", "c_dtype": "dtype", "stages": "pipeline"}
 
 
 def _shown(value: object) -> str:
@@ -159,10 +180,10 @@ class KernelFamily(Protocol):
         """The family whose kernels this family runs as one launch for a concurrent group (`fuse`), or None."""
         ...
 
-    def fuse(self, members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | str:
+    def fuse(self, members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | NotFused:
         """A concurrent group's members (kernels of the `fuses` family, by their names in the group, in call order,
         sharing dtypes, layouts, scalars and precision) as one launch of this family called `name`, or why they
-        cannot run as one."""
+        cannot run as one (at the member that is the reason, where one is)."""
         ...
 
     def prefer_fused(self, fused: Kernel, members: Sequence[Kernel], hw: Hardware) -> tuple[bool, str]:
@@ -233,8 +254,8 @@ class PlannerFamily:
 
     fuses: str | None = None
 
-    def fuse(self, members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | str:
-        return "this family runs no group as one launch"
+    def fuse(self, members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | NotFused:
+        return NotFused("this family runs no group as one launch")
 
     def prefer_fused(self, fused: Kernel, members: Sequence[Kernel], hw: Hardware) -> tuple[bool, str]:
         return False, "not fused: this family runs no group as one launch"

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from gemmc.errors import InternalError
 from gemmc.families import dynamic, hopper, hopper_grouped, simt, tensorcore, tsm2l, tsm2r
-from gemmc.families.base import Fusion, KernelFamily
+from gemmc.families.base import Fusion, KernelFamily, NotFused
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 from gemmc.ir.types import Span
@@ -35,7 +35,7 @@ def family(name: str | None) -> KernelFamily:
     raise InternalError("families", f"no kernel family is registered as {name!r}")
 
 
-def fuse(members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | str:
+def fuse(members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | NotFused:
     """A concurrent group's members, all of one family, as one launch of the family that `fuses` theirs, or why
     they cannot run as one."""
     kind = next(iter(members.values())).family
@@ -43,4 +43,4 @@ def fuse(members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> 
         if f.fuses == kind:
             return f.fuse(members, name, span, hw)
     ways = "; ".join(f"{f.fuses} members as one {f.name} launch" for f in FAMILIES if f.fuses)
-    return f"fused runs {ways}; {', '.join(members)} {'are' if len(members) > 1 else 'is'} {kind}"
+    return NotFused(f"fused runs {ways}; {', '.join(members)} {'are' if len(members) > 1 else 'is'} {kind}")

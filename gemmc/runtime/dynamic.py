@@ -88,7 +88,7 @@ def state(kernel: Executable) -> DynamicState:
         threshold = plan.threshold(grid)
         dyn = kernel.ir.dynamic
         assert dyn is not None
-        found = DynamicState(fn, validate, grid, threshold, smem, plan.threads,
+        found = DynamicState(kernel.name, fn, validate, grid, threshold, smem, plan.threads,
                              tuple(np.int64(x) for x in (dyn.m, dyn.n, dyn.k, threshold)))
         found.baked = kernel.ir.alpha is not None and kernel.ir.beta is not None
         found.counters = zeroed_counters()

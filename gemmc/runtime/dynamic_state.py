@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import threading
 import warnings
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,9 @@ class Launcher:
 
     `values`: the block's arguments, ctypes objects (their values those of every launch until `set` or a call
     stores others); a call stores its values from argument `first` on, and the tile counters' address at argument
-    `counter` (None: the kernel takes none)."""
+    `counter` (None: the kernel takes none). A block whose `first` is past its last argument takes no values from a
+    call: the grouped TMA forms build one per checked set of arguments (runtime/grouped_tma.py), its tensor maps
+    stored once."""
 
     def __init__(self, fn: Any, values: list[Any], counter: int | None, first: int = 0):
         from cupy.cuda import driver  # type: ignore[import-not-found]
@@ -53,36 +56,47 @@ class Launcher:
             self.launch_kernel(self.func, grid, 1, 1, block, 1, 1, smem, stream, self.address, 0)
 
 
-class StreamSlots(dict[int, int]):
-    """Raw stream handle -> the device address of its slot: per launch stream, a slot of its own among `limit` slots
-    of `size` bytes of one allocation, taken on the stream's first launch and kept. Launches in stream order share a
-    stream's slot (a kernel leaves its tile counters zeroed; a call's planning kernel writes its tensor maps before
-    its main kernel reads them); launches on two streams at once must not. A lookup of a stream seen before is the
-    dictionary's own (`slot`); `take` adds one under a lock."""
+class StreamSlots(dict[Hashable, int]):
+    """Key -> the device address of its slot: per launch stream (a raw handle), or per capture and stream, a slot of
+    its own among `limit` slots of `size` bytes from byte `start` of one allocation, taken on the key's first launch
+    and kept (the stream may launch, the graph replay, at any time). Launches in stream order share a slot (a kernel
+    leaves its tile counters zeroed; a call's planning kernel writes its tensor maps before its main kernel reads
+    them); launches on two streams at once, or two graphs replayed at once, must not. A lookup of a key seen before is
+    the dictionary's own (`slot`); `take` adds one under a lock; a key past `limit` gets `full(key)`, not kept: an
+    error (`per_stream`), or a slot another key holds."""
 
-    def __init__(self, limit: int, size: int, what: str):
+    def __init__(self, limit: int, size: int, full: Callable[[Any], int], start: int = 0):
         super().__init__()
         self.limit = limit
         self.size = size
-        self.what = what  # what a slot holds, for the error past `limit` streams
+        self.full = full
+        self.start = start
         self.lock = threading.Lock()
 
-    def slot(self, stream: int, memory: Any) -> int:
-        """The slot of `stream` in `memory` (a device array): a dictionary lookup, else `take`."""
-        found = self.get(stream)
-        return found if found is not None else self.take(stream, memory)
+    @classmethod
+    def per_stream(cls, limit: int, size: int, kernel: str, what: str) -> StreamSlots:
+        """Slots per launch stream, a stream past `limit` refused (E900) naming the kernel and what the slots hold."""
+        def full(stream: int) -> int:
+            from gemmc.errors import GemmcError
 
-    def take(self, stream: int, memory: Any) -> int:
-        """The slot of `stream` in `memory` (a device array), taken where the stream has none yet."""
+            raise GemmcError(f"stream: kernel '{kernel}' has run on {limit} streams, the most it keeps {what} for; "
+                             "launch it on fewer streams", code="E900")
+
+        return cls(limit, size, full)
+
+    def slot(self, key: Hashable, memory: Any) -> int:
+        """The slot of `key` in `memory` (a device array): a dictionary lookup, else `take`."""
+        found = self.get(key)
+        return found if found is not None else self.take(key, memory)
+
+    def take(self, key: Hashable, memory: Any) -> int:
+        """The slot of `key` in `memory` (a device array), taken where the key has none yet."""
         with self.lock:
-            found = self.get(stream)
+            found = self.get(key)
             if found is None:
                 if len(self) >= self.limit:
-                    from gemmc.errors import GemmcError
-
-                    raise GemmcError(f"stream: this kernel has run on {self.limit} streams, the most it keeps "
-                                     f"{self.what} for; launch it on fewer streams", code="E900")
-                found = self[stream] = int(memory.data.ptr) + self.size * len(self)
+                    return self.full(key)
+                found = self[key] = int(memory.data.ptr) + self.start + self.size * len(self)
             return found
 
 
@@ -90,24 +104,31 @@ COUNTER_SLOTS = 64  # streams a kernel keeps tile counters for (each launch's st
 CAPTURES = 8  # calls captured in CUDA graphs a list-form kernel keeps problem tables for (each graph reads its own)
 CAPTURED_COUNTERS = 256  # captures (graph, stream) a grouped-form kernel keeps tile counters of their own for
 COUNTER_INTS = 8  # int32 per slot: the kernel's two counters, padded to 32 bytes
+COUNTER_BYTES = 4 * COUNTER_INTS
 
 
 def zeroed_counters() -> Any:
-    """The tile counters of a persistent kernel ((COUNTER_SLOTS + CAPTURED_COUNTERS) x COUNTER_INTS int32: a slot per
-    stream, then one per captured call), zero before any stream's first launch reads them: the memset runs on CuPy's
-    current stream, and a first launch on another stream (a torch side stream, non-blocking) would not wait for it."""
+    """The tile counters of a persistent kernel ((COUNTER_SLOTS + CAPTURES + CAPTURED_COUNTERS) x COUNTER_INTS int32:
+    a slot per stream, one per captured list call, then one per capture and stream of the grouped forms), zero before
+    any stream's first launch reads them: the memset runs on CuPy's current stream, and a first launch on another
+    stream (a torch side stream, non-blocking) would not wait for it."""
     from gemmc.runtime.device import cupy
 
     cp = cupy()
-    counters = cp.zeros((COUNTER_SLOTS + CAPTURED_COUNTERS) * COUNTER_INTS, dtype=cp.int32)
+    counters = cp.zeros((COUNTER_SLOTS + CAPTURES + CAPTURED_COUNTERS) * COUNTER_INTS, dtype=cp.int32)
     cp.cuda.get_current_stream().synchronize()
     return counters
 
 
 @dataclass
 class DynamicState:
-    """A dynamic kernel's loaded functions and launch constants, made on its first call (the only compile)."""
+    """A dynamic kernel's loaded functions and launch constants, made on its first call (the only compile).
 
+    Its tile counters (`counters`, one allocation) are taken three ways, each in a region of its own: per launch
+    stream (`stream_counters`), per captured call of the list form with its problem table (`capture`,
+    `capture_counter`), and per capture and stream of the grouped forms (`graph_counters`, `launch_counter`)."""
+
+    name: str  # the kernel's (its schedule's name), for the errors
     fn: Any
     validate: Any
     grid: int
@@ -119,68 +140,67 @@ class DynamicState:
     workspace: Any = None  # int32[4]: the validation result
     ring: Any = None  # the list form's staging buffers (runtime/dynamic_list.py)
     captures: list[Any] = field(default_factory=list)  # the list form's CAPTURES table buffers, one per captured call
-    captured: int = 0  # captures taken
-    capture_lock: threading.Lock = field(default_factory=threading.Lock)  # takes captures and graphs' counters in turn
-    counters: Any = None  # int32[(COUNTER_SLOTS + CAPTURED_COUNTERS) x COUNTER_INTS], zeroed once: the tile counters
-    slots: StreamSlots = field(default_factory=lambda: StreamSlots(COUNTER_SLOTS, 4 * COUNTER_INTS, "tile counters"))
-    graph_slots: dict[tuple[int, int], int] = field(default_factory=dict)  # (capture id, stream) -> its counters
+    captures_taken: int = 0  # of `captures`, taken in turn (`capture`)
+    capture_lock: threading.Lock = field(default_factory=threading.Lock)  # takes `captures` in turn
+    counters: Any = None  # int32, zeroed once (`zeroed_counters`): the tile counters
+    stream_counters: StreamSlots = field(init=False)  # raw stream handle -> its counters
+    graph_counters: StreamSlots = field(init=False)  # (capture id, stream) -> the counters of its calls
     warned: bool = False  # that captures past CAPTURED_COUNTERS share their stream's counters
     seen: dict[tuple, tuple] = field(default_factory=dict)  # checked grouped calls' metadata -> their launch values
     baked: bool = True  # alpha and beta are the schedule's constants
+
+    def __post_init__(self) -> None:
+        self.stream_counters = StreamSlots.per_stream(COUNTER_SLOTS, COUNTER_BYTES, self.name, "tile counters")
+        self.graph_counters = StreamSlots(CAPTURED_COUNTERS, COUNTER_BYTES, self._share_stream_counters,
+                                          start=COUNTER_BYTES * (COUNTER_SLOTS + CAPTURES))
 
     def capture(self) -> int:
         """Reserve the next of the list form's CAPTURES sets of buffers for a call being captured in a CUDA graph,
         which its graph reads at every replay and no later call reuses: its problem table (`captures`), its tile
         counters (`capture_counter`) and, on the tensor cores, its tensor maps. Returns their index."""
         with self.capture_lock:
-            if self.captured >= len(self.captures):
+            if self.captures_taken >= len(self.captures):
                 from gemmc.errors import GemmcError
 
-                raise GemmcError(f"this kernel has been captured in {len(self.captures)} CUDA graphs, the most it "
-                                 "keeps problem tables for", code="E900")
-            self.captured += 1
-            return self.captured - 1
+                raise GemmcError(f"kernel '{self.name}' has been captured in {len(self.captures)} CUDA graphs, the "
+                                 "most it keeps problem tables for", code="E900")
+            self.captures_taken += 1
+            return self.captures_taken - 1
 
     def uncapture(self, index: int) -> None:
         """Give back a reservation whose call launched nothing, where no later capture took buffers after it."""
         with self.capture_lock:
-            if self.captured == index + 1:
-                self.captured = index
+            if self.captures_taken == index + 1:
+                self.captures_taken = index
 
     def capture_counter(self, index: int) -> int:
-        """The device address of captured call `index`'s own tile counters (after the streams' slots): a graph never
-        shares its counters with another graph or with plain calls, so any of them may run at once."""
-        return int(self.counters.data.ptr) + 4 * COUNTER_INTS * (COUNTER_SLOTS + index)
+        """The device address of captured list call `index`'s own tile counters (after the streams' slots): a graph
+        never shares its counters with another graph or with plain calls, so any of them may run at once."""
+        return int(self.counters.data.ptr) + COUNTER_BYTES * (COUNTER_SLOTS + index)
 
     def launch_counter(self, stream: int) -> int:
         """The tile counters of a launch on `stream` (a raw handle) of a grouped form. Launches of one capture on one
-        stream (calls in order in one graph) share counters of their own, kept for CAPTURED_COUNTERS such captures
-        (`capture_counter`), so graphs captured on one stream (torch.cuda.graph's one capture stream) may replay at
-        once, beside each other and beside plain calls; past that a capture shares its stream's (graphs captured
-        then must replay one after another, as plain calls on one stream run), with a warning. Other calls share
-        their stream's (`counter`)."""
+        stream (calls in order in one graph) share counters of their own (`graph_counters`, kept for
+        CAPTURED_COUNTERS such captures), so graphs captured on one stream (torch.cuda.graph's one capture stream)
+        may replay at once, beside each other and beside plain calls; past that a capture shares its stream's
+        (graphs captured then must replay one after another, as plain calls on one stream run), with a warning.
+        Other calls share their stream's (`counter`)."""
         capture = capture_id(stream)
         if capture is None:
-            return self.counter(stream)
-        found = self.graph_slots.get((capture, stream))
-        if found is not None:
-            return found
-        with self.capture_lock:
-            found = self.graph_slots.get((capture, stream))
-            if found is None:
-                if self.captured >= CAPTURED_COUNTERS:
-                    if not self.warned:
-                        self.warned = True
-                        warnings.warn(f"gemmc: this kernel has been captured on {CAPTURED_COUNTERS} streams of CUDA "
-                                      "graphs, the most it keeps tile counters of their own for; later captures "
-                                      "share their stream's, so such graphs must not replay at the same time",
-                                      stacklevel=3)
-                    return self.counter(stream)  # (`slots` takes its own lock)
-                found = self.graph_slots[(capture, stream)] = self.capture_counter(self.captured)
-                self.captured += 1
-        return found
+            return self.stream_counters.slot(stream, self.counters)
+        return self.graph_counters.slot((capture, stream), self.counters)
+
+    def _share_stream_counters(self, key: tuple[int, int]) -> int:
+        """`graph_counters`' `full`: a capture past CAPTURED_COUNTERS launches with its stream's counters."""
+        if not self.warned:
+            self.warned = True
+            warnings.warn(f"gemmc: kernel '{self.name}' has been captured on {CAPTURED_COUNTERS} streams of CUDA "
+                          "graphs, the most it keeps tile counters of their own for; later captures share their "
+                          "stream's, so such graphs must not replay at the same time", stacklevel=6)
+        return self.counter(key[1])  # (`stream_counters` takes its own lock)
 
     def counter(self, stream: int) -> int:
         """The device address of the tile counters for launches on `stream` (a raw handle): the kernel leaves them
-        zeroed, so launches in stream order share them; launches on two streams at once must not (`slots`)."""
-        return self.slots.slot(stream, self.counters)
+        zeroed, so launches in stream order share them; launches on two streams at once must not
+        (`stream_counters`)."""
+        return self.stream_counters.slot(stream, self.counters)

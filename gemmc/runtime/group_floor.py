@@ -176,11 +176,11 @@ def confirm(run: GroupRun, As: Any, Bs: Any, Cs: Any, stream: Any) -> Way | None
             run_group(run, As, Bs, Cs, mode=way.mode, degree=way.degree, kernels=way.kernels, stream=s)
 
         fused = run.fused if way.mode is Mode.FUSED else None
-        taken = getattr(fused.dynamic if fused else None, "captured", 0)  # the fused list kernel's graph buffers
+        taken = getattr(fused.dynamic if fused else None, "captures_taken", 0)  # the fused list kernel's graph buffers
         seconds[way.label] = replay_seconds(call, stream)
         state = fused.dynamic if fused else None
         if isinstance(state, DynamicState):  # the timing graph is gone: its capture buffers go back
-            for index in range(state.captured - 1, taken - 1, -1):
+            for index in range(state.captures_taken - 1, taken - 1, -1):
                 state.uncapture(index)
     planned = candidates[0]
     fastest = min(candidates, key=lambda w: seconds[w.label])

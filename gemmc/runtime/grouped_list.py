@@ -99,9 +99,10 @@ def state(kernel: Executable) -> GroupedListState:
     fn = grouped.compiled(kernel, entry)
     fn.max_dynamic_shared_size_bytes = plan.dynamic_smem_bytes
     maps_fn = grouped.compiled(kernel, entry + "_maps")
-    st = GroupedListState(fn, None, plan.grid(hardware().sm_count), 0, plan.dynamic_smem_bytes, plan.threads,
-                          map_bytes=plan.list_maps_bytes,
-                          workspaces=StreamSlots(MAP_SLOTS, plan.list_maps_bytes, "tensor maps"))
+    st = GroupedListState(kernel.name, fn, None, plan.grid(hardware().sm_count), 0, plan.dynamic_smem_bytes,
+                          plan.threads, map_bytes=plan.list_maps_bytes,
+                          workspaces=StreamSlots.per_stream(MAP_SLOTS, plan.list_maps_bytes, kernel.name,
+                                                            "tensor maps"))
     st.baked = ir.alpha is not None and ir.beta is not None
     st.counters = zeroed_counters()
     make_tables(st, plan.max_groups)

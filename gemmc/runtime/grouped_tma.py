@@ -4,15 +4,15 @@ never allocates, so it can be captured in a CUDA graph and the graph replayed wi
 tunes or compiles after the first call.
 
 The tensor maps name the arrays' addresses, the rows and the group count, so each checked set of arguments gets its
-own argument block, built once: the maps and the scalars as cuLaunchKernel reads them. A call whose arguments'
-metadata (addresses, shapes, strides, dtypes, devices) equal those of a call already checked launches that block after
-reading the metadata once (the dynamic family's quick path, with the same key).
+own argument block, built once: a `Launcher` (runtime/dynamic_state.py) whose values are all stored when it is made,
+the maps and the scalars as cuLaunchKernel reads them; a launch stores only grouped K's tile counters. A call whose
+arguments' metadata (addresses, shapes, strides, dtypes, devices) equal those of a call already checked launches that
+block after reading the metadata once (the dynamic family's quick path, with the same key).
 """
 
 from __future__ import annotations
 
 import ctypes
-import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +26,7 @@ from gemmc.ir.types import Layout
 from gemmc.runtime import dynamic as grouped  # the grouped forms' checks, stream and quick-path key
 from gemmc.runtime.args import NUMPY_DTYPES
 from gemmc.runtime.device import cupy, hardware
-from gemmc.runtime.dynamic_state import DynamicState, zeroed_counters
+from gemmc.runtime.dynamic_state import DynamicState, Launcher, zeroed_counters
 from gemmc.runtime.streams import is_torch, launch_stream, load_outside_capture
 from gemmc.runtime.tma import TMAP, TMAP_ARG, encode_tensor
 
@@ -35,33 +35,27 @@ if TYPE_CHECKING:
 
 
 
-class Args:
-    """One checked call's kernel arguments (three tensor maps, c_by_tma, C, the ends, groups, rows, N, K, alpha,
-    beta; grouped K: M, N for N, K, and the tile counters), stored where cuLaunchKernel reads them."""
-
-    def __init__(self, maps: tuple[Any, Any, Any], c_by_tma: int, c: int, ends_ptr: int, groups: int, rows: int,
-                 n: int, k: int, alpha: float, beta: float, counters: bool = False):
-        self.values: list[Any] = [
-            *(TMAP_ARG.from_buffer_copy(m.tobytes()) for m in maps), ctypes.c_int32(c_by_tma), ctypes.c_uint64(c),
-            ctypes.c_uint64(ends_ptr), ctypes.c_int32(groups), ctypes.c_int64(rows), ctypes.c_int32(n),
-            ctypes.c_int32(k), ctypes.c_float(alpha), ctypes.c_float(beta)]
-        # grouped K: the tile counters of the launch, set before each launch (DynamicState.launch_counter)
-        self.counter = ctypes.c_uint64(0) if counters else None
-        if self.counter is not None:
-            self.values.append(self.counter)
-        self.params = (ctypes.c_void_p * len(self.values))(*(ctypes.addressof(v) for v in self.values))
-        self.address = ctypes.addressof(self.params)
+def argument_block(st: GroupedTmaState, maps: tuple[Any, Any, Any], c_by_tma: int, c: int, ends_ptr: int, groups: int,
+                   rows: int, n: int, k: int, alpha: float, beta: float, counters: bool = False) -> Launcher:
+    """One checked call's argument block (three tensor maps, c_by_tma, C, the ends, groups, rows, N, K, alpha, beta;
+    grouped K: M, N for N, K, and the tile counters, stored at each launch), every value stored once: a launch
+    passes no values."""
+    values: list[Any] = [
+        *(TMAP_ARG.from_buffer_copy(m.tobytes()) for m in maps), ctypes.c_int32(c_by_tma), ctypes.c_uint64(c),
+        ctypes.c_uint64(ends_ptr), ctypes.c_int32(groups), ctypes.c_int64(rows), ctypes.c_int32(n), ctypes.c_int32(k),
+        ctypes.c_float(alpha), ctypes.c_float(beta)]
+    if counters:
+        values.append(ctypes.c_uint64(0))
+    return Launcher(st.fn, values, counter=len(values) - 1 if counters else None, first=len(values))
 
 
 @dataclass
 class GroupedTmaState(DynamicState):
     """The loaded kernel and its launch constants (DynamicState's fields: the function, the validation kernel and its
     result buffer, the grid, the dynamic shared memory, the block), and the argument blocks of the calls checked so
-    far (`blocks`: the quick path's key -> Args)."""
+    far (`blocks`: the quick path's key -> its `argument_block`)."""
 
-    func: int = 0  # the CUfunction handle cuLaunchKernel takes
-    blocks: dict[tuple, Args] = field(default_factory=dict)
-    launch_lock: threading.Lock = field(default_factory=threading.Lock)  # an Args block's counter store and launch
+    blocks: dict[tuple, Launcher] = field(default_factory=dict)
 
 
 def grouped_plan(kernel: Executable) -> HopperGroupedPlan:
@@ -77,8 +71,8 @@ def state(kernel: Executable) -> GroupedTmaState:
     rendered = kernel.rendered
     fn = grouped.compiled(kernel, rendered.entry)
     fn.max_dynamic_shared_size_bytes = plan.dynamic_smem_bytes
-    st = GroupedTmaState(fn, grouped.compiled(kernel, rendered.entry + "_validate"), plan.grid(hardware().sm_count), 0,
-                         plan.dynamic_smem_bytes, plan.threads, func=int(fn.kernel.ptr))
+    st = GroupedTmaState(kernel.name, fn, grouped.compiled(kernel, rendered.entry + "_validate"),
+                         plan.grid(hardware().sm_count), 0, plan.dynamic_smem_bytes, plan.threads)
     st.baked = kernel.ir.alpha is not None and kernel.ir.beta is not None
     if plan.grouped_k:  # its blocks claim tiles from counters, a pair per stream, zeroed once (launches leave them 0)
         st.counters = zeroed_counters()
@@ -96,16 +90,10 @@ def _key(A: Any, B: Any, C: Any, offsets: Any) -> tuple | None:
     return None
 
 
-def _launch(st: GroupedTmaState, args: Args, stream: int) -> None:
-    from cupy.cuda import driver  # type: ignore[import-not-found]
-
-    if args.counter is None:
-        driver.launchKernel(st.func, st.grid, 1, 1, st.block, 1, 1, st.smem, stream, args.address, 0)
-        return
-    counter = st.launch_counter(stream)
-    with st.launch_lock:  # two threads may launch one cached block: each its own counters
-        args.counter.value = counter
-        driver.launchKernel(st.func, st.grid, 1, 1, st.block, 1, 1, st.smem, stream, args.address, 0)
+def _launch(st: GroupedTmaState, args: Launcher, stream: int) -> None:
+    """`args` on `stream` (a raw handle): grouped K's with the stream's tile counters (the Launcher's lock keeps two
+    threads launching one block each with their own)."""
+    args(st.grid, st.block, st.smem, stream, (), st.launch_counter(stream) if args.counter is not None else 0)
 
 
 def launch_grouped_tma(kernel: Executable, A: Any, B: Any, C: Any, *, offsets: Any, alpha: float | None,
@@ -165,12 +153,14 @@ def _launch_checked(kernel: Executable, st: GroupedTmaState, A: Any, B: Any, C: 
     c_by_tma = (n * c_bytes) % TMA_ALIGN == 0 and c.ptr % TMA_ALIGN == 0
     map_c = (encode_tensor(ir.c_dtype, c.ptr, (n, rows), (n * c_bytes,), plan.c_box) if c_by_tma
              else np.zeros(1, dtype=TMAP))
-    args = Args((map_a, map_b, map_c), int(c_by_tma), c.ptr, o.ptr, groups, rows, n, k, float(alpha_), float(beta_))
+    args = argument_block(st, (map_a, map_b, map_c), int(c_by_tma), c.ptr, o.ptr, groups, rows, n, k, float(alpha_),
+                          float(beta_))
     _remember(st, key, alpha, beta, args)
     _launch(st, args, on.ptr)
 
 
-def _remember(st: GroupedTmaState, key: tuple | None, alpha: float | None, beta: float | None, args: Args) -> None:
+def _remember(st: GroupedTmaState, key: tuple | None, alpha: float | None, beta: float | None, args: Launcher
+              ) -> None:
     if key is not None:
         if len(st.blocks) >= grouped.SEEN:
             st.blocks.clear()
@@ -220,7 +210,7 @@ def _launch_k(kernel: Executable, st: GroupedTmaState, plan: HopperGroupedPlan, 
     c_by_tma = (n * c_bytes) % TMA_ALIGN == 0 and c.ptr % TMA_ALIGN == 0
     map_c = (encode_tensor(ir.c_dtype, c.ptr, (n, groups * m), (n * c_bytes,), plan.c_box) if c_by_tma
              else np.zeros(1, dtype=TMAP))
-    args = Args((map_a, map_b, map_c), int(c_by_tma), c.ptr, o.ptr, groups, rows, m, n, float(alpha_), float(beta_),
-                counters=True)
+    args = argument_block(st, (map_a, map_b, map_c), int(c_by_tma), c.ptr, o.ptr, groups, rows, m, n, float(alpha_),
+                          float(beta_), counters=True)
     _remember(st, key, *scalars, args)
     _launch(st, args, on.ptr)

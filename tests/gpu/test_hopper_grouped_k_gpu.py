@@ -330,4 +330,38 @@ def test_graphs_of_one_stream_replay_at_once_beside_plain_calls():
 
     check_graphs_of_one_stream(t, lambda i: kern(X.t(), dY, outs[i], offsets=ends[i]),
                                lambda i: outs[i].fill_(float("nan")), verify)
-    assert kern.executable.dynamic.captured == 2, "each captured call took counters of its own"
+    assert len(kern.executable.dynamic.graph_counters) == 2, "each captured call took counters of its own"
+
+
+def test_the_quick_paths_block_launches_with_each_streams_own_counters():
+    """The argument blocks the checked calls built (runtime/grouped_tma.py: a Launcher each) launched by the quick path
+    on two torch streams at once, three times: each launch stores its stream's tile counters into its block, so the
+    launches on the two streams claim tiles apart and every C is right (NaN-poisoned, float64)."""
+    t = torch()
+    m, n, rows, groups = 200, 136, 3000, 12
+    kern = kernel(BF16, m=m, n=n)
+    rng = np.random.default_rng(11)
+    X = t.randn(rows, m, device="cuda").to(t.bfloat16)
+    dY = t.randn(rows, n, device="cuda").to(t.bfloat16)
+    sides = [t.cuda.Stream(), t.cuda.Stream()]
+    sizes = [rng.multinomial(rows, rng.dirichlet(np.ones(groups))) for _ in sides]
+    ends = [ends_of(s, t) for s in sizes]
+    outs = [t.empty(groups, m, n, device="cuda", dtype=t.bfloat16) for _ in sides]
+    for i in range(2):  # each set checked once: later calls take the quick path
+        kern(X.t(), dY, outs[i], offsets=ends[i])
+    t.cuda.synchronize()
+    st = kern.executable.dynamic
+    blocks = dict(st.blocks)
+    for _ in range(3):
+        for i, side in enumerate(sides):
+            outs[i].fill_(float("nan"))
+            side.wait_stream(t.cuda.current_stream())
+        for i, side in enumerate(sides):
+            with t.cuda.stream(side):
+                kern(X.t(), dY, outs[i], offsets=ends[i])
+        t.cuda.synchronize()
+        for i in range(2):
+            assert rel(outs[i], reference(X, dY, outs[i], starts_of(sizes[i]), 1.0, 0.0)) < TOL["bfloat16"], i
+    assert st.blocks == blocks, "the quick path launched the blocks built by the checked calls"
+    mine = sorted(st.counter(side.cuda_stream) for side in sides)
+    assert len(set(mine)) == 2 and sorted(b.counter.value for b in blocks.values()) == mine

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from gemmc.errors import Diagnostic, InternalError
-from gemmc.families.base import Claim, Fusion, GridTile, PlannerFamily
+from gemmc.families.base import Claim, Fusion, GridTile, NotFused, PlannerFamily
 from gemmc.families.hopper_grouped import codegen, fusion, planner, steps
 from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
 from gemmc.families.tma_loop import GROUPED_TARGET as TARGET
@@ -130,7 +130,7 @@ class HopperGrouped(PlannerFamily):
 
     fuses = fusion.MEMBERS
 
-    def fuse(self, members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | str:
+    def fuse(self, members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | NotFused:
         return fusion.fuse(members, name, span, hw)
 
     def prefer_fused(self, fused: Kernel, members: Sequence[Kernel], hw: Hardware) -> tuple[bool, str]:

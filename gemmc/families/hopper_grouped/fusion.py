@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from gemmc.families.base import Fusion
+from gemmc.families.base import Fusion, NotFused
 from gemmc.families.hopper_grouped import calibration as cal
 from gemmc.families.hopper_grouped.planner import LIST_TILE_N, TILE_N
 from gemmc.families.tma_loop import (
@@ -31,7 +31,7 @@ FUSE_SHARE = cal.FUSE_SHARE.value  # concurrency auto fuses members that each fi
 MEMBERS = "hopper"  # the family whose kernels a list launch runs (one GEMM each on the same loop): `fuses`
 
 
-def fuse(members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | str:
+def fuse(members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | NotFused:
     """hopper members as one grouped list kernel where TMA reads their dense arrays in place: A and C row-major,
     every A and B line a 16-byte multiple, storage bf16/f16 on the loop's target. The members' own knobs (tile,
     threads, pipeline) are their kernels'; the list kernel plans its own."""
@@ -40,19 +40,20 @@ def fuse(members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> 
     launch = unplanned(first, name=name, problems=(), count=None, span=span,
                        dynamic=DynamicBatch(Grouping.LIST, max_groups=len(members), span=span))
     if not grouped_on_loop_target(launch, hw):
-        return (f"fused runs hopper members as one grouped list kernel, of bf16/f16 storage on target cuda "
-                f"{GROUPED_TARGET}; these store {dtype}")
+        return NotFused(f"fused runs hopper members as one grouped list kernel, of bf16/f16 storage on target cuda "
+                        f"{GROUPED_TARGET}; these store {dtype}")
     misfit = grouped_list_misfit(launch)
     if misfit:
-        return f"fused {dtype} runs a grouped list kernel: {misfit}"
+        return NotFused(f"fused {dtype} runs a grouped list kernel: {misfit}")
     for member, k in members.items():
         lda, ldb = problem_rows(k).rows()[0][3:5]
         for letter, length in (("A", lda), ("B", ldb)):
             if length * first.dtype.nbytes % TMA_ALIGN:
                 per = TMA_ALIGN // first.dtype.nbytes
-                return (f"fused {dtype} reads every A and B in place through TMA; member {member}'s {letter} lines "
-                        f"are {length} elements ({length * first.dtype.nbytes} bytes), not a multiple of {per} "
-                        f"elements ({TMA_ALIGN} bytes): pad them to {-(-length // per) * per}")
+                return NotFused(f"fused {dtype} reads every A and B in place through TMA; member {member}'s {letter} "
+                                f"lines are {length} elements ({length * first.dtype.nbytes} bytes), not a multiple "
+                                f"of {per} elements ({TMA_ALIGN} bytes): pad them to {-(-length // per) * per}",
+                                k.problems_span)
     shapes = [(k.problems[0].m, k.problems[0].n, k.problems[0].k) for k in members.values()]
     bn = choose_tile_n_for(shapes, hw, TILE_N)
     launch = dataclasses.replace(launch, tile=TileShape(BM, bn, BK))

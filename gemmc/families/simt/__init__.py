@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from gemmc.errors import Diagnostic
-from gemmc.families.base import Claim, Fusion, PlannerFamily, differing
+from gemmc.families.base import Claim, Fusion, NotFused, PlannerFamily, differing
 from gemmc.families.cells import CellKind, Cells, Figures, planned, tile_cells
 from gemmc.families.simt import codegen, planner, steps
 from gemmc.families.simt.plan import SimtPlan
@@ -57,11 +57,11 @@ class Simt(PlannerFamily):
 
     fuses = "simt"
 
-    def fuse(self, members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | str:
+    def fuse(self, members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | NotFused:
         """SIMT members as the problems of one irregular batch (a problem per member, in call order), under the
         members' own tile, threads and pipeline, which must agree; the batch's cost model estimates the launch."""
         why = differing(members, ("tile", "threads", "stages"))
-        if why:
+        if why is not None:
             return why
         first = next(iter(members.values()))
         problems = tuple(Problem(member, k.problems[0].m, k.problems[0].n, k.problems[0].k, span=k.span)
