@@ -334,7 +334,9 @@ def test_split_stages_and_cluster(mode, size, bn, stages, cluster):
     plan = kernel(f"kernel k {{ dtype f32 precision {mode} gemm {m} x {n} x {k_} }}").ir.plan
     assert (plan.bn, plan.stages, plan.cluster) == (bn, stages, cluster)
     assert plan.smem_bytes <= TARGETS["sm_90"].smem_per_block < plan.smem_bytes + plan.stage_bytes + 16
-    assert plan.band * plan.cluster == 16 and plan.grid(m, n, 132) == cluster * min(132 // cluster, plan.units(m, n))
+    one_wave = cluster == 1 and -(-m // 128) * -(-n // bn) <= 132  # every tile at once: bands of ONE_WAVE_BAND
+    assert plan.band * plan.cluster == (8 if one_wave else 16)
+    assert plan.grid(m, n, 132) == cluster * min(132 // cluster, plan.units(m, n))
 
 
 @pytest.mark.parametrize(("layouts", "k", "line_regs", "units"), [
@@ -390,3 +392,18 @@ def test_compiles_with_nvcc_for_sm90a(text, tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "warning" not in proc.stderr, proc.stderr[-4000:]  # no wgmma serialisation, no ignored setmaxnreg
     assert " 0 bytes spill stores" in proc.stderr
+
+
+@pytest.mark.parametrize(("size", "band_tiles"), [
+    ((2048, 1024, 1024), 8),  # 128 tiles of 128 x 128: one wave
+    ((1024, 4096, 2048), 8),  # 128 tiles of 128 x 256
+    ((4096, 2048, 4096), 16),  # 256 tiles: two waves
+    ((8192, 8192, 8192), 16)])  # clusters of 2: 8 pairs a band
+def test_a_launch_of_one_wave_walks_narrower_bands(size, band_tiles):
+    """The raster band holds BAND_TILES m-tiles, or ONE_WAVE_BAND where every tile runs in the first wave
+    (calibration.ONE_WAVE_BAND: measured); `inspect` says which."""
+    m, n, k_ = size
+    kern = kernel(f"kernel k {{ dtype bf16 gemm {m} x {n} x {k_} }}")
+    plan = kern.ir.plan
+    assert plan.band * plan.cluster == band_tiles
+    assert f"bands of {band_tiles} m-tiles" in kern.plan

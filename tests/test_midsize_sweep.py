@@ -77,7 +77,7 @@ def test_listing_runs_without_torch_and_cupy() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("<- planned") == 3
-    assert "ffn1.dX x1: 2048x1024x4096 A row B col; planned bn 128 c1 ks1 band 16; 28 built, 18 refused" in done.stdout
+    assert "ffn1.dX x1: 2048x1024x4096 A row B col; planned bn 128 c1 ks1 band 8; 28 built, 18 refused" in done.stdout
 
 
 def test_an_existing_results_file_is_never_written_over(tmp_path: Path) -> None:

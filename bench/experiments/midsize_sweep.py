@@ -9,7 +9,7 @@ The members, their layouts as the suite writes them (gemmc/concurrent/table3.py)
     ffn1.dX 2048 x 1024 x 4096, A row, B col
     ffn1.dW 1024 x 4096 x 2048, A col, B row
 Configurations: tile N in planner.TILE_N, clusters of 1 and 2, k-slices in planner.KSPLITS, raster bands of
-BAND_TILES and BAND_TILES / 2 m-tiles (a band that holds every m-tile walks as the wider one does: not repeated),
+BAND_TILES and BAND_TILES / 2 m-tiles (a band that holds every m-tile walks as a wider one does: the narrower only),
 each the rest of its plan decided as the planner decides it (planner.with_tile: stages, the TMA-store epilogue).
 Refused, and listed with the reason: split K at a tile N the family does not split (TILE_N_KSPLIT; a schedule's
 `ksplit` there is error E202), a slice of fewer than MIN_SLICE_KBLOCKS k-blocks, and whatever the family's limits
@@ -139,8 +139,9 @@ def configs(member: Member) -> tuple[Any, list[tuple[Config, Any]], list[tuple[C
     kblocks = -(-member.k // planned.ir.plan.bk)
     built: list[tuple[Config, Any]] = []
     refused: list[tuple[Config, str]] = []
-    bands = [b for b in (planner.BAND_TILES, planner.BAND_TILES // 2)
-             if b == planner.BAND_TILES or b < tiles_m]  # a band of every m-tile walks as the widest does
+    # a band of every m-tile walks as any wider one does: the narrower of the two stands for both
+    bands = ([planner.BAND_TILES, planner.BAND_TILES // 2] if tiles_m > planner.BAND_TILES // 2
+             else [planner.BAND_TILES // 2])
     for bn in planner.TILE_N:
         for cluster in (1, 2):
             for ksplit in planner.KSPLITS:

@@ -31,6 +31,20 @@ CLUSTER_MIN_WAVES = Measured(
     sources=(HALF_TMA_STORE, HALF),
 )
 
+BAND_SWEEP = "bench/results/half/2026-11-27_h100_band-sweep.json"  # bands of 1-32 m-tiles, 7 shapes, 5 rounds
+MIDSIZE_SWEEP = "bench/results/half/2026-11-27_h100_midsize-sweep.json"  # every configuration of 3 one-wave GEMMs
+
+ONE_WAVE_BAND = Measured(
+    8, H100,
+    why="The raster band (m-tiles walked m-fastest before the next n-tile) where every tile of the launch runs in the "
+        "first wave: all tiles run at once whatever their order, but which blocks read one A or B tile at the same "
+        "time is the band's. bf16 2048x1024x1024 (128 tiles of 128 x 128) took 8.8-9.0 us with bands of 1-8 m-tiles "
+        "and 9.6 us with 16 or 32 in each of 5 rounds (cuBLAS 8.8-9.0); 2048x1024x4096 (B column-major) 26.0-26.5 "
+        "with bands of 1-8 against 27.0 (a midsize sweep's three rounds: 26.1 against 28.4); 1024x4096x2048 (8 "
+        "m-tiles) alike. From two waves up the runs' spread (5-10%) hides any band's effect, and 16 m-tiles stay.",
+    sources=(BAND_SWEEP, MIDSIZE_SWEEP),
+)
+
 SPLIT_SWEEP = "bench/results/half/2026-11-27_h100_fewtile-sweep.json"  # every (tile N, k-slices), first reduction
 SPLIT = "bench/results/half/2026-11-27_h100_fewtile.json"  # the half suite's few-tile shapes, with and without split
 

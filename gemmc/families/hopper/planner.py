@@ -28,6 +28,7 @@ TILE_N = (256, 192, 128, 64)  # wgmma N: multiples of 64 (N-major B arrives in 6
 # 128 of the 168 a thread of a 384-thread block gets at N = 128) beside A's parts, so N stays at 128 or below.
 TILE_N_F32 = (128, 64)
 BAND_TILES = 16  # raster band height in m-tiles: 16 x 8 tiles of 128 x 256 is about one H100 wave, near square
+ONE_WAVE_BAND = cal.ONE_WAVE_BAND.value  # the band where every tile runs in the first wave (calibration.py)
 CLUSTER_MIN_WAVES = cal.CLUSTER_MIN_WAVES.value  # clusters of 2 from this many waves (calibration.py)
 KSPLITS = (1, 2, 3, 4)  # blocks sharing one tile's K; more would leave most of a GPC idle (H100_MAX_CLUSTERS)
 # split K keeps a BM x (BN + 8) f32 tile of partial sums in shared memory beside the ring: N <= 128 leaves 4 stages
@@ -52,6 +53,14 @@ def staged_operands(kernel: Kernel) -> tuple[str, ...]:
 def choose_tile_n(m: int, n: int, hw: Hardware, cluster: int, sizes: tuple[int, ...] = TILE_N) -> int:
     """The BN of the fewest column-equivalents per SM (module docstring; families/tma_loop.py)."""
     return tma_loop.choose_tile_n(m, n, hw, cluster, sizes)
+
+
+def band_for(m: int, n: int, bn: int, cluster: int, hw: Hardware) -> int:
+    """The raster band in units (a multicast pair of m-tiles, or one tile): BAND_TILES m-tiles, or ONE_WAVE_BAND
+    where no pair is formed and the tiles are at most one per SM (all run at once)."""
+    if cluster == 1 and ceil_div(m, BM) * ceil_div(n, bn) <= hw.sm_count:
+        return ONE_WAVE_BAND
+    return max(1, BAND_TILES // cluster)
 
 
 def active_clusters(hw: Hardware, size: int) -> int:
@@ -178,14 +187,14 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
     fields = {"compute": kernel.dtype.value, **f32_fields(parts)}
     if split is not None:
         pads = (ceil_div(p.m, BM) * BM, ceil_div(p.n, bn) * bn, ceil_div(p.k, BK) * BK)
-        out = HopperPlan(bn=bn, stages=stages, cluster=cluster, band=max(1, BAND_TILES // cluster),
+        out = HopperPlan(bn=bn, stages=stages, cluster=cluster, band=band_for(p.m, p.n, bn, cluster, hw),
                          a_kmajor=a_kmajor, b_kmajor=b_kmajor, staged=(), tma_store=tma_store, c_bytes=c_bytes,
                          compute=split.compute, split=split, pads=pads)
         # the pre-pass's grid: its units (HopperPlan.prep_units), at most PREP_BLOCKS_PER_SM blocks per SM
         return dataclasses.replace(out, prep_blocks=max(1, min(out.prep_units, PREP_BLOCKS_PER_SM * hw.sm_count)))
-    return HopperPlan(bn=bn, stages=stages, cluster=cluster, band=max(1, BAND_TILES // cluster), a_kmajor=a_kmajor,
-                      b_kmajor=b_kmajor, staged=staged_operands(kernel), tma_store=tma_store, c_bytes=c_bytes,
-                      ksplit=ksplit, **fields)
+    return HopperPlan(bn=bn, stages=stages, cluster=cluster, band=band_for(p.m, p.n, bn, cluster, hw),
+                      a_kmajor=a_kmajor, b_kmajor=b_kmajor, staged=staged_operands(kernel), tma_store=tma_store,
+                      c_bytes=c_bytes, ksplit=ksplit, **fields)
 
 
 def notes(kernel: Kernel, plan: HopperPlan, hw: Hardware) -> tuple[str, ...]:
@@ -303,5 +312,5 @@ def with_tile(kernel: Kernel, plan: HopperPlan, bn: int, ksplit: int, hw: Hardwa
     p = kernel.problems[0]
     cluster = choose_cluster(p.m, p.n, bn, hw) if ksplit == 1 else 1
     tma_store = kernel.layout_c is Layout.ROW and ksplit == 1
-    return dataclasses.replace(plan, bn=bn, ksplit=ksplit, cluster=cluster, band=max(1, BAND_TILES // cluster),
+    return dataclasses.replace(plan, bn=bn, ksplit=ksplit, cluster=cluster, band=band_for(p.m, p.n, bn, cluster, hw),
                                tma_store=tma_store, stages=stages_for(bn, hw, tma_store, plan.c_bytes, 0, ksplit))

@@ -4,7 +4,7 @@
 // precision bf16, algorithm auto, batching auto
 // batch of 1 problem(s)
 // hopper: tile 128x64x64 bf16, 7 stages of 24 KiB (TMA, 128-byte swizzle, mbarriers), A K-major, B N-major, K split over clusters of 3 blocks (partial sums added in k order through distributed shared memory)
-// 1 producer warp (setmaxnreg 40) + 2 consumer warpgroups of 64x64 (wgmma m64n64k16, setmaxnreg 232); persistent, bands of 16 m-tiles; each block of a cluster adds 1/3 of the tile's partial sums and stores that part of C
+// 1 producer warp (setmaxnreg 40) + 2 consumer warpgroups of 64x64 (wgmma m64n64k16, setmaxnreg 232); persistent, bands of 8 m-tiles; each block of a cluster adds 1/3 of the tile's partial sums and stores that part of C
 
 
 // Hopper family: C (bf16) = alpha * A (bf16) @ B (bf16) + beta * C, accumulated in f32, for one
@@ -20,7 +20,7 @@
 //     sums to its shared memory, and once every slice's are there (an mbarrier per block, arrived on across the cluster)
 //     each block adds 1/3 of the tile's sums, reading the slices' in k order through distributed shared memory
 //     (the result does not depend on which block finishes first), and stores that part of C with predicated stores.
-//   - the blocks stay resident and walk the output in bands of 16 m-tiles (L2 reuse of B along a band).
+//   - the blocks stay resident and walk the output in bands of 8 m-tiles (L2 reuse of B along a band).
 // TMA, mbarrier transactions, wgmma and setmaxnreg exist only in the architecture-specific target sm_90a.
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "gemmc: this kernel's main loop is TMA + wgmma (target cuda sm_90): build it with -gencode=arch=compute_90a,code=sm_90a"
@@ -224,7 +224,7 @@ __device__ __forceinline__ float4 gemmc_red_get(unsigned cluster_addr) {
 // Unit u of the persistent walk -> (m-tile group, n-tile): bands of BAND groups along M, each band walked down M
 // first, then along N, so that the blocks running at one time share their B tiles and a few A tiles in L2.
 __device__ __forceinline__ void gemmc_raster(int u, int groups_m, int tiles_n, int& mg, int& nb) {
-  constexpr int BAND = 16;
+  constexpr int BAND = 8;
   const int per_band = BAND * tiles_n;
   const int band = u / per_band, first = band * BAND;
   const int rows = min(groups_m - first, BAND);
