@@ -379,7 +379,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=ROUNDS)
     ap.add_argument("--calls", type=int, default=CALLS)
     ap.add_argument("--windows", type=int, default=WINDOWS)
+    ap.add_argument("--groups", help="the suite's bf16 cases to sweep instead of GROUPS, comma-separated")
     args = ap.parse_args(argv)
+    if args.groups:
+        global GROUPS
+        GROUPS = tuple(g.strip() for g in args.groups.split(","))
     if args.list:
         list_configs()
         return 0
