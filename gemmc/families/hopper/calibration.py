@@ -33,6 +33,7 @@ CLUSTER_MIN_WAVES = Measured(
 
 BAND_SWEEP = "bench/results/half/2026-11-27_h100_band-sweep.json"  # bands of 1-32 m-tiles, 7 shapes, 5 rounds
 MIDSIZE_SWEEP = "bench/results/half/2026-11-27_h100_midsize-sweep.json"  # every configuration of 3 one-wave GEMMs
+MIDSIZE_SWEEP_2 = "bench/results/half/2026-11-27_h100_midsize-sweep-qkv-proj.json"  # the same, 3 more GEMMs, 5 rounds
 
 ONE_WAVE_BAND = Measured(
     8, H100,
@@ -41,8 +42,10 @@ ONE_WAVE_BAND = Measured(
         "time is the band's. bf16 2048x1024x1024 (128 tiles of 128 x 128) took 8.8-9.0 us with bands of 1-8 m-tiles "
         "and 9.6 us with 16 or 32 in each of 5 rounds (cuBLAS 8.8-9.0); 2048x1024x4096 (B column-major) 26.0-26.5 "
         "with bands of 1-8 against 27.0 (a midsize sweep's three rounds: 26.1 against 28.4); 1024x4096x2048 (8 "
-        "m-tiles) alike. From two waves up the runs' spread (5-10%) hides any band's effect, and 16 m-tiles stay.",
-    sources=(BAND_SWEEP, MIDSIZE_SWEEP),
+        "m-tiles) alike; 4096x1024x1024 at tile N 128 (B column-major) 14.6-14.8 us with 8 against 16.4-16.7 with 16 "
+        "in each of 5 rounds (cuBLAS 14.7). From two waves up the runs' spread (5-10%) hides any band's effect, and "
+        "16 m-tiles stay.",
+    sources=(BAND_SWEEP, MIDSIZE_SWEEP, MIDSIZE_SWEEP_2),
 )
 
 SPLIT_SWEEP = "bench/results/half/2026-11-27_h100_fewtile-sweep.json"  # every (tile N, k-slices), first reduction
