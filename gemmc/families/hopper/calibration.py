@@ -42,9 +42,11 @@ ONE_WAVE_BAND = Measured(
         "time is the band's. bf16 2048x1024x1024 (128 tiles of 128 x 128) took 8.8-9.0 us with bands of 1-8 m-tiles "
         "and 9.6 us with 16 or 32 in each of 5 rounds (cuBLAS 8.8-9.0); 2048x1024x4096 (B column-major) 26.0-26.5 "
         "with bands of 1-8 against 27.0 (a midsize sweep's three rounds: 26.1 against 28.4); 1024x4096x2048 (8 "
-        "m-tiles) alike; 4096x1024x1024 at tile N 128 (B column-major) 14.6-14.8 us with 8 against 16.4-16.7 with 16 "
-        "in each of 5 rounds (cuBLAS 14.7). From two waves up the runs' spread (5-10%) hides any band's effect, and "
-        "16 m-tiles stay.",
+        "m-tiles) alike. From two waves up the measurements disagree and 16 m-tiles stay: 4096x1024x1024 at tile N 128 "
+        "(256 tiles, B column-major) took 14.6-14.8 us with bands of 8 against 16.4-16.7 with 16 in each of 5 rounds, "
+        "8192x1024x1024 at N 128 (512 tiles) 29.3 against 30.3, but 4096x2048x4096, 4096x4096x4096 and "
+        "8192x1024x1024 at N 256 showed no band ahead beyond the rounds' spread (5-10%), and with clusters of 2 the "
+        "pairs' bands of 16 m-tiles were as fast as or faster than 8 at 8192x4096x4096 and 8192^3.",
     sources=(BAND_SWEEP, MIDSIZE_SWEEP, MIDSIZE_SWEEP_2),
 )
 
