@@ -185,6 +185,24 @@ def test_a_plan_with_clusters_and_a_split_last_round_is_refused():
         verify(paired, TARGETS["sm_90"], PASS_NAMES)
 
 
+@pytest.mark.parametrize("band", [0, -1])
+def test_a_band_below_one_is_refused(band):
+    k = kernel("dtype bf16 grouped M n 2048 k 512 groups 64")
+    with pytest.raises(ValueError, match="raster bands"):
+        k.with_plan(dataclasses.replace(k.ir.plan, band=band))
+    gk = kernel("dtype bf16 layout A col grouped K m 1024 n 1024 groups 32")
+    with pytest.raises(ValueError, match="raster bands"):  # grouped K orders its tiles longest first
+        gk.with_plan(dataclasses.replace(gk.ir.plan, band=2))
+
+
+def test_bands_of_unit_rows_walk_rows_fastest():
+    k = kernel("dtype bf16 grouped M n 2048 k 512 groups 64")
+    assert k.ir.plan.band == 1 and "per_band" not in k.source  # each row's n-tiles in turn
+    banded = k.with_plan(dataclasses.replace(k.ir.plan, band=4))
+    assert "const long long per_band = (long long)4 * tiles_n;" in banded.source
+    assert "in bands of 4 unit rows walked rows-fastest" in banded.plan
+
+
 def test_cluster_sources():
     k = kernel(VARIANTS[3])
     assert k.ir.plan.cluster == 2 and "__cluster_dims__(2, 1, 1)" in k.source and "multicast" in k.source
@@ -193,11 +211,13 @@ def test_cluster_sources():
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
-@pytest.mark.parametrize("text, cluster", [(v, 1) for v in VARIANTS] + [(v, 2) for v in VARIANTS[:3]])
-def test_compiles_with_nvcc_for_sm90a(text, cluster, tmp_path):
+@pytest.mark.parametrize("text, cluster, band", [(v, 1, 1) for v in VARIANTS] + [(v, 2, 1) for v in VARIANTS[:3]]
+                         + [(VARIANTS[0], 1, 3), (VARIANTS[0], 2, 8)])
+def test_compiles_with_nvcc_for_sm90a(text, cluster, band, tmp_path):
     k = kernel(text)
-    if cluster != k.ir.plan.cluster:
-        k = k.with_plan(dataclasses.replace(k.ir.plan, cluster=cluster, tail_split=False))
+    if (cluster, band) != (k.ir.plan.cluster, k.ir.plan.band):
+        k = k.with_plan(dataclasses.replace(k.ir.plan, cluster=cluster, band=band,
+                                            tail_split=cluster == 1 and k.ir.plan.tail_split))
     src = tmp_path / "k.cu"
     src.write_text(k.standalone)
     proc = subprocess.run(["nvcc", *k.rendered.build_flags, "-std=c++17", "-c", str(src), "-o", str(src) + ".o",
@@ -269,7 +289,7 @@ VARIANTS_K = [
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 @pytest.mark.parametrize("text", VARIANTS_K)
 def test_grouped_k_compiles_with_nvcc_for_sm90a(text, tmp_path):
-    test_compiles_with_nvcc_for_sm90a(text, 1, tmp_path)
+    test_compiles_with_nvcc_for_sm90a(text, 1, 1, tmp_path)
 
 
 # ---- grouped list: hopper_grouped_list.cu.j2, tensor maps built on the device ----

@@ -117,6 +117,31 @@ def test_grouped_m_with_the_other_cluster_size(col, routing):
     assert rel(C, reference(A, B, C, sizes, 1.0, 0.0)) < TOL["bfloat16"]
 
 
+@pytest.mark.parametrize("band", [2, 3, 8])
+@pytest.mark.parametrize("cluster", [1, 2])
+@pytest.mark.parametrize(("routing", "n"), [("primes", 1000), ("big", 4000)])
+def test_grouped_m_in_raster_bands(routing, n, cluster, band):
+    """Units walked in bands of unit rows, rows-fastest (HopperGroupedPlan.band), with and without clusters and the
+    split last round: a band height that divides no row count, N of several tiles (big: 17 tile rows x 16 n-tiles,
+    three rounds of units), NaN-poisoned C, rows outside every group untouched."""
+    t = torch()
+    k = 72
+    kern = kernel(BF16, layout="layout B col", n=n, k=k)
+    kern = kern.with_plan(dataclasses.replace(kern.ir.plan, cluster=cluster, band=band,
+                                              tail_split=cluster == 1 and kern.ir.plan.tail_split))
+    sizes = ROUTINGS[routing]
+    used = sum(sizes)
+    A = t.randn(used + 5, k, device="cuda").to(t.bfloat16)
+    B = weights(t, len(sizes), k, n, True, t.bfloat16)
+    C = t.full((used + 5, n), float("nan"), device="cuda").to(t.bfloat16)
+    C[used:] = 7.0
+    C0 = C.clone()
+    kern(A, B, C, offsets=ends_of(sizes, t))
+    t.cuda.synchronize()
+    assert rel(C[:used], reference(A, B, C0, sizes, 1.0, 0.0)[:used]) < TOL["bfloat16"]
+    assert t.equal(C[used:], C0[used:]), "rows outside every group were written"
+
+
 @pytest.mark.parametrize("tail_split", [True, False])
 @pytest.mark.parametrize(("routing", "n"), [("big", 4000), ("classes", 1000), ("primes", 200), ("one", 2100)])
 def test_tail_split_both_ways(routing, n, tail_split):

@@ -42,7 +42,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "acc_regs": plan.bn // 2, "half_bn": plan.bn // 2, "half_regs": plan.bn // 4,
         "bm": plan.bm, "small_bm": plan.small_bm, "bn": plan.bn, "bk": plan.bk, "stages": plan.stages,
         "consumers": plan.consumers, "threads": plan.threads, "producer_regs": plan.producer_regs,
-        "consumer_regs": plan.consumer_regs, "tail_split": plan.tail_split,
+        "consumer_regs": plan.consumer_regs, "tail_split": plan.tail_split, "band": plan.band,
         "a_bytes": plan.a_bytes, "a_small_bytes": plan.a_small_bytes,
         "b_bytes": plan.b_bytes, "stage_bytes": plan.stage_bytes, "dynamic_smem": plan.dynamic_smem_bytes,
         "sched_smem": plan.sched_smem, "b_kmajor": cbool(plan.b_kmajor), "compute": plan.compute,

@@ -39,6 +39,8 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
     consumer_regs: int = 232
     tail_split: bool = False  # a last round of units that fills at most half the blocks in column halves (never with
     #                           a cluster: a cluster's blocks share a unit's rows)
+    band: int = 1  # grouped M: unit rows (tile rows, or a cluster's pairs) a raster band holds, walked rows-fastest
+    #                before the next n-tile; 1: each row's n-tiles in turn
     grouped_k: bool = False  # the weight gradient (hopper_grouped_k.cu.j2): A M-major (X^T), B N-major, both 2-D maps
     #                          over the reduction's rows, G x M/128 x N/BN tiles of one group's depth each
     grouped_list: bool = False  # independent problems (hopper_grouped_list.cu.j2): 2-D tensor maps per problem, built
@@ -117,9 +119,11 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
                 f"tile (m64n{self.bn // 2}k16), setmaxnreg {self.consumer_regs}",
                 f"scheduler: persistent grid of one block per SM; every block derives the tiles from the clamped "
                 f"group ends ({self.sched_smem} B of shared memory for up to {self.max_groups} groups): units of "
-                f"{'two tile rows' if self.cluster > 1 else 'one tile row'} by one n-tile, 128-row units first, then "
-                f"64-row ones, {'cluster' if self.cluster > 1 else 'block'} c taking units c, c + "
+                f"{'two tile rows' if self.cluster > 1 else 'one tile row'} by one n-tile, group by group (a group's "
+                f"128-row rows, then its 64-row one), {'cluster' if self.cluster > 1 else 'block'} c taking units c, "
+                f"c + "
                 f"{'clusters' if self.cluster > 1 else 'blocks'}, ..."
+                + (f", in bands of {self.band} unit rows walked rows-fastest" if self.band > 1 else "")
                 + ("; a last round of units that fills at most half the blocks in column halves (128 x "
                    f"{self.bn // 2})" if self.tail_split else ""),
                 *((f"clusters of {self.cluster}: a unit's tile rows on the blocks of a cluster, B multicast to both "

@@ -25,8 +25,8 @@ STEPS = (("finish_plan", finish_plan),)
 
 def limits(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> list[str]:
     """What finish_plan guarantees: 128 x N x 64 tiles with N in TILE_N, at least 2 stages, the declaration's group
-    bound within the scheduler's, no cluster with grouped K or a split last round, and the block's shared memory
-    within the target's."""
+    bound within the scheduler's, no cluster with grouped K or a split last round, raster bands of 1 or more unit rows
+    (grouped M alone walks them), and the block's shared memory within the target's."""
     out = []
     if (plan.bm, plan.bk) != (128, 64) or plan.bn not in planner.TILE_N:
         out.append(f"tile {plan.bm} x {plan.bn} x {plan.bk}; the template builds 128 x N x 64, N in {planner.TILE_N}")
@@ -45,6 +45,8 @@ def limits(kernel: Kernel, plan: HopperGroupedPlan, hw: Hardware) -> list[str]:
         out.append(f"a plan of {'grouped list' if plan.grouped_list else 'grouped M or K'} for {dyn}")
     if plan.grouped_list and (plan.cluster != 1 or plan.tail_split):
         out.append("grouped list with clusters or a tail split; its kernel has neither")
+    if plan.band < 1 or (plan.band > 1 and (plan.grouped_k or plan.grouped_list)):
+        out.append(f"raster bands of {plan.band} unit rows; grouped M walks bands of 1 or more, the others none")
     if plan.tail_split and plan.cluster != 1:
         out.append("a last round split in column halves with clusters; a cluster's blocks share a unit's rows")
     if plan.c_bytes != kernel.c_dtype.nbytes:

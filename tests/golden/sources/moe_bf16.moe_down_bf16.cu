@@ -5,7 +5,7 @@
 // batch sized at run time
 // hopper_grouped: tile 128x256x64 bf16, or 64x256x64 for a group's last 64 rows or fewer; 4 stages of 48 KiB (TMA, 128-byte swizzle, mbarriers), B N-major (3-D tensor map: groups x K x N), A K-major
 // 1 producer warp (setmaxnreg 40) + 2 consumer warpgroups: 64x256 each on a 128-row tile (wgmma m64n256k16), 64x128 each on a 64-row tile (m64n128k16), setmaxnreg 232
-// scheduler: persistent grid of one block per SM; every block derives the tiles from the clamped group ends (780 B of shared memory for up to 64 groups): units of one tile row by one n-tile, 128-row units first, then 64-row ones, block c taking units c, c + blocks, ...; a last round of units that fills at most half the blocks in column halves (128 x 128)
+// scheduler: persistent grid of one block per SM; every block derives the tiles from the clamped group ends (780 B of shared memory for up to 64 groups): units of one tile row by one n-tile, group by group (a group's 128-row rows, then its 64-row one), block c taking units c, c + blocks, ...; a last round of units that fills at most half the blocks in column halves (128 x 128)
 // C: 64-row sub-tiles wholly inside their group through 2 shared-memory buffers of 64x32 per warpgroup and TMA stores; a sub-tile crossing its group's end stored from the accumulators, masked at the end
 
 
@@ -312,7 +312,8 @@ struct gemmc_grp_tile_t {
 __device__ __forceinline__ gemmc_grp_tile_t gemmc_grp_tile(long long u, int rank, int G, int tiles_n, const int* s_first,
                                                            const int* s_big, const int* s_small, const int* s_total) {
   gemmc_grp_tile_t t;
-  const int pair = (int)(u / tiles_n), last = s_total[0] + s_total[1] - 1;
+  const int last = s_total[0] + s_total[1] - 1;
+  const int pair = (int)(u / tiles_n);
   t.n0 = (int)(u - (long long)pair * tiles_n) * 256;
   (void)rank;
   (void)last;
