@@ -40,7 +40,8 @@ class HopperGroupedPlan(TmaTiles, FamilyPlan):
     tail_split: bool = False  # a last round of units that fills at most half the blocks in column halves (never with
     #                           a cluster: a cluster's blocks share a unit's rows)
     band: int = 1  # grouped M: unit rows (tile rows, or a cluster's pairs) a raster band holds, walked rows-fastest
-    #                before the next n-tile; 1: each row's n-tiles in turn
+    #                before the next n-tile; 1, the planner's: each row's n-tiles in turn (bands of 2-16 took 0-14%
+    #                longer on the MoE steps: bench/results/moe_half/2026-11-27_h100_moe-band.json)
     grouped_k: bool = False  # the weight gradient (hopper_grouped_k.cu.j2): A M-major (X^T), B N-major, both 2-D maps
     #                          over the reduction's rows, G x M/128 x N/BN tiles of one group's depth each
     grouped_list: bool = False  # independent problems (hopper_grouped_list.cu.j2): 2-D tensor maps per problem, built
