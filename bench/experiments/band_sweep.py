@@ -2,7 +2,7 @@
 along N) on bf16 GEMMs of one to many waves, each shape's planned kernel rebuilt with every band, timed against
 torch.mm (cuBLAS) in rounds that take every kernel in turn (graph replays, the DESIGN.md protocol):
 
-    python3 bench/experiments/band_sweep.py OUT.json [--rounds 5]
+    python3 bench/experiments/band_sweep.py OUT.json [--rounds 5] [--set few-waves]
 
 The planner's band is BAND_TILES // cluster (families/hopper/planner.py). midsize_sweep.py's one-wave members ran
 8-m-tile bands 2-8% faster than 16 in three rounds (bench/results/half/2026-11-27_h100_midsize-sweep.json); this
@@ -26,6 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 SHAPES = [(2048, 1024, 1024, "row", "row"), (2048, 1024, 4096, "row", "col"), (1024, 4096, 2048, "col", "row"),
           (4096, 2048, 4096, "row", "row"), (4096, 4096, 4096, "row", "col"), (8192, 4096, 4096, "row", "row"),
           (8192, 8192, 8192, "row", "row")]
+# --set few-waves: GEMMs of two to four waves, where the planner forms no multicast pair (CLUSTER_MIN_WAVES)
+FEW_WAVES = [(4096, 2048, 4096, "row", "row"), (4096, 4096, 4096, "row", "col"), (8192, 1024, 1024, "row", "row"),
+             (4096, 3072, 1024, "row", "col"), (2048, 4096, 2048, "col", "row"), (8192, 2048, 1024, "row", "row")]
 BANDS = (1, 2, 4, 8, 16, 32)
 
 
@@ -44,14 +47,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--set", choices=("default", "few-waves"), default="default")
     args = ap.parse_args(argv)
+    shapes = FEW_WAVES if args.set == "few-waves" else SHAPES
     import torch
     from midsize_sweep import compile_all
 
     from gemmc.bench.timing import device_seconds, gemmc_graph, gpu_name, torch_graph
 
     t0 = time.time()
-    built = [(shape, *kernels(shape)) for shape in SHAPES]
+    built = [(shape, *kernels(shape)) for shape in shapes]
     compile_all([k.executable.rendered for _, base, ks in built for k in [base] + [kk for _, kk in ks]])
     results = []
     for shape, base, ks in built:
