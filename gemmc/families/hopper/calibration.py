@@ -32,6 +32,7 @@ CLUSTER_MIN_WAVES = Measured(
 )
 
 BAND_SWEEP = "bench/results/half/2026-11-27_h100_band-sweep.json"  # bands of 1-32 m-tiles, 7 shapes, 5 rounds
+BAND_SWEEP_FEW = "bench/results/half/2026-11-27_h100_band-sweep-few-waves.json"  # 6 shapes of 2-4 waves, 7 rounds
 MIDSIZE_SWEEP = "bench/results/half/2026-11-27_h100_midsize-sweep.json"  # every configuration of 3 one-wave GEMMs
 MIDSIZE_SWEEP_2 = "bench/results/half/2026-11-27_h100_midsize-sweep-qkv-proj.json"  # the same, 3 more GEMMs, 5 rounds
 
@@ -46,8 +47,11 @@ ONE_WAVE_BAND = Measured(
         "(256 tiles, B column-major) took 14.6-14.8 us with bands of 8 against 16.4-16.7 with 16 in each of 5 rounds, "
         "8192x1024x1024 at N 128 (512 tiles) 29.3 against 30.3, but 4096x2048x4096, 4096x4096x4096 and "
         "8192x1024x1024 at N 256 showed no band ahead beyond the rounds' spread (5-10%), and with clusters of 2 the "
-        "pairs' bands of 16 m-tiles were as fast as or faster than 8 at 8192x4096x4096 and 8192^3.",
-    sources=(BAND_SWEEP, MIDSIZE_SWEEP, MIDSIZE_SWEEP_2),
+        "pairs' bands of 16 m-tiles were as fast as or faster than 8 at 8192x4096x4096 and 8192^3. Six more shapes "
+        "of two to four waves without a pair, seven rounds: the best band was 1 on three, 2, 4 and 8 on one each, "
+        "16 within 1% of the best on four (8192x1024x1024 31.1 us against 28.7 with bands of 4, where the midsize "
+        "sweep had measured 16 and 8 level: 28.7 and 28.9).",
+    sources=(BAND_SWEEP, BAND_SWEEP_FEW, MIDSIZE_SWEEP, MIDSIZE_SWEEP_2),
 )
 
 SPLIT_SWEEP = "bench/results/half/2026-11-27_h100_fewtile-sweep.json"  # every (tile N, k-slices), first reduction
