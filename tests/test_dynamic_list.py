@@ -419,6 +419,52 @@ def test_a_staged_call_gives_back_its_capture_unless_it_sent_its_table(monkeypat
     assert st.ring.released == [stream] * 2  # behind its copy, which may still read the pinned buffer
 
 
+def _stub_ring_device(monkeypatch, failing: list[int] | None = None):
+    """dynamic_list's CuPy as far as Ring uses it, on the host: pinned buffers are bytearrays, copies do nothing, an
+    event's synchronize raises while `failing` holds a count above 0 (counting it down)."""
+    from types import SimpleNamespace
+
+    from gemmc.runtime import dynamic_list
+
+    class Pinned(bytearray):
+        ptr = 0
+
+    class Event:
+        def __init__(self, **_):
+            pass
+
+        def record(self, stream):
+            pass
+
+        def synchronize(self):
+            if failing and failing[0] > 0:
+                failing[0] -= 1
+                raise RuntimeError("cudaErrorLaunchFailure")
+
+    cuda = SimpleNamespace(alloc_pinned_memory=Pinned, Event=Event,
+                           runtime=SimpleNamespace(memcpyAsync=lambda *a: None, memcpyHostToDevice=1))
+    fake = SimpleNamespace(cuda=cuda, int64=np.int64,
+                           empty=lambda n, dtype: SimpleNamespace(data=SimpleNamespace(ptr=4096)))
+    monkeypatch.setattr(dynamic_list, "cupy", lambda: fake)
+
+
+def test_a_slot_whose_last_launch_failed_is_given_back_with_the_error(monkeypatch):
+    """host_table waits on the event of the slot's last launch; where that wait raises (a failed kernel), the slot
+    goes back to the ring instead of staying taken with no call to give it back."""
+    from gemmc.runtime.dynamic_list import Ring
+
+    failing = [0]
+    _stub_ring_device(monkeypatch, failing)
+    ring = Ring(4, slots=1)
+    slot, _ = ring.host_table()
+    ring.done(slot, None)  # the slot's event, recorded
+    failing[0] = 1
+    with pytest.raises(RuntimeError, match="cudaErrorLaunchFailure"):
+        ring.host_table()
+    assert ring.taken == [False]
+    assert ring.host_table()[0] == slot  # the next call takes it (the wait passes)
+
+
 def test_a_launcher_stores_a_calls_values_from_its_first_per_call_argument(monkeypatch):
     """Launcher, both list kernels' argument block: a call's values go from argument `first` on, the tile counters
     to `counter` (None: none), the scalars to the last two; the arguments before `first` keep what they hold."""

@@ -72,7 +72,11 @@ class Ring:
             self.taken[slot] = True
             self.next = (slot + 1) % n
         if self.events[slot] is not None:
-            self.events[slot].synchronize()  # its last kernel has read the device table and the copy is done
+            try:
+                self.events[slot].synchronize()  # its last kernel has read the device table and the copy is done
+            except BaseException:
+                self.give_back(slot)  # the caller never holds it: its next call waits on the same event
+                raise
         return slot, self.views[slot]
 
     def send(self, slot: int, rows: int, stream: Any) -> int:
