@@ -4,6 +4,7 @@ every kind the runtime reads (bare __cuda_array_interface__, CuPy, torch), read 
 from __future__ import annotations
 
 import re
+import time
 
 import numpy as np
 import pytest
@@ -446,6 +447,63 @@ def _stub_ring_device(monkeypatch, failing: list[int] | None = None):
     fake = SimpleNamespace(cuda=cuda, int64=np.int64,
                            empty=lambda n, dtype: SimpleNamespace(data=SimpleNamespace(ptr=4096)))
     monkeypatch.setattr(dynamic_list, "cupy", lambda: fake)
+
+
+def test_ring_slots_are_never_held_by_two_calls_at_once(monkeypatch):
+    """Twelve threads filling tables through a ring of 3 slots: a call holds its slot from host_table to done, so no
+    other call writes its pinned buffer in between (each call finds its own table as it wrote it), and every slot is
+    free once the calls are done."""
+    import threading
+    from types import SimpleNamespace
+
+    from gemmc.runtime.dynamic_list import Ring
+
+    _stub_ring_device(monkeypatch)
+    ring = Ring(4, slots=3)
+    stream = SimpleNamespace(ptr=7)
+    clashes: list[tuple[int, int]] = []
+    failed: list[BaseException] = []
+
+    def calls(me: int) -> None:
+        try:
+            for i in range(300):
+                slot, out = ring.host_table()
+                out[:] = me
+                time.sleep(0)  # another thread runs here: with a slot of its own it writes another buffer
+                if not (out == me).all():
+                    clashes.append((me, i))
+                ring.send(slot, 1, stream)
+                ring.done(slot, stream)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            failed.append(e)
+
+    threads = [threading.Thread(target=calls, args=(me,)) for me in range(12)]
+    for th in threads:
+        th.start()
+    deadline = time.monotonic() + 60
+    for th in threads:
+        th.join(max(0.0, deadline - time.monotonic()))
+    assert not failed, failed
+    assert not any(th.is_alive() for th in threads), "a call waits for a slot that is never given back"
+    assert clashes == [] and ring.taken == [False] * 3
+
+
+def test_a_call_finding_every_slot_taken_waits_until_one_is_given_back(monkeypatch):
+    import threading
+
+    from gemmc.runtime.dynamic_list import Ring
+
+    _stub_ring_device(monkeypatch)
+    ring = Ring(4, slots=2)
+    held = [ring.host_table()[0] for _ in range(2)]
+    got: list[int] = []
+    waiter = threading.Thread(target=lambda: got.append(ring.host_table()[0]))
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive() and got == []  # both slots are their calls'
+    ring.give_back(held[1])
+    waiter.join(30)
+    assert got == [held[1]] and ring.taken == [True, True]
 
 
 def test_a_slot_whose_last_launch_failed_is_given_back_with_the_error(monkeypatch):
