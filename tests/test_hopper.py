@@ -398,12 +398,15 @@ def test_compiles_with_nvcc_for_sm90a(text, tmp_path):
     ((2048, 1024, 1024), 8),  # 128 tiles of 128 x 128: one wave
     ((1024, 4096, 2048), 8),  # 128 tiles of 128 x 256
     ((4096, 2048, 4096), 16),  # 256 tiles: two waves
-    ((8192, 8192, 8192), 16)])  # clusters of 2: 8 pairs a band
+    ((8192, 8192, 8192), 16),  # clusters of 2: 8 pairs a band
+    ((2048, 1024, 4096, "tile 128x128x64 ksplit 2"), 16),  # 128 tiles of 2 blocks each: two waves on 132 SMs
+    ((512, 1024, 8192, "tile 128x64x64 ksplit 4"), 16),  # 64 tiles of 4 blocks: 33 run at once
+    ((512, 1024, 8192, "tile 128x128x64 ksplit 4"), 8)])  # 32 tiles of 4 blocks: one wave
 def test_a_launch_of_one_wave_walks_narrower_bands(size, band_tiles):
     """The raster band holds BAND_TILES m-tiles, or ONE_WAVE_BAND where every tile runs in the first wave
-    (calibration.ONE_WAVE_BAND: measured); `inspect` says which."""
-    m, n, k_ = size
-    kern = kernel(f"kernel k {{ dtype bf16 gemm {m} x {n} x {k_} }}")
+    (calibration.ONE_WAVE_BAND: measured), counting a split tile's k-slices as a block each; `inspect` says which."""
+    m, n, k_, *tile = size
+    kern = kernel(f"kernel k {{ dtype bf16 gemm {m} x {n} x {k_} {' '.join(tile)} }}")
     plan = kern.ir.plan
     assert plan.band * plan.cluster == band_tiles
     assert f"bands of {band_tiles} m-tiles" in kern.plan

@@ -55,10 +55,11 @@ def choose_tile_n(m: int, n: int, hw: Hardware, cluster: int, sizes: tuple[int, 
     return tma_loop.choose_tile_n(m, n, hw, cluster, sizes)
 
 
-def band_for(m: int, n: int, bn: int, cluster: int, hw: Hardware) -> int:
+def band_for(m: int, n: int, bn: int, cluster: int, hw: Hardware, ksplit: int = 1) -> int:
     """The raster band in units (a multicast pair of m-tiles, or one tile): BAND_TILES m-tiles, or ONE_WAVE_BAND
-    where no pair is formed and the tiles are at most one per SM (all run at once)."""
-    if cluster == 1 and ceil_div(m, BM) * ceil_div(n, bn) <= hw.sm_count:
+    where no pair is formed and every tile runs in the first wave (a split tile takes `ksplit` blocks, one per SM:
+    HopperPlan.grid)."""
+    if cluster == 1 and ceil_div(m, BM) * ceil_div(n, bn) <= hw.sm_count // ksplit:
         return ONE_WAVE_BAND
     return max(1, BAND_TILES // cluster)
 
@@ -192,7 +193,7 @@ def plan(kernel: Kernel, hw: Hardware) -> HopperPlan:
                          compute=split.compute, split=split, pads=pads)
         # the pre-pass's grid: its units (HopperPlan.prep_units), at most PREP_BLOCKS_PER_SM blocks per SM
         return dataclasses.replace(out, prep_blocks=max(1, min(out.prep_units, PREP_BLOCKS_PER_SM * hw.sm_count)))
-    return HopperPlan(bn=bn, stages=stages, cluster=cluster, band=band_for(p.m, p.n, bn, cluster, hw),
+    return HopperPlan(bn=bn, stages=stages, cluster=cluster, band=band_for(p.m, p.n, bn, cluster, hw, ksplit),
                       a_kmajor=a_kmajor, b_kmajor=b_kmajor, staged=staged_operands(kernel), tma_store=tma_store,
                       c_bytes=c_bytes, ksplit=ksplit, **fields)
 
@@ -312,5 +313,6 @@ def with_tile(kernel: Kernel, plan: HopperPlan, bn: int, ksplit: int, hw: Hardwa
     p = kernel.problems[0]
     cluster = choose_cluster(p.m, p.n, bn, hw) if ksplit == 1 else 1
     tma_store = kernel.layout_c is Layout.ROW and ksplit == 1
-    return dataclasses.replace(plan, bn=bn, ksplit=ksplit, cluster=cluster, band=band_for(p.m, p.n, bn, cluster, hw),
-                               tma_store=tma_store, stages=stages_for(bn, hw, tma_store, plan.c_bytes, 0, ksplit))
+    return dataclasses.replace(plan, bn=bn, ksplit=ksplit, cluster=cluster,
+                               band=band_for(p.m, p.n, bn, cluster, hw, ksplit), tma_store=tma_store,
+                               stages=stages_for(bn, hw, tma_store, plan.c_bytes, 0, ksplit))
