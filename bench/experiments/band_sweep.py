@@ -1,12 +1,14 @@
-"""Experiment: the hopper family's raster band (HopperPlan.band: m-tiles a band holds, walked m-fastest; bands run
-along N) on bf16 GEMMs of one to many waves, each shape's planned kernel rebuilt with every band, timed against
-torch.mm (cuBLAS) in rounds that take every kernel in turn (graph replays, the DESIGN.md protocol):
+"""Experiment: the hopper family's raster band (HopperPlan.band: the units, a tile or a multicast pair of m-tiles, a
+band holds, walked m-fastest; bands run along N) on bf16 GEMMs of one to many waves, each shape's planned kernel
+rebuilt with every band, timed against torch.mm (cuBLAS) in rounds that take every kernel in turn (graph replays, the
+DESIGN.md protocol):
 
     python3 bench/experiments/band_sweep.py OUT.json [--rounds 5] [--set few-waves]
 
-The planner's band is BAND_TILES // cluster (families/hopper/planner.py). midsize_sweep.py's one-wave members ran
-8-m-tile bands 2-8% faster than 16 in three rounds (bench/results/half/2026-11-27_h100_midsize-sweep.json); this
-asks whether that holds over shapes and rounds.
+The planner's band is `planner.band_for` (families/hopper/planner.py): BAND_TILES // cluster, or ONE_WAVE_BAND where
+every tile runs in the first wave, the rule this sweep's results file gives (`planned_band`: the plan of the tree that
+ran it). midsize_sweep.py's one-wave members ran 8-m-tile bands 2-8% faster than 16 in three rounds
+(bench/results/half/2026-11-27_h100_midsize-sweep.json); this asks whether that holds over shapes and rounds.
 """
 
 from __future__ import annotations
