@@ -364,8 +364,9 @@ def test_each_stream_takes_a_slot_of_its_own_up_to_the_limit():
 
 def test_a_staged_call_gives_back_its_capture_unless_it_sent_its_table(monkeypatch):
     """Staging, the list launchers' one capture sequence: a call being captured reserves buffers of its own and gives
-    them back where it raises or has no work before sending its table; once sent they are the graph's (never
-    released to the ring); a plain call takes the ring's next buffer and its stream's counters."""
+    them back where it raises or has no work before sending its table; once sent they are the graph's (the reservation
+    kept, the capture's one slot given back with the call); a plain call takes the ring's next buffer and its stream's
+    counters."""
     from types import SimpleNamespace
 
     from gemmc.errors import GemmcError
@@ -391,23 +392,24 @@ def test_a_staged_call_gives_back_its_capture_unless_it_sent_its_table(monkeypat
             self.released.append(stream)
 
         def give_back(self, slot):
-            self.released.append("unsent")
+            self.released.append("given back")
 
     st = DynamicState("moe", None, None, 1, 0, 0, 1, ring=Ring(), captures=[Ring() for _ in range(CAPTURES)],
                       counters=SimpleNamespace(data=SimpleNamespace(ptr=1 << 16)))
     stream = SimpleNamespace(ptr=7)
     with pytest.raises(GemmcError, match="a bad list"), dynamic_list.Staging(st, stream) as call:
         raise GemmcError("a bad list")
-    assert st.captures_taken == 0 and st.captures[0].released == ["unsent"]
+    assert st.captures_taken == 0 and st.captures[0].released == ["given back"]
     with dynamic_list.Staging(st, stream) as call:
         pass  # no work
-    assert st.captures_taken == 0 and st.captures[0].released == ["unsent"] * 2
+    assert st.captures_taken == 0 and st.captures[0].released == ["given back"] * 2
     st.captures[0].released.clear()
     with dynamic_list.Staging(st, stream) as call:
         assert call.index == 0 and call.counter(stream.ptr) == st.capture_counter(0)
         assert call.send(3, stream) == 4096
         call.done(stream)
-    assert st.captures_taken == 1 and st.captures[0].sent == [3] and st.captures[0].released == []
+    # the reservation stays the graph's; the slot goes back, for a call taking the reservation once it is given back
+    assert st.captures_taken == 1 and st.captures[0].sent == [3] and st.captures[0].released == ["given back"]
     capturing[0] = 0
     with dynamic_list.Staging(st, stream) as call:
         assert call.index is None and call.counter(stream.ptr) == st.counter(stream.ptr)
@@ -477,7 +479,7 @@ def test_ring_slots_are_never_held_by_two_calls_at_once(monkeypatch):
         except BaseException as e:  # noqa: BLE001 - reported below
             failed.append(e)
 
-    threads = [threading.Thread(target=calls, args=(me,)) for me in range(12)]
+    threads = [threading.Thread(target=calls, args=(me,), daemon=True) for me in range(12)]
     for th in threads:
         th.start()
     deadline = time.monotonic() + 60
@@ -497,13 +499,47 @@ def test_a_call_finding_every_slot_taken_waits_until_one_is_given_back(monkeypat
     ring = Ring(4, slots=2)
     held = [ring.host_table()[0] for _ in range(2)]
     got: list[int] = []
-    waiter = threading.Thread(target=lambda: got.append(ring.host_table()[0]))
+    waiter = threading.Thread(target=lambda: got.append(ring.host_table()[0]), daemon=True)
     waiter.start()
     waiter.join(0.2)
     assert waiter.is_alive() and got == []  # both slots are their calls'
     ring.give_back(held[1])
     waiter.join(30)
     assert got == [held[1]] and ring.taken == [True, True]
+
+
+def test_a_capture_given_back_after_its_graph_is_gone_is_taken_again(monkeypatch):
+    """A captured list call sends its table into its reservation's own buffer (Ring.single) and keeps the reservation;
+    once that is given back (DynamicState.uncapture: group_floor.confirm's timing graph is gone), the next captured
+    call takes the same buffers without waiting for a slot the first call never gives back."""
+    import threading
+    from types import SimpleNamespace
+
+    from gemmc.runtime import dynamic_list
+    from gemmc.runtime.dynamic_list import Ring
+    from gemmc.runtime.dynamic_state import CAPTURES, DynamicState
+
+    _stub_ring_device(monkeypatch)
+    device = dynamic_list.cupy()
+    device.cuda.runtime.streamIsCapturing = lambda ptr: 1
+    st = DynamicState("moe", None, None, 1, 0, 0, 1, ring=Ring(4), captures=[Ring.single(4) for _ in range(CAPTURES)],
+                      counters=SimpleNamespace(data=SimpleNamespace(ptr=1 << 16)))
+    stream = SimpleNamespace(ptr=7)
+
+    def captured_call() -> None:
+        with dynamic_list.Staging(st, stream) as call:
+            assert call.index == 0
+            call.send(1, stream)
+            call.done(stream)
+
+    captured_call()
+    assert st.captures_taken == 1
+    st.uncapture(0)  # its graph is gone
+    again = threading.Thread(target=captured_call, daemon=True)
+    again.start()
+    again.join(30)
+    assert not again.is_alive(), "the second capture waits for the first one's slot"
+    assert st.captures_taken == 1 and st.captures[0].taken == [False]
 
 
 def test_a_slot_whose_last_launch_failed_is_given_back_with_the_error(monkeypatch):

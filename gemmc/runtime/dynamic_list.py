@@ -58,7 +58,9 @@ class Ring:
     @classmethod
     def single(cls, capacity: int) -> Ring:
         """One buffer pair of its own: a call captured in a CUDA graph, whose graph reads it at every replay (never
-        `done`, never reused)."""
+        `done`). Its reservation (`DynamicState.capture`) keeps it the graph's, not its slot: the call gives the slot
+        back when it ends, so that a later capture takes the buffers once the reservation is given back
+        (`DynamicState.uncapture`: a graph that is gone)."""
         return cls(capacity, slots=1)
 
     def host_table(self) -> tuple[int, np.ndarray]:
@@ -106,10 +108,11 @@ class Staging:
     """Where one list call stages its problem table, as a context manager around the call. A call inside a CUDA-graph
     capture reserves buffers of its own (`DynamicState.capture`: a table in `captures`, tile counters, and on the
     tensor cores tensor maps), kept with the state and never reused: its graph reads them at every replay, and no
-    other graph or call shares them. Any other call takes a slot of the ring and its stream's tile counters, and
-    holds the slot until it records its launch (`done`). A reservation whose call sends no table (the block raises
-    before `send`, or the call has no work) is given back (`DynamicState.uncapture`, `Ring.give_back`) when the block
-    ends; a plain call that sent its table and raised before `done` releases its slot behind the copy."""
+    other graph or call shares them; its one slot goes back when the block ends, and the reservation too where the
+    call sent no table (the block raises before `send`, or the call has no work: `DynamicState.uncapture`). Any other
+    call takes a slot of the ring and its stream's tile counters, and holds the slot until it records its launch
+    (`done`); where the block ends before that, it gives the slot back unsent, or behind the copy where it sent the
+    table."""
 
     __slots__ = ("st", "stream", "index", "ring", "slot", "out", "sent_on", "finished")
 
@@ -133,13 +136,16 @@ class Staging:
         return self
 
     def __exit__(self, *raised: object) -> None:
-        if self.sent_on is None:
+        if self.index is not None:
             if self.slot is not None:
                 self.ring.give_back(self.slot)
-            if self.index is not None:
+            if self.sent_on is None:
                 self.st.uncapture(self.index)
-        elif self.index is None and not self.finished:
-            self.ring.done(self.slot, self.sent_on)  # type: ignore[arg-type]
+        elif self.slot is not None and not self.finished:
+            if self.sent_on is None:
+                self.ring.give_back(self.slot)
+            else:
+                self.ring.done(self.slot, self.sent_on)
 
     def counter(self, stream: int) -> int:
         """The tile counters of the call's launch on `stream` (a raw handle): a captured call's own, else the

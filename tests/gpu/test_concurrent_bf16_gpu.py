@@ -146,6 +146,36 @@ def test_auto_times_fused_on_the_first_call(monkeypatch):
     print(confirmed)
 
 
+def test_fused_is_captured_after_auto_timed_it_from_a_graph(monkeypatch):
+    """auto's first call times the fused launch from a CUDA graph (group_floor.confirm) and gives that graph's capture
+    buffers back once it is gone; a later capture of the fused launch takes them again, without waiting for a table
+    slot the timing call kept, and its replay computes every GEMM."""
+    import threading
+
+    monkeypatch.setenv("GEMMC_TUNE", "1")
+    group = gemmc.compile_string("group v { concurrency auto dtype bf16 gemm a 1024 x 128 x 768 copies 4 "
+                                 "gemm b 304 x 256 x 1000 }").groups[0]
+    As, Bs, Cs, _ = operands(group, seed=23)
+    group(As, Bs, Cs)
+    confirmed = group.group_run.confirmed
+    assert confirmed is not None and "fused" in confirmed.seconds and not confirmed.cached
+    fused = group.with_mode("fused")
+    assert fused.group_run.fused.dynamic.captures_taken == 0  # the timing graph's reservation, given back
+    failed: list[BaseException] = []
+
+    def capture() -> None:
+        try:
+            replayed(fused, As, Bs, Cs, new_data=True)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            failed.append(e)
+
+    worker = threading.Thread(target=capture, daemon=True)
+    worker.start()
+    worker.join(120)
+    assert not worker.is_alive(), "the capture waits for the timing call's table slot"
+    assert not failed, failed
+
+
 def test_go_kernels_keep_to_their_share_of_the_sms():
     """A member's kernel for 1/2 or 1/4 of the SMs launches a persistent grid of at most that many blocks."""
     from gemmc.runtime.device import hardware
