@@ -156,8 +156,9 @@ class DynamicState:
 
     def capture(self) -> int:
         """Reserve the next of the list form's CAPTURES sets of buffers for a call being captured in a CUDA graph,
-        which its graph reads at every replay and no later call reuses: its problem table (`captures`), its tile
-        counters (`capture_counter`) and, on the tensor cores, its tensor maps. Returns their index."""
+        which its graph reads at every replay and no other call takes while they are reserved: its problem table
+        (`captures`), its tile counters (`capture_counter`) and, on the tensor cores, its tensor maps. Returns their
+        index."""
         with self.capture_lock:
             if self.captures_taken >= len(self.captures):
                 from gemmc.errors import GemmcError
@@ -168,7 +169,8 @@ class DynamicState:
             return self.captures_taken - 1
 
     def uncapture(self, index: int) -> None:
-        """Give back a reservation whose call launched nothing, where no later capture took buffers after it."""
+        """Give back a reservation whose call launched nothing, or whose graph is gone (group_floor's timing graph),
+        where no later capture took buffers after it."""
         with self.capture_lock:
             if self.captures_taken == index + 1:
                 self.captures_taken = index
