@@ -603,10 +603,41 @@ def test_a_first_call_loads_outside_a_capture_and_is_refused_inside_one(monkeypa
     stream = SimpleNamespace(ptr=5)  # a CuPy stream: launched on as it is
     assert streams.load_outside_capture(kernel, lambda k: loads.append(k) or "state", stream, False) == "state"
     capturing[0] = 1
-    with pytest.raises(GemmcError, match=r"kernel moe: the first call \(it loads the kernel\) cannot run inside a "
+    with pytest.raises(GemmcError, match=r"kernel 'moe': the first call \(it loads the kernel\) cannot run inside a "
                                          r"CUDA-graph capture; make one such call before capturing$"):
         streams.load_outside_capture(kernel, loads.append, stream, False)
     assert loads == [kernel]
+
+
+def test_first_calls_from_threads_load_a_kernel_once(monkeypatch):
+    """Two threads' first calls of one kernel at once: the loads run one at a time (streams.FIRST_LOADS), so the
+    second finds what the first kept instead of building a state of its own."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from gemmc.runtime import streams
+
+    runtime = SimpleNamespace(streamIsCapturing=lambda ptr: 0)
+    monkeypatch.setattr(streams, "cupy", lambda: SimpleNamespace(cuda=SimpleNamespace(runtime=runtime)))
+    kernel = SimpleNamespace(ir=SimpleNamespace(name="moe"), dynamic=None)
+    built = []
+
+    def load(k):  # as dynamic.state: what the kernel keeps, else a new state, kept
+        if k.dynamic is None:
+            time.sleep(0.05)  # a compile: the other thread's call arrives meanwhile
+            built.append(object())
+            k.dynamic = built[-1]
+        return k.dynamic
+
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(
+        streams.load_outside_capture(kernel, load, SimpleNamespace(ptr=5), False))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert len(built) == 1 and got == built * 4
 
 
 def test_validate_on_a_list_call_asks_for_the_byte_check(monkeypatch, launches):

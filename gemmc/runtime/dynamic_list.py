@@ -27,7 +27,7 @@ from gemmc.runtime.args import NUMPY_DTYPES, ArrayInfo, _torch_name, describe
 from gemmc.runtime.device import cupy
 from gemmc.runtime.dynamic_state import CAPTURES
 from gemmc.runtime.memory import check_views, view_fields
-from gemmc.runtime.streams import relaxed_capture
+from gemmc.runtime.streams import FIRST_LOADS, relaxed_capture
 
 if TYPE_CHECKING:
     from gemmc.runtime.dynamic_state import DynamicState
@@ -465,8 +465,8 @@ def make_tables(st: DynamicState, capacity: int) -> None:
     """A list-form state's table buffers for `capacity` problems: the staging ring and CAPTURES buffers for captured
     calls, allocated outside any graph (the relaxed capture mode, for a first call inside a capture)."""
     with relaxed_capture():
-        st.ring = Ring(capacity)
         st.captures = [Ring.single(capacity) for _ in range(CAPTURES)]
+        st.ring = Ring(capacity)  # last: a call that finds the ring finds the captures' buffers too
 
 
 def launch_list(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: Any, alpha_: Any, beta_: Any,
@@ -475,7 +475,9 @@ def launch_list(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: Any,
     dimensions read from their strides; `exact`: every byte of the outputs checked, `problem_table`), staged through
     the ring (a captured call: a table and counters of its own), then the kernel."""
     if st.ring is None:
-        make_tables(st, kernel.ir.dynamic.max_groups)  # type: ignore[union-attr]
+        with FIRST_LOADS:  # two threads' first list calls make one set of tables
+            if st.ring is None:
+                make_tables(st, kernel.ir.dynamic.max_groups)  # type: ignore[union-attr]
     with Staging(st, stream) as call:
         count = len(problem_table(kernel, As, Bs, Cs, device, out=call.out, views=views, exact=exact))
         if not count:

@@ -6,6 +6,7 @@ stream."""
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -121,16 +122,23 @@ def relaxed_capture() -> Iterator[None]:
 FIRST_CALL = "the first call (it loads the kernel)"
 
 
+# First calls load one at a time: two threads' first calls of one kernel find the first one's state (each `load`
+# returns what the kernel keeps, once it is kept) instead of each building one, whose buffers the loser would free
+# while its copies or kernels still run. Reentrant: a load may load another kernel.
+FIRST_LOADS = threading.RLock()
+
+
 def load_outside_capture(kernel: Any, load: Callable[[Any], T], stream: Any, torch_args: bool,
                          what: str = FIRST_CALL) -> T:
     """`load(kernel)`: what the first call of a kernel (an Executable, which imports this module) or of a kind of
     call loads, allocates and keeps, which cannot be part of a CUDA graph; a GemmcError instead, naming the kernel
     and `what`, where the stream the call launches on (`launch_stream`'s) is being captured. A caller asks only
-    where nothing is loaded yet: later calls pay nothing."""
+    where nothing is loaded yet: later calls pay nothing. One load at a time (FIRST_LOADS)."""
     on = launch_stream(stream, torch_args)
     if cupy().cuda.runtime.streamIsCapturing(on.ptr):
         from gemmc.errors import GemmcError
 
-        raise GemmcError(f"kernel {kernel.ir.name}: {what} cannot run inside a CUDA-graph capture; make one such call "
-                         "before capturing")
-    return load(kernel)
+        raise GemmcError(f"kernel '{kernel.ir.name}': {what} cannot run inside a CUDA-graph capture; make one such "
+                         "call before capturing")
+    with FIRST_LOADS:
+        return load(kernel)
