@@ -268,6 +268,42 @@ def test_list_calls_from_threads_past_the_rings_slots(schedule):
                 assert rel(c, a.double() @ b.double()) < TOL["f32" if schedule is L32 else "bf16"], (me, j)
 
 
+def test_first_calls_from_threads_load_one_state():
+    """Four threads make a new kernel's first list call at once, each on a stream of its own: one state and one set
+    of tables are loaded (streams.FIRST_LOADS), and every call is right."""
+    import threading
+
+    t = torch()
+    kern = kernel(L32)
+    results: list = [None] * 4
+    failed: list[BaseException] = []
+
+    def first(me: int) -> None:
+        try:
+            stream = t.cuda.Stream()
+            with t.cuda.stream(stream):
+                sizes = [(8 * (me + 1), 16, 24), (5, 7, 9)]
+                As = [matrix(m, k, "r", t.float32) for m, n, k in sizes]
+                Bs = [matrix(k, n, "r", t.float32) for m, n, k in sizes]
+                Cs = [matrix(m, n, "r", t.float32, fill=float("nan")) for m, n, k in sizes]
+                kern(As, Bs, Cs, alpha=1.0, beta=0.0)
+            stream.synchronize()
+            results[me] = (As, Bs, Cs, kern.executable.dynamic)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            failed.append(e)
+
+    threads = [threading.Thread(target=first, args=(me,)) for me in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(120)
+    assert not failed, failed
+    assert len({id(r[3]) for r in results}) == 1  # one state, the kernel's
+    for As, Bs, Cs, _ in results:
+        for a, b, c in zip(As, Bs, Cs, strict=True):
+            assert rel(c, a.double() @ b.double()) < TOL["f32"]
+
+
 def test_grouped_list_captured_in_graphs_reads_each_graphs_own_table():
     """Two calls of one list kernel captured in two CUDA graphs, then plain calls on other lists in between: each
     replay computes its own list (its problem table is the graph's, not a staging buffer a later call reuses)."""
