@@ -429,7 +429,9 @@ def test_bf16_fused_tile_n_by_the_waves_model(members, bn):
 def test_bf16_fused_falls_back_to_streams_and_says_why(text, why):
     group = gemmc.compile_string(f"target cuda sm_90\ngroup f {{ concurrency fused {text} }}").groups[0]
     assert group.group_plan.fused is None and group.group_plan.mode is Mode.STREAMS
-    assert "concurrency fused falls back to streams: " in group.plan and why in group.plan, group.plan
+    line = group.group_plan.fallback_span.line  # the member's (or the group's) line, as `gemmc compile` says it
+    assert line == 2 and f"concurrency fused falls back to streams (line {line}): " in group.plan, group.plan
+    assert why in group.plan, group.plan
 
 
 @pytest.mark.parametrize("text, why", [

@@ -29,6 +29,7 @@ from gemmc.ir.group import DEGREES, SHARES, Group, GroupPlan, MemberChoice, Mode
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
 from gemmc.ir.program import Program
+from gemmc.span import Span
 
 # The most GEMMs the planner runs at once. 16 at once never beat 8 in a measured group: bf16 on the H100, 16 copies
 # of 4096x128x1024 and of 512x1024x1024 took 90.2 and 63.7 us 16 at once against 69.3 and 41.5 us 8 at once
@@ -121,7 +122,10 @@ def choose(group: Group, choices: list[MemberChoice], fusion: Fusion | NotFused,
             return GroupPlan(mode, degree, tuple(choices), fused, model, tuple(estimates), (*notes, *why))
         # the note points at the member that is the reason, else at the group's `concurrency fused`
         return GroupPlan(mode, degree, tuple(choices), fused, model, tuple(estimates), (*notes, *why),
-                         fallback=fallback.why, fallback_span=fallback.span if fallback.span.line else group.mode_span)
+                         fallback=fallback.why, fallback_span=fallback_span(fallback))
+
+    def fallback_span(fallback: NotFused) -> Span:
+        return fallback.span if fallback.span.line else group.mode_span
 
     if group.mode is Mode.SEQUENTIAL:
         return plan(Mode.SEQUENTIAL, 1, "concurrency sequential from the schedule")
@@ -133,7 +137,8 @@ def choose(group: Group, choices: list[MemberChoice], fusion: Fusion | NotFused,
         if isinstance(fusion, Fusion):
             return plan(Mode.FUSED, 1, "concurrency fused from the schedule", fusion.why)
         return plan(Mode.STREAMS, max(predicted, 2) if n > 1 else 1,
-                    f"concurrency fused falls back to streams: {fusion.why}", fallback=fusion)
+                    f"concurrency fused falls back to streams (line {fallback_span(fusion).line}): {fusion.why}",
+                    fallback=fusion)
     notes.append(f"predictor ({model}): degrees " + ", ".join(f"{c.member} {c.degree}" + (" (fit)" if c.fit else "")
                                                               for c in choices)
                  + f"; on streams the group would run {predicted} at once (the smallest, clamped to its {n} GEMMs"
