@@ -1,6 +1,6 @@
 """Experiment: a one-wave bf16 GEMM of the concurrent suite (ffn1.dX, 2048 x 1024 x 4096, B column-major) under ncu:
-the hopper kernel at tile N 128 alone and in clusters of 2 (B multicast), beside torch.mm (cuBLAS), each launched
-once after warm-up (the profiled region):
+the hopper kernel at tile N 128 alone and in clusters of 2 (B multicast) in bands of 16 m-tiles, and alone in bands of
+8, beside torch.mm (cuBLAS), each launched once after warm-up (the profiled region):
 
     ncu --profile-from-start off --csv --metrics "$(python3 bench/experiments/midsize_ncu.py --metrics)" \
         --section WarpStateStats python3 bench/experiments/midsize_ncu.py [M N K]
@@ -42,8 +42,11 @@ from gemmc.ir.hardware import TARGETS  # noqa: E402
 m, n, k = (int(x) for x in (sys.argv[1:] or ["2048", "1024", "4096"]))
 base = gemmc.compile_string(f"target cuda sm_90\nkernel k {{ dtype bf16 layout B col gemm {m} x {n} x {k} }}")["k"]
 plan = with_tile(base.ir, base.ir.plan, 128, 1, TARGETS["sm_90"])
-kernels = {f"cluster{c}": base.with_plan(dataclasses.replace(plan, cluster=c, band=max(1, plan.band // c)),
-                                         f"cluster{c}") for c in (1, 2)}
+# (cluster, band in m-tiles): the planner's kernel before one-wave launches took bands of 8, its multicast pair, and
+# bands of 8 (the planner's now); profiled in this order, then cuBLAS
+CONFIGS = ((1, 16), (2, 16), (1, 8))
+kernels = {f"cluster{c} band{b}": base.with_plan(dataclasses.replace(plan, cluster=c, band=b // c), f"c{c} b{b}")
+           for c, b in CONFIGS}
 a = torch.randn(m, k, device="cuda").bfloat16()
 b = torch.randn(n, k, device="cuda").bfloat16().t()  # column-major B: n lines of k
 c = torch.empty(m, n, device="cuda").bfloat16()
