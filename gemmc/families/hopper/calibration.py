@@ -35,12 +35,15 @@ BAND_SWEEP = "bench/results/half/2026-11-27_h100_band-sweep.json"  # bands of 1-
 BAND_SWEEP_FEW = "bench/results/half/2026-11-27_h100_band-sweep-few-waves.json"  # 6 shapes of 2-4 waves, 7 rounds
 MIDSIZE_SWEEP = "bench/results/half/2026-11-27_h100_midsize-sweep.json"  # every configuration of 3 one-wave GEMMs
 MIDSIZE_SWEEP_2 = "bench/results/half/2026-11-27_h100_midsize-sweep-qkv-proj.json"  # the same, 3 more GEMMs, 5 rounds
+NCU_BANDS = "bench/results/half/2026-11-27_h100_midsize_ncu-bands.csv"  # ffn1.dX in bands of 16 and 8 beside cuBLAS
 
 ONE_WAVE_BAND = Measured(
     8, H100,
     why="The raster band (m-tiles walked m-fastest before the next n-tile) where every tile of the launch runs in the "
         "first wave: all tiles run at once whatever their order, but which blocks read one A or B tile at the same "
-        "time is the band's. bf16 2048x1024x1024 (128 tiles of 128 x 128) took 8.8-9.0 us with bands of 1-8 m-tiles "
+        "time is the band's, and with it how many reads the L2 serves (ncu, 2048x1024x4096: 3.9 M L2 read sectors in "
+        "bands of 8 against 5.7 M in 16, cuBLAS 3.7 M; 25.7 against 28.1 us, cuBLAS 25.6). bf16 2048x1024x1024 "
+        "(128 tiles of 128 x 128) took 8.8-9.0 us with bands of 1-8 m-tiles "
         "and 9.6 us with 16 or 32 in each of 5 rounds (cuBLAS 8.8-9.0); 2048x1024x4096 (B column-major) 26.0-26.5 "
         "with bands of 1-8 against 27.0 (a midsize sweep's three rounds: 26.1 against 28.4); 1024x4096x2048 has 8 "
         "m-tiles, which bands of 8, 16 and 32 walk alike (26.0-26.4 us). From two waves up the measurements disagree "
@@ -52,7 +55,7 @@ ONE_WAVE_BAND = Measured(
         "of two to four waves without a pair, seven rounds: the best band was 1 on three, 2, 4 and 8 on one each, "
         "16 within 1% of the best on four (8192x1024x1024 31.1 us against 28.7 with bands of 4, where the midsize "
         "sweep had measured 16 and 8 level: 28.7 and 28.9).",
-    sources=(BAND_SWEEP, BAND_SWEEP_FEW, MIDSIZE_SWEEP, MIDSIZE_SWEEP_2),
+    sources=(BAND_SWEEP, BAND_SWEEP_FEW, MIDSIZE_SWEEP, MIDSIZE_SWEEP_2, NCU_BANDS),
 )
 
 SPLIT_SWEEP = "bench/results/half/2026-11-27_h100_fewtile-sweep.json"  # every (tile N, k-slices), first reduction
