@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import threading
 
 import gemmc
 
@@ -237,6 +238,26 @@ def check_graphs_of_one_stream(t, run, poison, check) -> None:
         t.cuda.synchronize()
         for i in range(3):
             check(i, f"set {i}, round {round_}")
+
+
+def in_threads(run, count: int, what: str, timeout: float = 120.0) -> None:
+    """run(i) for i < count, each in a thread of its own, all started before any is joined; fails with every error a
+    thread raised (and its number), or with `what` where a thread has not returned within `timeout` seconds."""
+    failed: list[tuple[int, BaseException]] = []
+
+    def body(i: int) -> None:
+        try:
+            run(i)
+        except BaseException as e:  # noqa: BLE001 - reported below, with the thread's number
+            failed.append((i, e))
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(count)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout)
+    assert not any(th.is_alive() for th in threads), what
+    assert not failed, failed
 
 
 def launcher(kern, tmp_path, argtypes: list | None = None) -> tuple:
