@@ -339,26 +339,40 @@ def test_a_table_of_metadata_read_by_the_caller_is_the_one_read_in_bulk(kind, ke
     np.testing.assert_array_equal(got, problem_table(kernel, As, Bs, Cs, device=0, views=views))
 
 
-def test_each_stream_takes_a_slot_of_its_own_up_to_the_limit():
+def test_each_stream_takes_a_slot_of_its_own_up_to_the_limit(monkeypatch):
     """StreamSlots, the one mechanism of the tile counters' and the tensor maps' per-stream slots: a stream keeps
-    its slot, slots lie `size` apart from the allocation's start, and a stream past the limit is refused (E900)
-    naming what the slots hold."""
+    its slot, a stream past the limit is refused (E900) naming what the slots hold. The tile counters' slots lie
+    `size` apart in one allocation; a list kernel's tensor maps are a buffer of their own per stream, allocated on the
+    stream's first call for that stream (`stream_buffer`), as many streams as the tile counters take."""
     from types import SimpleNamespace
 
     from gemmc.errors import GemmcError
-    from gemmc.runtime.dynamic_state import StreamSlots
+    from gemmc.runtime import grouped_list
+    from gemmc.runtime.dynamic_state import COUNTER_SLOTS, DynamicState, StreamSlots
     from gemmc.runtime.grouped_list import MAP_SLOTS, GroupedListState
 
-    memory = SimpleNamespace(data=SimpleNamespace(ptr=1 << 20))
-    st = GroupedListState("moe_list", None, None, 1, 0, 0, 1, map_bytes=384, workspace=memory,
+    counters = DynamicState("moe", None, None, 1, 0, 0, 1, counters=SimpleNamespace(data=SimpleNamespace(ptr=1 << 30)))
+    assert [counters.counter(s) for s in (5, 6, 5)] == [1 << 30, (1 << 30) + 32, 1 << 30]
+
+    allocated: list[tuple[int, int]] = []
+
+    def buffer(on: SimpleNamespace, nbytes: int) -> SimpleNamespace:
+        allocated.append((on.ptr, nbytes))
+        return SimpleNamespace(data=SimpleNamespace(ptr=(1 << 20) * len(allocated)))
+
+    monkeypatch.setattr(grouped_list, "stream_buffer", buffer)
+    st = GroupedListState("moe_list", None, None, 1, 0, 0, 1, map_bytes=384,
                           workspaces=StreamSlots.per_stream(MAP_SLOTS, 384, "moe_list", "tensor maps"))
-    streams = [101 + s for s in range(MAP_SLOTS)]
-    assert [st.maps(s) for s in streams] == [(1 << 20) + 384 * i for i in range(MAP_SLOTS)]
-    assert st.maps(streams[3]) == (1 << 20) + 384 * 3
+    assert MAP_SLOTS == COUNTER_SLOTS  # a stream with tile counters has tensor maps
+    streams = [SimpleNamespace(ptr=101 + s) for s in range(MAP_SLOTS)]
+    assert [st.maps(s) for s in streams] == [(1 << 20) * (i + 1) for i in range(MAP_SLOTS)]
+    assert st.maps(streams[3]) == (1 << 20) * 4
+    assert allocated == [(101 + s, 384) for s in range(MAP_SLOTS)]  # once per stream, for that stream
     with pytest.raises(GemmcError, match=f"stream: kernel 'moe_list' has run on {MAP_SLOTS} streams, the most it "
                                          "keeps tensor maps for; launch it on fewer streams") as info:
-        st.maps(7)
+        st.maps(SimpleNamespace(ptr=7))
     assert info.value.code == "E900"
+    assert len(allocated) == MAP_SLOTS
     assert len(st.stream_counters) == 0  # the tile counters' slots are a table of their own
 
 
@@ -422,9 +436,10 @@ def test_a_staged_call_gives_back_its_capture_unless_it_sent_its_table(monkeypat
     assert st.ring.released == [stream] * 2  # behind its copy, which may still read the pinned buffer
 
 
-def _stub_ring_device(monkeypatch, failing: list[int] | None = None):
+def _stub_ring_device(monkeypatch, failing: list[int] | None = None, records: list[int] | None = None):
     """dynamic_list's CuPy as far as Ring uses it, on the host: pinned buffers are bytearrays, copies do nothing, an
-    event's synchronize raises while `failing` holds a count above 0 (counting it down)."""
+    event's synchronize raises while `failing` holds a count above 0, its record while `records` does (counting it
+    down)."""
     from types import SimpleNamespace
 
     from gemmc.runtime import dynamic_list
@@ -437,7 +452,9 @@ def _stub_ring_device(monkeypatch, failing: list[int] | None = None):
             pass
 
         def record(self, stream):
-            pass
+            if records and records[0] > 0:
+                records[0] -= 1
+                raise RuntimeError("cudaErrorIllegalAddress")
 
         def synchronize(self):
             if failing and failing[0] > 0:
@@ -557,6 +574,25 @@ def test_a_slot_whose_last_launch_failed_is_given_back_with_the_error(monkeypatc
         ring.host_table()
     assert ring.taken == [False]
     assert ring.host_table()[0] == slot  # the next call takes it (the wait passes)
+
+
+def test_a_slot_whose_launch_cannot_be_recorded_is_given_back_after_its_stream(monkeypatch):
+    """Ring.done: where the slot's event cannot be recorded, the call waits for its stream (the copy out of the pinned
+    buffer is done) and gives the slot back with the error, so that later calls take it rather than wait forever."""
+    from types import SimpleNamespace
+
+    from gemmc.runtime.dynamic_list import Ring
+
+    records = [1]
+    _stub_ring_device(monkeypatch, records=records)
+    ring = Ring(4, slots=1)
+    waited: list[int] = []
+    stream = SimpleNamespace(ptr=7, synchronize=lambda: waited.append(7))
+    slot, _ = ring.host_table()
+    with pytest.raises(RuntimeError, match="cudaErrorIllegalAddress"):
+        ring.done(slot, stream)
+    assert waited == [7] and ring.taken == [False]
+    assert ring.host_table()[0] == slot
 
 
 def test_a_launcher_stores_a_calls_values_from_its_first_per_call_argument(monkeypatch):

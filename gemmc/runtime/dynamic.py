@@ -268,13 +268,26 @@ def _quick(st: DynamicState, A: Any, B: Any, C: Any, offsets: Any, alpha: float 
     torch tensors or CuPy arrays alike."""
     if st.fast is None or not st.baked or alpha is not None or beta is not None or stream is not None:
         return None
+    key = call_key(A, B, C, offsets)
+    return None if key is None else (key, lambda: current_stream(key))
+
+
+def call_key(A: Any, B: Any, C: Any, offsets: Any) -> tuple | None:
+    """What the checks of a grouped call read of its arguments, in one tuple (the library, then the current device
+    first): a call with the same tuple passes the same checks. None where the arguments are not torch tensors or CuPy
+    arrays alike (such calls always take the full checks)."""
     a, o = type(A).__module__, type(offsets).__module__
     if a == "torch" == o:
-        key = _torch_key(A, B, C, offsets)
-        return key, lambda: _TORCH[1](key[0])  # torch's current stream: where torch.cuda.graph captures
+        return ("torch", *_torch_key(A, B, C, offsets))
     if a.startswith("cupy") and o.startswith("cupy"):
-        return _cupy_key(A, B, C, offsets), lambda: cupy().cuda.get_current_stream().ptr
+        return ("cupy", *_cupy_key(A, B, C, offsets))
     return None
+
+
+def current_stream(key: tuple) -> int:
+    """The raw handle of the stream a call of `call_key`'s `key` launches on without a stream given: torch's current
+    stream on the key's device for torch tensors (where torch.cuda.graph captures), else CuPy's."""
+    return _TORCH[1](key[1]) if key[0] == "torch" else cupy().cuda.get_current_stream().ptr
 
 
 SEEN = 64  # checked argument sets a kernel remembers (the buffers a training loop cycles through)

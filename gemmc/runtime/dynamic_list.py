@@ -91,11 +91,20 @@ class Ring:
         return int(dev.data.ptr)
 
     def done(self, slot: int, stream: Any) -> None:
-        """The slot's copy and kernel are on `stream`: its next call waits for them (an event), then takes it."""
-        event = self.events[slot]
-        if event is None:
-            event = self.events[slot] = cupy().cuda.Event(block=False, disable_timing=True)
-        event.record(stream)
+        """The slot's copy and kernel are on `stream`: its next call waits for them (an event), then takes it. Where
+        the event cannot be recorded, the stream is waited for instead, and the slot goes back with the error either
+        way: a ring whose slots were never given back would make every later call wait forever."""
+        try:
+            event = self.events[slot]
+            if event is None:
+                event = self.events[slot] = cupy().cuda.Event(block=False, disable_timing=True)
+            event.record(stream)
+        except BaseException:
+            try:
+                stream.synchronize()  # the pinned buffer is free once the copy has run
+            finally:
+                self.give_back(slot)
+            raise
         self.give_back(slot)
 
     def give_back(self, slot: int) -> None:

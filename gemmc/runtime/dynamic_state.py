@@ -58,12 +58,13 @@ class Launcher:
 
 class StreamSlots(dict[Hashable, int]):
     """Key -> the device address of its slot: per launch stream (a raw handle), or per capture and stream, a slot of
-    its own among `limit` slots of `size` bytes from byte `start` of one allocation, taken on the key's first launch
-    and kept (the stream may launch, the graph replay, at any time). Launches in stream order share a slot (a kernel
-    leaves its tile counters zeroed; a call's planning kernel writes its tensor maps before its main kernel reads
-    them); launches on two streams at once, or two graphs replayed at once, must not. A lookup of a key seen before is
-    the dictionary's own (`slot`); `take` adds one under a lock; a key past `limit` gets `full(key)`, not kept: an
-    error (`per_stream`), or a slot another key holds."""
+    its own of `size` bytes, at most `limit` of them, taken on the key's first launch and kept (the stream may launch,
+    the graph replay, at any time). Launches in stream order share a slot (a kernel leaves its tile counters zeroed; a
+    call's planning kernel writes its tensor maps before its main kernel reads them); launches on two streams at once,
+    or two graphs replayed at once, must not. A lookup of a key seen before is the dictionary's own (`slot`); `take`
+    adds one under a lock; a key past `limit` gets `full(key)`, not kept: an error (`per_stream`), or a slot another
+    key holds. The slots lie in one allocation from byte `start` on, or, where each is large (a list kernel's tensor
+    maps), each is an allocation of its own, made for its key when it is taken (`take`'s `memory` a function)."""
 
     def __init__(self, limit: int, size: int, full: Callable[[Any], int], start: int = 0):
         super().__init__()
@@ -72,6 +73,7 @@ class StreamSlots(dict[Hashable, int]):
         self.full = full
         self.start = start
         self.lock = threading.Lock()
+        self.held: list[Any] = []  # the slots allocated one by one, kept as long as their addresses are
 
     @classmethod
     def per_stream(cls, limit: int, size: int, kernel: str, what: str) -> StreamSlots:
@@ -85,18 +87,24 @@ class StreamSlots(dict[Hashable, int]):
         return cls(limit, size, full)
 
     def slot(self, key: Hashable, memory: Any) -> int:
-        """The slot of `key` in `memory` (a device array): a dictionary lookup, else `take`."""
+        """The slot of `key` in `memory` (`take`): a dictionary lookup, else `take`."""
         found = self.get(key)
         return found if found is not None else self.take(key, memory)
 
     def take(self, key: Hashable, memory: Any) -> int:
-        """The slot of `key` in `memory` (a device array), taken where the key has none yet."""
+        """The slot of `key`, taken where the key has none yet: the next in `memory` (a device array holding `limit`
+        slots), or, where `memory` is a function, the device array of `size` bytes it returns."""
         with self.lock:
             found = self.get(key)
             if found is None:
                 if len(self) >= self.limit:
                     return self.full(key)
-                found = self[key] = int(memory.data.ptr) + self.start + self.size * len(self)
+                if callable(memory):
+                    self.held.append(memory())
+                    found = int(self.held[-1].data.ptr)
+                else:
+                    found = int(memory.data.ptr) + self.start + self.size * len(self)
+                self[key] = found
             return found
 
 
@@ -145,7 +153,7 @@ class DynamicState:
     counters: Any = None  # int32, zeroed once (`zeroed_counters`): the tile counters
     stream_counters: StreamSlots = field(init=False)  # raw stream handle -> its counters
     graph_counters: StreamSlots = field(init=False)  # (capture id, stream) -> the counters of its calls
-    warned: bool = False  # that captures past CAPTURED_COUNTERS share their stream's counters
+    warned: bool = False  # that captures past CAPTURED_COUNTERS share their stream's counters (graph_counters' lock)
     seen: dict[tuple, tuple] = field(default_factory=dict)  # checked grouped calls' metadata -> their launch values
     baked: bool = True  # alpha and beta are the schedule's constants
 
@@ -193,7 +201,8 @@ class DynamicState:
         return self.graph_counters.slot((capture, stream), self.counters)
 
     def _share_stream_counters(self, key: tuple[int, int]) -> int:
-        """`graph_counters`' `full`: a capture past CAPTURED_COUNTERS launches with its stream's counters."""
+        """`graph_counters`' `full`: a capture past CAPTURED_COUNTERS launches with its stream's counters. Called
+        under `graph_counters`' lock (StreamSlots.take), which keeps `warned` to one warning."""
         if not self.warned:
             self.warned = True
             warnings.warn(f"gemmc: kernel '{self.name}' has been captured on {CAPTURED_COUNTERS} streams of CUDA "

@@ -34,14 +34,24 @@ from gemmc.families.tma_loop import TMA_ALIGN
 from gemmc.runtime import dynamic as grouped  # the compile with its progress note
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.dynamic_list import Staging, list_arguments, make_tables, problem_table
-from gemmc.runtime.dynamic_state import CAPTURES, DynamicState, Launcher, StreamSlots, zeroed_counters
+from gemmc.runtime.dynamic_state import (
+    CAPTURES,
+    COUNTER_SLOTS,
+    DynamicState,
+    Launcher,
+    StreamSlots,
+    zeroed_counters,
+)
 from gemmc.runtime.streams import is_torch, launch_stream, load_outside_capture, relaxed_capture
 from gemmc.runtime.tma import TMAP_ARG, encode_tensor
 
 if TYPE_CHECKING:
     from gemmc.runtime.executable import Executable
 
-MAP_SLOTS = 8  # streams a kernel keeps tensor-map workspaces for (launches on one stream share one)
+# Streams a kernel keeps tensor-map workspaces for (launches on one stream share one): as many as it keeps tile
+# counters for, so that the maps never refuse a stream the counters take. Each is allocated on its stream's first
+# launch (max_groups x 3 x 128 bytes: 1.5 MiB at 4096 problems), so a process pays for the streams it uses.
+MAP_SLOTS = COUNTER_SLOTS
 
 
 @dataclass
@@ -49,14 +59,14 @@ class GroupedListState(DynamicState):
     """The two loaded kernels, their argument blocks (the planning kernel's template maps stored once), per launch
     stream a workspace of tensor maps (max_groups x 3 x 128 bytes: the planning kernel of a call writes it and the
     main kernel of the same call reads it, so calls in stream order share it, calls on two streams at once must not),
-    and each captured call's own problem table, tensor maps and tile counters. Everything is allocated with the state:
-    allocating inside a CUDA-graph capture is not allowed."""
+    and each captured call's own problem table, tensor maps and tile counters. Everything a captured call uses is
+    allocated with the state (allocating inside a CUDA-graph capture is not allowed); a stream's map workspace on its
+    first plain call (`maps`)."""
 
     main: Any = None  # the persistent kernel's Launcher (the table, problems, maps, tile counters, alpha, beta)
     planner: Any = None  # the planning kernel's Launcher (the template maps, stored once, then table, problems, maps)
     map_bytes: int = 0
-    workspace: Any = None  # MAP_SLOTS x map_bytes
-    workspaces: Any = None  # a StreamSlots: raw stream handle -> the device address of its maps in `workspace`
+    workspaces: Any = None  # a StreamSlots: raw stream handle -> the device address of its map workspace
     lock: threading.Lock = field(default_factory=threading.Lock)  # loads the CUDA-core kernel once
     fallback: Any = None  # the Executable of `cuda_cores`, once a call needs it
     capture_maps: Any = None  # CAPTURES x map_bytes: each captured call's own maps, built when it is captured
@@ -77,9 +87,19 @@ class GroupedListState(DynamicState):
                 self.fallback = fallback
             return self.fallback
 
-    def maps(self, stream: int) -> int:
-        """The device address of the tensor-map workspace for launches on `stream` (a raw handle)."""
-        return self.workspaces.slot(stream, self.workspace)
+    def maps(self, on: Any) -> int:
+        """The device address of the tensor-map workspace for launches on `on` (a CuPy stream object), allocated on
+        the stream's first launch (`stream_buffer`)."""
+        found = self.workspaces.get(on.ptr)
+        return found if found is not None else self.workspaces.take(on.ptr, lambda: stream_buffer(on, self.map_bytes))
+
+
+def stream_buffer(on: Any, nbytes: int) -> Any:
+    """A device array of `nbytes` bytes for work on stream `on` alone, allocated from the memory pool's blocks of that
+    stream (a block another stream freed might still be read by that stream's queued kernels), and while another
+    thread captures a CUDA graph (`relaxed_capture`)."""
+    with relaxed_capture(), on:
+        return cupy().empty(nbytes, dtype=np.uint8)
 
 
 def list_plan(kernel: Executable) -> HopperGroupedPlan:
@@ -106,7 +126,6 @@ def state(kernel: Executable) -> GroupedListState:
     st.baked = ir.alpha is not None and ir.beta is not None
     st.counters = zeroed_counters()
     make_tables(st, plan.max_groups)
-    st.workspace = cp.empty(MAP_SLOTS * plan.list_maps_bytes, dtype=np.uint8)
     st.capture_maps = cp.empty(CAPTURES * plan.list_maps_bytes, dtype=np.uint8)
     st.side = cp.cuda.Stream(non_blocking=True)
     # The templates: each operand's element type, box and swizzle; the address (a placeholder: the counters), dims
@@ -158,7 +177,7 @@ def _checked(kernel: Executable, st: GroupedListState, plan: HopperGroupedPlan, 
     if not count:
         maps = counter = 0
     else:
-        maps = (st.maps(on.ptr) if call.index is None
+        maps = (st.maps(on) if call.index is None
                 else int(st.capture_maps.data.ptr) + call.index * st.map_bytes)
         counter = call.counter(on.ptr)
     if picked:  # every check done: the first launch writes outputs

@@ -80,16 +80,6 @@ def state(kernel: Executable) -> GroupedTmaState:
     return st
 
 
-def _key(A: Any, B: Any, C: Any, offsets: Any) -> tuple | None:
-    """The quick path's key of a call of torch tensors or CuPy arrays alike (runtime/dynamic.py), else None."""
-    a, o = type(A).__module__, type(offsets).__module__
-    if a == "torch" == o:
-        return grouped._torch_key(A, B, C, offsets)
-    if a.startswith("cupy") and o.startswith("cupy"):
-        return grouped._cupy_key(A, B, C, offsets)
-    return None
-
-
 def _launch(st: GroupedTmaState, args: Launcher, stream: int) -> None:
     """`args` on `stream` (a raw handle): grouped K's with the stream's tile counters (the Launcher's lock keeps two
     threads launching one block each with their own)."""
@@ -102,13 +92,11 @@ def launch_grouped_tma(kernel: Executable, A: Any, B: Any, C: Any, *, offsets: A
     A call with the metadata of one already checked, on the default stream, launches that call's argument block."""
     st = (kernel.dynamic if isinstance(kernel.dynamic, GroupedTmaState)
           else load_outside_capture(kernel, state, stream, is_torch(A)))
-    key = _key(A, B, C, offsets) if stream is None and not validate else None
+    key = grouped.call_key(A, B, C, offsets) if stream is None and not validate else None
     if key is not None:
         found = st.blocks.get((key, alpha, beta))
         if found is not None:
-            # torch's current stream (where torch.cuda.graph captures), else CuPy's
-            _launch(st, found, grouped._TORCH[1](key[0]) if type(A).__module__ == "torch"
-                    else cupy().cuda.get_current_stream().ptr)
+            _launch(st, found, grouped.current_stream(key))
             return
     _launch_checked(kernel, st, A, B, C, offsets=offsets, alpha=alpha, beta=beta, stream=stream, validate=validate,
                     key=key)

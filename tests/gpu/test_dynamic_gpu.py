@@ -221,20 +221,22 @@ THREADS_BF16 = "target cuda sm_90\nkernel list_threads_bf16 {{ dtype bf16 groupe
 
 @pytest.mark.parametrize("schedule", [L32, THREADS_BF16], ids=["f32", "bf16"])
 def test_list_calls_from_threads_past_the_rings_slots(schedule):
-    """Eight threads, each on a stream of its own, queue four list calls each with no wait between them: four times
+    """Twelve threads, each on a stream of its own, queue four list calls each with no wait between them: six times
     as many calls in flight as the ring's staging slots, each table its call's own (a call waits for a slot its
-    previous user has released) and every C right, NaN-poisoned."""
+    previous user has released), on more streams than the ring has slots (the tensor-core list's map workspace of
+    each stream allocated on its first call) and every C right, NaN-poisoned."""
     t = torch()
     if "sm_90" in schedule and t.cuda.get_device_capability() != (9, 0):
         pytest.skip("needs an sm_90 GPU")
     kern = kernel(schedule)
     tdt = t.float32 if schedule is L32 else t.bfloat16
     scalars = {"alpha": 1.0, "beta": 0.0} if schedule is L32 else {}
-    streams = [t.cuda.Stream() for _ in range(8)]  # the tensor-core list keeps tensor maps for 8 streams
+    threads = 12
+    streams = [t.cuda.Stream() for _ in range(threads)]
     with t.cuda.stream(streams[0]):  # the first call's load
         kern([matrix(8, 8, "r", tdt)], [matrix(8, 8, "r", tdt)], [matrix(8, 8, "r", tdt)], **scalars)
     t.cuda.synchronize()
-    calls: list[list] = [[] for _ in range(8)]
+    calls: list[list] = [[] for _ in range(threads)]
     # f32: any sizes; bf16: multiples of 8, whose lines TMA reads in place (the tensor-core list's ring, not the
     # CUDA-core fallback's)
     step, top = (1, 97) if schedule is L32 else (8, 12)
@@ -251,7 +253,7 @@ def test_list_calls_from_threads_past_the_rings_slots(schedule):
                 calls[me].append((As, Bs, Cs))
         streams[me].synchronize()
 
-    in_threads(queue, 8, "a list call waits for a ring slot that is never released")
+    in_threads(queue, threads, "a list call waits for a ring slot that is never released")
     for me, queued in enumerate(calls):
         for j, (As, Bs, Cs) in enumerate(queued):
             for a, b, c in zip(As, Bs, Cs, strict=True):
