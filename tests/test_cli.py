@@ -306,7 +306,8 @@ def test_file_names_that_are_not_utf8(tmp_path):
 
 
 def test_compile_says_why_a_fused_group_runs_on_streams(tmp_path, capsys):
-    """The note points at the member that is the reason (its `gemm` line), else at the group's `concurrency` line."""
+    """The note points at the member that is the reason (its `gemm` line), or at the group's statement that every
+    member takes where that is the reason."""
     schedule = tmp_path / "f.gs"
     schedule.write_text("target cuda sm_90\ngroup f {\n  concurrency fused dtype bf16\n  gemm b 64 x 64 x 64\n"
                         "  gemm a 97 x 128 x 251\n}\n")
@@ -318,5 +319,5 @@ def test_compile_says_why_a_fused_group_runs_on_streams(tmp_path, capsys):
     schedule.write_text("target cuda sm_90\ngroup f {\n  dtype bf16 layout A col\n  concurrency fused\n"
                         "  gemm b 64 x 64 x 64\n  gemm a 64 x 64 x 64\n}\n")
     assert cli.main(["compile", str(schedule), "-o", str(tmp_path / "out")]) == 0
-    assert (f"{schedule}:4:3: note: group f runs on streams, not fused: fused bf16 runs a grouped list kernel: it "
+    assert (f"{schedule}:3:14: note: group f runs on streams, not fused: fused bf16 runs a grouped list kernel: it "
             "reads A and writes C row-major") in capsys.readouterr().err

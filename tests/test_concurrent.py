@@ -455,13 +455,15 @@ def test_f32_fused_falls_back_to_streams_and_says_why(text, why):
     ("sm_90", ["dtype bf16", "gemm a 64 x 64 x 64", "gemm b 64 x 64 x 64 { beta 1.0 }"], "beta 1.0"),
     ("sm_80", ["gemm a 64 x 64 x 64 { tile 32x32x8 }", "gemm b 64 x 64 x 32"], "tile 32x32x8"),
     ("sm_80", ["gemm a 64 x 64 x 64", "gemm b 64 x 64 x 32 { threads 128 }"], "threads 128"),
-    ("sm_90", ["dtype bf16 layout A col", "gemm a 64 x 64 x 64", "gemm b 64 x 64 x 64"], "concurrency fused"),
-    ("sm_80", ["precision tf32", "gemm a 64 x 64 x 64", "gemm b 64 x 64 x 32"], "concurrency fused"),
+    ("sm_90", ["dtype bf16", "layout A col", "gemm a 64 x 64 x 64", "gemm b 64 x 64 x 64"], "layout A col"),
+    ("sm_80", ["precision tf32", "gemm a 64 x 64 x 64", "gemm b 64 x 64 x 32"], "precision tf32"),
+    ("sm_90", ["precision bf16", "gemm a 64 x 64 x 64", "gemm b 64 x 64 x 32"], "precision bf16"),
+    ("sm_90", ["dtype bf16", "gemm a 64 x 64 x 64 copies 1"], "concurrency fused"),
 ])
 def test_a_fused_fallback_points_at_the_member_that_is_the_reason(target, lines, at):
     """GroupPlan.fallback_span (the `gemmc compile` note's location): the statement or `gemm` line of the member
-    whose knob or size keeps the group from one launch; the `concurrency fused` line where the group as a whole
-    does."""
+    whose knob or size keeps the group from one launch; the group's statement that every member takes where that
+    is the reason; the `concurrency fused` line where no statement is (one GEMM)."""
     text = "\n".join([f"target cuda {target}", "group f {", "  concurrency fused", *(f"  {x}" for x in lines), "}"])
     plan = gemmc.compile_string(text).groups[0].group_plan
     assert plan.fused is None and plan.fallback

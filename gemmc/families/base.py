@@ -48,8 +48,9 @@ class Fusion(NamedTuple):
 
 class NotFused(NamedTuple):
     """Why a concurrent group's members cannot run as one launch, and the schedule line it is about: where one member
-    is the reason, its statement or its line (`member_span`); NO_SPAN where the group as a whole is (a note then
-    points at the group's `concurrency` line)."""
+    is the reason, its statement or its line (`member_span`); where every member is, the statement they share (a
+    group's, which its members take: `Kernel.written`); NO_SPAN where no statement is the reason (a note then points
+    at the group's `concurrency` line)."""
 
     why: str
     span: Span = NO_SPAN

@@ -38,9 +38,12 @@ def family(name: str | None) -> KernelFamily:
 def fuse(members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> Fusion | NotFused:
     """A concurrent group's members, all of one family, as one launch of the family that `fuses` theirs, or why
     they cannot run as one."""
-    kind = next(iter(members.values())).family
+    first = next(iter(members.values()))
+    kind = first.family
     for f in FAMILIES:
         if f.fuses == kind:
             return f.fuse(members, name, span, hw)
     ways = "; ".join(f"{f.fuses} members as one {f.name} launch" for f in FAMILIES if f.fuses)
-    return NotFused(f"fused runs {ways}; {', '.join(members)} {'are' if len(members) > 1 else 'is'} {kind}")
+    # where a statement chose the members' family, it is what the note points at
+    return NotFused(f"fused runs {ways}; {', '.join(members)} {'are' if len(members) > 1 else 'is'} {kind}",
+                    first.written("algorithm", "precision", "dtype"))

@@ -51,8 +51,8 @@ class GroupPlan:
     estimates_us: tuple[tuple[str, float], ...] = ()  # the SIMT cost model's figures the choice weighed
     notes: tuple[str, ...] = ()
     fallback: str = ""  # why a group whose schedule says `concurrency fused` runs on streams ("" where it does not)
-    fallback_span: Span = span_field()  # the line `fallback` is about: the member that is the reason, else the group's
-    #                                     `concurrency` line
+    fallback_span: Span = span_field()  # the line `fallback` is about: the member or the shared statement that is the
+    #                                     reason, else the group's `concurrency` line
 
     def share_kernel(self, member: str, share: int) -> Kernel | None:
         """The member's kernel planned for 1/share of the SMs, where it differs from its own plan."""

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Generic, TypeVar, overload
 
 from gemmc.errors import InternalError
 from gemmc.ir.dynamic import DynamicBatch
-from gemmc.ir.types import AUTO, Batching, DType, Layout, Precision, Span, TileMode, span_field
+from gemmc.ir.types import AUTO, NO_SPAN, Batching, DType, Layout, Precision, Span, TileMode, span_field
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,10 +334,17 @@ class Kernel:
 
     def where(self, stmt: str) -> Span:
         """The span of statement `stmt` (e.g. "tile"), else the kernel's own span."""
-        for key, span in self.stmt_spans:
-            if key == stmt:
-                return span
-        return self.span
+        found = self.written(stmt)
+        return found if found.line else self.span
+
+    def written(self, *stmts: str) -> Span:
+        """The span of the first of `stmts` the schedule writes for this kernel (a group's statement where a member
+        takes it from its group), else NO_SPAN."""
+        for stmt in stmts:
+            for key, span in self.stmt_spans:
+                if key == stmt:
+                    return span
+        return NO_SPAN
 
     @property
     def stages_written(self) -> bool:

@@ -41,10 +41,10 @@ def fuse(members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> 
                        dynamic=DynamicBatch(Grouping.LIST, max_groups=len(members), span=span))
     if not grouped_on_loop_target(launch, hw):
         return NotFused(f"fused runs hopper members as one grouped list kernel, of bf16/f16 storage on target cuda "
-                        f"{GROUPED_TARGET}; these store {dtype}")
+                        f"{GROUPED_TARGET}; these store {dtype}", first.written("dtype", "precision"))
     misfit = grouped_list_misfit(launch)
-    if misfit:
-        return NotFused(f"fused {dtype} runs a grouped list kernel: {misfit}")
+    if misfit:  # the members agree on their layouts (concurrent.plan.fused_kernel): the first one's statement
+        return NotFused(f"fused {dtype} runs a grouped list kernel: {misfit}", first.written("layout"))
     for member, k in members.items():
         lda, ldb = problem_rows(k).rows()[0][3:5]
         for letter, length in (("A", lda), ("B", ldb)):
