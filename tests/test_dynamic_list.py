@@ -3,6 +3,7 @@ every kind the runtime reads (bare __cuda_array_interface__, CuPy, torch), read 
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 
@@ -173,6 +174,18 @@ def test_views_take_their_leading_dimensions_from_their_strides(kind):
         problem_table(F32, As, Bs, Cs, device=0, views=True)
 
 
+_CAPTURED = itertools.count(1)  # each stand-in capture's counters 32 bytes past the last one's
+
+
+def _captured(base: int, ring: object = None) -> object:
+    """A dynamic_state.Captured (no device) whose tile counters lie past `base`, apart from every other one's."""
+    from types import SimpleNamespace
+
+    from gemmc.runtime.dynamic_state import Captured
+
+    return Captured(ring, SimpleNamespace(data=SimpleNamespace(ptr=base + 32 * next(_CAPTURED))))
+
+
 def test_a_grouped_forms_captures_take_counters_of_their_own_per_graph_and_stream(monkeypatch):
     """Grouped M/K launches inside a capture (the driver's capture id, stubbed) share counters per (capture, stream),
     apart from every stream's, every other capture's and the list form's captured calls', inside zeroed_counters'
@@ -185,7 +198,7 @@ def test_a_grouped_forms_captures_take_counters_of_their_own_per_graph_and_strea
 
     capturing: dict[int, int] = {}  # stream -> the capture it takes part in
     monkeypatch.setattr(dynamic_state, "capture_id", capturing.get)
-    st = DynamicState("moe", None, None, 1, 0, 0, 1, captures=[object()] * CAPTURES,
+    st = DynamicState("moe", None, None, 1, 0, 0, 1, captures=[_captured(1 << 30) for _ in range(CAPTURES)],
                       counters=SimpleNamespace(data=SimpleNamespace(ptr=4096)))
     plain = st.launch_counter(7)
     capturing[7] = 100
@@ -200,13 +213,13 @@ def test_a_grouped_forms_captures_take_counters_of_their_own_per_graph_and_strea
     lists = {st.capture_counter(i) for i in range(CAPTURES)}
     del capturing[7]
     assert st.launch_counter(7) == plain
-    end = 4096 + 4 * COUNTER_INTS * (COUNTER_SLOTS + CAPTURES + CAPTURED_COUNTERS)
+    end = 4096 + 4 * COUNTER_INTS * (COUNTER_SLOTS + CAPTURED_COUNTERS)
     graphs = {first, side, second}
     for capture in range(102, 102 + CAPTURED_COUNTERS - 3):
         capturing[7] = capture
         graphs.add(st.launch_counter(7))
     assert len(graphs) == CAPTURED_COUNTERS == len(st.graph_counters) and not graphs & lists
-    assert min(graphs) > max(lists) and max(graphs) + 4 * COUNTER_INTS == end
+    assert min(graphs) > max(st.counter(8), plain) and max(graphs) + 4 * COUNTER_INTS == end
     capturing[7] = 1000
     with pytest.warns(UserWarning, match=f"^gemmc: kernel 'moe' has been captured on {CAPTURED_COUNTERS} streams of "
                                          "CUDA graphs, the most it keeps tile counters of their own for; later "
@@ -293,17 +306,31 @@ def test_the_overlap_check_agrees_with_the_bytes_the_arrays_hold():
 
 
 def test_each_capture_takes_buffers_of_its_own_and_gives_back_an_unused_one():
-    """Captured list calls reserve the CAPTURES sets of buffers in turn (table, tile counters, maps); a reservation
-    whose call launched nothing is given back where it was the last; no two of the streams' and captures' counter
-    pairs overlap, and all lie in zeroed_counters' allocation; past CAPTURES, and past COUNTER_SLOTS streams, E900
-    naming the kernel."""
+    """Captured list calls reserve the sets of buffers (Captured: table, tile counters, maps) in turn: the CAPTURES made
+    with the state, then one made for each later capture (`new_capture`), up to MAX_CAPTURES (E900 past it, naming
+    the kernel); a reservation whose call launched nothing is given back where it was the last, and its buffers are
+    taken again, not made anew. No two of the streams' and captures' counter pairs overlap; the streams' lie in
+    zeroed_counters' allocation, past COUNTER_SLOTS streams E900."""
     from types import SimpleNamespace
 
     from gemmc.errors import GemmcError
-    from gemmc.runtime.dynamic_state import CAPTURED_COUNTERS, CAPTURES, COUNTER_INTS, COUNTER_SLOTS, DynamicState
+    from gemmc.runtime.dynamic_state import (
+        CAPTURED_COUNTERS,
+        CAPTURES,
+        COUNTER_INTS,
+        COUNTER_SLOTS,
+        MAX_CAPTURES,
+        DynamicState,
+    )
 
-    st = DynamicState("moe", None, None, 1, 0, 0, 1, captures=[object()] * CAPTURES,
-                      counters=SimpleNamespace(data=SimpleNamespace(ptr=4096)))
+    made: list[object] = []
+
+    def new_capture() -> object:
+        made.append(_captured(1 << 30))
+        return made[-1]
+
+    st = DynamicState("moe", None, None, 1, 0, 0, 1, captures=[_captured(1 << 30) for _ in range(CAPTURES)],
+                      new_capture=new_capture, counters=SimpleNamespace(data=SimpleNamespace(ptr=4096)))
     first, second = st.capture(), st.capture()
     assert (first, second) == (0, 1)
     st.uncapture(first)  # not the last: kept
@@ -313,17 +340,23 @@ def test_each_capture_takes_buffers_of_its_own_and_gives_back_an_unused_one():
     with pytest.raises(GemmcError, match=f"stream: kernel 'moe' has run on {COUNTER_SLOTS} streams, the most it "
                                          "keeps tile counters for; launch it on fewer streams"):
         st.counter(COUNTER_SLOTS)
-    captures = [st.capture_counter(k) for k in range(CAPTURES)]
-    slots = sorted(streams + captures)
-    gaps = [b - a for a, b in zip(slots, slots[1:], strict=False)]
-    assert min(gaps) >= 4 * COUNTER_INTS  # no two pairs overlap
-    end = 4096 + 4 * COUNTER_INTS * (COUNTER_SLOTS + CAPTURES + CAPTURED_COUNTERS)
-    assert slots[0] >= 4096 and slots[-1] + 4 * COUNTER_INTS <= end
+    end = 4096 + 4 * COUNTER_INTS * (COUNTER_SLOTS + CAPTURED_COUNTERS)
+    assert min(streams) >= 4096 and max(streams) + 4 * COUNTER_INTS <= end
     for _ in range(CAPTURES - 2):
         st.capture()
-    with pytest.raises(GemmcError, match=f"kernel 'moe' has been captured in {CAPTURES} CUDA graphs, the most it "
-                                         "keeps problem tables for$"):
+    assert made == [] and st.captures_taken == CAPTURES
+    assert st.capture() == CAPTURES and made == [st.captures[CAPTURES]]  # the first made while capturing
+    st.uncapture(CAPTURES)
+    assert st.capture() == CAPTURES and len(made) == 1  # given back, taken again
+    while st.captures_taken < MAX_CAPTURES:
         st.capture()
+    assert len(st.captures) == MAX_CAPTURES and len(made) == MAX_CAPTURES - CAPTURES
+    slots = sorted(streams + [st.capture_counter(k) for k in range(MAX_CAPTURES)])
+    assert min(b - a for a, b in zip(slots, slots[1:], strict=False)) >= 4 * COUNTER_INTS  # no two pairs overlap
+    with pytest.raises(GemmcError, match=f"kernel 'moe' has been captured in {MAX_CAPTURES} CUDA graphs, the most "
+                                         "it keeps problem tables for$") as info:
+        st.capture()
+    assert info.value.code == "E900" and st.captures_taken == MAX_CAPTURES
 
 
 @pytest.mark.parametrize("views", [False, True], ids=["dense", "views"])
@@ -408,22 +441,24 @@ def test_a_staged_call_gives_back_its_capture_unless_it_sent_its_table(monkeypat
         def give_back(self, slot):
             self.released.append("given back")
 
-    st = DynamicState("moe", None, None, 1, 0, 0, 1, ring=Ring(), captures=[Ring() for _ in range(CAPTURES)],
+    st = DynamicState("moe", None, None, 1, 0, 0, 1, ring=Ring(),
+                      captures=[_captured(1 << 20, Ring()) for _ in range(CAPTURES)],
                       counters=SimpleNamespace(data=SimpleNamespace(ptr=1 << 16)))
     stream = SimpleNamespace(ptr=7)
+    first = st.captures[0].ring
     with pytest.raises(GemmcError, match="a bad list"), dynamic_list.Staging(st, stream) as call:
         raise GemmcError("a bad list")
-    assert st.captures_taken == 0 and st.captures[0].released == ["given back"]
+    assert st.captures_taken == 0 and first.released == ["given back"]
     with dynamic_list.Staging(st, stream) as call:
         pass  # no work
-    assert st.captures_taken == 0 and st.captures[0].released == ["given back"] * 2
-    st.captures[0].released.clear()
+    assert st.captures_taken == 0 and first.released == ["given back"] * 2
+    first.released.clear()
     with dynamic_list.Staging(st, stream) as call:
-        assert call.index == 0 and call.counter(stream.ptr) == st.capture_counter(0)
+        assert call.index == 0 and call.counter(stream.ptr) == st.captures[0].counter != st.counter(stream.ptr)
         assert call.send(3, stream) == 4096
         call.done(stream)
     # the reservation stays the graph's; the slot goes back, for a call taking the reservation once it is given back
-    assert st.captures_taken == 1 and st.captures[0].sent == [3] and st.captures[0].released == ["given back"]
+    assert st.captures_taken == 1 and first.sent == [3] and first.released == ["given back"]
     capturing[0] = 0
     with dynamic_list.Staging(st, stream) as call:
         assert call.index is None and call.counter(stream.ptr) == st.counter(stream.ptr)
@@ -539,7 +574,8 @@ def test_a_capture_given_back_after_its_graph_is_gone_is_taken_again(monkeypatch
     _stub_ring_device(monkeypatch)
     device = dynamic_list.cupy()
     device.cuda.runtime.streamIsCapturing = lambda ptr: 1
-    st = DynamicState("moe", None, None, 1, 0, 0, 1, ring=Ring(4), captures=[Ring.single(4) for _ in range(CAPTURES)],
+    st = DynamicState("moe", None, None, 1, 0, 0, 1, ring=Ring(4),
+                      captures=[_captured(1 << 20, Ring.single(4)) for _ in range(CAPTURES)],
                       counters=SimpleNamespace(data=SimpleNamespace(ptr=1 << 16)))
     stream = SimpleNamespace(ptr=7)
 
@@ -556,7 +592,7 @@ def test_a_capture_given_back_after_its_graph_is_gone_is_taken_again(monkeypatch
     again.start()
     again.join(30)
     assert not again.is_alive(), "the second capture waits for the first one's slot"
-    assert st.captures_taken == 1 and st.captures[0].taken == [False]
+    assert st.captures_taken == 1 and st.captures[0].ring.taken == [False]
 
 
 def test_a_slot_whose_last_launch_failed_is_given_back_with_the_error(monkeypatch):

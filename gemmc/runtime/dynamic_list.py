@@ -25,7 +25,7 @@ from gemmc.ir.dynamic import INT32_MAX
 from gemmc.ir.types import Layout
 from gemmc.runtime.args import NUMPY_DTYPES, ArrayInfo, _torch_name, describe
 from gemmc.runtime.device import cupy
-from gemmc.runtime.dynamic_state import CAPTURES
+from gemmc.runtime.dynamic_state import CAPTURES, COUNTER_INTS, Captured
 from gemmc.runtime.memory import check_views, view_fields
 from gemmc.runtime.streams import FIRST_LOADS, relaxed_capture
 
@@ -58,8 +58,8 @@ class Ring:
     @classmethod
     def single(cls, capacity: int) -> Ring:
         """One buffer pair of its own: a call captured in a CUDA graph, whose graph reads it at every replay (never
-        `done`). Its reservation (`DynamicState.capture`) keeps it the graph's, not its slot: the call gives the slot
-        back when it ends, so that a later capture takes the buffers once the reservation is given back
+        `done`; `captured`). Its reservation (`DynamicState.capture`) keeps it the graph's, not its slot: the call
+        gives the slot back when it ends, so that a later capture takes the buffers once the reservation is given back
         (`DynamicState.uncapture`: a graph that is gone)."""
         return cls(capacity, slots=1)
 
@@ -136,7 +136,7 @@ class Staging:
     def __enter__(self) -> Staging:
         st = self.st
         self.index = st.capture() if cupy().cuda.runtime.streamIsCapturing(self.stream.ptr) != 0 else None
-        self.ring: Ring = st.ring if self.index is None else st.captures[self.index]
+        self.ring: Ring = st.ring if self.index is None else st.captures[self.index].ring
         try:
             self.slot, self.out = self.ring.host_table()  # `out`: the pinned buffer the table is written into
         except BaseException:
@@ -470,12 +470,31 @@ def list_arguments(offsets: Any) -> None:
         raise GemmcError("offsets: a `grouped list` kernel takes lists of arrays, not group ends")
 
 
-def make_tables(st: DynamicState, capacity: int) -> None:
-    """A list-form state's table buffers for `capacity` problems: the staging ring and CAPTURES buffers for captured
-    calls, allocated outside any graph (the relaxed capture mode, for a first call inside a capture)."""
+def make_tables(st: DynamicState, capacity: int, map_bytes: int = 0) -> None:
+    """A list-form state's table buffers for `capacity` problems: the staging ring, and the buffers of CAPTURES
+    captured calls (`captured`; a later capture makes its own, `DynamicState.capture`), each with `map_bytes` of
+    tensor maps where the kernel takes them. Allocated outside any graph (the relaxed capture mode, for a first call
+    inside a capture)."""
     with relaxed_capture():
-        st.captures = [Ring.single(capacity) for _ in range(CAPTURES)]
+        st.side = cupy().cuda.Stream(non_blocking=True)
+        side = st.side
+        st.new_capture = lambda: captured(side, capacity, map_bytes)
+        st.captures = [st.new_capture() for _ in range(CAPTURES)]
         st.ring = Ring(capacity)  # last: a call that finds the ring finds the captures' buffers too
+
+
+def captured(side: Any, capacity: int, map_bytes: int) -> Captured:
+    """The buffers of one captured call (`Captured`: a problem table for `capacity` problems, zeroed tile counters,
+    `map_bytes` of tensor maps or none), made while this thread may be capturing a CUDA graph: allocated with its
+    capture mode relaxed, from the memory pool's blocks of `side` (a stream outside every graph), the counters zeroed
+    there and waited for, so that the graph's first replay finds them zero."""
+    cp = cupy()
+    with relaxed_capture(), side:
+        ring = Ring.single(capacity)
+        counters = cp.zeros(COUNTER_INTS, dtype=cp.int32)
+        maps = cp.empty(map_bytes, dtype=np.uint8) if map_bytes else None
+    side.synchronize()
+    return Captured(ring, counters, maps)
 
 
 def launch_list(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: Any, alpha_: Any, beta_: Any,

@@ -109,32 +109,49 @@ class StreamSlots(dict[Hashable, int]):
 
 
 COUNTER_SLOTS = 64  # streams a kernel keeps tile counters for (each launch's stream takes its own pair)
-CAPTURES = 8  # calls captured in CUDA graphs a list-form kernel keeps problem tables for (each graph reads its own)
+CAPTURES = 8  # captured list calls whose buffers a list-form kernel makes when it is loaded (later ones make theirs)
+MAX_CAPTURES = 256  # calls captured in CUDA graphs a list-form kernel keeps buffers for (each graph reads its own)
 CAPTURED_COUNTERS = 256  # captures (graph, stream) a grouped-form kernel keeps tile counters of their own for
 COUNTER_INTS = 8  # int32 per slot: the kernel's two counters, padded to 32 bytes
 COUNTER_BYTES = 4 * COUNTER_INTS
 
 
 def zeroed_counters() -> Any:
-    """The tile counters of a persistent kernel ((COUNTER_SLOTS + CAPTURES + CAPTURED_COUNTERS) x COUNTER_INTS int32:
-    a slot per stream, one per captured list call, then one per capture and stream of the grouped forms), zero before
-    any stream's first launch reads them: the memset runs on CuPy's current stream, and a first launch on another
-    stream (a torch side stream, non-blocking) would not wait for it."""
+    """The tile counters of a persistent kernel ((COUNTER_SLOTS + CAPTURED_COUNTERS) x COUNTER_INTS int32: a slot per
+    stream, then one per capture and stream of the grouped forms), zero before any stream's first launch reads them:
+    the memset runs on CuPy's current stream, and a first launch on another stream (a torch side stream,
+    non-blocking) would not wait for it."""
     from gemmc.runtime.device import cupy
 
     cp = cupy()
-    counters = cp.zeros((COUNTER_SLOTS + CAPTURES + CAPTURED_COUNTERS) * COUNTER_INTS, dtype=cp.int32)
+    counters = cp.zeros((COUNTER_SLOTS + CAPTURED_COUNTERS) * COUNTER_INTS, dtype=cp.int32)
     cp.cuda.get_current_stream().synchronize()
     return counters
+
+
+@dataclass(frozen=True)
+class Captured:
+    """The buffers of one list call captured in a CUDA graph, which its graph reads at every replay and no other
+    call shares: its problem table (`ring`, a one-slot dynamic_list.Ring), its tile counters (COUNTER_INTS int32,
+    zeroed) and, on the tensor cores, its tensor maps (None elsewhere). Made by dynamic_list.captured."""
+
+    ring: Any
+    counters: Any
+    maps: Any = None
+
+    @property
+    def counter(self) -> int:
+        """The device address of the tile counters."""
+        return int(self.counters.data.ptr)
 
 
 @dataclass
 class DynamicState:
     """A dynamic kernel's loaded functions and launch constants, made on its first call (the only compile).
 
-    Its tile counters (`counters`, one allocation) are taken three ways, each in a region of its own: per launch
-    stream (`stream_counters`), per captured call of the list form with its problem table (`capture`,
-    `capture_counter`), and per capture and stream of the grouped forms (`graph_counters`, `launch_counter`)."""
+    Its tile counters are taken three ways: per launch stream (`stream_counters`) and per capture and stream of the
+    grouped forms (`graph_counters`, `launch_counter`), each in a region of its own of one allocation (`counters`),
+    and per captured call of the list form, with its problem table (`capture`, `capture_counter`: `Captured`)."""
 
     name: str  # the kernel's (its schedule's name), for the errors
     fn: Any
@@ -147,7 +164,9 @@ class DynamicState:
     fast: Launcher | None = None  # None: CuPy's kernel call (a CuPy without the driver binding)
     workspace: Any = None  # int32[4]: the validation result
     ring: Any = None  # the list form's staging buffers (runtime/dynamic_list.py)
-    captures: list[Any] = field(default_factory=list)  # the list form's CAPTURES table buffers, one per captured call
+    captures: list[Captured] = field(default_factory=list)  # the list form's buffers, one set per captured call
+    new_capture: Callable[[], Captured] | None = None  # makes the next set (dynamic_list.make_tables)
+    side: Any = None  # a stream outside every graph: captured calls fill and zero their buffers on it (list forms)
     captures_taken: int = 0  # of `captures`, taken in turn (`capture`)
     capture_lock: threading.Lock = field(default_factory=threading.Lock)  # takes `captures` in turn
     counters: Any = None  # int32, zeroed once (`zeroed_counters`): the tile counters
@@ -160,21 +179,25 @@ class DynamicState:
     def __post_init__(self) -> None:
         self.stream_counters = StreamSlots.per_stream(COUNTER_SLOTS, COUNTER_BYTES, self.name, "tile counters")
         self.graph_counters = StreamSlots(CAPTURED_COUNTERS, COUNTER_BYTES, self._share_stream_counters,
-                                          start=COUNTER_BYTES * (COUNTER_SLOTS + CAPTURES))
+                                          start=COUNTER_BYTES * COUNTER_SLOTS)
 
     def capture(self) -> int:
-        """Reserve the next of the list form's CAPTURES sets of buffers for a call being captured in a CUDA graph,
-        which its graph reads at every replay and no other call takes while they are reserved: its problem table
-        (`captures`), its tile counters (`capture_counter`) and, on the tensor cores, its tensor maps. Returns their
-        index."""
+        """Reserve the next of the list form's sets of buffers (`Captured`) for a call being captured in a CUDA graph,
+        which its graph reads at every replay and no other call takes while they are reserved; the kernel makes
+        CAPTURES of them when it is loaded, and a capture past those makes its own (`new_capture`, allocated while
+        the stream captures), up to MAX_CAPTURES. Returns the set's index in `captures`."""
         with self.capture_lock:
-            if self.captures_taken >= len(self.captures):
+            index = self.captures_taken
+            if index >= MAX_CAPTURES:
                 from gemmc.errors import GemmcError
 
-                raise GemmcError(f"kernel '{self.name}' has been captured in {len(self.captures)} CUDA graphs, the "
-                                 "most it keeps problem tables for", code="E900")
+                raise GemmcError(f"kernel '{self.name}' has been captured in {MAX_CAPTURES} CUDA graphs, the most it "
+                                 "keeps problem tables for", code="E900")
+            if index == len(self.captures):
+                assert self.new_capture is not None, "a list-form state makes its capture buffers (make_tables)"
+                self.captures.append(self.new_capture())
             self.captures_taken += 1
-            return self.captures_taken - 1
+            return index
 
     def uncapture(self, index: int) -> None:
         """Give back a reservation whose call launched nothing, or whose graph is gone (group_floor's timing graph),
@@ -184,9 +207,9 @@ class DynamicState:
                 self.captures_taken = index
 
     def capture_counter(self, index: int) -> int:
-        """The device address of captured list call `index`'s own tile counters (after the streams' slots): a graph
-        never shares its counters with another graph or with plain calls, so any of them may run at once."""
-        return int(self.counters.data.ptr) + COUNTER_BYTES * (COUNTER_SLOTS + index)
+        """The device address of captured list call `index`'s own tile counters: a graph never shares its counters
+        with another graph or with plain calls, so any of them may run at once."""
+        return self.captures[index].counter
 
     def launch_counter(self, stream: int) -> int:
         """The tile counters of a launch on `stream` (a raw handle) of a grouped form. Launches of one capture on one

@@ -6,7 +6,7 @@ read in bulk, a pinned staging ring, one asynchronous copy), except that an arra
 (its leading dimension from its strides). Then two launches on the call's stream: the planning kernel builds every
 problem's three tensor maps in the stream's map workspace from the template maps (encoded here once per kernel), and
 the persistent kernel computes the tiles. A call captured in a CUDA graph copies its table and builds its maps when it
-is captured, on a stream of its own into buffers of its own (`GroupedListState.capture_maps`), so that its graph holds
+is captured, on a stream of its own into buffers of its own (`dynamic_state.Captured`), so that its graph holds
 the persistent kernel alone: no copy node from the host and no planning kernel at every replay.
 
 TMA reads A and B in place, so it takes the problems whose A and B have 16-byte aligned bases and leading dimensions;
@@ -34,14 +34,7 @@ from gemmc.families.tma_loop import TMA_ALIGN
 from gemmc.runtime import dynamic as grouped  # the compile with its progress note
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.dynamic_list import Staging, list_arguments, make_tables, problem_table
-from gemmc.runtime.dynamic_state import (
-    CAPTURES,
-    COUNTER_SLOTS,
-    DynamicState,
-    Launcher,
-    StreamSlots,
-    zeroed_counters,
-)
+from gemmc.runtime.dynamic_state import COUNTER_SLOTS, DynamicState, Launcher, StreamSlots, zeroed_counters
 from gemmc.runtime.streams import is_torch, launch_stream, load_outside_capture, relaxed_capture
 from gemmc.runtime.tma import TMAP_ARG, encode_tensor
 
@@ -59,9 +52,9 @@ class GroupedListState(DynamicState):
     """The two loaded kernels, their argument blocks (the planning kernel's template maps stored once), per launch
     stream a workspace of tensor maps (max_groups x 3 x 128 bytes: the planning kernel of a call writes it and the
     main kernel of the same call reads it, so calls in stream order share it, calls on two streams at once must not),
-    and each captured call's own problem table, tensor maps and tile counters. Everything a captured call uses is
-    allocated with the state (allocating inside a CUDA-graph capture is not allowed); a stream's map workspace on its
-    first plain call (`maps`)."""
+    and each captured call's own problem table, tensor maps and tile counters (`DynamicState.captures`: CAPTURES sets
+    made with the state, a later capture's made while it is captured, with the capture mode relaxed); a stream's map
+    workspace is allocated on its first plain call (`maps`)."""
 
     main: Any = None  # the persistent kernel's Launcher (the table, problems, maps, tile counters, alpha, beta)
     planner: Any = None  # the planning kernel's Launcher (the template maps, stored once, then table, problems, maps)
@@ -69,8 +62,6 @@ class GroupedListState(DynamicState):
     workspaces: Any = None  # a StreamSlots: raw stream handle -> the device address of its map workspace
     lock: threading.Lock = field(default_factory=threading.Lock)  # loads the CUDA-core kernel once
     fallback: Any = None  # the Executable of `cuda_cores`, once a call needs it
-    capture_maps: Any = None  # CAPTURES x map_bytes: each captured call's own maps, built when it is captured
-    side: Any = None  # the stream a captured call fills its table and maps on, outside the graph
 
     def cuda_cores(self, kernel: Executable) -> Executable:
         """The schedule in the dynamic family (`algorithm dynamic`: f32 products on CUDA cores, lines of any stride),
@@ -112,7 +103,6 @@ def state(kernel: Executable) -> GroupedListState:
     found = kernel.dynamic
     if isinstance(found, GroupedListState):
         return found
-    cp = cupy()
     ir = kernel.ir
     plan = list_plan(kernel)
     entry = kernel.rendered.entry
@@ -125,9 +115,7 @@ def state(kernel: Executable) -> GroupedListState:
                                                             "tensor maps"))
     st.baked = ir.alpha is not None and ir.beta is not None
     st.counters = zeroed_counters()
-    make_tables(st, plan.max_groups)
-    st.capture_maps = cp.empty(CAPTURES * plan.list_maps_bytes, dtype=np.uint8)
-    st.side = cp.cuda.Stream(non_blocking=True)
+    make_tables(st, plan.max_groups, plan.list_maps_bytes)
     # The templates: each operand's element type, box and swizzle; the address (a placeholder: the counters), dims
     # and pitch are replaced per problem on the device.
     where = int(st.counters.data.ptr)
@@ -178,7 +166,7 @@ def _checked(kernel: Executable, st: GroupedListState, plan: HopperGroupedPlan, 
         maps = counter = 0
     else:
         maps = (st.maps(on) if call.index is None
-                else int(st.capture_maps.data.ptr) + call.index * st.map_bytes)
+                else int(st.captures[call.index].maps.data.ptr))
         counter = call.counter(on.ptr)
     if picked:  # every check done: the first launch writes outputs
         from gemmc.runtime.dynamic_list import launch_list
