@@ -489,11 +489,12 @@ def captured(side: Any, capacity: int, map_bytes: int) -> Captured:
     capture mode relaxed, from the memory pool's blocks of `side` (a stream outside every graph), the counters zeroed
     there and waited for, so that the graph's first replay finds them zero."""
     cp = cupy()
-    with relaxed_capture(), side:
-        ring = Ring.single(capacity)
-        counters = cp.zeros(COUNTER_INTS, dtype=cp.int32)
-        maps = cp.empty(map_bytes, dtype=np.uint8) if map_bytes else None
-    side.synchronize()
+    with relaxed_capture():
+        with side:
+            ring = Ring.single(capacity)
+            counters = cp.zeros(COUNTER_INTS, dtype=cp.int32)
+            maps = cp.empty(map_bytes, dtype=np.uint8) if map_bytes else None
+        side.synchronize()  # relaxed too: a wait during another stream's capture
     return Captured(ring, counters, maps)
 
 
