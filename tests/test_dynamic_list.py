@@ -372,41 +372,64 @@ def test_a_table_of_metadata_read_by_the_caller_is_the_one_read_in_bulk(kind, ke
     np.testing.assert_array_equal(got, problem_table(kernel, As, Bs, Cs, device=0, views=views))
 
 
-def test_each_stream_takes_a_slot_of_its_own_up_to_the_limit(monkeypatch):
-    """StreamSlots, the one mechanism of the tile counters' and the tensor maps' per-stream slots: a stream keeps
-    its slot, a stream past the limit is refused (E900) naming what the slots hold. The tile counters' slots lie
-    `size` apart in one allocation; a list kernel's tensor maps are a buffer of their own per stream, allocated on the
-    stream's first call for that stream (`stream_buffer`), as many streams as the tile counters take."""
+def test_each_stream_takes_a_slot_of_its_own_up_to_the_limit():
+    """StreamSlots, the tile counters' per-stream slots: a stream keeps its slot, slots lie `size` apart from the
+    allocation's start, and a stream past the limit is refused (E900) naming what the slots hold."""
     from types import SimpleNamespace
 
     from gemmc.errors import GemmcError
-    from gemmc.runtime import grouped_list
-    from gemmc.runtime.dynamic_state import COUNTER_SLOTS, DynamicState, StreamSlots
-    from gemmc.runtime.grouped_list import MAP_SLOTS, GroupedListState
+    from gemmc.runtime.dynamic_state import COUNTER_SLOTS, DynamicState
 
-    counters = DynamicState("moe", None, None, 1, 0, 0, 1, counters=SimpleNamespace(data=SimpleNamespace(ptr=1 << 30)))
-    assert [counters.counter(s) for s in (5, 6, 5)] == [1 << 30, (1 << 30) + 32, 1 << 30]
-
-    allocated: list[tuple[int, int]] = []
-
-    def buffer(on: SimpleNamespace, nbytes: int) -> SimpleNamespace:
-        allocated.append((on.ptr, nbytes))
-        return SimpleNamespace(data=SimpleNamespace(ptr=(1 << 20) * len(allocated)))
-
-    monkeypatch.setattr(grouped_list, "stream_buffer", buffer)
-    st = GroupedListState("moe_list", None, None, 1, 0, 0, 1, map_bytes=384,
-                          workspaces=StreamSlots.per_stream(MAP_SLOTS, 384, "moe_list", "tensor maps"))
-    assert MAP_SLOTS == COUNTER_SLOTS  # a stream with tile counters has tensor maps
-    streams = [SimpleNamespace(ptr=101 + s) for s in range(MAP_SLOTS)]
-    assert [st.maps(s) for s in streams] == [(1 << 20) * (i + 1) for i in range(MAP_SLOTS)]
-    assert st.maps(streams[3]) == (1 << 20) * 4
-    assert allocated == [(101 + s, 384) for s in range(MAP_SLOTS)]  # once per stream, for that stream
-    with pytest.raises(GemmcError, match=f"stream: kernel 'moe_list' has run on {MAP_SLOTS} streams, the most it "
-                                         "keeps tensor maps for; launch it on fewer streams") as info:
-        st.maps(SimpleNamespace(ptr=7))
+    st = DynamicState("moe", None, None, 1, 0, 0, 1, counters=SimpleNamespace(data=SimpleNamespace(ptr=1 << 30)))
+    streams = [101 + s for s in range(COUNTER_SLOTS)]
+    assert [st.counter(s) for s in streams] == [(1 << 30) + 32 * i for i in range(COUNTER_SLOTS)]
+    assert st.counter(streams[3]) == (1 << 30) + 32 * 3
+    with pytest.raises(GemmcError, match=f"stream: kernel 'moe' has run on {COUNTER_SLOTS} streams, the most it "
+                                         "keeps tile counters for; launch it on fewer streams") as info:
+        st.counter(7)
     assert info.value.code == "E900"
-    assert len(allocated) == MAP_SLOTS
-    assert len(st.stream_counters) == 0  # the tile counters' slots are a table of their own
+
+
+def test_calls_in_flight_on_one_stream_take_tensor_maps_of_their_own(monkeypatch):
+    """The tensor-core list's maps are its ring slot's: two calls in flight at once on one stream (two threads on
+    torch's default stream), whose planning and main launches may interleave there (P1 P2 M1 M2), each write and
+    read maps of their own; a slot's next call takes the slot's maps again once the last one has recorded its
+    launch; a captured call's maps are its Captured ring's, apart from every slot's."""
+    from types import SimpleNamespace
+
+    from gemmc.runtime import dynamic_list
+    from gemmc.runtime.dynamic_list import Ring
+    from gemmc.runtime.dynamic_state import CAPTURES, DynamicState
+
+    _stub_ring_device(monkeypatch)
+    monkeypatch.setattr(dynamic_list, "captured", lambda side, capacity, map_bytes: _captured(
+        1 << 40, Ring.single(capacity, map_bytes)))
+    dynamic_list.cupy().cuda.Stream = lambda **_: SimpleNamespace(ptr=9)
+    capturing = {7: 0}
+    dynamic_list.cupy().cuda.runtime.streamIsCapturing = capturing.get
+    st = DynamicState("moe_list", None, None, 1, 0, 0, 1, counters=SimpleNamespace(data=SimpleNamespace(ptr=1 << 16)))
+    dynamic_list.make_tables(st, 4, map_bytes=384)
+    stream = SimpleNamespace(ptr=7)
+    with dynamic_list.Staging(st, stream) as first, dynamic_list.Staging(st, stream) as second:
+        assert first.slot != second.slot and first.maps() != second.maps()
+        assert first.counter(stream.ptr) == second.counter(stream.ptr)  # kernels in stream order share counters
+        for call in (first, second):
+            call.send(1, stream)
+            call.done(stream)
+    held = {first.maps(), second.maps()}
+    capturing[7] = 1
+    with dynamic_list.Staging(st, stream) as captured:
+        assert captured.index == 0 and captured.maps() not in held
+        assert captured.maps() == int(st.captures[0].ring.maps[0].data.ptr)
+    capturing[7] = 0
+    slots = [int(m.data.ptr) for m in st.ring.maps]
+    assert len(set(slots)) == len(slots) == dynamic_list.RING and len(st.captures) == CAPTURES
+    again = [dynamic_list.Staging(st, stream) for _ in range(dynamic_list.RING)]
+    for call in again:
+        call.__enter__()
+    assert {call.maps() for call in again} == set(slots)  # each slot's maps, taken again
+    for call in again:
+        call.__exit__()
 
 
 def test_a_staged_call_gives_back_its_capture_unless_it_sent_its_table(monkeypatch):
@@ -498,8 +521,9 @@ def _stub_ring_device(monkeypatch, failing: list[int] | None = None, records: li
 
     cuda = SimpleNamespace(alloc_pinned_memory=Pinned, Event=Event,
                            runtime=SimpleNamespace(memcpyAsync=lambda *a: None, memcpyHostToDevice=1))
+    addresses = itertools.count(4096, 1 << 16)  # each device array at an address of its own
     fake = SimpleNamespace(cuda=cuda, int64=np.int64,
-                           empty=lambda n, dtype: SimpleNamespace(data=SimpleNamespace(ptr=4096)))
+                           empty=lambda n, dtype: SimpleNamespace(data=SimpleNamespace(ptr=next(addresses))))
     monkeypatch.setattr(dynamic_list, "cupy", lambda: fake)
 
 

@@ -38,30 +38,32 @@ FIELDS = 9  # int64 per problem: m, n, k, lda, ldb, ldc, a, b, c (gemmc_dyn_prob
 
 
 class Ring:
-    """Pinned host buffers and device tables for the problem tables, reused in turn. A slot is a call's from
-    `host_table` until the call records the launch that reads it (`done`) or gives it back unsent (`give_back`): with
-    more calls in flight than slots (calls from several threads), a call waits for one, and no two calls ever write
-    one pinned buffer."""
+    """Pinned host buffers and device tables for the problem tables, reused in turn, and per slot `map_bytes` of
+    tensor maps (the tensor-core list's: its planning kernel writes a call's maps, its main kernel reads them). A slot
+    is a call's from `host_table` until the call records the launch that reads it (`done`) or gives it back unsent
+    (`give_back`): with more calls in flight than slots (calls from several threads, on one stream or several), a
+    call waits for one, and no two calls ever write one pinned buffer, device table or set of maps."""
 
-    def __init__(self, capacity: int, slots: int = RING):
+    def __init__(self, capacity: int, slots: int = RING, map_bytes: int = 0):
         cp = cupy()
         nbytes = capacity * FIELDS * 8
         self.host = [cp.cuda.alloc_pinned_memory(nbytes) for _ in range(slots)]
         self.views = [np.frombuffer(h, dtype=np.int64, count=capacity * FIELDS).reshape(capacity, FIELDS)
                       for h in self.host]
         self.device = [cp.empty(capacity * FIELDS, dtype=cp.int64) for _ in range(slots)]
+        self.maps = [cp.empty(map_bytes, dtype=np.uint8) for _ in range(slots)] if map_bytes else []
         self.events: list[Any] = [None] * slots
         self.taken = [False] * slots
         self.next = 0
         self.free = threading.Condition()  # a slot given back wakes a call waiting for one
 
     @classmethod
-    def single(cls, capacity: int) -> Ring:
+    def single(cls, capacity: int, map_bytes: int = 0) -> Ring:
         """One buffer pair of its own: a call captured in a CUDA graph, whose graph reads it at every replay (never
         `done`; `captured`). Its reservation (`DynamicState.capture`) keeps it the graph's, not its slot: the call
         gives the slot back when it ends, so that a later capture takes the buffers once the reservation is given back
         (`DynamicState.uncapture`: a graph that is gone)."""
-        return cls(capacity, slots=1)
+        return cls(capacity, slots=1, map_bytes=map_bytes)
 
     def host_table(self) -> tuple[int, np.ndarray]:
         """A slot not taken, the next in turn first, and its pinned staging buffer (capacity x FIELDS) to write a
@@ -160,6 +162,11 @@ class Staging:
         """The tile counters of the call's launch on `stream` (a raw handle): a captured call's own, else the
         stream's."""
         return self.st.counter(stream) if self.index is None else self.st.capture_counter(self.index)
+
+    def maps(self) -> int:
+        """The device address of the tensor maps of the call's slot (Ring's `map_bytes`): the call's own until it
+        records its launch, as its table is."""
+        return int(self.ring.maps[self.slot].data.ptr)  # type: ignore[index]
 
     def send(self, rows: int, stream: Any) -> int:
         """Copy the table's first `rows` to the device on `stream` (Ring.send; captured: a copy node that reads this
@@ -472,30 +479,29 @@ def list_arguments(offsets: Any) -> None:
 
 def make_tables(st: DynamicState, capacity: int, map_bytes: int = 0) -> None:
     """A list-form state's table buffers for `capacity` problems: the staging ring, and the buffers of CAPTURES
-    captured calls (`captured`; a later capture makes its own, `DynamicState.capture`), each with `map_bytes` of
-    tensor maps where the kernel takes them. Allocated outside any graph (the relaxed capture mode, for a first call
-    inside a capture)."""
+    captured calls (`captured`; a later capture makes its own, `DynamicState.capture`), each slot and each with
+    `map_bytes` of tensor maps where the kernel takes them. Allocated outside any graph (the relaxed capture mode, for
+    a first call inside a capture)."""
     with relaxed_capture():
         st.side = cupy().cuda.Stream(non_blocking=True)
         side = st.side
         st.new_capture = lambda: captured(side, capacity, map_bytes)
         st.captures = [st.new_capture() for _ in range(CAPTURES)]
-        st.ring = Ring(capacity)  # last: a call that finds the ring finds the captures' buffers too
+        st.ring = Ring(capacity, map_bytes=map_bytes)  # last: a call that finds the ring finds the captures' too
 
 
 def captured(side: Any, capacity: int, map_bytes: int) -> Captured:
-    """The buffers of one captured call (`Captured`: a problem table for `capacity` problems, zeroed tile counters,
-    `map_bytes` of tensor maps or none), made while this thread may be capturing a CUDA graph: allocated with its
+    """The buffers of one captured call (`Captured`: a problem table for `capacity` problems with `map_bytes` of
+    tensor maps or none, zeroed tile counters), made while this thread may be capturing a CUDA graph: allocated with its
     capture mode relaxed, from the memory pool's blocks of `side` (a stream outside every graph), the counters zeroed
     there and waited for, so that the graph's first replay finds them zero."""
     cp = cupy()
     with relaxed_capture():
         with side:
-            ring = Ring.single(capacity)
+            ring = Ring.single(capacity, map_bytes)
             counters = cp.zeros(COUNTER_INTS, dtype=cp.int32)
-            maps = cp.empty(map_bytes, dtype=np.uint8) if map_bytes else None
         side.synchronize()  # relaxed too: a wait during another stream's capture
-    return Captured(ring, counters, maps)
+    return Captured(ring, counters)
 
 
 def launch_list(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: Any, alpha_: Any, beta_: Any,

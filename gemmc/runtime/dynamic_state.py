@@ -58,13 +58,11 @@ class Launcher:
 
 class StreamSlots(dict[Hashable, int]):
     """Key -> the device address of its slot: per launch stream (a raw handle), or per capture and stream, a slot of
-    its own of `size` bytes, at most `limit` of them, taken on the key's first launch and kept (the stream may launch,
-    the graph replay, at any time). Launches in stream order share a slot (a kernel leaves its tile counters zeroed; a
-    call's planning kernel writes its tensor maps before its main kernel reads them); launches on two streams at once,
-    or two graphs replayed at once, must not. A lookup of a key seen before is the dictionary's own (`slot`); `take`
-    adds one under a lock; a key past `limit` gets `full(key)`, not kept: an error (`per_stream`), or a slot another
-    key holds. The slots lie in one allocation from byte `start` on, or, where each is large (a list kernel's tensor
-    maps), each is an allocation of its own, made for its key when it is taken (`take`'s `memory` a function)."""
+    its own among `limit` slots of `size` bytes from byte `start` of one allocation, taken on the key's first launch
+    and kept (the stream may launch, the graph replay, at any time). Launches in stream order share a slot (a kernel
+    leaves its tile counters zeroed); launches on two streams at once, or two graphs replayed at once, must not. A
+    lookup of a key seen before is the dictionary's own (`slot`); `take` adds one under a lock; a key past `limit`
+    gets `full(key)`, not kept: an error (`per_stream`), or a slot another key holds."""
 
     def __init__(self, limit: int, size: int, full: Callable[[Any], int], start: int = 0):
         super().__init__()
@@ -73,7 +71,6 @@ class StreamSlots(dict[Hashable, int]):
         self.full = full
         self.start = start
         self.lock = threading.Lock()
-        self.held: list[Any] = []  # the slots allocated one by one, kept as long as their addresses are
 
     @classmethod
     def per_stream(cls, limit: int, size: int, kernel: str, what: str) -> StreamSlots:
@@ -87,24 +84,18 @@ class StreamSlots(dict[Hashable, int]):
         return cls(limit, size, full)
 
     def slot(self, key: Hashable, memory: Any) -> int:
-        """The slot of `key` in `memory` (`take`): a dictionary lookup, else `take`."""
+        """The slot of `key` in `memory` (a device array): a dictionary lookup, else `take`."""
         found = self.get(key)
         return found if found is not None else self.take(key, memory)
 
     def take(self, key: Hashable, memory: Any) -> int:
-        """The slot of `key`, taken where the key has none yet: the next in `memory` (a device array holding `limit`
-        slots), or, where `memory` is a function, the device array of `size` bytes it returns."""
+        """The slot of `key` in `memory` (a device array), taken where the key has none yet."""
         with self.lock:
             found = self.get(key)
             if found is None:
                 if len(self) >= self.limit:
                     return self.full(key)
-                if callable(memory):
-                    self.held.append(memory())
-                    found = int(self.held[-1].data.ptr)
-                else:
-                    found = int(memory.data.ptr) + self.start + self.size * len(self)
-                self[key] = found
+                found = self[key] = int(memory.data.ptr) + self.start + self.size * len(self)
             return found
 
 
@@ -132,12 +123,11 @@ def zeroed_counters() -> Any:
 @dataclass(frozen=True)
 class Captured:
     """The buffers of one list call captured in a CUDA graph, which its graph reads at every replay and no other
-    call shares: its problem table (`ring`, a one-slot dynamic_list.Ring), its tile counters (COUNTER_INTS int32,
-    zeroed) and, on the tensor cores, its tensor maps (None elsewhere). Made by dynamic_list.captured."""
+    call shares: its problem table and, on the tensor cores, its tensor maps (`ring`, a one-slot dynamic_list.Ring)
+    and its tile counters (COUNTER_INTS int32, zeroed). Made by dynamic_list.captured."""
 
     ring: Any
     counters: Any
-    maps: Any = None
 
     @property
     def counter(self) -> int:

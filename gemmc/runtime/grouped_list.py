@@ -4,10 +4,11 @@ problems of any sizes on the TMA + wgmma loop, new sizes every call, never recom
 A call checks the arrays and writes the problem table as the dynamic family's list form does (runtime/dynamic_list.py:
 read in bulk, a pinned staging ring, one asynchronous copy), except that an array may be a view of unit-stride lines
 (its leading dimension from its strides). Then two launches on the call's stream: the planning kernel builds every
-problem's three tensor maps in the stream's map workspace from the template maps (encoded here once per kernel), and
-the persistent kernel computes the tiles. A call captured in a CUDA graph copies its table and builds its maps when it
-is captured, on a stream of its own into buffers of its own (`dynamic_state.Captured`), so that its graph holds
-the persistent kernel alone: no copy node from the host and no planning kernel at every replay.
+problem's three tensor maps from the template maps (encoded here once per kernel) in the maps of the call's ring slot
+(the call's until its launches are recorded, as its table is: no other call, on any stream or thread, writes them in
+between), and the persistent kernel computes the tiles. A call captured in a CUDA graph copies its table and builds
+its maps when it is captured, on a stream of its own into buffers of its own (`dynamic_state.Captured`), so that its
+graph holds the persistent kernel alone: no copy node from the host and no planning kernel at every replay.
 
 TMA reads A and B in place, so it takes the problems whose A and B have 16-byte aligned bases and leading dimensions;
 the others (of a call) run the schedule in the dynamic family, launched first on the same stream
@@ -34,32 +35,23 @@ from gemmc.families.tma_loop import TMA_ALIGN
 from gemmc.runtime import dynamic as grouped  # the compile with its progress note
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.dynamic_list import Staging, list_arguments, make_tables, problem_table
-from gemmc.runtime.dynamic_state import COUNTER_SLOTS, DynamicState, Launcher, StreamSlots, zeroed_counters
+from gemmc.runtime.dynamic_state import DynamicState, Launcher, zeroed_counters
 from gemmc.runtime.streams import is_torch, launch_stream, load_outside_capture, relaxed_capture
 from gemmc.runtime.tma import TMAP_ARG, encode_tensor
 
 if TYPE_CHECKING:
     from gemmc.runtime.executable import Executable
 
-# Streams a kernel keeps tensor-map workspaces for (launches on one stream share one): as many as it keeps tile
-# counters for, so that the maps never refuse a stream the counters take. Each is allocated on its stream's first
-# launch (max_groups x 3 x 128 bytes: 1.5 MiB at 4096 problems), so a process pays for the streams it uses.
-MAP_SLOTS = COUNTER_SLOTS
-
-
 @dataclass
 class GroupedListState(DynamicState):
-    """The two loaded kernels, their argument blocks (the planning kernel's template maps stored once), per launch
-    stream a workspace of tensor maps (max_groups x 3 x 128 bytes: the planning kernel of a call writes it and the
-    main kernel of the same call reads it, so calls in stream order share it, calls on two streams at once must not),
-    and each captured call's own problem table, tensor maps and tile counters (`DynamicState.captures`: CAPTURES sets
-    made with the state, a later capture's made while it is captured, with the capture mode relaxed); a stream's map
-    workspace is allocated on its first plain call (`maps`)."""
+    """The two loaded kernels, their argument blocks (the planning kernel's template maps stored once), per staging
+    slot a set of tensor maps (max_groups x 3 x 128 bytes, `dynamic_list.Ring`'s `map_bytes`: the planning kernel of
+    a call writes them and the main kernel of the same call reads them), and each captured call's own problem table,
+    tensor maps and tile counters (`DynamicState.captures`: CAPTURES sets made with the state, a later capture's made
+    while it is captured, with the capture mode relaxed)."""
 
     main: Any = None  # the persistent kernel's Launcher (the table, problems, maps, tile counters, alpha, beta)
     planner: Any = None  # the planning kernel's Launcher (the template maps, stored once, then table, problems, maps)
-    map_bytes: int = 0
-    workspaces: Any = None  # a StreamSlots: raw stream handle -> the device address of its map workspace
     lock: threading.Lock = field(default_factory=threading.Lock)  # loads the CUDA-core kernel once
     fallback: Any = None  # the Executable of `cuda_cores`, once a call needs it
 
@@ -77,20 +69,6 @@ class GroupedListState(DynamicState):
                 grouped.state(fallback)  # loaded before it is published: a later capture must find it ready
                 self.fallback = fallback
             return self.fallback
-
-    def maps(self, on: Any) -> int:
-        """The device address of the tensor-map workspace for launches on `on` (a CuPy stream object), allocated on
-        the stream's first launch (`stream_buffer`)."""
-        found = self.workspaces.get(on.ptr)
-        return found if found is not None else self.workspaces.take(on.ptr, lambda: stream_buffer(on, self.map_bytes))
-
-
-def stream_buffer(on: Any, nbytes: int) -> Any:
-    """A device array of `nbytes` bytes for work on stream `on` alone, allocated from the memory pool's blocks of that
-    stream (a block another stream freed might still be read by that stream's queued kernels), and while another
-    thread captures a CUDA graph (`relaxed_capture`)."""
-    with relaxed_capture(), on:
-        return cupy().empty(nbytes, dtype=np.uint8)
 
 
 def list_plan(kernel: Executable) -> HopperGroupedPlan:
@@ -110,9 +88,7 @@ def state(kernel: Executable) -> GroupedListState:
     fn.max_dynamic_shared_size_bytes = plan.dynamic_smem_bytes
     maps_fn = grouped.compiled(kernel, entry + "_maps")
     st = GroupedListState(kernel.name, fn, None, plan.grid(hardware().sm_count), 0, plan.dynamic_smem_bytes,
-                          plan.threads, map_bytes=plan.list_maps_bytes,
-                          workspaces=StreamSlots.per_stream(MAP_SLOTS, plan.list_maps_bytes, kernel.name,
-                                                            "tensor maps"))
+                          plan.threads)
     st.baked = ir.alpha is not None and ir.beta is not None
     st.counters = zeroed_counters()
     make_tables(st, plan.max_groups, plan.list_maps_bytes)
@@ -165,9 +141,7 @@ def _checked(kernel: Executable, st: GroupedListState, plan: HopperGroupedPlan, 
     if not count:
         maps = counter = 0
     else:
-        maps = (st.maps(on) if call.index is None
-                else int(st.captures[call.index].maps.data.ptr))
-        counter = call.counter(on.ptr)
+        maps, counter = call.maps(), call.counter(on.ptr)
     if picked:  # every check done: the first launch writes outputs
         from gemmc.runtime.dynamic_list import launch_list
 

@@ -219,12 +219,14 @@ def test_grouped_list(schedule, dtype, layouts, scalars, lib):
 THREADS_BF16 = "target cuda sm_90\nkernel list_threads_bf16 {{ dtype bf16 grouped list problems 64 }}"
 
 
+@pytest.mark.parametrize("shared", [False, True], ids=["own-streams", "one-stream"])
 @pytest.mark.parametrize("schedule", [L32, THREADS_BF16], ids=["f32", "bf16"])
-def test_list_calls_from_threads_past_the_rings_slots(schedule):
+def test_list_calls_from_threads_past_the_rings_slots(schedule, shared):
     """Twelve threads, each on a stream of its own, queue four list calls each with no wait between them: six times
     as many calls in flight as the ring's staging slots, each table its call's own (a call waits for a slot its
-    previous user has released), on more streams than the ring has slots (the tensor-core list's map workspace of
-    each stream allocated on its first call) and every C right, NaN-poisoned."""
+    previous user has released), on more streams than the ring has slots, and every C right, NaN-poisoned. `shared`:
+    every thread on one stream, where two calls' planning and main launches interleave (the tensor-core list's maps
+    are each call's ring slot's, not the stream's)."""
     t = torch()
     if "sm_90" in schedule and t.cuda.get_device_capability() != (9, 0):
         pytest.skip("needs an sm_90 GPU")
@@ -232,7 +234,7 @@ def test_list_calls_from_threads_past_the_rings_slots(schedule):
     tdt = t.float32 if schedule is L32 else t.bfloat16
     scalars = {"alpha": 1.0, "beta": 0.0} if schedule is L32 else {}
     threads = 12
-    streams = [t.cuda.Stream() for _ in range(threads)]
+    streams = [t.cuda.Stream() for _ in range(1 if shared else threads)] * (threads if shared else 1)
     with t.cuda.stream(streams[0]):  # the first call's load
         kern([matrix(8, 8, "r", tdt)], [matrix(8, 8, "r", tdt)], [matrix(8, 8, "r", tdt)], **scalars)
     t.cuda.synchronize()
