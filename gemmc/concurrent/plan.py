@@ -120,7 +120,8 @@ def choose(group: Group, choices: list[MemberChoice], fusion: Fusion | NotFused,
     def plan(mode: Mode, degree: int, *why: str, fallback: NotFused | None = None) -> GroupPlan:
         if fallback is None:
             return GroupPlan(mode, degree, tuple(choices), fused, model, tuple(estimates), (*notes, *why))
-        # the note points at the member that is the reason, else at the group's `concurrency fused`
+        # the note points at the member or the shared statement that is the reason, else at the group's
+        # `concurrency fused`
         return GroupPlan(mode, degree, tuple(choices), fused, model, tuple(estimates), (*notes, *why),
                          fallback=fallback.why, fallback_span=fallback_span(fallback))
 

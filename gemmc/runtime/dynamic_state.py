@@ -156,7 +156,8 @@ class DynamicState:
     ring: Any = None  # the list form's staging buffers (runtime/dynamic_list.py)
     captures: list[Captured] = field(default_factory=list)  # the list form's buffers, one set per captured call
     new_capture: Callable[[], Captured] | None = None  # makes the next set (dynamic_list.make_tables)
-    side: Any = None  # a stream outside every graph: captured calls fill and zero their buffers on it (list forms)
+    side: Any = None  # a stream outside every graph: captured list calls' buffers are zeroed on it, the tensor-core
+    #                   list's also filled
     captures_taken: int = 0  # of `captures`, taken in turn (`capture`)
     capture_lock: threading.Lock = field(default_factory=threading.Lock)  # takes `captures` in turn
     counters: Any = None  # int32, zeroed once (`zeroed_counters`): the tile counters
