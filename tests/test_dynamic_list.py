@@ -404,7 +404,14 @@ def test_calls_in_flight_on_one_stream_take_tensor_maps_of_their_own(monkeypatch
     _stub_ring_device(monkeypatch)
     monkeypatch.setattr(dynamic_list, "captured", lambda side, capacity, map_bytes: _captured(
         1 << 40, Ring.single(capacity, map_bytes)))
-    dynamic_list.cupy().cuda.Stream = lambda **_: SimpleNamespace(ptr=9)
+    class Side(SimpleNamespace):  # CuPy's stream as make_tables uses it: current inside `with`
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *_):
+            pass
+
+    dynamic_list.cupy().cuda.Stream = lambda **_: Side(ptr=9)
     capturing = {7: 0}
     dynamic_list.cupy().cuda.runtime.streamIsCapturing = capturing.get
     st = DynamicState("moe_list", None, None, 1, 0, 0, 1, counters=SimpleNamespace(data=SimpleNamespace(ptr=1 << 16)))

@@ -487,7 +487,10 @@ def make_tables(st: DynamicState, capacity: int, map_bytes: int = 0) -> None:
         side = st.side
         st.new_capture = lambda: captured(side, capacity, map_bytes)
         st.captures = [st.new_capture() for _ in range(CAPTURES)]
-        st.ring = Ring(capacity, map_bytes=map_bytes)  # last: a call that finds the ring finds the captures' too
+        # from the side stream's blocks (none freed while in use: the captures' are kept): the ring's tables are
+        # written on any stream, and a block the current stream freed may still be read by its queued kernels
+        with side:
+            st.ring = Ring(capacity, map_bytes=map_bytes)  # last: a call that finds the ring finds the captures' too
 
 
 def captured(side: Any, capacity: int, map_bytes: int) -> Captured:
