@@ -237,17 +237,18 @@ def check_ends(kernel: Executable, st: DynamicState, ptr: int, groups: int, rows
 
 
 def _torch_key(A: Any, B: Any, C: Any, offsets: Any) -> tuple:
-    """What the checks of a grouped call read of torch tensors, in one tuple, the current device first: a call with
-    the same tuple passes the same checks (device, dtypes, shapes, strides, addresses, whether C requires grad)."""
-    return (_torch_device(), A.data_ptr(), A.shape, A.stride(), A.dtype, A.get_device(), B.data_ptr(), B.shape,
+    """What the checks of a grouped call read of torch tensors, in one tuple, the library and the current device first:
+    a call with the same tuple passes the same checks (device, dtypes, shapes, strides, addresses, whether C requires
+    grad)."""
+    return ("torch", _torch_device(), A.data_ptr(), A.shape, A.stride(), A.dtype, A.get_device(), B.data_ptr(), B.shape,
             B.stride(), B.dtype, B.get_device(), C.data_ptr(), C.shape, C.stride(), C.dtype, C.get_device(),
             C.requires_grad, offsets.data_ptr(), offsets.shape, offsets.stride(), offsets.dtype, offsets.get_device())
 
 
 def _cupy_key(A: Any, B: Any, C: Any, offsets: Any) -> tuple:
-    return (cupy().cuda.runtime.getDevice(), A.data.ptr, A.shape, A.strides, A.dtype, A.data.device_id, B.data.ptr,
-            B.shape, B.strides, B.dtype, B.data.device_id, C.data.ptr, C.shape, C.strides, C.dtype, C.data.device_id,
-            offsets.data.ptr, offsets.shape, offsets.strides, offsets.dtype, offsets.data.device_id)
+    return ("cupy", cupy().cuda.runtime.getDevice(), A.data.ptr, A.shape, A.strides, A.dtype, A.data.device_id,
+            B.data.ptr, B.shape, B.strides, B.dtype, B.data.device_id, C.data.ptr, C.shape, C.strides, C.dtype,
+            C.data.device_id, offsets.data.ptr, offsets.shape, offsets.strides, offsets.dtype, offsets.data.device_id)
 
 
 _TORCH: list[Any] = []  # torch's current-device and current-stream functions, looked up once
@@ -278,9 +279,9 @@ def call_key(A: Any, B: Any, C: Any, offsets: Any) -> tuple | None:
     arrays alike (such calls always take the full checks)."""
     a, o = type(A).__module__, type(offsets).__module__
     if a == "torch" == o:
-        return ("torch", *_torch_key(A, B, C, offsets))
+        return _torch_key(A, B, C, offsets)
     if a.startswith("cupy") and o.startswith("cupy"):
-        return ("cupy", *_cupy_key(A, B, C, offsets))
+        return _cupy_key(A, B, C, offsets)
     return None
 
 

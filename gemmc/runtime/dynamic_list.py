@@ -77,7 +77,10 @@ class Ring:
             self.next = (slot + 1) % n
         if self.events[slot] is not None:
             try:
-                self.events[slot].synchronize()  # its last kernel has read the device table and the copy is done
+                # its last kernel has read the device table and maps, and the copy is done: a wait, which another
+                # thread's CUDA-graph capture in the global mode (torch's) would refuse and end, unless relaxed
+                with relaxed_capture():
+                    self.events[slot].synchronize()
             except BaseException:
                 self.give_back(slot)  # the caller never holds it: its next call waits on the same event
                 raise
@@ -103,7 +106,8 @@ class Ring:
             event.record(stream)
         except BaseException:
             try:
-                stream.synchronize()  # the pinned buffer is free once the copy has run
+                with relaxed_capture():  # as host_table's wait
+                    stream.synchronize()  # the pinned buffer is free once the copy has run
             finally:
                 self.give_back(slot)
             raise

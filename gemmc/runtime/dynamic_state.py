@@ -185,7 +185,11 @@ class DynamicState:
                 raise GemmcError(f"kernel '{self.name}' has been captured in {MAX_CAPTURES} CUDA graphs, the most it "
                                  "keeps problem tables for", code="E900")
             if index == len(self.captures):
-                assert self.new_capture is not None, "a list-form state makes its capture buffers (make_tables)"
+                if self.new_capture is None:
+                    from gemmc.errors import InternalError
+
+                    raise InternalError("runtime.dynamic_state", f"kernel '{self.name}': a list-form state without "
+                                                                 "its capture buffers (dynamic_list.make_tables)")
                 self.captures.append(self.new_capture())
             self.captures_taken += 1
             return index

@@ -96,15 +96,23 @@ def _capture_info() -> Any:
     return ctypes.CDLL("libcuda.so.1").cuStreamGetCaptureInfo_v2
 
 
+@cache
+def _exchange_mode() -> Any:
+    """The driver's cuThreadExchangeStreamCaptureMode, looked up once; None without a driver."""
+    try:
+        return ctypes.CDLL("libcuda.so.1").cuThreadExchangeStreamCaptureMode
+    except OSError:
+        return None
+
+
 @contextmanager
 def relaxed_capture() -> Iterator[None]:
     """Work inside this block may run while a stream is being captured into a CUDA graph without becoming part of
     the graph: memory allocated (it outlives the graph), or copies and kernels on a stream of its own, waited for.
     This thread's capture mode is relaxed for the block (cuThreadExchangeStreamCaptureMode of the driver), as torch's
     caching allocator does for cudaMalloc. Without a driver (no GPU) there is no capture to relax."""
-    try:
-        exchange = ctypes.CDLL("libcuda.so.1").cuThreadExchangeStreamCaptureMode
-    except OSError:
+    exchange = _exchange_mode()
+    if exchange is None:
         yield
         return
     mode = ctypes.c_int(RELAXED)

@@ -333,6 +333,66 @@ def test_grouped_list_captured_in_graphs_reads_each_graphs_own_table(schedule):
             assert rel(c, a.double() @ b.double()) < TOL["f32" if schedule is L32 else "bf16"]
 
 
+@pytest.mark.parametrize("schedule", [L32, THREADS_BF16], ids=["f32", "bf16"])
+def test_plain_list_calls_beside_another_threads_capture(schedule):
+    """One thread captures CAPTURES + 1 list calls in a torch CUDA graph (the global capture mode: another thread's
+    waits would end it), the last one's buffers made while it is captured, and between its first call and its
+    others a second thread makes twelve plain calls of the same kernel on a stream of its own (past the ring's
+    slots: each waits for a slot's last launch, in the relaxed mode). Neither fails; the graph's replay and the
+    plain calls are right against float64, NaN-poisoned."""
+    import threading
+
+    from gemmc.runtime.dynamic_state import CAPTURES
+
+    t = torch()
+    if "sm_90" in schedule and t.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs an sm_90 GPU")
+    kern = kernel(schedule)
+    tdt = t.float32 if schedule is L32 else t.bfloat16
+    scalars = {"alpha": 1.0, "beta": 0.0} if schedule is L32 else {}
+    step, top = (1, 97) if schedule is L32 else (8, 12)
+    rng = np.random.default_rng(11)
+
+    def draw():
+        sizes = [tuple(int(x) * step for x in rng.integers(1, top, 3)) for _ in range(int(rng.integers(1, 9)))]
+        return ([matrix(m, k, "r", tdt) for m, n, k in sizes], [matrix(k, n, "r", tdt) for m, n, k in sizes],
+                [matrix(m, n, "r", tdt, fill=float("nan")) for m, n, k in sizes])
+
+    captured, plain = [draw() for _ in range(CAPTURES + 1)], [draw() for _ in range(12)]  # allocated before capturing
+    kern(*draw(), **scalars)  # the first call (loads the kernel) outside any capture
+    t.cuda.synchronize()
+    graph = t.cuda.CUDAGraph()
+    started, finished = threading.Event(), threading.Event()
+
+    def run(me: int) -> None:
+        if me == 0:
+            try:
+                with t.cuda.graph(graph):
+                    kern(*captured[0], **scalars)
+                    started.set()
+                    for lists in captured[1:]:
+                        kern(*lists, **scalars)
+                    assert finished.wait(60), "the plain calls did not end"
+            finally:
+                started.set()
+            return
+        assert started.wait(60)
+        stream = t.cuda.Stream()
+        with t.cuda.stream(stream):
+            for lists in plain:
+                kern(*lists, **scalars)
+        stream.synchronize()
+        finished.set()
+
+    in_threads(run, 2, "a capture or a plain call never returned")
+    graph.replay()
+    t.cuda.synchronize()
+    tol = TOL["f32" if schedule is L32 else "bf16"]
+    for As, Bs, Cs in captured + plain:
+        for a, b, c in zip(As, Bs, Cs, strict=True):
+            assert rel(c, a.double() @ b.double()) < tol
+
+
 @pytest.mark.parametrize("routing", ["primes", "one", "empty"])
 def test_half_storage_grouped_m_and_k(routing):
     """bf16 storage widened to f32: grouped M (NaN-poisoned C, rows past the groups untouched) and grouped K with
