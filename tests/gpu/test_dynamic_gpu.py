@@ -337,9 +337,10 @@ def test_grouped_list_captured_in_graphs_reads_each_graphs_own_table(schedule):
 def test_plain_list_calls_beside_another_threads_capture(schedule):
     """One thread captures CAPTURES + 1 list calls in a torch CUDA graph (the global capture mode: another thread's
     waits would end it), the last one's buffers made while it is captured, and between its first call and its
-    others a second thread makes twelve plain calls of the same kernel on a stream of its own (past the ring's
-    slots: each waits for a slot's last launch, in the relaxed mode). Neither fails; the graph's replay and the
-    plain calls are right against float64, NaN-poisoned."""
+    others a second thread queues twelve plain calls of the same kernel on a stream of its own (past the ring's
+    slots: each waits for a slot's last launch, in the relaxed mode; the thread itself never waits, which the global
+    mode would refuse). Neither fails; the graph's replay and the plain calls are right against float64,
+    NaN-poisoned."""
     import threading
 
     from gemmc.runtime.dynamic_state import CAPTURES
@@ -377,14 +378,14 @@ def test_plain_list_calls_beside_another_threads_capture(schedule):
                 started.set()
             return
         assert started.wait(60)
-        stream = t.cuda.Stream()
-        with t.cuda.stream(stream):
+        with t.cuda.stream(stream):  # queued, not waited for: the test's own wait would end the capture
             for lists in plain:
                 kern(*lists, **scalars)
-        stream.synchronize()
         finished.set()
 
+    stream = t.cuda.Stream()  # made before the capture starts
     in_threads(run, 2, "a capture or a plain call never returned")
+    t.cuda.synchronize()
     graph.replay()
     t.cuda.synchronize()
     tol = TOL["f32" if schedule is L32 else "bf16"]
