@@ -3,6 +3,7 @@ layouts), inspect shows the tiles the model weighed, and the checks reject what 
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -181,6 +182,12 @@ def test_wgmma_kernel_on_another_gpu_is_refused_before_compiling(monkeypatch):
         compile_mod.device_function(r, r.entry)
     text = str(err.value)
     assert "E303" in text and "sm_90a" in text and "target cuda sm_80" in text
+    # a GPU gemmc has no target for: no `target` to suggest that the language would refuse (E203)
+    monkeypatch.setattr(compile_mod, "hardware", lambda: dataclasses.replace(TARGETS["sm_90"], arch="sm_100"))
+    with pytest.raises(GemmcError, match=r"this GPU is sm_100; gemmc has no target for sm_100 yet \(its targets: "
+                                         r"sm_80, sm_86, sm_89, sm_90\): run this kernel on an sm_90 GPU") as err:
+        compile_mod.device_function(r, r.entry)
+    assert "target cuda sm_100" not in str(err.value)
 
 
 def test_threads_with_tile_auto_restricts_the_tiles():

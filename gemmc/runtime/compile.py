@@ -156,8 +156,12 @@ def device_function(rendered: Rendered, entry: str) -> Any:
     arch = hardware().arch
     if rendered.device_arch.endswith("a"):
         if rendered.device_arch != arch + "a":
+            from gemmc.ir.hardware import CUDA_ARCHS
+
+            fix = (f"compile the schedule for this GPU (`target cuda {arch}`)" if arch in CUDA_ARCHS else
+                   f"gemmc has no target for {arch} yet (its targets: {', '.join(CUDA_ARCHS)}): run this kernel on "
+                   f"an sm_90 GPU (H100, H200), or write `algorithm simt` (CUDA cores, built for any GPU)")
             raise GemmcError(f"kernel '{rendered.name}' was planned for {rendered.device_arch} (its main loop is "
-                             f"wgmma) but this GPU is {arch}; compile the schedule for this GPU (`target cuda {arch}`)",
-                             code="E303")
+                             f"wgmma) but this GPU is {arch}; {fix}", code="E303")
         return _module_arch_specific(rendered.source, rendered.device_arch, rendered.build_flags).get_function(entry)
     return _module(rendered.source, arch).get_function(entry)
