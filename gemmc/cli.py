@@ -139,6 +139,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
         runs = "a batch sized at run time" if kernel.ir.dynamic else f"{kernel.ir.batch_size} GEMM(s)"
         print(f"wrote {printable(str(src))} and {printable(str(header))}: {r.launcher}() runs {runs} "
               f"with the {kernel.ir.family or '?'} family; build it with {' '.join(r.build_flags)}{link(r.header)}")
+        if kernel.ir.declined:  # e.g. a statement that keeps a bf16 GEMM off the tensor cores
+            at = kernel.ir.declined_span
+            print(f"{printable(kernel.filename)}:{at.line}:{at.column}: note: kernel {kernel.name} runs with the "
+                  f"{kernel.ir.family} family, {kernel.ir.declined}", file=sys.stderr)
     for group, g in rendered_groups:
         src, header = paths(g.name, g.extension)
         write_whole(src, g.source)

@@ -56,6 +56,14 @@ class NotFused(NamedTuple):
     span: Span = NO_SPAN
 
 
+class Declined(NamedTuple):
+    """Why a family does not take a kernel it is built for (`KernelFamily.declines`), and the statement that keeps
+    the kernel off it (NO_SPAN: the kernel's line)."""
+
+    why: str
+    span: Span = NO_SPAN
+
+
 def member_span(first: Kernel, other: Kernel, stmt: str) -> Span:
     """Where two members that differ in what statement `stmt` sets are told apart: `other`'s statement, else
     `first`'s (`other` takes the default, `first` wrote another value), else `other`'s line."""
@@ -129,6 +137,12 @@ class KernelFamily(Protocol):
     def check(self, kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
         """The schedule rules this family owns (its `algorithm`, its precisions, its knobs), run on every kernel
         before a family is selected: every problem found, located at its statement."""
+        ...
+
+    def declines(self, kernel: Kernel, hw: Hardware) -> Declined | None:
+        """Why this family, built for kernels of this kernel's data on its target (the tensor cores' families for
+        bf16/f16 on sm_90), does not claim it, at the statement that keeps it off (`gemmc compile` notes it there);
+        None where the family claims it or is not built for it."""
         ...
 
     @property
@@ -223,6 +237,9 @@ class PlannerFamily:
 
     def check(self, kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
         return []
+
+    def declines(self, kernel: Kernel, hw: Hardware) -> Declined | None:
+        return None
 
     @property
     def steps(self) -> tuple[tuple[str, Pass], ...]:

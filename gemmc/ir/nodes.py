@@ -323,6 +323,10 @@ class Kernel:
     plan: FamilyPlan | None = None
     work: WorkList | None = None
     notes: tuple[str, ...] = ()  # why the passes decided what they did, for `gemmc inspect`
+    # Why a family built for this kernel's data on its target does not compute it, and the statement that keeps it
+    # off (select_family, from KernelFamily.declines): `gemmc compile` notes it there. "" where none declined.
+    declined: str = ""
+    declined_span: Span = span_field()
 
     def plan_as(self, plan_type: type[P], where: str) -> P:
         """The plan as its family's plan type; InternalError naming `where` (a pass, a codegen module) when another

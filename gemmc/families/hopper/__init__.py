@@ -10,13 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from gemmc.errors import Diagnostic, InternalError
-from gemmc.families.base import Claim, GridTile, PlannerFamily
+from gemmc.families.base import Claim, Declined, GridTile, PlannerFamily
 from gemmc.families.hopper import codegen, planner, steps
 from gemmc.families.hopper.plan import HopperPlan
 from gemmc.families.tensorcore import hopper_loop
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel
-from gemmc.ir.types import DType
+from gemmc.ir.types import AUTO, DType
 
 NAME = "hopper"
 TARGET = "sm_90"  # the TMA + wgmma loop; the kernel is built for the architecture-specific sm_90a
@@ -41,6 +41,10 @@ class Hopper(PlannerFamily):
             return Claim.REQUIRED, (f"precision {kernel.precision} of f32 data on the TMA + wgmma loop (TMA reads "
                                     "the f32 tiles; the tf32 parts are formed in shared memory)")
         return None
+
+    def declines(self, kernel: Kernel, hw: Hardware) -> Declined | None:
+        """One bf16/f16 GEMM on sm_90 that a statement keeps off the loop (`kept_off`), under `algorithm auto`."""
+        return kept_off(kernel) if kernel.algorithm == AUTO and on_target(kernel, hw) else None
 
     def check(self, kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
         diags: list[Diagnostic] = []
@@ -92,15 +96,37 @@ class Hopper(PlannerFamily):
 
 
 def runs_here(kernel: Kernel, hw: Hardware) -> bool:
-    """`algorithm auto` takes the TMA + wgmma loop for one bf16/f16 GEMM on target cuda sm_90 whose schedule leaves
-    it the threads (384), asks for no kslices and a ksplit the loop runs (KSPLITS), and multiplies on tensor cores
-    (not `precision f32`); the SIMT family computes every other half-precision kernel (batches, other targets)."""
-    prec = kernel.precision
+    """`algorithm auto` takes the TMA + wgmma loop for one bf16/f16 GEMM on target cuda sm_90 that nothing in its
+    schedule keeps off it (`kept_off`); the SIMT family computes every other half-precision kernel (batches, other
+    targets)."""
+    return on_target(kernel, hw) and kept_off(kernel) is None
+
+
+def on_target(kernel: Kernel, hw: Hardware) -> bool:
+    """bf16/f16 data with sizes in the schedule on target cuda sm_90: what the loop is built for."""
+    return kernel.dtype.half and hw.vendor == "cuda" and hw.arch == TARGET and kernel.dynamic is None
+
+
+def kept_off(kernel: Kernel) -> Declined | None:
+    """What in a schedule keeps a bf16/f16 kernel off the loop, at its statement, or None: a batch (the loop
+    computes one GEMM a launch), threads other than its 384, kslices, a ksplit it does not run (KSPLITS), or
+    products in f32 (`precision f32`)."""
+    if kernel.count is not None or len(kernel.problems) != 1:
+        return Declined(f"a batch of {kernel.batch_size} GEMMs: the tensor cores' TMA + wgmma loop computes one GEMM a launch (a "
+                        "`grouped list` kernel runs a batch of GEMMs on the tensor cores)", kernel.problems_span)
+    if kernel.threads not in (None, 384):
+        return Declined(f"`threads {kernel.threads}`: the tensor cores' TMA + wgmma loop runs 384 threads (a producer warpgroup and "
+                        "two consumers); write `threads auto`", kernel.where("threads"))
     tile = kernel.tile
-    return (kernel.dtype.half and hw.vendor == "cuda" and hw.arch == TARGET and kernel.dynamic is None
-            and kernel.count is None and len(kernel.problems) == 1 and kernel.threads in (None, 384)
-            and (tile is None or (tile.slices == 1 and tile.split in planner.KSPLITS))
-            and (prec is None or prec.compute is not DType.F32))
+    if tile is not None and tile.slices != 1:
+        return Declined(f"`kslices {tile.slices}`: the tensor cores' TMA + wgmma loop slices no k-tile", kernel.where("tile"))
+    if tile is not None and tile.split not in planner.KSPLITS:
+        return Declined(f"`ksplit {tile.split}`: the tensor cores' TMA + wgmma loop splits K in "
+                        f"{', '.join(map(str, planner.KSPLITS))} blocks", kernel.where("tile"))
+    if kernel.precision is not None and kernel.precision.compute is DType.F32:
+        return Declined("`precision f32`: f32 products, which the tensor cores do not compute",
+                        kernel.where("precision"))
+    return None
 
 
 FAMILY = Hopper()

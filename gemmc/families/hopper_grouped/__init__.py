@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from gemmc.errors import Diagnostic, InternalError
-from gemmc.families.base import Claim, Fusion, GridTile, NotFused, PlannerFamily
+from gemmc.families.base import Claim, Declined, Fusion, GridTile, NotFused, PlannerFamily
 from gemmc.families.hopper_grouped import codegen, fusion, planner, steps
 from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
 from gemmc.families.tma_loop import GROUPED_TARGET as TARGET
@@ -48,6 +48,17 @@ class HopperGrouped(PlannerFamily):
         form = kernel.dynamic.grouping.value if kernel.dynamic is not None else "M"
         return Claim.REQUIRED, (f"grouped {form} of dtype {kernel.dtypes} on cuda {TARGET}: a persistent TMA + wgmma "
                                 "kernel that schedules on the device")
+
+    def declines(self, kernel: Kernel, hw: Hardware) -> Declined | None:
+        """A bf16/f16 batch sized at run time on sm_90 whose operands the loop cannot read (`grouped_misfit`): at its
+        `layout` statement where a layout is the reason, else at its `grouped` line (a size TMA cannot read)."""
+        if kernel.algorithm != AUTO or not grouped_on_loop_target(kernel, hw):
+            return None
+        misfit = grouped_misfit(kernel)
+        if not misfit:
+            return None
+        at = kernel.written("layout") if misfit.startswith("it ") else kernel.where("grouped")
+        return Declined(f"the tensor cores' TMA + wgmma loop does not run it: {misfit}", at)
 
     def template(self, kernel: Kernel) -> str:
         dyn = kernel.dynamic
