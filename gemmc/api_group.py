@@ -145,4 +145,5 @@ class CompiledGroup:
         run_group(self.group_run, As, Bs, Cs, mode=mode, degree=degree, kernels=kernels, stream=stream)
 
     def __repr__(self) -> str:
-        return f"<gemmc group {self.name}: {len(self.members)} GEMM(s), {self.mode.value}>"
+        gemms = len(self.members)
+        return f"<gemmc group {self.name}: {gemms} GEMM{'' if gemms == 1 else 's'}, {self.mode.value}>"

@@ -207,5 +207,7 @@ class CompiledKernel:
         launch(self.executable, As, Bs, Cs, alpha=alpha, beta=beta, stream=stream)
 
     def __repr__(self) -> str:
-        return f"<gemmc kernel {self.name}: {self.ir.family or '?'}, " \
-               f"{self.ir.batch_size} problem(s)>"
+        size = self.ir.batch_size
+        batch = f"a batch sized at run time, {self.ir.dynamic}" if self.ir.dynamic else \
+            f"{size} problem{'' if size == 1 else 's'}"
+        return f"<gemmc kernel {self.name}: {self.ir.family or '?'}, {batch}>"

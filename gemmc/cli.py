@@ -136,7 +136,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
         src, header = paths(kernel.name, r.extension)
         write_whole(src, r.standalone)
         write_whole(header, r.header)
-        runs = "a batch sized at run time" if kernel.ir.dynamic else f"{kernel.ir.batch_size} GEMM(s)"
+        size = kernel.ir.batch_size
+        runs = "a batch sized at run time" if kernel.ir.dynamic else f"{size} GEMM{'' if size == 1 else 's'}"
         print(f"wrote {printable(str(src))} and {printable(str(header))}: {r.launcher}() runs {runs} "
               f"with the {kernel.ir.family or '?'} family; build it with {' '.join(r.build_flags)}{link(r.header)}")
         if kernel.ir.declined:  # e.g. a statement that keeps a bf16 GEMM off the tensor cores
@@ -147,8 +148,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
         src, header = paths(g.name, g.extension)
         write_whole(src, g.source)
         write_whole(header, g.header)
+        gemms = len(group.members)
         print(f"wrote {printable(str(src))} and {printable(str(header))}: {g.launcher}() runs group {g.name}'s "
-              f"{len(group.members)} GEMM(s) ({group.mode.value}); build it with {' '.join(g.build_flags)}"
+              f"{gemms} GEMM{'' if gemms == 1 else 's'} ({group.mode.value}); build it with {' '.join(g.build_flags)}"
               f"{link(g.header)}")
         if group.group_plan.fallback:  # a `concurrency fused` the members cannot honour runs on streams
             at = group.group_plan.fallback_span

@@ -37,6 +37,25 @@ def test_compile_names_the_driver_library_where_the_launcher_needs_it(tmp_path):
     assert proc.stdout.endswith("build it with -arch=sm_90\n"), proc.stdout
 
 
+def test_compile_counts_the_gemms_in_words(tmp_path):
+    # One GEMM reads "1 GEMM", a batch "4 GEMMs", a group of one "1 GEMM", and a batch sized at run time says so.
+    (tmp_path / "one.gs").write_text("kernel one { gemm 64 x 64 x 64 }\ngroup solo { gemm a 64 x 64 x 64 }\n")
+    proc = gemmc("compile", str(tmp_path / "one.gs"), "-o", str(tmp_path))
+    assert "gemmc_one() runs 1 GEMM with" in proc.stdout and "runs group solo's 1 GEMM (" in proc.stdout, proc.stdout
+    assert "runs 4 GEMMs with" in gemmc("compile", INCEPTION, "-o", str(tmp_path)).stdout
+    proc = gemmc("compile", str(ROOT / "examples" / "moe.gs"), "-o", str(tmp_path))
+    assert proc.stdout.count("runs a batch sized at run time with") == 3 and "(s)" not in proc.stdout, proc.stdout
+
+
+def test_a_kernels_repr_counts_its_problems_or_says_the_batch_is_sized_at_run_time():
+    import gemmc as api
+
+    assert repr(api.compile_file(INCEPTION)["inception3"]) == "<gemmc kernel inception3: simt, 4 problems>"
+    moe = repr(api.compile_file(ROOT / "examples" / "moe.gs")["moe_up"])
+    assert moe.startswith("<gemmc kernel moe_up: dynamic, a batch sized at run time, grouped M "), moe
+    assert repr(api.compile_string("group g { gemm a 64 x 64 x 64 }")["g"]) == "<gemmc group g: 1 GEMM, sequential>"
+
+
 def test_compile_for_hip_writes_hip_files(tmp_path):
     proc = gemmc("compile", INCEPTION, "-o", str(tmp_path), "--target", "hip")
     assert proc.returncode == 0, proc.stderr
@@ -103,7 +122,7 @@ def test_inspect_kernel_shows_the_named_kernels_and_a_group_with_its_members(tmp
     assert "\nkernel moe_down_bf16\n" in out and "moe_up_bf16" not in out and "planner time: moe_down_bf16 " in out
     assert cli.main(["inspect", pair, "--kernel", "pair"]) == 0
     out = capsys.readouterr().out
-    assert all(f"\n{what}" in out for what in ("kernel pair_dX\n", "kernel pair_dW\n", "group pair: 2 GEMM(s)"))
+    assert all(f"\n{what}" in out for what in ("kernel pair_dX\n", "kernel pair_dW\n", "group pair: 2 GEMMs"))
     assert cli.main(["inspect", pair, "--kernel", "pair_dW"]) == 0
     out = capsys.readouterr().out
     assert "kernel pair_dW" in out and "pair_dX" not in out and "group pair" not in out

@@ -367,7 +367,7 @@ def test_inspect_shows_the_group(tmp_path, capsys):
 
     assert main(["inspect", str(_write(tmp_path, GROUP))]) == 0
     shown = capsys.readouterr().out
-    assert "group layer: 5 GEMM(s), concurrency streams 4" in shown
+    assert "group layer: 5 GEMMs, concurrency streams 4" in shown
     assert "runs: streams: 4 at once on side streams" in shown
     assert "layer_q: degree" in shown and "features" in shown
 

@@ -83,7 +83,8 @@ def kernel_name(group: str, index: int) -> str:
 def group_lines(g: Group) -> list[str]:
     """The group's part of `gemmc inspect`: its members, the predictor's figures, the share plans, the choice."""
     mode = g.mode.value + (f" {g.streams}" if g.streams else "")
-    out = [f"group {g.name}: {len(g.members)} GEMM(s), concurrency {mode}"]
+    gemms = len(g.members)
+    out = [f"group {g.name}: {gemms} GEMM{'' if gemms == 1 else 's'}, concurrency {mode}"]
     plan = g.plan
     if plan is None:
         out.append("  members: " + ", ".join(g.members))

@@ -1,8 +1,8 @@
 """The dynamic family: batches sized at run time (`grouped M`, `grouped K`, `grouped list`), f32/f64 on CUDA cores,
 one persistent launch that derives its tiles from the sizes on the device, with the SIMT family's tile function.
 bf16/f16 storage is widened to f32 as it is loaded (the SIMT family's loader) wherever the hopper_grouped family does
-not run: `grouped list` everywhere, `grouped M` and `grouped K` on targets other than cuda sm_90 and in the layouts TMA
-cannot read there (families/tma_loop.py: grouped_m_misfit, grouped_k_misfit)."""
+not run: every grouped form on targets other than cuda sm_90, there the layouts TMA cannot read (families/tma_loop.py:
+grouped_misfit) and `algorithm dynamic`; a `grouped list` call whose arrays TMA cannot read falls back to it too."""
 
 from __future__ import annotations
 
