@@ -53,7 +53,8 @@ class TorchDtype(str):
 class FakeTensor:
     """What gemmc reads of a torch.Tensor (by its class's name and module): methods, strides in elements."""
 
-    DTYPES = {"<f4": TorchDtype("torch.float32"), "<f8": TorchDtype("torch.float64")}
+    DTYPES = {"<f4": TorchDtype("torch.float32"), "<f8": TorchDtype("torch.float64"),
+              "<i4": TorchDtype("torch.int32"), "<i8": TorchDtype("torch.int64")}
     requires_grad = False
 
     def __init__(self, shape, order="C", typestr="<f4", strides=None, device=0):
@@ -145,6 +146,21 @@ def test_bad_arguments_are_named(kind, change, message):
     with pytest.raises(gemmc.GemmcError) as info:
         batch_pointers(KERNEL, *change(KINDS[kind], *args(kind)), EXPECTED, device=0)
     assert message in str(info.value) and info.value.code == "E400"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_int64_group_ends_say_how_to_convert(kind):
+    from gemmc.runtime.dynamic import ends
+
+    make = KINDS[kind]
+    assert ends(make((4,), typestr="<i4"), device=0, max_groups=8).shape == (4,)
+    with pytest.raises(gemmc.GemmcError) as info:
+        ends(make((4,), typestr="<i8"), device=0, max_groups=8)
+    assert str(info.value) == ("error[E400]: offsets: expected a 1-D int32 array of cumulative group ends, got int64 "
+                               "with shape (4,) (torch: `ends.to(torch.int32)`; torch.cumsum returns int64)")
+    with pytest.raises(gemmc.GemmcError) as info:  # the conversion is named only where it is the fix
+        ends(make((4,), typestr="<f4"), device=0, max_groups=8)
+    assert "torch" not in str(info.value)
 
 
 def test_an_array_on_another_gpu_or_the_cpu_is_named():

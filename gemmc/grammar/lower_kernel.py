@@ -11,6 +11,7 @@ from typing import TypeVar
 from gemmc.errors import Diagnostic
 from gemmc.grammar import limits, names
 from gemmc.grammar.ast import KernelDecl, Stmt, Word
+from gemmc.grammar.parser import OPERANDS, swallowed_statement, unknown_statement
 from gemmc.ir.dynamic import INT32_MAX, DynamicBatch, Grouping
 from gemmc.ir.nodes import Kernel, Problem, TileShape
 from gemmc.ir.types import AUTO, STORAGE_DTYPES, Batching, DType, Layout, Precision, Span, TileMode
@@ -156,6 +157,10 @@ class Lowering:
         question."""
         types = {d.value: d for d in STORAGE_DTYPES}
         words = stmt.values
+        if len(words) == 2 and swallowed_statement(words[0].text, words[1].text):
+            # `dtype bf16 aplha }`; the parser reports the same where the statement's values follow the word
+            self.diags.append(unknown_statement(words[1]))
+            words = words[:1]
         if len(words) == 1:
             dtype = self.choice(words[0], "dtype", types)
             if dtype:
@@ -165,7 +170,7 @@ class Lowering:
         seen: dict[str, Span] = {}
         errors = len(self.diags)
         for operand, value in zip(words[::2], words[1::2], strict=True):
-            op = self.choice(operand, "operand", {"A": "A", "B": "B", "C": "C"})
+            op = self.choice(operand, "operand", {o: o for o in OPERANDS})
             dtype = self.choice(value, "dtype", types)
             if op in seen:
                 self.error("E200", f"operand {op} is given twice in 'dtype'", operand.span)

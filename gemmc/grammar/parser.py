@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from functools import cache
 from pathlib import Path
 
@@ -11,11 +12,13 @@ from lark import Lark, Token, Transformer, v_args
 
 from gemmc.errors import LINE_BREAK, Diagnostic, GemmcError
 from gemmc.grammar.ast import GroupDecl, KernelDecl, MemberDecl, Module, Stmt, TargetDecl, Word
+from gemmc.ir.types import STORAGE_DTYPES
 from gemmc.span import Span
 
 STATEMENT_KEYWORDS = ("dtype", "layout", "alpha", "beta", "batch", "gemm", "tile", "threads", "batching",
                       "precision", "pipeline", "algorithm", "tlp", "grouped")
 TOP_KEYWORDS = ("target", "kernel", "group")
+OPERANDS = ("A", "B", "C")
 
 _TOKEN_NAMES = {
     "NAME": "a name", "NUMBER": "a number", "DIMS3": "a size such as 64x64x16", "FACTOR": "a factor such as x3",
@@ -116,10 +119,77 @@ def _suggest(word: str, choices: tuple[str, ...]) -> str | None:
     return f"did you mean '{close[0]}'?" if close else None
 
 
-def _syntax_error(err: lark.exceptions.UnexpectedInput) -> Diagnostic:
+def unknown_statement(word: Word) -> Diagnostic:
+    """E101 at a word where a statement's keyword goes, with the closest keyword or the list of them."""
+    return Diagnostic("E101", f"unknown statement '{word.text}'", word.span,
+                      _suggest(word.text, STATEMENT_KEYWORDS) or "statements: " + ", ".join(STATEMENT_KEYWORDS))
+
+
+def swallowed_statement(first: str, second: str) -> bool:
+    """Whether a dtype's item `first second` is `dtype T` and a misspelt statement: the grammar reads
+    `dtype bf16 layuot` as the item (operand bf16, type layuot), since a statement's keyword is a name like any
+    other to it. An item whose second word is a type stays an item (`dtype a bf16`: a bad operand)."""
+    return first not in OPERANDS and second not in {d.value for d in STORAGE_DTYPES}
+
+
+# The token types of the keywords that open a statement (a group's `concurrency` too): anonymous terminals are
+# named after their text.
+_STATEMENT_TOKENS = frozenset(k.upper() for k in (*STATEMENT_KEYWORDS, "concurrency"))
+_TOP_TOKENS = frozenset(("TARGET", "KERNEL", "GROUP", "$END"))  # what the file level expects
+_NAMED_BY = frozenset(("KERNEL", "GROUP", "GEMM"))  # the token before a kernel's, a group's or a member's name
+_NAME_RUN = re.compile(r"[A-Za-z0-9_]+(?:[-.][A-Za-z0-9_]+)*")
+
+TILE_HINT = "a tile is BM x BN x BK, e.g. `tile 128x128x64`"
+MEMBER_HINT = "a group's members are named: `gemm q 64 x 64 x 64`"
+GEMM_NAME_HINT = ("a kernel's `gemm` has no name; name problems in `batch { q 64 x 64 x 64 }`, or put named GEMMs "
+                  "in a `group`")
+SCALAR_HINT = "alpha and beta are numbers (`alpha 0.125`) or `runtime`"
+TOP_STATEMENT_HINT = "statements go inside `kernel NAME { ... }` or `group NAME { ... }`"
+
+
+def _stack(err: lark.exceptions.UnexpectedInput) -> list:
+    """The LALR parser's value stack where the error came (tokens, and trees of the rules already reduced)."""
+    parser = getattr(err, "interactive_parser", None)
+    return list(parser.parser_state.value_stack) if parser is not None else []
+
+
+def _open_statement(stack: list) -> tuple[Token, ...]:
+    """The statement the parser was reading: its keyword and the words after it, or () between statements (or
+    inside a batch's braces, a member's or a dtype's second item, whose words sit under reduced trees)."""
+    for i in range(len(stack) - 1, -1, -1):
+        value = stack[i]
+        if not isinstance(value, Token) or value.type in ("LBRACE", "RBRACE"):
+            return ()
+        if value.type in _STATEMENT_TOKENS:
+            return tuple(stack[i:])
+    return ()
+
+
+def _name_hint(stack: list, source: str, end: int) -> str | None:
+    """The hint for a kernel's, group's, member's or problem's name that goes on with a character no name holds
+    (`moe-up`, `v1.5`), the bad character or token at `end`, right after the name on top of the stack."""
+    if len(stack) < 2 or not isinstance(stack[-1], Token) or stack[-1].type != "NAME" or stack[-1].end_pos != end:
+        return None
+    before = stack[-2]
+    in_batch = any(isinstance(v, Token) and v.type == "BATCH" for v in stack[-4:-1])  # a batch's braces are open
+    if not (isinstance(before, Token) and before.type in _NAMED_BY) and not in_batch:
+        return None
+    run = _NAME_RUN.match(source, stack[-1].start_pos or 0)
+    if run is None or run.end() <= end:
+        return None
+    return f"names are identifiers: letters, digits and _ (`{re.sub(r'[-.]', '_', run.group())}`)"
+
+
+def _syntax_error(err: lark.exceptions.UnexpectedInput, source: str) -> Diagnostic:
+    """`source`: the schedule as Lark read it (line breaks made \\n), for the names a hint spells out."""
     line, col = err.line or 1, err.column or 1
+    stack = _stack(err)
+    stmt = _open_statement(stack)
     if isinstance(err, lark.exceptions.UnexpectedCharacters):
-        return Diagnostic("E100", f"unexpected character {err.char!r}", Span(line, col))
+        hint = _name_hint(stack, source, err.pos_in_stream or 0)
+        if hint is None and stmt and stmt[0].type in ("ALPHA", "BETA"):
+            hint = SCALAR_HINT
+        return Diagnostic("E100", f"unexpected character {err.char!r}", Span(line, col), hint)
     if isinstance(err, lark.exceptions.UnexpectedToken):
         tok = err.token
         expected = set(err.expected)
@@ -129,27 +199,52 @@ def _syntax_error(err: lark.exceptions.UnexpectedInput) -> Diagnostic:
                               hint="is a '}' missing?")
         text = str(tok)
         span = Span(tok.line or line, tok.column or col, tok.end_column)
+        if len(stmt) == 3 and stmt[0].type == "DTYPE" and swallowed_statement(str(stmt[1]), str(stmt[2])):
+            return unknown_statement(_word(stmt[2]))  # `dtype bf16 layuot B col`: at `layuot`, not at `B`
         if tok.type == "NAME" and "DTYPE" in expected:
-            return Diagnostic("E101", f"unknown statement '{text}'", span,
-                              _suggest(text, STATEMENT_KEYWORDS) or "statements: " + ", ".join(STATEMENT_KEYWORDS))
-        if tok.type == "NAME" and expected <= {"TARGET", "KERNEL", "GROUP", "$END"}:
+            return unknown_statement(Word(text, span))
+        if tok.type == "NAME" and expected <= _TOP_TOKENS:
             return Diagnostic("E101", f"unknown keyword '{text}'", span,
                               _suggest(text, TOP_KEYWORDS) or "a file holds 'target', 'kernel' and 'group' "
                               "declarations")
         names = " or ".join(sorted(_token_name(e) for e in expected))
         found = _token_name(tok.type)
         found = found if found.startswith("'") else f"{found} '{text}'"
-        hint = None
-        if "NAME" in expected and tok.type != "NAME" and text.isidentifier():  # `gemm x ...`, `kernel auto`
-            hint = f"'{text}' is a word of the language and cannot be a name (docs/LANGUAGE.md, \"Reserved names\")"
+        hint = _token_hint(tok, expected, stack, stmt, source)
         return Diagnostic("E100", f"expected {names}, found {found}", span, hint)
     return Diagnostic("E100", str(err).splitlines()[0], Span(line, col))
 
 
+def _token_hint(tok: Token, expected: set[str], stack: list, stmt: tuple[Token, ...], source: str) -> str | None:
+    """How to write what the parser expected where it found `tok`."""
+    word = str(tok)
+    if "NAME" in expected and tok.type != "NAME" and word.isidentifier():  # `gemm x ...`, `kernel auto`
+        return f"'{word}' is a word of the language and cannot be a name (docs/LANGUAGE.md, \"Reserved names\")"
+    if tok.type in _STATEMENT_TOKENS and expected <= _TOP_TOKENS:
+        return TOP_STATEMENT_HINT
+    if tok.type == "NUMBER" and word[0] in "-.":  # `kernel moe-1b`, `kernel v1.5`: `-1b`, `.5` read as numbers
+        hint = _name_hint(stack, source, tok.start_pos or 0)
+        if hint:
+            return hint
+    if not stmt:
+        return None
+    keyword, words = stmt[0].type, stmt[1:]
+    if keyword == "TILE" and "X" in expected:
+        return TILE_HINT
+    if keyword in ("ALPHA", "BETA") and not words:
+        return SCALAR_HINT
+    if keyword == "GEMM" and not words and "NAME" in expected:
+        return MEMBER_HINT
+    if keyword == "GEMM" and not words and tok.type == "NAME":
+        return GEMM_NAME_HINT
+    return None
+
+
 def parse(text: str, filename: str = "<string>") -> Module:
     """Parse schedule text into an AST; raise GemmcError (E100/E101) on a syntax error."""
-    try:  # Lark counts lines by \n alone: give it \n for every line break the error renderer knows (\r\n, \r)
-        tree = _lark().parse(LINE_BREAK.sub("\n", text))
+    lines = LINE_BREAK.sub("\n", text)  # Lark counts lines by \n alone: \n for every break the renderer knows
+    try:
+        tree = _lark().parse(lines)
     except lark.exceptions.UnexpectedInput as err:
-        raise GemmcError(_syntax_error(err), filename=filename, source=text) from None
+        raise GemmcError(_syntax_error(err, lines), filename=filename, source=text) from None
     return _ToAst().transform(tree)

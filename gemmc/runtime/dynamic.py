@@ -170,8 +170,9 @@ def ends(obj: Any, device: int, max_groups: int) -> ArrayInfo:
         raise GemmcError("offsets: a grouped kernel needs the cumulative group ends: k(A, B, C, offsets=ends)")
     info = describe(obj, "offsets")
     if info.ndim != 1 or info.dtype != "int32":
+        convert = " (torch: `ends.to(torch.int32)`; torch.cumsum returns int64)" if info.dtype == "int64" else ""
         raise GemmcError(f"offsets: expected a 1-D int32 array of cumulative group ends, got {info.dtype} with "
-                         f"shape {tuple(info.shape)}")
+                         f"shape {tuple(info.shape)}{convert}")
     if info.device is not None and info.device != device:
         raise GemmcError(f"offsets: lives on GPU {info.device}, but the current device is GPU {device}")
     if info.shape[0] > max_groups:
