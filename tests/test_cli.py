@@ -324,6 +324,46 @@ def test_file_names_that_are_not_utf8(tmp_path):
     assert b"out\\udcff/k.cu" in proc.stdout and "s\\udcff.gs" in (tmp_path / "out\udcff" / "k.h").read_text()
 
 
+@pytest.mark.parametrize("lines, at, why", [
+    (["dtype bf16", "threads 256", "gemm 4096 x 4096 x 4096"], "threads 256",
+     "runs with the simt family, not hopper: `threads 256`: the tensor cores' TMA + wgmma loop runs 384 threads"),
+    (["dtype bf16", "gemm 512 x 512 x 512 count 4"], "gemm 512",
+     "runs with the simt family, not hopper: a batch of 4 GEMMs: the tensor cores' TMA + wgmma loop computes one GEMM"),
+    (["dtype bf16", "precision f32", "gemm 512 x 512 x 512"], "precision f32",
+     "runs with the simt family, not hopper: `precision f32`: f32 products"),
+    (["dtype bf16", "layout A col", "grouped M n 2048 k 1024 groups 64"], "layout A col",
+     "runs with the dynamic family, not hopper_grouped: the tensor cores' TMA + wgmma loop does not run it: it reads "
+     "A"),
+    (["dtype bf16", "grouped M n 2048 k 1001 groups 64"], "grouped M",
+     "runs with the dynamic family, not hopper_grouped: the tensor cores' TMA + wgmma loop does not run it: TMA reads "
+     "A's rows of k 1001"),
+])
+def test_compile_notes_the_statement_that_keeps_half_data_off_the_tensor_cores(tmp_path, capsys, lines, at, why):
+    """KernelFamily.declines: a bf16 kernel on sm_90 that a statement keeps off the tensor cores compiles (on CUDA
+    cores), and `gemmc compile` notes that statement and why; inspect's decisions say it too."""
+    text = "\n".join(["target cuda sm_90", "kernel k {", *(f"  {x}" for x in lines), "}", ""])
+    schedule = tmp_path / "k.gs"
+    schedule.write_text(text)
+    assert cli.main(["compile", str(schedule), "-o", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    line = next(i for i, x in enumerate(text.split("\n"), 1) if at in x)
+    column = text.split("\n")[line - 1].index(at) + 1
+    assert f"{schedule}:{line}:{column}: note: kernel k {why}" in err, err
+    from gemmc import compile_string
+
+    kernel = compile_string(text)["k"]
+    assert kernel.ir.declined in kernel.plan
+
+
+def test_nothing_is_noted_where_the_tensor_cores_take_the_kernel_or_the_schedule_names_a_family(tmp_path, capsys):
+    schedule = tmp_path / "k.gs"
+    schedule.write_text("target cuda sm_90\nkernel a { dtype bf16 gemm 512 x 512 x 512 }\n"
+                        "kernel b { dtype bf16 algorithm simt threads 256 gemm 512 x 512 x 512 }\n"
+                        "kernel d { threads 256 gemm 512 x 512 x 512 }\n")
+    assert cli.main(["compile", str(schedule), "-o", str(tmp_path / "out")]) == 0
+    assert "note:" not in capsys.readouterr().err
+
+
 def test_compile_says_why_a_fused_group_runs_on_streams(tmp_path, capsys):
     """The note points at the member that is the reason (its `gemm` line), or at the group's statement that every
     member takes where that is the reason."""

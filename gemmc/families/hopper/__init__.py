@@ -111,17 +111,18 @@ def kept_off(kernel: Kernel) -> Declined | None:
     """What in a schedule keeps a bf16/f16 kernel off the loop, at its statement, or None: a batch (the loop
     computes one GEMM a launch), threads other than its 384, kslices, a ksplit it does not run (KSPLITS), or
     products in f32 (`precision f32`)."""
+    loop = "the tensor cores' TMA + wgmma loop"
     if kernel.count is not None or len(kernel.problems) != 1:
-        return Declined(f"a batch of {kernel.batch_size} GEMMs: the tensor cores' TMA + wgmma loop computes one GEMM a launch (a "
-                        "`grouped list` kernel runs a batch of GEMMs on the tensor cores)", kernel.problems_span)
+        return Declined(f"a batch of {kernel.batch_size} GEMMs: {loop} computes one GEMM a launch (a `grouped list` "
+                        "kernel runs a batch of GEMMs on the tensor cores)", kernel.problems_span)
     if kernel.threads not in (None, 384):
-        return Declined(f"`threads {kernel.threads}`: the tensor cores' TMA + wgmma loop runs 384 threads (a producer warpgroup and "
-                        "two consumers); write `threads auto`", kernel.where("threads"))
+        return Declined(f"`threads {kernel.threads}`: {loop} runs 384 threads (a producer warpgroup and two "
+                        "consumers); write `threads auto`", kernel.where("threads"))
     tile = kernel.tile
     if tile is not None and tile.slices != 1:
-        return Declined(f"`kslices {tile.slices}`: the tensor cores' TMA + wgmma loop slices no k-tile", kernel.where("tile"))
+        return Declined(f"`kslices {tile.slices}`: {loop} slices no k-tile", kernel.where("tile"))
     if tile is not None and tile.split not in planner.KSPLITS:
-        return Declined(f"`ksplit {tile.split}`: the tensor cores' TMA + wgmma loop splits K in "
+        return Declined(f"`ksplit {tile.split}`: {loop} splits K in "
                         f"{', '.join(map(str, planner.KSPLITS))} blocks", kernel.where("tile"))
     if kernel.precision is not None and kernel.precision.compute is DType.F32:
         return Declined("`precision f32`: f32 products, which the tensor cores do not compute",
