@@ -199,3 +199,15 @@ def test_threads_with_tile_auto_restricts_the_tiles():
         planned(text)
     d = err.value.diagnostics[0]
     assert d.code == "E301" and "threads 96" in d.message and d.span.line == 4
+
+
+def test_ksplit_is_refused_where_the_tensor_core_family_runs_the_kernel():
+    """The mma.sync loop splits no K over a cluster: `ksplit` there is E202 at the tile (it was dropped without a
+    word); the hopper family's loop, named, is its own check's."""
+    from gemmc import compile_string
+
+    for target in ("sm_80", "sm_90"):
+        with pytest.raises(GemmcError, match=r"E202.*ksplit 2 splits K over a thread-block cluster in the SIMT and "
+                                             r"hopper families; the tensor-core family's mma.sync loop does not"):
+            compile_string(f"target cuda {target}\nkernel k {{ precision tf32 tile 128x128x32 ksplit 2 "
+                           "gemm 1024 x 1024 x 1024 }")

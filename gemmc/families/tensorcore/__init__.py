@@ -75,6 +75,12 @@ class TensorCore(PlannerFamily):
         if requested(kernel) and kernel.tile is not None and kernel.tile.slices > 1:
             diags.append(Diagnostic("E202", "kslices splits the k-tiles of the SIMT family; the tensor-core family "
                                     "has none", kernel.where("tile"), "leave out `kslices`, or use precision f32/f64"))
+        ours = kernel.algorithm == NAME or (kernel.algorithm == "auto" and not (
+            hopper_loop.candidate(kernel, hw) and hopper_loop.blocker(kernel, hw) is None))  # not the hopper loop's
+        if requested(kernel) and ours and kernel.tile is not None and kernel.tile.split > 1:
+            diags.append(Diagnostic("E202", f"ksplit {kernel.tile.split} splits K over a thread-block cluster in the "
+                                    "SIMT and hopper families; the tensor-core family's mma.sync loop does not",
+                                    kernel.where("tile"), "leave out `ksplit`, or use precision f32 (SIMT)"))
         if requested(kernel) and not hw.has_tensor_cores:
             diags.append(Diagnostic("E900", f"precision {prec} needs tensor cores (CUDA sm_80 or newer); HIP MFMA is "
                                     "not generated yet", kernel.where("precision")))
