@@ -6,6 +6,7 @@ import pytest
 
 import gemmc
 from gemmc.api import front_end
+from gemmc.grammar.parser import ITEMS_HINT
 from gemmc.ir.nodes import Problem, TileShape
 from gemmc.ir.types import Batching, DType, Layout, Precision, TileMode
 
@@ -348,3 +349,40 @@ def test_a_tile_of_spaced_sizes_gets_the_tile_hint():
     (d,) = info.value.diagnostics
     assert (d.message, d.span.column, d.hint) == ("expected 'x', found '}'", 45, "a tile is BM x BN x BK, e.g. "
                                                   "`tile 128x128x64`")
+
+
+@pytest.mark.parametrize("text, errors", [
+    # an operand in the item, in any case: a bad operand or type, named as such, not a misspelt statement
+    ("kernel k { dtype a bfloat16 gemm 64 x 64 x 64 }",
+     [("E204", "unknown operand 'a'"), ("E204", "unknown dtype 'bfloat16'")]),
+    ("kernel k { gemm 64 x 64 x 64 dtype bf16 A }",
+     [("E204", "unknown operand 'bf16'"), ("E204", "unknown dtype 'A'")]),
+    ("kernel k { dtype BF16 c gemm 64 x 64 x 64 }",
+     [("E204", "unknown operand 'BF16'"), ("E204", "unknown dtype 'c'")]),
+])
+def test_a_dtype_item_with_an_operand_is_not_read_as_a_misspelt_statement(text, errors):
+    with pytest.raises(gemmc.GemmcError) as info:
+        gemmc.compile_string(text)
+    assert [(d.code, d.message) for d in info.value.diagnostics] == errors
+
+
+@pytest.mark.parametrize("text, word", [
+    ("kernel k { dtype A bf16 B bf16 gemm 64 x 64 x 64 }", "B"),
+    ("kernel k { dtype A bf16, B bf16 C f32 gemm 64 x 64 x 64 }", "C"),
+    ("kernel k { dtype bf16 C f32 gemm 64 x 64 x 64 }", "f32"),
+    ("kernel k { layout A col B col gemm 64 x 64 x 64 }", "B"),
+    ("kernel k { layout A col, B col C row gemm 64 x 64 x 64 }", "C"),
+])
+def test_a_missing_comma_between_items_gets_the_items_hint(text, word):
+    with pytest.raises(gemmc.GemmcError) as info:
+        gemmc.compile_string(text)
+    (d,) = info.value.diagnostics
+    assert (d.code, d.message, d.hint) == ("E101", f"unknown statement '{word}'", ITEMS_HINT)
+    assert d.span.column == text.rindex(f" {word} ") + 2
+
+
+def test_a_misspelt_statement_after_items_still_gets_its_keyword():
+    with pytest.raises(gemmc.GemmcError) as info:
+        gemmc.compile_string("kernel k { layout B col aplha 2 gemm 64 x 64 x 64 }")
+    (d,) = info.value.diagnostics
+    assert (d.message, d.hint) == ("unknown statement 'aplha'", "did you mean 'alpha'?")

@@ -119,17 +119,20 @@ def _suggest(word: str, choices: tuple[str, ...]) -> str | None:
     return f"did you mean '{close[0]}'?" if close else None
 
 
-def unknown_statement(word: Word) -> Diagnostic:
-    """E101 at a word where a statement's keyword goes, with the closest keyword or the list of them."""
-    return Diagnostic("E101", f"unknown statement '{word.text}'", word.span,
-                      _suggest(word.text, STATEMENT_KEYWORDS) or "statements: " + ", ".join(STATEMENT_KEYWORDS))
+def unknown_statement(word: Word, hint: str | None = None) -> Diagnostic:
+    """E101 at a word where a statement's keyword goes, with the closest keyword, else `hint`, else the list of
+    them."""
+    return Diagnostic("E101", f"unknown statement '{word.text}'", word.span, _suggest(word.text, STATEMENT_KEYWORDS)
+                      or hint or "statements: " + ", ".join(STATEMENT_KEYWORDS))
 
 
 def swallowed_statement(first: str, second: str) -> bool:
     """Whether a dtype's item `first second` is `dtype T` and a misspelt statement: the grammar reads
     `dtype bf16 layuot` as the item (operand bf16, type layuot), since a statement's keyword is a name like any
-    other to it. An item whose second word is a type stays an item (`dtype a bf16`: a bad operand)."""
-    return first not in OPERANDS and second not in {d.value for d in STORAGE_DTYPES}
+    other to it. An item with an operand or a type in it stays an item, in any case (`dtype a bfloat16`, `dtype bf16
+    C`: a bad operand or type, which lowering names)."""
+    words = (first.upper(), second.upper())
+    return not any(w in OPERANDS for w in words) and second.lower() not in {d.value for d in STORAGE_DTYPES}
 
 
 # The token types of the keywords that open a statement (a group's `concurrency` too): anonymous terminals are
@@ -144,6 +147,8 @@ MEMBER_HINT = "a group's members are named: `gemm q 64 x 64 x 64`"
 GEMM_NAME_HINT = ("a kernel's `gemm` has no name; name problems in `batch { q 64 x 64 x 64 }`, or put named GEMMs "
                   "in a `group`")
 SCALAR_HINT = "alpha and beta are numbers (`alpha 0.125`) or `runtime`"
+ITEMS_HINT = ("per-operand items are separated by commas: `dtype A bf16, B bf16, C f32`, `layout A row, B col`; a "
+              "dtype may also be one type for all three (`dtype bf16`)")
 TOP_STATEMENT_HINT = "statements go inside `kernel NAME { ... }` or `group NAME { ... }`"
 
 
@@ -163,6 +168,15 @@ def _open_statement(stack: list) -> tuple[Token, ...]:
         if value.type in _STATEMENT_TOKENS:
             return tuple(stack[i:])
     return ()
+
+
+def _missing_comma(stack: list, stmt: tuple[Token, ...], tok: Token) -> bool:
+    """Whether the parser was reading a dtype's or a layout's per-operand items where `tok` came, and an operand
+    among them or `tok` says a ',' is missing (`dtype A bf16 B bf16`, `layout A col, B col C row`, `dtype bf16 C
+    f32`) rather than a statement misspelt."""
+    in_items = bool(stmt) and stmt[0].type in ("DTYPE", "LAYOUT")
+    after_comma = len(stack) >= 3 and isinstance(stack[-3], Token) and stack[-3].type == "COMMA"
+    return (in_items or after_comma) and any(str(w).upper() in OPERANDS for w in (*stmt[1:], tok))
 
 
 def _name_hint(stack: list, source: str, end: int) -> str | None:
@@ -202,7 +216,7 @@ def _syntax_error(err: lark.exceptions.UnexpectedInput, source: str) -> Diagnost
         if len(stmt) == 3 and stmt[0].type == "DTYPE" and swallowed_statement(str(stmt[1]), str(stmt[2])):
             return unknown_statement(_word(stmt[2]))  # `dtype bf16 layuot B col`: at `layuot`, not at `B`
         if tok.type == "NAME" and "DTYPE" in expected:
-            return unknown_statement(Word(text, span))
+            return unknown_statement(Word(text, span), ITEMS_HINT if _missing_comma(stack, stmt, tok) else None)
         if tok.type == "NAME" and expected <= _TOP_TOKENS:
             return Diagnostic("E101", f"unknown keyword '{text}'", span,
                               _suggest(text, TOP_KEYWORDS) or "a file holds 'target', 'kernel' and 'group' "
