@@ -202,8 +202,8 @@ def test_threads_with_tile_auto_restricts_the_tiles():
 
 
 def test_ksplit_is_refused_where_the_tensor_core_family_runs_the_kernel():
-    """The mma.sync loop splits no K over a cluster: `ksplit` there is E202 at the tile (it was dropped without a
-    word); the hopper family's loop, named, is its own check's."""
+    """The mma.sync loop splits no K over a cluster: `ksplit` there is E202 at the tile, not a split the kernel
+    ignores; the hopper family's loop, named, is its own check's."""
     from gemmc import compile_string
 
     for target in ("sm_80", "sm_90"):
