@@ -25,6 +25,7 @@ from typing import Any
 
 from gemmc.codegen import Rendered
 from gemmc.errors import GemmcError
+from gemmc.ir.hardware import CUDA_ARCHS
 from gemmc.runtime import cache as disk
 from gemmc.runtime.device import cupy, hardware
 from gemmc.stats import count
@@ -156,8 +157,6 @@ def device_function(rendered: Rendered, entry: str) -> Any:
     arch = hardware().arch
     if rendered.device_arch.endswith("a"):
         if rendered.device_arch != arch + "a":
-            from gemmc.ir.hardware import CUDA_ARCHS
-
             fix = (f"compile the schedule for this GPU (`target cuda {arch}`)" if arch in CUDA_ARCHS else
                    f"gemmc has no target for {arch} yet (its targets: {', '.join(CUDA_ARCHS)}): run this kernel on "
                    f"an sm_90 GPU (H100, H200), or write `algorithm simt` (CUDA cores, built for any GPU)")
