@@ -206,8 +206,11 @@ def test_ksplit_is_refused_where_the_tensor_core_family_runs_the_kernel():
     ignores; the hopper family's loop, named, is its own check's."""
     from gemmc import compile_string
 
-    for target in ("sm_80", "sm_90"):
-        with pytest.raises(GemmcError, match=r"E202.*ksplit 2 splits K over a thread-block cluster in the SIMT and "
-                                             r"hopper families; the tensor-core family's mma.sync loop does not"):
+    for target, hint in (("sm_80", "leave out `ksplit`"), ("sm_90", "leave out `ksplit`, or use precision f32 (SIMT)")):
+        with pytest.raises(GemmcError, match=r"E202.*ksplit 2 splits K over a thread-block cluster in the SIMT "
+                                             r"and hopper families; the tensor-core family's mma.sync loop does not"
+                           ) as err:
             compile_string(f"target cuda {target}\nkernel k {{ precision tf32 tile 128x128x32 ksplit 2 "
                            "gemm 1024 x 1024 x 1024 }")
+        (d,) = err.value.diagnostics
+        assert d.hint == hint  # sm_80 has no clusters: the SIMT family's ksplit would be E900 there

@@ -80,7 +80,8 @@ class TensorCore(PlannerFamily):
         if requested(kernel) and ours and kernel.tile is not None and kernel.tile.split > 1:
             diags.append(Diagnostic("E202", f"ksplit {kernel.tile.split} splits K over a thread-block cluster in the "
                                     "SIMT and hopper families; the tensor-core family's mma.sync loop does not",
-                                    kernel.where("tile"), "leave out `ksplit`, or use precision f32 (SIMT)"))
+                                    kernel.where("tile"), "leave out `ksplit`" + (  # SIMT splits on clusters only
+                                        ", or use precision f32 (SIMT)" if hw.has_clusters else "")))
         if requested(kernel) and not hw.has_tensor_cores:
             diags.append(Diagnostic("E900", f"precision {prec} needs tensor cores (CUDA sm_80 or newer); HIP MFMA is "
                                     "not generated yet", kernel.where("precision")))
