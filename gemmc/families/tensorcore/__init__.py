@@ -75,8 +75,9 @@ class TensorCore(PlannerFamily):
         if requested(kernel) and kernel.tile is not None and kernel.tile.slices > 1:
             diags.append(Diagnostic("E202", "kslices splits the k-tiles of the SIMT family; the tensor-core family "
                                     "has none", kernel.where("tile"), "leave out `kslices`, or use precision f32/f64"))
-        ours = kernel.algorithm == NAME or (kernel.algorithm == "auto" and not (
-            hopper_loop.candidate(kernel, hw) and hopper_loop.blocker(kernel, hw) is None))  # not the hopper loop's
+        # a schedule's tile keeps a tensor-core precision off the hopper loop (hopper_loop.blocker): under auto, and
+        # named, this family runs the kernel the ksplit is on
+        ours = kernel.algorithm in (NAME, "auto")
         if requested(kernel) and ours and kernel.tile is not None and kernel.tile.split > 1:
             diags.append(Diagnostic("E202", f"ksplit {kernel.tile.split} splits K over a thread-block cluster in the "
                                     "SIMT and hopper families; the tensor-core family's mma.sync loop does not",
