@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from gemmc.api_kernel import CompiledKernel
 from gemmc.ir.group import Group, GroupPlan, Mode, group_lines
 from gemmc.ir.hardware import Hardware
+from gemmc.ir.types import counted
 
 if TYPE_CHECKING:
     from gemmc.concurrent.render import RenderedGroup
@@ -146,4 +147,4 @@ class CompiledGroup:
 
     def __repr__(self) -> str:
         gemms = len(self.members)
-        return f"<gemmc group {self.name}: {gemms} GEMM{'' if gemms == 1 else 's'}, {self.mode.value}>"
+        return f"<gemmc group {self.name}: {counted(gemms, 'GEMM')}, {self.mode.value}>"

@@ -13,6 +13,7 @@ from gemmc.ir.dynamic import Grouping
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel
 from gemmc.ir.printer import format_kernel
+from gemmc.ir.types import counted
 from gemmc.model.tlp import Occupancy
 from gemmc.passes import replan
 
@@ -209,5 +210,5 @@ class CompiledKernel:
     def __repr__(self) -> str:
         size = self.ir.batch_size
         batch = f"a batch sized at run time, {self.ir.dynamic}" if self.ir.dynamic else \
-            f"{size} problem{'' if size == 1 else 's'}"
+            counted(size, "problem")
         return f"<gemmc kernel {self.name}: {self.ir.family or '?'}, {batch}>"

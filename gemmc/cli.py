@@ -16,6 +16,7 @@ from gemmc.concurrent.plan import plan_groups
 from gemmc.errors import Diagnostic, GemmcError, NoGpuError, printable
 from gemmc.ir.printer import format_program
 from gemmc.ir.program import Program
+from gemmc.ir.types import counted
 from gemmc.passes import PASS_NAMES, run_pipeline
 from gemmc.version import __version__
 
@@ -137,7 +138,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         write_whole(src, r.standalone)
         write_whole(header, r.header)
         size = kernel.ir.batch_size
-        runs = "a batch sized at run time" if kernel.ir.dynamic else f"{size} GEMM{'' if size == 1 else 's'}"
+        runs = "a batch sized at run time" if kernel.ir.dynamic else counted(size, "GEMM")
         print(f"wrote {printable(str(src))} and {printable(str(header))}: {r.launcher}() runs {runs} "
               f"with the {kernel.ir.family or '?'} family; build it with {' '.join(r.build_flags)}{link(r.header)}")
         if kernel.ir.declined:  # e.g. a statement that keeps a bf16 GEMM off the tensor cores
@@ -150,7 +151,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         write_whole(header, g.header)
         gemms = len(group.members)
         print(f"wrote {printable(str(src))} and {printable(str(header))}: {g.launcher}() runs group {g.name}'s "
-              f"{gemms} GEMM{'' if gemms == 1 else 's'} ({group.mode.value}); build it with {' '.join(g.build_flags)}"
+              f"{counted(gemms, 'GEMM')} ({group.mode.value}); build it with {' '.join(g.build_flags)}"
               f"{link(g.header)}")
         if group.group_plan.fallback:  # a `concurrency fused` the members cannot honour runs on streams
             at = group.group_plan.fallback_span

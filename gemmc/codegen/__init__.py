@@ -11,7 +11,7 @@ from gemmc.families.registry import family
 from gemmc.grammar import limits, names
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
-from gemmc.ir.types import DType
+from gemmc.ir.types import DType, counted
 from gemmc.version import __version__
 
 RUNTIME_API = {
@@ -96,7 +96,7 @@ def common_context(kernel: Kernel, hw: Hardware, family_knobs: list[str]) -> dic
         f"C {kernel.layout_c.value}, alpha {literal(kernel.alpha, 'double') or 'runtime'}, "
         f"beta {literal(kernel.beta, 'double') or 'runtime'}",
         f"precision {kernel.precision}, algorithm {kernel.algorithm}, batching {kernel.batching.value}",
-        f"batch of {kernel.batch_size} problem(s)" if kernel.dynamic is None else "batch sized at run time",
+        f"batch of {counted(kernel.batch_size, 'problem')}" if kernel.dynamic is None else "batch sized at run time",
         *family_knobs,
     )]
     return {

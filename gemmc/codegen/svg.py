@@ -27,6 +27,7 @@ from gemmc.families.cells import Cells
 from gemmc.families.registry import family
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel, WorkList
+from gemmc.ir.types import counted
 from gemmc.model.tlp import occupancy, tlp_new, tlp_old
 
 WIDTH = 1000.0  # px: the picture's width
@@ -227,7 +228,7 @@ def header(kernel: Kernel, plan: FamilyPlan, work: WorkList, hw: Hardware, cells
     """The kernel, its launch, its TLP figures, its occupancy and waves, and how its grid maps blocks where it has
     no tile table."""
     count = f" (x count {kernel.count})" if kernel.count else ""
-    out = [f"kernel {kernel.name}: {kernel.family} family, {len(kernel.problems)} problem(s){count}, "
+    out = [f"kernel {kernel.name}: {kernel.family} family, {counted(len(kernel.problems), 'problem')}{count}, "
            f"{kernel.flops / 1e9:.3f} GFLOP; target {hw.vendor} {hw.arch}, {hw.sm_count} SMs"]
     launch = (f"launch: grid {work.grid[0]}x{work.grid[1]}x{work.grid[2]} = {work.blocks} blocks of {work.block} "
               f"threads, {len(cells)} {cells.unit}s")

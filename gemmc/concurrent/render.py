@@ -20,6 +20,7 @@ from gemmc.errors import InternalError
 from gemmc.ir.group import DEGREES, MAX_STREAMS, Group, Mode, kernel_name
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
+from gemmc.ir.types import counted
 from gemmc.model.worklist import problem_rows
 from gemmc.version import __version__
 
@@ -61,7 +62,7 @@ def summary(k: Kernel) -> str:
     if k.dynamic is not None:
         return f"{k.family}, {k.dynamic}"
     p = k.problems[0]
-    return f"{k.family}, {len(k.problems)} problem(s), first {p.m}x{p.n}x{p.k}"
+    return f"{k.family}, {counted(len(k.problems), 'problem')}, first {p.m}x{p.n}x{p.k}"
 
 
 def member_line(name: str, k: Kernel) -> str:

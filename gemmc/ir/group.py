@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from gemmc.ir.nodes import Kernel
-from gemmc.ir.types import Span, span_field
+from gemmc.ir.types import Span, counted, span_field
 
 MAX_STREAMS = 32  # CUDA_DEVICE_MAX_CONNECTIONS' ceiling: more streams share hardware work queues
 MAX_MEMBERS = 128  # the C++ launcher passes 3 pointers per GEMM as launch arguments (4 KiB of them)
@@ -84,7 +84,7 @@ def group_lines(g: Group) -> list[str]:
     """The group's part of `gemmc inspect`: its members, the predictor's figures, the share plans, the choice."""
     mode = g.mode.value + (f" {g.streams}" if g.streams else "")
     gemms = len(g.members)
-    out = [f"group {g.name}: {gemms} GEMM{'' if gemms == 1 else 's'}, concurrency {mode}"]
+    out = [f"group {g.name}: {counted(gemms, 'GEMM')}, concurrency {mode}"]
     plan = g.plan
     if plan is None:
         out.append("  members: " + ", ".join(g.members))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from gemmc.ir.group import group_lines
 from gemmc.ir.nodes import Kernel
 from gemmc.ir.program import Program
+from gemmc.ir.types import counted
 
 MAX_TILES_SHOWN = 8
 
@@ -53,8 +54,8 @@ def kernel_lines(k: Kernel) -> list[str]:
         if r is not None:
             batched = (f"; blocks 0-{r.batched - 1} run {r.per_block} tiles each, the rest one"
                        if r.batched else "; one tile a block")
-            out.append(f"    tiles: {r.problems} problem(s) x {r.tiles_m} x {r.tiles_n} tiles of {r.bm} x {r.bn}, "
-                       f"variant {r.variant}, in groups of {r.group_m} tile rows{batched}"
+            out.append(f"    tiles: {counted(r.problems, 'problem')} x {r.tiles_m} x {r.tiles_n} tiles of {r.bm} x "
+                       f"{r.bn}, variant {r.variant}, in groups of {r.group_m} tile rows{batched}"
                        + (f"; clusters of {r.cluster} blocks" if r.cluster > 1 else ""))
         for t in w.tiles[:MAX_TILES_SHOWN]:
             out.append(f"    tile problem {t.problem} at ({t.m0}, {t.n0}) variant {t.variant}")

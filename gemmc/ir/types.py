@@ -110,3 +110,8 @@ SPLITS: dict[tuple[DType, int], tuple[str | None, ...]] = {
     (DType.BF16, 6): (None,),
     (DType.TF32, 3): (None,),
 }
+
+
+def counted(n: int, noun: str) -> str:
+    """`n` and `noun`, plural where n is not 1: "1 GEMM", "4 problems"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from gemmc.ir.nodes import FamilyPlan, PlanDraft
-from gemmc.ir.types import Batching
+from gemmc.ir.types import Batching, counted
 
 
 def micro_tile(bm: int, bn: int, threads: int) -> tuple[int, int] | None:
@@ -181,7 +181,7 @@ class SimtPlan(FamilyPlan):
         edge_of = {e: i for i, row in enumerate(self.edges) for e in row if e >= 0}
         for i, v in enumerate(self.variants):
             users = sum(1 for a in self.assignment if a == i)
-            used = f"edge tiles of variant {edge_of[i]}" if i in edge_of else f"used by {users} problem(s)"
+            used = f"edge tiles of variant {edge_of[i]}" if i in edge_of else f"used by {counted(users, 'problem')}"
             out.append(f"variant {i}: {v}, W_CP {v.w_cp:g}, W_DL {v.w_dl:g} (~{self.variant_regs(v)} regs) {used}")
         return tuple(out)
 

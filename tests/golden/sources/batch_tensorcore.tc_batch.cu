@@ -2,7 +2,7 @@
 // kernel tc_batch: family tensorcore, target cuda sm_90
 // dtype f32, layout A row B row C row, alpha 1.0, beta 0.0
 // precision split f16 x3 method ootomo, algorithm auto, batching auto
-// batch of 4 problem(s)
+// batch of 4 problems
 // tensorcore: block 64x128x32, warp tile 64x128, 128 threads, wgmma m64n128k16 from shared memory (1 warpgroup(s)), 3 cp.async stages; shared memory 99328 B, ~168 regs; pre-pass split into scratch (14544384 B, 872 blocks)
 // split: f16 x3 method ootomo: per k-step hi*hi*2^11 + hi*lo + lo*hi on the tensor core, added to an f32 total (round to nearest); hi rn, lo rn, lo scaled by 2^11; rows of A / columns of B scaled by powers of two into the f16 range
 

@@ -2,7 +2,7 @@
 // kernel bf16_8192: family hopper, target cuda sm_90
 // dtype bf16, layout A row B row C row, alpha 1.0, beta 0.0
 // precision bf16, algorithm auto, batching auto
-// batch of 1 problem(s)
+// batch of 1 problem
 // hopper: tile 128x256x64 bf16, 4 stages of 48 KiB (TMA, 128-byte swizzle, mbarriers), A K-major, B N-major, B multicast to clusters of 2
 // 1 producer warp (setmaxnreg 40) + 2 consumer warpgroups of 64x256 (wgmma m64n256k16, setmaxnreg 232); persistent, bands of 16 m-tiles; C through 2 shared-memory sub-tiles of 64x64 per warpgroup and TMA stores
 

@@ -2,7 +2,7 @@
 // kernel gate_split_k: family hopper, target cuda sm_90
 // dtype bf16, layout A row B row C row, alpha 1.0, beta 0.0
 // precision bf16, algorithm auto, batching auto
-// batch of 1 problem(s)
+// batch of 1 problem
 // hopper: tile 128x64x64 bf16, 7 stages of 24 KiB (TMA, 128-byte swizzle, mbarriers), A K-major, B N-major, K split over clusters of 3 blocks (partial sums added in k order through distributed shared memory)
 // 1 producer warp (setmaxnreg 40) + 2 consumer warpgroups of 64x64 (wgmma m64n64k16, setmaxnreg 232); persistent, bands of 8 m-tiles; each block of a cluster adds 1/3 of the tile's partial sums and stores that part of C
 

@@ -2,7 +2,7 @@
 // kernel colmajor: family simt, target cuda sm_90
 // dtype f32, layout A col B col C col, alpha runtime, beta runtime
 // precision f32, algorithm auto, batching auto
-// batch of 1 problem(s)
+// batch of 1 problem
 // variant 0: 64x64x16 threads 128 micro 8x8 kslices 2
 // pipeline stages 2
 

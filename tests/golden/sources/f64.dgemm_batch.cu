@@ -2,7 +2,7 @@
 // kernel dgemm_batch: family simt, target cuda sm_90
 // dtype f64, layout A row B col C row, alpha 2.0, beta 0.5
 // precision f64, algorithm auto, batching auto
-// batch of 3 problem(s)
+// batch of 3 problems
 // variant 0: 16x16x32 threads 128 micro 1x2
 // variant 1: 8x16x32 threads 128 micro 1x1
 // variant 2: 16x8x32 threads 128 micro 1x1

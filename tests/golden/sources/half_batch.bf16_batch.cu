@@ -2,7 +2,7 @@
 // kernel bf16_batch: family simt, target cuda sm_80
 // dtype bf16, layout A row B col C row, alpha 1.0, beta 0.0
 // precision bf16, algorithm auto, batching auto
-// batch of 4 problem(s)
+// batch of 4 problems
 // variant 0: 32x32x32 threads 128 micro 4x8 kslices 4
 // pipeline stages 2
 

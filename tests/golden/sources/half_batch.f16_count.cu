@@ -2,7 +2,7 @@
 // kernel f16_count: family simt, target cuda sm_80
 // dtype A f16, B f16, C f32, layout A row B row C row, alpha 1.0, beta runtime
 // precision f16, algorithm auto, batching auto
-// batch of 48 problem(s)
+// batch of 48 problems
 // variant 0: 128x128x16 threads 256 micro 8x8
 // variant 1: 64x128x16 threads 256 micro 4x8
 // variant 2: 128x64x16 threads 256 micro 4x8

@@ -2,7 +2,7 @@
 // kernel tsm2l_f16: family tsm2l, target cuda sm_80
 // dtype A f16, B f16, C f32, layout A row B row C row, alpha 1.0, beta 0.0
 // precision f16, algorithm auto, batching auto
-// batch of 1 problem(s)
+// batch of 1 problem
 // tsm2l: t1 256, tcf 4, rows staged through shared memory (20 elements each); shared memory 21504 B, ~90 regs
 // t2 threshold 20.5 (n above it is compute-bound); predicted 1.90 TB/s
 

@@ -2,7 +2,7 @@
 // kernel tsm2r_bf16: family tsm2r, target cuda sm_80
 // dtype bf16, layout A col B row C col, alpha 1.0, beta 0.0
 // precision bf16, algorithm auto, batching auto
-// batch of 1 problem(s)
+// batch of 1 problem
 // tsm2r: t1 128, t2 16, t3 4, k slices 4, 3 stages, rows/warp 4; shared memory 32768 B, ~124 regs
 // t2 threshold 20.5 (n above it is compute-bound); predicted 0.92 TB/s
 

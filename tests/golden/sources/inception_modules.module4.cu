@@ -2,7 +2,7 @@
 // kernel module4: family simt, target cuda sm_90
 // dtype f32, layout A row B row C row, alpha 1.0, beta 0.0
 // precision f32, algorithm auto, batching auto
-// batch of 3 problem(s)
+// batch of 3 problems
 // variant 0: 32x32x32 threads 128 micro 4x8 kslices 4
 // pipeline stages 2
 

@@ -2,7 +2,7 @@
 // kernel sgemm4096: family simt, target cuda sm_90
 // dtype f32, layout A row B row C row, alpha 1.0, beta 0.0
 // precision f32, algorithm auto, batching auto
-// batch of 1 problem(s)
+// batch of 1 problem
 // variant 0: 128x128x16 threads 256 micro 8x8
 // variant 1: 64x128x16 threads 256 micro 4x8
 // variant 2: 128x64x16 threads 256 micro 4x8

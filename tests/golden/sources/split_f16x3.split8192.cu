@@ -2,7 +2,7 @@
 // kernel split8192: family hopper, target cuda sm_90
 // dtype f32, layout A row B row C row, alpha 1.0, beta 0.0
 // precision split f16 x3 method ootomo, algorithm auto, batching auto
-// batch of 1 problem(s)
+// batch of 1 problem
 // hopper: tile 128x128x64 f32 storage, 3 stages of 64 KiB (TMA, 128-byte swizzle, mbarriers), A K-major, B N-major, B multicast to clusters of 2
 // 1 producer warp (setmaxnreg 40) + 2 consumer warpgroups of 64x128 (wgmma m64n128k16, setmaxnreg 232); persistent, bands of 16 m-tiles; C through 2 shared-memory sub-tiles of 64x32 per warpgroup and TMA stores
 // split: f16 x3 method ootomo: parts rounded hi rn, lo rn, stored unscaled; rows of A / columns of B scaled by powers of two into the f16 range

@@ -2,7 +2,7 @@
 // kernel tsm2l_10m: family tsm2l, target cuda sm_90
 // dtype f64, layout A row B row C row, alpha 1.0, beta 0.0
 // precision f64, algorithm tsm2l, batching auto
-// batch of 1 problem(s)
+// batch of 1 problem
 // tsm2l: t1 256, tcf 4, rows staged through shared memory (18 elements each); shared memory 38912 B, ~156 regs
 // t2 threshold 92.2 (n above it is compute-bound); predicted 2.95 TB/s
 

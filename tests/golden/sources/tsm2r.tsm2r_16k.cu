@@ -2,7 +2,7 @@
 // kernel tsm2r_16k: family tsm2r, target cuda sm_90
 // dtype f32, layout A col B col C col, alpha 1.0, beta 0.0
 // precision f32, algorithm tsm2r, batching auto
-// batch of 1 problem(s)
+// batch of 1 problem
 // tsm2r: t1 128, t2 8, t3 4, k slices 4 x cluster 4, 2 stages, rows/warp 4; shared memory 17408 B, ~92 regs
 // t2 threshold 90.8 (n above it is compute-bound); predicted 2.95 TB/s
 

@@ -2,7 +2,7 @@
 // kernel batch512: family simt, target cuda sm_90
 // dtype f32, layout A row B row C row, alpha 1.0, beta 0.0
 // precision f32, algorithm auto, batching auto
-// batch of 64 problem(s)
+// batch of 64 problems
 // variant 0: 128x128x8 threads 256 micro 8x8
 // pipeline stages 2
 
