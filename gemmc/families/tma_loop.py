@@ -30,23 +30,40 @@ TMA_ALIGN = 16  # bytes: TMA reads lines (global strides) and base addresses at 
 TMAP_BYTES = 128  # a CUtensorMap (the templates' gemmc_tmap, hopper/hopper_device.cuh.j2)
 
 
-def grouped_m_misfit(kernel: Kernel) -> str:
+class Misfit(str):
+    """Why the grouped loop cannot run a kernel ("" where it can), and the statement that is the reason (`stmt`:
+    "layout", or "grouped" for a size TMA cannot read), for a note that points at it."""
+
+    stmt: str
+
+    def __new__(cls, why: str = "", stmt: str = "") -> Misfit:
+        made = super().__new__(cls, why)
+        made.stmt = stmt
+        return made
+
+
+FITS = Misfit()
+
+
+def grouped_m_misfit(kernel: Kernel) -> Misfit:
     """Why a `grouped M` of bf16/f16 storage cannot run on this loop (the hopper_grouped family), or "" where it can:
     A and C row-major (rows stacked by group), and the lines TMA reads in place (A's k, row-major B's n) 16-byte
     multiples. The dynamic family computes the misfits in f32 on CUDA cores instead."""
     dyn = kernel.dynamic
     assert dyn is not None
     if kernel.layout_a is not Layout.ROW or kernel.layout_c is not Layout.ROW:
-        return "it reads A and writes C row-major (rows stacked by group, as torch._grouped_mm)"
+        return Misfit("it reads A and writes C row-major (rows stacked by group, as torch._grouped_mm)", "layout")
     nbytes = kernel.dtype.nbytes
     if (dyn.k * nbytes) % TMA_ALIGN:
-        return f"TMA reads A's rows of k {dyn.k} ({dyn.k * nbytes} bytes) at {TMA_ALIGN}-byte multiples only"
+        return Misfit(f"TMA reads A's rows of k {dyn.k} ({dyn.k * nbytes} bytes) at {TMA_ALIGN}-byte multiples only",
+                      "grouped")
     if kernel.layout_b is Layout.ROW and (dyn.n * nbytes) % TMA_ALIGN:
-        return f"TMA reads row-major B's rows of n {dyn.n} ({dyn.n * nbytes} bytes) at {TMA_ALIGN}-byte multiples only"
-    return ""
+        return Misfit(f"TMA reads row-major B's rows of n {dyn.n} ({dyn.n * nbytes} bytes) at {TMA_ALIGN}-byte "
+                      "multiples only", "grouped")
+    return FITS
 
 
-def grouped_k_misfit(kernel: Kernel) -> str:
+def grouped_k_misfit(kernel: Kernel) -> Misfit:
     """Why a `grouped K` (the weight gradient) of bf16/f16 storage cannot run on this loop (the hopper_grouped family),
     or "" where it can: A the transpose of a row-major rows x m array (`layout A col`, X^T), B rows x n and each C_g
     row-major, m and n 16-byte lines. A row-major A or a column-major B has lines of the reduction's rows, a count that
@@ -55,26 +72,27 @@ def grouped_k_misfit(kernel: Kernel) -> str:
     dyn = kernel.dynamic
     assert dyn is not None
     if kernel.layout_a is not Layout.COL or kernel.layout_b is not Layout.ROW:
-        return ("it reads A as X^T (`layout A col`) and B row-major, whose lines are m and n; the other layouts' lines "
-                "are the reduction's rows, a count known only at the call")
+        return Misfit("it reads A as X^T (`layout A col`) and B row-major, whose lines are m and n; the other layouts' "
+                      "lines are the reduction's rows, a count known only at the call", "layout")
     if kernel.layout_c is not Layout.ROW:
-        return "it writes each group's C row-major"
+        return Misfit("it writes each group's C row-major", "layout")
     nbytes = kernel.dtype.nbytes
     for name, size in (("m", dyn.m), ("n", dyn.n)):
         if (size * nbytes) % TMA_ALIGN:
-            return f"TMA reads lines of {name} {size} ({size * nbytes} bytes) at {TMA_ALIGN}-byte multiples only"
-    return ""
+            return Misfit(f"TMA reads lines of {name} {size} ({size * nbytes} bytes) at {TMA_ALIGN}-byte multiples "
+                          "only", "grouped")
+    return FITS
 
 
-def grouped_list_misfit(kernel: Kernel) -> str:
+def grouped_list_misfit(kernel: Kernel) -> Misfit:
     """Why a `grouped list` of bf16/f16 storage cannot run on this loop (the hopper_grouped family), or "" where it can:
     A and C row-major (A read K-major, as grouped M reads it; C stored row by row), B either way. Each problem's tensor
     maps are built on the device from its sizes and leading dimensions; a problem whose arrays TMA cannot read (a base
     or a leading dimension not a 16-byte multiple) runs on CUDA cores, in the dynamic family
     (runtime/grouped_list.py)."""
     if kernel.layout_a is not Layout.ROW or kernel.layout_c is not Layout.ROW:
-        return "it reads A and writes C row-major (A's rows K-major, as grouped M reads them)"
-    return ""
+        return Misfit("it reads A and writes C row-major (A's rows K-major, as grouped M reads them)", "layout")
+    return FITS
 
 
 GROUPED_TARGET = "sm_90"  # the only target with the TMA + wgmma loop of the grouped forms (the hopper_grouped family)
@@ -87,7 +105,7 @@ def grouped_on_loop_target(kernel: Kernel, hw: Hardware) -> bool:
     return dyn is not None and kernel.dtype.half and hw.vendor == "cuda" and hw.arch == GROUPED_TARGET
 
 
-def grouped_misfit(kernel: Kernel) -> str:
+def grouped_misfit(kernel: Kernel) -> Misfit:
     """Why the grouped loop cannot read this grouped form's operands, or "" where it can."""
     from gemmc.ir.dynamic import Grouping
 

@@ -50,15 +50,15 @@ class HopperGrouped(PlannerFamily):
                                 "kernel that schedules on the device")
 
     def declines(self, kernel: Kernel, hw: Hardware) -> Declined | None:
-        """A bf16/f16 batch sized at run time on sm_90 whose operands the loop cannot read (`grouped_misfit`): at its
-        `layout` statement where a layout is the reason, else at its `grouped` line (a size TMA cannot read)."""
+        """A bf16/f16 batch sized at run time on sm_90 whose operands the loop cannot read (`grouped_misfit`), at the
+        statement that is the reason (`Misfit.stmt`: its `layout`, or its `grouped` line for a size TMA cannot
+        read)."""
         if kernel.algorithm != AUTO or not grouped_on_loop_target(kernel, hw):
             return None
         misfit = grouped_misfit(kernel)
         if not misfit:
             return None
-        at = kernel.written("layout") if misfit.startswith("it ") else kernel.where("grouped")
-        return Declined(f"the tensor cores' TMA + wgmma loop does not run it: {misfit}", at)
+        return Declined(f"the tensor cores' TMA + wgmma loop does not run it: {misfit}", kernel.written(misfit.stmt))
 
     def template(self, kernel: Kernel) -> str:
         dyn = kernel.dynamic

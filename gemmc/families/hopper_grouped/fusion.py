@@ -44,7 +44,7 @@ def fuse(members: Mapping[str, Kernel], name: str, span: Span, hw: Hardware) -> 
                         f"{GROUPED_TARGET}; these store {dtype}", first.written("dtype", "precision"))
     misfit = grouped_list_misfit(launch)
     if misfit:  # the members agree on their layouts (concurrent.plan.fused_kernel): the first one's statement
-        return NotFused(f"fused {dtype} runs a grouped list kernel: {misfit}", first.written("layout"))
+        return NotFused(f"fused {dtype} runs a grouped list kernel: {misfit}", first.written(misfit.stmt))
     for member, k in members.items():
         lda, ldb = problem_rows(k).rows()[0][3:5]
         for letter, length in (("A", lda), ("B", ldb)):
