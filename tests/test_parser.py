@@ -173,14 +173,6 @@ POSITIONS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(POSITIONS))
-def test_error_positions_and_carets(name):
-    text, expected = POSITIONS[name]
-    with pytest.raises(gemmc.GemmcError) as info:
-        gemmc.compile_string(text, filename="p.gs")
-    assert info.value.render() == expected
-
-
 def test_caret_line_counts_wide_and_invisible_characters():
     from gemmc.errors import caret_line
 
@@ -243,68 +235,68 @@ def test_given_twice_points_at_the_second_and_names_the_first(name):
 # the misspelt word, as it is after any other statement.
 HINTS = {
     "dtype_then_misspelt_layout": ('kernel k {\n  dtype bf16 layuot B col\n  gemm 64 x 64 x 64\n}\n',
-        "h.gs:2:14: error[E101]: unknown statement 'layuot'\n"
+        "p.gs:2:14: error[E101]: unknown statement 'layuot'\n"
         '      dtype bf16 layuot B col\n'
         '                 ^^^^^^\n'
         "hint: did you mean 'layout'?"),
     "dtype_then_misspelt_alpha": ('kernel k {\n  dtype bf16 aplha 2.0\n  gemm 64 x 64 x 64\n}\n',
-        "h.gs:2:14: error[E101]: unknown statement 'aplha'\n"
+        "p.gs:2:14: error[E101]: unknown statement 'aplha'\n"
         '      dtype bf16 aplha 2.0\n'
         '                 ^^^^^\n'
         "hint: did you mean 'alpha'?"),
     "dtype_then_misspelt_word_at_the_end": ('kernel k {\n  gemm 64 x 64 x 64\n  dtype bf16 aplha\n}\n',
-        "h.gs:3:14: error[E101]: unknown statement 'aplha'\n"
+        "p.gs:3:14: error[E101]: unknown statement 'aplha'\n"
         '      dtype bf16 aplha\n'
         '                 ^^^^^\n'
         "hint: did you mean 'alpha'?"),
     "group_dtype_then_misspelt_layout": ('group g {\n  dtype bf16 layuot B col\n  gemm q 64 x 64 x 64\n}\n',
-        "h.gs:2:14: error[E101]: unknown statement 'layuot'\n"
+        "p.gs:2:14: error[E101]: unknown statement 'layuot'\n"
         '      dtype bf16 layuot B col\n'
         '                 ^^^^^^\n'
         "hint: did you mean 'layout'?"),
     "tile_of_two_sizes": ('kernel k {\n  gemm 64 x 64 x 64\n  tile 128x128\n}\n',
-        "h.gs:3:11: error[E100]: expected 'x', found a factor such as x3 'x128'\n"
+        "p.gs:3:11: error[E100]: expected 'x', found a factor such as x3 'x128'\n"
         '      tile 128x128\n'
         '              ^^^^\n'
         'hint: a tile is BM x BN x BK, e.g. `tile 128x128x64`'),
     "unnamed_member": ('group g {\n  gemm 64 x 64 x 64\n}\n',
-        "h.gs:2:8: error[E100]: expected a name, found a number '64'\n"
+        "p.gs:2:8: error[E100]: expected a name, found a number '64'\n"
         '      gemm 64 x 64 x 64\n'
         '           ^^\n'
         "hint: a group's members are named: `gemm q 64 x 64 x 64`"),
     "named_kernel_gemm": ('kernel k {\n  gemm q 64 x 64 x 64\n}\n',
-        "h.gs:2:8: error[E100]: expected a number or a size such as 64x64x16, found a name 'q'\n"
+        "p.gs:2:8: error[E100]: expected a number or a size such as 64x64x16, found a name 'q'\n"
         '      gemm q 64 x 64 x 64\n'
         '           ^\n'
         "hint: a kernel's `gemm` has no name; name problems in `batch { q 64 x 64 x 64 }`, or put named GEMMs "
         "in a `group`"),
     "dash_in_a_kernel_name": ('kernel moe-up {\n  gemm 64 x 64 x 64\n}\n',
-        "h.gs:1:11: error[E100]: unexpected character '-'\n"
+        "p.gs:1:11: error[E100]: unexpected character '-'\n"
         '    kernel moe-up {\n'
         '              ^\n'
         'hint: names are identifiers: letters, digits and _ (`moe_up`)'),
     "dash_digit_in_a_group_name": ('group moe-1b {\n  gemm q 64 x 64 x 64\n}\n',
-        "h.gs:1:10: error[E100]: expected '{', found a number '-1'\n"
+        "p.gs:1:10: error[E100]: expected '{', found a number '-1'\n"
         '    group moe-1b {\n'
         '             ^^\n'
         'hint: names are identifiers: letters, digits and _ (`moe_1b`)'),
     "dash_in_a_problem_name": ('kernel k {\n  batch {\n    a 1 x 1 x 1\n    up-proj 64 x 64 x 64\n  }\n}\n',
-        "h.gs:4:7: error[E100]: unexpected character '-'\n"
+        "p.gs:4:7: error[E100]: unexpected character '-'\n"
         '        up-proj 64 x 64 x 64\n'
         '          ^\n'
         'hint: names are identifiers: letters, digits and _ (`up_proj`)'),
     "alpha_expression": ('kernel k {\n  gemm 64 x 64 x 64\n  alpha 1/sqrt(64)\n}\n',
-        "h.gs:3:10: error[E100]: unexpected character '/'\n"
+        "p.gs:3:10: error[E100]: unexpected character '/'\n"
         '      alpha 1/sqrt(64)\n'
         '             ^\n'
         'hint: alpha and beta are numbers (`alpha 0.125`) or `runtime`'),
     "beta_of_a_name": ('kernel k {\n  gemm 64 x 64 x 64\n  beta one\n}\n',
-        "h.gs:3:8: error[E100]: expected 'runtime' or a number, found a name 'one'\n"
+        "p.gs:3:8: error[E100]: expected 'runtime' or a number, found a name 'one'\n"
         '      beta one\n'
         '           ^^^\n'
         'hint: alpha and beta are numbers (`alpha 0.125`) or `runtime`'),
     "statement_at_file_level": ('layout B col\nkernel k {\n  gemm 64 x 64 x 64\n}\n',
-        "h.gs:1:1: error[E100]: expected 'group' or 'kernel' or 'target' or the end of the file, found "
+        "p.gs:1:1: error[E100]: expected 'group' or 'kernel' or 'target' or the end of the file, found "
         "'layout'\n"
         '    layout B col\n'
         '    ^^^^^^\n'
@@ -312,11 +304,13 @@ HINTS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(HINTS))
-def test_mistakes_get_a_hint_at_the_word_to_change(name):
-    text, expected = HINTS[name]
+@pytest.mark.parametrize("name", sorted(POSITIONS) + sorted(HINTS))
+def test_error_positions_and_carets(name):
+    """Each error renders at its line and column with its caret, and (HINTS) the hint that shows the right spelling
+    at the word to change."""
+    text, expected = POSITIONS.get(name) or HINTS[name]
     with pytest.raises(gemmc.GemmcError) as info:
-        gemmc.compile_string(text, filename="h.gs")
+        gemmc.compile_string(text, filename="p.gs")
     assert info.value.render() == expected
 
 

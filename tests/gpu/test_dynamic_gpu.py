@@ -219,6 +219,27 @@ def test_grouped_list(schedule, dtype, layouts, scalars, lib):
 THREADS_BF16 = "target cuda sm_90\nkernel list_threads_bf16 {{ dtype bf16 grouped list problems 64 }}"
 
 
+def list_kernel(schedule: str) -> tuple:
+    """The list kernel of L32 or THREADS_BF16 and what its calls take: (torch, the kernel, the arrays' dtype, its
+    scalars, the tolerance against float64); an sm_90 schedule skips without an sm_90 GPU."""
+    t = torch()
+    if "sm_90" in schedule and t.cuda.get_device_capability() != (9, 0):
+        pytest.skip("needs an sm_90 GPU")
+    f32 = schedule is L32
+    return (t, kernel(schedule), t.float32 if f32 else t.bfloat16, {"alpha": 1.0, "beta": 0.0} if f32 else {},
+            TOL["f32" if f32 else "bf16"])
+
+
+def random_list(rng, dtype, problems: int | None = None, top: int = 96) -> tuple[list, list, list]:
+    """As, Bs and NaN-poisoned Cs of `problems` random problems (1-8 where None), each size up to `top`: any size in
+    f32; multiples of 8 in bf16, whose lines TMA reads in place (the tensor-core list, not its CUDA-core fallback)."""
+    step = 1 if dtype == torch().float32 else 8
+    count = int(rng.integers(1, 9)) if problems is None else problems
+    sizes = [tuple(int(x) * step for x in rng.integers(1, top // step + 1, 3)) for _ in range(count)]
+    return ([matrix(m, k, "r", dtype) for m, n, k in sizes], [matrix(k, n, "r", dtype) for m, n, k in sizes],
+            [matrix(m, n, "r", dtype, fill=float("nan")) for m, n, k in sizes])
+
+
 @pytest.mark.parametrize("shared", [False, True], ids=["own-streams", "one-stream"])
 @pytest.mark.parametrize("schedule", [L32, THREADS_BF16], ids=["f32", "bf16"])
 def test_list_calls_from_threads_past_the_rings_slots(schedule, shared):
@@ -227,39 +248,28 @@ def test_list_calls_from_threads_past_the_rings_slots(schedule, shared):
     previous user has released), on more streams than the ring has slots, and every C right, NaN-poisoned. `shared`:
     every thread on one stream, where two calls' planning and main launches interleave (the tensor-core list's maps
     are each call's ring slot's, not the stream's)."""
-    t = torch()
-    if "sm_90" in schedule and t.cuda.get_device_capability() != (9, 0):
-        pytest.skip("needs an sm_90 GPU")
-    kern = kernel(schedule)
-    tdt = t.float32 if schedule is L32 else t.bfloat16
-    scalars = {"alpha": 1.0, "beta": 0.0} if schedule is L32 else {}
+    t, kern, tdt, scalars, tol = list_kernel(schedule)
     threads = 12
     streams = [t.cuda.Stream() for _ in range(1 if shared else threads)] * (threads if shared else 1)
     with t.cuda.stream(streams[0]):  # the first call's load
         kern([matrix(8, 8, "r", tdt)], [matrix(8, 8, "r", tdt)], [matrix(8, 8, "r", tdt)], **scalars)
     t.cuda.synchronize()
     calls: list[list] = [[] for _ in range(threads)]
-    # f32: any sizes; bf16: multiples of 8, whose lines TMA reads in place (the tensor-core list's ring, not the
-    # CUDA-core fallback's)
-    step, top = (1, 97) if schedule is L32 else (8, 12)
 
     def queue(me: int) -> None:
         rng = np.random.default_rng(me)
         with t.cuda.stream(streams[me]):
             for _ in range(4):
-                sizes = [tuple(int(x) * step for x in rng.integers(1, top, 3)) for _ in range(int(rng.integers(1, 9)))]
-                As = [matrix(m, k, "r", tdt) for m, n, k in sizes]
-                Bs = [matrix(k, n, "r", tdt) for m, n, k in sizes]
-                Cs = [matrix(m, n, "r", tdt, fill=float("nan")) for m, n, k in sizes]
-                kern(As, Bs, Cs, **scalars)
-                calls[me].append((As, Bs, Cs))
+                lists = random_list(rng, tdt)
+                kern(*lists, **scalars)
+                calls[me].append(lists)
         streams[me].synchronize()
 
     in_threads(queue, threads, "a list call waits for a ring slot that is never released")
     for me, queued in enumerate(calls):
         for j, (As, Bs, Cs) in enumerate(queued):
             for a, b, c in zip(As, Bs, Cs, strict=True):
-                assert rel(c, a.double() @ b.double()) < TOL["f32" if schedule is L32 else "bf16"], (me, j)
+                assert rel(c, a.double() @ b.double()) < tol, (me, j)
 
 
 def test_first_calls_from_threads_load_one_state():
@@ -295,20 +305,11 @@ def test_grouped_list_captured_in_graphs_reads_each_graphs_own_table(schedule):
     later call reuses), NaN-poisoned, the graphs replayed in reverse order of capture."""
     from gemmc.runtime.dynamic_state import CAPTURES
 
-    t = torch()
-    if "sm_90" in schedule and t.cuda.get_device_capability() != (9, 0):
-        pytest.skip("needs an sm_90 GPU")
-    kern = kernel(schedule)
-    tdt = t.float32 if schedule is L32 else t.bfloat16
-    scalars = {"alpha": 1.0, "beta": 0.0} if schedule is L32 else {}
-    step, top = (1, 130) if schedule is L32 else (8, 17)  # bf16: lines TMA reads in place (the tensor cores' list)
+    t, kern, tdt, scalars, tol = list_kernel(schedule)
     rng = np.random.default_rng(5)
 
     def draw():
-        sizes = [tuple(int(x) * step for x in rng.integers(1, top, 3)) for _ in range(12)]
-        return ([matrix(m, k, "r", tdt) for m, n, k in sizes],
-                [matrix(k, n, "r", tdt) for m, n, k in sizes],
-                [matrix(m, n, "r", tdt) for m, n, k in sizes])
+        return random_list(rng, tdt, problems=12, top=136)
 
     lists = [draw() for _ in range(CAPTURES + 4)]
     kern(*lists[0], **scalars)  # the first call (loads the kernel) outside any capture
@@ -330,7 +331,7 @@ def test_grouped_list_captured_in_graphs_reads_each_graphs_own_table(schedule):
         g.replay()
         t.cuda.synchronize()
         for a, b, c in zip(As, Bs, Cs, strict=True):
-            assert rel(c, a.double() @ b.double()) < TOL["f32" if schedule is L32 else "bf16"]
+            assert rel(c, a.double() @ b.double()) < tol
 
 
 @pytest.mark.parametrize("schedule", [L32, THREADS_BF16], ids=["f32", "bf16"])
@@ -345,22 +346,11 @@ def test_plain_list_calls_beside_another_threads_capture(schedule):
 
     from gemmc.runtime.dynamic_state import CAPTURES
 
-    t = torch()
-    if "sm_90" in schedule and t.cuda.get_device_capability() != (9, 0):
-        pytest.skip("needs an sm_90 GPU")
-    kern = kernel(schedule)
-    tdt = t.float32 if schedule is L32 else t.bfloat16
-    scalars = {"alpha": 1.0, "beta": 0.0} if schedule is L32 else {}
-    step, top = (1, 97) if schedule is L32 else (8, 12)
+    t, kern, tdt, scalars, tol = list_kernel(schedule)
     rng = np.random.default_rng(11)
-
-    def draw():
-        sizes = [tuple(int(x) * step for x in rng.integers(1, top, 3)) for _ in range(int(rng.integers(1, 9)))]
-        return ([matrix(m, k, "r", tdt) for m, n, k in sizes], [matrix(k, n, "r", tdt) for m, n, k in sizes],
-                [matrix(m, n, "r", tdt, fill=float("nan")) for m, n, k in sizes])
-
-    captured, plain = [draw() for _ in range(CAPTURES + 1)], [draw() for _ in range(12)]  # allocated before capturing
-    kern(*draw(), **scalars)  # the first call (loads the kernel) outside any capture
+    # allocated before capturing
+    captured, plain = [random_list(rng, tdt) for _ in range(CAPTURES + 1)], [random_list(rng, tdt) for _ in range(12)]
+    kern(*random_list(rng, tdt), **scalars)  # the first call (loads the kernel) outside any capture
     t.cuda.synchronize()
     graph = t.cuda.CUDAGraph()
     started, finished = threading.Event(), threading.Event()
@@ -388,7 +378,6 @@ def test_plain_list_calls_beside_another_threads_capture(schedule):
     t.cuda.synchronize()
     graph.replay()
     t.cuda.synchronize()
-    tol = TOL["f32" if schedule is L32 else "bf16"]
     for As, Bs, Cs in captured + plain:
         for a, b, c in zip(As, Bs, Cs, strict=True):
             assert rel(c, a.double() @ b.double()) < tol
