@@ -11,6 +11,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gemmc.runtime import pdl
 from gemmc.runtime.streams import capture_id
 
 
@@ -24,12 +25,14 @@ class Launcher:
     stores others); a call stores its values from argument `first` on, and the tile counters' address at argument
     `counter` (None: the kernel takes none). A block whose `first` is past its last argument takes no values from a
     call: the grouped TMA forms build one per checked set of arguments (runtime/grouped_tma.py), its tensor maps
-    stored once."""
+    stored once. `dependent`: the kernel waits for the one before it on the stream (`gemmc_grid_wait`), so it is
+    launched with programmatic stream serialization (runtime/pdl.py)."""
 
-    def __init__(self, fn: Any, values: list[Any], counter: int | None, first: int = 0):
+    def __init__(self, fn: Any, values: list[Any], counter: int | None, first: int = 0, dependent: bool = False):
         from cupy.cuda import driver  # type: ignore[import-not-found]
 
         self.launch_kernel = driver.launchKernel
+        self.dependent = dependent
         self.func = int(fn.kernel.ptr)
         self.values = values
         self.per_call = values[first:]  # the slots a call's `values` go to, in turn
@@ -53,7 +56,10 @@ class Launcher:
                 self.counter.value = counter
             if scalars is not None:
                 self.values[-2].value, self.values[-1].value = scalars
-            self.launch_kernel(self.func, grid, 1, 1, block, 1, 1, smem, stream, self.address, 0)
+            if self.dependent and pdl.ENABLED:
+                pdl.launch_params(self.func, grid, block, smem, stream, self.address)
+            else:
+                self.launch_kernel(self.func, grid, 1, 1, block, 1, 1, smem, stream, self.address, 0)
 
 
 class StreamSlots(dict[Hashable, int]):

@@ -100,7 +100,7 @@ def state(kernel: Executable) -> GroupedListState:
     st.planner = Launcher(maps_fn, [*(TMAP_ARG.from_buffer_copy(t.tobytes()) for t in templates), ctypes.c_uint64(0),
                                     ctypes.c_int32(0), ctypes.c_uint64(0)], counter=None, first=3)
     st.main = Launcher(fn, [ctypes.c_uint64(0), ctypes.c_int32(0), ctypes.c_uint64(0), ctypes.c_uint64(0),
-                            ctypes.c_float(0.0), ctypes.c_float(0.0)], counter=3)
+                            ctypes.c_float(0.0), ctypes.c_float(0.0)], counter=3, dependent=True)
     kernel.dynamic = st
     return st
 

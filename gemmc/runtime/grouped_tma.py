@@ -46,7 +46,7 @@ def argument_block(st: GroupedTmaState, maps: tuple[Any, Any, Any], c_by_tma: in
         ctypes.c_float(alpha), ctypes.c_float(beta)]
     if counters:
         values.append(ctypes.c_uint64(0))
-    return Launcher(st.fn, values, counter=len(values) - 1 if counters else None, first=len(values))
+    return Launcher(st.fn, values, counter=len(values) - 1 if counters else None, first=len(values), dependent=True)
 
 
 @dataclass

@@ -22,6 +22,7 @@ import numpy as np
 from gemmc.errors import GemmcError
 from gemmc.families.tma_loop import TMA_ALIGN, TMAP_BYTES
 from gemmc.ir.types import DType, Layout
+from gemmc.runtime import pdl
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.executable import Executable
 
@@ -176,6 +177,9 @@ def enqueue_tma(kernel: Executable, a: int, b: int, c: int, alpha: Any, beta: An
                 else np.zeros(1, dtype=TMAP))
     fn = kernel.function
     grid = plan.grid(p.m, p.n, hardware().sm_count)
-    fn((grid, 1, 1), (plan.threads, 1, 1),
-       (*args, np.int32(c_by_tma), np.uint64(c), np.int64(ldc), np.int32(p.m), np.int32(p.n), np.int32(p.k),
-        np.float32(alpha), np.float32(beta), *tail), shared_mem=plan.smem_bytes, stream=stream)
+    values = (*args, np.int32(c_by_tma), np.uint64(c), np.int64(ldc), np.int32(p.m), np.int32(p.n), np.int32(p.k),
+              np.float32(alpha), np.float32(beta), *tail)
+    if pdl.ENABLED:
+        pdl.launch_dependent(fn, grid, plan.threads, plan.smem_bytes, int(stream.ptr), values)
+    else:
+        fn((grid, 1, 1), (plan.threads, 1, 1), values, shared_mem=plan.smem_bytes, stream=stream)

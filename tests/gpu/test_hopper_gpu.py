@@ -257,3 +257,40 @@ def test_standalone_launcher_runs(size, tmp_path):
     proc = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert math.isfinite(float(proc.stdout.split()[-1]))
+
+
+@pytest.mark.parametrize("size, tile", [((2048, 2048, 2048), ""), ((1000, 1000, 1000), "tile 128x64x64"),
+                                        ((700, 1400, 1400), "tile 128x128x64 ksplit 2")])
+def test_dependent_calls_in_a_graph(size, tile):
+    """Launches that may start while the kernel before them finishes (runtime/pdl.py): a chain where every call
+    reads the C the call before wrote and writes the A the call before read, captured in one CUDA graph, gives
+    bitwise what the same calls give one at a time with a synchronization between them."""
+    from gemmc.runtime.streams import external_stream, torch_stream
+
+    m, n, k = size
+    kernel = gemmc.compile_string(f"kernel k {{ dtype bf16 {tile} gemm {m} x {n} x {k} }}")["k"]
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    w = (matrix(k, n, "r", "bfloat16", gen).float() / math.sqrt(k) * 1.5).to(torch.bfloat16)
+    start = matrix(m, k, "r", "bfloat16", gen)
+
+    def chain(x0, x1, sync: bool) -> None:
+        for step in range(12):
+            src, dst = (x0, x1) if step % 2 == 0 else (x1, x0)
+            kernel([src], [w], [dst])
+            if sync:
+                torch.cuda.synchronize()
+
+    one_by_one = [start.clone(), torch.full_like(start, float("nan"))]
+    chain(*one_by_one, sync=True)
+    kernel([start], [w], [torch.empty_like(start)])  # compiled and planned outside the capture
+    graphed = [start.clone(), torch.full_like(start, float("nan"))]
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream), external_stream(torch_stream()):
+        chain(*graphed, sync=False)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert bool(torch.isfinite(one_by_one[0].float()).all())
+    assert torch.equal(graphed[0], one_by_one[0]) and torch.equal(graphed[1], one_by_one[1])

@@ -38,6 +38,15 @@ struct alignas(64) gemmc_tmap {
 };
 typedef unsigned short gemmc_c;  // C's element (bf16)
 
+// ---- programmatic dependent launch (the launch's programmatic stream serialization) ----------------------
+// A launch that allows it may start once the blocks of the kernel before it on the stream have left, before that
+// kernel's completion is processed: the blocks set up their barriers meanwhile and wait here, before their first
+// read or write of global memory, until that kernel has completed and its writes are visible (a launch without it:
+// returns at once). No kernel of gemmc's signals its dependents earlier (griddepcontrol.launch_dependents): measured
+// on the H100, a signal after the last loads, at the last tile's epilogue or at the start cost a dX/dW pair 12-16%
+// (bench/results/concurrent/2026-11-27_h100_pdl-trigger.json).
+__device__ __forceinline__ void gemmc_grid_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
 // ---- mbarriers, TMA, wgmma --------------------------------------------------------------------------------
 __device__ __forceinline__ unsigned gemmc_smem_addr(const void* p) {
   return (unsigned)__cvta_generic_to_shared(p);
@@ -340,6 +349,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_dx_hopper_grouped
   const int G = groups < 0 ? 0 : groups > GEMMC_GRP_MAX ? GEMMC_GRP_MAX : groups;
   const int tiles_n = (N + BN - 1) / BN, kblocks = (K + BK - 1) / BK;
   const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0);  // uniform per warp: no divergent roles
+  gemmc_grid_wait();  // the kernel before this one on the stream has finished with the group ends, A, B and C
   if (threadIdx.x < 32) gemmc_grp_schedule(group_end, G, rows, s_first, s_big, s_small, s_total);
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {

@@ -1,0 +1,79 @@
+"""Programmatic dependent launch (Hopper): a kernel launched with the driver's programmatic stream serialization may
+start while the kernel before it on the stream finishes. Its blocks take SMs as the earlier kernel's blocks leave,
+set up their barriers and wait (griddepcontrol.wait, `gemmc_grid_wait` in hopper/hopper_device.cuh.j2) before they
+touch global memory, so the launch's latency and the set-up hide under the earlier kernel's last tiles; the earlier
+kernel's blocks say when they have issued their last loads (griddepcontrol.launch_dependents). A kernel before it
+that never says so (any kernel not of the hopper families) is waited for as without the attribute.
+
+CuPy's kernel call has no launch attributes, so the launch goes through the driver's cuLaunchKernelEx (ctypes: libcuda
+is loaded by any CUDA process), each argument's bytes in a ctypes object or a numpy array (a tensor map)."""
+
+from __future__ import annotations
+
+import ctypes
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from gemmc.errors import GemmcError
+
+ENABLED = True  # off: the plain launch (the benchmarks' ablation)
+PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (cuda.h)
+
+
+class _Attribute(ctypes.Structure):  # CUlaunchAttribute: the id, padding to 8 bytes, a 64-byte value union
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_int), ("rest", ctypes.c_char * 60)]
+
+
+class _Config(ctypes.Structure):  # CUlaunchConfig
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("smem", ctypes.c_uint),
+                ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(_Attribute)), ("count", ctypes.c_uint)]
+
+
+_SCALARS = {np.dtype(np.int32): ctypes.c_int32, np.dtype(np.int64): ctypes.c_int64,
+            np.dtype(np.uint64): ctypes.c_uint64, np.dtype(np.float32): ctypes.c_float}
+
+
+@cache
+def _launch_ex() -> Any:
+    try:
+        fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
+    except (OSError, AttributeError) as err:
+        raise GemmcError(f"the CUDA driver's cuLaunchKernelEx (libcuda.so.1, CUDA 12+) is needed: {err}") from None
+    fn.argtypes = [ctypes.POINTER(_Config), ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+@cache
+def _attribute() -> _Attribute:
+    attr = _Attribute()
+    attr.id, attr.value = PROGRAMMATIC_STREAM_SERIALIZATION, 1
+    return attr
+
+
+def _held(arg: Any) -> Any:
+    """An argument as launch memory: a numpy array (a tensor map, passed by value) as is, a numpy scalar as the
+    ctypes object of its type."""
+    if isinstance(arg, np.ndarray):
+        return arg
+    return _SCALARS[np.asarray(arg).dtype](arg)
+
+
+def launch_dependent(fn: Any, grid: int, block: int, smem: int, stream: int, args: tuple[Any, ...]) -> None:
+    """Launch CuPy function `fn` on the raw stream handle `stream` with programmatic stream serialization: `args` are
+    numpy scalars and tensor maps (numpy arrays), in the kernel's parameter order."""
+    held = [_held(a) for a in args]
+    params = (ctypes.c_void_p * len(held))(*(a.ctypes.data if isinstance(a, np.ndarray) else ctypes.addressof(a)
+                                             for a in held))
+    launch_params(int(fn.kernel.ptr), grid, block, smem, stream, ctypes.addressof(params))
+
+
+def launch_params(func: int, grid: int, block: int, smem: int, stream: int, params: int) -> None:
+    """Launch the CUfunction `func` with programmatic stream serialization, its arguments the array of pointers at
+    host address `params` (cuLaunchKernel's kernelParams)."""
+    config = _Config((grid, 1, 1), (block, 1, 1), smem, stream, ctypes.pointer(_attribute()), 1)
+    status = _launch_ex()(ctypes.byref(config), func, ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p)), None)
+    if status != 0:
+        raise GemmcError(f"cuLaunchKernelEx refused a launch of CUfunction 0x{func:x}: CUresult {status}")
