@@ -131,6 +131,28 @@ def test_grouped_m(schedule, dtype, layouts, scalars, routing):
     assert t.equal(C[used:], C0[used:]), "rows outside every group were written"
 
 
+@pytest.mark.parametrize("tail_split", [True, False])
+def test_last_round_in_column_halves(tail_split):
+    """DynamicPlan.tail_split: 8 groups of 511 rows by n 548 (edge tiles in the last column) make 160 tiles of 128 x
+    128 on H100's 132 blocks, so the last 28 run as 56 column halves (the same sizes with the plan toggled: whole
+    tiles); both against float64 on a NaN-poisoned C, the rows after the groups untouched."""
+    import dataclasses
+
+    t = torch()
+    n, k, sizes, extra = 548, 64, [511] * 8, 3
+    base = kernel(M32, n=n, k=k)
+    kern = base if base.ir.plan.tail_split == tail_split else \
+        base.with_plan(dataclasses.replace(base.ir.plan, tail_split=tail_split), "toggled")
+    rows = sum(sizes) + extra
+    A, B = matrix(rows, k, "r", t.float32), stack(len(sizes), k, n, "c", t.float32)
+    C = matrix(rows, n, "r", t.float32, fill=float("nan"))
+    C[rows - extra:] = 7.0
+    kern(A, B, C, offsets=ends_of(sizes, t))
+    ref = t.cat([A[511 * g:511 * (g + 1)].double() @ B[g].double() for g in range(len(sizes))])
+    assert rel(C[:rows - extra], ref) < TOL["f32"]
+    assert bool((C[rows - extra:] == 7.0).all()), "rows outside every group were written"
+
+
 def test_many_groups_past_the_default_shared_memory():
     """2000 groups: the scheduler's 24 KB of static shared memory and the tiles' 33 KB pass the 48 KiB a block gets
     without opting in (the launch opts in; without it, CUDA_ERROR_INVALID_VALUE); one part a group."""

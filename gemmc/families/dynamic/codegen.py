@@ -42,6 +42,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "dynamic_summary": str(dyn),
         "max_groups": plan.max_groups,
         "parts": plan.parts,
+        "tail_split": plan.tail_split,
         "sort_groups": SORT_GROUPS,
         "max_rows": dyn.max_rows,
         "int32_max": INT32_MAX,

@@ -53,6 +53,9 @@ class DynamicPlan(FamilyPlan):
     tlp_threshold: int  # threads (paper 000 Eq. 4); 0: the launch sets one wave of the persistent grid
     blocks_per_sm: int  # the persistent grid per SM, by the occupancy model on the target table
     parts: int = 1  # 2: each group's half-height last row of tiles is numbered after every group's whole rows
+    # the tiles past the grid's last whole round, where they are at most half the blocks, run in column halves (each
+    # tile's half-width variant), so that twice as many blocks share that round
+    tail_split: bool = False
 
     @property
     def positions(self) -> int:
@@ -109,7 +112,9 @@ class DynamicPlan(FamilyPlan):
                f"size classes: per group the variant whose tiles weigh least at a level <= the cap (edge tiles at "
                f"their variant's weight); the cap is the largest level whose TLP (Eq. 4, threads) reaches {threshold}",
                "tiles: each block takes the next unclaimed one from a counter in the workspace"
-               + (", every group's half-height last row after all groups' whole rows" if self.parts > 1 else "")]
+               + (", every group's half-height last row after all groups' whole rows" if self.parts > 1 else "")
+               + ("; the tiles past the grid's last whole round, where they are at most half the blocks, in column "
+                  "halves (each tile's half-width variant)" if self.tail_split else "")]
         for i, c in enumerate(self.classes):
             v = c.variant
             edge = "" if c.edges == (i, i, i) else f", edge tiles {'/'.join(map(str, c.edges))}"

@@ -123,7 +123,7 @@ def plan(kernel: Kernel, hw: Hardware) -> DynamicPlan:
                                                     else [(0, 0, 0)], strict=True))
     result = DynamicPlan(grouping=kernel.dynamic.grouping, tiles=tiles, classes=classes, levels=names,
                          max_groups=kernel.dynamic.max_groups, tlp_threshold=kernel.tlp_threshold or 0,
-                         blocks_per_sm=1, parts=parts(kernel))
+                         blocks_per_sm=1, parts=parts(kernel), tail_split=bool(cal.TAIL_SPLIT.value))
     occ = occupancy(hw, result.threads, result.regs_estimate, result.smem_bytes)
     return dataclasses.replace(result, blocks_per_sm=max(occ.blocks_per_sm, 1))
 

@@ -61,6 +61,15 @@ struct alignas(64) gemmc_tmap {
 };
 typedef unsigned short gemmc_c;  // C's element (bf16)
 
+// ---- programmatic dependent launch (the launch's programmatic stream serialization) ----------------------
+// A launch that allows it may start once the blocks of the kernel before it on the stream have left, before that
+// kernel's completion is processed: the blocks set up their barriers meanwhile and wait here, before their first
+// read or write of global memory, until that kernel has completed and its writes are visible (a launch without it:
+// returns at once). No kernel of gemmc's signals its dependents earlier (griddepcontrol.launch_dependents): measured
+// on the H100, a signal after the last loads, at the last tile's epilogue or at the start cost a dX/dW pair 12-16%
+// (bench/results/concurrent/2026-11-27_h100_pdl-trigger.json).
+__device__ __forceinline__ void gemmc_grid_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
 // ---- mbarriers, TMA, wgmma --------------------------------------------------------------------------------
 __device__ __forceinline__ unsigned gemmc_smem_addr(const void* p) {
   return (unsigned)__cvta_generic_to_shared(p);
@@ -420,6 +429,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_f_k0_hopper_grouped_b
   // A count past the bound or below 0 never indexes past the tables (the launchers refuse it before).
   const int G = count < 0 ? 0 : count > GEMMC_GRP_MAX ? GEMMC_GRP_MAX : count;
   const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0);  // uniform per warp: no divergent roles
+  gemmc_grid_wait();  // the kernel before this one on the stream has finished with the problem table, the tensor maps, A, B and C
   if (threadIdx.x < 32) gemmc_list_tiles(problems, G, s_tiles);
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
@@ -750,9 +760,22 @@ static cudaError_t gemmc_f_k0(const gemmc_dyn_problem* problems, int count,
   if (err != cudaSuccess) return err;
   gemmc_tmap* maps = reinterpret_cast<gemmc_tmap*>(static_cast<char*>(workspace) + 256);
   gemmc_f_k0_hopper_grouped_bf16_rcr_maps<<<dim3((count + 4 - 1) / 4), dim3(128), 0, stream>>>(tmpl_a, tmpl_b, tmpl_c, problems, count, maps);
-  gemmc_f_k0_hopper_grouped_bf16_rcr<<<dim3(grid), dim3(384), 230496, stream>>>(problems, count, maps,
-      static_cast<int*>(workspace), alpha, beta);
-  return cudaGetLastError();
+  err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+  {
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;  // may start as the kernel before it leaves
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(grid);
+    config.blockDim = dim3(384);
+    config.dynamicSmemBytes = 230496;
+    config.stream = stream;
+    config.attrs = attr;
+    config.numAttrs = 1;
+    err = cudaLaunchKernelEx(&config, gemmc_f_k0_hopper_grouped_bf16_rcr, problems, count, maps, static_cast<int*>(workspace), alpha, beta);
+  }
+  return err;
 }
 }  // namespace gemmc_f_k0_ns
 

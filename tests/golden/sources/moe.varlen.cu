@@ -630,8 +630,21 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemmc_varlen_dynamic_f64_rr
   }
   __syncthreads();
   const long long tiles = P ? s_ends[P - 1] : 0;
+  // Claims past the grid's last whole round of tiles, where those tiles are at most half the blocks, take one column
+  // half of a tile each (claims whole + 2 j and whole + 2 j + 1: tile whole + j), so twice as many blocks share the
+  // last round and it takes about a half tile's time.
+  // Kept in shared memory: no register stays taken across the tile function for them.
+  __shared__ long long s_whole, s_claims;
+  if (tid == 0) {
+    const long long rest = tiles % gridDim.x;
+    s_whole = rest > 0 && 2 * rest <= gridDim.x ? tiles - rest : tiles;
+    s_claims = 2 * tiles - s_whole;
+  }
+  __syncthreads();
 
-  for (long long t = blockIdx.x; t < tiles; t = s_next) {
+  for (long long u = blockIdx.x; u < s_claims; u = s_next) {
+    const long long whole = s_whole, t = u < whole ? u : whole + (u - whole) / 2;
+    const int half = u < whole ? -1 : (int)((u - whole) % 2);  // -1: the whole tile
     const int i = gemmc_dyn_group(s_ends, P, t);  // the position, then its part and group
     const int part = s_order[i] >= G, g = s_order[i] - part * G;
     long long local = t - (i ? s_ends[i - 1] : 0);
@@ -649,7 +662,17 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemmc_varlen_dynamic_f64_rr
     }
     long long m0, n0, first;
     gemmc_dyn_part(p.m, p.n, v, part, &first);
-    switch (gemmc_dyn_tile(first + local, p.m, p.n, v, &m0, &n0)) {
+    int run = gemmc_dyn_tile(first + local, p.m, p.n, v, &m0, &n0);
+    if (half >= 0) {  // a column half: the tile's half-width variant; a tile without one runs whole in its first half
+      const gemmc_dyn_class d = gemmc_dyn_class_of(run);
+      if (d.ew != run) {
+        n0 += half * (d.bn / 2);
+        run = n0 < p.n ? d.ew : -1;  // a right half past N has no columns
+      } else if (half) {
+        run = -1;
+      }
+    }
+    switch (run) {
       case 0:  // level 0: 32x32x16, 256 threads, micro-tile 2x2
         if (tid < 256)
           gemmc_simt_tile<double, 32, 32, 16, 2, 2, 256, 1, 2, 1, true, false, true, 16896>(
