@@ -424,12 +424,13 @@ def test_a_checked_calls_argument_block_launches_with_no_values_but_grouped_ks_c
     import sys
     from types import ModuleType, SimpleNamespace
 
-    from gemmc.runtime import dynamic_state, grouped_tma
+    from gemmc.runtime import dynamic_state, grouped_tma, pdl
     from gemmc.runtime.tma import TMAP
 
     launched = []
     cuda = ModuleType("cupy.cuda")
-    cuda.driver = SimpleNamespace(launchKernel=lambda *a: launched.append(a))  # type: ignore[attr-defined]
+    cuda.driver = SimpleNamespace(launchKernel=lambda *a: pytest.fail("a plain launch"))  # type: ignore[attr-defined]
+    monkeypatch.setattr(pdl, "launch_params", lambda *a: launched.append(a))  # the kernel waits: a dependent launch
     monkeypatch.setitem(sys.modules, "cupy", ModuleType("cupy"))
     monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
     monkeypatch.setattr(dynamic_state, "capture_id", lambda stream: None)
@@ -449,7 +450,7 @@ def test_a_checked_calls_argument_block_launches_with_no_values_but_grouped_ks_c
     assert len(block.values) == 12 + grouped_k and block.per_call == []
     for stream in (7, 8):
         grouped_tma._launch(st, block, stream)
-        assert launched[-1] == (77, 132, 1, 1, 384, 1, 1, 1000, stream, block.address, 0)
+        assert launched[-1] == (77, 132, 384, 1000, stream, block.address)
         if grouped_k:  # each stream's own pair of counters
             assert block.values[12].value == st.counter(stream)
     assert block.counter is None or len({st.counter(7), st.counter(8)}) == 2

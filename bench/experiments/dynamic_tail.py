@@ -21,7 +21,8 @@ import numpy as np
 os.environ.setdefault("GEMMC_TUNE", "0")  # the static plan runs the model's plan
 
 ROUNDS = 5
-CALLS = 20  # launches a graph: a list kernel keeps tables for 256 captured calls a process (2 lists x LIST_ROUNDS x CALLS)
+# launches a graph: a list kernel keeps tables for 256 captured calls a process (2 lists x LIST_ROUNDS x CALLS)
+CALLS = 20
 LIST_ROUNDS = 3
 CASES = [(8, 4096, 512, 512, "uniform"), (8, 4096, 512, 512, "zipf"), (8, 4096, 512, 512, "empty"),
          (8, 4096, 512, 512, "half"), (32, 8192, 1024, 512, "uniform"), (32, 8192, 1024, 512, "half"),
