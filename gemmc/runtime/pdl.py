@@ -1,9 +1,10 @@
 """Programmatic dependent launch (Hopper): a kernel launched with the driver's programmatic stream serialization may
-start while the kernel before it on the stream finishes. Its blocks take SMs as the earlier kernel's blocks leave,
-set up their barriers and wait (griddepcontrol.wait, `gemmc_grid_wait` in hopper/hopper_device.cuh.j2) before they
-touch global memory, so the launch's latency and the set-up hide under the earlier kernel's last tiles; the earlier
-kernel's blocks say when they have issued their last loads (griddepcontrol.launch_dependents). A kernel before it
-that never says so (any kernel not of the hopper families) is waited for as without the attribute.
+start while the kernel before it on the stream finishes. Its blocks take SMs as the earlier kernel's blocks leave
+and wait (griddepcontrol.wait, `gemmc_grid_wait` in hopper/hopper_device.cuh.j2) before they touch global memory
+until the earlier kernel has completed and its writes are visible, so the launch's latency hides under the earlier
+kernel's end. An earlier kernel that never executes griddepcontrol.launch_dependents (none of gemmc's does) lets the
+dependent start as its last blocks exit; one that executes it earlier (another library's) lets it start sooner, and
+the wait still holds the dependent's memory accesses until that kernel has completed.
 
 CuPy's kernel call has no launch attributes, so the launch goes through the driver's cuLaunchKernelEx (ctypes: libcuda
 is loaded by any CUDA process), each argument's bytes in a ctypes object or a numpy array (a tensor map)."""
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from gemmc.errors import GemmcError
+from gemmc.errors import GemmcError, InternalError
 
 ENABLED = True  # off: the plain launch (the benchmarks' ablation)
 PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (cuda.h)
@@ -55,10 +56,15 @@ def _attribute() -> _Attribute:
 
 def _held(arg: Any) -> Any:
     """An argument as launch memory: a numpy array (a tensor map, passed by value) as is, a numpy scalar as the
-    ctypes object of its type."""
+    ctypes object of its type. A Python int or float has no width of its own (numpy would make an int64 of an int
+    parameter's value, 8 bytes where the kernel reads 4): the caller names the type."""
     if isinstance(arg, np.ndarray):
         return arg
-    return _SCALARS[np.asarray(arg).dtype](arg)
+    held = _SCALARS.get(arg.dtype) if isinstance(arg, np.generic) else None
+    if held is None:
+        raise InternalError("runtime.pdl", f"a launch argument of type {type(arg).__name__} "
+                            f"({getattr(arg, 'dtype', 'no dtype')}): pass a numpy int32, int64, uint64 or float32")
+    return held(arg)
 
 
 def launch_dependent(fn: Any, grid: int, block: int, smem: int, stream: int, args: tuple[Any, ...]) -> None:

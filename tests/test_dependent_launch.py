@@ -1,0 +1,155 @@
+"""Programmatic dependent launch without a GPU: every hopper and hopper_grouped kernel waits for the kernel before it
+(`gemmc_grid_wait`) before its first read or write of global memory, at the top level of its body where every
+thread reaches it; the C++ launchers launch those kernels with the attribute; runtime/pdl.py's ctypes structures
+match cuda.h's and its arguments keep the width the kernel reads."""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import re
+
+import numpy as np
+import pytest
+
+import gemmc
+from gemmc.errors import InternalError
+from gemmc.runtime import pdl
+from tests.test_hopper import VARIANTS as HOPPER
+from tests.test_hopper_grouped import VARIANTS as GROUPED_M
+from tests.test_hopper_grouped import VARIANTS_K as GROUPED_K
+
+GROUPED_LIST = [
+    "dtype bf16 layout B col grouped list problems 512",
+    "dtype A f16, B f16, C f32 alpha runtime beta runtime grouped list problems 64",
+    "dtype bf16 layout B col tile 128x256x64 grouped list problems 8",
+]
+WAIT = "gemmc_grid_wait();"
+# What reaches global memory other than through a pointer parameter's name.
+GLOBAL_ACCESS = ("gemmc_tma_load", "gemmc_tma_multicast", "gemmc_tma_store", "gemmc_tmap_acquire", "atomic",
+                 "ld.global", "st.global", "red.global", "cp.async", "__ldg")
+
+
+def hopper(text: str) -> gemmc.CompiledKernel:
+    return gemmc.compile_string(f"kernel k {{ {text} }}")["k"]
+
+
+def grouped(text: str, cluster: int | None = None) -> gemmc.CompiledKernel:
+    k = gemmc.compile_string(f"target cuda sm_90\nkernel k {{ {text} }}")["k"]
+    if cluster is not None and cluster != k.ir.plan.cluster:
+        k = k.with_plan(dataclasses.replace(k.ir.plan, cluster=cluster, tail_split=False))
+    return k
+
+
+def kernels() -> list[tuple[str, gemmc.CompiledKernel]]:
+    found = [(f"hopper: {t}", hopper(t)) for t in HOPPER]
+    found += [(f"grouped M, cluster {c}: {t}", grouped(t, c)) for t in GROUPED_M for c in (1, 2)]
+    found += [(f"grouped K: {t}", grouped(t)) for t in GROUPED_K]
+    found += [(f"grouped list: {t}", grouped(t)) for t in GROUPED_LIST]
+    return found
+
+
+KERNELS = kernels()
+
+
+def code_only(text: str) -> str:
+    """C++ without its comments and string literals (a static_assert's message names C, A and B)."""
+    text = re.sub(r'"(?:\\.|[^"\\])*"', '""', text)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def body_before_wait(source: str, entry: str) -> tuple[list[str], str]:
+    """The kernel `entry`'s pointer parameters and its body's code up to its one gemmc_grid_wait (AssertionError:
+    no wait, a second one, or one inside a block that not every thread enters)."""
+    source = code_only(source)
+    start = source.index(f" {entry}(")
+    open_paren = start + len(entry) + 1
+    depth, i = 0, open_paren
+    while True:
+        depth += {"(": 1, ")": -1}.get(source[i], 0)
+        if depth == 0:
+            break
+        i += 1
+    params = source[open_paren + 1:i]
+    pointers = [re.findall(r"\w+", p)[-1] for p in params.split(",") if "*" in p]
+    body_start = source.index("{", i) + 1
+    depth, j = 1, body_start
+    while depth:
+        depth += {"{": 1, "}": -1}.get(source[j], 0)
+        j += 1
+    body = source[body_start:j - 1]
+    assert body.count(WAIT) == 1, f"{entry}: {body.count(WAIT)} waits"
+    before = body[:body.index(WAIT)]
+    assert before.count("{") == before.count("}"), f"{entry}: the wait is inside a block not every thread enters"
+    assert not re.search(r"\breturn\b", before), f"{entry}: a thread may return before the wait"
+    return pointers, before
+
+
+def accesses_before_wait(source: str, entry: str) -> list[str]:
+    pointers, before = body_before_wait(source, entry)
+    named = [p for p in pointers if re.search(rf"\b{p}\b", before)]
+    return named + [g for g in GLOBAL_ACCESS if g in before]
+
+
+@pytest.mark.parametrize(("name", "k"), KERNELS, ids=[name for name, _ in KERNELS])
+def test_the_kernel_waits_before_its_first_global_access(name, k):
+    entry = k.rendered.entry
+    assert accesses_before_wait(k.source, entry) == [], name
+    pointers, _ = body_before_wait(k.source, entry)
+    assert "C" in pointers or "problems" in pointers  # the parameters were read
+
+
+@pytest.mark.parametrize(("name", "k"), KERNELS, ids=[name for name, _ in KERNELS])
+def test_the_cpp_launcher_launches_it_with_programmatic_stream_serialization(name, k):
+    entry = k.rendered.entry
+    launcher = k.standalone
+    assert f"{entry}<<<" not in launcher, name
+    assert launcher.count(f"LaunchKernelEx(&config, {entry},") == 1, name
+    assert "attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;" in launcher
+    assert "attr[0].val.programmaticStreamSerializationAllowed = 1;" in launcher
+    # the kernels launched before it on the stream in the same call keep the plain launch: they do not wait
+    for helper in ("_maps", "_prep", "_validate"):
+        assert f"{entry}{helper}<<<" in launcher or f"{entry}{helper}(" not in launcher
+
+
+def test_the_check_sees_a_read_moved_above_the_wait():
+    """The checks above fail where a kernel reads global memory before it waits."""
+    k = grouped(GROUPED_M[0])
+    early = k.source.replace(f"  {WAIT}", "", 1).replace("  __syncwarp();\n  __syncthreads();",
+                                                         f"  __syncwarp();\n  __syncthreads();\n  {WAIT}", 1)
+    assert early != k.source and accesses_before_wait(early, k.rendered.entry) == ["group_end"]
+    k = grouped(GROUPED_LIST[0])
+    early = k.source.replace(f"  {WAIT}", "", 1).replace("  const int units = s_tiles[G];",
+                                                         f"  {WAIT}\n  const int units = s_tiles[G];", 1)
+    assert early != k.source and accesses_before_wait(early, k.rendered.entry) == ["problems"]
+    inside = k.source.replace(f"  {WAIT}", f"  if (G > 0) {{ {WAIT} }}", 1)
+    with pytest.raises(AssertionError, match="inside a block"):
+        body_before_wait(inside, k.rendered.entry)
+    k = hopper(HOPPER[0])
+    with pytest.raises(AssertionError, match="0 waits"):
+        body_before_wait(k.source.replace(WAIT, ""), k.rendered.entry)
+
+
+def test_ctypes_structures_match_cuda_h():
+    """CUlaunchAttribute: the id, 4 bytes of padding, a 64-byte value union (8-byte aligned: 72 bytes, the value at
+    8); CUlaunchConfig: 7 unsigned ints, the stream at 32, the attributes at 40, their count at 48 (56 bytes); the
+    attribute id CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6 (cuda.h of CUDA 12 and 13)."""
+    attr, config = pdl._Attribute, pdl._Config
+    assert ctypes.sizeof(attr) == 72 and attr.value.offset == 8 and attr.id.offset == 0
+    assert ctypes.sizeof(config) == 56
+    assert (config.grid.offset, config.block.offset, config.smem.offset) == (0, 12, 24)
+    assert (config.stream.offset, config.attrs.offset, config.count.offset) == (32, 40, 48)
+    assert pdl.PROGRAMMATIC_STREAM_SERIALIZATION == 6
+    assert (pdl._attribute().id, pdl._attribute().value) == (6, 1)
+
+
+def test_arguments_keep_the_width_the_kernel_reads():
+    for value, kind in ((np.int32(-3), ctypes.c_int32), (np.int64(1 << 40), ctypes.c_int64),
+                        (np.uint64(1 << 63), ctypes.c_uint64), (np.float32(0.5), ctypes.c_float)):
+        held = pdl._held(value)
+        assert isinstance(held, kind) and held.value == value
+    tmap = np.zeros(16, dtype=np.uint64)
+    assert pdl._held(tmap) is tmap
+    for wrong in (3, 0.5, np.float64(0.5), np.int16(2)):  # no width of its own, or one no kernel parameter has
+        with pytest.raises(InternalError, match="launch argument"):
+            pdl._held(wrong)
