@@ -140,7 +140,7 @@ def test_ctypes_structures_match_cuda_h():
     assert (config.grid.offset, config.block.offset, config.smem.offset) == (0, 12, 24)
     assert (config.stream.offset, config.attrs.offset, config.count.offset) == (32, 40, 48)
     assert pdl.PROGRAMMATIC_STREAM_SERIALIZATION == 6
-    assert (pdl._attribute().id, pdl._attribute().value) == (6, 1)
+    assert (pdl._ATTRIBUTE.contents.id, pdl._ATTRIBUTE.contents.value) == (6, 1)
 
 
 def test_arguments_keep_the_width_the_kernel_reads():

@@ -689,6 +689,18 @@ def test_a_launcher_stores_a_calls_values_from_its_first_per_call_argument(monke
     main(132, 384, 1000, 9, (100, 4, 200), 4096, (2.0, 0.5))
     assert [v.value for v in main.values] == [100, 4, 200, 4096, 2.0, 0.5]
     assert launched[-1] == (77, 132, 1, 1, 384, 1, 1, 1000, 9, main.address, 0)
+    # the hopper list kernel's (it waits for the kernel before it): programmatic stream serialization, unless the
+    # benchmarks' ablation turns it off
+    from gemmc.runtime import pdl
+
+    monkeypatch.setattr(pdl, "launch_params", lambda *a: launched.append(("dependent", *a)))
+    dependent = Launcher(fn, [ctypes.c_uint64(0), ctypes.c_int32(0), ctypes.c_uint64(0), ctypes.c_uint64(0),
+                              ctypes.c_float(0.0), ctypes.c_float(0.0)], counter=3, dependent=True)
+    dependent(132, 384, 1000, 9, (100, 4, 200), 4096, (2.0, 0.5))
+    assert launched[-1] == ("dependent", 77, 132, 384, 1000, 9, dependent.address)
+    monkeypatch.setattr(pdl, "ENABLED", False)
+    dependent(132, 384, 1000, 9, (100, 4, 200), 4096, (2.0, 0.5))
+    assert launched[-1] == (77, 132, 1, 1, 384, 1, 1, 1000, 9, dependent.address, 0)
 
 
 def test_a_first_call_loads_outside_a_capture_and_is_refused_inside_one(monkeypatch):

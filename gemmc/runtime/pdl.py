@@ -32,8 +32,7 @@ class _Config(ctypes.Structure):  # CUlaunchConfig
                 ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(_Attribute)), ("count", ctypes.c_uint)]
 
 
-_SCALARS = {np.dtype(np.int32): ctypes.c_int32, np.dtype(np.int64): ctypes.c_int64,
-            np.dtype(np.uint64): ctypes.c_uint64, np.dtype(np.float32): ctypes.c_float}
+_SCALARS = {np.int32: ctypes.c_int32, np.int64: ctypes.c_int64, np.uint64: ctypes.c_uint64, np.float32: ctypes.c_float}
 
 
 @cache
@@ -42,26 +41,22 @@ def _launch_ex() -> Any:
         fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
     except (OSError, AttributeError) as err:
         raise GemmcError(f"the CUDA driver's cuLaunchKernelEx (libcuda.so.1, CUDA 12+) is needed: {err}") from None
-    fn.argtypes = [ctypes.POINTER(_Config), ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
+    fn.argtypes = [ctypes.POINTER(_Config), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
     fn.restype = ctypes.c_int
     return fn
 
 
-@cache
-def _attribute() -> _Attribute:
-    attr = _Attribute()
-    attr.id, attr.value = PROGRAMMATIC_STREAM_SERIALIZATION, 1
-    return attr
+_ATTRIBUTE = ctypes.pointer(_Attribute(PROGRAMMATIC_STREAM_SERIALIZATION, b"", 1))  # allowed: 1
 
 
 def _held(arg: Any) -> Any:
     """An argument as launch memory: a numpy array (a tensor map, passed by value) as is, a numpy scalar as the
     ctypes object of its type. A Python int or float has no width of its own (numpy would make an int64 of an int
     parameter's value, 8 bytes where the kernel reads 4): the caller names the type."""
-    if isinstance(arg, np.ndarray):
-        return arg
-    held = _SCALARS.get(arg.dtype) if isinstance(arg, np.generic) else None
+    held = _SCALARS.get(type(arg))  # by type, not dtype: the launch path's cost is host time of every call
     if held is None:
+        if isinstance(arg, np.ndarray):
+            return arg
         raise InternalError("runtime.pdl", f"a launch argument of type {type(arg).__name__} "
                             f"({getattr(arg, 'dtype', 'no dtype')}): pass a numpy int32, int64, uint64 or float32")
     return held(arg)
@@ -79,7 +74,7 @@ def launch_dependent(fn: Any, grid: int, block: int, smem: int, stream: int, arg
 def launch_params(func: int, grid: int, block: int, smem: int, stream: int, params: int) -> None:
     """Launch the CUfunction `func` with programmatic stream serialization, its arguments the array of pointers at
     host address `params` (cuLaunchKernel's kernelParams)."""
-    config = _Config((grid, 1, 1), (block, 1, 1), smem, stream, ctypes.pointer(_attribute()), 1)
-    status = _launch_ex()(ctypes.byref(config), func, ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p)), None)
+    config = _Config((grid, 1, 1), (block, 1, 1), smem, stream, _ATTRIBUTE, 1)
+    status = _launch_ex()(ctypes.byref(config), func, params, None)
     if status != 0:
         raise GemmcError(f"cuLaunchKernelEx refused a launch of CUfunction 0x{func:x}: CUresult {status}")

@@ -409,8 +409,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_list_bf16_hopper_
   // A count past the bound or below 0 never indexes past the tables (the launchers refuse it before).
   const int G = count < 0 ? 0 : count > GEMMC_GRP_MAX ? GEMMC_GRP_MAX : count;
   const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0);  // uniform per warp: no divergent roles
-  gemmc_grid_wait();  // the kernel before this one on the stream has finished with the problem table, the tensor maps, A, B and C
-  if (threadIdx.x < 32) gemmc_list_tiles(problems, G, s_tiles);
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       gemmc_mbar_init(full0 + 8 * s, 1);                   // the producer's arrival + the bytes
@@ -418,6 +416,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_list_bf16_hopper_
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the copy engine
   }
+  gemmc_grid_wait();  // the kernel before this one on the stream has finished with the problem table, the tensor maps, A, B and C
+  if (threadIdx.x < 32) gemmc_list_tiles(problems, G, s_tiles);
   __syncwarp();
   __syncthreads();
   const int units = s_tiles[G];

@@ -331,8 +331,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_dw_hopper_grouped
   const int tiles_n = (N + BN - 1) / BN, per_group = (M + BM - 1) / BM * tiles_n;
   const long long units = (long long)G * per_group;
   const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0);  // uniform per warp: no divergent roles
-  gemmc_grid_wait();  // the kernel before this one on the stream has finished with the group ends, A, B and C
-  if (threadIdx.x < 32) gemmc_grpk_ends(group_end, G, rows, s_first);
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       gemmc_mbar_init(full0 + 8 * s, 1);                   // the producer's arrival + the bytes
@@ -345,6 +343,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_dw_hopper_grouped
     }
     if (c_by_tma) gemmc_tma_prefetch(&tma_c);
   }
+  gemmc_grid_wait();  // the kernel before this one on the stream has finished with the group ends, A, B and C
+  if (threadIdx.x < 32) gemmc_grpk_ends(group_end, G, rows, s_first);
   __syncwarp();
   __syncthreads();
   gemmc_grpk_order(G, s_first, s_order);

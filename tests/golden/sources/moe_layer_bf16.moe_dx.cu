@@ -349,8 +349,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_dx_hopper_grouped
   const int G = groups < 0 ? 0 : groups > GEMMC_GRP_MAX ? GEMMC_GRP_MAX : groups;
   const int tiles_n = (N + BN - 1) / BN, kblocks = (K + BK - 1) / BK;
   const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0);  // uniform per warp: no divergent roles
-  gemmc_grid_wait();  // the kernel before this one on the stream has finished with the group ends, A, B and C
-  if (threadIdx.x < 32) gemmc_grp_schedule(group_end, G, rows, s_first, s_big, s_small, s_total);
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       gemmc_mbar_init(full0 + 8 * s, 1);                     // the producer's arrival + the bytes
@@ -361,6 +359,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_moe_dx_hopper_grouped
     gemmc_tma_prefetch(&tma_b);
     if (c_by_tma) gemmc_tma_prefetch(&tma_c);
   }
+  gemmc_grid_wait();  // the kernel before this one on the stream has finished with the group ends, A, B and C
+  if (threadIdx.x < 32) gemmc_grp_schedule(group_end, G, rows, s_first, s_big, s_small, s_total);
   __syncwarp();
   __syncthreads();
   constexpr int rank = 0;
