@@ -51,7 +51,7 @@ def graph_of(fn, repeat: int):
 
 def both(fn, repeat: int = 1) -> tuple[float, float]:
     """Device seconds of one call of `fn`, `repeat` calls in a CUDA graph, with the attribute and without, alternated
-    three times (min of each)."""
+    REPS times (the median of each)."""
     from gemmc.bench.timing import device_seconds
     from gemmc.runtime import pdl
 
