@@ -697,7 +697,7 @@ def test_a_launcher_stores_a_calls_values_from_its_first_per_call_argument(monke
     dependent = Launcher(fn, [ctypes.c_uint64(0), ctypes.c_int32(0), ctypes.c_uint64(0), ctypes.c_uint64(0),
                               ctypes.c_float(0.0), ctypes.c_float(0.0)], counter=3, dependent=True)
     dependent(132, 384, 1000, 9, (100, 4, 200), 4096, (2.0, 0.5))
-    assert launched[-1] == ("dependent", 77, 132, 384, 1000, 9, dependent.address)
+    assert launched[-1] == ("dependent", 77, 132, 384, 1000, 9, dependent.address, dependent.config)
     monkeypatch.setattr(pdl, "ENABLED", False)
     dependent(132, 384, 1000, 9, (100, 4, 200), 4096, (2.0, 0.5))
     assert launched[-1] == (77, 132, 1, 1, 384, 1, 1, 1000, 9, dependent.address, 0)

@@ -450,7 +450,7 @@ def test_a_checked_calls_argument_block_launches_with_no_values_but_grouped_ks_c
     assert len(block.values) == 12 + grouped_k and block.per_call == []
     for stream in (7, 8):
         grouped_tma._launch(st, block, stream)
-        assert launched[-1] == (77, 132, 384, 1000, stream, block.address)
+        assert launched[-1] == (77, 132, 384, 1000, stream, block.address, block.config)
         if grouped_k:  # each stream's own pair of counters
             assert block.values[12].value == st.counter(stream)
     assert block.counter is None or len({st.counter(7), st.counter(8)}) == 2

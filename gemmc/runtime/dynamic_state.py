@@ -32,7 +32,7 @@ class Launcher:
         from cupy.cuda import driver  # type: ignore[import-not-found]
 
         self.launch_kernel = driver.launchKernel
-        self.dependent = dependent
+        self.config = pdl.new_config() if dependent else None  # used under the lock
         self.func = int(fn.kernel.ptr)
         self.values = values
         self.per_call = values[first:]  # the slots a call's `values` go to, in turn
@@ -56,8 +56,8 @@ class Launcher:
                 self.counter.value = counter
             if scalars is not None:
                 self.values[-2].value, self.values[-1].value = scalars
-            if self.dependent and pdl.ENABLED:
-                pdl.launch_params(self.func, grid, block, smem, stream, self.address)
+            if self.config is not None and pdl.ENABLED:
+                pdl.launch_params(self.func, grid, block, smem, stream, self.address, self.config)
             else:
                 self.launch_kernel(self.func, grid, 1, 1, block, 1, 1, smem, stream, self.address, 0)
 

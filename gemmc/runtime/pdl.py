@@ -71,10 +71,19 @@ def launch_dependent(fn: Any, grid: int, block: int, smem: int, stream: int, arg
     launch_params(int(fn.kernel.ptr), grid, block, smem, stream, ctypes.addressof(params))
 
 
-def launch_params(func: int, grid: int, block: int, smem: int, stream: int, params: int) -> None:
+def launch_params(func: int, grid: int, block: int, smem: int, stream: int, params: int,
+                  config: _Config | None = None) -> None:
     """Launch the CUfunction `func` with programmatic stream serialization, its arguments the array of pointers at
-    host address `params` (cuLaunchKernel's kernelParams)."""
-    config = _Config((grid, 1, 1), (block, 1, 1), smem, stream, _ATTRIBUTE, 1)
-    status = _launch_ex()(ctypes.byref(config), func, params, None)
+    host address `params` (cuLaunchKernel's kernelParams). `config`: a launch configuration (`new_config`) that the
+    caller keeps and no other thread uses at once, filled in place (a third of the host time of a new one)."""
+    if config is None:
+        config = new_config()
+    config.grid[0], config.block[0], config.smem, config.stream = grid, block, smem, stream
+    status = _launch_ex()(config, func, params, None)
     if status != 0:
         raise GemmcError(f"cuLaunchKernelEx refused a launch of CUfunction 0x{func:x}: CUresult {status}")
+
+
+def new_config() -> _Config:
+    """A launch configuration with the attribute, its grid, block, shared memory and stream set by each launch."""
+    return _Config((0, 1, 1), (0, 1, 1), 0, None, _ATTRIBUTE, 1)
