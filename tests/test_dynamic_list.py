@@ -209,7 +209,7 @@ def test_a_grouped_forms_captures_take_counters_of_their_own_per_graph_and_strea
     capturing[7] = 101
     second = st.launch_counter(7)
     assert len({plain, first, side, second, st.counter(8)}) == 5
-    assert st.captures_taken == 0 and st.capture() == 0  # the list form's captures are a table of their own
+    assert st.captures_held == 0 and st.capture() == 0  # the list form's captures are a table of their own
     # the list form's captured calls' counters are their own sets' (Captured), outside zeroed_counters' allocation
     assert [st.capture_counter(i) for i in range(CAPTURES)] == [c.counter for c in st.captures]
     del capturing[7]
@@ -228,7 +228,7 @@ def test_a_grouped_forms_captures_take_counters_of_their_own_per_graph_and_strea
         assert st.launch_counter(7) == plain
     capturing[7] = 1001
     assert st.launch_counter(7) == plain  # warned once
-    assert len(st.graph_counters) == CAPTURED_COUNTERS and st.captures_taken == 1
+    assert len(st.graph_counters) == CAPTURED_COUNTERS and st.captures_held == 1
 
 
 def test_views_of_one_matrix_may_interleave_but_not_share_an_element():
@@ -334,7 +334,8 @@ def test_each_capture_takes_buffers_of_its_own_and_gives_back_an_unused_one():
                       new_capture=new_capture, counters=SimpleNamespace(data=SimpleNamespace(ptr=4096)))
     first, second = st.capture(), st.capture()
     assert (first, second) == (0, 1)
-    st.uncapture(first)  # not the last: kept
+    st.uncapture(first)  # given back (its call sent nothing): the next capture takes it
+    assert st.capture() == 0
     st.uncapture(second)
     assert st.capture() == 1
     streams = [st.counter(s) for s in range(COUNTER_SLOTS)]  # every stream's slot
@@ -345,19 +346,20 @@ def test_each_capture_takes_buffers_of_its_own_and_gives_back_an_unused_one():
     assert min(streams) >= 4096 and max(streams) + 4 * COUNTER_INTS <= end
     for _ in range(CAPTURES - 2):
         st.capture()
-    assert made == [] and st.captures_taken == CAPTURES
+    assert made == [] and st.captures_held == CAPTURES
     assert st.capture() == CAPTURES and made == [st.captures[CAPTURES]]  # the first made while capturing
     st.uncapture(CAPTURES)
     assert st.capture() == CAPTURES and len(made) == 1  # given back, taken again
-    while st.captures_taken < MAX_CAPTURES:
+    while st.captures_held < MAX_CAPTURES:
         st.capture()
     assert len(st.captures) == MAX_CAPTURES and len(made) == MAX_CAPTURES - CAPTURES
     assert [st.capture_counter(k) for k in range(MAX_CAPTURES)] == [c.counter for c in st.captures]
     assert min(b - a for a, b in zip(streams, streams[1:], strict=False)) >= 4 * COUNTER_INTS  # no two pairs overlap
-    with pytest.raises(GemmcError, match=f"kernel 'moe' has been captured in {MAX_CAPTURES} CUDA graphs, the most "
-                                         "it keeps problem tables for$") as info:
+    with pytest.raises(GemmcError, match=f"kernel 'moe' is captured in {MAX_CAPTURES} CUDA graphs that still exist, "
+                                         r"the most it keeps problem tables for \(a graph that is destroyed gives "
+                                         r"its tables back\)$") as info:
         st.capture()
-    assert info.value.code == "E900" and st.captures_taken == MAX_CAPTURES
+    assert info.value.code == "E900" and st.captures_held == MAX_CAPTURES
 
 
 @pytest.mark.parametrize("views", [False, True], ids=["dense", "views"])
@@ -440,6 +442,32 @@ def test_calls_in_flight_on_one_stream_take_tensor_maps_of_their_own(monkeypatch
         call.__exit__()
 
 
+class _Release:
+    """Stands in for graph_release.GraphRelease (no driver): the test says when the graph it is attached to is gone."""
+
+    def __init__(self) -> None:
+        self.attached, self.gone, self.graphs = False, False, []
+
+    def attach(self, graph: int) -> bool:
+        self.graphs.append(graph)
+        self.attached = True
+        return True
+
+    def posted(self) -> bool:
+        return self.gone
+
+    def reset(self) -> None:
+        self.attached = self.gone = False
+
+
+def _graphs(monkeypatch, graph: int | None = 0xCAFE) -> None:
+    """Every capture is into `graph` (None: the driver cannot say), whose releases the test posts."""
+    from gemmc.runtime import dynamic_state
+
+    monkeypatch.setattr(dynamic_state, "capture_graph", lambda stream: graph)
+    monkeypatch.setattr(dynamic_state, "GraphRelease", _Release)
+
+
 def test_a_staged_call_gives_back_its_capture_unless_it_sent_its_table(monkeypatch):
     """Staging, the list launchers' one capture sequence: a call being captured reserves buffers of its own and gives
     them back where it raises or has no work before sending its table; once sent they are the graph's (the reservation
@@ -454,6 +482,7 @@ def test_a_staged_call_gives_back_its_capture_unless_it_sent_its_table(monkeypat
     capturing = [1]
     runtime = SimpleNamespace(streamIsCapturing=lambda ptr: capturing[0])
     monkeypatch.setattr(dynamic_list, "cupy", lambda: SimpleNamespace(cuda=SimpleNamespace(runtime=runtime)))
+    _graphs(monkeypatch)
 
     class Ring:
         def __init__(self):
@@ -479,23 +508,23 @@ def test_a_staged_call_gives_back_its_capture_unless_it_sent_its_table(monkeypat
     first = st.captures[0].ring
     with pytest.raises(GemmcError, match="a bad list"), dynamic_list.Staging(st, stream) as call:
         raise GemmcError("a bad list")
-    assert st.captures_taken == 0 and first.released == ["given back"]
+    assert st.captures_held == 0 and first.released == ["given back"]
     with dynamic_list.Staging(st, stream) as call:
         pass  # no work
-    assert st.captures_taken == 0 and first.released == ["given back"] * 2
+    assert st.captures_held == 0 and first.released == ["given back"] * 2
     first.released.clear()
     with dynamic_list.Staging(st, stream) as call:
         assert call.index == 0 and call.counter(stream.ptr) == st.captures[0].counter != st.counter(stream.ptr)
         assert call.send(3, stream) == 4096
         call.done(stream)
     # the reservation stays the graph's; the slot goes back, for a call taking the reservation once it is given back
-    assert st.captures_taken == 1 and first.sent == [3] and first.released == ["given back"]
+    assert st.captures_held == 1 and first.sent == [3] and first.released == ["given back"]
     capturing[0] = 0
     with dynamic_list.Staging(st, stream) as call:
         assert call.index is None and call.counter(stream.ptr) == st.counter(stream.ptr)
         call.send(2, stream)
         call.done(stream)
-    assert st.captures_taken == 1 and st.ring.sent == [2] and st.ring.released == [stream]
+    assert st.captures_held == 1 and st.ring.sent == [2] and st.ring.released == [stream]
     with pytest.raises(GemmcError, match="a failed launch"), dynamic_list.Staging(st, stream) as call:
         call.send(2, stream)
         raise GemmcError("a failed launch")
@@ -593,9 +622,9 @@ def test_a_call_finding_every_slot_taken_waits_until_one_is_given_back(monkeypat
 
 
 def test_a_capture_given_back_after_its_graph_is_gone_is_taken_again(monkeypatch):
-    """A captured list call sends its table into its reservation's own buffer (Ring.single) and keeps the reservation;
-    once that is given back (DynamicState.uncapture: group_floor.confirm's timing graph is gone), the next captured
-    call takes the same buffers without waiting for a slot the first call never gives back."""
+    """A captured list call sends its table into its reservation's own buffer (Ring.single) and leaves the buffers to
+    its graph (DynamicState.keep); once the graph is destroyed (its release posted), the next captured call takes the
+    same buffers without waiting for a slot the first call never gives back."""
     import threading
     from types import SimpleNamespace
 
@@ -604,6 +633,7 @@ def test_a_capture_given_back_after_its_graph_is_gone_is_taken_again(monkeypatch
     from gemmc.runtime.dynamic_state import CAPTURES, DynamicState
 
     _stub_ring_device(monkeypatch)
+    _graphs(monkeypatch)
     device = dynamic_list.cupy()
     device.cuda.runtime.streamIsCapturing = lambda ptr: 1
     st = DynamicState("moe", None, None, 1, 0, 0, 1, ring=Ring(4),
@@ -618,13 +648,13 @@ def test_a_capture_given_back_after_its_graph_is_gone_is_taken_again(monkeypatch
             call.done(stream)
 
     captured_call()
-    assert st.captures_taken == 1
-    st.uncapture(0)  # its graph is gone
+    assert st.captures_held == 1 and st.captures[0].release.graphs == [0xCAFE]
+    st.captures[0].release.gone = True  # its graph is destroyed: the driver posted the release
     again = threading.Thread(target=captured_call, daemon=True)
     again.start()
     again.join(30)
     assert not again.is_alive(), "the second capture waits for the first one's slot"
-    assert st.captures_taken == 1 and st.captures[0].ring.taken == [False]
+    assert st.captures_held == 1 and st.captures[0].ring.taken == [False]
 
 
 def test_a_slot_whose_last_launch_failed_is_given_back_with_the_error(monkeypatch):
@@ -776,3 +806,37 @@ def test_validate_on_a_list_call_asks_for_the_byte_check(monkeypatch, launches):
     with pytest.raises(GemmcError, match="offsets: a `grouped list` kernel takes lists of arrays"):
         dynamic._launch_checked(F32, None, As, Bs, Cs, offsets=object(), alpha=1.0, beta=0.0, stream=None,
                                 validate=True)
+
+
+def test_a_graph_release_is_a_semaphore_the_destructor_posts(monkeypatch):
+    """graph_release.GraphRelease without a driver: its semaphore reads unposted until sem_post (the user object's
+    destructor, which the driver calls once the graph is gone) posts it, and reset makes it ready for the next graph;
+    where the driver has no user objects, attach says so and nothing will post it."""
+    import ctypes
+
+    from gemmc.runtime import graph_release
+
+    release = graph_release.GraphRelease()
+    assert not release.posted() and not release.attached
+    monkeypatch.setattr(graph_release, "_driver", lambda: None)
+    assert release.attach(0xCAFE) is False and not release.attached
+    libc = ctypes.CDLL(None)
+    libc.sem_post(release.sem)  # what the driver's thread runs as the destructor
+    assert release.posted()
+    release.reset()
+    assert not release.posted() and not release.attached
+
+
+def test_a_capture_whose_graph_the_driver_cannot_name_keeps_its_buffers(monkeypatch):
+    """Where the driver gives no graph for the capturing stream (or cannot attach a release), a captured call's
+    buffers stay reserved for the process's lifetime: no later capture takes them."""
+    from types import SimpleNamespace
+
+    from gemmc.runtime.dynamic_state import CAPTURES, DynamicState
+
+    _graphs(monkeypatch, graph=None)
+    st = DynamicState("moe", None, None, 1, 0, 0, 1, captures=[_captured(1 << 20) for _ in range(CAPTURES)],
+                      counters=SimpleNamespace(data=SimpleNamespace(ptr=1 << 16)))
+    first = st.capture()
+    st.keep(first, 7)
+    assert st.captures[first].release is None and st.capture() == first + 1 and st.captures_held == 2

@@ -89,34 +89,6 @@ def test_the_plan_stays_unless_another_way_is_faster_by_the_margin(timed):
     assert confirm(g.group_run, [], [], [], None) == Way(Mode.FUSED, 1) and "runs fused" in g.plan
 
 
-def test_the_timing_graphs_capture_buffers_go_back_also_where_timing_fails(timed, monkeypatch):
-    """The fused way's timing graph takes capture buffers of the fused list kernel and of the CUDA-core kernel it
-    runs misfits on (group_floor.list_states); the graph is gone after the timing, so both go back, also where the
-    timing raises."""
-    from gemmc.runtime.dynamic_state import DynamicState
-    from gemmc.runtime.grouped_list import GroupedListState
-
-    g = group(COPIES)
-    cores = DynamicState("cores", None, None, 1, 0, 0, 1, captures=[object()] * 8)
-    fused = GroupedListState("fused", None, None, 1, 0, 0, 1, captures=[object()] * 8)
-    fused.fallback = SimpleNamespace(dynamic=cores)
-    g.group_run.fused.dynamic = fused
-    fused.capture()  # a graph captured before the group's first call keeps its buffers
-    timer = group_floor.replay_seconds
-
-    def failing(call, s):
-        if call.__defaults__[0].label == "fused":
-            fused.capture(), cores.capture(), cores.capture()
-            raise RuntimeError("cudaErrorLaunchFailure")
-        return timer(call, s)
-
-    monkeypatch.setattr(group_floor, "replay_seconds", failing)
-    timed.times.update({"GO-kernels on 4 streams": 10e-6, "sequential": 18e-6})
-    with pytest.raises(RuntimeError, match="cudaErrorLaunchFailure"):
-        confirm(g.group_run, [], [], [], None)
-    assert (fused.captures_taken, cores.captures_taken) == (1, 0)
-
-
 def test_pairs_take_the_streams_where_they_measure_faster(timed):
     g = group(PAIR)
     timed.times.update({"sequential": 55.9e-6, "own kernels on 2 streams": 54.6e-6})

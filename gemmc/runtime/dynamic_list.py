@@ -122,9 +122,10 @@ class Ring:
 class Staging:
     """Where one list call stages its problem table, as a context manager around the call. A call inside a CUDA-graph
     capture reserves buffers of its own (`DynamicState.capture`: a table in `captures`, tile counters, and on the
-    tensor cores tensor maps), kept with the state and never reused: its graph reads them at every replay, and no
-    other graph or call shares them; its one slot goes back when the block ends, and the reservation too where the
-    call sent no table (the block raises before `send`, or the call has no work: `DynamicState.uncapture`). Any other
+    tensor cores tensor maps), which its graph reads at every replay and no other graph or call shares while that
+    graph exists (`DynamicState.keep`: they come back once it is destroyed); its one slot goes back when the block
+    ends, and the reservation too where the call sent no table (the block raises before `send`, or the call has no
+    work: `DynamicState.uncapture`). Any other
     call takes a slot of the ring and its stream's tile counters, and holds the slot until it records its launch
     (`done`); where the block ends before that, it gives the slot back unsent, or behind the copy where it sent the
     table."""
@@ -156,6 +157,8 @@ class Staging:
                 self.ring.give_back(self.slot)
             if self.sent_on is None:
                 self.st.uncapture(self.index)
+            else:  # the graph reads the buffers at every replay: they come back when it is destroyed
+                self.st.keep(self.index, int(self.stream.ptr))
         elif self.slot is not None and not self.finished:
             if self.sent_on is None:
                 self.ring.give_back(self.slot)

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gemmc.runtime import pdl
-from gemmc.runtime.streams import capture_id
+from gemmc.runtime.graph_release import GraphRelease
+from gemmc.runtime.streams import capture_graph, capture_id
 
 
 class Launcher:
@@ -126,19 +127,26 @@ def zeroed_counters() -> Any:
     return counters
 
 
-@dataclass(frozen=True)
+@dataclass
 class Captured:
     """The buffers of one list call captured in a CUDA graph, which its graph reads at every replay and no other
-    call shares: its problem table and, on the tensor cores, its tensor maps (`ring`, a one-slot dynamic_list.Ring)
-    and its tile counters (COUNTER_INTS int32, zeroed). Made by dynamic_list.captured."""
+    call shares while that graph exists: its problem table and, on the tensor cores, its tensor maps (`ring`, a
+    one-slot dynamic_list.Ring) and its tile counters (COUNTER_INTS int32, zeroed; every launch leaves them zeroed).
+    Made by dynamic_list.captured; `held` and `release` change under DynamicState.capture_lock."""
 
     ring: Any
     counters: Any
+    held: bool = False  # reserved by a call being captured, then by the graph it went into
+    release: GraphRelease | None = None  # posted by the driver once that graph is gone (DynamicState.keep)
 
     @property
     def counter(self) -> int:
         """The device address of the tile counters."""
         return int(self.counters.data.ptr)
+
+    def free(self) -> bool:
+        """Whether a capture may take these buffers: never reserved, given back, or left to a graph that is gone."""
+        return not self.held or (self.release is not None and self.release.attached and self.release.posted())
 
 
 @dataclass
@@ -164,8 +172,7 @@ class DynamicState:
     new_capture: Callable[[], Captured] | None = None  # makes the next set (dynamic_list.make_tables)
     side: Any = None  # a stream outside every graph: captured list calls' buffers are zeroed on it, the tensor-core
     #                   list's also filled
-    captures_taken: int = 0  # of `captures`, taken in turn (`capture`)
-    capture_lock: threading.Lock = field(default_factory=threading.Lock)  # takes `captures` in turn
+    capture_lock: threading.Lock = field(default_factory=threading.Lock)  # takes and gives back `captures`
     counters: Any = None  # int32, zeroed once (`zeroed_counters`): the tile counters
     stream_counters: StreamSlots = field(init=False)  # raw stream handle -> its counters
     graph_counters: StreamSlots = field(init=False)  # (capture id, stream) -> the counters of its calls
@@ -179,33 +186,54 @@ class DynamicState:
                                           start=COUNTER_BYTES * COUNTER_SLOTS)
 
     def capture(self) -> int:
-        """Reserve the next of the list form's sets of buffers (`Captured`) for a call being captured in a CUDA graph,
-        which its graph reads at every replay and no other call takes while they are reserved; the kernel makes
-        CAPTURES of them when it is loaded, and a capture past those makes its own (`new_capture`, allocated while
-        the stream captures), up to MAX_CAPTURES. Returns the set's index in `captures`."""
+        """Reserve a set of the list form's buffers (`Captured`) for a call being captured in a CUDA graph, which its
+        graph reads at every replay and no other call takes while that graph exists (`keep`): one never taken, given
+        back, or left to a graph that is gone. The kernel makes CAPTURES sets when it is loaded, and a capture that
+        finds none free makes one (`new_capture`, allocated while the stream captures), up to MAX_CAPTURES. Returns the
+        set's index in `captures`."""
         with self.capture_lock:
-            index = self.captures_taken
-            if index >= MAX_CAPTURES:
-                from gemmc.errors import GemmcError
+            index = next((i for i, c in enumerate(self.captures) if c.free()), None)
+            if index is None:
+                if len(self.captures) >= MAX_CAPTURES:
+                    from gemmc.errors import GemmcError
 
-                raise GemmcError(f"kernel '{self.name}' has been captured in {MAX_CAPTURES} CUDA graphs, the most it "
-                                 "keeps problem tables for", code="E900")
-            if index == len(self.captures):
+                    raise GemmcError(f"kernel '{self.name}' is captured in {MAX_CAPTURES} CUDA graphs that still "
+                                     "exist, the most it keeps problem tables for (a graph that is destroyed gives "
+                                     "its tables back)", code="E900")
                 if self.new_capture is None:
                     from gemmc.errors import InternalError
 
                     raise InternalError("runtime.dynamic_state", f"kernel '{self.name}': a list-form state without "
                                                                  "its capture buffers (dynamic_list.make_tables)")
                 self.captures.append(self.new_capture())
-            self.captures_taken += 1
+                index = len(self.captures) - 1
+            taken = self.captures[index]
+            if taken.release is not None and taken.release.attached:  # posted: its graph and its destructor are done
+                taken.release.reset()
+            taken.held = True
             return index
 
+    @property
+    def captures_held(self) -> int:
+        """The sets of buffers a capture cannot take now."""
+        return sum(not c.free() for c in self.captures)
+
+    def keep(self, index: int, stream: int) -> None:
+        """Captured call `index` is in the graph `stream` is being captured into: the graph posts the set's release
+        once it is destroyed, and a later capture then takes the set. Where the driver cannot attach the release,
+        the set stays reserved for the process's lifetime."""
+        taken = self.captures[index]
+        graph = capture_graph(stream)
+        if graph is not None:
+            if taken.release is None:
+                taken.release = GraphRelease()
+            taken.release.attach(graph)
+
     def uncapture(self, index: int) -> None:
-        """Give back a reservation whose call launched nothing, or whose graph is gone (group_floor's timing graph),
-        where no later capture took buffers after it."""
+        """Give back a reservation whose call put nothing in its graph (it raised before sending its table, or had no
+        work)."""
         with self.capture_lock:
-            if self.captures_taken == index + 1:
-                self.captures_taken = index
+            self.captures[index].held = False
 
     def capture_counter(self, index: int) -> int:
         """The device address of captured list call `index`'s own tile counters: a graph never shares its counters

@@ -34,7 +34,6 @@ from gemmc.ir.group import Mode
 from gemmc.runtime import tune
 from gemmc.runtime.compile import toolkit
 from gemmc.runtime.device import cupy, device_name
-from gemmc.runtime.dynamic_state import DynamicState
 from gemmc.runtime.streams import is_torch, launch_stream
 from gemmc.runtime.tune import WINDOW_SECONDS, captured, enabled, read_choice, store_choice
 
@@ -148,16 +147,6 @@ def cache_key(run: GroupRun, gpu: str, toolkit: str = "") -> str:
     return gpu + "|" + digest.hexdigest()[:32]
 
 
-def list_states(fused: Any) -> list[DynamicState]:
-    """The list kernels whose capture buffers a fused launch's captured call takes: the fused kernel's, and the
-    CUDA-core kernel it runs the problems TMA cannot read on (runtime/grouped_list.py), where they are loaded."""
-    state = fused.dynamic if fused is not None else None
-    if not isinstance(state, DynamicState):
-        return []
-    cores = getattr(state, "fallback", None)
-    return [state, cores.dynamic] if cores is not None and isinstance(cores.dynamic, DynamicState) else [state]
-
-
 def confirm(run: GroupRun, As: Any, Bs: Any, Cs: Any, stream: Any) -> Way | None:
     """The way an auto group's calls run: measured once and cached (module docstring), or None where it is not
     measured (one GEMM, measuring off, members that read C, a graph capture with nothing cached): then the plan's."""
@@ -185,14 +174,9 @@ def confirm(run: GroupRun, As: Any, Bs: Any, Cs: Any, stream: Any) -> Way | None
         def call(s: Any, way: Way = way) -> None:
             run_group(run, As, Bs, Cs, mode=way.mode, degree=way.degree, kernels=way.kernels, stream=s)
 
-        fused = run.fused if way.mode is Mode.FUSED else None
-        taken = {id(st): st.captures_taken for st in list_states(fused)}  # the list kernels' graph buffers
-        try:
-            seconds[way.label] = replay_seconds(call, stream)
-        finally:  # the timing graph is gone (or never made): the buffers its captured calls took go back
-            for st in list_states(fused):
-                for index in range(st.captures_taken - 1, taken.get(id(st), 0) - 1, -1):
-                    st.uncapture(index)
+        # a fused way's list calls captured in the timing graph take buffers of their own, which come back once
+        # the graph is destroyed (DynamicState.keep)
+        seconds[way.label] = replay_seconds(call, stream)
     planned = candidates[0]
     fastest = min(candidates, key=lambda w: seconds[w.label])
     kept = fastest if seconds[fastest.label] <= CONFIRM_MARGIN * seconds[planned.label] else planned

@@ -91,6 +91,14 @@ def capture_id(stream: int) -> int | None:
     return int(found.value) if status.value == ACTIVE else None
 
 
+def capture_graph(stream: int) -> int | None:
+    """The CUgraph handle the stream (a raw handle) is being captured into, or None where it is not being captured."""
+    info = _capture_info()
+    status, found, graph = ctypes.c_int(0), ctypes.c_uint64(0), ctypes.c_void_p()
+    result = info(ctypes.c_void_p(stream), ctypes.byref(status), ctypes.byref(found), ctypes.byref(graph), None, None)
+    return graph.value if result == 0 and status.value == ACTIVE and graph.value else None
+
+
 @cache
 def _capture_info() -> Any:
     return ctypes.CDLL("libcuda.so.1").cuStreamGetCaptureInfo_v2

@@ -320,6 +320,47 @@ def test_first_calls_from_threads_load_one_state():
 
 
 @pytest.mark.parametrize("schedule", [L32, THREADS_BF16], ids=["f32", "bf16"])
+def test_destroyed_graphs_give_their_list_buffers_back(schedule):
+    """More captured list calls than MAX_CAPTURES, in graphs captured, replayed and destroyed in turn: each graph
+    gives its buffers back once it is gone (a CUDA user object whose destructor posts a semaphore), so no capture is
+    refused, the buffers made stay far below the bound, and every replay computes its own list, NaN-poisoned; four
+    graphs kept alive throughout still replay right at the end."""
+    import gc
+
+    from gemmc.runtime.dynamic_state import MAX_CAPTURES
+
+    t, kern, tdt, scalars, tol = list_kernel(schedule)
+    rng = np.random.default_rng(9)
+    kern(*random_list(rng, tdt), **scalars)  # the first call (loads the kernel) outside any capture
+    t.cuda.synchronize()
+    st = kern.executable.dynamic
+
+    def captured() -> tuple:
+        As, Bs, Cs = random_list(rng, tdt, problems=3, top=64)
+        g = t.cuda.CUDAGraph()
+        with t.cuda.graph(g):
+            kern(As, Bs, Cs, **scalars)
+        return g, As, Bs, Cs
+
+    def replayed_right(g, As, Bs, Cs) -> bool:
+        for c in Cs:
+            c.fill_(float("nan"))
+        g.replay()
+        t.cuda.synchronize()
+        return all(rel(c, a.double() @ b.double()) < tol for a, b, c in zip(As, Bs, Cs, strict=True))
+
+    kept = [captured() for _ in range(4)]
+    for i in range(MAX_CAPTURES + 44):
+        one = captured()
+        if i % 37 == 0:
+            assert replayed_right(*one), f"graph {i}"
+        del one
+        gc.collect()
+    assert len(st.captures) < MAX_CAPTURES // 2, f"{len(st.captures)} sets of buffers made"
+    assert all(replayed_right(*k) for k in kept)
+
+
+@pytest.mark.parametrize("schedule", [L32, THREADS_BF16], ids=["f32", "bf16"])
 def test_grouped_list_captured_in_graphs_reads_each_graphs_own_table(schedule):
     """Twelve calls of one list kernel captured in twelve CUDA graphs (past the CAPTURES sets of buffers made with the
     kernel's state: the later ones made while their calls are captured), then plain calls on other lists in between:
@@ -342,7 +383,7 @@ def test_grouped_list_captured_in_graphs_reads_each_graphs_own_table(schedule):
         with t.cuda.graph(g):
             kern(As, Bs, Cs, **scalars)
         graphs.append(g)
-    assert kern.executable.dynamic.captures_taken == len(lists)
+    assert kern.executable.dynamic.captures_held == len(lists)
     for _ in range(10):  # plain calls cycle the staging ring past its eight buffers
         kern(*draw(), **scalars)
     for g, (As, Bs, Cs) in reversed(list(zip(graphs, lists, strict=True))):
