@@ -259,6 +259,16 @@ HINTS = {
         '      tile 128x128\n'
         '              ^^^^\n'
         'hint: a tile is BM x BN x BK, e.g. `tile 128x128x64`'),
+    "gemm_of_two_sizes": ('kernel k {\n  gemm 4 x 4\n}\n',
+        "p.gs:3:1: error[E100]: expected 'x', found '}'\n"
+        '    }\n'
+        '    ^\n'
+        "hint: a GEMM's size is M x N x K, three numbers: `gemm 4096 x 1024 x 512`"),
+    "member_of_two_sizes": ('group g {\n  gemm q 4 x 4 }\n',
+        "p.gs:2:16: error[E100]: expected 'x', found '}'\n"
+        '      gemm q 4 x 4 }\n'
+        '                   ^\n'
+        "hint: a GEMM's size is M x N x K, three numbers: `gemm 4096 x 1024 x 512`"),
     "unnamed_member": ('group g {\n  gemm 64 x 64 x 64\n}\n',
         "p.gs:2:8: error[E100]: expected a name, found a number '64'\n"
         '      gemm 64 x 64 x 64\n'

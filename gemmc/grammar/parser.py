@@ -143,6 +143,7 @@ _NAMED_BY = frozenset(("KERNEL", "GROUP", "GEMM"))  # the token before a kernel'
 _NAME_RUN = re.compile(r"[A-Za-z0-9_]+(?:[-.][A-Za-z0-9_]+)*")
 
 TILE_HINT = "a tile is BM x BN x BK, e.g. `tile 128x128x64`"
+GEMM_SIZE_HINT = "a GEMM's size is M x N x K, three numbers: `gemm 4096 x 1024 x 512`"
 MEMBER_HINT = "a group's members are named: `gemm q 64 x 64 x 64`"
 GEMM_NAME_HINT = ("a kernel's `gemm` has no name; name problems in `batch { q 64 x 64 x 64 }`, or put named GEMMs "
                   "in a `group`")
@@ -245,6 +246,8 @@ def _token_hint(tok: Token, expected: set[str], stack: list, stmt: tuple[Token, 
     keyword, words = stmt[0].type, stmt[1:]
     if keyword == "TILE" and "X" in expected:
         return TILE_HINT
+    if keyword == "GEMM" and "X" in expected:
+        return GEMM_SIZE_HINT
     if keyword in ("ALPHA", "BETA") and not words:
         return SCALAR_HINT
     if keyword == "GEMM" and not words and "NAME" in expected:
