@@ -429,8 +429,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_f_k0_hopper_grouped_b
   // A count past the bound or below 0 never indexes past the tables (the launchers refuse it before).
   const int G = count < 0 ? 0 : count > GEMMC_GRP_MAX ? GEMMC_GRP_MAX : count;
   const int wg = __shfl_sync(0xffffffffu, (int)threadIdx.x / 128, 0);  // uniform per warp: no divergent roles
-  gemmc_grid_wait();  // the kernel before this one on the stream has finished with the problem table, the tensor maps, A, B and C
-  if (threadIdx.x < 32) gemmc_list_tiles(problems, G, s_tiles);
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       gemmc_mbar_init(full0 + 8 * s, 1);                   // the producer's arrival + the bytes
@@ -438,6 +436,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemmc_f_k0_hopper_grouped_b
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to the copy engine
   }
+  gemmc_grid_wait();  // the kernel before this one on the stream has finished with the problem table, the tensor maps, A, B and C
+  if (threadIdx.x < 32) gemmc_list_tiles(problems, G, s_tiles);
   __syncwarp();
   __syncthreads();
   const int units = s_tiles[G];
@@ -714,8 +714,7 @@ static size_t gemmc_f_k0_workspace_bytes(int max_groups) {
   return 256 + 1536;
 }
 
-// The persistent grid: one block per SM of the current device (whole clusters of 1), read once per device; the
-// shared-memory opt-in with it.
+// The persistent grid: one block per SM of the current device, in whole clusters of 1.
 static cudaError_t gemmc_f_k0_grid(int* grid) {
   static std::atomic<int> cached[64];
   int device = 0;
@@ -725,11 +724,11 @@ static cudaError_t gemmc_f_k0_grid(int* grid) {
     return cudaSuccess;
   int sms = 0;
   err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (err == cudaSuccess)  // more than 48 KiB of dynamic shared memory needs an opt-in
+  if (err == cudaSuccess)  // past 48 KiB of dynamic shared memory a block needs the opt-in (valid at any size)
     err = cudaFuncSetAttribute(reinterpret_cast<const void*>(gemmc_f_k0_hopper_grouped_bf16_rcr),
                                    cudaFuncAttributeMaxDynamicSharedMemorySize, 230496);
   if (err != cudaSuccess) return err;
-  *grid = sms / 1 * 1 > 0 ? sms / 1 * 1 : 1;  // whole clusters
+  *grid = sms / 1 * 1 > 0 ? sms / 1 * 1 : 1;
   if (device >= 0 && device < 64) cached[device].store(*grid, std::memory_order_relaxed);
   return cudaSuccess;
 }
