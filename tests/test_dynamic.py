@@ -110,6 +110,8 @@ def test_an_explicit_tile_is_the_only_size_class():
     plan = k.ir.plan
     assert isinstance(plan, DynamicPlan)
     assert [(c.variant.bm, c.variant.bn, c.variant.bk) for c in plan.classes] == [(64, 64, 16)]
+    # no half-width variant: the last round's tiles would each take two claims and run whole in the first
+    assert not plan.tail_split and "column halves" not in "\n".join(plan.lines())
 
 
 def test_inspect_shows_the_size_classes_and_the_scheduler(tmp_path):

@@ -121,9 +121,12 @@ def plan(kernel: Kernel, hw: Hardware) -> DynamicPlan:
     classes = tuple(SizeClass(v, level, name, weight(v, kernel, hw), e)
                     for (level, name, v), e in zip(rungs, edges(variants) if kernel.tile is None
                                                     else [(0, 0, 0)], strict=True))
+    # the last round in column halves needs a variant with a half-width one: else each tile past the last whole
+    # round would take two claims and run whole in the first
+    halves = any(c.edges[1] != i for i, c in enumerate(classes))
     result = DynamicPlan(grouping=kernel.dynamic.grouping, tiles=tiles, classes=classes, levels=names,
                          max_groups=kernel.dynamic.max_groups, tlp_threshold=kernel.tlp_threshold or 0,
-                         blocks_per_sm=1, parts=parts(kernel), tail_split=bool(cal.TAIL_SPLIT.value))
+                         blocks_per_sm=1, parts=parts(kernel), tail_split=bool(cal.TAIL_SPLIT.value) and halves)
     occ = occupancy(hw, result.threads, result.regs_estimate, result.smem_bytes)
     return dataclasses.replace(result, blocks_per_sm=max(occ.blocks_per_sm, 1))
 
