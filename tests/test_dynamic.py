@@ -216,6 +216,50 @@ def test_the_schedule_matches_a_float64_model_and_covers_every_output_once(seed,
         assert (covered[~inside] == 0).all(), "a row outside every group is written"
 
 
+@pytest.mark.parametrize("text", [MOE, "kernel l { dtype f64 grouped list problems 40 }"], ids=["grouped", "list"])
+def test_the_last_round_in_column_halves_covers_every_output_once(text):
+    """DynamicPlan.tail_split: every claim of a launch (scheduler.claim_table, the model of gemmc_dyn_whole,
+    gemmc_dyn_claim and gemmc_dyn_half that test_the_device_scheduler_agrees_with_the_numpy_model checks against the
+    device code) computes its rows and columns of its group, clipped to the group as the tile function clips them:
+    every output exactly once whatever the grid (fewer tiles than blocks, whole rounds, a last round of more or at
+    most half the blocks), edge tiles whose variant has no half-width one running whole in their left half's claim."""
+    plan = kernel_of(text).ir.plan
+    assert isinstance(plan, DynamicPlan) and plan.tail_split
+    bm, bn = scheduler.column(plan, "bm"), scheduler.column(plan, "bn")
+    rng = np.random.default_rng(11)
+    seen = {"split": 0, "whole in its left half": 0, "no split": 0, "fewer tiles than blocks": 0}
+    for _ in range(60):
+        groups = int(rng.integers(1, 12))
+        m = rng.choice([0, 1, 17, 63, 64, 65, 100, 127, 129, 191, 193, 300, 511], size=groups)
+        n = rng.choice([1, 31, 33, 64, 65, 96, 127, 129, 200, 548], size=groups)
+        k = rng.choice([1, 40, 333], size=groups)
+        sched = scheduler.schedule(plan, m, n, int(rng.choice([1, 50_000, 10**9])), k)
+        total = sched.total
+        for blocks in {1, 2, 3, 132, max(total, 1), total + 1, 2 * total, 2 * total + 1, max(total - 1, 1),
+                       int(rng.integers(1, 2 * total + 2))}:
+            table = scheduler.claim_table(plan, sched, m, n, blocks)
+            whole = scheduler.whole_claims(total, blocks)
+            assert len(table) == 2 * total - whole
+            if whole < total:
+                assert 2 * (total - whole) <= blocks and (whole % blocks == 0), "only a last round of <= half the grid"
+                tiles = scheduler.tile_table(plan, sched, m, n)[whole:]
+                left, right = table[whole::2], table[whole + 1::2]
+                seen["split"] += int((right[:, 3] >= 0).sum())
+                assert ((right[:, 3] >= 0) == (bn[left[:, 3]] < bn[tiles[:, 3]])).all(), "a tile split or not"
+                seen["whole in its left half"] += int((right[:, 3] < 0).sum())
+                seen["fewer tiles than blocks"] += int(whole == 0)
+            else:
+                seen["no split"] += 1
+            covered = [np.zeros((int(a), int(b)), dtype=np.int64) for a, b in zip(m, n, strict=True)]
+            for g, m0, n0, v in table:
+                if v < 0:
+                    continue
+                assert 0 <= m0 < m[g] and 0 <= n0 < n[g], "a claim starts outside its group"
+                covered[g][m0:m0 + bm[v], n0:n0 + bn[v]] += 1
+            assert all((c == 1).all() for c in covered), "an output is missed or computed twice"
+    assert all(seen.values()), seen
+
+
 def model_parts(plan: DynamicPlan, m: int, n: int, v: int) -> list[list[tuple[int, int, int]]]:
     """model_tiles in the plan's parts: with two, the tiles of the rows of whole height, then those of a last row that
     needs at most half the height (float64 arithmetic)."""
@@ -321,12 +365,14 @@ HARNESS = r"""
 #include <cstdio>
 #include <vector>
 %s
-// Input: "groups threshold", then "m n k" per group. Output: the cap, then each tile as "group m0 n0 variant",
-// computed as every block of the kernel computes them (sequentially here).
+// Input: "groups threshold blocks", then "m n k" per group. Output: the cap, then each tile as "group m0 n0 variant",
+// computed as every block of the kernel computes them (sequentially here), then "claims", then each claim of a launch
+// on `blocks` blocks with the last round in column halves (dynamic.cu.j2's tail_split) the same way (variant -1: no
+// work).
 int main() {
   int groups = 0;
-  long long threshold = 0;
-  if (scanf("%%d %%lld", &groups, &threshold) != 2) return 1;
+  long long threshold = 0, blocks = 0;
+  if (scanf("%%d %%lld %%lld", &groups, &threshold, &blocks) != 3) return 1;
   std::vector<long long> m(groups), n(groups), k(groups);
   unsigned long long tlp[GEMMC_DYN_LEVELS] = {};
   for (int g = 0; g < groups; ++g) {
@@ -367,6 +413,19 @@ int main() {
     const int v = gemmc_dyn_tile(first + t - (i ? ends[i - 1] : 0), m[g], n[g], var[g], &m0, &n0);
     printf("%%d %%lld %%lld %%d\n", g, m0, n0, v);
   }
+  printf("claims\n");
+  const long long whole = gemmc_dyn_whole(total, blocks);
+  for (long long u = 0; u < 2 * total - whole; ++u) {
+    int half;
+    const long long t = gemmc_dyn_claim(u, whole, &half);
+    const int i = gemmc_dyn_group(ends.data(), P, t);
+    const int part = order[i] >= groups, g = order[i] - part * groups;
+    long long m0, n0, first;
+    gemmc_dyn_part(m[g], n[g], var[g], part, &first);
+    int v = gemmc_dyn_tile(first + t - (i ? ends[i - 1] : 0), m[g], n[g], var[g], &m0, &n0);
+    if (half >= 0) v = gemmc_dyn_half(v, half, n[g], &n0);
+    printf("%%d %%lld %%lld %%d\n", g, m0, n0, v);
+  }
   return 0;
 }
 """
@@ -377,7 +436,7 @@ int main() {
 def test_the_device_scheduler_agrees_with_the_numpy_model(text, tmp_path):
     k = kernel_of(text)
     plan = k.ir.plan
-    assert isinstance(plan, DynamicPlan)
+    assert isinstance(plan, DynamicPlan) and plan.tail_split  # the harness claims as a tail_split kernel does
     source = tmp_path / "harness.cpp"
     source.write_text(HARNESS % render("dynamic_sched.cuh.j2", codegen.context(k.ir, k.target)))
     binary = tmp_path / "harness"
@@ -389,10 +448,15 @@ def test_the_device_scheduler_agrees_with_the_numpy_model(text, tmp_path):
         n = rng.choice([0, 1, 7, 16, 33, 96, 128, 131, 512], size=groups) if trial % 2 else np.full(groups, 96)
         k = rng.choice([0, 1, 40, 333, 3000, 2**31 - 1], size=groups)
         threshold = int(rng.choice([1, 5_000, 50_000, 10**9]))
-        text_in = f"{groups} {threshold}\n" + "".join(f"{a} {b} {c}\n" for a, b, c in zip(m, n, k, strict=True))
-        run = subprocess.run([str(binary)], input=text_in, capture_output=True, text=True, check=True)
-        out = run.stdout.split("\n")
         sched = scheduler.schedule(plan, m, n, threshold, k)
+        blocks = int(rng.choice([1, 7, 132, 2 * max(sched.total, 1) + 1, max(sched.total - 1, 1)]))
+        text_in = (f"{groups} {threshold} {blocks}\n"
+                   + "".join(f"{a} {b} {c}\n" for a, b, c in zip(m, n, k, strict=True)))
+        run = subprocess.run([str(binary)], input=text_in, capture_output=True, text=True, check=True)
+        head, claims = run.stdout.split("claims\n")
+        out = head.split("\n")
         assert int(out[0]) == sched.cap
         device = [tuple(map(int, line.split())) for line in out[1:] if line]
         assert device == [tuple(row) for row in scheduler.tile_table(plan, sched, m, n).tolist()]
+        device = [tuple(map(int, line.split())) for line in claims.split("\n") if line]
+        assert device == [tuple(row) for row in scheduler.claim_table(plan, sched, m, n, blocks).tolist()]

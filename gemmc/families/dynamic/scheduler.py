@@ -19,6 +19,10 @@ side; tests compare the two).
    over those positions (position p x G + rank). Block b
    takes tile b first, then the next unclaimed one from a counter in the workspace (atomicAdd): the hardware's
    first-free-block order, not a fixed share per block.
+5. The last round in column halves (plan.tail_split): where the tiles past the grid's last whole round are at most
+   half the blocks, each of them takes two claims, its left and right column halves, each run by the tile's
+   half-width variant (a tile whose variant has none runs whole in its left half's claim; a right half past n runs
+   nothing).
 """
 
 from __future__ import annotations
@@ -203,6 +207,32 @@ def tile_table(plan: DynamicPlan, sched: Schedule, m: np.ndarray, n: np.ndarray)
     kind = ((np.asarray(m, dtype=np.int64)[group] - m0 <= bm // 2).astype(np.int64)
             + 2 * (np.asarray(n, dtype=np.int64)[group] - n0 <= bn // 2))
     return np.stack([group, m0, n0, edge_table(plan)[v, kind]], axis=1)
+
+
+def whole_claims(total: int, blocks: int) -> int:
+    """The first claim of the last round's column halves (gemmc_dyn_whole): the tiles before the grid's last round
+    where the tiles past it are at most half the blocks, else every tile. The launch's claims: 2 x total - whole."""
+    rest = total % blocks if blocks > 0 else 0
+    return total - rest if rest > 0 and 2 * rest <= blocks else total
+
+
+def claim_table(plan: DynamicPlan, sched: Schedule, m: np.ndarray, n: np.ndarray, blocks: int) -> np.ndarray:
+    """Every claim of a launch on `blocks` blocks in claim order as rows (group, m0, n0, variant): tile_table's rows,
+    and with plan.tail_split each tile past the whole ones as its two column halves (gemmc_dyn_claim,
+    gemmc_dyn_half); variant -1 where a claim runs nothing."""
+    table = tile_table(plan, sched, m, n)
+    whole = whole_claims(sched.total, blocks) if plan.tail_split else sched.total
+    if whole == sched.total:
+        return table
+    tail = np.repeat(table[whole:], 2, axis=0)
+    half = np.tile([0, 1], len(tail) // 2)
+    run = tail[:, 3]
+    ew = edge_table(plan)[run, 2]
+    split = ew != run
+    tail[:, 2] += np.where(split, half * (column(plan, "bn")[run] // 2), 0)
+    inside = tail[:, 2] < np.asarray(n, dtype=np.int64)[tail[:, 0]]
+    tail[:, 3] = np.where(split, np.where(inside, ew, -1), np.where(half == 0, run, -1))
+    return np.concatenate([table[:whole], tail])
 
 
 def size_table(plan: DynamicPlan, n: int, rows_limit: int = 1024) -> list[tuple[int, int, int]]:

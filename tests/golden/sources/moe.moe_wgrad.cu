@@ -436,6 +436,32 @@ __host__ __device__ inline int gemmc_dyn_tile(long long local, long long m, long
   return eh ? (ew ? d.ehw : d.eh) : ew ? d.ew : v;
 }
 
+// The last round's column halves (DynamicPlan.tail_split): the first claim past the whole tiles. Where the tiles past
+// the grid's last whole round (`rest`) are at most half the blocks, each of them takes two claims (tiles - rest + 2 j
+// and + 2 j + 1: tile tiles - rest + j), so twice as many blocks share that round; else every claim is a whole tile.
+// The launch's claims: 2 x tiles - whole.
+__host__ __device__ inline long long gemmc_dyn_whole(long long tiles, long long blocks) {
+  const long long rest = blocks > 0 ? tiles % blocks : 0;
+  return rest > 0 && 2 * rest <= blocks ? tiles - rest : tiles;
+}
+
+// Claim u's tile (whole: gemmc_dyn_whole), and in *half the column half it takes: -1 the whole tile, 0 the left, 1
+// the right.
+__host__ __device__ inline long long gemmc_dyn_claim(long long u, long long whole, int* half) {
+  *half = u < whole ? -1 : (int)((u - whole) % 2);
+  return u < whole ? u : whole + (u - whole) / 2;
+}
+
+// The variant column half `half` of a tile that runs variant `run` at column *n0 runs (the half-width variant of the
+// ladder), its first column in *n0; -1 for no work: a right half past the n columns, or the right half of a tile
+// whose variant has no half-width one (that tile runs whole in its left half's claim).
+__host__ __device__ inline int gemmc_dyn_half(int run, int half, long long n, long long* n0) {
+  const gemmc_dyn_class d = gemmc_dyn_class_of(run);
+  if (d.ew == run) return half ? -1 : run;
+  *n0 += half * (d.bn / 2);
+  return *n0 < n ? d.ew : -1;
+}
+
 // The sort key of a group: the cost of one of its tiles, variant v's weight x the depth k (saturated to 32 bits).
 __host__ __device__ inline unsigned gemmc_dyn_key(int v, long long k) {
   const unsigned long long w = (unsigned long long)gemmc_dyn_class_of(v).weight, d = k > 0 ? (unsigned long long)k : 0;
@@ -633,20 +659,19 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemmc_moe_wgrad_dynamic_f32
   __syncthreads();
   const long long tiles = P ? s_ends[P - 1] : 0;
   // Claims past the grid's last whole round of tiles, where those tiles are at most half the blocks, take one column
-  // half of a tile each (claims whole + 2 j and whole + 2 j + 1: tile whole + j), so twice as many blocks share the
-  // last round and it takes about a half tile's time.
+  // half of a tile each (gemmc_dyn_whole), so twice as many blocks share the last round and it takes about a half
+  // tile's time.
   // Kept in shared memory: no register stays taken across the tile function for them.
   __shared__ long long s_whole, s_claims;
   if (tid == 0) {
-    const long long rest = tiles % gridDim.x;
-    s_whole = rest > 0 && 2 * rest <= gridDim.x ? tiles - rest : tiles;
+    s_whole = gemmc_dyn_whole(tiles, gridDim.x);
     s_claims = 2 * tiles - s_whole;
   }
   __syncthreads();
 
   for (long long u = blockIdx.x; u < s_claims; u = s_next) {
-    const long long whole = s_whole, t = u < whole ? u : whole + (u - whole) / 2;
-    const int half = u < whole ? -1 : (int)((u - whole) % 2);  // -1: the whole tile
+    int half;  // -1: the whole tile
+    const long long t = gemmc_dyn_claim(u, s_whole, &half);
     const int i = gemmc_dyn_group(s_ends, P, t);  // the position, then its part and group
     const int part = s_order[i] >= G, g = s_order[i] - part * G;
     long long local = t - (i ? s_ends[i - 1] : 0);
@@ -668,15 +693,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemmc_moe_wgrad_dynamic_f32
     long long m0, n0, first;
     gemmc_dyn_part(p.m, p.n, v, part, &first);
     int run = gemmc_dyn_tile(first + local, p.m, p.n, v, &m0, &n0);
-    if (half >= 0) {  // a column half: the tile's half-width variant; a tile without one runs whole in its first half
-      const gemmc_dyn_class d = gemmc_dyn_class_of(run);
-      if (d.ew != run) {
-        n0 += half * (d.bn / 2);
-        run = n0 < p.n ? d.ew : -1;  // a right half past N has no columns
-      } else if (half) {
-        run = -1;
-      }
-    }
+    if (half >= 0) run = gemmc_dyn_half(run, half, p.n, &n0);  // a column half: the tile's half-width variant
     switch (run) {
       case 0:  // level 0: 64x64x16, 256 threads, micro-tile 4x4
         if (tid < 256)
