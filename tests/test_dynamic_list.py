@@ -827,6 +827,28 @@ def test_a_graph_release_is_a_semaphore_the_destructor_posts(monkeypatch):
     assert not release.posted() and not release.attached
 
 
+def test_a_graph_release_outlives_its_python_object():
+    """The driver may run a graph's destructor after the GraphRelease is freed (a graph destroyed after its kernel, or
+    at interpreter exit once the modules' objects are gone): the semaphore's memory is never freed, so the post lands
+    in a semaphore, not in memory Python has handed to other objects."""
+    import ctypes
+    import gc
+
+    from gemmc.runtime import graph_release
+
+    release = graph_release.GraphRelease()
+    address = release.sem.value
+    del release
+    gc.collect()
+    others = [bytes(range(48)) + bytes([i % 256]) for i in range(4096)]  # blocks of the size a freed buffer would go to
+    libc = ctypes.CDLL(None)
+    assert libc.sem_post(ctypes.c_void_p(address)) == 0
+    value = ctypes.c_int(0)
+    libc.sem_getvalue(ctypes.c_void_p(address), ctypes.byref(value))
+    assert value.value == 1
+    assert all(o == bytes(range(48)) + bytes([i % 256]) for i, o in enumerate(others))
+
+
 def test_a_capture_whose_graph_the_driver_cannot_name_keeps_its_buffers(monkeypatch):
     """Where the driver gives no graph for the capturing stream (or cannot attach a release), a captured call's
     buffers stay reserved for the process's lifetime: no later capture takes them."""

@@ -16,7 +16,6 @@ from typing import Any
 SEM_BYTES = 64  # sizeof(sem_t): 32 on x86-64 and aarch64 glibc, with room to spare
 NO_DESTRUCTOR_SYNC = 1  # CU_USER_OBJECT_NO_DESTRUCTOR_SYNC: the only flag cuUserObjectCreate takes
 MOVE = 1  # CU_GRAPH_USER_OBJECT_MOVE: the graph takes over the reference the object was made with
-_KEPT: list[GraphRelease] = []  # every semaphore made: a graph may post one after its owner is gone
 
 
 @cache
@@ -24,7 +23,20 @@ def _libc() -> Any:
     libc = ctypes.CDLL(None, use_errno=True)
     for name in ("sem_init", "sem_getvalue", "sem_trywait"):
         getattr(libc, name).restype = ctypes.c_int
+    libc.calloc.restype = ctypes.c_void_p
+    libc.calloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
     return libc
+
+
+def _semaphore_memory() -> ctypes.c_void_p:
+    """SEM_BYTES from libc's calloc, never freed: a graph's destructor may post the semaphore after every Python
+    object that knew it is gone (a graph destroyed after its kernel, or at interpreter exit, after the modules'
+    objects are freed), and a post into freed memory would corrupt the heap. calloc aligns to 16 bytes, sem_t's
+    alignment or more."""
+    address = _libc().calloc(1, SEM_BYTES)
+    if not address:
+        raise MemoryError("calloc of a semaphore")
+    return ctypes.c_void_p(address)
 
 
 @cache
@@ -47,11 +59,10 @@ class GraphRelease:
     `reset` once it is posted (that graph's destructor has run and runs no more) before attaching it to another."""
 
     def __init__(self) -> None:
-        self.sem = ctypes.create_string_buffer(SEM_BYTES)
+        self.sem = _semaphore_memory()  # the address the destructor posts; never freed
         if _libc().sem_init(self.sem, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "sem_init")
         self.attached = False
-        _KEPT.append(self)
 
     def attach(self, graph: int) -> bool:
         """Have the graph (a CUgraph handle, the one being captured) post this semaphore when it is gone. False where
@@ -61,7 +72,7 @@ class GraphRelease:
             return False
         create, retain, sem_post = calls
         handle = ctypes.c_void_p()
-        if create(ctypes.byref(handle), ctypes.addressof(self.sem), sem_post, 1, NO_DESTRUCTOR_SYNC) != 0:
+        if create(ctypes.byref(handle), self.sem, sem_post, 1, NO_DESTRUCTOR_SYNC) != 0:
             return False
         # Where the graph refuses the reference the object is left unreleased (its release would post this
         # semaphore for no graph): a few bytes of the driver's, once.
