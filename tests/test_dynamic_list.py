@@ -827,6 +827,18 @@ def test_a_graph_release_is_a_semaphore_the_destructor_posts(monkeypatch):
     assert not release.posted() and not release.attached
 
 
+def test_without_a_cuda_driver_a_capture_names_no_graph(monkeypatch):
+    """HIP (no libcuda): capture_graph says it cannot name the graph, so a captured list call keeps its buffers
+    (DynamicState.keep) instead of raising after its launch."""
+    from gemmc.runtime import streams
+
+    def missing() -> None:
+        raise OSError("libcuda.so.1: cannot open shared object file")
+
+    monkeypatch.setattr(streams, "_capture_info", missing)
+    assert streams.capture_graph(7) is None
+
+
 def test_a_graph_release_outlives_its_python_object():
     """The driver may run a graph's destructor after the GraphRelease is freed (a graph destroyed after its kernel, or
     at interpreter exit once the modules' objects are gone): the semaphore's memory is never freed, so the post lands

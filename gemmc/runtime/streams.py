@@ -92,8 +92,12 @@ def capture_id(stream: int) -> int | None:
 
 
 def capture_graph(stream: int) -> int | None:
-    """The CUgraph handle the stream (a raw handle) is being captured into, or None where it is not being captured."""
-    info = _capture_info()
+    """The CUgraph handle the stream (a raw handle) is being captured into, or None where it is not being captured or
+    there is no CUDA driver to ask (HIP: a captured list call's buffers then stay its graph's for good)."""
+    try:
+        info = _capture_info()
+    except OSError:
+        return None
     status, found, graph = ctypes.c_int(0), ctypes.c_uint64(0), ctypes.c_void_p()
     result = info(ctypes.c_void_p(stream), ctypes.byref(status), ctypes.byref(found), ctypes.byref(graph), None, None)
     return graph.value if result == 0 and status.value == ACTIVE and graph.value else None

@@ -350,6 +350,8 @@ def test_destroyed_graphs_give_their_list_buffers_back(schedule):
         return all(rel(c, a.double() @ b.double()) < tol for a, b, c in zip(As, Bs, Cs, strict=True))
 
     kept = [captured() for _ in range(4)]
+    # each kept graph holds its set through a user object the driver accepted (else the set stays reserved for good)
+    assert sum(c.held and c.release is not None and c.release.attached for c in st.captures) == 4
     for i in range(MAX_CAPTURES + 44):
         one = captured()
         if i % 37 == 0:
