@@ -61,8 +61,8 @@ class Ring:
     def single(cls, capacity: int, map_bytes: int = 0) -> Ring:
         """One buffer pair of its own: a call captured in a CUDA graph, whose graph reads it at every replay (never
         `done`; `captured`). Its reservation (`DynamicState.capture`) keeps it the graph's, not its slot: the call
-        gives the slot back when it ends, so that a later capture takes the buffers once the reservation is given back
-        (`DynamicState.uncapture`: a graph that is gone)."""
+        gives the slot back when it ends, so that a later capture takes the buffers once the reservation is free again
+        (`DynamicState.keep`: its graph is gone; `DynamicState.uncapture`: the call put nothing in its graph)."""
         return cls(capacity, slots=1, map_bytes=map_bytes)
 
     def host_table(self) -> tuple[int, np.ndarray]:
