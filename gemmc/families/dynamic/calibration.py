@@ -62,9 +62,10 @@ TAIL_SPLIT = Measured(
     why="The tiles claimed after the grid's last whole round, where they are at most half the blocks, run as two "
         "column halves each (the tile's half-width variant of the ladder), so the last round takes about a half "
         "tile's time instead of a whole tile's. E8 T4096 N512 K512 (152 tiles of 128 x 128 on 132 blocks): 85.2-86.1 "
-        "us against 97.2-98.4 with whole tiles on the four routings, the static plan 77.7-82.0; the steps whose last "
+        "us against 97.2-98.4 with whole tiles on the four routings, the static plan 77.7-82.4; the steps whose last "
         "round is more than half the blocks run the same within 1% (E32 T8192 uniform 275.5 and 273.9, E64 T16384 "
-        "1950 and 1944, E8 T65536 896 and 888), the lists 207 and 209 (64 problems), 1427 and 1438 (512). The claim "
+        "1950 and 1944, E8 T65536 896 and 888), as does E32 T8192 half-routed, whose last round of 4 tiles splits "
+        "(288.6 and 286.5); the lists 207 and 209 (64 problems), 1427 and 1438 (512). The claim "
         "bounds live in shared memory: held in registers across the tile function, the steps without a split ran "
         "1.5-2.7% slower (IN_REGISTERS).",
     sources=(TAIL, IN_REGISTERS),
