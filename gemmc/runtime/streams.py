@@ -105,7 +105,12 @@ def capture_graph(stream: int) -> int | None:
 
 @cache
 def _capture_info() -> Any:
-    return ctypes.CDLL("libcuda.so.1").cuStreamGetCaptureInfo_v2
+    """The driver's cuStreamGetCaptureInfo_v2 (its six-parameter form, kept in CUDA 13's ABI). OSError where there is
+    no CUDA driver or it lacks the call (a driver before CUDA 11.3)."""
+    try:
+        return ctypes.CDLL("libcuda.so.1").cuStreamGetCaptureInfo_v2
+    except AttributeError as err:
+        raise OSError(f"the CUDA driver has no cuStreamGetCaptureInfo_v2: {err}") from None
 
 
 @cache
