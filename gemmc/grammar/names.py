@@ -26,18 +26,18 @@ virtual void volatile wchar_t while xor xor_eq
 # of a kernel named X would be that identifier. tests/test_names.py keeps this in step with templates/.
 TEMPLATE_NAMES = frozenset("""
 absmax arrive_cluster bf16 bf16_f32 bf16_rn c claims_done cluster_arrive_relaxed_divergent cluster_rank cluster_sync
-cluster_sync_divergent cp_async cp_async_commit cp_async_wait desc dmma dsmem_load dyn_cap dyn_choices dyn_class
-dyn_class_of dyn_cost dyn_depth dyn_group dyn_key dyn_outputs dyn_part dyn_position_tiles dyn_problem dyn_rank
-dyn_scan dyn_tile dyn_tiles dyn_variant elem f16 f16_f32 f16_rn f16_rz f32_at fence_acc fence_async_smem fence_frag
-fence_regs frag_width get2 grid_wait grp_row grp_schedule grp_tile grp_tile_t grpk_ends grpk_order grpk_tile hmul2 in
-k_at later ldmatrix_x4 lds lds4 line_scale list_c_by_tma list_place list_problem list_rows list_tiles load4
-mbar_expect mbar_init mbar_release mbar_wait mma mma0 narrow out prep_line prep_unit problem put2 put2_smem raster
-raster_tile red_arrive_all red_arrive_all_release red_get red_map red_put red_wait round_up simt_loader simt_tile
-smem_addr smem_dyn smem_raw split store2 store_parts sts sts4 swizzle swz tc_copy tc_layout tc_scratch tc_tile tf32
-tf32_a_load tf32_bits tf32_f32 tf32_parts tf32_rna tf32x4 tma_load tma_load3 tma_multicast tma_multicast3 tma_prefetch
-tma_store tma_store_read_wait tma_store_wait_all tmap tmap_acquire tmap_point tsm2l tsm2r_b_at tsm2r_columns
-tsm2r_copy tsm2r_rows vec vec_ok warp_cols warp_scan warpgroup_sync wg_commit wg_copy wg_fence wg_layout wg_tile
-wg_wait wgmma wgmma_half wgmma_tf32 widen zero_krows
+cluster_sync_divergent cp_async cp_async_commit cp_async_wait desc dmma dsmem_load dyn_cap dyn_choices dyn_claim
+dyn_class dyn_class_of dyn_cost dyn_depth dyn_group dyn_half dyn_key dyn_outputs dyn_part dyn_position_tiles
+dyn_problem dyn_rank dyn_scan dyn_tile dyn_tiles dyn_variant dyn_whole elem f16 f16_f32 f16_rn f16_rz f32_at fence_acc
+fence_async_smem fence_frag fence_regs frag_width get2 grid_wait grp_row grp_schedule grp_tile grp_tile_t grpk_ends
+grpk_order grpk_tile hmul2 in k_at later ldmatrix_x4 lds lds4 line_scale list_c_by_tma list_place list_problem
+list_rows list_tiles load4 mbar_expect mbar_init mbar_release mbar_wait mma mma0 narrow out prep_line prep_unit
+problem put2 put2_smem raster raster_tile red_arrive_all red_arrive_all_release red_get red_map red_put red_wait
+round_up simt_loader simt_tile smem_addr smem_dyn smem_raw split store2 store_parts sts sts4 swizzle swz tc_copy
+tc_layout tc_scratch tc_tile tf32 tf32_a_load tf32_bits tf32_f32 tf32_parts tf32_rna tf32x4 tma_load tma_load3
+tma_multicast tma_multicast3 tma_prefetch tma_store tma_store_read_wait tma_store_wait_all tmap tmap_acquire
+tmap_point tsm2l tsm2r_b_at tsm2r_columns tsm2r_copy tsm2r_rows vec vec_ok warp_cols warp_scan warpgroup_sync
+wg_commit wg_copy wg_fence wg_layout wg_tile wg_wait wgmma wgmma_half wgmma_tf32 widen zero_krows
 """.split())
 
 # What the templates append to a kernel's entry symbol: its baked tables, its pre-pass kernel, its tensor-map encoder,
