@@ -30,36 +30,17 @@ def kernel(m: int, n: int, k: int):
     return gemmc.compile_string(f"kernel k {{ dtype bf16 gemm {m} x {n} x {k} }}")["k"]
 
 
-def graph_of(fn, repeat: int):
-    """`repeat` calls of fn captured in one CUDA graph (gemmc.bench.timing.gemmc_graph's way), its replay."""
-    import torch
-
-    from gemmc.runtime.streams import external_stream, torch_stream
-
-    fn()
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream), external_stream(torch_stream()):
-        fn()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream), external_stream(torch_stream()):
-        for _ in range(repeat):
-            fn()
-    return graph.replay
-
-
 def both(fn, repeat: int = 1) -> tuple[float, float]:
     """Device seconds of one call of `fn`, `repeat` calls in a CUDA graph, with the attribute and without, alternated
     REPS times (the median of each)."""
-    from gemmc.bench.timing import device_seconds
+    from gemmc.bench.timing import device_seconds, gemmc_graph
     from gemmc.runtime import pdl
 
     on, off = [], []
     for _ in range(REPS):
         for flag, out in ((True, on), (False, off)):
             pdl.ENABLED = flag
-            out.append(device_seconds(graph_of(fn, repeat), calls=max(1, 100 // repeat)) / repeat)
+            out.append(device_seconds(gemmc_graph(fn, repeat=repeat), calls=max(1, 100 // repeat)) / repeat)
     pdl.ENABLED = True
     return statistics.median(on), statistics.median(off)
 

@@ -87,11 +87,11 @@ def torch_graph(fn: Callable[[], Any], *, repeat: int = 1) -> Callable[[], Any]:
     return graph.replay
 
 
-def gemmc_graph(fn: Callable[[], Any]) -> Callable[[], Any]:
-    """Capture one gemmc call in a CUDA graph on torch's stream and return its replay, so device timing with torch
-    events sees it. gemmc launches on torch's current stream for torch tensors and on CuPy's for CuPy arrays: during
-    the capture both are the capturing stream. The calls before it compile and upload the tables, so the capture
-    holds only the launches."""
+def gemmc_graph(fn: Callable[[], Any], *, repeat: int = 1) -> Callable[[], Any]:
+    """Capture one gemmc call (`repeat` calls, back to back) in a CUDA graph on torch's stream and return its replay,
+    so device timing with torch events sees it. gemmc launches on torch's current stream for torch tensors and on
+    CuPy's for CuPy arrays: during the capture both are the capturing stream. The calls before it compile and upload
+    the tables, so the capture holds only the launches."""
     import torch
 
     from gemmc.runtime.streams import external_stream, torch_stream
@@ -106,7 +106,8 @@ def gemmc_graph(fn: Callable[[], Any]) -> Callable[[], Any]:
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=stream), external_stream(torch_stream()):
-        fn()
+        for _ in range(repeat):
+            fn()
     return graph.replay
 
 
