@@ -36,7 +36,6 @@ def kernels(n: int, k: int) -> dict:
 def case(experts: int, tokens: int, n: int, k: int, kind: str, with_static: bool = True) -> dict:
     import torch
 
-    import gemmc
     from gemmc.bench import dynamic as d
 
     counts = d.draws(experts, tokens, kind)[0]
@@ -53,11 +52,7 @@ def case(experts: int, tokens: int, n: int, k: int, kind: str, with_static: bool
         row[f"rel_error_parts{parts}"] = d.rel_error(C, ref)
         row[f"parts{parts}_us"] = d.graph_seconds(lambda i, kern=kern: kern(A, W, C, offsets=ends), calls=20) * 1e6
     if with_static:
-        static = next(iter(gemmc.compile_string(d.STATIC.format(n=n, k=k))))
-        live = [(s, e, g) for g, (s, e) in enumerate(bounds) if e > s]
-        As, Ws, Cs = [A[s:e] for s, e, _ in live], [W[g].t() for _, _, g in live], [C[s:e] for s, e, _ in live]
-        static(As, Ws, Cs)
-        row["static_us"] = d.graph_seconds(lambda i: static(As, Ws, Cs, stream=d.torch_stream()), calls=20) * 1e6
+        row["static_us"] = d.static_seconds(d.static_kernel(n, k), A, W, C, bounds, calls=20) * 1e6
         row["parts2_vs_static"] = row["parts2_us"] / row["static_us"]
         row["parts1_vs_static"] = row["parts1_us"] / row["static_us"]
     row["parts2_vs_parts1"] = row["parts2_us"] / row["parts1_us"]

@@ -77,12 +77,7 @@ def main() -> None:
             kern(A, W, C, offsets=ends)
             row[f"{label}_error"] = d.rel_error(C, ref)
         row.update(timed(kernels, lambda kern, A=A, W=W, C=C, ends=ends: kern(A, W, C, offsets=ends)))
-        static = next(iter(gemmc.compile_string(d.STATIC.format(n=nn, k=kk))))
-        live = [(s, e, g) for g, (s, e) in enumerate(bounds) if e > s]
-        sA, sW, sC = [A[s:e] for s, e, _ in live], [W[g].t() for _, _, g in live], [C[s:e] for s, e, _ in live]
-        static(sA, sW, sC)
-        row["static_us"] = d.graph_seconds(lambda i: static(sA, sW, sC, stream=d.torch_stream()),  # noqa: B023
-                                           calls=CALLS) * 1e6
+        row["static_us"] = d.static_seconds(d.static_kernel(nn, kk), A, W, C, bounds, CALLS) * 1e6
         print(f"{name:34} tiles {row['tiles']:5} splits {row['splits']!s:5}  split {row['split_us']:8.1f}  whole "
               f"{row['whole_us']:8.1f}  static {row['static_us']:8.1f} us  errors {row['split_error']:.1e} "
               f"{row['whole_error']:.1e}", flush=True)

@@ -153,6 +153,21 @@ def torch_stream():
     return external_stream(handle())
 
 
+def static_kernel(n: int, k: int) -> Any:
+    """gemmc's static plan for a MoE step's group sizes (STATIC: one batch, re-planned for the sizes of each call)."""
+    return next(iter(gemmc.compile_string(STATIC.format(n=n, k=k))))
+
+
+def static_seconds(static: Any, A: Any, W: Any, C: Any, bounds: list, calls: int = timing.CALLS) -> float:
+    """Device seconds per call of `static` (static_kernel) on the non-empty groups of a MoE step: rows [s, e) of A
+    and C for group g with bounds[g] = (s, e), times W[g]^T (W stored n x k per group), planned by a call outside the
+    graph."""
+    live = [(s, e, g) for g, (s, e) in enumerate(bounds) if e > s]
+    As, Ws, Cs = [A[s:e] for s, e, _ in live], [W[g].t() for _, _, g in live], [C[s:e] for s, e, _ in live]
+    static(As, Ws, Cs)
+    return graph_seconds(lambda i: static(As, Ws, Cs, stream=torch_stream()), calls)
+
+
 def moe_case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], first_call: dict) -> list[dict]:
     import torch
 
@@ -167,7 +182,7 @@ def moe_case(experts: int, tokens: int, n: int, k: int, kinds: tuple[str, ...], 
         torch.cuda.synchronize()
         first_call["moe"] = (time.perf_counter() - t0) * 1e3
     ctx = {"kern": kern, "A": A, "W": W, "C": C, "grouped": baselines.GroupedHostSizes(A, W, C), "A16": A.bfloat16(),
-           "W16": W.bfloat16(), "static": next(iter(gemmc.compile_string(STATIC.format(n=n, k=k))))}
+           "W16": W.bfloat16(), "static": static_kernel(n, k)}
     rows = []
     for kind in kinds:
         row: dict[str, Any] = {"case": f"moe E{experts} T{tokens} N{n} K{k}", "routing": kind, "experts": experts,
@@ -225,11 +240,7 @@ def moe_routing(ctx: dict, pool: list[np.ndarray], with_static: bool) -> dict:
         except Exception as err:  # noqa: BLE001 - a dtype or GPU torch._grouped_mm refuses: say so
             row[f"grouped_mm_{dtype}"] = f"refused: {str(err).splitlines()[0][:120]}"
     if with_static:
-        static = ctx["static"]
-        live = [(s, e, g) for g, (s, e) in enumerate(bounds) if e > s]
-        As, Ws, Cs = [A[s:e] for s, e, _ in live], [W[g].t() for _, _, g in live], [C[s:e] for s, e, _ in live]
-        static(As, Ws, Cs)
-        row["static_device_us"] = graph_seconds(lambda i: static(As, Ws, Cs, stream=torch_stream())) * 1e6
+        row["static_device_us"] = static_seconds(ctx["static"], A, W, C, bounds) * 1e6
         row["device_vs_static"] = row["gemmc_device_first_draw_us"] / row["static_device_us"]
     baselines_us = [row[key] for key in ("torch_loop_host_us", "cublas_grouped_host_us", "grouped_mm_f32_host_us")
                     if key in row]

@@ -1,9 +1,12 @@
-"""Hardware facts read off the current device, in the same record offline compiles use."""
+"""Hardware facts read off the current device, in the same record offline compiles use, and the driver's own calls
+that CuPy does not wrap."""
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 from functools import cache
+from typing import Any
 
 from gemmc.errors import NoGpuError
 from gemmc.ir.hardware import TARGETS, Hardware
@@ -16,6 +19,16 @@ def cupy():
         raise NoGpuError("running a kernel needs CuPy and a GPU: pip install 'gemmc[gpu]' "
                          "(compiling and inspecting schedules does not)") from None
     return cp
+
+
+@cache
+def driver_call(name: str) -> Any:
+    """The CUDA driver's function `name` (ctypes, from libcuda.so.1, which any CUDA process has loaded), looked up
+    once: the caller sets its argtypes. OSError where there is no driver or it lacks the function."""
+    try:
+        return getattr(ctypes.CDLL("libcuda.so.1"), name)
+    except AttributeError as err:
+        raise OSError(f"the CUDA driver has no {name}: {err}") from None
 
 
 def require_gpu() -> None:

@@ -13,6 +13,8 @@ import ctypes
 from functools import cache
 from typing import Any
 
+from gemmc.runtime.device import driver_call
+
 SEM_BYTES = 64  # sizeof(sem_t): 32 on x86-64 and aarch64 glibc, with room to spare
 NO_DESTRUCTOR_SYNC = 1  # CU_USER_OBJECT_NO_DESTRUCTOR_SYNC: the only flag cuUserObjectCreate takes
 MOVE = 1  # CU_GRAPH_USER_OBJECT_MOVE: the graph takes over the reference the object was made with
@@ -43,9 +45,8 @@ def _semaphore_memory() -> ctypes.c_void_p:
 def _driver() -> Any:
     """The driver's user-object calls, or None where the driver has none (CUDA before 11.3, or no driver)."""
     try:
-        lib = ctypes.CDLL("libcuda.so.1")
-        create, retain = lib.cuUserObjectCreate, lib.cuGraphRetainUserObject
-    except (OSError, AttributeError):
+        create, retain = driver_call("cuUserObjectCreate"), driver_call("cuGraphRetainUserObject")
+    except OSError:
         return None
     create.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint,
                        ctypes.c_uint]

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from gemmc.errors import GemmcError, InternalError
+from gemmc.runtime.device import driver_call
 
 ENABLED = True  # off: the plain launch (the benchmarks' ablation)
 PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (cuda.h)
@@ -38,8 +39,8 @@ _SCALARS = {np.int32: ctypes.c_int32, np.int64: ctypes.c_int64, np.uint64: ctype
 @cache
 def _launch_ex() -> Any:
     try:
-        fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
-    except (OSError, AttributeError) as err:
+        fn = driver_call("cuLaunchKernelEx")
+    except OSError as err:
         raise GemmcError(f"the CUDA driver's cuLaunchKernelEx (libcuda.so.1, CUDA 12+) is needed: {err}") from None
     fn.argtypes = [ctypes.POINTER(_Config), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
     fn.restype = ctypes.c_int
@@ -75,7 +76,7 @@ def launch_params(func: int, grid: int, block: int, smem: int, stream: int, para
                   config: _Config | None = None) -> None:
     """Launch the CUfunction `func` with programmatic stream serialization, its arguments the array of pointers at
     host address `params` (cuLaunchKernel's kernelParams). `config`: a launch configuration (`new_config`) that the
-    caller keeps and no other thread uses at once, filled in place (a third of the host time of a new one)."""
+    caller keeps and no other thread uses at once, filled in place rather than made for each launch."""
     if config is None:
         config = new_config()
     config.grid[0], config.block[0], config.smem, config.stream = grid, block, smem, stream

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from functools import cache
 from typing import Any, TypeVar
 
-from gemmc.runtime.device import cupy
+from gemmc.runtime.device import cupy, driver_call
 
 T = TypeVar("T")
 
@@ -107,17 +107,14 @@ def capture_graph(stream: int) -> int | None:
 def _capture_info() -> Any:
     """The driver's cuStreamGetCaptureInfo_v2 (its six-parameter form, kept in CUDA 13's ABI). OSError where there is
     no CUDA driver or it lacks the call (a driver before CUDA 11.3)."""
-    try:
-        return ctypes.CDLL("libcuda.so.1").cuStreamGetCaptureInfo_v2
-    except AttributeError as err:
-        raise OSError(f"the CUDA driver has no cuStreamGetCaptureInfo_v2: {err}") from None
+    return driver_call("cuStreamGetCaptureInfo_v2")
 
 
 @cache
 def _exchange_mode() -> Any:
     """The driver's cuThreadExchangeStreamCaptureMode, looked up once; None without a driver."""
     try:
-        return ctypes.CDLL("libcuda.so.1").cuThreadExchangeStreamCaptureMode
+        return driver_call("cuThreadExchangeStreamCaptureMode")
     except OSError:
         return None
 

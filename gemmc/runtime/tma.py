@@ -23,7 +23,7 @@ from gemmc.errors import GemmcError
 from gemmc.families.tma_loop import TMA_ALIGN, TMAP_BYTES
 from gemmc.ir.types import DType, Layout
 from gemmc.runtime import pdl
-from gemmc.runtime.device import cupy, hardware
+from gemmc.runtime.device import cupy, driver_call, hardware
 from gemmc.runtime.executable import Executable
 
 TMAP_DTYPE = {DType.F16: 6, DType.F32: 7, DType.BF16: 9}  # CU_TENSOR_MAP_DATA_TYPE_FLOAT16 / _FLOAT32 / _BFLOAT16
@@ -83,10 +83,9 @@ MAPS_KEPT = 32  # tensor maps per kernel, by (operand, address, line pitch)
 @cache
 def _driver() -> Any:
     try:
-        lib = ctypes.CDLL("libcuda.so.1")
+        fn = driver_call("cuTensorMapEncodeTiled")
     except OSError as err:
         raise GemmcError(f"the CUDA driver (libcuda.so.1) is needed to encode TMA tensor maps: {err}") from None
-    fn = lib.cuTensorMapEncodeTiled
     u64p, u32p = ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32)
     fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, u64p, u64p, u32p, u32p,
                    ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
