@@ -153,3 +153,28 @@ def test_arguments_keep_the_width_the_kernel_reads():
     for wrong in (3, 0.5, np.float64(0.5), np.int16(2)):  # no width of its own, or one no kernel parameter has
         with pytest.raises(InternalError, match="launch argument"):
             pdl._held(wrong)
+
+
+def test_a_refused_launch_names_the_launch_and_the_drivers_error(monkeypatch):
+    """A launch the driver refuses raises GemmcError with the grid, block, shared memory and the CUresult by name
+    (cuGetErrorName), its number alone where there is no driver to name it."""
+    import ctypes
+
+    from gemmc.errors import GemmcError
+    from gemmc.runtime import device
+
+    def no_driver(name):
+        raise OSError("no libcuda.so.1")
+
+    monkeypatch.setattr(pdl, "_launch_ex", lambda: (lambda *args: 1))
+    monkeypatch.setattr(device, "driver_call", no_driver)
+    with pytest.raises(GemmcError, match=r"refused a launch \(cuLaunchKernelEx, CUfunction 0x4d, grid 132, block "
+                                         r"384, 1000 B of shared memory\): CUresult 1$"):
+        pdl.launch_params(77, 132, 384, 1000, 7, 0)
+
+    def named(status, out):
+        ctypes.cast(out, ctypes.POINTER(ctypes.c_char_p))[0] = b"CUDA_ERROR_INVALID_VALUE"
+        return 0
+
+    monkeypatch.setattr(device, "driver_call", lambda name: named)
+    assert device.driver_error(1) == "CUDA_ERROR_INVALID_VALUE (1)"

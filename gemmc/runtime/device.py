@@ -31,6 +31,19 @@ def driver_call(name: str) -> Any:
         raise OSError(f"the CUDA driver has no {name}: {err}") from None
 
 
+def driver_error(status: int) -> str:
+    """A CUresult as its name and number (`CUDA_ERROR_INVALID_VALUE (1)`), for the errors that report one."""
+    try:
+        name = driver_call("cuGetErrorName")
+    except OSError:
+        return f"CUresult {status}"
+    text = ctypes.c_char_p()
+    name.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+    if name(status, ctypes.byref(text)) != 0 or not text.value:
+        return f"CUresult {status}"
+    return f"{text.value.decode()} ({status})"
+
+
 def require_gpu() -> None:
     """Raise NoGpuError unless CuPy sees a device (`gemmc run` asks before it allocates anything)."""
     cp = cupy()

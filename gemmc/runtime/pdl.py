@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from gemmc.errors import GemmcError, InternalError
-from gemmc.runtime.device import driver_call
+from gemmc.runtime.device import driver_call, driver_error
 
 ENABLED = True  # off: the plain launch (the benchmarks' ablation)
 PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (cuda.h)
@@ -82,7 +82,8 @@ def launch_params(func: int, grid: int, block: int, smem: int, stream: int, para
     config.grid[0], config.block[0], config.smem, config.stream = grid, block, smem, stream
     status = _launch_ex()(config, func, params, None)
     if status != 0:
-        raise GemmcError(f"cuLaunchKernelEx refused a launch of CUfunction 0x{func:x}: CUresult {status}")
+        raise GemmcError(f"the CUDA driver refused a launch (cuLaunchKernelEx, CUfunction 0x{func:x}, grid {grid}, "
+                         f"block {block}, {smem} B of shared memory): {driver_error(status)}")
 
 
 def new_config() -> _Config:

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from functools import cache
 from typing import Any, TypeVar
 
-from gemmc.runtime.device import cupy, driver_call
+from gemmc.runtime.device import cupy, driver_call, driver_error
 
 T = TypeVar("T")
 
@@ -86,8 +86,8 @@ def capture_id(stream: int) -> int | None:
     if result != 0:
         from gemmc.errors import GemmcError
 
-        raise GemmcError(f"the CUDA driver could not say whether stream {stream:#x} is being captured: CUresult "
-                         f"{result}")
+        raise GemmcError(f"the CUDA driver could not say whether stream {stream:#x} is being captured: "
+                         f"{driver_error(result)}")
     return int(found.value) if status.value == ACTIVE else None
 
 
@@ -134,7 +134,7 @@ def relaxed_capture() -> Iterator[None]:
     if status != 0:
         from gemmc.errors import GemmcError
 
-        raise GemmcError(f"the CUDA driver refused to relax this thread's graph-capture mode: CUresult {status}")
+        raise GemmcError(f"the CUDA driver refused to relax this thread's graph-capture mode: {driver_error(status)}")
     try:
         yield
     finally:

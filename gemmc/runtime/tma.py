@@ -23,7 +23,7 @@ from gemmc.errors import GemmcError
 from gemmc.families.tma_loop import TMA_ALIGN, TMAP_BYTES
 from gemmc.ir.types import DType, Layout
 from gemmc.runtime import pdl
-from gemmc.runtime.device import cupy, driver_call, hardware
+from gemmc.runtime.device import cupy, driver_call, driver_error, hardware
 from gemmc.runtime.executable import Executable
 
 TMAP_DTYPE = {DType.F16: 6, DType.F32: 7, DType.BF16: 9}  # CU_TENSOR_MAP_DATA_TYPE_FLOAT16 / _FLOAT32 / _BFLOAT16
@@ -114,7 +114,7 @@ def encode_tensor(dtype: DType, ptr: int, dims: tuple[int, ...], pitches: tuple[
     if status != 0:
         shape = " x ".join(map(str, dims))
         raise GemmcError(f"cuTensorMapEncodeTiled refused a {shape} tensor at 0x{ptr:x} (pitches {pitches} B, "
-                         f"box {box}): CUresult {status}")
+                         f"box {box}): {driver_error(status)}")
     return out
 
 

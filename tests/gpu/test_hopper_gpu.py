@@ -262,9 +262,11 @@ def test_standalone_launcher_runs(size, tmp_path):
 @pytest.mark.parametrize("size, tile", [((2048, 2048, 2048), ""), ((1000, 1000, 1000), "tile 128x64x64"),
                                         ((700, 1400, 1400), "tile 128x128x64 ksplit 2")])
 def test_dependent_calls_in_a_graph(size, tile):
-    """Launches that may start while the kernel before them finishes (runtime/pdl.py): a chain where every call
-    reads the C the call before wrote and writes the A the call before read, captured in one CUDA graph, gives
-    bitwise what the same calls give one at a time with a synchronization between them."""
+    """Launches that may start while the kernel before them finishes (runtime/pdl.py), captured in one CUDA graph: a
+    chain where every call reads the C the call before wrote and writes the A the call before read gives bitwise what
+    the same calls give one at a time with a synchronization between them. gemmc's kernels let the next start only as
+    their blocks exit, so a missing wait would hardly show here: tests/gpu/test_dependent_launch_gpu.py's late
+    writers are the tests that fail without it."""
     from gemmc.runtime.streams import external_stream, torch_stream
 
     m, n, k = size
