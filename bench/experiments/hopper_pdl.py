@@ -4,7 +4,11 @@ tiles (100 back-to-back calls of one kernel in a graph, the half suite's protoco
 Transformer groups one GEMM after another (`concurrency sequential`). Each kernel is first checked against float64
 on NaN-poisoned C, and a chain of dependent GEMMs (each reads the C the one before wrote, and writes the A the one
 before read) must give bitwise the same result with and without the attribute. Where the kernels signal their
-dependents was chosen from these runs: bench/results/concurrent/2026-11-27_h100_pdl-trigger.json.
+dependents was chosen from these runs: bench/results/concurrent/2026-11-27_h100_pdl-trigger.json. Its "loads",
+"epilogue" and "start" runs had hopper/hopper.cu.j2 execute `griddepcontrol.launch_dependents` once a block's
+producer had issued its last TMA loads, once a consumer warpgroup had finished its last tile's main loop, or right
+after the block's `gemmc_grid_wait()`; to compare again, add that line at one of those places and run this script
+(its "exit" runs are the tree as it is).
 
     python3 bench/experiments/hopper_pdl.py --out $OUT      # <out>/hopper_pdl.json
 """
