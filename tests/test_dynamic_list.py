@@ -187,17 +187,20 @@ def _captured(base: int, ring: object = None) -> object:
 
 
 def test_a_grouped_forms_captures_take_counters_of_their_own_per_graph_and_stream(monkeypatch):
-    """Grouped M/K launches inside a capture (the driver's capture id, stubbed) share counters per (capture, stream),
-    apart from every stream's, every other capture's and the list form's captured calls', inside zeroed_counters'
-    allocation; plain launches take their stream's; past CAPTURED_COUNTERS captures a capture takes its stream's,
-    with one warning. The graphs' table and the list form's captures count apart."""
+    """Grouped M/K launches inside a capture (the driver's capture id and graph, stubbed) share counters per (capture,
+    stream), apart from every stream's, every other capture's and the list form's captured calls', inside
+    zeroed_counters' allocation; plain launches take their stream's. Each pair's graph holds a release; while
+    CAPTURED_COUNTERS pairs' graphs exist a capture takes its stream's, with one warning; once a graph is gone the
+    next capture takes its pair's counters. The graphs' table and the list form's captures count apart."""
     from types import SimpleNamespace
 
     from gemmc.runtime import dynamic_state
     from gemmc.runtime.dynamic_state import CAPTURED_COUNTERS, CAPTURES, COUNTER_INTS, COUNTER_SLOTS, DynamicState
 
-    capturing: dict[int, int] = {}  # stream -> the capture it takes part in
-    monkeypatch.setattr(dynamic_state, "capture_id", capturing.get)
+    capturing: dict[int, int] = {}  # stream -> the capture it takes part in (its graph: the id + 0x1000)
+    monkeypatch.setattr(dynamic_state, "capture_of",
+                        lambda stream: (capturing[stream], capturing[stream] + 0x1000) if stream in capturing else None)
+    monkeypatch.setattr(dynamic_state, "GraphRelease", _Release)
     st = DynamicState("moe", None, None, 1, 0, 0, 1, captures=[_captured(1 << 30) for _ in range(CAPTURES)],
                       counters=SimpleNamespace(data=SimpleNamespace(ptr=4096)))
     plain = st.launch_counter(7)
@@ -219,15 +222,24 @@ def test_a_grouped_forms_captures_take_counters_of_their_own_per_graph_and_strea
     for capture in range(102, 102 + CAPTURED_COUNTERS - 3):
         capturing[7] = capture
         graphs.add(st.launch_counter(7))
-    assert len(graphs) == CAPTURED_COUNTERS == len(st.graph_counters)
+    assert len(graphs) == CAPTURED_COUNTERS == len(st.graph_counters) == st.graph_counters.held
     assert min(graphs) > max(st.counter(8), plain) and max(graphs) + 4 * COUNTER_INTS == end
+    releases = [release for _, release in st.graph_counters.holders]
+    assert [r.graphs for r in releases[:3]] == [[100 + 0x1000], [100 + 0x1000], [101 + 0x1000]]
     capturing[7] = 1000
-    with pytest.warns(UserWarning, match=f"^gemmc: kernel 'moe' has been captured on {CAPTURED_COUNTERS} streams of "
-                                         "CUDA graphs, the most it keeps tile counters of their own for; later "
-                                         "captures share their stream's"):
+    with pytest.warns(UserWarning, match=f"^gemmc: kernel 'moe' is captured in CUDA graphs on {CAPTURED_COUNTERS} "
+                                         "streams that still exist, the most it keeps tile counters of their own "
+                                         "for; a capture until some are destroyed shares its stream's"):
         assert st.launch_counter(7) == plain
     capturing[7] = 1001
     assert st.launch_counter(7) == plain  # warned once
+    releases[2].gone = True  # capture 101's graph is destroyed: its pair's counters go to the next capture
+    capturing[7] = 1002
+    assert st.launch_counter(7) == second and st.launch_counter(7) == second
+    assert releases[2].graphs[-1] == 1002 + 0x1000 and not releases[2].gone  # reset, then attached to the new graph
+    assert (101, 7) not in st.graph_counters.found and st.graph_counters.held == CAPTURED_COUNTERS
+    capturing[7] = 1003
+    assert st.launch_counter(7) == plain  # every pair's graph exists again
     assert len(st.graph_counters) == CAPTURED_COUNTERS and st.captures_held == 1
 
 

@@ -433,7 +433,7 @@ def test_a_checked_calls_argument_block_launches_with_no_values_but_grouped_ks_c
     monkeypatch.setattr(pdl, "launch_params", lambda *a: launched.append(a))  # the kernel waits: a dependent launch
     monkeypatch.setitem(sys.modules, "cupy", ModuleType("cupy"))
     monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
-    monkeypatch.setattr(dynamic_state, "capture_id", lambda stream: None)
+    monkeypatch.setattr(dynamic_state, "capture_of", lambda stream: None)
     fn = SimpleNamespace(kernel=SimpleNamespace(ptr=77))
     st = grouped_tma.GroupedTmaState("moe", fn, None, 132, 0, 1000, 384)
     if grouped_k:

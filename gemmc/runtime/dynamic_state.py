@@ -13,7 +13,7 @@ from typing import Any
 
 from gemmc.runtime import pdl
 from gemmc.runtime.graph_release import GraphRelease
-from gemmc.runtime.streams import capture_graph, capture_id
+from gemmc.runtime.streams import capture_graph, capture_of
 
 
 class Launcher:
@@ -63,53 +63,99 @@ class Launcher:
                 self.launch_kernel(self.func, grid, 1, 1, block, 1, 1, smem, stream, self.address, 0)
 
 
-class StreamSlots(dict[Hashable, int]):
-    """Key -> the device address of its slot: per launch stream (a raw handle), or per capture and stream, a slot of
-    its own among `limit` slots of `size` bytes from byte `start` of one allocation, taken on the key's first launch
-    and kept (the stream may launch, the graph replay, at any time). Launches in stream order share a slot (a kernel
-    leaves its tile counters zeroed); launches on two streams at once, or two graphs replayed at once, must not. A
-    lookup of a key seen before is the dictionary's own (`slot`); `take` adds one under a lock; a key past `limit`
-    gets `full(key)`, not kept: an error (`per_stream`), or a slot another key holds."""
+class StreamSlots(dict[int, int]):
+    """Launch stream (a raw handle) -> the device address of its slot, one of `limit` slots of `size` bytes of one
+    allocation, taken on the stream's first launch and kept (the stream may launch at any time). Launches in stream
+    order share a slot (a kernel leaves its tile counters zeroed); launches on two streams at once must not. A lookup
+    of a stream seen before is the dictionary's own (`slot`); `take` adds one under a lock; a stream past `limit` is
+    refused (E900), naming the kernel and what the slots hold."""
+
+    def __init__(self, limit: int, size: int, kernel: str, what: str):
+        super().__init__()
+        self.limit = limit
+        self.size = size
+        self.kernel = kernel
+        self.what = what
+        self.lock = threading.Lock()
+
+    def slot(self, stream: int, memory: Any) -> int:
+        """The slot of `stream` in `memory` (a device array): a dictionary lookup, else `take`."""
+        found = self.get(stream)
+        return found if found is not None else self.take(stream, memory)
+
+    def take(self, stream: int, memory: Any) -> int:
+        """The slot of `stream` in `memory` (a device array), taken where the stream has none yet."""
+        with self.lock:
+            found = self.get(stream)
+            if found is None:
+                if len(self) >= self.limit:
+                    from gemmc.errors import GemmcError
+
+                    raise GemmcError(f"stream: kernel '{self.kernel}' has run on {self.limit} streams, the most it "
+                                     f"keeps {self.what} for; launch it on fewer streams", code="E900")
+                found = self[stream] = int(memory.data.ptr) + self.size * len(self)
+            return found
+
+
+class GraphSlots:
+    """(capture id, stream) -> the device address of its slot among `limit` slots of `size` bytes from byte `start` of
+    one allocation: taken on the key's first launch and kept while the graph being captured exists (a graph may replay
+    at any time), then given back: the graph holds a GraphRelease, which the driver posts once the graph, every
+    executable graph made from it and their launches are gone, and a later capture takes the slot (the launches left
+    its counters zeroed). A slot whose graph the driver could not give a release keeps it for the process's lifetime.
+    Where every slot is held, `full(key)`: a slot another key holds. A lookup of a key seen before is a dictionary's
+    (`slot`); `take` finds a slot under a lock."""
 
     def __init__(self, limit: int, size: int, full: Callable[[Any], int], start: int = 0):
-        super().__init__()
         self.limit = limit
         self.size = size
         self.full = full
         self.start = start
+        self.found: dict[Hashable, int] = {}  # key -> its slot's address
+        self.holders: list[tuple[Hashable, GraphRelease]] = []  # slot -> the key that took it last, its release
         self.lock = threading.Lock()
 
-    @classmethod
-    def per_stream(cls, limit: int, size: int, kernel: str, what: str) -> StreamSlots:
-        """Slots per launch stream, a stream past `limit` refused (E900) naming the kernel and what the slots hold."""
-        def full(stream: int) -> int:
-            from gemmc.errors import GemmcError
+    def __len__(self) -> int:
+        """The slots taken so far, held or given back."""
+        return len(self.holders)
 
-            raise GemmcError(f"stream: kernel '{kernel}' has run on {limit} streams, the most it keeps {what} for; "
-                             "launch it on fewer streams", code="E900")
+    @property
+    def held(self) -> int:
+        """The slots whose graphs still exist (or could not be given a release)."""
+        return sum(not (r.attached and r.posted()) for _, r in self.holders)
 
-        return cls(limit, size, full)
+    def slot(self, key: Hashable, graph: int, memory: Any) -> int:
+        """The slot of `key`, a launch being captured into `graph` (a CUgraph handle), in `memory` (a device array)."""
+        found = self.found.get(key)
+        return found if found is not None else self.take(key, graph, memory)
 
-    def slot(self, key: Hashable, memory: Any) -> int:
-        """The slot of `key` in `memory` (a device array): a dictionary lookup, else `take`."""
-        found = self.get(key)
-        return found if found is not None else self.take(key, memory)
-
-    def take(self, key: Hashable, memory: Any) -> int:
-        """The slot of `key` in `memory` (a device array), taken where the key has none yet."""
+    def take(self, key: Hashable, graph: int, memory: Any) -> int:
+        """`slot` under the lock: a slot never taken, or one whose graph is gone."""
         with self.lock:
-            found = self.get(key)
-            if found is None:
-                if len(self) >= self.limit:
+            found = self.found.get(key)
+            if found is not None:
+                return found
+            index = next((i for i, (_, r) in enumerate(self.holders) if r.attached and r.posted()), None)
+            if index is None:
+                if len(self.holders) >= self.limit:
                     return self.full(key)
-                found = self[key] = int(memory.data.ptr) + self.start + self.size * len(self)
+                index = len(self.holders)
+                self.holders.append((key, GraphRelease()))
+            else:
+                gone, release = self.holders[index]
+                del self.found[gone]  # its capture has ended: no launch asks for it again
+                release.reset()
+                self.holders[index] = (key, release)
+            if graph:
+                self.holders[index][1].attach(graph)
+            found = self.found[key] = int(memory.data.ptr) + self.start + self.size * index
             return found
 
 
 COUNTER_SLOTS = 64  # streams a kernel keeps tile counters for (each launch's stream takes its own pair)
 CAPTURES = 8  # captured list calls whose buffers a list-form kernel makes when it is loaded (later ones make theirs)
 MAX_CAPTURES = 256  # calls captured in CUDA graphs a list-form kernel keeps buffers for (each graph reads its own)
-CAPTURED_COUNTERS = 256  # captures (graph, stream) a grouped-form kernel keeps tile counters of their own for
+CAPTURED_COUNTERS = 256  # (graph, stream) pairs a grouped-form kernel keeps tile counters of their own for at once
 COUNTER_INTS = 8  # int32 per slot: the kernel's two counters, padded to 32 bytes
 COUNTER_BYTES = 4 * COUNTER_INTS
 
@@ -175,15 +221,15 @@ class DynamicState:
     capture_lock: threading.Lock = field(default_factory=threading.Lock)  # takes and gives back `captures`
     counters: Any = None  # int32, zeroed once (`zeroed_counters`): the tile counters
     stream_counters: StreamSlots = field(init=False)  # raw stream handle -> its counters
-    graph_counters: StreamSlots = field(init=False)  # (capture id, stream) -> the counters of its calls
-    warned: bool = False  # that captures past CAPTURED_COUNTERS share their stream's counters (graph_counters' lock)
+    graph_counters: GraphSlots = field(init=False)  # (capture id, stream) -> the counters of its calls
+    warned: bool = False  # that a capture shared its stream's counters (graph_counters' lock)
     seen: dict[tuple, tuple] = field(default_factory=dict)  # checked grouped calls' metadata -> their launch values
     baked: bool = True  # alpha and beta are the schedule's constants
 
     def __post_init__(self) -> None:
-        self.stream_counters = StreamSlots.per_stream(COUNTER_SLOTS, COUNTER_BYTES, self.name, "tile counters")
-        self.graph_counters = StreamSlots(CAPTURED_COUNTERS, COUNTER_BYTES, self._share_stream_counters,
-                                          start=COUNTER_BYTES * COUNTER_SLOTS)
+        self.stream_counters = StreamSlots(COUNTER_SLOTS, COUNTER_BYTES, self.name, "tile counters")
+        self.graph_counters = GraphSlots(CAPTURED_COUNTERS, COUNTER_BYTES, self._share_stream_counters,
+                                         start=COUNTER_BYTES * COUNTER_SLOTS)
 
     def capture(self) -> int:
         """Reserve a set of the list form's buffers (`Captured`) for a call being captured in a CUDA graph, which its
@@ -242,24 +288,25 @@ class DynamicState:
 
     def launch_counter(self, stream: int) -> int:
         """The tile counters of a launch on `stream` (a raw handle) of a grouped form. Launches of one capture on one
-        stream (calls in order in one graph) share counters of their own (`graph_counters`, kept for
-        CAPTURED_COUNTERS such captures), so graphs captured on one stream (torch.cuda.graph's one capture stream)
-        may replay at once, beside each other and beside plain calls; past that a capture shares its stream's
-        (graphs captured then must replay one after another, as plain calls on one stream run), with a warning.
-        Other calls share their stream's (`counter`)."""
-        capture = capture_id(stream)
+        stream (calls in order in one graph) share counters of their own while that graph exists (`graph_counters`,
+        CAPTURED_COUNTERS such pairs at once), so graphs captured on one stream (torch.cuda.graph's one capture
+        stream) may replay at once, beside each other and beside plain calls. A capture while CAPTURED_COUNTERS
+        pairs' graphs exist shares its stream's counters, with a warning (its graph must replay in turn with that
+        stream's calls). Other calls share their stream's (`counter`)."""
+        capture = capture_of(stream)
         if capture is None:
             return self.stream_counters.slot(stream, self.counters)
-        return self.graph_counters.slot((capture, stream), self.counters)
+        return self.graph_counters.slot((capture[0], stream), capture[1], self.counters)
 
     def _share_stream_counters(self, key: tuple[int, int]) -> int:
-        """`graph_counters`' `full`: a capture past CAPTURED_COUNTERS launches with its stream's counters. Called
-        under `graph_counters`' lock (StreamSlots.take), which keeps `warned` to one warning."""
+        """`graph_counters`' `full`: a capture while every slot's graph exists launches with its stream's counters.
+        Called under `graph_counters`' lock (GraphSlots.take), which keeps `warned` to one warning."""
         if not self.warned:
             self.warned = True
-            warnings.warn(f"gemmc: kernel '{self.name}' has been captured on {CAPTURED_COUNTERS} streams of CUDA "
-                          "graphs, the most it keeps tile counters of their own for; later captures share their "
-                          "stream's, so such graphs must not replay at the same time", stacklevel=6)
+            warnings.warn(f"gemmc: kernel '{self.name}' is captured in CUDA graphs on {CAPTURED_COUNTERS} streams "
+                          "that still exist, the most it keeps tile counters of their own for; a capture until some "
+                          "are destroyed shares its stream's counters, so its graph must not replay at the same time "
+                          "as that stream's other calls", stacklevel=6)
         return self.counter(key[1])  # (`stream_counters` takes its own lock)
 
     def counter(self, stream: int) -> int:

@@ -1,5 +1,6 @@
 """A flag the CUDA driver raises once a CUDA graph is gone: the buffers a captured call left to its graph (the list
-form's problem table, tensor maps and tile counters) can then go to another capture.
+form's problem table, tensor maps and tile counters; the grouped forms' tile counters) can then go to another
+capture.
 
 The graph being captured holds a CUDA user object (cuUserObjectCreate, cuGraphRetainUserObject) whose destructor the
 driver runs when the graph and every executable graph made from it are destroyed and their launches have completed.

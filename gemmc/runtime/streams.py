@@ -77,30 +77,34 @@ RELAXED = 2  # CU_STREAM_CAPTURE_MODE_RELAXED
 ACTIVE = 1  # CU_STREAM_CAPTURE_STATUS_ACTIVE
 
 
-def capture_id(stream: int) -> int | None:
-    """The id of the CUDA-graph capture the stream (a raw handle) is taking part in (unique over the process's
-    lifetime: cuStreamGetCaptureInfo_v2 of the driver), or None where it is not being captured."""
-    info = _capture_info()
-    status, found = ctypes.c_int(0), ctypes.c_uint64(0)
-    result = info(ctypes.c_void_p(stream), ctypes.byref(status), ctypes.byref(found), None, None, None)
+def capture_of(stream: int) -> tuple[int, int] | None:
+    """(capture id, CUgraph handle) of the CUDA-graph capture the stream (a raw handle) is taking part in, or None where
+    it is not being captured. Capture ids are unique over the process's lifetime."""
+    result, found = _query(stream)
     if result != 0:
         from gemmc.errors import GemmcError
 
         raise GemmcError(f"the CUDA driver could not say whether stream {stream:#x} is being captured: "
                          f"{driver_error(result)}")
-    return int(found.value) if status.value == ACTIVE else None
+    return found
 
 
 def capture_graph(stream: int) -> int | None:
     """The CUgraph handle the stream (a raw handle) is being captured into, or None where it is not being captured or
     there is no CUDA driver to ask (HIP: a captured list call's buffers then stay its graph's for good)."""
     try:
-        info = _capture_info()
+        result, found = _query(stream)
     except OSError:
         return None
+    return found[1] if result == 0 and found is not None and found[1] else None
+
+
+def _query(stream: int) -> tuple[int, tuple[int, int] | None]:
+    """cuStreamGetCaptureInfo_v2 of the stream: its result, and (capture id, graph) where the stream is capturing."""
     status, found, graph = ctypes.c_int(0), ctypes.c_uint64(0), ctypes.c_void_p()
-    result = info(ctypes.c_void_p(stream), ctypes.byref(status), ctypes.byref(found), ctypes.byref(graph), None, None)
-    return graph.value if result == 0 and status.value == ACTIVE and graph.value else None
+    result = _capture_info()(ctypes.c_void_p(stream), ctypes.byref(status), ctypes.byref(found), ctypes.byref(graph),
+                             None, None)
+    return result, (int(found.value), int(graph.value or 0)) if status.value == ACTIVE else None
 
 
 @cache

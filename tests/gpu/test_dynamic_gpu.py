@@ -655,6 +655,60 @@ def test_a_second_stream_takes_its_own_counters():
     assert rel(C1, ref) < TOL["f32"] and rel(C2, ref) < TOL["f32"]
 
 
+@pytest.mark.parametrize("schedule, dtype", [(M32, "f32"), (MH, "bf16")], ids=["f32", "bf16-tma"])
+def test_destroyed_graphs_give_their_grouped_counters_back(schedule, dtype):
+    """More captures of a grouped M call than CAPTURED_COUNTERS, in graphs captured, replayed and destroyed in turn
+    (the dynamic family in f32, the hopper_grouped TMA kernel in bf16): each graph gives its tile counters back once
+    it is gone, so no capture shares its stream's (no warning), the pairs taken stay far below the bound, and
+    replays compute their own routing, NaN-poisoned; graphs kept alive throughout still replay right at the end."""
+    import gc
+    import warnings
+
+    from gemmc.runtime.dynamic_state import CAPTURED_COUNTERS
+
+    t = torch()
+    n, k, rows, groups = 72, 64, 700, 9  # k 64: bf16 lines TMA reads (hopper_grouped on sm_90)
+    kern = kernel(schedule, n=n, k=k)
+    tdt = t.float32 if dtype == "f32" else t.bfloat16
+    rng = np.random.default_rng(13)
+    A = t.randn(rows, k, device="cuda", dtype=tdt)
+    B = t.randn(groups, n, k, device="cuda", dtype=tdt)
+
+    def captured() -> tuple:
+        sizes = rng.multinomial(rows, rng.dirichlet(np.ones(groups)))
+        C = t.empty(rows, n, device="cuda", dtype=tdt)
+        ends = ends_of(sizes, t)
+        g = t.cuda.CUDAGraph()
+        with t.cuda.graph(g):
+            kern(A, B, C, offsets=ends)
+        return g, sizes, C
+
+    def replayed_right(g, sizes, C) -> bool:
+        C.fill_(float("nan"))
+        g.replay()
+        t.cuda.synchronize()
+        starts = np.concatenate([[0], np.cumsum(sizes)])
+        bounds = zip(starts[:-1], starts[1:], strict=True)
+        ref = t.cat([A[s:e].double() @ B[i].double().t() for i, (s, e) in enumerate(bounds)])
+        return rel(C, ref) < TOL[dtype]
+
+    kern(A, B, t.empty(rows, n, device="cuda", dtype=tdt), offsets=ends_of([rows] + [0] * (groups - 1), t))
+    t.cuda.synchronize()  # the first call (loads the kernel) outside any capture
+    st = kern.executable.dynamic
+    kept = [captured() for _ in range(3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a capture sharing its stream's counters warns
+        for i in range(CAPTURED_COUNTERS + 44):
+            one = captured()
+            if i % 37 == 0:
+                assert replayed_right(*one), f"graph {i}"
+            del one
+            gc.collect()
+    assert len(st.graph_counters) < CAPTURED_COUNTERS // 2, f"{len(st.graph_counters)} pairs of counters taken"
+    assert st.graph_counters.held == 3 and not st.warned
+    assert all(replayed_right(*g) for g in kept)
+
+
 @pytest.mark.parametrize("form", ["M", "K"])
 def test_grouped_graphs_of_one_stream_replay_at_once_beside_plain_calls(form):
     """Grouped M and K, whose blocks claim tiles from counters: two graphs captured on torch's one capture stream
