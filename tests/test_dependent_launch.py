@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 import gemmc
-from gemmc.errors import InternalError
 from gemmc.runtime import pdl
 from tests.test_hopper import VARIANTS as HOPPER
 from tests.test_hopper_grouped import VARIANTS as GROUPED_M
@@ -143,16 +142,73 @@ def test_ctypes_structures_match_cuda_h():
     assert (pdl._ATTRIBUTE.contents.id, pdl._ATTRIBUTE.contents.value) == (6, 1)
 
 
-def test_arguments_keep_the_width_the_kernel_reads():
-    for value, kind in ((np.int32(-3), ctypes.c_int32), (np.int64(1 << 40), ctypes.c_int64),
-                        (np.uint64(1 << 63), ctypes.c_uint64), (np.float32(0.5), ctypes.c_float)):
-        held = pdl._held(value)
-        assert isinstance(held, kind) and held.value == value
-    tmap = np.zeros(16, dtype=np.uint64)
-    assert pdl._held(tmap) is tmap
-    for wrong in (3, 0.5, np.float64(0.5), np.int16(2)):  # no width of its own, or one no kernel parameter has
-        with pytest.raises(InternalError, match="launch argument"):
-            pdl._held(wrong)
+WIDTHS = {"gemmc_tmap": 128, "int": 4, "long long": 8, "float": 4}  # a pointer parameter: 8
+
+
+def _parameters(source: str, entry: str) -> list[tuple[str, str]]:
+    """(type, name) of each parameter of the kernel `entry`, from its source."""
+    head = source[source.index(f" {entry}(") + len(entry) + 2:]
+    params = head[:head.index(") {")].replace("\n", " ")
+    found = []
+    for param in params.split(","):
+        words = param.replace("__restrict__", "").replace("__grid_constant__", "").replace("const ", "").split()
+        found.append((" ".join(words[:-1]), words[-1]))
+    return found
+
+
+@pytest.mark.parametrize("schedule", ["kernel g { dtype bf16 gemm 300 x 200 x 104 }",
+                                      "kernel s { precision split f16 x3 gemm 256 x 256 x 256 }"],
+                         ids=["bf16", "split-prologue"])
+def test_the_single_gemms_argument_block_has_the_kernels_parameters(monkeypatch, schedule):
+    """The hopper GEMM's launch (runtime/tma.py) through its argument block, built once: every argument has the
+    width of the kernel's parameter in the source and the call's value (the maps' bytes, C, ldc, M, N, K, alpha,
+    beta, and the pre-pass's scale addresses); a second call with other maps and scalars reuses the block."""
+    import sys
+    from types import ModuleType, SimpleNamespace
+
+    from gemmc.ir.hardware import TARGETS
+    from gemmc.runtime import tma
+
+    k = next(iter(gemmc.compile_string("target cuda sm_90\n" + schedule)))
+    ex = k.executable
+    params = _parameters(k.source, k.rendered.entry)
+    launched = []
+
+    def launch(func, grid, block, smem, stream, address, config):  # read each argument as the driver would
+        pointers = (ctypes.c_void_p * len(params)).from_address(address)
+        args = []
+        for (kind, _), at in zip(params, pointers, strict=True):
+            width = WIDTHS.get(kind, 8)
+            raw = ctypes.string_at(at, width)
+            args.append(raw if width == 128 else
+                        np.frombuffer(raw, {"float": np.float32, "int": np.int32}.get(kind, np.int64))[0])
+        launched.append((func, grid, block, smem, stream, args))
+
+    cuda = ModuleType("cupy.cuda")
+    cuda.driver = SimpleNamespace(launchKernel=lambda *a: pytest.fail("a plain launch"))  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cupy", ModuleType("cupy"))
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
+    monkeypatch.setattr(pdl, "launch_params", launch)
+    monkeypatch.setattr(tma, "hardware", lambda: TARGETS["sm_90"])
+    monkeypatch.setattr(tma, "encode", lambda dtype, ptr, *rest: np.full(1, ptr % 251, dtype=tma.TMAP))
+    ex.__dict__["function"] = SimpleNamespace(kernel=SimpleNamespace(ptr=77))
+    ex.__dict__["prologue_function"] = lambda *args, **kw: None
+    ex.scratch = lambda stream: SimpleNamespace(data=SimpleNamespace(ptr=1 << 36))  # type: ignore[method-assign]
+    stream = SimpleNamespace(ptr=5)
+    p = ex.ir.problems[0]
+    for a, alpha, beta in ((1 << 32, 1.5, 0.0), ((1 << 32) + 4096, -2.0, 0.25)):
+        tma.enqueue_tma(ex, a, 1 << 33, 1 << 34, np.float32(alpha), np.float32(beta), stream)
+        func, grid, block, smem, on, args = launched[-1]
+        assert (func, on, smem, block) == (77, 5, ex.ir.plan.smem_bytes, ex.ir.plan.threads)
+        names = [name for _, name in params]
+        got = dict(zip(names, args, strict=True))
+        assert (got["M"], got["N"], got["K"], got["alpha"], got["beta"]) == (p.m, p.n, p.k, alpha, beta)
+        assert got["C"] == 1 << 34 and got["ldc"] == p.n and got["c_by_tma"] in (0, 1)
+        maps = [got[n] for n in ("tma_a", "tma_b")]
+        assert all(len(m) == 128 for m in maps) and maps[0] != maps[1]  # each operand's own map, by value
+        if "inv_a" in got:  # the pre-pass's line scales, in its scratch
+            assert got["inv_a"] > 1 << 36 and got["inv_b"] > got["inv_a"]
+    assert ex.launcher is not None and len(launched) == 2
 
 
 def test_a_refused_launch_names_the_launch_and_the_drivers_error(monkeypatch):

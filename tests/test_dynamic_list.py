@@ -712,7 +712,7 @@ def test_a_launcher_stores_a_calls_values_from_its_first_per_call_argument(monke
     import sys
     from types import ModuleType, SimpleNamespace
 
-    from gemmc.runtime.dynamic_state import Launcher
+    from gemmc.runtime.launcher import Launcher
 
     launched = []
     cuda = ModuleType("cupy.cuda")

@@ -25,7 +25,8 @@ from gemmc.model.tlp import occupancy
 from gemmc.runtime.args import NUMPY_DTYPES, ArrayInfo, describe
 from gemmc.runtime.compile import device_function
 from gemmc.runtime.device import cupy, hardware
-from gemmc.runtime.dynamic_state import DynamicState, Launcher, zeroed_counters
+from gemmc.runtime.dynamic_state import DynamicState, zeroed_counters
+from gemmc.runtime.launcher import Launcher
 from gemmc.runtime.streams import is_torch, launch_stream, load_outside_capture
 
 if TYPE_CHECKING:

@@ -35,6 +35,7 @@ from gemmc.runtime.streams import relaxed_capture
 
 if TYPE_CHECKING:
     from gemmc.runtime.dynamic_state import DynamicState
+    from gemmc.runtime.launcher import Launcher
 
 Shapes = tuple[tuple[int, int, int], ...]
 
@@ -91,6 +92,7 @@ class Executable:
         self.tuned: Executable | None = None  # what calls launch once the tuning step has decided (tune.py)
         self.tuning: Tuning | None = None  # what the tuning step measured, where it measured
         self.tensor_maps: OrderedDict = OrderedDict()  # TMA tensor maps by (operand, address, pitch) (tma.py)
+        self.launcher: Launcher | None = None  # the TMA kernel's argument block, made on its first launch (tma.py)
         self.scratches: dict[int, Any] = {}  # a pre-pass's scratch by stream (`scratch`)
         self.staging: dict[tuple[str, int], Any] = {}  # scratch for operands TMA cannot read in place, by operand
         #                                                and stream (tma.py)

@@ -35,7 +35,8 @@ from gemmc.families.tma_loop import TMA_ALIGN
 from gemmc.runtime import dynamic as grouped  # the compile with its progress note
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.dynamic_list import Staging, list_arguments, make_tables, problem_table
-from gemmc.runtime.dynamic_state import DynamicState, Launcher, zeroed_counters
+from gemmc.runtime.dynamic_state import DynamicState, zeroed_counters
+from gemmc.runtime.launcher import Launcher
 from gemmc.runtime.streams import is_torch, launch_stream, load_outside_capture, relaxed_capture
 from gemmc.runtime.tma import TMAP_ARG, encode_tensor
 

@@ -26,7 +26,8 @@ from gemmc.ir.types import Layout
 from gemmc.runtime import dynamic as grouped  # the grouped forms' checks, stream and quick-path key
 from gemmc.runtime.args import NUMPY_DTYPES
 from gemmc.runtime.device import cupy, hardware
-from gemmc.runtime.dynamic_state import DynamicState, Launcher, zeroed_counters
+from gemmc.runtime.dynamic_state import DynamicState, zeroed_counters
+from gemmc.runtime.launcher import Launcher
 from gemmc.runtime.streams import is_torch, launch_stream, load_outside_capture
 from gemmc.runtime.tma import TMAP, TMAP_ARG, encode_tensor
 

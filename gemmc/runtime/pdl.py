@@ -7,7 +7,7 @@ dependent start as its last blocks exit; one that executes it earlier (another l
 the wait still holds the dependent's memory accesses until that kernel has completed.
 
 CuPy's kernel call has no launch attributes, so the launch goes through the driver's cuLaunchKernelEx (ctypes: libcuda
-is loaded by any CUDA process), each argument's bytes in a ctypes object or a numpy array (a tensor map)."""
+is loaded by any CUDA process), from an argument block built once (runtime/launcher.py)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,7 @@ import ctypes
 from functools import cache
 from typing import Any
 
-import numpy as np
-
-from gemmc.errors import GemmcError, InternalError
+from gemmc.errors import GemmcError
 from gemmc.runtime.device import driver_call, driver_error
 
 ENABLED = True  # off: the plain launch (the benchmarks' ablation)
@@ -33,9 +31,6 @@ class _Config(ctypes.Structure):  # CUlaunchConfig
                 ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(_Attribute)), ("count", ctypes.c_uint)]
 
 
-_SCALARS = {np.int32: ctypes.c_int32, np.int64: ctypes.c_int64, np.uint64: ctypes.c_uint64, np.float32: ctypes.c_float}
-
-
 @cache
 def _launch_ex() -> Any:
     try:
@@ -48,28 +43,6 @@ def _launch_ex() -> Any:
 
 
 _ATTRIBUTE = ctypes.pointer(_Attribute(PROGRAMMATIC_STREAM_SERIALIZATION, b"", 1))  # allowed: 1
-
-
-def _held(arg: Any) -> Any:
-    """An argument as launch memory: a numpy array (a tensor map, passed by value) as is, a numpy scalar as the
-    ctypes object of its type. A Python int or float has no width of its own (numpy would make an int64 of an int
-    parameter's value, 8 bytes where the kernel reads 4): the caller names the type."""
-    held = _SCALARS.get(type(arg))  # by type, not dtype: the launch path's cost is host time of every call
-    if held is None:
-        if isinstance(arg, np.ndarray):
-            return arg
-        raise InternalError("runtime.pdl", f"a launch argument of type {type(arg).__name__} "
-                            f"({getattr(arg, 'dtype', 'no dtype')}): pass a numpy int32, int64, uint64 or float32")
-    return held(arg)
-
-
-def launch_dependent(fn: Any, grid: int, block: int, smem: int, stream: int, args: tuple[Any, ...]) -> None:
-    """Launch CuPy function `fn` on the raw stream handle `stream` with programmatic stream serialization: `args` are
-    numpy scalars and tensor maps (numpy arrays), in the kernel's parameter order."""
-    held = [_held(a) for a in args]
-    params = (ctypes.c_void_p * len(held))(*(a.ctypes.data if isinstance(a, np.ndarray) else ctypes.addressof(a)
-                                             for a in held))
-    launch_params(int(fn.kernel.ptr), grid, block, smem, stream, ctypes.addressof(params))
 
 
 def launch_params(func: int, grid: int, block: int, smem: int, stream: int, params: int,

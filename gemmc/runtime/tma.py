@@ -25,6 +25,7 @@ from gemmc.ir.types import DType, Layout
 from gemmc.runtime import pdl
 from gemmc.runtime.device import cupy, driver_call, driver_error, hardware
 from gemmc.runtime.executable import Executable
+from gemmc.runtime.launcher import Launcher
 
 TMAP_DTYPE = {DType.F16: 6, DType.F32: 7, DType.BF16: 9}  # CU_TENSOR_MAP_DATA_TYPE_FLOAT16 / _FLOAT32 / _BFLOAT16
 SWIZZLE_128B = 3  # CU_TENSOR_MAP_SWIZZLE_128B: the layout the kernel's wgmma descriptors describe
@@ -136,17 +137,37 @@ def _staged(kernel: Executable, name: str, ptr: int, inner: int, outer: int, pad
 
 
 def _kept(kernel: Executable, key: tuple[str, int, int], dtype: DType, inner: int, outer: int,
-          box: tuple[int, int]) -> np.ndarray:
-    """The tensor map of (operand, address, pitch), encoded on first use and kept (the MAPS_KEPT most recent)."""
+          box: tuple[int, int]) -> tuple[np.ndarray, int]:
+    """The tensor map of (operand, address, pitch) and the host address of its bytes, encoded on first use and kept
+    (the MAPS_KEPT most recent)."""
     maps = kernel.tensor_maps
     found = maps.get(key)
     if found is None:
-        found = maps[key] = encode(dtype, key[1], inner, outer, key[2], box)
+        tmap = encode(dtype, key[1], inner, outer, key[2], box)
+        found = maps[key] = (tmap, tmap.ctypes.data)
         if len(maps) > MAPS_KEPT:
             maps.popitem(last=False)
     else:
         maps.move_to_end(key)
     return found
+
+
+_NO_MAP = np.zeros(1, dtype=TMAP)  # the C map of a kernel that stores C from its accumulators (never read)
+_NO_MAP_AT = (_NO_MAP, _NO_MAP.ctypes.data)
+# The arguments after the three maps: TMA-stores flag, C, ldc, m, n, k, alpha, beta (hopper.cu.j2's parameters), then
+# with a pre-pass the addresses of the line scales
+_AFTER_MAPS = (ctypes.c_int32, ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32,
+               ctypes.c_float, ctypes.c_float)
+
+
+def _launcher(kernel: Executable, plan: TmaPlan) -> Launcher:
+    """The kernel's argument block (made on its first launch, kept on the Executable): the maps passed from their
+    kept bytes, the other arguments stored by each call."""
+    if kernel.launcher is None:
+        kinds = _AFTER_MAPS + (ctypes.c_uint64, ctypes.c_uint64) * (plan.prologue is not None)
+        kernel.launcher = Launcher(kernel.function, [TMAP_ARG() for _ in range(3)] + [k() for k in kinds], None,
+                                   first=3, dependent=True)
+    return kernel.launcher
 
 
 def enqueue_tma(kernel: Executable, a: int, b: int, c: int, alpha: Any, beta: Any, stream: Any) -> None:
@@ -155,7 +176,7 @@ def enqueue_tma(kernel: Executable, a: int, b: int, c: int, alpha: Any, beta: An
     plan = cast(TmaPlan, ir.plan)
     p = ir.problems[0]
     elem, dtype = plan.elem, DType(plan.tma_dtype)
-    args: list[Any] = []
+    maps: list[tuple[np.ndarray, int]] = []
     tail: tuple = ()
     if plan.prologue is not None:  # the pre-pass writes the planes the maps read, and the line scales
         base = int(kernel.scratch(stream).data.ptr)
@@ -163,22 +184,24 @@ def enqueue_tma(kernel: Executable, a: int, b: int, c: int, alpha: Any, beta: An
                                  (np.uint64(a), np.uint64(b), np.uint64(base)), stream=stream)
         at = plan.regions
         a, b = base + at[0], base + at[1]
-        tail = (np.uint64(base + at[2]), np.uint64(base + at[3]))
+        tail = (base + at[2], base + at[3])
     for name, ptr, op in zip("AB", (a, b), plan.tensors(p.m, p.n, p.k), strict=True):
         pitch = op.inner * elem
         if pitch % TMA_ALIGN or ptr % TMA_ALIGN:
             ptr, pitch = _staged(kernel, name, ptr, op.inner, op.outer, op.padded, elem, stream), op.padded * elem
-        args.append(_kept(kernel, (name, ptr, pitch), dtype, op.inner, op.outer, op.box))
+        maps.append(_kept(kernel, (name, ptr, pitch), dtype, op.inner, op.outer, op.box))
     ldc = p.n if ir.layout_c is Layout.ROW else p.m
     c_pitch = ldc * plan.c_bytes
     c_by_tma = plan.tma_store and c_pitch % TMA_ALIGN == 0 and c % TMA_ALIGN == 0
-    args.append(_kept(kernel, ("C", c, c_pitch), ir.c_dtype, p.n, p.m, plan.c_box) if c_by_tma
-                else np.zeros(1, dtype=TMAP))
-    fn = kernel.function
+    maps.append(_kept(kernel, ("C", c, c_pitch), ir.c_dtype, p.n, p.m, plan.c_box) if c_by_tma else _NO_MAP_AT)
     grid = plan.grid(p.m, p.n, hardware().sm_count)
-    values = (*args, np.int32(c_by_tma), np.uint64(c), np.int64(ldc), np.int32(p.m), np.int32(p.n), np.int32(p.k),
-              np.float32(alpha), np.float32(beta), *tail)
-    if pdl.ENABLED:
-        pdl.launch_dependent(fn, grid, plan.threads, plan.smem_bytes, int(stream.ptr), values)
+    values = (int(c_by_tma), c, ldc, p.m, p.n, p.k, float(alpha), float(beta), *tail)
+    if pdl.ENABLED:  # the kernel waits for the one before it (gemmc_grid_wait): a dependent launch
+        _launcher(kernel, plan)(grid, plan.threads, plan.smem_bytes, int(stream.ptr), values,
+                                structs=tuple(at for _, at in maps))
     else:
-        fn((grid, 1, 1), (plan.threads, 1, 1), values, shared_mem=plan.smem_bytes, stream=stream)
+        kinds = (np.int32, np.uint64, np.int64, np.int32, np.int32, np.int32, np.float32, np.float32, np.uint64,
+                 np.uint64)
+        kernel.function((grid, 1, 1), (plan.threads, 1, 1),
+                        (*(tmap for tmap, _ in maps), *(kind(v) for kind, v in zip(kinds, values, strict=False))),
+                        shared_mem=plan.smem_bytes, stream=stream)
