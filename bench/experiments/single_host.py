@@ -3,7 +3,8 @@
 A call checks its arrays, encodes or finds the tensor maps and launches through the kernel's argument block
 (runtime/launcher.py, a dependent launch: runtime/pdl.py). This times the host's own issue time per call (no
 synchronisation inside the timing; best of 5 windows of 200 calls) for 1024^3 and 4096^3, with the dependent launch
-and with CuPy's kernel call (`pdl.ENABLED` off), and prints where a call's time goes (cProfile, 2000 calls).
+and with the plain one (`pdl.ENABLED` off: cuLaunchKernel from the same block; CuPy's kernel call in the tree of
+bench/results/half/2026-11-27_h100_single-host.json), and prints where a call's time goes (cProfile, 2000 calls).
 
     python3 bench/experiments/single_host.py [OUT.json]
 """
@@ -45,7 +46,7 @@ def main() -> None:
         for dependent in (True, False):
             pdl.ENABLED = dependent
             us = issue_us(lambda k=k, As=As, Bs=Bs, Cs=Cs: k(As, Bs, Cs))
-            rows.append({"size": size, "launch": "dependent (argument block)" if dependent else "CuPy kernel call",
+            rows.append({"size": size, "launch": "dependent (argument block)" if dependent else "plain launch",
                          "host_issue_us": round(us, 2)})
             print(rows[-1], flush=True)
         pdl.ENABLED = True

@@ -22,7 +22,6 @@ import numpy as np
 from gemmc.errors import GemmcError
 from gemmc.families.tma_loop import TMA_ALIGN, TMAP_BYTES
 from gemmc.ir.types import DType, Layout
-from gemmc.runtime import pdl
 from gemmc.runtime.device import cupy, driver_call, driver_error, hardware
 from gemmc.runtime.executable import Executable
 from gemmc.runtime.launcher import Launcher
@@ -196,12 +195,6 @@ def enqueue_tma(kernel: Executable, a: int, b: int, c: int, alpha: Any, beta: An
     maps.append(_kept(kernel, ("C", c, c_pitch), ir.c_dtype, p.n, p.m, plan.c_box) if c_by_tma else _NO_MAP_AT)
     grid = plan.grid(p.m, p.n, hardware().sm_count)
     values = (int(c_by_tma), c, ldc, p.m, p.n, p.k, float(alpha), float(beta), *tail)
-    if pdl.ENABLED:  # the kernel waits for the one before it (gemmc_grid_wait): a dependent launch
-        _launcher(kernel, plan)(grid, plan.threads, plan.smem_bytes, int(stream.ptr), values,
-                                structs=tuple(at for _, at in maps))
-    else:
-        kinds = (np.int32, np.uint64, np.int64, np.int32, np.int32, np.int32, np.float32, np.float32, np.uint64,
-                 np.uint64)
-        kernel.function((grid, 1, 1), (plan.threads, 1, 1),
-                        (*(tmap for tmap, _ in maps), *(kind(v) for kind, v in zip(kinds, values, strict=False))),
-                        shared_mem=plan.smem_bytes, stream=stream)
+    # the kernel waits for the one before it (gemmc_grid_wait): a dependent launch (runtime/pdl.py)
+    _launcher(kernel, plan)(grid, plan.threads, plan.smem_bytes, int(stream.ptr), values,
+                            structs=tuple(at for _, at in maps))
