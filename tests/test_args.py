@@ -148,6 +148,14 @@ def test_bad_arguments_are_named(kind, change, message):
     assert message in str(info.value) and info.value.code == "E400"
 
 
+def test_a_bare_array_for_a_kernel_of_one_gemm_shows_the_lists():
+    k = gemmc.compile_string("kernel k { gemm 8 x 4 x 6 }")["k"].ir
+    make = KINDS["cai"]
+    with pytest.raises(gemmc.GemmcError, match=r"^error\[E400\]: As: expected a list of 1 arrays in batch order \(a "
+                                               r"kernel of one GEMM too: k\(\[A\], \[B\], \[C\]\)\), got FakeArray$"):
+        batch_pointers(k, make((8, 6)), [make((6, 4))], [make((8, 4))], expected_operands(k), device=0)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_int64_group_ends_say_how_to_convert(kind):
     from gemmc.runtime.dynamic import ends
