@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Callable
 
 import gemmc
 
@@ -281,3 +282,16 @@ def launcher(kern, tmp_path, argtypes: list | None = None) -> tuple:
     size = getattr(lib, kern.rendered.launcher + "_workspace_bytes")
     size.restype = ctypes.c_size_t
     return fn, size
+
+
+def capture_and_destroy(captured: Callable[[], tuple], replayed_right: Callable[..., bool], graphs: int) -> None:
+    """`graphs` CUDA graphs from `captured()` (a tuple: the graph first), each destroyed before the next is captured;
+    every 37th replayed first and checked by `replayed_right(*graph)`."""
+    import gc
+
+    for i in range(graphs):
+        one = captured()
+        if i % 37 == 0:
+            assert replayed_right(*one), f"graph {i}"
+        del one
+        gc.collect()

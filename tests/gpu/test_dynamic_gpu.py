@@ -12,7 +12,7 @@ import pytest
 
 import gemmc
 from gemmc.families.dynamic import scheduler
-from tests.gpu.helpers import check_graphs_of_one_stream, check_moe_graph_replay, in_threads, rel
+from tests.gpu.helpers import capture_and_destroy, check_graphs_of_one_stream, check_moe_graph_replay, in_threads, rel
 
 pytestmark = pytest.mark.gpu
 
@@ -325,7 +325,6 @@ def test_destroyed_graphs_give_their_list_buffers_back(schedule):
     gives its buffers back once it is gone (a CUDA user object whose destructor posts a semaphore), so no capture is
     refused, the buffers made stay far below the bound, and every replay computes its own list, NaN-poisoned; four
     graphs kept alive throughout still replay right at the end."""
-    import gc
 
     from gemmc.runtime.dynamic_state import MAX_CAPTURES
 
@@ -352,12 +351,7 @@ def test_destroyed_graphs_give_their_list_buffers_back(schedule):
     kept = [captured() for _ in range(4)]
     # each kept graph holds its set through a user object the driver accepted (else the set stays reserved for good)
     assert sum(c.held and c.release is not None and c.release.attached for c in st.captures) == 4
-    for i in range(MAX_CAPTURES + 44):
-        one = captured()
-        if i % 37 == 0:
-            assert replayed_right(*one), f"graph {i}"
-        del one
-        gc.collect()
+    capture_and_destroy(captured, replayed_right, MAX_CAPTURES + 44)
     assert len(st.captures) < MAX_CAPTURES // 2, f"{len(st.captures)} sets of buffers made"
     assert all(replayed_right(*k) for k in kept)
 
@@ -666,7 +660,6 @@ def test_destroyed_graphs_give_their_grouped_counters_back(schedule, dtype):
     (the dynamic family in f32, the hopper_grouped TMA kernel in bf16): each graph gives its tile counters back once
     it is gone, so no capture shares its stream's (no warning), the pairs taken stay far below the bound, and
     replays compute their own routing, NaN-poisoned; graphs kept alive throughout keep theirs and replay right."""
-    import gc
     import warnings
 
     from gemmc.runtime.dynamic_state import CAPTURED_COUNTERS
@@ -707,12 +700,7 @@ def test_destroyed_graphs_give_their_grouped_counters_back(schedule, dtype):
     kept = [captured() for _ in range(3)]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a capture sharing its stream's counters warns
-        for i in range(CAPTURED_COUNTERS + 44):
-            one = captured()
-            if i % 37 == 0:
-                assert replayed_right(*one), f"graph {i}"
-            del one
-            gc.collect()
+        capture_and_destroy(captured, replayed_right, CAPTURED_COUNTERS + 44)
     assert 3 < len(st.graph_counters) < CAPTURED_COUNTERS // 2, f"{len(st.graph_counters)} pairs of counters taken"
     assert st.graph_counters.held == 3 and not st.warned
     assert all(replayed_right(*g) for g in kept)
