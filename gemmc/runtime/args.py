@@ -344,7 +344,7 @@ def batch_pointers(kernel: Kernel, As: Any, Bs: Any, Cs: Any, expected: Expected
             ptrs.append([whole.ptr + i * step for i in range(batch)])
             continue
         if not isinstance(group, (list, tuple)) and (not isinstance(group, Sequence) or isinstance(group, str)):
-            one = f" (a kernel of one GEMM too: k([A], [B], [C]))" if batch == 1 else ""
+            one = " (a kernel of one GEMM too: k([A], [B], [C]))" if batch == 1 else ""
             raise GemmcError(f"{name}: expected a list of {batch} arrays in batch order{one}, "
                              f"got {type(group).__name__}")
         if len(group) != batch:
