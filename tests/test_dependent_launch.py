@@ -172,7 +172,8 @@ def test_the_single_gemms_argument_block_has_the_kernels_parameters(monkeypatch,
     (`pdl.ENABLED` off: cuLaunchKernel from the same block): every slot of the block is as wide as the kernel's
     parameter in the source (a narrower int slot reads back right at the wider width, its high bytes zero, so the
     widths are compared themselves) and holds the call's value (the maps' bytes, C, ldc, M, N, K, alpha, beta, and
-    the pre-pass's scale addresses); a second call with other maps and scalars reuses the block."""
+    the pre-pass's scale addresses), the maps read from the bytes the kernel keeps; a second call with other maps and
+    scalars reuses the block."""
     import sys
     from types import ModuleType, SimpleNamespace
 
@@ -182,10 +183,11 @@ def test_the_single_gemms_argument_block_has_the_kernels_parameters(monkeypatch,
     k = next(iter(gemmc.compile_string("target cuda sm_90\n" + schedule)))
     ex = k.executable
     params = _parameters(k.source, k.rendered.entry)
-    launched = []
+    launched, passed = [], []
 
     def read(address: int) -> list[Any]:  # each argument as the driver reads it: the parameter's width from its slot
         pointers = (ctypes.c_void_p * len(params)).from_address(address)
+        passed.append(list(pointers[:3]))  # where the three maps' bytes are read from
         args = []
         for (kind, _), at in zip(params, pointers, strict=True):
             raw = ctypes.string_at(at, _width(kind))
@@ -224,6 +226,9 @@ def test_the_single_gemms_argument_block_has_the_kernels_parameters(monkeypatch,
         assert got["C"] == 1 << 34 and got["ldc"] == p.n and got["c_by_tma"] in (0, 1)
         maps = [got[n] for n in ("tma_a", "tma_b")]
         assert all(len(m) == 128 for m in maps) and maps[0] != maps[1]  # each operand's own map, by value
+        # from the bytes the kernel keeps (alive until the launch has copied them), not a copy freed before
+        kept = {m.ctypes.data for m, _ in ex.tensor_maps.values()} | {tma._NO_MAP.ctypes.data}
+        assert set(passed[-1]) <= kept
         if "inv_a" in got:  # the pre-pass's line scales, in its scratch
             assert got["inv_a"] > 1 << 36 and got["inv_b"] > got["inv_a"]
     assert ex.launcher is not None and len(launched) == 2
