@@ -258,3 +258,26 @@ def test_a_refused_launch_names_the_launch_and_the_drivers_error(monkeypatch):
 
     monkeypatch.setattr(device, "driver_call", lambda name: named)
     assert device.driver_error(1) == "CUDA_ERROR_INVALID_VALUE (1)"
+
+
+def test_a_kept_map_evicted_by_another_thread_after_its_lookup_is_still_used(monkeypatch):
+    """tma._kept between its lookup and its move to the front: another thread's calls may have evicted the map (the
+    MAPS_KEPT most recent are kept); the call still launches with the map it found, rather than raising KeyError."""
+    from collections import OrderedDict
+    from types import SimpleNamespace
+
+    from gemmc.ir.types import DType
+    from gemmc.runtime import tma
+
+    class EvictedAfterLookup(OrderedDict):
+        def get(self, key, default=None):
+            found = super().get(key, default)
+            self.pop(key, None)  # the other thread's eviction, between this lookup and the move
+            return found
+
+    tmap = np.full(1, 7, dtype=tma.TMAP)
+    maps = EvictedAfterLookup({("A", 4096, 128): (tmap, tmap.ctypes.data)})
+    kernel = SimpleNamespace(tensor_maps=maps)
+    monkeypatch.setattr(tma, "encode", lambda *args: pytest.fail("a map found is not encoded again"))
+    found = tma._kept(kernel, ("A", 4096, 128), DType.BF16, 64, 64, (64, 64))  # type: ignore[arg-type]
+    assert found[0] is tmap and found[1] == tmap.ctypes.data
