@@ -55,11 +55,12 @@ class StreamSlots(dict[int, int]):
 class GraphSlots:
     """(capture id, stream) -> the device address of its slot among `limit` slots of `size` bytes from byte `start` of
     one allocation: taken on the key's first launch and kept while the graph being captured exists (a graph may replay
-    at any time), then given back: the graph holds a GraphRelease, which the driver posts once the graph, every
-    executable graph made from it and their launches are gone, and a later capture takes the slot (the launches left
-    its counters zeroed). A slot whose graph the driver could not give a release keeps it for the process's lifetime.
-    Where every slot is held, `full(key)`: a slot another key holds. A lookup of a key seen before is a dictionary's
-    (`slot`); `take` finds a slot under a lock."""
+    at any time), then given back: the graph holds a GraphRelease, which the driver posts once the graph, every copy
+    of it (executable graphs, clones, parents embedding it as a child node) and their launches are gone, and a later
+    capture takes the slot (the launches left its counters zeroed). Copies share the slot, so they replay one after
+    another. A slot whose graph the driver could not give a release keeps it for the process's lifetime. Where every
+    slot is held, `full(key)`: a slot another key holds. A lookup of a key seen before is a dictionary's (`slot`);
+    `take` finds a slot under a lock; `found` holds at most `limit` keys (a slot taken again drops its last key's)."""
 
     def __init__(self, limit: int, size: int, full: Callable[[Any], int], start: int = 0):
         self.limit = limit
