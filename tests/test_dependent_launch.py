@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import re
+from typing import Any
 
 import numpy as np
 import pytest
@@ -142,7 +143,13 @@ def test_ctypes_structures_match_cuda_h():
     assert (pdl._ATTRIBUTE.contents.id, pdl._ATTRIBUTE.contents.value) == (6, 1)
 
 
-WIDTHS = {"gemmc_tmap": 128, "int": 4, "long long": 8, "float": 4}  # a pointer parameter: 8
+WIDTHS = {"gemmc_tmap": 128, "int": 4, "long long": 8, "float": 4}  # the kernels' parameter types but pointers
+
+
+def _width(kind: str) -> int:
+    """The bytes the driver copies for a kernel parameter of C type `kind`: 8 for a pointer, else WIDTHS' (a type
+    missing there fails the test rather than being read at a guessed width)."""
+    return 8 if kind.endswith("*") else WIDTHS[kind]
 
 
 def _parameters(source: str, entry: str) -> list[tuple[str, str]]:
@@ -156,13 +163,17 @@ def _parameters(source: str, entry: str) -> list[tuple[str, str]]:
     return found
 
 
+@pytest.mark.parametrize("dependent", [True, False], ids=["dependent", "plain"])
 @pytest.mark.parametrize("schedule", ["kernel g { dtype bf16 gemm 300 x 200 x 104 }",
                                       "kernel s { precision split f16 x3 gemm 256 x 256 x 256 }"],
                          ids=["bf16", "split-prologue"])
-def test_the_single_gemms_argument_block_has_the_kernels_parameters(monkeypatch, schedule):
-    """The hopper GEMM's launch (runtime/tma.py) through its argument block, built once: every argument has the
-    width of the kernel's parameter in the source and the call's value (the maps' bytes, C, ldc, M, N, K, alpha,
-    beta, and the pre-pass's scale addresses); a second call with other maps and scalars reuses the block."""
+def test_the_single_gemms_argument_block_has_the_kernels_parameters(monkeypatch, schedule, dependent):
+    """The hopper GEMM's launch (runtime/tma.py) through its argument block, built once, dependent or plain
+    (`pdl.ENABLED` off: cuLaunchKernel from the same block): every slot of the block is as wide as the kernel's
+    parameter in the source (a narrower int slot reads back right at the wider width, its high bytes zero, so the
+    widths are compared themselves) and holds the call's value (the maps' bytes, C, ldc, M, N, K, alpha, beta, and
+    the pre-pass's scale addresses), the maps read from the bytes the kernel keeps; a second call with other maps and
+    scalars reuses the block."""
     import sys
     from types import ModuleType, SimpleNamespace
 
@@ -172,23 +183,32 @@ def test_the_single_gemms_argument_block_has_the_kernels_parameters(monkeypatch,
     k = next(iter(gemmc.compile_string("target cuda sm_90\n" + schedule)))
     ex = k.executable
     params = _parameters(k.source, k.rendered.entry)
-    launched = []
+    launched, passed = [], []
 
-    def launch(func, grid, block, smem, stream, address, config):  # read each argument as the driver would
+    def read(address: int) -> list[Any]:  # each argument as the driver reads it: the parameter's width from its slot
         pointers = (ctypes.c_void_p * len(params)).from_address(address)
+        passed.append(list(pointers[:3]))  # where the three maps' bytes are read from
         args = []
         for (kind, _), at in zip(params, pointers, strict=True):
-            width = WIDTHS.get(kind, 8)
-            raw = ctypes.string_at(at, width)
-            args.append(raw if width == 128 else
+            raw = ctypes.string_at(at, _width(kind))
+            args.append(raw if len(raw) == 128 else
                         np.frombuffer(raw, {"float": np.float32, "int": np.int32}.get(kind, np.int64))[0])
-        launched.append((func, grid, block, smem, stream, args))
+        return args
+
+    def launch(func, grid, block, smem, stream, address, config):
+        assert dependent
+        launched.append((func, grid, block, smem, stream, read(address)))
+
+    def plain(func, gx, gy, gz, bx, by, bz, smem, stream, address, extra):
+        assert not dependent and (gy, gz, by, bz, extra) == (1, 1, 1, 1, 0)
+        launched.append((func, gx, bx, smem, stream, read(address)))
 
     cuda = ModuleType("cupy.cuda")
-    cuda.driver = SimpleNamespace(launchKernel=lambda *a: pytest.fail("a plain launch"))  # type: ignore[attr-defined]
+    cuda.driver = SimpleNamespace(launchKernel=plain)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "cupy", ModuleType("cupy"))
     monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
     monkeypatch.setattr(pdl, "launch_params", launch)
+    monkeypatch.setattr(pdl, "ENABLED", dependent)
     monkeypatch.setattr(tma, "hardware", lambda: TARGETS["sm_90"])
     monkeypatch.setattr(tma, "encode", lambda dtype, ptr, *rest: np.full(1, ptr % 251, dtype=tma.TMAP))
     ex.__dict__["function"] = SimpleNamespace(kernel=SimpleNamespace(ptr=77))
@@ -206,9 +226,13 @@ def test_the_single_gemms_argument_block_has_the_kernels_parameters(monkeypatch,
         assert got["C"] == 1 << 34 and got["ldc"] == p.n and got["c_by_tma"] in (0, 1)
         maps = [got[n] for n in ("tma_a", "tma_b")]
         assert all(len(m) == 128 for m in maps) and maps[0] != maps[1]  # each operand's own map, by value
+        # from the bytes the kernel keeps (alive until the launch has copied them), not a copy freed before
+        kept = {m.ctypes.data for m, _ in ex.tensor_maps.values()} | {tma._NO_MAP.ctypes.data}
+        assert set(passed[-1]) <= kept
         if "inv_a" in got:  # the pre-pass's line scales, in its scratch
             assert got["inv_a"] > 1 << 36 and got["inv_b"] > got["inv_a"]
     assert ex.launcher is not None and len(launched) == 2
+    assert [ctypes.sizeof(v) for v in ex.launcher.values] == [_width(kind) for kind, _ in params]
 
 
 def test_a_refused_launch_names_the_launch_and_the_drivers_error(monkeypatch):
@@ -234,3 +258,26 @@ def test_a_refused_launch_names_the_launch_and_the_drivers_error(monkeypatch):
 
     monkeypatch.setattr(device, "driver_call", lambda name: named)
     assert device.driver_error(1) == "CUDA_ERROR_INVALID_VALUE (1)"
+
+
+def test_a_kept_map_evicted_by_another_thread_after_its_lookup_is_still_used(monkeypatch):
+    """tma._kept between its lookup and its move to the front: another thread's calls may have evicted the map (the
+    MAPS_KEPT most recent are kept); the call still launches with the map it found, rather than raising KeyError."""
+    from collections import OrderedDict
+    from types import SimpleNamespace
+
+    from gemmc.ir.types import DType
+    from gemmc.runtime import tma
+
+    class EvictedAfterLookup(OrderedDict):
+        def get(self, key, default=None):
+            found = super().get(key, default)
+            self.pop(key, None)  # the other thread's eviction, between this lookup and the move
+            return found
+
+    tmap = np.full(1, 7, dtype=tma.TMAP)
+    maps = EvictedAfterLookup({("A", 4096, 128): (tmap, tmap.ctypes.data)})
+    kernel = SimpleNamespace(tensor_maps=maps)
+    monkeypatch.setattr(tma, "encode", lambda *args: pytest.fail("a map found is not encoded again"))
+    found = tma._kept(kernel, ("A", 4096, 128), DType.BF16, 64, 64, (64, 64))  # type: ignore[arg-type]
+    assert found[0] is tmap and found[1] == tmap.ctypes.data

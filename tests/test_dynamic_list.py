@@ -227,10 +227,12 @@ def test_a_grouped_forms_captures_take_counters_of_their_own_per_graph_and_strea
     releases = [release for _, release in st.graph_counters.holders]
     assert [r.graphs for r in releases[:3]] == [[100 + 0x1000], [100 + 0x1000], [101 + 0x1000]]
     capturing[7] = 1000
-    with pytest.warns(UserWarning, match=f"^gemmc: kernel 'moe' is captured in CUDA graphs on {CAPTURED_COUNTERS} "
-                                         "streams that still exist, the most it keeps tile counters of their own "
-                                         "for; a capture until some are destroyed shares its stream's"):
+    with pytest.warns(UserWarning, match=fr"^gemmc: kernel 'moe' keeps tile counters of their own for "
+                                         fr"{CAPTURED_COUNTERS} \(graph, capture stream\) pairs whose CUDA graphs "
+                                         "still exist, the most it keeps; until one of those graphs is destroyed, a "
+                                         "capture shares its stream's counters") as record:
         assert st.launch_counter(7) == plain
+    assert record[0].filename == __file__  # the caller's line, outside gemmc
     capturing[7] = 1001
     assert st.launch_counter(7) == plain  # warned once
     releases[2].gone = True  # capture 101's graph is destroyed: its pair's counters go to the next capture

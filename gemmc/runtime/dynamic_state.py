@@ -4,10 +4,13 @@ runtime/dynamic.py so that the list form's module (dynamic_list.py) can name the
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 from gemmc.runtime.graph_release import GraphRelease
@@ -52,11 +55,12 @@ class StreamSlots(dict[int, int]):
 class GraphSlots:
     """(capture id, stream) -> the device address of its slot among `limit` slots of `size` bytes from byte `start` of
     one allocation: taken on the key's first launch and kept while the graph being captured exists (a graph may replay
-    at any time), then given back: the graph holds a GraphRelease, which the driver posts once the graph, every
-    executable graph made from it and their launches are gone, and a later capture takes the slot (the launches left
-    its counters zeroed). A slot whose graph the driver could not give a release keeps it for the process's lifetime.
-    Where every slot is held, `full(key)`: a slot another key holds. A lookup of a key seen before is a dictionary's
-    (`slot`); `take` finds a slot under a lock."""
+    at any time), then given back: the graph holds a GraphRelease, which the driver posts once the graph, every copy
+    of it (executable graphs, clones, parents embedding it as a child node) and their launches are gone, and a later
+    capture takes the slot (the launches left its counters zeroed). Copies share the slot, so they replay one after
+    another. A slot whose graph the driver could not give a release keeps it for the process's lifetime. Where every
+    slot is held, `full(key)`: a slot another key holds. A lookup of a key seen before is a dictionary's (`slot`);
+    `take` finds a slot under a lock; `found` holds at most `limit` keys (a slot taken again drops its last key's)."""
 
     def __init__(self, limit: int, size: int, full: Callable[[Any], int], start: int = 0):
         self.limit = limit
@@ -102,6 +106,17 @@ class GraphSlots:
                 self.holders[index][1].attach(graph)
             found = self.found[key] = int(memory.data.ptr) + self.start + self.size * index
             return found
+
+
+def _caller_level() -> int:
+    """warnings.warn's stacklevel, for the function that calls this one, of the first frame outside the gemmc package:
+    the user's line, however many of gemmc's calls lie between (the launch paths differ in depth)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(root + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 COUNTER_SLOTS = 64  # streams a kernel keeps tile counters for (each launch's stream takes its own pair)
@@ -255,10 +270,11 @@ class DynamicState:
         Called under `graph_counters`' lock (GraphSlots.take), which keeps `warned` to one warning."""
         if not self.warned:
             self.warned = True
-            warnings.warn(f"gemmc: kernel '{self.name}' is captured in CUDA graphs on {CAPTURED_COUNTERS} streams "
-                          "that still exist, the most it keeps tile counters of their own for; a capture until some "
-                          "are destroyed shares its stream's counters, so its graph must not replay at the same time "
-                          "as that stream's other calls", stacklevel=6)
+            warnings.warn(f"gemmc: kernel '{self.name}' keeps tile counters of their own for {CAPTURED_COUNTERS} "
+                          "(graph, capture stream) pairs whose CUDA graphs still exist, the most it keeps; until one "
+                          "of those graphs is destroyed, a capture shares its stream's counters, so its graph must "
+                          "not replay at the same time as that stream's plain calls or other graphs captured "
+                          "meanwhile", stacklevel=_caller_level())
         return self.counter(key[1])  # (`stream_counters` takes its own lock)
 
     def counter(self, stream: int) -> int:

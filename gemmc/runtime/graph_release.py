@@ -3,7 +3,8 @@ form's problem table, tensor maps and tile counters; the grouped forms' tile cou
 capture.
 
 The graph being captured holds a CUDA user object (cuUserObjectCreate, cuGraphRetainUserObject) whose destructor the
-driver runs when the graph and every executable graph made from it are destroyed and their launches have completed.
+driver runs when the graph and every copy of it (an executable graph made from it, a clone, a graph that embeds
+it as a child node: each takes a reference) are destroyed and their launches have completed.
 A destructor may not call CUDA, and one that took Python's lock could wait on a thread that waits for the driver, so
 it is no Python function: it is libc's sem_post on a POSIX semaphore of this object (thread-safe, async-signal-safe,
 one pointer argument), which Python reads with sem_getvalue."""

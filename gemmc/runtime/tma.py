@@ -138,7 +138,8 @@ def _staged(kernel: Executable, name: str, ptr: int, inner: int, outer: int, pad
 def _kept(kernel: Executable, key: tuple[str, int, int], dtype: DType, inner: int, outer: int,
           box: tuple[int, int]) -> tuple[np.ndarray, int]:
     """The tensor map of (operand, address, pitch) and the host address of its bytes, encoded on first use and kept
-    (the MAPS_KEPT most recent)."""
+    (the MAPS_KEPT most recent). The caller holds the returned map until its launch has copied it: another thread's
+    calls may evict it meanwhile."""
     maps = kernel.tensor_maps
     found = maps.get(key)
     if found is None:
@@ -147,7 +148,10 @@ def _kept(kernel: Executable, key: tuple[str, int, int], dtype: DType, inner: in
         if len(maps) > MAPS_KEPT:
             maps.popitem(last=False)
     else:
-        maps.move_to_end(key)
+        try:
+            maps.move_to_end(key)
+        except KeyError:  # evicted by another thread's calls since the lookup: `found` still holds its bytes
+            pass
     return found
 
 

@@ -85,3 +85,29 @@ def test_a_grouped_kernel_reads_the_ends_an_early_starting_kernel_writes_late():
     spans = zip(sizes, np.cumsum(sizes).tolist(), strict=True)
     ref = torch.cat([A[e - s:e].double() @ B[g].double() for g, (s, e) in enumerate(spans)])
     assert rel(C, ref) < TOL["bfloat16"]
+
+
+@pytest.mark.parametrize("schedule, size, bound", [
+    ("dtype bf16", (700, 520, 304), TOL["bfloat16"]),
+    ("dtype bf16", (97, 65, 63), TOL["bfloat16"]),  # lines of no 16-byte multiple: A and B staged first
+    ("dtype bf16 tile 128x128x64 ksplit 2", (700, 520, 304), TOL["bfloat16"]),
+    ("dtype f32 precision split f16 x3", (257, 131, 200), 1e-6)],  # the pre-pass's planes and line scales
+    ids=["bf16", "bf16-staged", "bf16-ksplit", "split-f16x3"])
+def test_the_plain_launch_from_the_argument_block_computes_right(monkeypatch, schedule, size, bound):
+    """With dependent launches off (`pdl.ENABLED`, the benchmarks' ablation) the hopper GEMM launches through
+    cuLaunchKernel from the same argument block (runtime/launcher.py): the tensor maps from their kept bytes, the
+    scalars and the split's line-scale addresses in its slots. Two calls on other operands and scalars (other maps,
+    one block) match float64, C NaN-poisoned where beta is 0."""
+    from gemmc.runtime import pdl
+    from tests.gpu.test_hopper_gpu import run
+
+    sm90()
+    monkeypatch.setattr(pdl, "ENABLED", False)
+    m, n, k = size
+    kernel = gemmc.compile_string(f"kernel k {{ {schedule} alpha runtime beta runtime gemm {m} x {n} x {k} }}",
+                                  target="sm_90")["k"]
+    assert kernel.ir.family == "hopper", kernel.plan
+    for seed, (alpha, beta) in enumerate(((1.0, 0.0), (1.5, -0.5))):
+        err, _ = run(kernel, m, n, k, "rrr", alpha, beta, seed=seed)
+        assert err < bound, f"alpha {alpha} beta {beta}: relative error {err:.3e}"
+    assert kernel.executable.launcher is not None

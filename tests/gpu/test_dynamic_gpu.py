@@ -706,6 +706,71 @@ def test_destroyed_graphs_give_their_grouped_counters_back(schedule, dtype):
     assert all(replayed_right(*g) for g in kept)
 
 
+def test_grouped_counters_stay_taken_while_a_clone_or_a_parent_of_the_graph_exists():
+    """A grouped K call captured into a graph (the driver's capture, relaxed mode, on a stream of its own): its pair
+    of tile counters stays taken while a copy of the graph exists, as the CUDA Programming Guide's user objects
+    promise (a clone and an instantiation retain the source graph's references; a child-graph node holds a clone):
+    after the graph is destroyed while a clone exists, after the clone is destroyed while a parent embeds it as a
+    child node, and after the parent is destroyed while its executable graph exists, whose replay computes right;
+    the pair comes back once that executable graph is destroyed too."""
+    import ctypes
+    import time
+
+    from gemmc.runtime.device import driver_call
+
+    def call(name: str, *args) -> None:
+        status = driver_call(name)(*args)
+        assert status == 0, f"{name}: CUresult {status}"
+
+    t = torch()
+    m, n, rows, groups = 40, 72, 700, 9
+    kern = kernel(K32, m=m, n=n)
+    rng = np.random.default_rng(29)
+    X = t.randn(rows, m, device="cuda")  # A = X^T (layout A col), B = dY
+    dY = t.randn(rows, n, device="cuda")
+    sizes = rng.multinomial(rows, rng.dirichlet(np.ones(groups)))
+    ends = ends_of(sizes, t)
+    C = t.empty(groups, m, n, device="cuda")
+    side = t.cuda.Stream()
+    handle = ctypes.c_void_p(side.cuda_stream)
+    t.cuda.synchronize()
+    kern(X.t(), dY, C, offsets=ends, alpha=1.0, beta=0.0, stream=side.cuda_stream)  # loads, outside the capture
+    side.synchronize()
+    st = kern.executable.dynamic
+    before = st.graph_counters.held
+
+    def held_after(seconds: float, want: int) -> bool:  # the driver runs destructors on a thread of its own
+        deadline = time.monotonic() + seconds
+        while st.graph_counters.held != want and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return st.graph_counters.held == want
+
+    graph, clone, parent, node, exe = (ctypes.c_void_p() for _ in range(5))
+    call("cuStreamBeginCapture_v2", handle, 2)  # CU_STREAM_CAPTURE_MODE_RELAXED
+    kern(X.t(), dY, C, offsets=ends, alpha=1.0, beta=0.0, stream=side.cuda_stream)
+    call("cuStreamEndCapture", handle, ctypes.byref(graph))
+    assert st.graph_counters.held == before + 1
+    call("cuGraphClone", ctypes.byref(clone), graph)
+    call("cuGraphDestroy", graph)
+    assert not held_after(0.3, before), "the clone's counters were given back"
+    call("cuGraphCreate", ctypes.byref(parent), 0)
+    call("cuGraphAddChildGraphNode", ctypes.byref(node), parent, None, ctypes.c_size_t(0), clone)
+    call("cuGraphDestroy", clone)
+    assert not held_after(0.3, before), "the child graph's counters were given back"
+    call("cuGraphInstantiateWithFlags", ctypes.byref(exe), parent, ctypes.c_ulonglong(0))
+    call("cuGraphDestroy", parent)
+    assert not held_after(0.3, before), "the executable graph's counters were given back"
+    C.fill_(float("nan"))
+    t.cuda.synchronize()
+    call("cuGraphLaunch", exe, handle)
+    side.synchronize()
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    want = t.stack([X[s:e].double().t() @ dY[s:e].double() for s, e in zip(starts[:-1], starts[1:], strict=True)])
+    assert rel(C, want) < TOL["f32"]
+    call("cuGraphExecDestroy", exe)
+    assert held_after(5.0, before), "the counters stayed taken after every copy of the graph was destroyed"
+
+
 @pytest.mark.parametrize("form", ["M", "K"])
 def test_grouped_graphs_of_one_stream_replay_at_once_beside_plain_calls(form):
     """Grouped M and K, whose blocks claim tiles from counters: two graphs captured on torch's one capture stream

@@ -1,0 +1,65 @@
+"""A destroyed CUDA graph's grouped tile counters on the GPU: the driver posts the graph's GraphRelease only once every
+executable graph made from it is destroyed and their launches have run, so a pair is never handed to another capture
+while a replay that reads it is still queued."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.gpu.helpers import rel
+from tests.gpu.test_dynamic_gpu import K32, TOL, ends_of, kernel, torch
+
+pytestmark = pytest.mark.gpu
+
+SLEEP_CYCLES = 2_000_000_000  # about a second of one SM's clock: the replay stays queued while the test looks
+
+
+def test_a_graph_destroyed_while_its_replay_is_queued_keeps_its_counters_until_the_replay_has_run():
+    """A grouped K call captured in a torch graph, replayed on a side stream behind a sleeping kernel and the graph
+    destroyed at once: while the replay is still queued its pair of counters stays taken (its release unposted, its
+    key still found), the replay computes its routing (NaN-poisoned C), and the pair is given back after it has run."""
+    import gc
+    import time
+
+    t = torch()
+    m, n, rows, groups = 40, 72, 700, 9
+    kern = kernel(K32, m=m, n=n)
+    rng = np.random.default_rng(29)
+    X = t.randn(rows, m, device="cuda")  # A = X^T (layout A col), B = dY
+    dY = t.randn(rows, n, device="cuda")
+    sizes = rng.multinomial(rows, rng.dirichlet(np.ones(groups)))
+    ends = ends_of(sizes, t)
+    C = t.empty(groups, m, n, device="cuda")
+    kern(X.t(), dY, C, offsets=ends, alpha=1.0, beta=0.0)
+    t.cuda.synchronize()  # the first call (loads the kernel) outside any capture
+    slots = kern.executable.dynamic.graph_counters
+    before, held = set(slots.found), slots.held
+    g = t.cuda.CUDAGraph()
+    with t.cuda.graph(g):
+        kern(X.t(), dY, C, offsets=ends, alpha=1.0, beta=0.0)
+    (key,) = set(slots.found) - before
+    release = next(r for k, r in slots.holders if k == key)
+    assert release.attached and not release.posted() and slots.held == held + 1
+
+    C.fill_(float("nan"))
+    side, done = t.cuda.Stream(), t.cuda.Event()
+    side.wait_stream(t.cuda.current_stream())  # after the poisoning
+    with t.cuda.stream(side):
+        t.cuda._sleep(SLEEP_CYCLES)
+        g.replay()
+        done.record()
+    del g  # the graph and its executable graph destroyed with the replay queued
+    gc.collect()
+    time.sleep(0.05)
+    assert not done.query(), "the replay ran before the check: the sleep was too short, or the destructor waited"
+    assert not release.posted() and key in slots.found and slots.held == held + 1
+
+    side.synchronize()
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    want = t.stack([X[s:e].double().t() @ dY[s:e].double() for s, e in zip(starts[:-1], starts[1:], strict=True)])
+    assert rel(C, want) < TOL["f32"]
+    deadline = time.monotonic() + 5.0
+    while not release.posted() and time.monotonic() < deadline:  # the driver posts it on a thread of its own
+        time.sleep(0.01)
+    assert release.posted() and slots.held == held
