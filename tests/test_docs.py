@@ -17,7 +17,7 @@ RESULTS = ROOT / "bench" / "results"
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted(RESULTS.rglob("README.md"))]
 IDS = [str(p.relative_to(ROOT)) for p in PAGES]
 # A results file as the docs cite it: a date, the GPU and the run, with or without the bench/results/ folder.
-CITED = re.compile(r"(?:bench/results/)?(?:[\w-]+/)?\d{4}-\d{2}-\d{2}_[\w.+-]+?\.(?:json|log|txt|csv)")
+CITED = re.compile(r"(?:bench/results/)?(?:[\w-]+/)?\d{4}-\d{2}-\d{2}_[\w.+-]+?\.(?:json|log|txt|csv\.gz|csv)")
 HISTORY = re.compile(r"\bstop[ -]?[0-9]+\b", re.IGNORECASE)
 
 

@@ -18,7 +18,8 @@ memory, next to gemmc's static plan of the same sizes and checked against float6
 as the variant with the lowest geometric mean over the cases does, where that is at least 1% below `current`.
 `once` launches the dynamic kernel (the template as it stands) and the static plan once each on the first uniform
 draw of E8 T65536, for ncu. Results: $OUT/variants.json and the ncu sections beside it
-(bench/results/dynamic/2026-11-27_h100_variants.json, 2026-11-27_h100_variants_ncu.csv).
+(bench/results/dynamic/2026-11-27_h100_variants.json, 2026-11-27_h100_variants_ncu.csv). The register caps (CAPS; run
+with VARIANTS=regcap224,regcap200,regcap168): bench/results/dynamic/2026-11-28_h100_variants-regcap.json.
 """
 
 from __future__ import annotations
@@ -70,6 +71,17 @@ def noinline(text: str) -> str:
 
 EDITS = {"current": lambda t: t, "claim_ahead": claim_ahead, "noinline": noinline,
          "both": lambda t: noinline(claim_ahead(t))}
+# The kernel as it is with a cap on its registers (`__maxnreg__`, CUDA 12.4+, in place of __launch_bounds__'s one block
+# per SM, which leaves ptxas up to 255; NVRTC's --maxrregcount does not bind a kernel with launch bounds): under ncu the
+# kernel's tile loop issues its fragment loads (LDS) in runs where the static plan's interleaves them with the FMAs
+# (bench/results/dynamic/2026-11-28_h100_variants_source.csv.gz), and a cap changes what ptxas schedules.
+CAPS = {"regcap224": 224, "regcap200": 200, "regcap168": 168}
+BOUNDS = "__launch_bounds__(256, 1) gemmc_moe_dynamic_f32_rcr("
+
+
+def capped(source: str, registers: int) -> str:
+    assert source.count(BOUNDS) == 1, "the kernel's launch bounds changed"
+    return source.replace(BOUNDS, f"__maxnreg__({registers}) gemmc_moe_dynamic_f32_rcr(")
 SCHEDULE = "kernel moe {{ layout B col  grouped M n {n} k {k} groups 128 }}"  # the benchmark's
 CASES = [(8, 65536, 512, 512, "uniform"), (32, 8192, 1024, 512, "uniform"), (32, 8192, 1024, 512, "half"),
          (8, 4096, 512, 512, "uniform")]
@@ -97,12 +109,16 @@ def render(name: str) -> str:
             f.write(original)
 
 
-def _compile(source: str) -> None:
-    import cupy as cp
-
+def options(name: str) -> tuple[str, ...]:
     from gemmc.runtime.compile import OPTIONS
 
-    cp.RawModule(code=source, options=OPTIONS).get_function("gemmc_moe_dynamic_f32_rcr")  # CuPy's disk cache
+    return OPTIONS
+
+
+def _compile(job: tuple[str, tuple[str, ...]]) -> None:
+    import cupy as cp
+
+    cp.RawModule(code=job[0], options=job[1]).get_function("gemmc_moe_dynamic_f32_rcr")  # CuPy's disk cache
 
 
 def _static_compile(case: tuple) -> None:
@@ -128,9 +144,11 @@ def measure(choose: bool) -> None:
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
-    sources = {name: render(name) for name in EDITS}
+    only = [v for v in os.environ.get("VARIANTS", "").split(",") if v]
+    names = [name for name in (*EDITS, *CAPS) if not only or name in only or name == "current"]
+    sources = {name: render(name) if name in EDITS else capped(render("current"), CAPS[name]) for name in names}
     with ProcessPoolExecutor(8, mp_context=get_context("spawn")) as pool:
-        list(pool.map(_compile, sources.values()))
+        list(pool.map(_compile, [(src, options(name)) for name, src in sources.items()]))
         list(pool.map(_static_compile, [c for c in CASES if c[4] == "uniform"]))
 
     import cupy as cp
@@ -139,11 +157,10 @@ def measure(choose: bool) -> None:
     os.environ.setdefault("GEMMC_TUNE", "0")
     import gemmc
     from gemmc.bench.dynamic import STATIC, draws, graph_seconds, torch_stream
-    from gemmc.runtime.compile import OPTIONS
     from gemmc.runtime.dynamic import blocks_per_sm, state
 
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-    fns = {name: cp.RawModule(code=src, options=OPTIONS).get_function("gemmc_moe_dynamic_f32_rcr")
+    fns = {name: cp.RawModule(code=src, options=options(name)).get_function("gemmc_moe_dynamic_f32_rcr")
            for name, src in sources.items()}
     res: dict = {"device": torch.cuda.get_device_name(), "sms": sms, "variants": {}}
     for name, fn in fns.items():
@@ -187,13 +204,13 @@ def measure(choose: bool) -> None:
         res["cases"][label] = row
         print(label, row, flush=True)
     scores = {name: float(np.exp(np.mean([np.log(r[name + "_us"] / r["current_us"]) for r in res["cases"].values()])))
-              for name in EDITS}
+              for name in fns}
     best = min(scores, key=scores.__getitem__)
     ok = all(r[best + "_err"] < 1e-5 for r in res["cases"].values())
     res["geomean_vs_current"] = scores
     res["chosen"] = best if ok and scores[best] < 0.99 else "current"
     print("geomean against current:", scores, "chosen:", res["chosen"], flush=True)
-    if choose and res["chosen"] != "current":
+    if choose and res["chosen"] in EDITS and res["chosen"] != "current":
         apply(res["chosen"])
     with open(os.path.join(os.environ.get("OUT", "/tmp"), "variants.json"), "w") as f:
         json.dump(res, f, indent=1)
