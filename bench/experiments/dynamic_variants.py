@@ -19,7 +19,9 @@ as the variant with the lowest geometric mean over the cases does, where that is
 `once` launches the dynamic kernel (the template as it stands) and the static plan once each on the first uniform
 draw of E8 T65536, for ncu. Results: $OUT/variants.json and the ncu sections beside it
 (bench/results/dynamic/2026-11-27_h100_variants.json, 2026-11-27_h100_variants_ncu.csv). The register caps (CAPS; run
-with VARIANTS=regcap224,regcap200,regcap168): bench/results/dynamic/2026-11-28_h100_variants-regcap.json.
+with VARIANTS=regcap224,regcap200,regcap168): bench/results/dynamic/2026-11-28_h100_variants-regcap.json; the tile's
+k steps with their fragments read a step ahead (VARIANTS=fragments_ahead, an edit of simt.cu.j2):
+bench/results/dynamic/2026-11-28_h100_variants-fragments.json.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEMPLATE = os.path.join(ROOT, "gemmc", "families", "dynamic", "dynamic.cu.j2")
+SIMT_TEMPLATE = os.path.join(ROOT, "gemmc", "families", "simt", "simt.cu.j2")  # the tile function both kernels run
 
 CLAIM_FROM = "    if (tid == 0) s_next = (long long)gridDim.x + atomicAdd(&counter[0], 1);\n"
 CLAIM_TO = "    if (tid == 0) s_next = (long long)gridDim.x + claimed;\n"
@@ -59,6 +62,60 @@ __device__ __noinline__ void gemmc_dyn_run(const gemmc_problem& p, long long m0,
 """
 
 
+FRAGMENTS = """#pragma unroll
+    for (int kk = 0; kk < KSLICE; ++kk) {
+      T a[TM], b[TN];
+#pragma unroll
+      for (int q = 0; q < TM / VM; ++q) {
+        const gemmc_vec<T, VM> v = *reinterpret_cast<const gemmc_vec<T, VM>*>(a_s + kk * LDA + q * TY * VM);
+#pragma unroll
+        for (int j = 0; j < VM; ++j) a[q * VM + j] = v.v[j];
+      }
+#pragma unroll
+      for (int q = 0; q < TN / VN; ++q) {
+        const gemmc_vec<T, VN> v = *reinterpret_cast<const gemmc_vec<T, VN>*>(b_s + kk * LDB + q * TX * VN);
+#pragma unroll
+        for (int j = 0; j < VN; ++j) b[q * VN + j] = v.v[j];
+      }
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = GEMMC_FMA(a[i], b[j], acc[i][j]);
+    }
+"""
+FRAGMENTS_AHEAD = """    // k step kk + 1's fragments are read into the other register buffer before step kk's FMAs.
+    auto frag = [&](int kk, T* fa, T* fb) {
+#pragma unroll
+      for (int q = 0; q < TM / VM; ++q) {
+        const gemmc_vec<T, VM> v = *reinterpret_cast<const gemmc_vec<T, VM>*>(a_s + kk * LDA + q * TY * VM);
+#pragma unroll
+        for (int j = 0; j < VM; ++j) fa[q * VM + j] = v.v[j];
+      }
+#pragma unroll
+      for (int q = 0; q < TN / VN; ++q) {
+        const gemmc_vec<T, VN> v = *reinterpret_cast<const gemmc_vec<T, VN>*>(b_s + kk * LDB + q * TX * VN);
+#pragma unroll
+        for (int j = 0; j < VN; ++j) fb[q * VN + j] = v.v[j];
+      }
+    };
+    T a[2][TM], b[2][TN];
+    frag(0, a[0], b[0]);
+#pragma unroll
+    for (int kk = 0; kk < KSLICE; ++kk) {
+      if (kk + 1 < KSLICE) frag(kk + 1, a[(kk + 1) & 1], b[(kk + 1) & 1]);
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = GEMMC_FMA(a[kk & 1][i], b[kk & 1][j], acc[i][j]);
+    }
+"""
+
+
+def fragments_ahead(text: str) -> str:
+    assert text.count(FRAGMENTS) == 1, "the tile's k-step loop changed"
+    return text.replace(FRAGMENTS, FRAGMENTS_AHEAD)
+
+
 def claim_ahead(text: str) -> str:
     assert text.count(LOOP) == 1 and text.count(CLAIM_FROM) == 1, "the persistent loop's text changed"
     return text.replace(LOOP, LOOP_AHEAD).replace(CLAIM_FROM, CLAIM_TO)
@@ -71,6 +128,7 @@ def noinline(text: str) -> str:
 
 EDITS = {"current": lambda t: t, "claim_ahead": claim_ahead, "noinline": noinline,
          "both": lambda t: noinline(claim_ahead(t))}
+SIMT_EDITS = {"fragments_ahead": fragments_ahead}  # edits of the tile function's template (simt.cu.j2)
 # The kernel as it is with a cap on its registers (`__maxnreg__`, CUDA 12.4+, in place of __launch_bounds__'s one block
 # per SM, which leaves ptxas up to 255; NVRTC's --maxrregcount does not bind a kernel with launch bounds): under ncu the
 # kernel's tile loop issues its fragment loads (LDS) in runs where the static plan's interleaves them with the FMAs
@@ -96,16 +154,18 @@ def apply(name: str) -> None:
 
 def render(name: str) -> str:
     """The kernel's source with the template edited as `name`, rendered in a fresh process (the template restored)."""
-    with open(TEMPLATE) as f:
+    path, edit = (SIMT_TEMPLATE, SIMT_EDITS[name]) if name in SIMT_EDITS else (TEMPLATE, EDITS[name])
+    with open(path) as f:
         original = f.read()
     try:
-        apply(name)
+        with open(path, "w") as f:
+            f.write(edit(original))
         code = ("import gemmc, sys; sys.stdout.write(next(iter(gemmc.compile_string("
                 f"{SCHEDULE.format(n=8, k=8)!r}))).source)")
         return subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
                               cwd=ROOT).stdout
     finally:
-        with open(TEMPLATE, "w") as f:
+        with open(path, "w") as f:
             f.write(original)
 
 
@@ -145,8 +205,8 @@ def measure(choose: bool) -> None:
     from multiprocessing import get_context
 
     only = [v for v in os.environ.get("VARIANTS", "").split(",") if v]
-    names = [name for name in (*EDITS, *CAPS) if not only or name in only or name == "current"]
-    sources = {name: render(name) if name in EDITS else capped(render("current"), CAPS[name]) for name in names}
+    names = [name for name in (*EDITS, *SIMT_EDITS, *CAPS) if not only or name in only or name == "current"]
+    sources = {name: capped(render("current"), CAPS[name]) if name in CAPS else render(name) for name in names}
     with ProcessPoolExecutor(8, mp_context=get_context("spawn")) as pool:
         list(pool.map(_compile, [(src, options(name)) for name, src in sources.items()]))
         list(pool.map(_static_compile, [c for c in CASES if c[4] == "uniform"]))
