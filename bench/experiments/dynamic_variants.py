@@ -1,5 +1,6 @@
 """Where the dynamic kernel's device time goes against gemmc's static plan on MoE steps of few large groups
-(E8 T65536 N512 K512: docs/PERFORMANCE-dynamic.md), and two changes to its persistent loop, measured side by side.
+(E8 T65536 N512 K512: docs/PERFORMANCE-dynamic.md), and changes to its persistent loop, its tile loop and its register
+budget, measured side by side.
 GPU machine only, from the tree's root:
 
     OUT=... python3 bench/experiments/dynamic_variants.py measure [--apply]
@@ -12,16 +13,19 @@ Variants of families/dynamic/dynamic.cu.j2, each rendered from the edited templa
   after (the atomic's round trip to L2 overlaps the tile instead of following it);
 - noinline: each variant's tile function behind a __noinline__ wrapper, so that ptxas allocates the main loop's
   registers apart from the persistent loop's schedule state (the static kernel's situation);
-- both: the two together.
-Each is timed as graph replays of 20 launches on the first draw of a few routings, with its registers and local
-memory, next to gemmc's static plan of the same sizes and checked against float64. `--apply` edits the template
-as the variant with the lowest geometric mean over the cases does, where that is at least 1% below `current`.
-`once` launches the dynamic kernel (the template as it stands) and the static plan once each on the first uniform
-draw of E8 T65536, for ncu. Results: $OUT/variants.json and the ncu sections beside it
-(bench/results/dynamic/2026-11-27_h100_variants.json, 2026-11-27_h100_variants_ncu.csv). The register caps (CAPS; run
-with VARIANTS=regcap224,regcap200,regcap168): bench/results/dynamic/2026-11-28_h100_variants-regcap.json; the tile's
-k steps with their fragments read a step ahead (VARIANTS=fragments_ahead, an edit of simt.cu.j2):
-bench/results/dynamic/2026-11-28_h100_variants-fragments.json.
+- both: the two together;
+- fragments_ahead (simt.cu.j2, the tile function): each k step's fragments read into a second register buffer
+  before the previous step's FMAs;
+- regcap224, regcap200, regcap168: the current source with `__maxnreg__(N)` in place of its launch bounds.
+`VARIANTS=a,b` measures only those beside `current`. Each is timed as graph replays of 20 launches on the first draw
+of a few routings, with its registers and local memory, next to gemmc's static plan of the same sizes and checked
+against float64. `--apply` edits the template as the variant with the lowest geometric mean over the cases does,
+where that is at least 1% below `current`. `once` launches the dynamic kernel (the template as it stands) and the
+static plan once each on the first uniform draw of E8 T65536, for ncu. Results: $OUT/variants.json and the ncu
+sections beside it (bench/results/dynamic/2026-11-27_h100_variants.json, 2026-11-27_h100_variants_ncu.csv). The
+register caps (CAPS; run with VARIANTS=regcap224,regcap200,regcap168):
+bench/results/dynamic/2026-11-28_h100_variants-regcap.json; the tile's k steps with their fragments read a step ahead
+(VARIANTS=fragments_ahead, an edit of simt.cu.j2): bench/results/dynamic/2026-11-28_h100_variants-fragments.json.
 """
 
 from __future__ import annotations
