@@ -16,6 +16,7 @@ Variants of families/dynamic/dynamic.cu.j2, each rendered from the edited templa
 - both: the two together;
 - fragments_ahead (simt.cu.j2, the tile function): each k step's fragments read into a second register buffer
   before the previous step's FMAs;
+- one_tile: the persistent loop's body once, on a grid of the launch's tiles;
 - regcap224, regcap200, regcap168: the current source with `__maxnreg__(N)` in place of its launch bounds.
 `VARIANTS=a,b` measures only those beside `current`. Each is timed as graph replays of 20 launches on the first draw
 of a few routings, with its registers and local memory, next to gemmc's static plan of the same sizes and checked
@@ -25,7 +26,8 @@ static plan once each on the first uniform draw of E8 T65536, for ncu. Results: 
 sections beside it (bench/results/dynamic/2026-11-27_h100_variants.json, 2026-11-27_h100_variants_ncu.csv). The
 register caps (CAPS; run with VARIANTS=regcap224,regcap200,regcap168):
 bench/results/dynamic/2026-11-28_h100_variants-regcap.json; the tile's k steps with their fragments read a step ahead
-(VARIANTS=fragments_ahead, an edit of simt.cu.j2): bench/results/dynamic/2026-11-28_h100_variants-fragments.json.
+(VARIANTS=fragments_ahead, an edit of simt.cu.j2): bench/results/dynamic/2026-11-28_h100_variants-fragments.json; one
+tile a block (VARIANTS=one_tile): bench/results/dynamic/2026-11-28_h100_variants-one-tile.json.
 """
 
 from __future__ import annotations
@@ -115,6 +117,19 @@ FRAGMENTS_AHEAD = """    // k step kk + 1's fragments are read into the other re
 """
 
 
+CLAIMS_LOOP = "  for (long long u = blockIdx.x; u < s_claims; u = s_next) {\n"
+ONE_TILE_LOOP = "  for (long long u = blockIdx.x; u < s_claims; u = s_claims) {  // one tile a block\n"
+
+
+def one_tile(text: str) -> str:
+    """The persistent loop run once: block b computes claim b and leaves (no atomic claim). Launched on a grid of
+    exactly the launch's tiles (`measure` counts them with the scheduler's NumPy model), so that no last round is
+    split and the hardware hands the tiles to the SMs, as it does for the static plan's one tile a block; every
+    block still runs the scheduler's prologue."""
+    assert text.count(CLAIMS_LOOP) == 1 and text.count(CLAIM_FROM) == 1, "the persistent loop's text changed"
+    return text.replace(CLAIMS_LOOP, ONE_TILE_LOOP).replace(CLAIM_FROM, "")
+
+
 def fragments_ahead(text: str) -> str:
     assert text.count(FRAGMENTS) == 1, "the tile's k-step loop changed"
     return text.replace(FRAGMENTS, FRAGMENTS_AHEAD)
@@ -133,6 +148,7 @@ def noinline(text: str) -> str:
 EDITS = {"current": lambda t: t, "claim_ahead": claim_ahead, "noinline": noinline,
          "both": lambda t: noinline(claim_ahead(t))}
 SIMT_EDITS = {"fragments_ahead": fragments_ahead}  # edits of the tile function's template (simt.cu.j2)
+ONE_TILE = {"one_tile": one_tile}  # launched on a grid of the launch's tiles
 # The kernel as it is with a cap on its registers (`__maxnreg__`, CUDA 12.4+, in place of __launch_bounds__'s one block
 # per SM, which leaves ptxas up to 255; NVRTC's --maxrregcount does not bind a kernel with launch bounds): under ncu the
 # kernel's tile loop issues its fragment loads (LDS) in runs where the static plan's interleaves them with the FMAs
@@ -158,7 +174,7 @@ def apply(name: str) -> None:
 
 def render(name: str) -> str:
     """The kernel's source with the template edited as `name`, rendered in a fresh process (the template restored)."""
-    path, edit = (SIMT_TEMPLATE, SIMT_EDITS[name]) if name in SIMT_EDITS else (TEMPLATE, EDITS[name])
+    path, edit = (SIMT_TEMPLATE, SIMT_EDITS[name]) if name in SIMT_EDITS else (TEMPLATE, {**EDITS, **ONE_TILE}[name])
     with open(path) as f:
         original = f.read()
     try:
@@ -209,7 +225,7 @@ def measure(choose: bool) -> None:
     from multiprocessing import get_context
 
     only = [v for v in os.environ.get("VARIANTS", "").split(",") if v]
-    names = [name for name in (*EDITS, *SIMT_EDITS, *CAPS) if not only or name in only or name == "current"]
+    names = [name for name in (*EDITS, *SIMT_EDITS, *ONE_TILE, *CAPS) if not only or name in only or name == "current"]
     sources = {name: capped(render("current"), CAPS[name]) if name in CAPS else render(name) for name in names}
     with ProcessPoolExecutor(8, mp_context=get_context("spawn")) as pool:
         list(pool.map(_compile, [(src, options(name)) for name, src in sources.items()]))
@@ -221,6 +237,7 @@ def measure(choose: bool) -> None:
     os.environ.setdefault("GEMMC_TUNE", "0")
     import gemmc
     from gemmc.bench.dynamic import STATIC, draws, graph_seconds, torch_stream
+    from gemmc.families.dynamic import scheduler
     from gemmc.runtime.dynamic import blocks_per_sm, state
 
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
@@ -249,8 +266,11 @@ def measure(choose: bool) -> None:
         bounds = list(zip(np.cumsum(counts) - counts, np.cumsum(counts), strict=True))
         ref = torch.cat([A[s:e].double() @ W[g].double().t() for g, (s, e) in enumerate(bounds)])
         row: dict = {}
+        plan = kern.ir.plan
+        tiles = scheduler.schedule(plan, counts, np.full(experts, n), st.threshold, np.full(experts, k)).total
         for name, fn in fns.items():
-            go = launcher(fn, sms * res["variants"][name]["blocks_per_sm"], st,
+            grid = tiles if name in ONE_TILE else sms * res["variants"][name]["blocks_per_sm"]
+            go = launcher(fn, grid, st,
                           (A.data_ptr(), W.data_ptr(), C.data_ptr(), ends.data_ptr()), experts, tokens)
             C.fill_(float("nan"))
             go()
