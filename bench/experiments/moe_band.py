@@ -15,12 +15,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
-
-import numpy as np
 
 BANDS = (1, 2, 4, 8, 16)
 
@@ -31,11 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cases", default="0,1,2,4", help="indices into gemmc.bench.moe_half.CASES")
     args = ap.parse_args(argv)
-    import torch
-
     import gemmc
-    from gemmc.bench.dynamic import ROUTINGS, counts, graph_seconds
-    from gemmc.bench.moe_half import CASES, MOE
+    from gemmc.bench.moe_half import CASES, MOE, side_by_side
     from gemmc.bench.timing import gpu_name
 
     t0 = time.time()
@@ -44,41 +38,20 @@ def main(argv: list[str] | None = None) -> int:
         experts, tokens, n, k = CASES[index]
         base = next(iter(gemmc.compile_string(MOE.format(n=n, k=k))))
         plan = base.ir.plan
-        kernels = {b: base if b == plan.band else base.with_plan(dataclasses.replace(plan, band=b), f"band {b}")
+        kernels = {f"band {b}": base if b == plan.band else base.with_plan(dataclasses.replace(plan, band=b),
+                                                                          f"band {b}")
                    for b in BANDS}
-        A = torch.randn(tokens, k, device="cuda").to(torch.bfloat16)
-        W = torch.randn(experts, n, k, device="cuda").to(torch.bfloat16)
-        B = W.transpose(1, 2)
-        C = torch.empty(tokens, n, device="cuda", dtype=torch.bfloat16)
         for kind in ("uniform", "zipf"):
-            rng = np.random.default_rng([experts, tokens, 7])
-            pool = [counts(kind, experts, tokens, rng) for _ in range(ROUTINGS)]
-            ends = [torch.tensor(np.cumsum(c), dtype=torch.int32, device="cuda") for c in pool]
-            ref = torch._grouped_mm(A, B, offs=ends[0])
-            errors = {}
-            for b, kern in kernels.items():
-                C.fill_(float("nan"))
-                kern(A, B, C, offsets=ends[0])
-                torch.cuda.synchronize()
-                errors[b] = float((C.double() - ref.double()).norm() / ref.double().norm())
-            fns = {f"band {b}": (lambda i, kern=kern, ends=ends, A=A, B=B, C=C:
-                                 kern(A, B, C, offsets=ends[i % ROUTINGS]))
-                   for b, kern in kernels.items()}
-            fns["grouped_mm"] = lambda i, ends=ends, A=A, B=B: torch._grouped_mm(A, B, offs=ends[i % ROUTINGS])
-            samples: dict[str, list[float]] = {name: [] for name in fns}
-            for _ in range(args.rounds):
-                for name, fn in fns.items():
-                    samples[name].append(graph_seconds(fn) * 1e6)
-            us = {name: statistics.median(v) for name, v in samples.items()}
+            timed = side_by_side(kernels, CASES[index], kind, 7, args.rounds)
+            us, errors = timed["us"], timed["diff_vs_grouped_mm"]
             row = {"case": f"E{experts} T{tokens} N{n} K{k}", "routing": kind, "cluster": plan.cluster,
-                   "tail_split": plan.tail_split, "planned_band": plan.band, "us": us, "rounds_us": samples,
-                   "diff_vs_grouped_mm": errors}
+                   "tail_split": plan.tail_split, "planned_band": plan.band, **timed}
             results.append(row)
             print(f"{row['case']} {kind} c{plan.cluster}: _grouped_mm {us['grouped_mm']:.1f} us; "
                   + ", ".join(f"band {b} {us[f'band {b}']:.1f}" for b in BANDS)
                   + f"; diff {max(errors.values()):.1e}", flush=True)
     out = {"experiment": "bench/experiments/moe_band.py", "gpu": gpu_name(), "date": time.strftime("%Y-%m-%d"),
-           "protocol": f"graph replays of 100 calls cycling {ROUTINGS} routings, median of 7 windows; median of "
+           "protocol": "graph replays of 100 calls cycling 8 routings, median of 7 windows; median of "
                        f"{args.rounds} rounds over every kernel in turn",
            "wall_s": time.time() - t0, "rows": results}
     Path(args.out).write_text(json.dumps(out, indent=1))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,43 @@ COLUMNS = ("case", "routing", "cluster", "gemmc_device_us", "other_cluster_devic
            "other_tail_split_device_us", "grouped_mm_device_us",
            "speedup_device", "dense_us", "bytes_us", "roof_fraction", "grouped_mm_roof_fraction", "gemmc_host_us",
            "grouped_mm_host_us", "gemmc_issue_us", "error")
+
+
+def side_by_side(kernels: dict[str, Any], case: tuple[int, int, int, int], kind: str, seed: int,
+                 rounds: int) -> dict[str, Any]:
+    """Kernels of one schedule's variants (name -> compiled `grouped M` kernel) and torch._grouped_mm ("grouped_mm")
+    on MoE step `case` (experts, tokens, n, k) with a pool of ROUTINGS draws of routing `kind` cycled: each kernel's
+    C against torch._grouped_mm's on the first draw ("diff_vs_grouped_mm", relative), and graph replays of every
+    kernel in turn, `rounds` times ("rounds_us", and their medians "us"). For the experiments that compare plans."""
+    import statistics
+
+    import torch
+
+    experts, tokens, n, k = case
+    A = torch.randn(tokens, k, device="cuda").to(torch.bfloat16)
+    B = torch.randn(experts, n, k, device="cuda").to(torch.bfloat16).transpose(1, 2)
+    C = torch.empty(tokens, n, device="cuda", dtype=torch.bfloat16)
+    rng = np.random.default_rng([experts, tokens, seed])
+    ends = [torch.tensor(np.cumsum(counts(kind, experts, tokens, rng)), dtype=torch.int32, device="cuda")
+            for _ in range(ROUTINGS)]
+    ref = torch._grouped_mm(A, B, offs=ends[0]).double()
+    errors = {}
+    for name, kern in kernels.items():
+        C.fill_(float("nan"))
+        kern(A, B, C, offsets=ends[0])
+        torch.cuda.synchronize()
+        errors[name] = float((C.double() - ref).norm() / ref.norm())
+    def call(kern: Any) -> Callable[[int], Any]:
+        return lambda i: kern(A, B, C, offsets=ends[i % ROUTINGS])
+
+    fns = {name: call(kern) for name, kern in kernels.items()}
+    fns["grouped_mm"] = lambda i: torch._grouped_mm(A, B, offs=ends[i % ROUTINGS])
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            samples[name].append(graph_seconds(fn) * 1e6)
+    return {"us": {name: statistics.median(v) for name, v in samples.items()}, "rounds_us": samples,
+            "diff_vs_grouped_mm": errors}
 
 
 def dense_seconds(tokens: int, n: int, k: int) -> float:

@@ -649,6 +649,28 @@ def test_a_second_stream_takes_its_own_counters():
     assert rel(C1, ref) < TOL["f32"] and rel(C2, ref) < TOL["f32"]
 
 
+WGRAD = (40, 72, 700, 9)  # m, n, rows, groups of the grouped K graph tests (m, n multiples of 8: lines TMA reads)
+
+
+def wgrad_routing(t, rng, dtype=None) -> tuple:
+    """A routing of WGRAD's rows over its groups: the sizes, their device ends and a C (groups x m x n) for it."""
+    m, n, rows, groups = WGRAD
+    sizes = rng.multinomial(rows, rng.dirichlet(np.ones(groups)))
+    return sizes, ends_of(sizes, t), t.empty(groups, m, n, device="cuda", dtype=dtype)
+
+
+def wgrad_operands(t, dtype=None) -> tuple:
+    """X (rows x m: A = X^T, `layout A col`) and dY (rows x n) of the grouped K graph tests."""
+    m, n, rows, _ = WGRAD
+    return t.randn(rows, m, device="cuda", dtype=dtype), t.randn(rows, n, device="cuda", dtype=dtype)
+
+
+def wgrad_reference(t, X, dY, sizes):
+    """dW_g = X_g^T dY_g in float64, the groups `sizes` rows each."""
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    return t.stack([X[s:e].double().t() @ dY[s:e].double() for s, e in zip(starts[:-1], starts[1:], strict=True)])
+
+
 # grouped K in bf16 on the hopper_grouped TMA loop (sm_90), whose blocks claim tiles from counters as the dynamic
 # family's do
 KH_TMA = "target cuda sm_90\nkernel wgrad_bf16_tma {{ dtype bf16 layout A col grouped K m {m} n {n} groups 64 }}"
@@ -667,19 +689,16 @@ def test_destroyed_graphs_give_their_grouped_counters_back(schedule, dtype):
     t = torch()
     if dtype == "bf16" and t.cuda.get_device_capability() != (9, 0):
         pytest.skip("needs an sm_90 GPU")
-    m, n, rows, groups = 40, 72, 700, 9  # m, n multiples of 8: bf16 lines TMA reads
+    m, n, rows, groups = WGRAD
     kern = kernel(schedule, m=m, n=n)
     assert kern.ir.family == ("dynamic" if dtype == "f32" else "hopper_grouped")
     tdt = t.float32 if dtype == "f32" else t.bfloat16
     rng = np.random.default_rng(13)
-    X = t.randn(rows, m, device="cuda", dtype=tdt)  # A = X^T (layout A col), B = dY
-    dY = t.randn(rows, n, device="cuda", dtype=tdt)
+    X, dY = wgrad_operands(t, tdt)
     scalars = {"alpha": 1.0, "beta": 0.0} if dtype == "f32" else {}  # K32: alpha and beta runtime
 
     def captured() -> tuple:
-        sizes = rng.multinomial(rows, rng.dirichlet(np.ones(groups)))
-        ends = ends_of(sizes, t)  # kept with the graph, which reads it at every replay
-        C = t.empty(groups, m, n, device="cuda", dtype=tdt)
+        sizes, ends, C = wgrad_routing(t, rng, tdt)  # the ends kept with the graph, which reads them at every replay
         g = t.cuda.CUDAGraph()
         with t.cuda.graph(g):
             kern(X.t(), dY, C, offsets=ends, **scalars)
@@ -689,9 +708,7 @@ def test_destroyed_graphs_give_their_grouped_counters_back(schedule, dtype):
         C.fill_(float("nan"))
         g.replay()
         t.cuda.synchronize()
-        starts = np.concatenate([[0], np.cumsum(sizes)])
-        bounds = zip(starts[:-1], starts[1:], strict=True)
-        return rel(C, t.stack([X[s:e].double().t() @ dY[s:e].double() for s, e in bounds])) < TOL[dtype]
+        return rel(C, wgrad_reference(t, X, dY, sizes)) < TOL[dtype]
 
     kern(X.t(), dY, t.empty(groups, m, n, device="cuda", dtype=tdt), offsets=ends_of([rows] + [0] * (groups - 1), t),
          **scalars)
@@ -723,14 +740,9 @@ def test_grouped_counters_stay_taken_while_a_clone_or_a_parent_of_the_graph_exis
         assert status == 0, f"{name}: CUresult {status}"
 
     t = torch()
-    m, n, rows, groups = 40, 72, 700, 9
-    kern = kernel(K32, m=m, n=n)
-    rng = np.random.default_rng(29)
-    X = t.randn(rows, m, device="cuda")  # A = X^T (layout A col), B = dY
-    dY = t.randn(rows, n, device="cuda")
-    sizes = rng.multinomial(rows, rng.dirichlet(np.ones(groups)))
-    ends = ends_of(sizes, t)
-    C = t.empty(groups, m, n, device="cuda")
+    kern = kernel(K32, m=WGRAD[0], n=WGRAD[1])
+    X, dY = wgrad_operands(t)
+    sizes, ends, C = wgrad_routing(t, np.random.default_rng(29))
     side = t.cuda.Stream()
     handle = ctypes.c_void_p(side.cuda_stream)
     t.cuda.synchronize()
@@ -764,9 +776,7 @@ def test_grouped_counters_stay_taken_while_a_clone_or_a_parent_of_the_graph_exis
     t.cuda.synchronize()
     call("cuGraphLaunch", exe, handle)
     side.synchronize()
-    starts = np.concatenate([[0], np.cumsum(sizes)])
-    want = t.stack([X[s:e].double().t() @ dY[s:e].double() for s, e in zip(starts[:-1], starts[1:], strict=True)])
-    assert rel(C, want) < TOL["f32"]
+    assert rel(C, wgrad_reference(t, X, dY, sizes)) < TOL["f32"]
     call("cuGraphExecDestroy", exe)
     assert held_after(5.0, before), "the counters stayed taken after every copy of the graph was destroyed"
 

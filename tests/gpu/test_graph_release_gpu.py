@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.gpu.helpers import rel
-from tests.gpu.test_dynamic_gpu import K32, TOL, ends_of, kernel, torch
+from tests.gpu.test_dynamic_gpu import K32, TOL, WGRAD, kernel, torch, wgrad_operands, wgrad_reference, wgrad_routing
 
 pytestmark = pytest.mark.gpu
 
@@ -23,14 +23,9 @@ def test_a_graph_destroyed_while_its_replay_is_queued_keeps_its_counters_until_t
     import time
 
     t = torch()
-    m, n, rows, groups = 40, 72, 700, 9
-    kern = kernel(K32, m=m, n=n)
-    rng = np.random.default_rng(29)
-    X = t.randn(rows, m, device="cuda")  # A = X^T (layout A col), B = dY
-    dY = t.randn(rows, n, device="cuda")
-    sizes = rng.multinomial(rows, rng.dirichlet(np.ones(groups)))
-    ends = ends_of(sizes, t)
-    C = t.empty(groups, m, n, device="cuda")
+    kern = kernel(K32, m=WGRAD[0], n=WGRAD[1])
+    X, dY = wgrad_operands(t)
+    sizes, ends, C = wgrad_routing(t, np.random.default_rng(29))
     kern(X.t(), dY, C, offsets=ends, alpha=1.0, beta=0.0)
     t.cuda.synchronize()  # the first call (loads the kernel) outside any capture
     slots = kern.executable.dynamic.graph_counters
@@ -56,9 +51,7 @@ def test_a_graph_destroyed_while_its_replay_is_queued_keeps_its_counters_until_t
     assert not release.posted() and key in slots.found and slots.held == held + 1
 
     side.synchronize()
-    starts = np.concatenate([[0], np.cumsum(sizes)])
-    want = t.stack([X[s:e].double().t() @ dY[s:e].double() for s, e in zip(starts[:-1], starts[1:], strict=True)])
-    assert rel(C, want) < TOL["f32"]
+    assert rel(C, wgrad_reference(t, X, dY, sizes)) < TOL["f32"]
     deadline = time.monotonic() + 5.0
     while not release.posted() and time.monotonic() < deadline:  # the driver posts it on a thread of its own
         time.sleep(0.01)
