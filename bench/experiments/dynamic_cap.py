@@ -52,12 +52,7 @@ def main() -> None:
         sizes = d.draws(experts, tokens, kind)[0].astype(np.int64)
         m, n, k = sizes, np.full_like(sizes, nn), np.full_like(sizes, kk)
         text = MOE.replace("{n}", str(nn)).replace("{k}", str(kk))
-        A = torch.randn(tokens, kk, device="cuda")
-        W = torch.randn(experts, nn, kk, device="cuda") / kk ** 0.5
-        C = torch.full((tokens, nn), float("nan"), device="cuda")
-        ends = torch.tensor(np.cumsum(sizes), dtype=torch.int32, device="cuda")
-        bounds = list(zip(np.cumsum(sizes) - sizes, np.cumsum(sizes), strict=True))
-        ref = torch.cat([A[s:e].double() @ W[g].double().t() for g, (s, e) in enumerate(bounds)])
+        A, W, C, ends, bounds, ref = d.moe_step(experts, tokens, nn, kk, sizes)
         name = f"moe E{experts} T{tokens} N{nn} K{kk} {kind}"
         default = next(iter(gemmc.compile_string(text.format(t="auto", threshold=""))))
         lv = levels(default.ir.plan, m, n, k, grid)

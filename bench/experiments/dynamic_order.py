@@ -34,17 +34,11 @@ def kernels(n: int, k: int) -> dict:
 
 
 def case(experts: int, tokens: int, n: int, k: int, kind: str, with_static: bool = True) -> dict:
-    import torch
 
     from gemmc.bench import dynamic as d
 
     counts = d.draws(experts, tokens, kind)[0]
-    A = torch.randn(tokens, k, device="cuda")
-    W = torch.randn(experts, n, k, device="cuda") / k ** 0.5
-    C = torch.empty(tokens, n, device="cuda")
-    ends = torch.tensor(np.cumsum(counts), dtype=torch.int32, device="cuda")
-    bounds = list(zip(np.cumsum(counts) - counts, np.cumsum(counts), strict=True))
-    ref = torch.cat([A[s:e].double() @ W[g].double().t() for g, (s, e) in enumerate(bounds)])
+    A, W, C, ends, bounds, ref = d.moe_step(experts, tokens, n, k, counts)
     row: dict = {"case": f"moe E{experts} T{tokens} N{n} K{k}", "routing": kind}
     for parts, kern in kernels(n, k).items():
         C.fill_(float("nan"))

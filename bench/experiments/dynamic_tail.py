@@ -60,12 +60,7 @@ def main() -> None:
     rows = []
     for experts, tokens, nn, kk, kind in CASES:
         sizes = d.draws(experts, tokens, kind)[0].astype(np.int64)
-        A = torch.randn(tokens, kk, device="cuda")
-        W = torch.randn(experts, nn, kk, device="cuda") / kk ** 0.5
-        C = torch.full((tokens, nn), float("nan"), device="cuda")
-        ends = torch.tensor(np.cumsum(sizes), dtype=torch.int32, device="cuda")
-        bounds = list(zip(np.cumsum(sizes) - sizes, np.cumsum(sizes), strict=True))
-        ref = torch.cat([A[s:e].double() @ W[g].double().t() for g, (s, e) in enumerate(bounds)])
+        A, W, C, ends, bounds, ref = d.moe_step(experts, tokens, nn, kk, sizes)
         name = f"moe E{experts} T{tokens} N{nn} K{kk} {kind}"
         split = next(iter(gemmc.compile_string(d.MOE.format(n=nn, k=kk))))
         plan = split.ir.plan

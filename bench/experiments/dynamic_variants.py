@@ -236,7 +236,7 @@ def measure(choose: bool) -> None:
 
     os.environ.setdefault("GEMMC_TUNE", "0")
     import gemmc
-    from gemmc.bench.dynamic import STATIC, draws, graph_seconds, torch_stream
+    from gemmc.bench.dynamic import STATIC, draws, graph_seconds, moe_step, torch_stream
     from gemmc.families.dynamic import scheduler
     from gemmc.runtime.dynamic import blocks_per_sm, state
 
@@ -258,13 +258,9 @@ def measure(choose: bool) -> None:
     for experts, tokens, n, k, kind in CASES:
         counts = draws(experts, tokens, kind)[0]
         kern = next(iter(gemmc.compile_string(SCHEDULE.format(n=n, k=k))))
-        A, W = torch.randn(tokens, k, device="cuda"), torch.randn(experts, n, k, device="cuda") / k ** 0.5
-        C = torch.empty(tokens, n, device="cuda")
-        ends = torch.tensor(np.cumsum(counts), dtype=torch.int32, device="cuda")
+        A, W, C, ends, bounds, ref = moe_step(experts, tokens, n, k, counts)
         kern(A, W, C, offsets=ends)
         st = state(kern.executable)
-        bounds = list(zip(np.cumsum(counts) - counts, np.cumsum(counts), strict=True))
-        ref = torch.cat([A[s:e].double() @ W[g].double().t() for g, (s, e) in enumerate(bounds)])
         row: dict = {}
         plan = kern.ir.plan
         tiles = scheduler.schedule(plan, counts, np.full(experts, n), st.threshold, np.full(experts, k)).total

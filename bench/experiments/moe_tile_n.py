@@ -13,47 +13,25 @@ N 128 took 0.1-5.4% longer on every E32 and E64 step, so the planner keeps its t
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-import time
-from pathlib import Path
+from typing import Any
 
-ROUTING_KINDS = ("uniform", "zipf", "empty", "half")
+
+def tile_n(planned: Any) -> dict[str, Any]:
+    """The planner's kernel, and its schedule with `tile 128x128x64`."""
+    import gemmc
+    from gemmc.bench.moe_half import MOE
+
+    dyn = planned.ir.dynamic
+    text = MOE.format(n=dyn.n, k=dyn.k).replace(" }", " tile 128x128x64 }")
+    return {f"N {planned.ir.plan.bn} (plan)": planned, "N 128": next(iter(gemmc.compile_string(text)))}
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("out")
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--cases", default="0,1,2", help="indices into gemmc.bench.moe_half.CASES")
-    args = ap.parse_args(argv)
-    import gemmc
-    from gemmc.bench.moe_half import CASES, MOE, side_by_side
-    from gemmc.bench.timing import gpu_name
+    from gemmc.bench.moe_half import compare_plans
 
-    t0 = time.time()
-    results = []
-    for index in (int(i) for i in args.cases.split(",")):
-        experts, tokens, n, k = CASES[index]
-        planned = next(iter(gemmc.compile_string(MOE.format(n=n, k=k))))
-        narrow = next(iter(gemmc.compile_string(MOE.format(n=n, k=k).replace(" }", " tile 128x128x64 }"))))
-        kernels = {f"N {planned.ir.plan.bn} (plan)": planned, "N 128": narrow}
-        for kind in ROUTING_KINDS:
-            timed = side_by_side(kernels, CASES[index], kind, 11, args.rounds)
-            row = {"case": f"E{experts} T{tokens} N{n} K{k}", "routing": kind,
-                   "plans": {name: {"bn": kern.ir.plan.bn, "cluster": kern.ir.plan.cluster,
-                                    "tail_split": kern.ir.plan.tail_split, "stages": kern.ir.plan.stages}
-                             for name, kern in kernels.items()}, **timed}
-            results.append(row)
-            print(f"{row['case']} {kind}: " + ", ".join(f"{name} {v:.1f}" for name, v in timed["us"].items())
-                  + f"; diff {max(timed['diff_vs_grouped_mm'].values()):.1e}", flush=True)
-    out = {"experiment": "bench/experiments/moe_tile_n.py", "gpu": gpu_name(), "date": time.strftime("%Y-%m-%d"),
-           "protocol": "graph replays of 100 calls cycling 8 routings, median of 7 windows; median of "
-                       f"{args.rounds} rounds over every kernel in turn",
-           "wall_s": time.time() - t0, "rows": results}
-    Path(args.out).write_text(json.dumps(out, indent=1))
-    return 0
+    return compare_plans(argv, "bench/experiments/moe_tile_n.py", tile_n, ("uniform", "zipf", "empty", "half"), 11,
+                         "0,1,2")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import os
 import statistics
 import time
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -151,6 +151,31 @@ def torch_stream():
     from gemmc.runtime.streams import torch_stream as handle
 
     return external_stream(handle())
+
+
+class MoeStep(NamedTuple):
+    """An f32 MoE step's operands for given group sizes (`moe_step`)."""
+
+    A: Any  # tokens x k
+    W: Any  # experts x n x k: each group's B column-major (`layout B col`)
+    C: Any  # tokens x n, NaN
+    ends: Any  # int32 cumulative group ends on the device
+    bounds: list[tuple[int, int]]  # each group's rows [start, end)
+    ref: Any  # C's float64 reference
+
+
+def moe_step(experts: int, tokens: int, n: int, k: int, sizes: np.ndarray) -> MoeStep:
+    """Random operands of an f32 MoE step whose groups take `sizes` rows, C NaN-poisoned, and its float64
+    reference: what the dynamic-batch experiments launch their kernels on."""
+    import torch
+
+    A = torch.randn(tokens, k, device="cuda")
+    W = torch.randn(experts, n, k, device="cuda") / k ** 0.5
+    ends = np.cumsum(sizes)
+    bounds = [(int(e - c), int(e)) for e, c in zip(ends, sizes, strict=True)]
+    ref = torch.cat([A[s:e].double() @ W[g].double().t() for g, (s, e) in enumerate(bounds)])
+    return MoeStep(A, W, torch.full((tokens, n), float("nan"), device="cuda"),
+                   torch.tensor(ends, dtype=torch.int32, device="cuda"), bounds, ref)
 
 
 def static_kernel(n: int, k: int) -> Any:

@@ -88,6 +88,41 @@ def side_by_side(kernels: dict[str, Any], case: tuple[int, int, int, int], kind:
             "diff_vs_grouped_mm": errors}
 
 
+def compare_plans(argv: list[str] | None, experiment: str, variants: Callable[[Any], dict[str, Any]],
+                  kinds: tuple[str, ...], seed: int, cases: str) -> int:
+    """The command line of an experiment that times variants of the bf16 `grouped M` kernel's plan beside
+    torch._grouped_mm (`side_by_side`) on CASES: `OUT.json [--rounds R] [--cases i,j]`. `variants(kernel)` names the
+    kernels to time from the planner's kernel of a case; each row records every kernel's plan and its timings."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(prog=experiment)
+    ap.add_argument("out")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cases", default=cases, help="indices into gemmc.bench.moe_half.CASES")
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    rows = []
+    for index in (int(i) for i in args.cases.split(",")):
+        experts, tokens, n, k = CASES[index]
+        kernels = variants(next(iter(gemmc.compile_string(MOE.format(n=n, k=k)))))
+        plans = {name: {field: getattr(kern.ir.plan, field) for field in ("bn", "cluster", "tail_split", "band",
+                                                                          "stages")}
+                 for name, kern in kernels.items()}
+        for kind in kinds:
+            timed = side_by_side(kernels, CASES[index], kind, seed, args.rounds)
+            rows.append({"case": f"E{experts} T{tokens} N{n} K{k}", "routing": kind, "plans": plans, **timed})
+            print(f"{rows[-1]['case']} {kind}: " + ", ".join(f"{name} {v:.1f}" for name, v in timed["us"].items())
+                  + f" us; diff {max(timed['diff_vs_grouped_mm'].values()):.1e}", flush=True)
+    out = {"experiment": experiment, "gpu": timing.gpu_name(), "date": time.strftime("%Y-%m-%d"),
+           "protocol": f"graph replays of 100 calls cycling {ROUTINGS} routings, median of 7 windows; median of "
+                       f"{args.rounds} rounds over every kernel in turn",
+           "wall_s": time.time() - t0, "rows": rows}
+    Path(args.out).write_text(json.dumps(out, indent=1))
+    return 0
+
+
 def dense_seconds(tokens: int, n: int, k: int) -> float:
     """A dense bf16 GEMM of the same FLOPs at cuBLAS speed (torch.mm in a graph)."""
     import torch
