@@ -194,13 +194,13 @@ def test_a_grouped_forms_captures_take_counters_of_their_own_per_graph_and_strea
     next capture takes its pair's counters. The graphs' table and the list form's captures count apart."""
     from types import SimpleNamespace
 
-    from gemmc.runtime import dynamic_state
+    from gemmc.runtime import dynamic_state, graph_release
     from gemmc.runtime.dynamic_state import CAPTURED_COUNTERS, CAPTURES, COUNTER_INTS, COUNTER_SLOTS, DynamicState
 
     capturing: dict[int, int] = {}  # stream -> the capture it takes part in (its graph: the id + 0x1000)
     monkeypatch.setattr(dynamic_state, "capture_of",
                         lambda stream: (capturing[stream], capturing[stream] + 0x1000) if stream in capturing else None)
-    monkeypatch.setattr(dynamic_state, "GraphRelease", _Release)
+    monkeypatch.setattr(graph_release, "GraphRelease", _Release)
     st = DynamicState("moe", None, None, 1, 0, 0, 1, captures=[_captured(1 << 30) for _ in range(CAPTURES)],
                       counters=SimpleNamespace(data=SimpleNamespace(ptr=4096)))
     plain = st.launch_counter(7)
@@ -224,7 +224,7 @@ def test_a_grouped_forms_captures_take_counters_of_their_own_per_graph_and_strea
         graphs.add(st.launch_counter(7))
     assert len(graphs) == CAPTURED_COUNTERS == len(st.graph_counters) == st.graph_counters.held
     assert min(graphs) > max(st.counter(8), plain) and max(graphs) + 4 * COUNTER_INTS == end
-    releases = [release for _, release in st.graph_counters.holders]
+    releases = st.graph_counters.pool.releases
     assert [r.graphs for r in releases[:3]] == [[100 + 0x1000], [100 + 0x1000], [101 + 0x1000]]
     capturing[7] = 1000
     with pytest.warns(UserWarning, match=fr"^gemmc: kernel 'moe' keeps tile counters of their own for "
@@ -476,10 +476,10 @@ class _Release:
 
 def _graphs(monkeypatch, graph: int | None = 0xCAFE) -> None:
     """Every capture is into `graph` (None: the driver cannot say), whose releases the test posts."""
-    from gemmc.runtime import dynamic_state
+    from gemmc.runtime import dynamic_state, graph_release
 
     monkeypatch.setattr(dynamic_state, "capture_graph", lambda stream: graph)
-    monkeypatch.setattr(dynamic_state, "GraphRelease", _Release)
+    monkeypatch.setattr(graph_release, "GraphRelease", _Release)
 
 
 def test_a_staged_call_gives_back_its_capture_unless_it_sent_its_table(monkeypatch):
@@ -662,8 +662,8 @@ def test_a_capture_given_back_after_its_graph_is_gone_is_taken_again(monkeypatch
             call.done(stream)
 
     captured_call()
-    assert st.captures_held == 1 and st.captures[0].release.graphs == [0xCAFE]
-    st.captures[0].release.gone = True  # its graph is destroyed: the driver posted the release
+    assert st.captures_held == 1 and st.capture_graphs.releases[0].graphs == [0xCAFE]
+    st.capture_graphs.releases[0].gone = True  # its graph is destroyed: the driver posted the release
     again = threading.Thread(target=captured_call, daemon=True)
     again.start()
     again.join(30)
@@ -887,4 +887,23 @@ def test_a_capture_whose_graph_the_driver_cannot_name_keeps_its_buffers(monkeypa
                       counters=SimpleNamespace(data=SimpleNamespace(ptr=1 << 16)))
     first = st.capture()
     st.keep(first, 7)
-    assert st.captures[first].release is None and st.capture() == first + 1 and st.captures_held == 2
+    assert st.capture_graphs.releases[first] is None and st.capture() == first + 1 and st.captures_held == 2
+
+
+def test_without_a_cuda_driver_a_grouped_launch_asks_the_runtime_whether_it_is_captured(monkeypatch):
+    """HIP (no libcuda): capture_of falls back to the runtime's streamIsCapturing, so plain grouped calls keep their
+    stream's counters, and a call being captured, whose capture nothing can name, is refused with the reason."""
+    from types import SimpleNamespace
+
+    from gemmc.runtime import streams
+
+    def missing(*_: object) -> None:
+        raise OSError("libcuda.so.1: cannot open shared object file")
+
+    capturing = {7: 1}
+    runtime = SimpleNamespace(streamIsCapturing=lambda stream: capturing.get(stream, 0))
+    monkeypatch.setattr(streams, "_capture_info", lambda: missing)
+    monkeypatch.setattr(streams, "cupy", lambda: SimpleNamespace(cuda=SimpleNamespace(runtime=runtime)))
+    assert streams.capture_of(8) is None
+    with pytest.raises(gemmc.GemmcError, match="not supported yet: a grouped call captured in a graph"):
+        streams.capture_of(7)

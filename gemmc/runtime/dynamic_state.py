@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
-from gemmc.runtime.graph_release import GraphRelease
+from gemmc.runtime.graph_release import GraphHeld
 from gemmc.runtime.launcher import Launcher
 from gemmc.runtime.streams import capture_graph, capture_of
 
@@ -54,31 +54,28 @@ class StreamSlots(dict[int, int]):
 
 class GraphSlots:
     """(capture id, stream) -> the device address of its slot among `limit` slots of `size` bytes from byte `start` of
-    one allocation: taken on the key's first launch and kept while the graph being captured exists (a graph may replay
-    at any time), then given back: the graph holds a GraphRelease, which the driver posts once the graph, every copy
-    of it (executable graphs, clones, parents embedding it as a child node) and their launches are gone, and a later
-    capture takes the slot (the launches left its counters zeroed). Copies share the slot, so they replay one after
-    another. A slot whose graph the driver could not give a release keeps it for the process's lifetime. Where every
-    slot is held, `full(key)`: a slot another key holds. A lookup of a key seen before is a dictionary's (`slot`);
-    `take` finds a slot under a lock; `found` holds at most `limit` keys (a slot taken again drops its last key's)."""
+    one allocation: taken on the key's first launch and held by the graph being captured while it exists (a graph may
+    replay at any time; `GraphHeld`), then taken by a later capture (the launches left its counters zeroed). Copies of
+    a graph share its slot, so they replay one after another. Where every slot is held, `full(key)`: a slot another
+    key holds. A lookup of a key seen before is a dictionary's (`slot`); `take` finds a slot under the pool's lock;
+    `found` holds at most `limit` keys (a slot taken again drops its last key's)."""
 
     def __init__(self, limit: int, size: int, full: Callable[[Any], int], start: int = 0):
-        self.limit = limit
         self.size = size
         self.full = full
         self.start = start
+        self.pool = GraphHeld(limit)
         self.found: dict[Hashable, int] = {}  # key -> its slot's address
-        self.holders: list[tuple[Hashable, GraphRelease]] = []  # slot -> the key that took it last, its release
-        self.lock = threading.Lock()
+        self.keys: list[Hashable] = []  # slot -> the key that took it last
 
     def __len__(self) -> int:
         """The slots taken so far, held or given back."""
-        return len(self.holders)
+        return len(self.pool)
 
     @property
     def held(self) -> int:
         """The slots whose graphs still exist (or could not be given a release)."""
-        return sum(not (r.attached and r.posted()) for _, r in self.holders)
+        return self.pool.held
 
     def slot(self, key: Hashable, graph: int, memory: Any) -> int:
         """The slot of `key`, a launch being captured into `graph` (a CUgraph handle), in `memory` (a device array)."""
@@ -87,23 +84,19 @@ class GraphSlots:
 
     def take(self, key: Hashable, graph: int, memory: Any) -> int:
         """`slot` under the lock: a slot never taken, or one whose graph is gone."""
-        with self.lock:
+        with self.pool.lock:
             found = self.found.get(key)
             if found is not None:
                 return found
-            index = next((i for i, (_, r) in enumerate(self.holders) if r.attached and r.posted()), None)
+            index = self.pool.reserve()
             if index is None:
-                if len(self.holders) >= self.limit:
-                    return self.full(key)
-                index = len(self.holders)
-                self.holders.append((key, GraphRelease()))
+                return self.full(key)
+            if index < len(self.keys):
+                del self.found[self.keys[index]]  # its capture has ended: no launch asks for it again
+                self.keys[index] = key
             else:
-                gone, release = self.holders[index]
-                del self.found[gone]  # its capture has ended: no launch asks for it again
-                release.reset()
-                self.holders[index] = (key, release)
-            if graph:
-                self.holders[index][1].attach(graph)
+                self.keys.append(key)
+            self.pool.attach(index, graph)
             found = self.found[key] = int(memory.data.ptr) + self.start + self.size * index
             return found
 
@@ -143,23 +136,17 @@ def zeroed_counters() -> Any:
 @dataclass
 class Captured:
     """The buffers of one list call captured in a CUDA graph, which its graph reads at every replay and no other
-    call shares while that graph exists: its problem table and, on the tensor cores, its tensor maps (`ring`, a
-    one-slot dynamic_list.Ring) and its tile counters (COUNTER_INTS int32, zeroed; every launch leaves them zeroed).
-    Made by dynamic_list.captured; `held` and `release` change under DynamicState.capture_lock."""
+    call shares while that graph exists (DynamicState.capture): its problem table and, on the tensor cores, its tensor
+    maps (`ring`, a one-slot dynamic_list.Ring) and its tile counters (COUNTER_INTS int32, zeroed; every launch leaves
+    them zeroed). Made by dynamic_list.captured."""
 
     ring: Any
     counters: Any
-    held: bool = False  # reserved by a call being captured, then by the graph it went into
-    release: GraphRelease | None = None  # posted by the driver once that graph is gone (DynamicState.keep)
 
     @property
     def counter(self) -> int:
         """The device address of the tile counters."""
         return int(self.counters.data.ptr)
-
-    def free(self) -> bool:
-        """Whether a capture may take these buffers: never reserved, given back, or left to a graph that is gone."""
-        return not self.held or (self.release is not None and self.release.attached and self.release.posted())
 
 
 @dataclass
@@ -185,7 +172,7 @@ class DynamicState:
     new_capture: Callable[[], Captured] | None = None  # makes the next set (dynamic_list.make_tables)
     side: Any = None  # a stream outside every graph: captured list calls' buffers are zeroed on it, the tensor-core
     #                   list's also filled
-    capture_lock: threading.Lock = field(default_factory=threading.Lock)  # takes and gives back `captures`
+    capture_graphs: GraphHeld = field(default_factory=lambda: GraphHeld(MAX_CAPTURES))  # `captures` graphs hold
     counters: Any = None  # int32, zeroed once (`zeroed_counters`): the tile counters
     stream_counters: StreamSlots = field(init=False)  # raw stream handle -> its counters
     graph_counters: GraphSlots = field(init=False)  # (capture id, stream) -> the counters of its calls
@@ -200,53 +187,48 @@ class DynamicState:
 
     def capture(self) -> int:
         """Reserve a set of the list form's buffers (`Captured`) for a call being captured in a CUDA graph, which its
-        graph reads at every replay and no other call takes while that graph exists (`keep`): one never taken, given
-        back, or left to a graph that is gone. The kernel makes CAPTURES sets when it is loaded, and a capture that
-        finds none free makes one (`new_capture`, allocated while the stream captures), up to MAX_CAPTURES. Returns the
-        set's index in `captures`."""
-        with self.capture_lock:
-            index = next((i for i, c in enumerate(self.captures) if c.free()), None)
+        graph reads at every replay and no other call takes while that graph exists (`keep`, `capture_graphs`): one
+        never taken, given back, or left to a graph that is gone. The kernel makes CAPTURES sets when it is loaded, and
+        a capture that finds none free makes one (`new_capture`, allocated while the stream captures), up to
+        MAX_CAPTURES. Returns the set's index in `captures`."""
+        with self.capture_graphs.lock:
+            index = self.capture_graphs.reserve()
             if index is None:
-                if len(self.captures) >= MAX_CAPTURES:
-                    from gemmc.errors import GemmcError
+                from gemmc.errors import GemmcError
 
-                    raise GemmcError(f"kernel '{self.name}' is captured in {MAX_CAPTURES} CUDA graphs that still "
-                                     "exist, the most it keeps problem tables for (a graph that is destroyed gives "
-                                     "its tables back)", code="E900")
-                if self.new_capture is None:
-                    from gemmc.errors import InternalError
+                raise GemmcError(f"kernel '{self.name}' is captured in {MAX_CAPTURES} CUDA graphs that still exist, "
+                                 "the most it keeps problem tables for (a graph that is destroyed gives its tables "
+                                 "back)", code="E900")
+            if index == len(self.captures):
+                try:
+                    if self.new_capture is None:
+                        from gemmc.errors import InternalError
 
-                    raise InternalError("runtime.dynamic_state", f"kernel '{self.name}': a list-form state without "
-                                                                 "its capture buffers (dynamic_list.make_tables)")
-                self.captures.append(self.new_capture())
-                index = len(self.captures) - 1
-            taken = self.captures[index]
-            if taken.release is not None and taken.release.attached:  # posted: its graph and its destructor are done
-                taken.release.reset()
-            taken.held = True
+                        raise InternalError("runtime.dynamic_state", f"kernel '{self.name}': a list-form state "
+                                                                     "without its capture buffers (make_tables)")
+                    self.captures.append(self.new_capture())
+                except BaseException:
+                    self.capture_graphs.give_back(index)  # the next capture makes this set again
+                    raise
             return index
 
     @property
     def captures_held(self) -> int:
         """The sets of buffers a capture cannot take now."""
-        return sum(not c.free() for c in self.captures)
+        return self.capture_graphs.held
 
     def keep(self, index: int, stream: int) -> None:
         """Captured call `index` is in the graph `stream` is being captured into: the graph posts the set's release
         once it is destroyed, and a later capture then takes the set. Where the driver cannot attach the release,
         the set stays reserved for the process's lifetime."""
-        taken = self.captures[index]
-        graph = capture_graph(stream)
-        if graph is not None:
-            if taken.release is None:
-                taken.release = GraphRelease()
-            taken.release.attach(graph)
+        with self.capture_graphs.lock:
+            self.capture_graphs.attach(index, capture_graph(stream))
 
     def uncapture(self, index: int) -> None:
         """Give back a reservation whose call put nothing in its graph (it raised before sending its table, or had no
         work)."""
-        with self.capture_lock:
-            self.captures[index].held = False
+        with self.capture_graphs.lock:
+            self.capture_graphs.give_back(index)
 
     def capture_counter(self, index: int) -> int:
         """The device address of captured list call `index`'s own tile counters: a graph never shares its counters

@@ -12,6 +12,7 @@ one pointer argument), which Python reads with sem_getvalue."""
 from __future__ import annotations
 
 import ctypes
+import threading
 from functools import cache
 from typing import Any
 
@@ -93,3 +94,61 @@ class GraphRelease:
         while _libc().sem_trywait(self.sem) == 0:
             pass
         self.attached = False
+
+
+class GraphHeld:
+    """Entries (a slot of tile counters, a set of a captured call's buffers), each held by one CUDA graph while that
+    graph exists: `reserve` takes an entry for a call being captured, `attach` leaves it to the graph being captured
+    (the graph posts the entry's GraphRelease once it and every copy of it are gone), `give_back` returns a reservation
+    whose call put nothing in a graph. An entry is free when never reserved, given back, or left to a graph that is
+    gone; one whose graph the driver could not give a release stays held for the process's lifetime. Entries are
+    numbered from 0, at most `limit`; what an entry holds is its owner's (a list indexed alike). Every method runs
+    under `lock`, which its owner takes around its own bookkeeping too."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.reserved: list[bool] = []
+        self.releases: list[GraphRelease | None] = []
+        self.lock = threading.Lock()
+
+    def __len__(self) -> int:
+        """The entries reserved so far, held or free."""
+        return len(self.reserved)
+
+    def free(self, index: int) -> bool:
+        release = self.releases[index]
+        return not self.reserved[index] or (release is not None and release.attached and release.posted())
+
+    @property
+    def held(self) -> int:
+        """The entries a reservation cannot take now."""
+        return sum(not self.free(i) for i in range(len(self.reserved)))
+
+    def reserve(self) -> int | None:
+        """The index of a free entry, now reserved, the lowest first; `len(self)` before the call where none is free
+        and fewer than `limit` exist (the owner makes that entry); None where `limit` entries are held."""
+        index = next((i for i in range(len(self.reserved)) if self.free(i)), None)
+        if index is None:
+            if len(self.reserved) >= self.limit:
+                return None
+            index = len(self.reserved)
+            self.reserved.append(False)
+            self.releases.append(None)
+        release = self.releases[index]
+        if release is not None and release.attached:  # posted: its graph and its destructor are done
+            release.reset()
+        self.reserved[index] = True
+        return index
+
+    def attach(self, index: int, graph: int | None) -> None:
+        """Leave reserved entry `index` to `graph` (a CUgraph handle, the one being captured; None or 0: none known,
+        and the entry stays held)."""
+        if graph:
+            release = self.releases[index]
+            if release is None:
+                release = self.releases[index] = GraphRelease()
+            release.attach(graph)
+
+    def give_back(self, index: int) -> None:
+        """Free reserved entry `index`, whose call put nothing in its graph."""
+        self.reserved[index] = False

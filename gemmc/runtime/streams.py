@@ -79,8 +79,18 @@ ACTIVE = 1  # CU_STREAM_CAPTURE_STATUS_ACTIVE
 
 def capture_of(stream: int) -> tuple[int, int] | None:
     """(capture id, CUgraph handle) of the CUDA-graph capture the stream (a raw handle) is taking part in, or None where
-    it is not being captured. Capture ids are unique over the process's lifetime."""
-    result, found = _query(stream)
+    it is not being captured. Capture ids are unique over the process's lifetime. Without a CUDA driver (HIP) a
+    stream being captured is refused: nothing names its capture, so its launches could not keep counters of their
+    own."""
+    try:
+        result, found = _query(stream)
+    except OSError:
+        if cupy().cuda.runtime.streamIsCapturing(stream) == 0:
+            return None
+        from gemmc.errors import GemmcError
+
+        raise GemmcError("not supported yet: a grouped call captured in a graph without the CUDA driver (HIP); "
+                         "call it outside the capture", code="E900") from None
     if result != 0:
         from gemmc.errors import GemmcError
 

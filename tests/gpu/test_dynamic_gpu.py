@@ -350,7 +350,9 @@ def test_destroyed_graphs_give_their_list_buffers_back(schedule):
 
     kept = [captured() for _ in range(4)]
     # each kept graph holds its set through a user object the driver accepted (else the set stays reserved for good)
-    assert sum(c.held and c.release is not None and c.release.attached for c in st.captures) == 4
+    graphs = st.capture_graphs
+    assert sum(graphs.reserved[i] and (r := graphs.releases[i]) is not None and r.attached
+               for i in range(len(graphs))) == 4
     capture_and_destroy(captured, replayed_right, MAX_CAPTURES + 44)
     assert len(st.captures) < MAX_CAPTURES // 2, f"{len(st.captures)} sets of buffers made"
     assert all(replayed_right(*k) for k in kept)

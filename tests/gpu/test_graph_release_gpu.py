@@ -34,7 +34,7 @@ def test_a_graph_destroyed_while_its_replay_is_queued_keeps_its_counters_until_t
     with t.cuda.graph(g):
         kern(X.t(), dY, C, offsets=ends, alpha=1.0, beta=0.0)
     (key,) = set(slots.found) - before
-    release = next(r for k, r in slots.holders if k == key)
+    release = slots.pool.releases[slots.keys.index(key)]
     assert release.attached and not release.posted() and slots.held == held + 1
 
     C.fill_(float("nan"))
