@@ -281,3 +281,16 @@ def test_a_kept_map_evicted_by_another_thread_after_its_lookup_is_still_used(mon
     monkeypatch.setattr(tma, "encode", lambda *args: pytest.fail("a map found is not encoded again"))
     found = tma._kept(kernel, ("A", 4096, 128), DType.BF16, 64, 64, (64, 64))  # type: ignore[arg-type]
     assert found[0] is tmap and found[1] == tmap.ctypes.data
+
+
+def test_a_missing_driver_function_is_named_with_what_needs_it(monkeypatch):
+    """device.driver_function, the lookup of every driver call gemmc makes through ctypes: without the driver (or a
+    driver that lacks the call) the error names the call and what it was needed for."""
+    from gemmc.runtime import device
+
+    def missing(name: str) -> None:
+        raise OSError(f"the CUDA driver has no {name}")
+
+    monkeypatch.setattr(device, "driver_call", missing)
+    with pytest.raises(gemmc.GemmcError, match=r"cuLaunchKernelEx \(libcuda.so.1\) is needed for a dependent launch"):
+        device.driver_function("cuLaunchKernelEx", (ctypes.c_void_p,), "for a dependent launch")

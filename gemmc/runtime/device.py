@@ -8,7 +8,7 @@ import dataclasses
 from functools import cache
 from typing import Any
 
-from gemmc.errors import NoGpuError
+from gemmc.errors import GemmcError, NoGpuError
 from gemmc.ir.hardware import TARGETS, Hardware
 
 
@@ -29,6 +29,18 @@ def driver_call(name: str) -> Any:
         return getattr(ctypes.CDLL("libcuda.so.1"), name)
     except AttributeError as err:
         raise OSError(f"the CUDA driver has no {name}: {err}") from None
+
+
+def driver_function(name: str, argtypes: tuple[Any, ...], needed_for: str) -> Any:
+    """The driver's function `name` (driver_call) with its argument types set and a CUresult returned; a GemmcError
+    saying what needs it (`needed_for`: "to ...") where there is no driver or it lacks the function."""
+    try:
+        fn = driver_call(name)
+    except OSError as err:
+        raise GemmcError(f"the CUDA driver's {name} (libcuda.so.1) is needed {needed_for}: {err}") from None
+    fn.argtypes = list(argtypes)
+    fn.restype = ctypes.c_int
+    return fn
 
 
 def driver_error(status: int) -> str:

@@ -16,7 +16,7 @@ from functools import cache
 from typing import Any
 
 from gemmc.errors import GemmcError
-from gemmc.runtime.device import driver_call, driver_error
+from gemmc.runtime.device import driver_error, driver_function
 
 ENABLED = True  # off: the plain launch (the benchmarks' ablation)
 PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (cuda.h)
@@ -33,13 +33,8 @@ class _Config(ctypes.Structure):  # CUlaunchConfig
 
 @cache
 def _launch_ex() -> Any:
-    try:
-        fn = driver_call("cuLaunchKernelEx")
-    except OSError as err:
-        raise GemmcError(f"the CUDA driver's cuLaunchKernelEx (libcuda.so.1, CUDA 12+) is needed: {err}") from None
-    fn.argtypes = [ctypes.POINTER(_Config), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-    fn.restype = ctypes.c_int
-    return fn
+    return driver_function("cuLaunchKernelEx", (ctypes.POINTER(_Config), ctypes.c_void_p, ctypes.c_void_p,
+                                                ctypes.c_void_p), "for a dependent launch (CUDA 12+)")
 
 
 _ATTRIBUTE = ctypes.pointer(_Attribute(PROGRAMMATIC_STREAM_SERIALIZATION, b"", 1))  # allowed: 1

@@ -22,7 +22,7 @@ import numpy as np
 from gemmc.errors import GemmcError
 from gemmc.families.tma_loop import TMA_ALIGN, TMAP_BYTES
 from gemmc.ir.types import DType, Layout
-from gemmc.runtime.device import cupy, driver_call, driver_error, hardware
+from gemmc.runtime.device import cupy, driver_error, driver_function, hardware
 from gemmc.runtime.executable import Executable
 from gemmc.runtime.launcher import Launcher
 
@@ -82,15 +82,10 @@ MAPS_KEPT = 32  # tensor maps per kernel, by (operand, address, line pitch)
 
 @cache
 def _driver() -> Any:
-    try:
-        fn = driver_call("cuTensorMapEncodeTiled")
-    except OSError as err:
-        raise GemmcError(f"the CUDA driver (libcuda.so.1) is needed to encode TMA tensor maps: {err}") from None
     u64p, u32p = ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32)
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, u64p, u64p, u32p, u32p,
-                   ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
-    fn.restype = ctypes.c_int
-    return fn
+    return driver_function("cuTensorMapEncodeTiled", (ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
+                                                      u64p, u64p, u32p, u32p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                                      ctypes.c_int), "to encode TMA tensor maps")
 
 
 def encode(dtype: DType, ptr: int, inner: int, outer: int, pitch: int, box: tuple[int, int]) -> np.ndarray:
