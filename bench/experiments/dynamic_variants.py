@@ -17,7 +17,9 @@ Variants of families/dynamic/dynamic.cu.j2, each rendered from the edited templa
 - fragments_ahead (simt.cu.j2, the tile function): each k step's fragments read into a second register buffer
   before the previous step's FMAs;
 - one_tile: the persistent loop's body once, on a grid of the launch's tiles;
-- regcap224, regcap200, regcap168: the current source with `__maxnreg__(N)` in place of its launch bounds.
+- regcap224, regcap200, regcap168: the current source with `__maxnreg__(N)` in place of its launch bounds;
+- all_inline, top_only, apart_by_reference: edits of the rendered source (SOURCE_EDITS, below) around the template's
+  variants below the top level compiled apart (bench/results/dynamic/2026-11-28_h100_variants-apart.json).
 `VARIANTS=a,b` measures only those beside `current`. Each is timed as graph replays of 20 launches on the first draw
 of a few routings, with its registers and local memory, next to gemmc's static plan of the same sizes and checked
 against float64. `--apply` edits the template as the variant with the lowest geometric mean over the cases does,
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -160,6 +163,43 @@ BOUNDS = "__launch_bounds__(256, 1) gemmc_moe_dynamic_f32_rcr("
 def capped(source: str, registers: int) -> str:
     assert source.count(BOUNDS) == 1, "the kernel's launch bounds changed"
     return source.replace(BOUNDS, f"__maxnreg__({registers}) gemmc_moe_dynamic_f32_rcr(")
+# Edits of the rendered source. The template compiles the variants below the top level apart (gemmc_dyn_apart,
+# __noinline__, the problem's sizes by value); `all_inline` puts every variant's tile function back inline in the
+# switch, as it was before that; `top_only` keeps the top variant (128 x 128) alone (the other cases compute nothing,
+# so a launch whose tiles take them is wrong: `_err` says); `apart_by_reference` calls the smaller variants through
+# the by-reference wrapper above (gemmc_dyn_run: a 48-byte stack frame for the problem).
+CASE = re.compile(r"      case (\d+):  // level[^\n]*\n(?:(?!      case |      default:).*\n)*?        break;\n")
+APART = re.compile(r"gemmc_dyn_apart<(.*), float, float>\(\n\s*"
+                   r"p\.m, p\.n, p\.k, p\.lda, p\.ldb, p\.ldc, m0, n0, (.*), tid\);")
+KERNEL = 'extern "C" __global__ void __launch_bounds__(256, 1) gemmc_moe_dynamic_f32_rcr('
+
+
+def _cases(source: str) -> list[re.Match]:
+    found = list(CASE.finditer(source))
+    assert len(found) == 4 and found[-1].group(0).count("128, 128, 16, 8, 8"), "the variant switch changed"
+    return found
+
+
+def all_inline(source: str) -> str:
+    assert len(APART.findall(source)) == 3, "the smaller variants' calls changed"
+    return APART.sub(lambda m: f"gemmc_simt_tile<{m.group(1)}>(\n              p, m0, n0, {m.group(2)}, tid, 0);",
+                     source)
+
+
+def top_only(source: str) -> str:
+    for case in reversed(_cases(source)[:-1]):
+        source = source[:case.start()] + source[case.end():]
+    return source
+
+
+def apart_by_reference(source: str) -> str:
+    source = APART.sub(lambda m: f"gemmc_dyn_run<{m.group(1)}>(\n              p, m0, n0, {m.group(2)}, tid, 0);",
+                       source)
+    assert source.count(KERNEL) == 1, "the kernel's signature changed"
+    return source.replace(KERNEL, WRAPPER + "\n" + KERNEL)
+
+
+SOURCE_EDITS = {"all_inline": all_inline, "top_only": top_only, "apart_by_reference": apart_by_reference}
 SCHEDULE = "kernel moe {{ layout B col  grouped M n {n} k {k} groups 128 }}"  # the benchmark's
 CASES = [(8, 65536, 512, 512, "uniform"), (32, 8192, 1024, 512, "uniform"), (32, 8192, 1024, 512, "half"),
          (8, 4096, 512, 512, "uniform")]
@@ -225,8 +265,10 @@ def measure(choose: bool) -> None:
     from multiprocessing import get_context
 
     only = [v for v in os.environ.get("VARIANTS", "").split(",") if v]
-    names = [name for name in (*EDITS, *SIMT_EDITS, *ONE_TILE, *CAPS) if not only or name in only or name == "current"]
-    sources = {name: capped(render("current"), CAPS[name]) if name in CAPS else render(name) for name in names}
+    names = [name for name in (*EDITS, *SIMT_EDITS, *ONE_TILE, *CAPS, *SOURCE_EDITS)
+             if not only or name in only or name == "current"]
+    sources = {name: capped(render("current"), CAPS[name]) if name in CAPS
+               else SOURCE_EDITS[name](render("current")) if name in SOURCE_EDITS else render(name) for name in names}
     with ProcessPoolExecutor(8, mp_context=get_context("spawn")) as pool:
         list(pool.map(_compile, [(src, options(name)) for name, src in sources.items()]))
         list(pool.map(_static_compile, [c for c in CASES if c[4] == "uniform"]))
