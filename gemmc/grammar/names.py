@@ -26,8 +26,8 @@ virtual void volatile wchar_t while xor xor_eq
 # of a kernel named X would be that identifier. tests/test_names.py keeps this in step with templates/.
 TEMPLATE_NAMES = frozenset("""
 absmax arrive_cluster bf16 bf16_f32 bf16_rn c claims_done cluster_arrive_relaxed_divergent cluster_rank cluster_sync
-cluster_sync_divergent cp_async cp_async_commit cp_async_wait desc dmma dsmem_load dyn_apart dyn_cap dyn_choices dyn_claim
-dyn_class dyn_class_of dyn_cost dyn_depth dyn_group dyn_half dyn_key dyn_outputs dyn_part dyn_position_tiles
+cluster_sync_divergent cp_async cp_async_commit cp_async_wait desc dmma dsmem_load dyn_apart dyn_cap dyn_choices
+dyn_claim dyn_class dyn_class_of dyn_cost dyn_depth dyn_group dyn_half dyn_key dyn_outputs dyn_part dyn_position_tiles
 dyn_problem dyn_rank dyn_scan dyn_tile dyn_tiles dyn_variant dyn_whole elem f16 f16_f32 f16_rn f16_rz f32_at fence_acc
 fence_async_smem fence_frag fence_regs frag_width get2 grid_wait grp_row grp_schedule grp_tile grp_tile_t grpk_ends
 grpk_order grpk_tile hmul2 in k_at later ldmatrix_x4 lds lds4 line_scale list_c_by_tma list_place list_problem
