@@ -120,7 +120,7 @@ def test_inspect_shows_the_size_classes_and_the_scheduler(tmp_path):
     out = subprocess.run([str(ROOT / ".venv/bin/gemmc") if (ROOT / ".venv/bin/gemmc").exists() else "gemmc",
                           "inspect", str(path)], capture_output=True, text=True, check=True).stdout
     assert "problems: grouped M  n 96  k 40  (up to 24 groups)" in out
-    assert "size classes at n 96 (top cap): rows 1-64 -> 64x128, rows 65+ -> 128x128" in out
+    assert "size classes at n 96 (top cap): rows 1-32 -> 32x128, rows 33-64 -> 64x128, rows 65+ -> 128x128" in out
     assert "persistent kernel: block 256 threads, grid SMs x" in out
     assert "tiles derived on the device" in out
 
@@ -245,7 +245,11 @@ def test_the_last_round_in_column_halves_covers_every_output_once(text):
                 tiles = scheduler.tile_table(plan, sched, m, n)[whole:]
                 left, right = table[whole::2], table[whole + 1::2]
                 seen["split"] += int((right[:, 3] >= 0).sum())
-                assert ((right[:, 3] >= 0) == (bn[left[:, 3]] < bn[tiles[:, 3]])).all(), "a tile split or not"
+                # split where the tile's variant has a half-width one; its right half runs where it holds a column of
+                # the group (a 128 x 64 edge tile of at most 32 columns leaves its right 128 x 32 half empty)
+                inside = right[:, 2] < np.asarray(n)[right[:, 0]]
+                split = (bn[left[:, 3]] < bn[tiles[:, 3]]) & inside
+                assert ((right[:, 3] >= 0) == split).all(), "a tile split or not"
                 seen["whole in its left half"] += int((right[:, 3] < 0).sum())
                 seen["fewer tiles than blocks"] += int(whole == 0)
             else:
@@ -314,19 +318,25 @@ def test_small_groups_take_small_tiles_and_large_ones_large_tiles():
     table = scheduler.tile_table(plan, sched, m, np.full(4, 2048))
     shape = {g: {(plan.classes[v].variant.bm, plan.classes[v].variant.bn) for gg, _, _, v in table if gg == g}
              for g in range(4)}
-    assert shape[0] == shape[1] == {(64, 128)}, "a group of a few rows runs half-height tiles"
+    assert shape[0] == {(32, 128)}, "a group of at most 32 rows runs one row of 32-row tiles (calibration.THIN)"
+    assert shape[1] == {(64, 128)}, "a group of a few rows runs half-height tiles"
     assert shape[2] == {(128, 128)}, "the last row needs more than half a tile: 128 x 128 tiles"
     assert shape[3] == {(128, 128), (64, 128)}, "a last row of half-height edge tiles"
 
 
-def test_the_body_holds_the_top_tile_and_its_edges_alone():
-    """One kernel body holds every variant: the ladder is the static plan's uniform tile and its edge tiles."""
+def test_the_body_holds_the_top_tile_its_edges_and_the_quarter_area_tiles():
+    """One kernel body holds every variant: the ladder is the static plan's uniform tile and its edge tiles, and for
+    f32 the quarter's area as 32 x 128 and 128 x 32 too (calibration.THIN), weighed by measured cost factors
+    (calibration.TILE_COST): the same area and micro-tile weigh alike."""
     plan = kernel_of(MOE).ir.plan
     assert isinstance(plan, DynamicPlan)
     tiles = [(c.variant.bm, c.variant.bn) for c in plan.classes]
-    assert tiles == [(64, 64), (128, 64), (64, 128), (128, 128)]
+    assert tiles == [(64, 64), (32, 128), (128, 32), (128, 64), (64, 128), (128, 128)]
+    assert [c.level for c in plan.classes] == [0, 0, 0, 1, 1, 2]
     assert {c.variant.threads for c in plan.classes} == {256}
-    assert plan.classes[3].edges == (2, 1, 0) and plan.classes[0].edges == (0, 0, 0)
+    assert plan.classes[5].edges == (4, 3, 0) and plan.classes[4].edges == (1, 0, 1)
+    assert plan.classes[0].edges == (0, 0, 0)
+    assert plan.classes[0].weight == plan.classes[1].weight < plan.classes[3].weight < plan.classes[5].weight
     f64 = kernel_of("kernel l { dtype f64 grouped list problems 40 }").ir.plan
     assert isinstance(f64, DynamicPlan)
     assert max(c.variant.tm * c.variant.tn for c in f64.classes) == 16

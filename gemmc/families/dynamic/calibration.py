@@ -70,3 +70,31 @@ TAIL_SPLIT = Measured(
         "1.5-2.7% slower (IN_REGISTERS).",
     sources=(TAIL, IN_REGISTERS),
 )
+
+CAP = "bench/results/dynamic/2026-11-27_h100_cap.json"
+
+TILE_COST = Measured(
+    {DType.F32: {16: 1.48, 32: 1.22}}, H100,
+    why="Issue slots understate the time of a tile with a small micro-tile in the one-block-per-SM body: with the cap "
+        "forced to each level, a 64 x 64 tile (4 x 4 outputs a thread) took 0.42-0.43 of a 128 x 128 tile's time "
+        "where its issue slots say 0.29, a 128 x 64 or 64 x 128 one (4 x 8) 0.64-0.66 where they say 0.53 (E32 "
+        "T8192 N1024 K512 and E64 T16384 N1024 K2048, time per tile of each level; fewer independent FMAs per "
+        "fragment load). A variant's weight is its issue slots times this factor of its outputs per thread (none for "
+        "the 8 x 8 top).",
+    sources=(CAP,),
+)
+
+THIN_SUITE = "bench/results/dynamic/2026-11-28_h100_thin.json"
+THIN_BEFORE = "bench/results/dynamic/2026-11-28_h100_thin-before.json"
+
+THIN = Measured(
+    {DType.F32: True}, H100,
+    why="The ladder's lowest rung also holds the quarter's area as a quarter of the top tile's height (32 x 128) and "
+        "of its width (128 x 32): a group of 32 rows or fewer takes one row of 32-row tiles instead of half-empty "
+        "64-row ones (f32 computation, where the cost factors of TILE_COST were measured). With these variants and "
+        "TILE_COST's weights against the ladder without them and issue-slot weights, the suite's two runs one after "
+        "the other on one H100: E128 T8192 N2048 K7168 with half the tokens on one expert 9521 against 10212 us "
+        "(its other 127 groups hold about 32 rows each), every other MoE step 0.7-2.5% faster, the 64-problem list "
+        "201.0 against 197.6 us, the 512-problem list 1433 against 1443.",
+    sources=(THIN_SUITE, THIN_BEFORE),
+)

@@ -56,6 +56,8 @@ def ladder(kernel: Kernel, hw: Hardware) -> list[tuple[int, str, SimtVariant]]:
     tops = tuple(dict.fromkeys((top.tall, top.wide)))
     halves = [h for v in tops for h in (_half(v, v.bm, v.bn // 2), _half(v, v.bm // 2, v.bn)) if h]
     quarters = [h for v in tops for h in (_half(v, v.bm // 2, v.bn // 2),) if h]
+    if cal.THIN.value.get(kernel.dtype.widened):  # the quarter's area as a quarter of the height or of the width
+        quarters += [h for v in tops for h in (_half(v, v.bm // 4, v.bn), _half(v, v.bm, v.bn // 4)) if h]
     names = {(lv.tall.bm, lv.tall.bn): lv.name for lv in tiling.LOADBALANCED_LEVELS}
     names.update({(lv.wide.bm, lv.wide.bn): lv.name for lv in tiling.LOADBALANCED_LEVELS})
     out: list[tuple[int, str, SimtVariant]] = []
@@ -88,7 +90,8 @@ def edges(variants: list[SimtVariant]) -> list[tuple[int, int, int]]:
 def weight(v: SimtVariant, kernel: Kernel, hw: Hardware) -> int:
     """Issue slots one tile of `v` takes per k: step_instructions (per thread and k step) x threads / bk."""
     fma_issue = hw.fp32_flops / hw.f64_flops if kernel.dtype is DType.F64 else 1.0
-    return round(v.threads * tiling.step_instructions(v, kernel.dtype.widened.nbytes, fma_issue) / v.bk)
+    slots = v.threads * tiling.step_instructions(v, kernel.dtype.widened.nbytes, fma_issue) / v.bk
+    return round(slots * cal.TILE_COST.value.get(kernel.dtype.widened, {}).get(v.tm * v.tn, 1.0))
 
 
 def parts(kernel: Kernel) -> int:

@@ -4,10 +4,12 @@
 // precision f32, algorithm auto, batching auto
 // batch sized at run time
 // grouping K, up to 64 groups
-// variant 0: level 0 large, 64x64x16 threads 256 micro 4x4, weight 5248
-// variant 1: level 1 x-large, 128x64x16 threads 256 micro 4x8, weight 9600
-// variant 2: level 1 x-large, 64x128x16 threads 256 micro 4x8, weight 9600
-// variant 3: level 2 huge, 128x128x16 threads 256 micro 8x8, weight 18048
+// variant 0: level 0 large, 64x64x16 threads 256 micro 4x4, weight 7767
+// variant 1: level 0 large, 32x128x16 threads 256 micro 4x4, weight 7767
+// variant 2: level 0 large, 128x32x16 threads 256 micro 4x4, weight 7767
+// variant 3: level 1 x-large, 128x64x16 threads 256 micro 4x8, weight 11712
+// variant 4: level 1 x-large, 64x128x16 threads 256 micro 4x8, weight 11712
+// variant 5: level 2 huge, 128x128x16 threads 256 micro 8x8, weight 18048
 // pipeline stages 2
 // scheduler: up to 64 groups, TLP threshold one wave of the persistent grid
 
@@ -336,15 +338,17 @@ struct gemmc_dyn_class {
   int eh, ew, ehw;
 };
 
-constexpr int GEMMC_DYN_VARIANTS = 4;
+constexpr int GEMMC_DYN_VARIANTS = 6;
 constexpr int GEMMC_DYN_LEVELS = 3;
 
 __host__ __device__ inline gemmc_dyn_class gemmc_dyn_class_of(int v) {
   switch (v) {
-    case 0: return gemmc_dyn_class{64, 64, 256, 0, 5248LL, 0, 0, 0};
-    case 1: return gemmc_dyn_class{128, 64, 256, 1, 9600LL, 0, 1, 0};
-    case 2: return gemmc_dyn_class{64, 128, 256, 1, 9600LL, 2, 0, 0};
-    case 3: return gemmc_dyn_class{128, 128, 256, 2, 18048LL, 2, 1, 0};
+    case 0: return gemmc_dyn_class{64, 64, 256, 0, 7767LL, 0, 0, 0};
+    case 1: return gemmc_dyn_class{32, 128, 256, 0, 7767LL, 1, 1, 1};
+    case 2: return gemmc_dyn_class{128, 32, 256, 0, 7767LL, 2, 2, 2};
+    case 3: return gemmc_dyn_class{128, 64, 256, 1, 11712LL, 0, 2, 0};
+    case 4: return gemmc_dyn_class{64, 128, 256, 1, 11712LL, 1, 0, 1};
+    case 5: return gemmc_dyn_class{128, 128, 256, 2, 18048LL, 4, 3, 0};
     default: return gemmc_dyn_class{1, 1, 0, 0, 0LL, 0, 0, 0};
   }
 }
@@ -717,17 +721,27 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemmc_moe_wgrad_dynamic_f32
           gemmc_dyn_apart<float, 64, 64, 16, 4, 4, 256, 1, 2, 2, false, false, true, 16896, float, float>(
               p.m, p.n, p.k, p.lda, p.ldb, p.ldc, m0, n0, a, b, c, alpha_, beta_, smem, tid);
         break;
-      case 1:  // level 1: 128x64x16, 256 threads, micro-tile 4x8
+      case 1:  // level 0: 32x128x16, 256 threads, micro-tile 4x4
+        if (tid < 256)
+          gemmc_dyn_apart<float, 32, 128, 16, 4, 4, 256, 1, 2, 2, false, false, true, 20992, float, float>(
+              p.m, p.n, p.k, p.lda, p.ldb, p.ldc, m0, n0, a, b, c, alpha_, beta_, smem, tid);
+        break;
+      case 2:  // level 0: 128x32x16, 256 threads, micro-tile 4x4
+        if (tid < 256)
+          gemmc_dyn_apart<float, 128, 32, 16, 4, 4, 256, 1, 2, 2, false, false, true, 20992, float, float>(
+              p.m, p.n, p.k, p.lda, p.ldb, p.ldc, m0, n0, a, b, c, alpha_, beta_, smem, tid);
+        break;
+      case 3:  // level 1: 128x64x16, 256 threads, micro-tile 4x8
         if (tid < 256)
           gemmc_dyn_apart<float, 128, 64, 16, 4, 8, 256, 1, 2, 2, false, false, true, 25088, float, float>(
               p.m, p.n, p.k, p.lda, p.ldb, p.ldc, m0, n0, a, b, c, alpha_, beta_, smem, tid);
         break;
-      case 2:  // level 1: 64x128x16, 256 threads, micro-tile 4x8
+      case 4:  // level 1: 64x128x16, 256 threads, micro-tile 4x8
         if (tid < 256)
           gemmc_dyn_apart<float, 64, 128, 16, 4, 8, 256, 1, 2, 2, false, false, true, 25088, float, float>(
               p.m, p.n, p.k, p.lda, p.ldb, p.ldc, m0, n0, a, b, c, alpha_, beta_, smem, tid);
         break;
-      case 3:  // level 2: 128x128x16, 256 threads, micro-tile 8x8
+      case 5:  // level 2: 128x128x16, 256 threads, micro-tile 8x8
         if (tid < 256)
           gemmc_simt_tile<float, 128, 128, 16, 8, 8, 256, 1, 2, 2, false, false, true, 33280>(
               p, m0, n0, a, b, c, alpha_, beta_, smem, tid, 0);
