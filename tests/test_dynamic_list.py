@@ -841,16 +841,30 @@ def test_a_graph_release_is_a_semaphore_the_destructor_posts(monkeypatch):
     assert not release.posted() and not release.attached
 
 
-def test_without_a_cuda_driver_a_capture_names_no_graph(monkeypatch):
+@pytest.fixture
+def no_driver(monkeypatch):
+    """HIP: no libcuda.so.1, so every lookup of a driver call fails; yields the names looked up, in order."""
+    from gemmc.runtime import streams
+
+    looked: list[str] = []
+
+    def missing(name: str) -> None:
+        looked.append(name)
+        raise OSError("libcuda.so.1: cannot open shared object file")
+
+    monkeypatch.setattr(streams, "driver_call", missing)
+    streams._capture_info.cache_clear()
+    yield looked
+    streams._capture_info.cache_clear()
+
+
+def test_without_a_cuda_driver_a_capture_names_no_graph(no_driver):
     """HIP (no libcuda): capture_graph says it cannot name the graph, so a captured list call keeps its buffers
     (DynamicState.keep) instead of raising after its launch."""
     from gemmc.runtime import streams
 
-    def missing() -> None:
-        raise OSError("libcuda.so.1: cannot open shared object file")
-
-    monkeypatch.setattr(streams, "_capture_info", missing)
-    assert streams.capture_graph(7) is None
+    assert streams.capture_graph(7) is None and streams.capture_graph(8) is None
+    assert no_driver == ["cuStreamGetCaptureInfo_v2"]  # looked up once
 
 
 def test_a_graph_release_outlives_its_python_object():
@@ -890,20 +904,19 @@ def test_a_capture_whose_graph_the_driver_cannot_name_keeps_its_buffers(monkeypa
     assert st.capture_graphs.releases[first] is None and st.capture() == first + 1 and st.captures_held == 2
 
 
-def test_without_a_cuda_driver_a_grouped_launch_asks_the_runtime_whether_it_is_captured(monkeypatch):
+def test_without_a_cuda_driver_a_grouped_launch_asks_the_runtime_whether_it_is_captured(monkeypatch, no_driver):
     """HIP (no libcuda): capture_of falls back to the runtime's streamIsCapturing, so plain grouped calls keep their
-    stream's counters, and a call being captured, whose capture nothing can name, is refused with the reason."""
+    stream's counters, and a call being captured, whose capture nothing can name, is refused with the reason. The
+    driver's call is looked up once, not at every launch (a failed dlopen of libcuda.so.1 costs tens of
+    microseconds, more than the grouped call's host time)."""
     from types import SimpleNamespace
 
     from gemmc.runtime import streams
 
-    def missing(*_: object) -> None:
-        raise OSError("libcuda.so.1: cannot open shared object file")
-
     capturing = {7: 1}
     runtime = SimpleNamespace(streamIsCapturing=lambda stream: capturing.get(stream, 0))
-    monkeypatch.setattr(streams, "_capture_info", lambda: missing)
     monkeypatch.setattr(streams, "cupy", lambda: SimpleNamespace(cuda=SimpleNamespace(runtime=runtime)))
-    assert streams.capture_of(8) is None
-    with pytest.raises(gemmc.GemmcError, match="not supported yet: a grouped call captured in a graph"):
+    assert streams.capture_of(8) is None and streams.capture_of(8) is None
+    with pytest.raises(gemmc.GemmcError, match="not supported yet: a grouped call captured in a graph") as info:
         streams.capture_of(7)
+    assert info.value.code == "E900" and no_driver == ["cuStreamGetCaptureInfo_v2"]
