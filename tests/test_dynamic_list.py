@@ -920,3 +920,36 @@ def test_without_a_cuda_driver_a_grouped_launch_asks_the_runtime_whether_it_is_c
     with pytest.raises(gemmc.GemmcError, match="not supported yet: a grouped call captured in a graph") as info:
         streams.capture_of(7)
     assert info.value.code == "E900" and no_driver == ["cuStreamGetCaptureInfo_v2"]
+
+
+def test_a_capture_whose_buffers_cannot_be_made_gives_its_reservation_back(monkeypatch):
+    """A capture that finds no set free makes one (new_capture, allocated while the stream captures); where that
+    raises (out of device memory), the reservation goes back and the next capture makes the same set. A graph holds
+    its set until it is gone: the set is never given back, nor left to a second graph."""
+    from types import SimpleNamespace
+
+    from gemmc.errors import InternalError
+    from gemmc.runtime.dynamic_state import DynamicState
+
+    _graphs(monkeypatch)
+    failures = [MemoryError("out of device memory")]
+
+    def new_capture() -> object:
+        if failures:
+            raise failures.pop()
+        return _captured(1 << 30)
+
+    st = DynamicState("moe", None, None, 1, 0, 0, 1, captures=[_captured(1 << 30)], new_capture=new_capture,
+                      counters=SimpleNamespace(data=SimpleNamespace(ptr=1 << 16)))
+    first = st.capture()
+    with pytest.raises(MemoryError):
+        st.capture()
+    assert (first, len(st.captures), st.captures_held) == (0, 1, 1)
+    assert st.capture() == 1 and len(st.captures) == 2 and st.captures_held == 2
+    st.keep(first, 7)
+    with pytest.raises(InternalError, match="entry 0 left to a graph without a reservation of its own"):
+        st.keep(first, 7)
+    with pytest.raises(InternalError, match="entry 0 given back while a graph holds it"):
+        st.uncapture(first)
+    st.capture_graphs.releases[first].gone = True  # its graph is destroyed: the driver posted the release
+    assert st.captures_held == 1 and st.capture() == first and st.capture_graphs.releases[first].graphs == [0xCAFE]
