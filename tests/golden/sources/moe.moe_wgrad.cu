@@ -510,7 +510,7 @@ __device__ __forceinline__ void gemmc_claims_done(int* counter) {
 
 // A variant below the top level, compiled apart (__noinline__) and given the problem's sizes by value (no stack
 // frame): ptxas then schedules the top variant's tile loop, where large launches spend their time, with only its own
-// registers live around it, as in a static kernel of that tile (steps of 8 and 32 experts 2-4% faster than with every
+// registers live around it, as in a static kernel of that tile (steps of 8 and 32 experts 1-5% faster than with every
 // variant inline: bench/results/dynamic/2026-11-28_h100_variants-apart.json).
 template <typename T, int BM, int BN, int BK, int TM, int TN, int NT, int KS, int STAGES, int PAD, bool A_KC,
           bool B_KC, bool C_ROW, int SMEM, typename TS, typename TO>
