@@ -529,6 +529,7 @@ __device__ __noinline__ void gemmc_dyn_apart(long long m, long long n, long long
                                              long long ldc, long long m0, long long n0, const TS* __restrict__ a,
                                              const TS* __restrict__ b, TO* __restrict__ c, T alpha, T beta,
                                              T* __restrict__ smem, int tid) {
+  static_assert(sizeof(gemmc_problem) == 6 * sizeof(long long), "gemmc_dyn_apart passes every field of the problem");
   gemmc_problem p;
   p.m = m; p.n = n; p.k = k; p.lda = lda; p.ldb = ldb; p.ldc = ldc;
   gemmc_simt_tile<T, BM, BN, BK, TM, TN, NT, KS, STAGES, PAD, A_KC, B_KC, C_ROW, SMEM, TS, TO>(p, m0, n0, a, b, c,
