@@ -112,6 +112,38 @@ def test_an_explicit_tile_is_the_only_size_class():
     assert [(c.variant.bm, c.variant.bn, c.variant.bk) for c in plan.classes] == [(64, 64, 16)]
     # no half-width variant: the last round's tiles would each take two claims and run whole in the first
     assert not plan.tail_split and "column halves" not in "\n".join(plan.lines())
+    assert "gemmc_dyn_apart" not in k.source  # one level: its one variant inline, no wrapper for the levels below
+
+
+APART = [("kernel k { layout B col  grouped M n 2048 k 1024 groups 64 }", "sm_90"),
+         ("kernel k { layout A col  grouped K m 1024 n 2048 groups 64 }", "sm_90"),
+         ("kernel k { dtype f64  alpha runtime beta runtime  grouped list problems 512 }", "sm_90"),
+         ("kernel k { dtype A bf16, B bf16, C f32  grouped M n 1024 k 2048 groups 64 }", "sm_80")]
+
+
+@pytest.mark.parametrize("text, target", APART, ids=["M-f32", "K-f32", "list-f64", "M-bf16-f32c"])
+def test_the_variants_below_the_top_level_compile_apart_without_a_stack_frame(text, target, tmp_path):
+    """The top level's variants stay inline in the tile switch; the levels below call gemmc_dyn_apart (__noinline__,
+    the problem's sizes by value), which ptxas compiles without a stack frame: a problem passed by reference took a
+    48-byte frame (bench/results/dynamic/2026-11-28_h100_variants-apart.json)."""
+    k = gemmc.compile_string(text, target=target)["k"]
+    plan = k.ir.plan
+    assert isinstance(plan, DynamicPlan)
+    top = max(c.level for c in plan.classes)
+    below = sum(c.level < top for c in plan.classes)
+    assert below > 0 and k.source.count("gemmc_dyn_apart<") == below and "__noinline__ void gemmc_dyn_apart" in k.source
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc")
+    src = tmp_path / "k.cu"
+    src.write_text(k.standalone)
+    proc = subprocess.run(["nvcc", *k.rendered.build_flags, "-std=c++17", "-c", str(src), "-o", str(src) + ".o",
+                           "-Xptxas", "-v"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    lines = proc.stderr.splitlines()
+    apart = [i for i, line in enumerate(lines) if "Function properties for _Z15gemmc_dyn_apart" in line]
+    frames = [line.strip() for line in lines if "bytes stack frame" in line]
+    assert len(apart) == below, proc.stderr[-4000:]  # each variant below the top a function of its own
+    assert all(f.startswith("0 bytes stack frame, 0 bytes spill stores") for f in frames), proc.stderr[-4000:]
 
 
 def test_inspect_shows_the_size_classes_and_the_scheduler(tmp_path):

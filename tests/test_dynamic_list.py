@@ -841,16 +841,30 @@ def test_a_graph_release_is_a_semaphore_the_destructor_posts(monkeypatch):
     assert not release.posted() and not release.attached
 
 
-def test_without_a_cuda_driver_a_capture_names_no_graph(monkeypatch):
+@pytest.fixture
+def no_driver(monkeypatch):
+    """HIP: no libcuda.so.1, so every lookup of a driver call fails; yields the names looked up, in order."""
+    from gemmc.runtime import streams
+
+    looked: list[str] = []
+
+    def missing(name: str) -> None:
+        looked.append(name)
+        raise OSError("libcuda.so.1: cannot open shared object file")
+
+    monkeypatch.setattr(streams, "driver_call", missing)
+    streams._capture_info.cache_clear()
+    yield looked
+    streams._capture_info.cache_clear()
+
+
+def test_without_a_cuda_driver_a_capture_names_no_graph(no_driver):
     """HIP (no libcuda): capture_graph says it cannot name the graph, so a captured list call keeps its buffers
     (DynamicState.keep) instead of raising after its launch."""
     from gemmc.runtime import streams
 
-    def missing() -> None:
-        raise OSError("libcuda.so.1: cannot open shared object file")
-
-    monkeypatch.setattr(streams, "_capture_info", missing)
-    assert streams.capture_graph(7) is None
+    assert streams.capture_graph(7) is None and streams.capture_graph(8) is None
+    assert no_driver == ["cuStreamGetCaptureInfo_v2"]  # looked up once
 
 
 def test_a_graph_release_outlives_its_python_object():
@@ -890,20 +904,52 @@ def test_a_capture_whose_graph_the_driver_cannot_name_keeps_its_buffers(monkeypa
     assert st.capture_graphs.releases[first] is None and st.capture() == first + 1 and st.captures_held == 2
 
 
-def test_without_a_cuda_driver_a_grouped_launch_asks_the_runtime_whether_it_is_captured(monkeypatch):
+def test_without_a_cuda_driver_a_grouped_launch_asks_the_runtime_whether_it_is_captured(monkeypatch, no_driver):
     """HIP (no libcuda): capture_of falls back to the runtime's streamIsCapturing, so plain grouped calls keep their
-    stream's counters, and a call being captured, whose capture nothing can name, is refused with the reason."""
+    stream's counters, and a call being captured, whose capture nothing can name, is refused with the reason. The
+    driver's call is looked up once, not at every launch (a failed dlopen of libcuda.so.1 costs tens of
+    microseconds, more than the grouped call's host time)."""
     from types import SimpleNamespace
 
     from gemmc.runtime import streams
 
-    def missing(*_: object) -> None:
-        raise OSError("libcuda.so.1: cannot open shared object file")
-
     capturing = {7: 1}
     runtime = SimpleNamespace(streamIsCapturing=lambda stream: capturing.get(stream, 0))
-    monkeypatch.setattr(streams, "_capture_info", lambda: missing)
     monkeypatch.setattr(streams, "cupy", lambda: SimpleNamespace(cuda=SimpleNamespace(runtime=runtime)))
-    assert streams.capture_of(8) is None
-    with pytest.raises(gemmc.GemmcError, match="not supported yet: a grouped call captured in a graph"):
+    assert streams.capture_of(8) is None and streams.capture_of(8) is None
+    with pytest.raises(gemmc.GemmcError, match="not supported yet: a grouped call captured in a graph") as info:
         streams.capture_of(7)
+    assert info.value.code == "E900" and no_driver == ["cuStreamGetCaptureInfo_v2"]
+
+
+def test_a_capture_whose_buffers_cannot_be_made_gives_its_reservation_back(monkeypatch):
+    """A capture that finds no set free makes one (new_capture, allocated while the stream captures); where that
+    raises (out of device memory), the reservation goes back and the next capture makes the same set. A graph holds
+    its set until it is gone: the set is never given back, nor left to a second graph."""
+    from types import SimpleNamespace
+
+    from gemmc.errors import InternalError
+    from gemmc.runtime.dynamic_state import DynamicState
+
+    _graphs(monkeypatch)
+    failures = [MemoryError("out of device memory")]
+
+    def new_capture() -> object:
+        if failures:
+            raise failures.pop()
+        return _captured(1 << 30)
+
+    st = DynamicState("moe", None, None, 1, 0, 0, 1, captures=[_captured(1 << 30)], new_capture=new_capture,
+                      counters=SimpleNamespace(data=SimpleNamespace(ptr=1 << 16)))
+    first = st.capture()
+    with pytest.raises(MemoryError):
+        st.capture()
+    assert (first, len(st.captures), st.captures_held) == (0, 1, 1)
+    assert st.capture() == 1 and len(st.captures) == 2 and st.captures_held == 2
+    st.keep(first, 7)
+    with pytest.raises(InternalError, match="entry 0 left to a graph without a reservation of its own"):
+        st.keep(first, 7)
+    with pytest.raises(InternalError, match="entry 0 given back while a graph holds it"):
+        st.uncapture(first)
+    st.capture_graphs.releases[first].gone = True  # its graph is destroyed: the driver posted the release
+    assert st.captures_held == 1 and st.capture() == first and st.capture_graphs.releases[first].graphs == [0xCAFE]

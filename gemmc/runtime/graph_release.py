@@ -16,6 +16,7 @@ import threading
 from functools import cache
 from typing import Any
 
+from gemmc.errors import InternalError
 from gemmc.runtime.device import driver_call
 
 SEM_BYTES = 64  # sizeof(sem_t): 32 on x86-64 and aarch64 glibc, with room to spare
@@ -102,8 +103,9 @@ class GraphHeld:
     (the graph posts the entry's GraphRelease once it and every copy of it are gone), `give_back` returns a reservation
     whose call put nothing in a graph. An entry is free when never reserved, given back, or left to a graph that is
     gone; one whose graph the driver could not give a release stays held for the process's lifetime. Entries are
-    numbered from 0, at most `limit`; what an entry holds is its owner's (a list indexed alike). Every method runs
-    under `lock`, which its owner takes around its own bookkeeping too."""
+    numbered from 0, at most `limit`; what an entry holds is its owner's (a list indexed alike). `reserve`, `attach`
+    and `give_back` run under `lock`, which their owner takes around its own bookkeeping too; `held` takes it
+    itself."""
 
     def __init__(self, limit: int):
         self.limit = limit
@@ -116,13 +118,15 @@ class GraphHeld:
         return len(self.reserved)
 
     def free(self, index: int) -> bool:
+        """Whether `reserve` may take entry `index`: never reserved, given back, or left to a graph that is gone."""
         release = self.releases[index]
         return not self.reserved[index] or (release is not None and release.attached and release.posted())
 
     @property
     def held(self) -> int:
-        """The entries a reservation cannot take now."""
-        return sum(not self.free(i) for i in range(len(self.reserved)))
+        """The entries a reservation cannot take now (under the lock: `reserve` grows two lists)."""
+        with self.lock:
+            return sum(not self.free(i) for i in range(len(self.reserved)))
 
     def reserve(self) -> int | None:
         """The index of a free entry, now reserved, the lowest first; `len(self)` before the call where none is free
@@ -142,13 +146,21 @@ class GraphHeld:
 
     def attach(self, index: int, graph: int | None) -> None:
         """Leave reserved entry `index` to `graph` (a CUgraph handle, the one being captured; None or 0: none known,
-        and the entry stays held)."""
+        and the entry stays held). Once per reservation: a release attached to two graphs would be posted when the
+        first is gone, and the entry taken while the second still replays it."""
+        release = self.releases[index]
+        if not self.reserved[index] or (release is not None and release.attached):
+            raise InternalError("runtime.graph_release", f"entry {index} left to a graph without a reservation of "
+                                                         "its own (not reserved, or already attached)")
         if graph:
-            release = self.releases[index]
             if release is None:
                 release = self.releases[index] = GraphRelease()
             release.attach(graph)
 
     def give_back(self, index: int) -> None:
-        """Free reserved entry `index`, whose call put nothing in its graph."""
+        """Free reserved entry `index`, whose call put nothing in its graph (never one left to a graph: that graph
+        may still replay it)."""
+        release = self.releases[index]
+        if release is not None and release.attached:
+            raise InternalError("runtime.graph_release", f"entry {index} given back while a graph holds it")
         self.reserved[index] = False

@@ -82,15 +82,14 @@ def capture_of(stream: int) -> tuple[int, int] | None:
     it is not being captured. Capture ids are unique over the process's lifetime. Without a CUDA driver (HIP) a
     stream being captured is refused: nothing names its capture, so its launches could not keep counters of their
     own."""
-    try:
-        result, found = _query(stream)
-    except OSError:
+    if _capture_info() is None:
         if cupy().cuda.runtime.streamIsCapturing(stream) == 0:
             return None
         from gemmc.errors import GemmcError
 
         raise GemmcError("not supported yet: a grouped call captured in a graph without the CUDA driver (HIP); "
-                         "call it outside the capture", code="E900") from None
+                         "call it outside the capture", code="E900")
+    result, found = _query(stream)
     if result != 0:
         from gemmc.errors import GemmcError
 
@@ -102,15 +101,15 @@ def capture_of(stream: int) -> tuple[int, int] | None:
 def capture_graph(stream: int) -> int | None:
     """The CUgraph handle the stream (a raw handle) is being captured into, or None where it is not being captured or
     there is no CUDA driver to ask (HIP: a captured list call's buffers then stay its graph's for good)."""
-    try:
-        result, found = _query(stream)
-    except OSError:
+    if _capture_info() is None:
         return None
+    result, found = _query(stream)
     return found[1] if result == 0 and found is not None and found[1] else None
 
 
 def _query(stream: int) -> tuple[int, tuple[int, int] | None]:
-    """cuStreamGetCaptureInfo_v2 of the stream: its result, and (capture id, graph) where the stream is capturing."""
+    """cuStreamGetCaptureInfo_v2 of the stream (a driver that has it: `_capture_info`): its result, and (capture id,
+    graph) where the stream is capturing."""
     status, found, graph = ctypes.c_int(0), ctypes.c_uint64(0), ctypes.c_void_p()
     result = _capture_info()(ctypes.c_void_p(stream), ctypes.byref(status), ctypes.byref(found), ctypes.byref(graph),
                              None, None)
@@ -119,9 +118,14 @@ def _query(stream: int) -> tuple[int, tuple[int, int] | None]:
 
 @cache
 def _capture_info() -> Any:
-    """The driver's cuStreamGetCaptureInfo_v2 (its six-parameter form, kept in CUDA 13's ABI). OSError where there is
-    no CUDA driver or it lacks the call (a driver before CUDA 11.3)."""
-    return driver_call("cuStreamGetCaptureInfo_v2")
+    """The driver's cuStreamGetCaptureInfo_v2 (its six-parameter form, kept in CUDA 13's ABI), or None where there is
+    no CUDA driver (HIP) or it lacks the call (a driver before CUDA 11.3). Looked up once either way: a failed lookup
+    (driver_call caches only what it finds) is a failed dlopen of libcuda.so.1, tens of microseconds, which every
+    grouped launch would pay."""
+    try:
+        return driver_call("cuStreamGetCaptureInfo_v2")
+    except OSError:
+        return None
 
 
 @cache

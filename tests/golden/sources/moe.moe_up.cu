@@ -514,7 +514,7 @@ __device__ __forceinline__ void gemmc_claims_done(int* counter) {
 
 // A variant below the top level, compiled apart (__noinline__) and given the problem's sizes by value (no stack
 // frame): ptxas then schedules the top variant's tile loop, where large launches spend their time, with only its own
-// registers live around it, as in a static kernel of that tile (steps of 8 and 32 experts 2-4% faster than with every
+// registers live around it, as in a static kernel of that tile (steps of 8 and 32 experts 1-5% faster than with every
 // variant inline: bench/results/dynamic/2026-11-28_h100_variants-apart.json).
 template <typename T, int BM, int BN, int BK, int TM, int TN, int NT, int KS, int STAGES, int PAD, bool A_KC,
           bool B_KC, bool C_ROW, int SMEM, typename TS, typename TO>
@@ -522,6 +522,7 @@ __device__ __noinline__ void gemmc_dyn_apart(long long m, long long n, long long
                                              long long ldc, long long m0, long long n0, const TS* __restrict__ a,
                                              const TS* __restrict__ b, TO* __restrict__ c, T alpha, T beta,
                                              T* __restrict__ smem, int tid) {
+  static_assert(sizeof(gemmc_problem) == 6 * sizeof(long long), "gemmc_dyn_apart passes every field of the problem");
   gemmc_problem p;
   p.m = m; p.n = n; p.k = k; p.lda = lda; p.ldb = ldb; p.ldc = ldc;
   gemmc_simt_tile<T, BM, BN, BK, TM, TN, NT, KS, STAGES, PAD, A_KC, B_KC, C_ROW, SMEM, TS, TO>(p, m0, n0, a, b, c,
