@@ -3,10 +3,12 @@ notes `gemmc inspect` shows (the size classes at the declared fixed sizes).
 
 The ladder is the top of the SIMT family's load-balanced catalogue (families/simt/tiling.py, LOADBALANCED_LEVELS:
 paper 000's Table 3 with paper 003's 64x128 and 128x128 on top): the largest tile, its halves and its quarter, which
-are also its edge tiles (`ladder`). Each variant's cost weight comes from the SIMT cost model (tiling.step_instructions:
-FMAs, fragment loads and staging per k step); a group's cost counts its edge tiles at their own weight, so that a
-group of 40 rows takes 64-row tiles and a group of 4000 rows 128 x 128 ones with a 64-row last row where that covers
-it, as the static planner's `uniform` tiling with edges would.
+are also its edge tiles, and for f32 the quarter's area as a quarter of the height or the width (`ladder`). Each
+variant's cost weight comes from the SIMT cost model (tiling.step_instructions: FMAs, fragment loads and staging per k
+step) times the measured cost of its micro-tile in the one-block-per-SM body (calibration.TILE_COST); a group's cost
+counts its edge tiles at their own weight, so that a group of 20 rows takes 32-row tiles, one of 40 rows 64-row tiles
+and one of 4000 rows 128 x 128 ones with a 64-row last row where that covers it, as the static planner's `uniform`
+tiling with edges would.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ def ladder(kernel: Kernel, hw: Hardware) -> list[tuple[int, str, SimtVariant]]:
     """(level, level name, variant) of every size class, level ascending, tall before wide.
 
     The top level is the load-balanced catalogue's largest tile within MAX_OUTPUTS per thread (paper 003's 128 x 128
-    for f32); below it its halves (half the height, half the width) and its quarter, with the same threads and k
+    for f32); below it its halves (half the height, half the width) and its quarter (and for f32 the quarter's area
+    as a quarter of the height or the width: calibration.THIN), with the same threads and k
     step: the static plan's `uniform` tiling with its edge tiles (families/simt/planner.py: with_edges), the set that
     the static planner picks for these batches. One body holds every variant, so the set is what ptxas allocates
     registers for: the whole paper 000 ladder (ten variants, 16 x 16 up) took 255 registers and spilled in the
