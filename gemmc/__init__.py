@@ -9,9 +9,9 @@
 """
 
 from gemmc.api import CompiledKernel, CompiledProgram, compile_file, compile_string
-from gemmc.errors import Diagnostic, GemmcError, InternalError
+from gemmc.errors import Diagnostic, GemmcError, InternalError, PerformanceWarning
 from gemmc.stats import stats
 from gemmc.version import __version__
 
-__all__ = ["CompiledKernel", "CompiledProgram", "Diagnostic", "GemmcError", "InternalError", "__version__",
-           "compile_file", "compile_string", "stats"]
+__all__ = ["CompiledKernel", "CompiledProgram", "Diagnostic", "GemmcError", "InternalError", "PerformanceWarning",
+           "__version__", "compile_file", "compile_string", "stats"]

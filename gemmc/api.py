@@ -6,6 +6,7 @@ each in a module of its own: a group holds kernels, and the program both."""
 from __future__ import annotations
 
 import codecs
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from gemmc.api_group import CompiledGroup
 from gemmc.api_kernel import CompiledKernel
 from gemmc.concurrent.plan import plan_groups
-from gemmc.errors import Diagnostic, GemmcError, printable, source_lines
+from gemmc.errors import Diagnostic, GemmcError, PerformanceWarning, caller_level, printable, source_lines
 from gemmc.families.registry import NAMES
 from gemmc.grammar.lower import lower
 from gemmc.grammar.parser import parse
@@ -22,7 +23,8 @@ from gemmc.ir.program import Program
 from gemmc.ir.types import Span
 from gemmc.passes import run_pipeline
 
-__all__ = ["CompiledGroup", "CompiledKernel", "CompiledProgram", "compile_file", "compile_string", "front_end"]
+__all__ = ["CompiledGroup", "CompiledKernel", "CompiledProgram", "compile_file", "compile_string", "front_end",
+           "slower_path"]
 
 
 class CompiledProgram:
@@ -110,7 +112,31 @@ def compile_string(text: str, *, filename: str = "<string>", target: str | None 
     seconds: dict[str, float] = {}
     program = run_pipeline(front_end(text, filename=filename, target=target), source=text, timings=seconds,
                            verify=verify)
-    return CompiledProgram(plan_groups(program), text, seconds)
+    compiled = CompiledProgram(plan_groups(program), text, seconds)
+    for item in (*compiled, *compiled.groups):
+        note = slower_path(item)
+        if note is not None:
+            warnings.warn(f"{note[0]}: {note[1]}", PerformanceWarning, stacklevel=caller_level())
+    return compiled
+
+
+def slower_path(item: CompiledKernel | CompiledGroup) -> tuple[str, str] | None:
+    """(`file:line:col`, what) where a statement keeps a kernel off the family it would otherwise run with (a bf16
+    GEMM kept off the tensor cores), or a `concurrency fused` group's members run on streams instead; else None. What
+    `gemmc compile` notes and the Python API warns (PerformanceWarning)."""
+    if isinstance(item, CompiledGroup):
+        plan = item.group_plan
+        if not plan.fallback:
+            return None
+        at = plan.fallback_span
+        return (f"{printable(item.filename)}:{at.line}:{at.column}",
+                f"group {item.name} runs on streams, not fused: {plan.fallback}")
+    if not item.ir.declined:
+        return None
+    at = item.ir.declined_span
+    return (f"{printable(item.filename)}:{at.line}:{at.column}",
+            f"kernel {item.name} runs with the {item.ir.family} family, {item.ir.declined}")
+
 
 
 def read_schedule(path: str | Path) -> str:

@@ -8,12 +8,21 @@ import os
 import secrets
 import sys
 import traceback
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from gemmc.api import CompiledKernel, CompiledProgram, compile_file, compile_string, front_end, read_schedule
+from gemmc.api import (
+    CompiledKernel,
+    CompiledProgram,
+    compile_file,
+    compile_string,
+    front_end,
+    read_schedule,
+    slower_path,
+)
 from gemmc.concurrent.plan import plan_groups
-from gemmc.errors import Diagnostic, GemmcError, NoGpuError, printable
+from gemmc.errors import Diagnostic, GemmcError, NoGpuError, PerformanceWarning, printable
 from gemmc.ir.printer import format_program
 from gemmc.ir.program import Program
 from gemmc.ir.types import counted
@@ -141,10 +150,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
         runs = "a batch sized at run time" if kernel.ir.dynamic else counted(size, "GEMM")
         print(f"wrote {printable(str(src))} and {printable(str(header))}: {r.launcher}() runs {runs} "
               f"with the {kernel.ir.family or '?'} family; build it with {' '.join(r.build_flags)}{link(r.header)}")
-        if kernel.ir.declined:  # e.g. a statement that keeps a bf16 GEMM off the tensor cores
-            at = kernel.ir.declined_span
-            print(f"{printable(kernel.filename)}:{at.line}:{at.column}: note: kernel {kernel.name} runs with the "
-                  f"{kernel.ir.family} family, {kernel.ir.declined}", file=sys.stderr)
+        note = slower_path(kernel)  # e.g. a statement that keeps a bf16 GEMM off the tensor cores
+        if note is not None:
+            print(f"{note[0]}: note: {note[1]}", file=sys.stderr)
     for group, g in rendered_groups:
         src, header = paths(g.name, g.extension)
         write_whole(src, g.source)
@@ -153,10 +161,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
         print(f"wrote {printable(str(src))} and {printable(str(header))}: {g.launcher}() runs group {g.name}'s "
               f"{counted(gemms, 'GEMM')} ({group.mode.value}); build it with {' '.join(g.build_flags)}"
               f"{link(g.header)}")
-        if group.group_plan.fallback:  # a `concurrency fused` the members cannot honour runs on streams
-            at = group.group_plan.fallback_span
-            print(f"{printable(group.filename)}:{at.line}:{at.column}: note: group {group.name} runs on streams, not "
-                  f"fused: {group.group_plan.fallback}", file=sys.stderr)
+        note = slower_path(group)  # a `concurrency fused` the members cannot honour runs on streams
+        if note is not None:
+            print(f"{note[0]}: note: {note[1]}", file=sys.stderr)
     return 0
 
 
@@ -281,8 +288,22 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(argv: list[str]) -> int:
+    from gemmc.bench import NEEDS_GPU
     from gemmc.bench.__main__ import main as bench  # the suites import torch and rich when they run
+    from gemmc.runtime.device import require_gpu
 
+    if argv[:1] and argv[0] in NEEDS_GPU and not {"-h", "--help"} & set(argv):
+        try:
+            import torch  # noqa: F401 - the suites' baselines
+        except ImportError:
+            print(f"gemmc: error: the {argv[0]} benchmark needs torch and the bench extras: pip install "
+                  "'gemmc[bench]' (in a clone: pip install -e '.[bench]')", file=sys.stderr)
+            return EXIT_USER
+        try:
+            require_gpu()
+        except NoGpuError as err:
+            print(err.render(), file=sys.stderr)
+            return EXIT_NO_GPU
     bench(argv, prog="gemmc bench")
     return 0
 
@@ -351,6 +372,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:
         return cmd_bench(argv[1:])
+    # The commands say where a statement keeps a kernel off its fast path themselves (`compile`'s notes, `inspect`'s
+    # decisions): the Python API's PerformanceWarning would say it twice.
+    warnings.filterwarnings("ignore", category=PerformanceWarning)
     args, unknown = parser().parse_known_args(argv)
     if unknown:  # the command's usage, not gemmc's: `gemmc inspect s.gs --kernal k` shows inspect's options
         args.usage_of.error(f"unrecognized arguments: {' '.join(unknown)}")

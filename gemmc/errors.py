@@ -10,9 +10,12 @@ Rendered form (what the CLI prints):
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 import unicodedata
 from dataclasses import dataclass, replace
+from types import FrameType
 
 from gemmc.span import NO_SPAN, Span
 
@@ -180,3 +183,20 @@ class InternalError(Exception):
     def __init__(self, where: str, message: str):
         super().__init__(f"internal error in {where}: {message}")
         self.where = where
+
+
+class PerformanceWarning(UserWarning):
+    """A schedule compiles, but a statement keeps a kernel off the fast path it would otherwise take (a bf16 GEMM
+    kept off the tensor cores, a `concurrency fused` group run on streams): `compile_string` and `compile_file` warn
+    with the statement's line, as `gemmc compile` notes it."""
+
+
+def caller_level() -> int:
+    """warnings.warn's stacklevel, for the function that calls this one, of the first frame outside the gemmc package:
+    the user's line, however many of gemmc's calls lie between."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(root + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -29,7 +29,7 @@ def gpu_available() -> bool:
 
 def gpu_description() -> str:
     if not gpu_available():
-        return "gpu: none (the GPU tests were skipped)"
+        return "gpu: none (the GPU tests were skipped, as expected without a GPU and CuPy)"
     import cupy
 
     props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 import sys
 
@@ -349,9 +350,12 @@ def test_compile_notes_the_statement_that_keeps_half_data_off_the_tensor_cores(t
     line = next(i for i, x in enumerate(text.split("\n"), 1) if at in x)
     column = text.split("\n")[line - 1].index(at) + 1
     assert f"{schedule}:{line}:{column}: note: kernel k {why}" in err, err
-    from gemmc import compile_string
+    assert "PerformanceWarning" not in err, "the command notes it once, without the API's warning"
+    import gemmc
 
-    kernel = compile_string(text)["k"]
+    with pytest.warns(gemmc.PerformanceWarning, match=f"^<string>:{line}:{column}: kernel k {re.escape(why)}") as seen:
+        kernel = gemmc.compile_string(text)["k"]
+    assert seen[0].filename == __file__, "the warning points at the caller's line"
     assert kernel.ir.declined in kernel.plan
 
 
@@ -380,3 +384,28 @@ def test_compile_says_why_a_fused_group_runs_on_streams(tmp_path, capsys):
     assert cli.main(["compile", str(schedule), "-o", str(tmp_path / "out")]) == 0
     assert (f"{schedule}:3:14: note: group f runs on streams, not fused: fused bf16 runs a grouped list kernel: it "
             "reads A and writes C row-major") in capsys.readouterr().err
+    import gemmc
+
+    with pytest.warns(gemmc.PerformanceWarning, match="group f runs on streams, not fused: fused bf16 runs a grouped"):
+        gemmc.compile_file(schedule)
+
+
+def test_a_gpu_benchmark_without_its_needs_says_what_is_missing(monkeypatch, capsys):
+    """`gemmc bench <suite>` of a suite that times kernels: without torch it names the bench extras (exit 1), without
+    a GPU it says so (E401, exit 3), before any worker process starts."""
+    import types
+
+    from gemmc.errors import NoGpuError
+    from gemmc.runtime import device
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
+    assert cli.main(["bench", "dynamic", "--quick"]) == cli.EXIT_USER
+    assert "the dynamic benchmark needs torch and the bench extras" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
+
+    def no_gpu() -> None:
+        raise NoGpuError("no GPU: CuPy found no device")
+
+    monkeypatch.setattr(device, "require_gpu", no_gpu)
+    assert cli.main(["bench", "concurrent"]) == cli.EXIT_NO_GPU
+    assert "error[E401]: no GPU" in capsys.readouterr().err

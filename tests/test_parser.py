@@ -230,6 +230,11 @@ def test_given_twice_points_at_the_second_and_names_the_first(name):
         gemmc.compile_string(text, filename="d.gs")
     assert info.value.render() == expected
 
+GROUP_EXPECTED = ("expected 'algorithm' or 'alpha' or 'batching' or 'beta' or 'concurrency' or 'dtype' or 'gemm' or "
+                  "'layout' or 'pipeline' or 'precision' or 'threads' or 'tile' or 'tlp' or '}'")
+GROUP_MEMBER = ("a group's members are `gemm NAME M x N x K` lines; a batch (`batch { }`, `grouped`) is a `kernel` "
+                "of its own")
+
 # Mistakes a newcomer makes, each reported at the word to change with a hint that spells the schedule right. After
 # `dtype T` a misspelt statement reads to the grammar as a per-operand item (`bf16 layuot`): it is still reported at
 # the misspelt word, as it is after any other statement.
@@ -311,6 +316,34 @@ HINTS = {
         '    layout B col\n'
         '    ^^^^^^\n'
         'hint: statements go inside `kernel NAME { ... }` or `group NAME { ... }`'),
+    "count_in_a_group": ('group g {\n  gemm q 4096 x 1024 x 1024 count 3\n}\n',
+        "p.gs:2:29: error[E100]: expected 'algorithm' or 'alpha' or 'batching' or 'beta' or 'concurrency' or "
+        "'copies' or 'dtype' or 'gemm' or 'layout' or 'pipeline' or 'precision' or 'threads' or 'tile' or 'tlp' or "
+        "'{' or '}', found 'count'\n"
+        '      gemm q 4096 x 1024 x 1024 count 3\n'
+        '                                ^^^^^\n'
+        "hint: in a group, a member's copies are `copies N`: `gemm q 4096 x 1024 x 1024 copies 3`"),
+    "batch_in_a_group": ('group g {\n  batch { a 8 x 8 x 8 }\n}\n',
+        f"p.gs:2:3: error[E100]: {GROUP_EXPECTED}, found 'batch'\n"
+        '      batch { a 8 x 8 x 8 }\n'
+        '      ^^^^^\n'
+        f"hint: {GROUP_MEMBER}"),
+    "grouped_in_a_group": ('group g {\n  grouped M n 8 k 8 groups 2\n}\n',
+        f"p.gs:2:3: error[E100]: {GROUP_EXPECTED}, found 'grouped'\n"
+        '      grouped M n 8 k 8 groups 2\n'
+        '      ^^^^^^^\n'
+        f"hint: {GROUP_MEMBER}"),
+    "sm_90a_target": ('target cuda sm_90a\nkernel k {\n  gemm 64 x 64 x 64\n}\n',
+        "p.gs:1:13: error[E203]: unknown cuda target 'sm_90a'\n"
+        '    target cuda sm_90a\n'
+        '                ^^^^^^\n'
+        'hint: write sm_90: gemmc builds the sm_90a (wgmma, TMA) kernels of that target itself and names their '
+        '-gencode'),
+    "grouped_form_as_written": ('kernel k {\n  grouped rows n 8 k 8 groups 2\n}\n',
+        "p.gs:2:11: error[E204]: unknown grouped form 'rows'\n"
+        '      grouped rows n 8 k 8 groups 2\n'
+        '              ^^^^\n'
+        'hint: expected one of M, K, list'),
 }
 
 

@@ -24,3 +24,5 @@ SUITES: dict[str, str] = {
     "planner_time": "host time of the irregular planner (no GPU needed)",
     "report": "the docs' tables and plots from results files (no GPU needed)",
 }
+# The suites that time kernels, and so need a GPU, CuPy and torch (the others read results files or time the host).
+NEEDS_GPU = frozenset({"irregular", "uniform", "precision", "tallskinny", "half", "dynamic", "moe_half", "concurrent"})

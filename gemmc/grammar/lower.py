@@ -53,8 +53,12 @@ def lower(module: Module, *, algorithms: tuple[str, ...], filename: str = "<stri
                       "expected 'cuda' or 'hip'")
         elif found is None:
             archs = [a for a, h in TARGETS.items() if h.vendor == decl.vendor.text]
-            low.error("E203", f"unknown {decl.vendor.text} target '{decl.arch.text}'", decl.arch.span,
-                      "expected one of " + ", ".join(archs))
+            arch = decl.arch.text
+            known = "expected one of " + ", ".join(archs)
+            if arch.endswith("a") and resolve_target(f"{decl.vendor.text}:{arch[:-1]}") is not None:
+                known = (f"write {arch[:-1]}: gemmc builds the {arch} (wgmma, TMA) kernels of that target itself and "
+                         "names their -gencode")
+            low.error("E203", f"unknown {decl.vendor.text} target '{arch}'", decl.arch.span, known)
         else:
             hw = found
     if target is not None:

@@ -104,10 +104,12 @@ class Lowering:
                                f"a kernel of {dtype.value} data computes alpha and beta in "
                                f"{limits.scalar_ctype(dtype)}")
 
-    def choice(self, word: Word, what: str, options: dict[str, E]) -> E | None:
+    def choice(self, word: Word, what: str, options: dict[str, E], written: str | None = None) -> E | None:
+        """The option `word` names; else an E204 quoting `written` (the text as the schedule has it), or the word."""
         if word.text in options:
             return options[word.text]
-        self.error("E204", f"unknown {what} '{word.text}'", word.span, "expected one of " + ", ".join(options))
+        self.error("E204", f"unknown {what} '{written if written is not None else word.text}'", word.span,
+                   "expected one of " + ", ".join(options))
         return None
 
     def kernel(self, decl: KernelDecl) -> Kernel:
@@ -307,7 +309,7 @@ class Lowering:
         out["problems"] = ()
         form = stmt.values[0]
         grouping = self.choice(Word(form.text.upper() if form.text.lower() != "list" else "list", form.span),
-                               "grouped form", {"M": Grouping.M, "K": Grouping.K, "list": Grouping.LIST})
+                               "grouped form", {"M": Grouping.M, "K": Grouping.K, "list": Grouping.LIST}, form.text)
         if grouping is None:
             return
         if grouping is Grouping.LIST:

@@ -148,6 +148,9 @@ MEMBER_HINT = "a group's members are named: `gemm q 64 x 64 x 64`"
 GEMM_NAME_HINT = ("a kernel's `gemm` has no name; name problems in `batch { q 64 x 64 x 64 }`, or put named GEMMs "
                   "in a `group`")
 SCALAR_HINT = "alpha and beta are numbers (`alpha 0.125`) or `runtime`"
+COPIES_HINT = "in a group, a member's copies are `copies N`: `gemm q 4096 x 1024 x 1024 copies 3`"
+GROUP_MEMBER_HINT = ("a group's members are `gemm NAME M x N x K` lines; a batch (`batch { }`, `grouped`) is a "
+                     "`kernel` of its own")
 ITEMS_HINT = ("per-operand items are separated by commas: `dtype A bf16, B bf16, C f32`, `layout A row, B col`; a "
               "dtype may also be one type for all three (`dtype bf16`)")
 TOP_STATEMENT_HINT = "statements go inside `kernel NAME { ... }` or `group NAME { ... }`"
@@ -237,6 +240,10 @@ def _token_hint(tok: Token, expected: set[str], stack: list, stmt: tuple[Token, 
         return f"'{word}' is a word of the language and cannot be a name (docs/LANGUAGE.md, \"Reserved names\")"
     if tok.type in _STATEMENT_TOKENS and expected <= _TOP_TOKENS:
         return TOP_STATEMENT_HINT
+    if tok.type == "COUNT" and "COPIES" in expected:
+        return COPIES_HINT
+    if tok.type in ("BATCH", "GROUPED") and "CONCURRENCY" in expected:
+        return GROUP_MEMBER_HINT
     if tok.type == "NUMBER" and word[0] in "-.":  # `kernel moe-1b`, `kernel v1.5`: `-1b`, `.5` read as numbers
         hint = _name_hint(stack, source, tok.start_pos or 0)
         if hint:

@@ -16,8 +16,9 @@ def cupy():
     try:
         import cupy as cp
     except ImportError:
-        raise NoGpuError("running a kernel needs CuPy and a GPU: pip install 'gemmc[gpu]' "
-                         "(compiling and inspecting schedules does not)") from None
+        raise NoGpuError("running a kernel needs CuPy and a GPU (compiling and inspecting schedules does not): "
+                         "pip install 'gemmc[gpu]', in a clone pip install -e '.[gpu]' ('.[gpu-cuda12]' with "
+                         "CUDA 12)") from None
     return cp
 
 

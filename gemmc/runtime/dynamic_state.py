@@ -4,15 +4,13 @@ runtime/dynamic.py so that the list form's module (dynamic_list.py) can name the
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 import warnings
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import Any
 
+from gemmc.errors import caller_level
 from gemmc.runtime.graph_release import GraphHeld
 from gemmc.runtime.launcher import Launcher
 from gemmc.runtime.streams import capture_graph, capture_of
@@ -99,17 +97,6 @@ class GraphSlots:
             self.pool.attach(index, graph)
             found = self.found[key] = int(memory.data.ptr) + self.start + self.size * index
             return found
-
-
-def _caller_level() -> int:
-    """warnings.warn's stacklevel, for the function that calls this one, of the first frame outside the gemmc package:
-    the user's line, however many of gemmc's calls lie between (the launch paths differ in depth)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    frame: FrameType | None = sys._getframe(1)
-    level = 1
-    while frame is not None and frame.f_code.co_filename.startswith(root + os.sep):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 COUNTER_SLOTS = 64  # streams a kernel keeps tile counters for (each launch's stream takes its own pair)
@@ -256,7 +243,7 @@ class DynamicState:
                           "(graph, capture stream) pairs whose CUDA graphs still exist, the most it keeps; until one "
                           "of those graphs is destroyed, a capture shares its stream's counters, so its graph must "
                           "not replay at the same time as that stream's plain calls or other graphs captured "
-                          "meanwhile", stacklevel=_caller_level())
+                          "meanwhile", stacklevel=caller_level())
         return self.counter(key[1])  # (`stream_counters` takes its own lock)
 
     def counter(self, stream: int) -> int:

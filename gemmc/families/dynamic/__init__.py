@@ -79,7 +79,8 @@ class Dynamic(PlannerFamily):
             misfit = grouped_misfit(kernel) if grouped_on_loop_target(kernel, hw) else ""
             why = f": the TMA + wgmma loop does not run it ({misfit})" if misfit else " is not supported yet"
             err("E900", "precision", f"a batch sized at run time with precision {kernel.precision} (tensor cores)"
-                f"{why}", "use precision f32 (or f64 with dtype f64)")
+                f"{why}", "use precision f32 (or f64 with dtype f64); for tensor cores store A and B as bf16 or f16 "
+                "(dtype bf16, target cuda sm_90)")
         if kernel.dtype.widened not in (DType.F32, DType.F64):
             err("E900", "dtype", f"a batch sized at run time with dtype {kernel.dtype.value} is not supported yet")
         if kernel.tile is not None and (kernel.tile.slices > 1 or kernel.tile.split > 1):
