@@ -157,6 +157,17 @@ def test_inspect_shows_the_size_classes_and_the_scheduler(tmp_path):
     assert "tiles derived on the device" in out
 
 
+def test_inspect_counts_the_tiles_each_size_class_takes_at_the_declared_rows():
+    """The equal-groups line says which tiles the groups run: 8-row groups one row of 32 x 128 tiles each, 300-row
+    groups two rows of 128 x 128 and a last row of 64 x 128."""
+    def line(rows: int) -> str:
+        plan = kernel_of(f"kernel m {{ layout B col grouped M n 2048 k 512 groups 128 rows {rows} }}").plan
+        return next(x for x in plan.splitlines() if "equal groups" in x)
+
+    assert "2048 tiles (2048 of 32x128)" in line(1024)
+    assert "6144 tiles (4096 of 128x128, 2048 of 64x128)" in line(128 * 300)
+
+
 # ---- the scheduler: NumPy model, float64 reference, coverage ----------------------------------------------------
 
 def routings(seed: int, groups: int, rows: int) -> list[np.ndarray]:

@@ -164,6 +164,10 @@ def notes(kernel: Kernel, plan: DynamicPlan, hw: Hardware) -> tuple[str, ...]:
         starts = scheduler.clamped_starts(np.arange(1, groups + 1) * (dyn.max_rows // groups), dyn.max_rows)
         m, n, _ = scheduler.group_sizes(plan, starts, dyn.m, dyn.n, dyn.k)
         s = scheduler.schedule(plan, m, n, threshold)
+        used = scheduler.tile_table(plan, s, m, n)[:, 3]
+        area = [c.variant.bm * c.variant.bn for c in plan.classes]
+        taken = ", ".join(f"{np.count_nonzero(used == v)} of {name[v]}"
+                          for v in sorted(set(used.tolist()), key=lambda v: -area[v]))
         out.append(f"at {dyn.max_rows} rows in {groups} equal groups: cap level {s.cap} ({plan.levels[s.cap]}), "
-                   f"{s.total} tiles over a grid of {hw.sm_count * plan.blocks_per_sm} blocks")
+                   f"{s.total} tiles ({taken}) over a grid of {hw.sm_count * plan.blocks_per_sm} blocks")
     return tuple(out)
