@@ -321,3 +321,31 @@ def test_a_malformed_cached_choice_is_measured_again_not_a_crash(device):
     with pytest.warns(cache.CacheWarning, match="chosen index 99"):
         again(*operands(again))
     assert not again.tuning.cached and device.timed == 14 and json.loads(path.read_text())["chosen"] == 6
+
+
+def test_a_kernel_planned_for_another_gpu_that_does_not_compile_for_this_one_says_which_target_to_write(
+        monkeypatch):
+    """device_function: a kernel planned for sm_90 (the default target) that NVRTC cannot compile for the GPU at hand
+    (an sm_80: no clusters) is refused with the target to write, not with the compiler's error alone."""
+    from types import SimpleNamespace
+
+    from gemmc.runtime import compile as compile_
+
+    class CompileException(Exception):  # CuPy's compiler error, by its name
+        pass
+
+    def refuse(source: str, arch: str) -> None:
+        raise CompileException("error: identifier \"__cluster_dims__\" is undefined\nmore lines")
+
+    rendered = gemmc.compile_string("kernel k { gemm 64 x 64 x 64 }")["k"].rendered
+    assert rendered.device_arch == "sm_90"
+    monkeypatch.setattr(compile_, "hardware", lambda: SimpleNamespace(arch="sm_80"))
+    monkeypatch.setattr(compile_, "_module", refuse)
+    with pytest.raises(gemmc.GemmcError, match=r"E303.*planned for sm_90 and does not compile for this GPU \(sm_80\): "
+                       r"error: identifier \"__cluster_dims__\" is undefined; compile the schedule for this GPU "
+                       r"\(`target cuda sm_80`\)") as info:
+        compile_.device_function(rendered, rendered.entry)
+    assert info.value.diagnostics[0].code == "E303"
+    monkeypatch.setattr(compile_, "hardware", lambda: SimpleNamespace(arch="sm_90"))
+    with pytest.raises(CompileException):  # planned for this GPU: the compiler's own error, a gemmc bug
+        compile_.device_function(rendered, rendered.entry)

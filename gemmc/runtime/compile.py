@@ -163,4 +163,12 @@ def device_function(rendered: Rendered, entry: str) -> Any:
             raise GemmcError(f"kernel '{rendered.name}' was planned for {rendered.device_arch} (its main loop is "
                              f"wgmma) but this GPU is {arch}; {fix}", code="E303")
         return _module_arch_specific(rendered.source, rendered.device_arch, rendered.build_flags).get_function(entry)
-    return _module(rendered.source, arch).get_function(entry)
+    try:
+        return _module(rendered.source, arch).get_function(entry)
+    except Exception as err:
+        if rendered.device_arch in ("", arch) or type(err).__name__ != "CompileException":
+            raise
+        # A kernel planned for another GPU (the default target is sm_90) may use what this one lacks (clusters).
+        raise GemmcError(f"kernel '{rendered.name}' was planned for {rendered.device_arch} and does not compile for "
+                         f"this GPU ({arch}): {str(err).strip().splitlines()[0]}; compile the schedule for this GPU "
+                         f"(`target cuda {arch}`)", code="E303") from None
