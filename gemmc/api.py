@@ -138,7 +138,6 @@ def slower_path(item: CompiledKernel | CompiledGroup) -> tuple[str, str] | None:
             f"kernel {item.name} runs with the {item.ir.family} family, {item.ir.declined}")
 
 
-
 def read_schedule(path: str | Path) -> str:
     """The text of a schedule file: UTF-8 (a leading byte-order mark is dropped). A file that cannot be read, or
     bytes that are not UTF-8, raise GemmcError E103 (the latter at the line and column of the first bad byte)."""

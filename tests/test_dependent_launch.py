@@ -294,3 +294,29 @@ def test_a_missing_driver_function_is_named_with_what_needs_it(monkeypatch):
     monkeypatch.setattr(device, "driver_call", missing)
     with pytest.raises(gemmc.GemmcError, match=r"cuLaunchKernelEx \(libcuda.so.1\) is needed for a dependent launch"):
         device.driver_function("cuLaunchKernelEx", (ctypes.c_void_p,), "for a dependent launch")
+
+
+def test_without_a_cuda_driver_libcuda_is_opened_once(monkeypatch):
+    """device._libcuda: a process without libcuda.so.1 (HIP) pays the failed dlopen once, not at every lookup of a
+    driver function (a launch path asks on every call)."""
+    import ctypes
+
+    from gemmc.runtime import device
+
+    opened: list[str] = []
+
+    def missing(name: str) -> None:
+        opened.append(name)
+        raise OSError(f"{name}: cannot open shared object file")
+
+    device._libcuda.cache_clear()
+    device.driver_call.cache_clear()
+    monkeypatch.setattr(ctypes, "CDLL", missing)
+    try:
+        for name in ("cuStreamGetCaptureInfo_v2", "cuLaunchKernelEx", "cuStreamGetCaptureInfo_v2"):
+            with pytest.raises(OSError, match="no CUDA driver"):
+                device.driver_call(name)
+        assert opened == ["libcuda.so.1"]
+    finally:
+        device._libcuda.cache_clear()
+        device.driver_call.cache_clear()

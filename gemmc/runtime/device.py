@@ -23,11 +23,24 @@ def cupy():
 
 
 @cache
-def driver_call(name: str) -> Any:
-    """The CUDA driver's function `name` (ctypes, from libcuda.so.1, which any CUDA process has loaded), looked up
-    once: the caller sets its argtypes. OSError where there is no driver or it lacks the function."""
+def _libcuda() -> Any:
+    """libcuda.so.1 (which any CUDA process has loaded), or None without a CUDA driver (HIP): opened once either way,
+    since a failed dlopen costs tens of microseconds and a launch path may ask on every call."""
     try:
-        return getattr(ctypes.CDLL("libcuda.so.1"), name)
+        return ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+
+
+@cache
+def driver_call(name: str) -> Any:
+    """The CUDA driver's function `name` (ctypes), looked up once: the caller sets its argtypes. OSError where there is
+    no driver or it lacks the function."""
+    lib = _libcuda()
+    if lib is None:
+        raise OSError("no CUDA driver (libcuda.so.1)")
+    try:
+        return getattr(lib, name)
     except AttributeError as err:
         raise OSError(f"the CUDA driver has no {name}: {err}") from None
 

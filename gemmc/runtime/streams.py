@@ -119,9 +119,8 @@ def _query(stream: int) -> tuple[int, tuple[int, int] | None]:
 @cache
 def _capture_info() -> Any:
     """The driver's cuStreamGetCaptureInfo_v2 (its six-parameter form, kept in CUDA 13's ABI), or None where there is
-    no CUDA driver (HIP) or it lacks the call (a driver before CUDA 11.3). Looked up once either way: a failed lookup
-    (driver_call caches only what it finds) is a failed dlopen of libcuda.so.1, tens of microseconds, which every
-    grouped launch would pay."""
+    no CUDA driver (HIP) or it lacks the call (a driver before CUDA 11.3); looked up once either way (every grouped
+    launch asks)."""
     try:
         return driver_call("cuStreamGetCaptureInfo_v2")
     except OSError:
