@@ -631,9 +631,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemmc_varlen_dynamic_f64_rr
 #pragma unroll
       for (int c = 0; c < GEMMC_DYN_LEVELS; ++c) tlp[c] += add[c];
     }
+    // Summed over each 32 lanes first, then one shared atomic per warp: a 64-bit shared atomicAdd from every thread
+    // serialises the lanes, and for 64 groups took 10 us of the schedule's 14
+    // (bench/results/dynamic/2026-11-28_h100_list-gap.json, bench/experiments/dynamic_list_gap.py).
 #pragma unroll
-    for (int c = 0; c < GEMMC_DYN_LEVELS; ++c)
-      if (tlp[c]) atomicAdd(&s_tlp[c], (unsigned long long)tlp[c]);
+    for (int c = 0; c < GEMMC_DYN_LEVELS; ++c) {
+      long long sum = tlp[c];
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) sum += GEMMC_SHFL_DOWN(sum, off);
+      if ((tid & 31) == 0 && sum) atomicAdd(&s_tlp[c], (unsigned long long)sum);
+    }
   }
   __syncthreads();
   const int cap = gemmc_dyn_cap(s_tlp, tlp_threshold);
