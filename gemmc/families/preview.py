@@ -28,7 +28,8 @@ class CallSizes(NamedTuple):
     k: tuple[int, ...]
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return tuple(np.array(x, dtype=np.int64) for x in self)  # type: ignore[return-value]
+        m, n, k = (np.array(x, dtype=np.int64) for x in self)
+        return m, n, k
 
 
 def _ints(values: Any, name: str) -> np.ndarray:
@@ -95,10 +96,6 @@ def call_sizes(dyn: DynamicBatch, sizes: Any = None, offsets: Any = None) -> Cal
     return CallSizes((dyn.m,) * len(size), (dyn.n,) * len(size), size)
 
 
-def shape(bm: int, bn: int) -> str:
-    return f"{bm}x{bn}"
-
-
 @dataclass(frozen=True, slots=True)
 class GroupSchedule:
     """One group (problem) of the call: its sizes, and the tiles it runs by shape (largest first: its size class's
@@ -148,8 +145,8 @@ class SchedulePreview:
 
     @property
     def tiles(self) -> int:
-        """The launch's tiles (groups run elsewhere left out)."""
-        return sum(g.count for g in self.groups if not g.elsewhere)
+        """The launch's tiles (a group run elsewhere has none here)."""
+        return sum(g.count for g in self.groups)
 
     @property
     def rounds(self) -> float:
@@ -185,10 +182,11 @@ class SchedulePreview:
 
 
 def by_shape(counts: Sequence[tuple[int, int, int]]) -> tuple[tuple[str, int], ...]:
-    """(bm, bn, tiles) as (shape, tiles) by decreasing area, shapes of no tile left out, one shape once."""
+    """(bm, bn, tiles) as ("BMxBN", tiles) by decreasing area (taller first), each shape once, shapes of no tile left
+    out."""
     merged: dict[tuple[int, int], int] = {}
     for bm, bn, c in counts:
         if c > 0:
             merged[(bm, bn)] = merged.get((bm, bn), 0) + int(c)
-    return tuple((shape(bm, bn), c) for (bm, bn), c in sorted(merged.items(), key=lambda x: (-x[0][0] * x[0][1],
-                                                                                          -x[0][0])))
+    ordered = sorted(merged.items(), key=lambda item: (-item[0][0] * item[0][1], -item[0][0]))
+    return tuple((f"{bm}x{bn}", c) for (bm, bn), c in ordered)
