@@ -3,12 +3,15 @@ runtime side, `gemmc.runtime.executable.Executable`). `gemmc.api` gives the prog
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from gemmc.codegen import Rendered, render_kernel
 from gemmc.codegen.svg import render_svg
-from gemmc.errors import GemmcError
+from gemmc.errors import GemmcError, InternalError
+from gemmc.families.preview import SchedulePreview, call_sizes
+from gemmc.families.registry import family
 from gemmc.ir.dynamic import Grouping
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel
@@ -117,11 +120,13 @@ class CompiledKernel:
         runs the same plan (its `tuning` is this one's). The planner's own cost is in `.planner_seconds`.
 
         Raises:
-            GemmcError: (E400) for a batch sized at run time (`grouped`), which has no plan per size."""
+            GemmcError: (E400) for a batch sized at run time (`grouped`), which has no plan per size
+                (`schedule_for` previews what its device scheduler does with given sizes)."""
         if self.ir.dynamic is not None:
             raise GemmcError(f"plan_for: kernel '{self.name}' is a batch sized at run time ({self.ir.dynamic}): its "
                              "tiles are derived on the device from each call's sizes, so there is no plan per size; "
-                             "`plan` shows its size classes")
+                             "`schedule_for(sizes)` shows what the device scheduler does with given sizes, `plan` "
+                             "its size classes")
         exe = self.executable.plan_for(shapes)
         kernel = self._replans.get(exe)
         if kernel is None:
@@ -129,6 +134,46 @@ class CompiledKernel:
             self._replans = {e: k for e, k in self._replans.items() if e in kept}
             kernel = self._replans[exe] = CompiledKernel.of(exe)
         return kernel
+
+    def schedule_for(self, sizes: Any = None, *, offsets: Any = None, sm_count: int | None = None
+                     ) -> SchedulePreview:
+        """What the device scheduler of a batch sized at run time (`grouped`) decides for one call's sizes, computed on
+        the host by the family's model of it (no GPU needed): each group's size class (the tiles it runs, by shape),
+        the level cap and why, the tiles, the persistent grid and its rounds, and whether the last round runs in
+        column halves. `print()` it for a table (what `gemmc inspect --sizes` prints).
+
+        Example:
+            ```python
+            k = gemmc.compile_file("examples/moe.gs")["moe_up"]
+            s = k.schedule_for([40, 4000, 0, 12])     # grouped M: each expert's rows
+            s.cap, s.tiles, s.rounds, s.groups[1].tiles
+            print(k.schedule_for(offsets=[40, 4040, 4040, 4052]))   # the same call's cumulative ends
+            ```
+
+        Args:
+            sizes: per group, as a call would have them: `grouped M` each group's rows, `grouped K` each group's
+                depth, `grouped list` the (m, n, k) of each problem. Zeros are fine (a group of no tiles, or for
+                `grouped K` and a list's k 0, tiles that store beta * C).
+            offsets: instead of `sizes`, for `grouped M` / `grouped K`: the int32 cumulative group ends a call takes,
+                on the host (a list, a NumPy array, a tensor's `.cpu()`).
+            sm_count: the SMs of the GPU to preview for; by default the target table's (`k.target.sm_count`).
+
+        Raises:
+            GemmcError: (E400) a kernel whose batch is fixed in its schedule (`plan_for` re-plans those); more
+                groups than the schedule's `groups`, more rows than its `rows`, a negative size, ends that are not
+                cumulative from 0, as a call (with `validate=True`) refuses them."""
+        if self.ir.dynamic is None:
+            raise GemmcError(f"schedule_for: kernel '{self.name}' has a batch fixed in its schedule: its tiles are "
+                             "planned on the host, and `plan` shows them (`plan_for(shapes)` for other sizes)")
+        hw = self.target
+        if sm_count is not None:
+            if isinstance(sm_count, bool) or not isinstance(sm_count, int) or sm_count < 1:
+                raise GemmcError(f"sm_count: expected a whole number of SMs of at least 1, got {sm_count!r}")
+            hw = dataclasses.replace(hw, sm_count=sm_count)
+        preview = family(self.ir.family).schedule_for(self.ir, call_sizes(self.ir.dynamic, sizes, offsets), hw)
+        if preview is None:
+            raise InternalError("api", f"family {self.ir.family} of kernel '{self.name}' previews no schedule")
+        return preview
 
     def with_plan(self, plan: FamilyPlan, label: str = "<plan>") -> CompiledKernel:
         """These problems under another plan of the same family (a shape the planner would not pick by itself),

@@ -219,9 +219,60 @@ def only(program: Program, wanted: list[str] | None) -> Program:
                                groups=tuple(g for g in program.groups if g.name in names))
 
 
+def call_sizes(text: str) -> tuple[str, list]:
+    """An `--sizes` value: "40,4000,0,12" (each group's rows or depth: grouped M and K) or "40x512x256,7x64x9" (each
+    problem's m x n x k: grouped list); the form it is for and the sizes."""
+    items = [item.strip() for item in text.split(",")] if text.strip() else []
+    try:
+        if all("x" not in item for item in items):
+            return "grouped", [int(item) for item in items]
+        shapes = [tuple(int(d) for d in item.split("x")) for item in items]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}': expected numbers separated by commas (each group's rows or "
+                                         "depth), or m x n x k shapes such as 40x512x256 (a grouped list's problems)"
+                                         ) from None
+    if any(len(s) != 3 for s in shapes):
+        raise argparse.ArgumentTypeError(f"'{text}': a grouped list's problems are m x n x k, such as 40x512x256")
+    return "list", shapes
+
+
+def write_schedules(schedule: str, target: str | None, sizes: tuple[str, list], wanted: list[str] | None) -> int:
+    """`inspect --sizes`: what the device scheduler of each batch sized at run time (those `--kernel` names) does with
+    the sizes of one call, as `CompiledKernel.schedule_for` previews it."""
+    from gemmc.ir.dynamic import Grouping
+
+    form, values = sizes
+    kernels = selected(load(schedule, target), wanted, members=True)
+    fits = [k for k in kernels if k.ir.dynamic is not None  # no sizes at all: zero groups, whatever the form
+            and ((k.ir.dynamic.grouping is Grouping.LIST) == (form == "list") or not values)]
+    if not fits:
+        spelled = "m x n x k shapes (a grouped list's problems)" if form == "list" else \
+            "numbers (each group's rows or depth: grouped M and grouped K)"
+        raise CommandError(f"--sizes gives {spelled}, and no kernel shown is such a batch sized at run time ("
+                           + ", ".join(f"{k.name}: {k.ir.dynamic or 'a batch fixed in its schedule'}" for k in kernels)
+                           + ")")
+    for kernel in kernels:
+        if kernel not in fits:
+            why = ("a batch fixed in its schedule (`gemmc inspect` prints its plan)" if kernel.ir.dynamic is None
+                   else f"{kernel.ir.dynamic}, whose sizes --sizes does not spell")
+            print(f"skipped {kernel.name}: {why}", file=sys.stderr)
+    shown = []
+    for kernel in fits:  # every preview made before any is printed: a bad size is one error, naming its kernel
+        try:
+            shown.append(str(kernel.schedule_for(values)))
+        except GemmcError as err:
+            raise GemmcError(f"--sizes, kernel '{kernel.name}': {err.diagnostics[0].message}") from None
+    print("\n\n".join(shown))
+    return 0
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
+    if args.svg and args.sizes is not None:
+        raise CommandError("--svg and --sizes: give one (a batch sized at run time has no picture)")
     if args.svg:
         return write_svgs(args.schedule, args.target, args.svg, args.kernel)
+    if args.sizes is not None:
+        return write_schedules(args.schedule, args.target, args.sizes, args.kernel)
     text, filename = schedule_text(args.schedule)
     program = front_end(text, filename=filename, target=args.target)
     shown = {k.name for k in only(program, args.kernel).kernels}
@@ -341,6 +392,10 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("--svg", metavar="PATH", help="draw each planned kernel (tiles, blocks, TLP, occupancy) as SVG "
                                                  "instead: into the folder PATH as <kernel>.svg (an existing folder, "
                                                  "or PATH ending in /), to the file PATH or, with -, to stdout")
+    i.add_argument("--sizes", type=call_sizes, metavar="SIZES",
+                   help="instead: what the device scheduler of each batch sized at run time does with one call's "
+                        "sizes: each group's rows (grouped M) or depth (grouped K), as 40,4000,0,12, or each "
+                        "problem's m x n x k (grouped list), as 40x512x256,7x64x9")
     i.set_defaults(fn=cmd_inspect, usage_of=i)
 
     r = sub.add_parser("run", help="(GPU) run every kernel on random inputs, compare with float64, time it",

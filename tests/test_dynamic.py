@@ -62,6 +62,7 @@ def test_plan_for_refuses_a_batch_sized_at_run_time():
         with pytest.raises(gemmc.GemmcError) as info:
             kernel_of(text).plan_for([(4, 4, 4)])
         assert info.value.code == "E400" and "kernel 'moe' is a batch sized at run time" in str(info.value)
+        assert "`schedule_for(sizes)` shows what the device scheduler does with given sizes" in str(info.value)
 
 
 def test_static_schedules_are_untouched():

@@ -3,7 +3,8 @@
 A family is everything one kind of kernel needs: when `algorithm auto` takes it (`claim`), the schedule rules it
 owns (`check`), its plan type and planning steps (`steps`, `worklist`), what its plans must satisfy (`limits`,
 `grid_tile`: what the IR verifier checks), the shapes the first call may time against the model's choice
-(`alternatives`), how a concurrent group of some family's kernels (`fuses`) runs as one launch of its own (`fuse`,
+(`alternatives`), what its device scheduler would do with one call's sizes (`schedule_for`, for a batch sized at run
+time), how a concurrent group of some family's kernels (`fuses`) runs as one launch of its own (`fuse`,
 and `prefer_fused`, its rule for `concurrency auto`), and its template with the context that fills it. The
 pipeline, the verifier, the code generator, the tuner and `inspect` reach a family only through this protocol and
 the registry (gemmc/families/registry.py); none of them names one.
@@ -19,6 +20,7 @@ from typing import NamedTuple, Protocol
 
 from gemmc.errors import Diagnostic
 from gemmc.families.cells import Cells, whole_problems
+from gemmc.families.preview import CallSizes, SchedulePreview
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel, WorkList
 from gemmc.ir.types import NO_SPAN, Span
@@ -178,6 +180,12 @@ class KernelFamily(Protocol):
         cell a legend names (gemmc/families/cells.py): what `gemmc inspect --svg` draws."""
         ...
 
+    def schedule_for(self, kernel: Kernel, sizes: CallSizes, hw: Hardware) -> SchedulePreview | None:
+        """For a planned kernel whose batch is sized at run time: what its device scheduler decides for one call's
+        sizes (checked: families/preview.py, call_sizes) over the persistent grid on `hw`, computed on the host by the
+        family's model of it (gemmc/families/preview.py); None: the family has no device scheduler."""
+        ...
+
     def template(self, kernel: Kernel) -> str:
         """The file name of the family's template (in `folder`) that renders this kernel."""
         ...
@@ -260,6 +268,9 @@ class PlannerFamily:
 
     def cells(self, kernel: Kernel, hw: Hardware) -> Cells:
         return whole_problems(kernel)  # a family that says no more: each problem computed by the whole grid
+
+    def schedule_for(self, kernel: Kernel, sizes: CallSizes, hw: Hardware) -> SchedulePreview | None:
+        return None
 
     def template(self, kernel: Kernel) -> str:
         return str(self.codegen.TEMPLATE)

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from gemmc.errors import Diagnostic, InternalError
 from gemmc.families.base import Claim, GridTile, PlannerFamily
-from gemmc.families.dynamic import codegen, planner, steps
+from gemmc.families.dynamic import codegen, planner, preview, steps
 from gemmc.families.dynamic.plan import DynamicPlan
+from gemmc.families.preview import CallSizes, SchedulePreview
 from gemmc.families.tma_loop import grouped_misfit, grouped_on_loop, grouped_on_loop_target
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import FamilyPlan, Kernel
@@ -51,6 +52,9 @@ class Dynamic(PlannerFamily):
             raise InternalError("dynamic", f"grid_tile of a {type(plan).__name__}")
         top = plan.classes[-1].variant
         return GridTile(top.bm, top.bn, persistent=True)
+
+    def schedule_for(self, kernel: Kernel, sizes: CallSizes, hw: Hardware) -> SchedulePreview | None:
+        return preview.schedule_for(kernel, kernel.plan_as(DynamicPlan, NAME), sizes, hw)
 
     def check(self, kernel: Kernel, hw: Hardware) -> list[Diagnostic]:
         dyn = kernel.dynamic

@@ -89,6 +89,23 @@ def costs(plan: DynamicPlan, m: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, 
     return tm * tn, cost
 
 
+def group_tiles(plan: DynamicPlan, variant: np.ndarray, m: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Per group (rows) and variant (columns): the tiles the group runs of that variant, its `variant`'s tiles with
+    those of a last row (column) that needs at most half the height (width) under their edge variants (tile_table's
+    tiles, counted without listing them)."""
+    bm, bn = column(plan, "bm")[variant], column(plan, "bn")[variant]
+    m, n = np.asarray(m, dtype=np.int64), np.asarray(n, dtype=np.int64)
+    tm, tn = -(-m // bm), -(-n // bn)
+    row = ((tm > 0) & (m - (tm - 1) * bm <= bm // 2)).astype(np.int64)
+    col = ((tn > 0) & (n - (tn - 1) * bn <= bn // 2)).astype(np.int64)
+    edge = edge_table(plan)[variant]  # groups x kinds
+    out = np.zeros((len(variant), len(plan.classes)), dtype=np.int64)
+    groups = np.arange(len(variant))
+    for kind, count in enumerate(((tm - row) * (tn - col), row * (tn - col), (tm - row) * col, row * col)):
+        np.add.at(out, (groups, edge[:, kind]), count)
+    return out
+
+
 def clamped_starts(ends: np.ndarray, rows: int) -> np.ndarray:
     """Group g's rows are [starts[g], starts[g + 1]): the running maximum of the ends clipped to [0, rows]."""
     clipped = np.clip(np.asarray(ends, dtype=np.int64), 0, rows)

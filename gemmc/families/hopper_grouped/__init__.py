@@ -14,8 +14,9 @@ from pathlib import Path
 
 from gemmc.errors import Diagnostic, InternalError
 from gemmc.families.base import Claim, Declined, Fusion, GridTile, NotFused, PlannerFamily
-from gemmc.families.hopper_grouped import codegen, fusion, planner, steps
+from gemmc.families.hopper_grouped import codegen, fusion, planner, preview, steps
 from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
+from gemmc.families.preview import CallSizes, SchedulePreview
 from gemmc.families.tma_loop import GROUPED_TARGET as TARGET
 from gemmc.families.tma_loop import (
     TMA_ALIGN,
@@ -133,6 +134,9 @@ class HopperGrouped(PlannerFamily):
         if kernel.tile is not None and (kernel.tile.slices > 1 or kernel.tile.split > 1):
             err("E900", "tile", "kslices and ksplit with a batch sized at run time are not supported yet")
         return out
+
+    def schedule_for(self, kernel: Kernel, sizes: CallSizes, hw: Hardware) -> SchedulePreview | None:
+        return preview.schedule_for(kernel, kernel.plan_as(HopperGroupedPlan, NAME), sizes, hw)
 
     def grid_tile(self, kernel: Kernel, plan: FamilyPlan, hw: Hardware) -> GridTile | None:
         if not isinstance(plan, HopperGroupedPlan):
