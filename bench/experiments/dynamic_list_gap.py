@@ -14,12 +14,14 @@ and checked against float64:
 - inline: `list`'s source with the variants below the top level inline in the switch (no gemmc_dyn_apart);
 - prologue: `list`'s source claiming no tile: every block derives the schedule and ends (its time is the scheduler's
   prologue and the launch; the outputs stay unwritten);
-- warp_tlp: `list`'s source with the TLP sums added to shared memory once a warp, not once a thread
-  (warp_tlp_prologue: the same claiming no tile);
+- thread_tlp: `list`'s source with the TLP sums added to shared memory once a thread (a 64-bit shared atomicAdd
+  each) instead of once a warp, as the kernel had them (thread_tlp_prologue: the same claiming no tile;
+  bench/results/dynamic/2026-11-28_h100_list-gap.json holds that run, where the kernel added them once a thread
+  and `warp_tlp` was this edit's reverse);
 - round_robin: `list`'s source with block b taking claims b, b + grid, ... instead of the counter's next one (no atomic
   round trip per tile; another balance);
 - static: gemmc's static plan of the draw's sizes (one tile a block, the tiles in the plan's order).
-Results: $OUT/list_gap.json.
+`DTYPE=f64` runs the schedules and arrays in f64. Results: $OUT/list_gap.json ($OUT/list_gap_f64.json).
 """
 
 from __future__ import annotations
@@ -31,12 +33,15 @@ import sys
 
 import numpy as np
 
+DTYPE = os.environ.get("DTYPE", "f32")  # f32 or f64: the schedules' dtype and the arrays'
+_D = f" dtype {DTYPE}" if DTYPE != "f32" else ""
 SCHEDULES = {
-    "list": "kernel varlen { alpha runtime beta runtime grouped list problems 512 }",
-    "const": "kernel varlenc { grouped list problems 512 }",
-    "bound64": "kernel varlen64 { alpha runtime beta runtime grouped list problems 64 }",
+    "list": f"kernel varlen {{{_D} alpha runtime beta runtime grouped list problems 512 }}",
+    "const": f"kernel varlenc {{{_D} grouped list problems 512 }}",
+    "bound64": f"kernel varlen64 {{{_D} alpha runtime beta runtime grouped list problems 64 }}",
 }
-APART = re.compile(r"gemmc_dyn_apart<(.*), float, float>\(\n\s*"
+STATIC = f"kernel roof {{{_D} batch {{ p 8 x 8 x 8 }} }}"
+APART = re.compile(r"gemmc_dyn_apart<(.*), (\w+), \2>\(\n\s*"
                    r"p\.m, p\.n, p\.k, p\.lda, p\.ldb, p\.ldc, m0, n0, (.*), tid\);")
 PROBLEMS = 64
 DRAWS = 4
@@ -65,20 +70,16 @@ TLP_ADD = """#pragma unroll
     for (int c = 0; c < GEMMC_DYN_LEVELS; ++c)
       if (tlp[c]) atomicAdd(&s_tlp[c], (unsigned long long)tlp[c]);
 """
-TLP_WARP = """#pragma unroll
-    for (int c = 0; c < GEMMC_DYN_LEVELS; ++c) {  // summed over the warp first: one shared atomic a warp
-      long long sum = tlp[c];
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, off);
-      if ((tid & 31) == 0 && sum) atomicAdd(&s_tlp[c], (unsigned long long)sum);
-    }
-"""
+# The template's sums: a warp's lanes reduced by shuffles, then one shared atomic a warp.
+TLP_WARP = re.compile(r"    // Summed over each 32 lanes.*?\n#pragma unroll\n"
+                      r"    for \(int c = 0; c < GEMMC_DYN_LEVELS; \+\+c\) \{\n"
+                      r".*?atomicAdd\(&s_tlp\[c\], \(unsigned long long\)sum\);\n    \}\n", re.S)
 
 
-def warp_tlp(source: str) -> str:
-    """The TLP sums added to shared memory once a warp (a shuffle reduction) instead of once a thread."""
-    assert source.count(TLP_ADD) == 1, "the TLP sums changed"
-    return source.replace(TLP_ADD, TLP_WARP)
+def thread_tlp(source: str) -> str:
+    """The TLP sums added to shared memory once a thread (a 64-bit shared atomicAdd each), not once a warp."""
+    assert len(TLP_WARP.findall(source)) == 1, "the TLP sums changed"
+    return TLP_WARP.sub(lambda m: TLP_ADD, source)
 
 
 def clocked(source: str) -> str:
@@ -95,23 +96,25 @@ def clocked(source: str) -> str:
             probe += ('  if (blockIdx.x == 0 && tid == 0) printf("steps %lld %lld %lld %lld %lld\\n", gemmc_at[0], '
                       "gemmc_at[1], gemmc_at[2], gemmc_at[3], gemmc_at[4]);\n")
         source = source.replace(mark, probe + mark) if i in (1, 2, 4) else source.replace(mark, mark + probe)
-    add = TLP_ADD if TLP_ADD in source else TLP_WARP
     read = '  if (blockIdx.x == 1 && tid == 0) printf("groups read %lld\\n", clock64() - gemmc_t0);\n'
-    return source.replace(add, read + add)  # block 1's: block 0's readings stay clear of a printf
+    if TLP_ADD in source:  # block 1's: block 0's readings stay clear of a printf
+        return source.replace(TLP_ADD, read + TLP_ADD)
+    return TLP_WARP.sub(lambda m: read + m.group(0), source)
 
 
 def inline(source: str) -> str:
     assert len(APART.findall(source)) >= 1, "the smaller variants' calls changed"
-    return APART.sub(lambda m: f"gemmc_simt_tile<{m.group(1)}>(\n              p, m0, n0, {m.group(2)}, tid, 0);",
+    return APART.sub(lambda m: f"gemmc_simt_tile<{m.group(1)}>(\n              p, m0, n0, {m.group(3)}, tid, 0);",
                      source)
 
 
 def _sets(torch, shapes_list):
     out = []
     for shapes in shapes_list:
-        out.append(([torch.randn(m, k, device="cuda") for m, n, k in shapes],
-                    [torch.randn(k, n, device="cuda") for m, n, k in shapes],
-                    [torch.empty(m, n, device="cuda") for m, n, k in shapes]))
+        dt = torch.float64 if DTYPE == "f64" else torch.float32
+        out.append(([torch.randn(m, k, device="cuda", dtype=dt) for m, n, k in shapes],
+                    [torch.randn(k, n, device="cuda", dtype=dt) for m, n, k in shapes],
+                    [torch.empty(m, n, device="cuda", dtype=dt) for m, n, k in shapes]))
     return out
 
 
@@ -119,13 +122,14 @@ def _launcher(fn, st, table, count):
     from gemmc.bench.dynamic import torch_stream
 
     zero = np.uint64(0)
+    scalar = np.float64 if DTYPE == "f64" else np.float32
 
     def go(i: int = 0) -> None:
         on = torch_stream()
         fn((st.grid, 1, 1), (st.block, 1, 1),
            (zero, zero, zero, zero, np.uint64(table.data_ptr()), np.int32(count), np.int64(0), np.int64(0),
-            np.int64(0), np.int64(0), np.int64(st.threshold), np.uint64(st.counter(on.ptr)), np.float32(1.0),
-            np.float32(0.0)), shared_mem=st.smem, stream=on)
+            np.int64(0), np.int64(0), np.int64(st.threshold), np.uint64(st.counter(on.ptr)), scalar(1.0),
+            scalar(0.0)), shared_mem=st.smem, stream=on)
 
     return go
 
@@ -140,7 +144,8 @@ def kernels():
     base = kerns["list"]
     edited = {name: cp.RawModule(code=edit(base.source), options=OPTIONS).get_function(base.rendered.entry)
               for name, edit in (("inline", inline), ("prologue", prologue), ("round_robin", round_robin),
-                                 ("warp_tlp", warp_tlp), ("warp_tlp_prologue", lambda s: prologue(warp_tlp(s))))}
+                                 ("thread_tlp", thread_tlp),
+                                 ("thread_tlp_prologue", lambda s: prologue(thread_tlp(s))))}
     return kerns, edited
 
 
@@ -154,7 +159,7 @@ def measure() -> None:
     from gemmc.runtime.dynamic_list import problem_table
 
     kerns, edited = kernels()
-    static = next(iter(gemmc.compile_string(d.LIST_STATIC)))
+    static = next(iter(gemmc.compile_string(STATIC)))
     sets = _sets(torch, d.list_shapes(PROBLEMS)[:DRAWS])
     dev = torch.cuda.current_device()
     res: dict = {"gpu": torch.cuda.get_device_name(), "problems": PROBLEMS, "kernels": {}, "rows": []}
@@ -186,7 +191,8 @@ def measure() -> None:
     res["geomean_vs_static"] = {n: float(np.exp(np.mean([np.log(r[n] / r["static_us"]) for r in res["rows"]])))
                                 for n in names}
     print(res["kernels"], res["geomean_vs_static"], flush=True)
-    with open(os.path.join(os.environ.get("OUT", "/tmp"), "list_gap.json"), "w") as f:
+    name = "list_gap.json" if DTYPE == "f32" else f"list_gap_{DTYPE}.json"
+    with open(os.path.join(os.environ.get("OUT", "/tmp"), name), "w") as f:
         json.dump(res, f, indent=1)
 
 
@@ -204,7 +210,7 @@ def clock() -> None:
 
     kern = next(iter(gemmc.compile_string(SCHEDULES["list"])))
     fns = {name: cp.RawModule(code=clocked(edit(kern.source)), options=OPTIONS).get_function(kern.rendered.entry)
-           for name, edit in (("current", lambda s: s), ("warp_tlp", warp_tlp))}
+           for name, edit in (("current", lambda s: s), ("thread_tlp", thread_tlp))}
     As, Bs, Cs = _sets(torch, d.list_shapes(PROBLEMS)[:1])[0]
     kern(As, Bs, Cs, alpha=1.0, beta=0.0)
     st = state(kern.executable)
@@ -225,7 +231,7 @@ def once() -> None:
     from gemmc.bench import dynamic as d
 
     kern = next(iter(gemmc.compile_string(SCHEDULES["list"])))
-    static = next(iter(gemmc.compile_string(d.LIST_STATIC)))
+    static = next(iter(gemmc.compile_string(STATIC)))
     As, Bs, Cs = _sets(torch, d.list_shapes(PROBLEMS)[:1])[0]
     kern(As, Bs, Cs, alpha=1.0, beta=0.0)
     static(As, Bs, Cs, stream=d.torch_stream())
