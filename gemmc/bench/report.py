@@ -51,8 +51,8 @@ DOCS_TABLES: dict[str, tuple[str, ...]] = {
                    "tallskinny/2026-11-23_h100_tallskinny-tsm2l-rowmajor-staged.json"),
     "concurrent": ("concurrent/2026-11-26_h200_concurrent.json", "concurrent/2026-11-27_h100_bf16-own-operands.json",
                    "concurrent/2026-11-27_h100_f32-own-operands.json"),
-    "dynamic": ("dynamic/2026-11-28_h100_thin.json", "dynamic/2026-11-28_h100_apart.json",
-                "dynamic/2026-11-28_h100_apart-large.json"),
+    "dynamic": ("dynamic/2026-11-28_h100_warp-tlp-suite.json", "dynamic/2026-11-28_h100_warp-tlp.json",
+                "dynamic/2026-11-28_h100_thin.json"),
     "moe_half": ("moe_half/2026-11-27_h100.json", "moe_half/2026-11-27_h100_tail-split.json"),
 }
 
