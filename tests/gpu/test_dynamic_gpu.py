@@ -131,6 +131,22 @@ def test_grouped_m(schedule, dtype, layouts, scalars, routing):
     assert t.equal(C[used:], C0[used:]), "rows outside every group were written"
 
 
+
+def test_an_explicit_tile_in_a_block_of_a_partial_warp():
+    """An explicit 48 x 48 tile runs on 144 threads, four warps and a half: one size class, no cap to choose and no
+    warp shuffle of the TLP sums (which would read lanes past the block), against float64 on a NaN-poisoned C."""
+    t = torch()
+    n, k, sizes = 97, 41, ROUTINGS["big"]
+    kern = kernel("kernel odd {{ tile 48x48x8  layout B col  grouped M n {n} k {k} groups 8 }}", n=n, k=k)
+    assert kern.ir.plan.threads == 144
+    rows = sum(sizes)
+    A, B = matrix(rows, k, "r", t.float32), stack(len(sizes), k, n, "c", t.float32)
+    C = matrix(rows, n, "r", t.float32, fill=float("nan"))
+    kern(A, B, C, offsets=ends_of(sizes, t))
+    ends = np.cumsum(sizes)
+    ref = t.cat([A[e - s:e].double() @ B[g].double() for g, (s, e) in enumerate(zip(sizes, ends, strict=True))])
+    assert rel(C, ref) < TOL["f32"]
+
 @pytest.mark.parametrize("tail_split", [True, False])
 def test_last_round_in_column_halves(tail_split):
     """DynamicPlan.tail_split: 8 groups of 511 rows by n 548 (edge tiles in the last column) make 160 tiles of 128 x
