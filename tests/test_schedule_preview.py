@@ -257,6 +257,9 @@ def test_inspect_sizes_of_a_list(capsys):
     (["--sizes", "4a"], cli.EXIT_USAGE, "argument --sizes: '4a': expected numbers separated by commas"),
     (["--sizes", "1x2"], cli.EXIT_USAGE, "a grouped list's problems are m x n x k, such as 40x512x256"),
     (["--sizes", "1", "--svg", "-"], cli.EXIT_USER, "--svg and --sizes: give one"),
+    (["--sizes", "1", "--source"], cli.EXIT_USER, "--source and --sizes: give one (--sizes prints no plan text)"),
+    (["--sizes", "1", "--after", "check"], cli.EXIT_USER, "--after and --sizes: give one"),
+    (["--svg", "-", "--after", "all"], cli.EXIT_USER, "--after and --svg: give one (--svg prints no plan text)"),
 ])
 def test_inspect_sizes_errors(args, code, words, capsys):
     with pytest.raises(SystemExit) if code == cli.EXIT_USAGE else contextlib.nullcontext() as exit_:
