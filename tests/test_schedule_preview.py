@@ -203,11 +203,29 @@ def test_a_list_preview_sends_what_tma_cannot_read_to_cuda_cores_as_a_call_does(
     (lambda k: k.schedule_for([[1, 2]]), "sizes: expected one number per group, got an array of shape (1, 2)"),
     (lambda k: k.schedule_for([1.5]), "sizes: expected whole numbers, got float64 values"),
     (lambda k: k.schedule_for([1], sm_count=0), "sm_count: expected a whole number of SMs of at least 1, got 0"),
+    (lambda k: k.schedule_for([2**62, 2**62]), "sizes[0] = 4611686018427387904: sizes are at most 2147483647"),
+    (lambda k: k.schedule_for(offsets=[1, 2**31]), "offsets[1] = 2147483648: a call's group ends are int32"),
 ])
 def test_what_a_call_refuses_the_preview_refuses(call, words):
     k = kernel("grouped M n 96 k 40 groups 24 rows 5000")
     with pytest.raises(gemmc.GemmcError) as info:
         call(k)
+    assert info.value.code == "E400" and words in str(info.value)
+
+
+@pytest.mark.parametrize("text, sizes, words", [
+    ("grouped M n 2048 k 40 groups 24", [2**31 - 1], "sizes: 2147483647 rows give more tiles than the int32 tile"),
+    ("grouped M n 2048 k 40 groups 24", [2**30] * 2, "sizes: 2147483648 rows, but the schedule allows at most"),
+    ("grouped list problems 4", [(2**31 - 1, 2**31 - 1, 1)], "sizes: the problems give more tiles than the int32"),
+    ("dtype bf16 grouped list problems 4", [(2**31 - 1, 2**20, 8)], "sizes: the problems give more tiles than"),
+    ("grouped list problems 4", [(2**40, 1, 1)], "sizes[0] = [1099511627776, 1, 1]: sizes are at most 2147483647"),
+])
+def test_sizes_past_32_bits_are_refused_as_a_call_refuses_them(text, sizes, words):
+    """A call's group ends are int32 and its tile numbering int32 (runtime/dynamic.py, runtime/dynamic_list.py):
+    sizes past them are refused, not previewed with int64 products that wrap (a list's 2^40 x 2^40 gave 0 tiles)."""
+    k = kernel(text)
+    with pytest.raises(gemmc.GemmcError) as info:
+        k.schedule_for(sizes)
     assert info.value.code == "E400" and words in str(info.value)
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gemmc.errors import GemmcError
+from gemmc.families.dynamic.plan import DynamicPlan
 from gemmc.ir.dynamic import INT32_MAX
 from gemmc.ir.types import Layout
 from gemmc.runtime.args import NUMPY_DTYPES, ArrayInfo, _torch_name, describe
@@ -352,9 +353,8 @@ class _Consts:
         self.views = view_fields(tuple(layout is Layout.ROW for layout in self.layouts),
                                  (ir.dtype.nbytes, ir.dtype.nbytes, ir.c_dtype.nbytes))
         self.axis = _AXIS[self.layouts]
-        classes = getattr(ir.plan, "classes", None)  # the dynamic family's size classes; hopper_grouped: one tile
-        self.smallest = (min(min(c.variant.bm, c.variant.bn) for c in classes) if classes is not None
-                         else min(ir.plan.bm, ir.plan.bn))  # type: ignore[union-attr]
+        plan = ir.plan  # the dynamic family's size classes; hopper_grouped: one tile
+        self.smallest = plan.min_tile if isinstance(plan, DynamicPlan) else min(plan.bm, plan.bn)  # type: ignore[union-attr]
 
 
 _CONSTS: dict[int, tuple[Any, _Consts]] = {}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gemmc.families.dynamic import scheduler
 from gemmc.families.dynamic.plan import SORT_GROUPS, DynamicPlan
-from gemmc.families.preview import CallSizes, GroupSchedule, SchedulePreview, by_shape
+from gemmc.families.preview import CallSizes, GroupSchedule, SchedulePreview, by_shape, tile_numbering
 from gemmc.ir.dynamic import Grouping
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
@@ -32,6 +32,7 @@ def cap_reason(plan: DynamicPlan, cap: int, tlp: list[int], threshold: int, grid
 
 
 def schedule_for(kernel: Kernel, plan: DynamicPlan, sizes: CallSizes, hw: Hardware) -> SchedulePreview:
+    tile_numbering(sizes, plan.grouping, plan.min_tile)
     m, n, k = sizes.arrays()
     grid = hw.sm_count * plan.blocks_per_sm
     threshold = plan.threshold(grid)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
-from gemmc.families.preview import CallSizes, GroupSchedule, SchedulePreview, by_shape
+from gemmc.families.preview import CallSizes, GroupSchedule, SchedulePreview, by_shape, tile_numbering
 from gemmc.families.tma_loop import TMA_ALIGN
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
@@ -46,6 +46,8 @@ def misfit(plan: HopperGroupedPlan, m: int, n: int, k: int) -> str:
 def schedule_for(kernel: Kernel, plan: HopperGroupedPlan, sizes: CallSizes, hw: Hardware) -> SchedulePreview:
     dyn = kernel.dynamic
     assert dyn is not None
+    if plan.grouped_list:  # the list's calls check the bound the dynamic family's do (grouped M's: only `rows`)
+        tile_numbering(sizes, dyn.grouping, min(plan.bm, plan.bn))
     m, n, k = sizes.arrays()
     grid = plan.grid(hw.sm_count)
     bm, small, bn = plan.bm, plan.small_bm, plan.bn
