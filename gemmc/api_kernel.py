@@ -4,6 +4,7 @@ runtime side, `gemmc.runtime.executable.Executable`). `gemmc.api` gives the prog
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -167,9 +168,9 @@ class CompiledKernel:
                              "planned on the host, and `plan` shows them (`plan_for(shapes)` for other sizes)")
         hw = self.target
         if sm_count is not None:
-            if isinstance(sm_count, bool) or not isinstance(sm_count, int) or sm_count < 1:
+            if isinstance(sm_count, bool) or not isinstance(sm_count, numbers.Integral) or sm_count < 1:
                 raise GemmcError(f"sm_count: expected a whole number of SMs of at least 1, got {sm_count!r}")
-            hw = dataclasses.replace(hw, sm_count=sm_count)
+            hw = dataclasses.replace(hw, sm_count=int(sm_count))  # a NumPy integer too (a device query's)
         preview = family(self.ir.family).schedule_for(self.ir, call_sizes(self.ir.dynamic, sizes, offsets), hw)
         if preview is None:
             raise InternalError("api", f"family {self.ir.family} of kernel '{self.name}' previews no schedule")

@@ -56,7 +56,7 @@ DYNAMIC = ["layout B col grouped M n 2048 k 1024 groups 64 rows 32768", "grouped
 
 @pytest.mark.parametrize("seed", range(2))
 @pytest.mark.parametrize("text", DYNAMIC)
-@pytest.mark.parametrize("sm_count", [None, 7, 114])
+@pytest.mark.parametrize("sm_count", [None, 7, np.int64(114)])
 def test_a_grouped_preview_is_the_numpy_schedulers(text, seed, sm_count):
     k = kernel(text)
     plan, dyn = k.ir.plan, k.ir.dynamic
@@ -111,6 +111,8 @@ def test_the_last_round_in_column_halves():
     s = k.schedule_for([40, 4000, 0, 12])  # 16 + 512 + 16 tiles: 4 rounds of 132 and 16 left, at most half
     assert (s.tiles, s.split, s.cap) == (544, 16, 2)
     assert [g.tiles for g in s.groups] == [(("64x128", 16),), (("128x128", 496), ("64x128", 16)), (), (("32x128", 16),)]
+    # 40 rows take the 128 x 128 class, whose half-height edge tiles cover them: the largest tile run is 64 x 128
+    assert s.groups[0].tile == "64x128"
     assert "the last round's 16 tiles in column halves (32 claims)" in str(s)
     assert k.schedule_for([128 * 66], sm_count=132).split == 0  # 1056 tiles: 8 whole rounds
 
@@ -161,6 +163,17 @@ def test_clusters_pair_tile_rows_and_never_split_the_last_round():
     assert (s.tiles, s.units, s.grid, s.split) == (288, 144, 132, 0)
     assert "288 tiles in 144 units of 2 tile rows by one n-tile on a grid of 132 blocks: 2.18 rounds of 66 " \
            "clusters" in str(s)
+
+
+def test_a_plan_in_raster_bands_says_so():
+    import dataclasses
+
+    k = kernel("dtype bf16 layout B col grouped M n 1024 k 512 groups 32")
+    assert "by n-tiles, n fastest" in str(k.schedule_for([300, 5]))
+    banded = k.with_plan(dataclasses.replace(k.ir.plan, band=4), "banded")
+    s = banded.schedule_for([300, 5])
+    assert "in bands of 4 unit rows walked rows-fastest before the next n-tile" in str(s)
+    assert s == dataclasses.replace(k.schedule_for([300, 5]), notes=s.notes)  # the same tiles, another walk
 
 
 def test_a_grouped_k_preview_gives_every_group_the_same_tiles():

@@ -121,8 +121,10 @@ def tile_numbering(sizes: CallSizes, grouping: Grouping, smallest: int) -> None:
 
 @dataclass(frozen=True, slots=True)
 class GroupSchedule:
-    """One group (problem) of the call: its sizes, and the tiles it runs by shape (largest first: its size class's
-    tile, then its edge tiles). `elsewhere`: where a call runs it instead of this launch, and why; empty: here."""
+    """One group (problem) of the call: its sizes, and the tiles it runs by shape, largest first: its size class's
+    tile, then its edge tiles (a group no taller than half its class's tile, such as 40 rows under 128 x 128, runs
+    only the half-height edge tiles). `elsewhere`: where a call runs it instead of this launch, and why; empty:
+    here."""
 
     m: int
     n: int
@@ -137,7 +139,8 @@ class GroupSchedule:
 
     @property
     def tile(self) -> str:
-        """The tile its size class gives it (its first and largest), "" where it has none."""
+        """The largest tile it runs (its size class's, or the edge tile that covers a group no taller than half of
+        it), "" where it has none."""
         return self.tiles[0][0] if self.tiles else ""
 
 

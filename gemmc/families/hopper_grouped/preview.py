@@ -89,8 +89,10 @@ def schedule_for(kernel: Kernel, plan: HopperGroupedPlan, sizes: CallSizes, hw: 
         why = classes
         pairs = f", paired on a cluster's {plan.cluster} blocks," if plan.cluster > 1 else ""
         taker = "cluster" if plan.cluster > 1 else "block"
-        walk = (f"units: the tile rows in group order (each group's {bm}-row rows, then its {small}-row one){pairs} by "
-                f"n-tiles, n fastest; {taker} c takes units c, c + {grid // plan.cluster}, ... (a static stride)")
+        raster = (f"in bands of {plan.band} unit rows walked rows-fastest before the next n-tile" if plan.band > 1
+                  else "by n-tiles, n fastest")
+        walk = (f"units: the tile rows in group order (each group's {bm}-row rows, then its {small}-row one){pairs} "
+                f"{raster}; {taker} c takes units c, c + {grid // plan.cluster}, ... (a static stride)")
     notes: tuple[str, ...] = (walk, f"grid: one block per SM ({hw.sm_count} SMs)"
              + (f", in whole clusters of {plan.cluster}" if plan.cluster > 1 else ""), ARITHMETIC)
     if any(g.elsewhere for g in groups):
