@@ -162,7 +162,8 @@ class CompiledKernel:
         Raises:
             GemmcError: (E400) a kernel whose batch is fixed in its schedule (`plan_for` re-plans those); more
                 groups than the schedule's `groups`, more rows than its `rows`, a negative size, ends that are not
-                cumulative from 0, as a call (with `validate=True`) refuses them."""
+                cumulative from 0, tiles past the int32 tile numbering, as a call (with `validate=True`) refuses
+                them; a size past int32 (the device's tile arithmetic is 32-bit)."""
         if self.ir.dynamic is None:
             raise GemmcError(f"schedule_for: kernel '{self.name}' has a batch fixed in its schedule: its tiles are "
                              "planned on the host, and `plan` shows them (`plan_for(shapes)` for other sizes)")
