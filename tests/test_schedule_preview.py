@@ -70,9 +70,12 @@ def test_a_grouped_preview_is_the_numpy_schedulers(text, seed, sm_count):
         threshold = plan.threshold(grid)
         sched = scheduler.schedule(plan, m, n, threshold, kk)
         table = scheduler.tile_table(plan, sched, m, n)
-        whole = scheduler.whole_claims(sched.total, grid)
+        whole = scheduler.whole_claims(sched.total, grid) if plan.tail_split else sched.total
+        # the last round's claims as the device's gemmc_dyn_half runs them: a tile is split where its right half runs
+        right = scheduler.claim_table(plan, sched, m, n, grid)[whole + 1::2]
         assert (got.cap, got.threshold, got.tlp) == (sched.cap, threshold, tuple(sched.tlp.tolist()))
-        assert (got.grid, got.tiles, got.units, got.split) == (grid, sched.total, sched.total, sched.total - whole)
+        assert (got.grid, got.tiles, got.units) == (grid, sched.total, sched.total)
+        assert (got.tail, got.split) == (sched.total - whole, int((right[:, 3] >= 0).sum()))
         assert got.rounds == pytest.approx(sched.total / grid)
         assert [(g.m, g.n, g.k) for g in got.groups] == list(zip(m.tolist(), n.tolist(), kk.tolist(), strict=True))
         assert [dict(g.tiles) for g in got.groups] == shapes_of(plan, table, len(m))
@@ -109,12 +112,19 @@ def test_the_cap_says_which_level_reached_the_threshold():
 def test_the_last_round_in_column_halves():
     k = gemmc.compile_file(MOE)["moe_up"]
     s = k.schedule_for([40, 4000, 0, 12])  # 16 + 512 + 16 tiles: 4 rounds of 132 and 16 left, at most half
-    assert (s.tiles, s.split, s.cap) == (544, 16, 2)
+    assert (s.tiles, s.tail, s.cap) == (544, 16, 2)
     assert [g.tiles for g in s.groups] == [(("64x128", 16),), (("128x128", 496), ("64x128", 16)), (), (("32x128", 16),)]
     # 40 rows take the 128 x 128 class, whose half-height edge tiles cover them: the largest tile run is 64 x 128
     assert s.groups[0].tile == "64x128"
-    assert "the last round's 16 tiles in column halves (32 claims)" in str(s)
-    assert k.schedule_for([128 * 66], sm_count=132).split == 0  # 1056 tiles: 8 whole rounds
+    # the last 16 tiles are group 3's 32 x 128 ones, whose variant has no half-width one: each runs whole in its
+    # first claim (gemmc_dyn_half), the second claim empty
+    assert (s.tail, s.split) == (16, 0)
+    assert "the last round's 16 tiles in two claims each: 0 in column halves, 16 whole in the first (no half-width " \
+           "variant, or the right half past n)" in str(s)
+    rows = k.schedule_for([128 * 67])  # 1072 tiles of 128 x 128: 8 rounds, then the last row's 16 in halves
+    assert (rows.tail, rows.split) == (16, 16)
+    assert "the last round's 16 tiles in column halves (32 claims)" in str(rows)
+    assert k.schedule_for([128 * 66], sm_count=132).tail == 0  # 1056 tiles: 8 whole rounds
 
 
 # ---- the hopper_grouped family: the templates' arithmetic ----------------------------------------------------------
@@ -150,8 +160,10 @@ def test_a_grouped_m_preview_counts_the_templates_tile_rows_and_units(text, seed
             units = -(-len(rows) // plan.cluster) * tiles_n
             grid = sm_count // plan.cluster * plan.cluster
             rest = units % grid
-            split = rest if plan.tail_split and rest and 2 * rest <= grid else 0
-            assert (got.grid, got.cluster, got.units, got.split) == (grid, plan.cluster, units, split)
+            tail = rest if plan.tail_split and rest and 2 * rest <= grid else 0
+            # units by tile row, n fastest: a 64-row unit of the last round runs whole, its second half's step empty
+            split = sum(rows[u // tiles_n][1] == 128 for u in range(units - tail, units))
+            assert (got.grid, got.cluster, got.units, got.tail, got.split) == (grid, plan.cluster, units, tail, split)
             assert got.tiles == len(rows) * tiles_n and got.cap is None
             assert got.rounds == pytest.approx(units / (grid // plan.cluster))
 

@@ -151,8 +151,9 @@ class SchedulePreview:
     `groups` in the call's order. `cap` is the level cap on the size classes that the TLP rule set (paper 000
     Algorithm 1: the largest level whose TLP, `tlp[level]` threads, reaches `threshold`), None for a family whose
     size classes the sizes alone decide; `why` says how the classes were chosen. The persistent grid of `grid` blocks,
-    in clusters of `cluster`, takes `units` (tiles, or a cluster's tile rows by one n-tile) one at a time; `split`
-    of them, the last round where it holds at most half the grid, run in column halves. `notes`: how the blocks take
+    in clusters of `cluster`, takes `units` (tiles, or a cluster's tile rows by one n-tile) one at a time; the `tail`
+    units past its last whole round, where they are at most half the grid, take two claims each, and `split` of them
+    run in column halves, the others whole in their first claim (`tail_why` says why). `notes`: how the blocks take
     the units, and what the preview assumes."""
 
     kernel: str
@@ -166,7 +167,9 @@ class SchedulePreview:
     threshold: int | None = None
     tlp: tuple[int, ...] = ()
     cluster: int = 1
+    tail: int = 0
     split: int = 0
+    tail_why: str = ""
     notes: tuple[str, ...] = ()
 
     @property
@@ -196,9 +199,12 @@ class SchedulePreview:
             line += f" in {self.units} units of {self.cluster} tile rows by one n-tile"
         line += (f" on a grid of {self.grid} blocks: {self.rounds:.2f} rounds of "
                  + (f"{self.grid // self.cluster} clusters" if self.cluster > 1 else f"{self.grid} blocks"))
-        if self.split:
-            line += (f"; the last round's {self.split} {'tiles' if self.cluster == 1 else 'units'} in column halves "
-                     f"({2 * self.split} claims)")
+        if self.tail:
+            what = "tiles" if self.cluster == 1 else "units"
+            line += (f"; the last round's {self.tail} {what} in column halves ({2 * self.tail} claims)"
+                     if self.split == self.tail else
+                     f"; the last round's {self.tail} {what} in two claims each: {self.split} in column halves, "
+                     f"{self.tail - self.split} whole in the first ({self.tail_why})")
         out.append(line)
         out += [f"  {n}" for n in self.notes]
         return out

@@ -210,15 +210,16 @@ def schedule(plan: DynamicPlan, m: np.ndarray, n: np.ndarray, threshold: int, k:
                     firsts.reshape(-1))
 
 
-def tile_table(plan: DynamicPlan, sched: Schedule, m: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Every tile in numbering order as rows (group, m0, n0, variant): the decode a block does for a tile it takes,
-    edge tiles with their half variants."""
-    total = sched.total
-    position = np.repeat(np.arange(len(sched.order)), sched.part_tiles[sched.order])[:total]
+def tile_table(plan: DynamicPlan, sched: Schedule, m: np.ndarray, n: np.ndarray, tiles: np.ndarray | None = None
+               ) -> np.ndarray:
+    """Every tile in numbering order (or those numbered `tiles`) as rows (group, m0, n0, variant): the decode a block
+    does for a tile it takes, edge tiles with their half variants."""
+    t = np.arange(sched.total, dtype=np.int64) if tiles is None else np.asarray(tiles, dtype=np.int64)
+    position = np.searchsorted(sched.ends, t, side="right")  # gemmc_dyn_group: the first position ending past t
     part = sched.order[position]
     group = sched.groups[position]
     first = np.concatenate([[0], sched.ends[:-1]])
-    local = np.arange(total) - first[position] + sched.part_first[part]
+    local = t - first[position] + sched.part_first[part]
     v = sched.variant[group]
     bm, bn = column(plan, "bm")[v], column(plan, "bn")[v]
     tiles_n = -(-np.asarray(n, dtype=np.int64)[group] // bn)
@@ -243,7 +244,14 @@ def claim_table(plan: DynamicPlan, sched: Schedule, m: np.ndarray, n: np.ndarray
     whole = whole_claims(sched.total, blocks) if plan.tail_split else sched.total
     if whole == sched.total:
         return table
-    tail = np.repeat(table[whole:], 2, axis=0)
+    return np.concatenate([table[:whole], half_claims(plan, table[whole:], n)])
+
+
+def half_claims(plan: DynamicPlan, tiles: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """The two claims of each tile of the last round's column halves (rows (group, m0, n0, variant) of tile_table):
+    its left and right halves under the half-width variant (gemmc_dyn_half); a tile whose variant has none runs whole
+    in its left claim, and a right half past the group's n columns runs nothing (variant -1)."""
+    tail = np.repeat(tiles, 2, axis=0)
     half = np.tile([0, 1], len(tail) // 2)
     run = tail[:, 3]
     ew = edge_table(plan)[run, 2]
@@ -251,7 +259,7 @@ def claim_table(plan: DynamicPlan, sched: Schedule, m: np.ndarray, n: np.ndarray
     tail[:, 2] += np.where(split, half * (column(plan, "bn")[run] // 2), 0)
     inside = tail[:, 2] < np.asarray(n, dtype=np.int64)[tail[:, 0]]
     tail[:, 3] = np.where(split, np.where(inside, ew, -1), np.where(half == 0, run, -1))
-    return np.concatenate([table[:whole], tail])
+    return tail
 
 
 def size_table(plan: DynamicPlan, n: int, rows_limit: int = 1024) -> list[tuple[int, int, int]]:
