@@ -8,14 +8,17 @@ GPU machine only, from the tree's root:
 
 Kernels, each launched on a problem table staged once (the benchmark's `raw`), timed as graph replays of 20 launches
 and checked against float64:
-- list: the benchmark's schedule (`alpha runtime beta runtime`, 512 problems at most);
+- list: the benchmark's schedule (`alpha runtime beta runtime`, 512 problems at most), the TLP sums added to shared
+  memory once a warp;
 - const: the same without runtime alpha and beta (alpha 1, beta 0 compiled in, as the static plan has them);
 - bound64: at most 64 problems (the scheduler's shared tables and scans sized for 64);
 - inline: `list`'s source with the variants below the top level inline in the switch (no gemmc_dyn_apart);
 - prologue: `list`'s source claiming no tile: every block derives the schedule and ends (its time is the scheduler's
   prologue and the launch; the outputs stay unwritten);
-- warp_tlp: `list`'s source with the TLP sums added to shared memory once a warp, not once a thread
-  (warp_tlp_prologue: the same claiming no tile);
+- thread_tlp: `list`'s source with the TLP sums added to shared memory once a thread, not once a warp
+  (thread_tlp_prologue: the same claiming no tile). bench/results/dynamic/2026-11-28_h100_list-gap.json was measured
+  on the tree of commit 32c77ca, whose kernel added them once a thread: its `list`, `const`, `bound64`,
+  `inline`, `prologue` and `round_robin` are this file's with thread_tlp's sums, and its `warp_tlp` is this `list`;
 - round_robin: `list`'s source with block b taking claims b, b + grid, ... instead of the counter's next one (no atomic
   round trip per tile; another balance);
 - static: gemmc's static plan of the draw's sizes (one tile a block, the tiles in the plan's order).
@@ -66,19 +69,19 @@ TLP_ADD = """#pragma unroll
       if (tlp[c]) atomicAdd(&s_tlp[c], (unsigned long long)tlp[c]);
 """
 TLP_WARP = """#pragma unroll
-    for (int c = 0; c < GEMMC_DYN_LEVELS; ++c) {  // summed over the warp first: one shared atomic a warp
+    for (int c = 0; c < GEMMC_DYN_LEVELS; ++c) {
       long long sum = tlp[c];
 #pragma unroll
-      for (int off = 16; off > 0; off >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, off);
+      for (int off = 16; off > 0; off >>= 1) sum += GEMMC_SHFL_DOWN(sum, off);
       if ((tid & 31) == 0 && sum) atomicAdd(&s_tlp[c], (unsigned long long)sum);
     }
 """
 
 
-def warp_tlp(source: str) -> str:
-    """The TLP sums added to shared memory once a warp (a shuffle reduction) instead of once a thread."""
-    assert source.count(TLP_ADD) == 1, "the TLP sums changed"
-    return source.replace(TLP_ADD, TLP_WARP)
+def thread_tlp(source: str) -> str:
+    """The TLP sums added to shared memory once a thread instead of once a warp (a shuffle reduction)."""
+    assert source.count(TLP_WARP) == 1, "the TLP sums changed"
+    return source.replace(TLP_WARP, TLP_ADD)
 
 
 def clocked(source: str) -> str:
@@ -140,7 +143,8 @@ def kernels():
     base = kerns["list"]
     edited = {name: cp.RawModule(code=edit(base.source), options=OPTIONS).get_function(base.rendered.entry)
               for name, edit in (("inline", inline), ("prologue", prologue), ("round_robin", round_robin),
-                                 ("warp_tlp", warp_tlp), ("warp_tlp_prologue", lambda s: prologue(warp_tlp(s))))}
+                                 ("thread_tlp", thread_tlp),
+                                 ("thread_tlp_prologue", lambda s: prologue(thread_tlp(s))))}
     return kerns, edited
 
 
@@ -204,7 +208,7 @@ def clock() -> None:
 
     kern = next(iter(gemmc.compile_string(SCHEDULES["list"])))
     fns = {name: cp.RawModule(code=clocked(edit(kern.source)), options=OPTIONS).get_function(kern.rendered.entry)
-           for name, edit in (("current", lambda s: s), ("warp_tlp", warp_tlp))}
+           for name, edit in (("current", lambda s: s), ("thread_tlp", thread_tlp))}
     As, Bs, Cs = _sets(torch, d.list_shapes(PROBLEMS)[:1])[0]
     kern(As, Bs, Cs, alpha=1.0, beta=0.0)
     st = state(kern.executable)
