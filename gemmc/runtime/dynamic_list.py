@@ -428,6 +428,11 @@ def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, ou
                 raise GemmcError(f"{name}[{i}] has {int(got[row][i])} {what} but {other}[{i}] has "
                                  f"{int(want[row][i])} {other_what}")
     m, n = flat[0, :, 0], flat[1, :, 1]
+    for name, what, extent in (("As", "rows", m), ("Cs", "columns", n)):
+        if (extent > INT32_MAX).any():  # the kernels' tile arithmetic is 32-bit (gemmc_dyn_tiles, gemmc_list_place)
+            i = _first(extent > INT32_MAX)
+            raise GemmcError(f"{name}[{i}] has {int(extent[i])} {what}, but a problem's m and n are at most "
+                             f"{INT32_MAX} (the kernels' tile arithmetic is 32-bit)")
     _same_address(ptrs, count, m, n, flat[0, :, 1])
     # tiles <= outputs (each tile holds at least one): the exact count only where the outputs could overflow int32
     if int(m @ n) > INT32_MAX:
