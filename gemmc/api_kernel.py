@@ -4,6 +4,7 @@ runtime side, `gemmc.runtime.executable.Executable`). `gemmc.api` gives the prog
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -161,15 +162,16 @@ class CompiledKernel:
         Raises:
             GemmcError: (E400) a kernel whose batch is fixed in its schedule (`plan_for` re-plans those); more
                 groups than the schedule's `groups`, more rows than its `rows`, a negative size, ends that are not
-                cumulative from 0, as a call (with `validate=True`) refuses them."""
+                cumulative from 0, tiles past the int32 tile numbering, as a call (with `validate=True`) refuses
+                them; a size past int32 (the device's tile arithmetic is 32-bit)."""
         if self.ir.dynamic is None:
             raise GemmcError(f"schedule_for: kernel '{self.name}' has a batch fixed in its schedule: its tiles are "
                              "planned on the host, and `plan` shows them (`plan_for(shapes)` for other sizes)")
         hw = self.target
         if sm_count is not None:
-            if isinstance(sm_count, bool) or not isinstance(sm_count, int) or sm_count < 1:
+            if isinstance(sm_count, bool) or not isinstance(sm_count, numbers.Integral) or sm_count < 1:
                 raise GemmcError(f"sm_count: expected a whole number of SMs of at least 1, got {sm_count!r}")
-            hw = dataclasses.replace(hw, sm_count=sm_count)
+            hw = dataclasses.replace(hw, sm_count=int(sm_count))  # a NumPy integer too (a device query's)
         preview = family(self.ir.family).schedule_for(self.ir, call_sizes(self.ir.dynamic, sizes, offsets), hw)
         if preview is None:
             raise InternalError("api", f"family {self.ir.family} of kernel '{self.name}' previews no schedule")

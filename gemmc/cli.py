@@ -173,11 +173,12 @@ def link(header: str) -> str:
     return " and link with -lcuda" if "-lcuda" in header else ""
 
 
-def write_svgs(schedule: str, target: str | None, dest: str, wanted: list[str] | None = None) -> int:
+def write_svgs(schedule: str, target: str | None, dest: str, wanted: list[str] | None = None,
+               verify: bool = False) -> int:
     """`inspect --svg DEST`: each kernel's picture (those `--kernel` names, a group's by its members) into the folder
     DEST (an existing folder, or a path ending in /), else the one kernel's to the file DEST, or to standard output
     for -."""
-    prog = load(schedule, target)
+    prog = load(schedule, target, verify)
     kernels = selected(prog, wanted, members=True)  # a group has no picture of its own: its members'
     if dest.endswith(("/", os.sep)) or Path(dest).is_dir():
         drawn = [k for k in kernels if k.ir.dynamic is None]  # a batch sized at run time has no fixed plan
@@ -236,13 +237,14 @@ def call_sizes(text: str) -> tuple[str, list]:
     return "list", shapes
 
 
-def write_schedules(schedule: str, target: str | None, sizes: tuple[str, list], wanted: list[str] | None) -> int:
+def write_schedules(schedule: str, target: str | None, sizes: tuple[str, list], wanted: list[str] | None,
+                    verify: bool = False) -> int:
     """`inspect --sizes`: what the device scheduler of each batch sized at run time (those `--kernel` names) does with
     the sizes of one call, as `CompiledKernel.schedule_for` previews it."""
     from gemmc.ir.dynamic import Grouping
 
     form, values = sizes
-    kernels = selected(load(schedule, target), wanted, members=True)
+    kernels = selected(load(schedule, target, verify), wanted, members=True)
     fits = [k for k in kernels if k.ir.dynamic is not None  # no sizes at all: zero groups, whatever the form
             and ((k.ir.dynamic.grouping is Grouping.LIST) == (form == "list") or not values)]
     if not fits:
@@ -269,10 +271,14 @@ def write_schedules(schedule: str, target: str | None, sizes: tuple[str, list], 
 def cmd_inspect(args: argparse.Namespace) -> int:
     if args.svg and args.sizes is not None:
         raise CommandError("--svg and --sizes: give one (a batch sized at run time has no picture)")
+    instead = "--svg" if args.svg else "--sizes" if args.sizes is not None else ""
+    text_options = [o for o, given in (("--after", args.after != PASS_NAMES[-1]), ("--source", args.source)) if given]
+    if instead and text_options:  # they choose what the plan's text shows, which these print instead of
+        raise CommandError(f"{text_options[0]} and {instead}: give one ({instead} prints no plan text)")
     if args.svg:
-        return write_svgs(args.schedule, args.target, args.svg, args.kernel)
+        return write_svgs(args.schedule, args.target, args.svg, args.kernel, args.verify)
     if args.sizes is not None:
-        return write_schedules(args.schedule, args.target, args.sizes, args.kernel)
+        return write_schedules(args.schedule, args.target, args.sizes, args.kernel, args.verify)
     text, filename = schedule_text(args.schedule)
     program = front_end(text, filename=filename, target=args.target)
     shown = {k.name for k in only(program, args.kernel).kernels}

@@ -116,6 +116,22 @@ def test_an_explicit_tile_is_the_only_size_class():
     assert "gemmc_dyn_apart" not in k.source  # one level: its one variant inline, no wrapper for the levels below
 
 
+
+@pytest.mark.parametrize("target", ["cuda sm_90", "hip gfx942"])
+def test_the_tlp_sums_shuffle_only_in_blocks_of_whole_32_lane_groups(target):
+    """The TLP sums are added over 32 lanes by shuffles (then one shared atomic per 32 lanes), which read lanes past
+    the block's last thread where its threads are not a multiple of 32: the ladder's blocks are, and a ladder of one
+    level (an explicit tile, 144 threads for 48 x 48) has no cap to choose and sums nothing."""
+    odd = kernel_of(f"target {target}\nkernel t {{ tile 48x48x8 grouped M n 100 k 50 groups 4 }}")
+    assert isinstance(odd.ir.plan, DynamicPlan) and odd.ir.plan.threads == 144 and len(odd.ir.plan.levels) == 1
+    assert "GEMMC_SHFL_DOWN(sum" not in odd.source and "atomicAdd(&s_tlp" not in odd.source
+    for dtype in ("f32", "f64", "bf16"):
+        ladder = kernel_of(f"target {target}\nkernel t {{ dtype {dtype} grouped M n 100 k 50 groups 4 }}")
+        plan = ladder.ir.plan
+        assert isinstance(plan, DynamicPlan) and len(plan.levels) > 1 and plan.threads % 32 == 0
+        assert "GEMMC_SHFL_DOWN(sum, off)" in ladder.source and "static_assert(NT % 32 == 0" in ladder.source
+
+
 APART = [("kernel k { layout B col  grouped M n 2048 k 1024 groups 64 }", "sm_90"),
          ("kernel k { layout A col  grouped K m 1024 n 2048 groups 64 }", "sm_90"),
          ("kernel k { dtype f64  alpha runtime beta runtime  grouped list problems 512 }", "sm_90"),

@@ -52,6 +52,17 @@ def test_the_table_holds_every_problem_in_order(kind, kernel):
     assert (out[len(SIZES):] == -1).all()
 
 
+
+@pytest.mark.parametrize("m, n, words", [(2**32 + 5, 1, "As[1] has 4294967301 rows"),
+                                         (1, 2**31, "Cs[1] has 2147483648 columns")])
+def test_a_problem_past_32_bits_is_refused(m, n, words):
+    """The kernels' tile arithmetic takes m and n as 32-bit: a problem of 2^32 + 5 rows would get the tiles of 5 rows,
+    though its tiles pass the bound of the int32 tile numbering."""
+    As, Bs, Cs = operands("torch", sizes=[(1, 1, 1), (m, n, 1)])
+    with pytest.raises(gemmc.GemmcError) as info:
+        problem_table(F32, As, Bs, Cs, device=0)
+    assert words + ", but a problem's m and n are at most 2147483647" in str(info.value)
+
 def test_a_list_of_mixed_kinds_is_read_one_by_one():
     As, Bs, Cs = operands("torch")
     mixed = [*As[:3], *operands("cupy")[0][3:]]

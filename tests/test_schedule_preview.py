@@ -56,7 +56,7 @@ DYNAMIC = ["layout B col grouped M n 2048 k 1024 groups 64 rows 32768", "grouped
 
 @pytest.mark.parametrize("seed", range(2))
 @pytest.mark.parametrize("text", DYNAMIC)
-@pytest.mark.parametrize("sm_count", [None, 7, 114])
+@pytest.mark.parametrize("sm_count", [None, 7, np.int64(114)])
 def test_a_grouped_preview_is_the_numpy_schedulers(text, seed, sm_count):
     k = kernel(text)
     plan, dyn = k.ir.plan, k.ir.dynamic
@@ -70,9 +70,12 @@ def test_a_grouped_preview_is_the_numpy_schedulers(text, seed, sm_count):
         threshold = plan.threshold(grid)
         sched = scheduler.schedule(plan, m, n, threshold, kk)
         table = scheduler.tile_table(plan, sched, m, n)
-        whole = scheduler.whole_claims(sched.total, grid)
+        whole = scheduler.whole_claims(sched.total, grid) if plan.tail_split else sched.total
+        # the last round's claims as the device's gemmc_dyn_half runs them: a tile is split where its right half runs
+        right = scheduler.claim_table(plan, sched, m, n, grid)[whole + 1::2]
         assert (got.cap, got.threshold, got.tlp) == (sched.cap, threshold, tuple(sched.tlp.tolist()))
-        assert (got.grid, got.tiles, got.units, got.split) == (grid, sched.total, sched.total, sched.total - whole)
+        assert (got.grid, got.tiles, got.units) == (grid, sched.total, sched.total)
+        assert (got.tail, got.split) == (sched.total - whole, int((right[:, 3] >= 0).sum()))
         assert got.rounds == pytest.approx(sched.total / grid)
         assert [(g.m, g.n, g.k) for g in got.groups] == list(zip(m.tolist(), n.tolist(), kk.tolist(), strict=True))
         assert [dict(g.tiles) for g in got.groups] == shapes_of(plan, table, len(m))
@@ -109,10 +112,19 @@ def test_the_cap_says_which_level_reached_the_threshold():
 def test_the_last_round_in_column_halves():
     k = gemmc.compile_file(MOE)["moe_up"]
     s = k.schedule_for([40, 4000, 0, 12])  # 16 + 512 + 16 tiles: 4 rounds of 132 and 16 left, at most half
-    assert (s.tiles, s.split, s.cap) == (544, 16, 2)
+    assert (s.tiles, s.tail, s.cap) == (544, 16, 2)
     assert [g.tiles for g in s.groups] == [(("64x128", 16),), (("128x128", 496), ("64x128", 16)), (), (("32x128", 16),)]
-    assert "the last round's 16 tiles in column halves (32 claims)" in str(s)
-    assert k.schedule_for([128 * 66], sm_count=132).split == 0  # 1056 tiles: 8 whole rounds
+    # 40 rows take the 128 x 128 class, whose half-height edge tiles cover them: the largest tile run is 64 x 128
+    assert s.groups[0].tile == "64x128"
+    # the last 16 tiles are group 3's 32 x 128 ones, whose variant has no half-width one: each runs whole in its
+    # first claim (gemmc_dyn_half), the second claim empty
+    assert (s.tail, s.split) == (16, 0)
+    assert "the last round's 16 tiles in two claims each: 0 in column halves, 16 whole in the first (no half-width " \
+           "variant, or the right half past n)" in str(s)
+    rows = k.schedule_for([128 * 67])  # 1072 tiles of 128 x 128: 8 rounds, then the last row's 16 in halves
+    assert (rows.tail, rows.split) == (16, 16)
+    assert "the last round's 16 tiles in column halves (32 claims)" in str(rows)
+    assert k.schedule_for([128 * 66], sm_count=132).tail == 0  # 1056 tiles: 8 whole rounds
 
 
 # ---- the hopper_grouped family: the templates' arithmetic ----------------------------------------------------------
@@ -148,8 +160,10 @@ def test_a_grouped_m_preview_counts_the_templates_tile_rows_and_units(text, seed
             units = -(-len(rows) // plan.cluster) * tiles_n
             grid = sm_count // plan.cluster * plan.cluster
             rest = units % grid
-            split = rest if plan.tail_split and rest and 2 * rest <= grid else 0
-            assert (got.grid, got.cluster, got.units, got.split) == (grid, plan.cluster, units, split)
+            tail = rest if plan.tail_split and rest and 2 * rest <= grid else 0
+            # units by tile row, n fastest: a 64-row unit of the last round runs whole, its second half's step empty
+            split = sum(rows[u // tiles_n][1] == 128 for u in range(units - tail, units))
+            assert (got.grid, got.cluster, got.units, got.tail, got.split) == (grid, plan.cluster, units, tail, split)
             assert got.tiles == len(rows) * tiles_n and got.cap is None
             assert got.rounds == pytest.approx(units / (grid // plan.cluster))
 
@@ -161,6 +175,17 @@ def test_clusters_pair_tile_rows_and_never_split_the_last_round():
     assert (s.tiles, s.units, s.grid, s.split) == (288, 144, 132, 0)
     assert "288 tiles in 144 units of 2 tile rows by one n-tile on a grid of 132 blocks: 2.18 rounds of 66 " \
            "clusters" in str(s)
+
+
+def test_a_plan_in_raster_bands_says_so():
+    import dataclasses
+
+    k = kernel("dtype bf16 layout B col grouped M n 1024 k 512 groups 32")
+    assert "by n-tiles, n fastest" in str(k.schedule_for([300, 5]))
+    banded = k.with_plan(dataclasses.replace(k.ir.plan, band=4), "banded")
+    s = banded.schedule_for([300, 5])
+    assert "in bands of 4 unit rows walked rows-fastest before the next n-tile" in str(s)
+    assert s == dataclasses.replace(k.schedule_for([300, 5]), notes=s.notes)  # the same tiles, another walk
 
 
 def test_a_grouped_k_preview_gives_every_group_the_same_tiles():
@@ -203,11 +228,29 @@ def test_a_list_preview_sends_what_tma_cannot_read_to_cuda_cores_as_a_call_does(
     (lambda k: k.schedule_for([[1, 2]]), "sizes: expected one number per group, got an array of shape (1, 2)"),
     (lambda k: k.schedule_for([1.5]), "sizes: expected whole numbers, got float64 values"),
     (lambda k: k.schedule_for([1], sm_count=0), "sm_count: expected a whole number of SMs of at least 1, got 0"),
+    (lambda k: k.schedule_for([2**62, 2**62]), "sizes[0] = 4611686018427387904: sizes are at most 2147483647"),
+    (lambda k: k.schedule_for(offsets=[1, 2**31]), "offsets[1] = 2147483648: a call's group ends are int32"),
 ])
 def test_what_a_call_refuses_the_preview_refuses(call, words):
     k = kernel("grouped M n 96 k 40 groups 24 rows 5000")
     with pytest.raises(gemmc.GemmcError) as info:
         call(k)
+    assert info.value.code == "E400" and words in str(info.value)
+
+
+@pytest.mark.parametrize("text, sizes, words", [
+    ("grouped M n 2048 k 40 groups 24", [2**31 - 1], "sizes: 2147483647 rows give more tiles than the int32 tile"),
+    ("grouped M n 2048 k 40 groups 24", [2**30] * 2, "sizes: 2147483648 rows, but the schedule allows at most"),
+    ("grouped list problems 4", [(2**31 - 1, 2**31 - 1, 1)], "sizes: the problems give more tiles than the int32"),
+    ("dtype bf16 grouped list problems 4", [(2**31 - 1, 2**20, 8)], "sizes: the problems give more tiles than"),
+    ("grouped list problems 4", [(2**40, 1, 1)], "sizes[0] = [1099511627776, 1, 1]: sizes are at most 2147483647"),
+])
+def test_sizes_past_32_bits_are_refused_as_a_call_refuses_them(text, sizes, words):
+    """A call's group ends are int32 and its tile numbering int32 (runtime/dynamic.py, runtime/dynamic_list.py):
+    sizes past them are refused, not previewed with int64 products that wrap (a list's 2^40 x 2^40 gave 0 tiles)."""
+    k = kernel(text)
+    with pytest.raises(gemmc.GemmcError) as info:
+        k.schedule_for(sizes)
     assert info.value.code == "E400" and words in str(info.value)
 
 
@@ -257,6 +300,9 @@ def test_inspect_sizes_of_a_list(capsys):
     (["--sizes", "4a"], cli.EXIT_USAGE, "argument --sizes: '4a': expected numbers separated by commas"),
     (["--sizes", "1x2"], cli.EXIT_USAGE, "a grouped list's problems are m x n x k, such as 40x512x256"),
     (["--sizes", "1", "--svg", "-"], cli.EXIT_USER, "--svg and --sizes: give one"),
+    (["--sizes", "1", "--source"], cli.EXIT_USER, "--source and --sizes: give one (--sizes prints no plan text)"),
+    (["--sizes", "1", "--after", "check"], cli.EXIT_USER, "--after and --sizes: give one"),
+    (["--svg", "-", "--after", "all"], cli.EXIT_USER, "--after and --svg: give one (--svg prints no plan text)"),
 ])
 def test_inspect_sizes_errors(args, code, words, capsys):
     with pytest.raises(SystemExit) if code == cli.EXIT_USAGE else contextlib.nullcontext() as exit_:

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from gemmc.errors import GemmcError
-from gemmc.ir.dynamic import DynamicBatch, Grouping
+from gemmc.ir.dynamic import INT32_MAX, DynamicBatch, Grouping
 
 
 class CallSizes(NamedTuple):
@@ -47,7 +47,8 @@ def call_sizes(dyn: DynamicBatch, sizes: Any = None, offsets: Any = None) -> Cal
     """The per-group sizes of one call from what a user has at hand: `grouped M` each group's rows, `grouped K` each
     group's depth (or, for both, the cumulative group ends a call takes as `offsets`), `grouped list` the (m, n, k) of
     each problem. Refused as a call refuses them (E400): more groups than the schedule's `groups`, more rows than its
-    `rows`, a negative size; ends that are not cumulative from 0 are refused as `validate=True` refuses them."""
+    `rows`, a negative size; ends that are not cumulative from 0 are refused as `validate=True` refuses them; a size
+    past int32 (a call's group ends are int32, and the device's tile arithmetic is 32-bit)."""
     listed = dyn.grouping is Grouping.LIST
     if (sizes is None) == (offsets is None):
         want = "the (m, n, k) of each problem" if listed else \
@@ -74,6 +75,8 @@ def call_sizes(dyn: DynamicBatch, sizes: Any = None, offsets: Any = None) -> Cal
                     detail = f"{end} is negative" if end < 0 else f"{end} is below offsets[{g - 1}] = {prev}"
                     raise GemmcError(f"offsets[{g}] = {detail}: group ends must be cumulative, from 0 (group {g} is "
                                      "the first bad one)")
+                if end > INT32_MAX:
+                    raise GemmcError(f"offsets[{g}] = {end}: a call's group ends are int32 (at most {INT32_MAX})")
             values = np.diff(values, prepend=0)
         counts = values
     if len(counts) > dyn.max_groups:
@@ -84,6 +87,11 @@ def call_sizes(dyn: DynamicBatch, sizes: Any = None, offsets: Any = None) -> Cal
     bad = np.flatnonzero(negative.any(axis=1) if negative.ndim == 2 else negative)
     if len(bad):
         raise GemmcError(f"sizes[{int(bad[0])}] = {counts[bad[0]].tolist()}: sizes are 0 or more")
+    large = counts > INT32_MAX
+    bad = np.flatnonzero(large.any(axis=1) if large.ndim == 2 else large)
+    if len(bad):
+        raise GemmcError(f"sizes[{int(bad[0])}] = {counts[bad[0]].tolist()}: sizes are at most {INT32_MAX} (32-bit "
+                         "on the device)")
     if listed:
         return CallSizes(*(tuple(int(x) for x in counts[:, i]) for i in range(3)))
     rows = int(counts.sum())
@@ -96,10 +104,27 @@ def call_sizes(dyn: DynamicBatch, sizes: Any = None, offsets: Any = None) -> Cal
     return CallSizes((dyn.m,) * len(size), (dyn.n,) * len(size), size)
 
 
+def tile_numbering(sizes: CallSizes, grouping: Grouping, smallest: int) -> None:
+    """Refuse (E400) sizes whose tiles the launch's int32 tile numbering might not hold, by the bound a call checks
+    (runtime/dynamic.py, runtime/dynamic_list.py: the outputs in squares of the smallest tile side `smallest`):
+    `grouped M` its rows, the list form its problems; `grouped K`'s tiles are fixed in the schedule."""
+    if grouping is Grouping.M and sizes.m:
+        rows = sum(sizes.m)
+        if (rows // smallest + len(sizes.m)) * -(-sizes.n[0] // smallest) > INT32_MAX:
+            raise GemmcError(f"sizes: {rows} rows give more tiles than the int32 tile numbering holds")
+    elif grouping is Grouping.LIST:
+        pairs = list(zip(sizes.m, sizes.n, strict=True))
+        if sum(m * n for m, n in pairs) > INT32_MAX and \
+                sum(-(-m // smallest) * -(-n // smallest) for m, n in pairs) > INT32_MAX:
+            raise GemmcError("sizes: the problems give more tiles than the int32 tile numbering holds")
+
+
 @dataclass(frozen=True, slots=True)
 class GroupSchedule:
-    """One group (problem) of the call: its sizes, and the tiles it runs by shape (largest first: its size class's
-    tile, then its edge tiles). `elsewhere`: where a call runs it instead of this launch, and why; empty: here."""
+    """One group (problem) of the call: its sizes, and the tiles it runs by shape, largest first: its size class's
+    tile, then its edge tiles (a group no taller than half its class's tile, such as 40 rows under 128 x 128, runs
+    only the half-height edge tiles). `elsewhere`: where a call runs it instead of this launch, and why; empty:
+    here."""
 
     m: int
     n: int
@@ -114,7 +139,8 @@ class GroupSchedule:
 
     @property
     def tile(self) -> str:
-        """The tile its size class gives it (its first and largest), "" where it has none."""
+        """The largest tile it runs (its size class's, or the edge tile that covers a group no taller than half of
+        it), "" where it has none."""
         return self.tiles[0][0] if self.tiles else ""
 
 
@@ -125,8 +151,9 @@ class SchedulePreview:
     `groups` in the call's order. `cap` is the level cap on the size classes that the TLP rule set (paper 000
     Algorithm 1: the largest level whose TLP, `tlp[level]` threads, reaches `threshold`), None for a family whose
     size classes the sizes alone decide; `why` says how the classes were chosen. The persistent grid of `grid` blocks,
-    in clusters of `cluster`, takes `units` (tiles, or a cluster's tile rows by one n-tile) one at a time; `split`
-    of them, the last round where it holds at most half the grid, run in column halves. `notes`: how the blocks take
+    in clusters of `cluster`, takes `units` (tiles, or a cluster's tile rows by one n-tile) one at a time; the `tail`
+    units past its last whole round, where they are at most half the grid, take two claims each, and `split` of them
+    run in column halves, the others whole in their first claim (`tail_why` says why). `notes`: how the blocks take
     the units, and what the preview assumes."""
 
     kernel: str
@@ -140,7 +167,9 @@ class SchedulePreview:
     threshold: int | None = None
     tlp: tuple[int, ...] = ()
     cluster: int = 1
+    tail: int = 0
     split: int = 0
+    tail_why: str = ""
     notes: tuple[str, ...] = ()
 
     @property
@@ -170,9 +199,12 @@ class SchedulePreview:
             line += f" in {self.units} units of {self.cluster} tile rows by one n-tile"
         line += (f" on a grid of {self.grid} blocks: {self.rounds:.2f} rounds of "
                  + (f"{self.grid // self.cluster} clusters" if self.cluster > 1 else f"{self.grid} blocks"))
-        if self.split:
-            line += (f"; the last round's {self.split} {'tiles' if self.cluster == 1 else 'units'} in column halves "
-                     f"({2 * self.split} claims)")
+        if self.tail:
+            what = "tiles" if self.cluster == 1 else "units"
+            line += (f"; the last round's {self.tail} {what} in column halves ({2 * self.tail} claims)"
+                     if self.split == self.tail else
+                     f"; the last round's {self.tail} {what} in two claims each: {self.split} in column halves, "
+                     f"{self.tail - self.split} whole in the first ({self.tail_why})")
         out.append(line)
         out += [f"  {n}" for n in self.notes]
         return out

@@ -219,7 +219,7 @@ def writable(c: ArrayInfo) -> None:
 
 
 def min_tile(kernel: Executable) -> int:
-    return min(min(c.variant.bm, c.variant.bn) for c in dynamic_plan(kernel).classes)
+    return dynamic_plan(kernel).min_tile
 
 
 def check_ends(kernel: Executable, st: DynamicState, ptr: int, groups: int, rows: int, stream: Any) -> None:

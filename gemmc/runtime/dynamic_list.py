@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gemmc.errors import GemmcError
+from gemmc.families.dynamic.plan import DynamicPlan
 from gemmc.ir.dynamic import INT32_MAX
 from gemmc.ir.types import Layout
 from gemmc.runtime.args import NUMPY_DTYPES, ArrayInfo, _torch_name, describe
@@ -352,9 +353,8 @@ class _Consts:
         self.views = view_fields(tuple(layout is Layout.ROW for layout in self.layouts),
                                  (ir.dtype.nbytes, ir.dtype.nbytes, ir.c_dtype.nbytes))
         self.axis = _AXIS[self.layouts]
-        classes = getattr(ir.plan, "classes", None)  # the dynamic family's size classes; hopper_grouped: one tile
-        self.smallest = (min(min(c.variant.bm, c.variant.bn) for c in classes) if classes is not None
-                         else min(ir.plan.bm, ir.plan.bn))  # type: ignore[union-attr]
+        plan = ir.plan  # the dynamic family's size classes; hopper_grouped: one tile
+        self.smallest = plan.min_tile if isinstance(plan, DynamicPlan) else min(plan.bm, plan.bn)  # type: ignore[union-attr]
 
 
 _CONSTS: dict[int, tuple[Any, _Consts]] = {}
@@ -428,6 +428,11 @@ def problem_table(kernel: Executable, As: Any, Bs: Any, Cs: Any, device: int, ou
                 raise GemmcError(f"{name}[{i}] has {int(got[row][i])} {what} but {other}[{i}] has "
                                  f"{int(want[row][i])} {other_what}")
     m, n = flat[0, :, 0], flat[1, :, 1]
+    for name, what, extent in (("As", "rows", m), ("Cs", "columns", n)):
+        if (extent > INT32_MAX).any():  # the kernels' tile arithmetic is 32-bit (gemmc_dyn_tiles, gemmc_list_place)
+            i = _first(extent > INT32_MAX)
+            raise GemmcError(f"{name}[{i}] has {int(extent[i])} {what}, but a problem's m and n are at most "
+                             f"{INT32_MAX} (the kernels' tile arithmetic is 32-bit)")
     _same_address(ptrs, count, m, n, flat[0, :, 1])
     # tiles <= outputs (each tile holds at least one): the exact count only where the outputs could overflow int32
     if int(m @ n) > INT32_MAX:

@@ -131,6 +131,27 @@ def test_grouped_m(schedule, dtype, layouts, scalars, routing):
     assert t.equal(C[used:], C0[used:]), "rows outside every group were written"
 
 
+def check_f32_grouped_m(kern: gemmc.CompiledKernel, sizes: list[int], n: int, k: int) -> None:
+    """One f32 grouped M call (A row-major, B column-major) on a NaN-poisoned C against float64."""
+    t = torch()
+    rows = sum(sizes)
+    A, B = matrix(rows, k, "r", t.float32), stack(len(sizes), k, n, "c", t.float32)
+    C = matrix(rows, n, "r", t.float32, fill=float("nan"))
+    kern(A, B, C, offsets=ends_of(sizes, t))
+    ends = np.cumsum(sizes)
+    ref = t.cat([A[e - s:e].double() @ B[g].double() for g, (s, e) in enumerate(zip(sizes, ends, strict=True))])
+    assert rel(C, ref) < TOL["f32"]
+
+
+def test_an_explicit_tile_in_a_block_of_a_partial_warp():
+    """An explicit 48 x 48 tile runs on 144 threads, four warps and a half: one size class, no cap to choose and no
+    warp shuffle of the TLP sums (which would read lanes past the block)."""
+    n, k = 97, 41
+    kern = kernel("kernel odd {{ tile 48x48x8  layout B col  grouped M n {n} k {k} groups 8 }}", n=n, k=k)
+    assert kern.ir.plan.threads == 144
+    check_f32_grouped_m(kern, ROUTINGS["big"], n, k)
+
+
 @pytest.mark.parametrize("tail_split", [True, False])
 def test_last_round_in_column_halves(tail_split):
     """DynamicPlan.tail_split: 8 groups of 511 rows by n 548 (edge tiles in the last column) make 160 tiles of 128 x
@@ -156,18 +177,10 @@ def test_last_round_in_column_halves(tail_split):
 def test_many_groups_past_the_default_shared_memory():
     """2000 groups: the scheduler's 24 KB of static shared memory and the tiles' 33 KB pass the 48 KiB a block gets
     without opting in (the launch opts in; without it, CUDA_ERROR_INVALID_VALUE); one part a group."""
-    t = torch()
     n, k = 97, 41
     kern = kernel(MANY, n=n, k=k)
     assert kern.executable.ir.plan.smem_bytes > 48 * 1024 and kern.executable.ir.plan.parts == 1
-    sizes = np.random.default_rng(5).choice([0, 1, 3, 17, 64, 65, 129], size=1999).tolist()
-    rows = sum(sizes)
-    A, B = matrix(rows, k, "r", t.float32), stack(len(sizes), k, n, "c", t.float32)
-    C = matrix(rows, n, "r", t.float32, fill=float("nan"))
-    kern(A, B, C, offsets=ends_of(sizes, t))
-    ends = np.cumsum(sizes)
-    ref = t.cat([A[e - s:e].double() @ B[g].double() for g, (s, e) in enumerate(zip(sizes, ends, strict=True))])
-    assert rel(C, ref) < TOL["f32"]
+    check_f32_grouped_m(kern, np.random.default_rng(5).choice([0, 1, 3, 17, 64, 65, 129], size=1999).tolist(), n, k)
 
 
 @pytest.mark.parametrize("schedule, dtype, layouts, scalars",

@@ -51,7 +51,7 @@ def context(kernel: Kernel, hw: Hardware) -> dict:
         "fixed_k": dyn.k,
         "tlp_threshold": plan.tlp_threshold,
         "tlp_waves": plan.tlp_waves,  # the default threshold: this many waves of the grid's threads
-        "min_tile": min(min(c.variant.bm, c.variant.bn) for c in plan.classes),
+        "min_tile": plan.min_tile,
         "tile_smem": plan.tile_smem,
         "sm_count_attribute": SM_COUNT_ATTRIBUTE[hw.vendor],
         # Row-major A (m x k) and column-major B (k x n) are contiguous along k.

@@ -76,6 +76,12 @@ class DynamicPlan(FamilyPlan):
         return self.tiles.threads
 
     @property
+    def min_tile(self) -> int:
+        """The shortest side of any size class's tile: a launch's tiles are at most its outputs' in squares of this
+        side, the bound a call holds against the int32 tile numbering."""
+        return min(min(c.variant.bm, c.variant.bn) for c in self.classes)
+
+    @property
     def tile_smem(self) -> int:
         """Dynamic shared memory: the largest variant's k-tile buffers."""
         return self.tiles.smem_bytes

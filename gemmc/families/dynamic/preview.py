@@ -4,9 +4,11 @@ target table gives: its SMs x the plan's blocks per SM."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from gemmc.families.dynamic import scheduler
 from gemmc.families.dynamic.plan import SORT_GROUPS, DynamicPlan
-from gemmc.families.preview import CallSizes, GroupSchedule, SchedulePreview, by_shape
+from gemmc.families.preview import CallSizes, GroupSchedule, SchedulePreview, by_shape, tile_numbering
 from gemmc.ir.dynamic import Grouping
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
@@ -32,6 +34,7 @@ def cap_reason(plan: DynamicPlan, cap: int, tlp: list[int], threshold: int, grid
 
 
 def schedule_for(kernel: Kernel, plan: DynamicPlan, sizes: CallSizes, hw: Hardware) -> SchedulePreview:
+    tile_numbering(sizes, plan.grouping, plan.min_tile)
     m, n, k = sizes.arrays()
     grid = hw.sm_count * plan.blocks_per_sm
     threshold = plan.threshold(grid)
@@ -43,6 +46,9 @@ def schedule_for(kernel: Kernel, plan: DynamicPlan, sizes: CallSizes, hw: Hardwa
                    for g in range(len(m)))
     total = sched.total
     whole = scheduler.whole_claims(total, grid) if plan.tail_split else total
+    # the last round's tiles as their claims' halves run them (gemmc_dyn_half): a right half that runs is a split tile
+    halves = scheduler.half_claims(plan, scheduler.tile_table(plan, sched, m, n, np.arange(whole, total)), n)
+    split = int((halves[1::2, 3] >= 0).sum())
     tlp = [int(t) for t in sched.tlp]
     order = ("every group's whole-height rows of tiles, then every half-height last row, each kind by "
              "decreasing cost of a tile (weight x k)" if plan.parts > 1 else
@@ -55,5 +61,7 @@ def schedule_for(kernel: Kernel, plan: DynamicPlan, sizes: CallSizes, hw: Hardwa
              "target table (a call reads the device's SMs and the compiled kernel's occupancy)")
     return SchedulePreview(kernel.name, "dynamic", plan.grouping, groups, grid, total,
                            cap_reason(plan, sched.cap, tlp, threshold, grid), cap=sched.cap, threshold=threshold,
-                           tlp=tuple(tlp), split=total - whole, notes=notes)
+                           tlp=tuple(tlp), tail=total - whole, split=split,
+                           tail_why="no half-width variant, or the right half past n",
+                           notes=notes)
 

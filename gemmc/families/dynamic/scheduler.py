@@ -74,34 +74,36 @@ def edge_table(plan: DynamicPlan) -> np.ndarray:
     return np.array([(i, *c.edges) for i, c in enumerate(plan.classes)], dtype=np.int64).reshape(-1, 4)
 
 
-def costs(plan: DynamicPlan, m: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per variant (rows) and group (columns): its tile count and the tiles' summed weight, edge tiles at their
-    variant's weight."""
-    bm, bn, weight = (column(plan, f)[:, None] for f in ("bm", "bn", "weight"))
-    m, n = np.asarray(m, dtype=np.int64)[None, :], np.asarray(n, dtype=np.int64)[None, :]
+def kinds(bm: np.ndarray, bn: np.ndarray, m: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The tiles of bm x bn over m x n outputs (broadcast) by edge_table's kinds: whole, in the last row where that
+    needs at most half the height, in the last column at most half the width, in the corner needing both."""
     tm, tn = -(-m // bm), -(-n // bn)
     row = ((tm > 0) & (m - (tm - 1) * bm <= bm // 2)).astype(np.int64)  # the last row is a half-height edge
     col = ((tn > 0) & (n - (tn - 1) * bn <= bn // 2)).astype(np.int64)
-    edge = edge_table(plan)
-    w = column(plan, "weight")
-    cost = ((tm - row) * (tn - col) * weight + row * (tn - col) * w[edge[:, 1]][:, None]
-            + (tm - row) * col * w[edge[:, 2]][:, None] + row * col * w[edge[:, 3]][:, None])
-    return tm * tn, cost
+    return (tm - row) * (tn - col), row * (tn - col), (tm - row) * col, row * col
+
+
+def costs(plan: DynamicPlan, m: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per variant (rows) and group (columns): its tile count and the tiles' summed weight, edge tiles at their
+    variant's weight."""
+    bm, bn = (column(plan, f)[:, None] for f in ("bm", "bn"))
+    counts = kinds(bm, bn, np.asarray(m, dtype=np.int64)[None, :], np.asarray(n, dtype=np.int64)[None, :])
+    weight = column(plan, "weight")[edge_table(plan)]  # variant x kind: the weight of a tile of that kind
+    tiles, cost = np.zeros_like(counts[0]), np.zeros_like(counts[0])
+    for kind, count in enumerate(counts):
+        tiles, cost = tiles + count, cost + count * weight[:, kind][:, None]
+    return tiles, cost
 
 
 def group_tiles(plan: DynamicPlan, variant: np.ndarray, m: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Per group (rows) and variant (columns): the tiles the group runs of that variant, its `variant`'s tiles with
-    those of a last row (column) that needs at most half the height (width) under their edge variants (tile_table's
-    tiles, counted without listing them)."""
-    bm, bn = column(plan, "bm")[variant], column(plan, "bn")[variant]
-    m, n = np.asarray(m, dtype=np.int64), np.asarray(n, dtype=np.int64)
-    tm, tn = -(-m // bm), -(-n // bn)
-    row = ((tm > 0) & (m - (tm - 1) * bm <= bm // 2)).astype(np.int64)
-    col = ((tn > 0) & (n - (tn - 1) * bn <= bn // 2)).astype(np.int64)
+    its edge tiles under their edge variants (tile_table's tiles, counted without listing them)."""
+    counts = kinds(column(plan, "bm")[variant], column(plan, "bn")[variant], np.asarray(m, dtype=np.int64),
+                   np.asarray(n, dtype=np.int64))
     edge = edge_table(plan)[variant]  # groups x kinds
     out = np.zeros((len(variant), len(plan.classes)), dtype=np.int64)
     groups = np.arange(len(variant))
-    for kind, count in enumerate(((tm - row) * (tn - col), row * (tn - col), (tm - row) * col, row * col)):
+    for kind, count in enumerate(counts):
         np.add.at(out, (groups, edge[:, kind]), count)
     return out
 
@@ -208,15 +210,16 @@ def schedule(plan: DynamicPlan, m: np.ndarray, n: np.ndarray, threshold: int, k:
                     firsts.reshape(-1))
 
 
-def tile_table(plan: DynamicPlan, sched: Schedule, m: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Every tile in numbering order as rows (group, m0, n0, variant): the decode a block does for a tile it takes,
-    edge tiles with their half variants."""
-    total = sched.total
-    position = np.repeat(np.arange(len(sched.order)), sched.part_tiles[sched.order])[:total]
+def tile_table(plan: DynamicPlan, sched: Schedule, m: np.ndarray, n: np.ndarray, tiles: np.ndarray | None = None
+               ) -> np.ndarray:
+    """Every tile in numbering order (or those numbered `tiles`) as rows (group, m0, n0, variant): the decode a block
+    does for a tile it takes, edge tiles with their half variants."""
+    t = np.arange(sched.total, dtype=np.int64) if tiles is None else np.asarray(tiles, dtype=np.int64)
+    position = np.searchsorted(sched.ends, t, side="right")  # gemmc_dyn_group: the first position ending past t
     part = sched.order[position]
     group = sched.groups[position]
     first = np.concatenate([[0], sched.ends[:-1]])
-    local = np.arange(total) - first[position] + sched.part_first[part]
+    local = t - first[position] + sched.part_first[part]
     v = sched.variant[group]
     bm, bn = column(plan, "bm")[v], column(plan, "bn")[v]
     tiles_n = -(-np.asarray(n, dtype=np.int64)[group] // bn)
@@ -241,7 +244,14 @@ def claim_table(plan: DynamicPlan, sched: Schedule, m: np.ndarray, n: np.ndarray
     whole = whole_claims(sched.total, blocks) if plan.tail_split else sched.total
     if whole == sched.total:
         return table
-    tail = np.repeat(table[whole:], 2, axis=0)
+    return np.concatenate([table[:whole], half_claims(plan, table[whole:], n)])
+
+
+def half_claims(plan: DynamicPlan, tiles: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """The two claims of each tile of the last round's column halves (rows (group, m0, n0, variant) of tile_table):
+    its left and right halves under the half-width variant (gemmc_dyn_half); a tile whose variant has none runs whole
+    in its left claim, and a right half past the group's n columns runs nothing (variant -1)."""
+    tail = np.repeat(tiles, 2, axis=0)
     half = np.tile([0, 1], len(tail) // 2)
     run = tail[:, 3]
     ew = edge_table(plan)[run, 2]
@@ -249,7 +259,7 @@ def claim_table(plan: DynamicPlan, sched: Schedule, m: np.ndarray, n: np.ndarray
     tail[:, 2] += np.where(split, half * (column(plan, "bn")[run] // 2), 0)
     inside = tail[:, 2] < np.asarray(n, dtype=np.int64)[tail[:, 0]]
     tail[:, 3] = np.where(split, np.where(inside, ew, -1), np.where(half == 0, run, -1))
-    return np.concatenate([table[:whole], tail])
+    return tail
 
 
 def size_table(plan: DynamicPlan, n: int, rows_limit: int = 1024) -> list[tuple[int, int, int]]:

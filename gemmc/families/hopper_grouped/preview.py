@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
-from gemmc.families.preview import CallSizes, GroupSchedule, SchedulePreview, by_shape
+from gemmc.families.preview import CallSizes, GroupSchedule, SchedulePreview, by_shape, tile_numbering
 from gemmc.families.tma_loop import TMA_ALIGN
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel
@@ -33,6 +33,23 @@ def whole_units(units: int, grid: int) -> int:
     return units - rest if rest > 0 and 2 * rest <= grid else units
 
 
+def unit_rows(u: np.ndarray, rows: int, tiles_n: int, band: int) -> np.ndarray:
+    """grouped M without clusters: the tile row of each unit u (gemmc_grp_tile: bands of `band` rows, walked
+    rows-fastest before the next n-tile; one row a band: each row's n-tiles in turn)."""
+    per_band = band * tiles_n
+    first = u // per_band * band
+    return first + (u - first * tiles_n) % np.minimum(rows - first, band)
+
+
+def is_small_row(i: np.ndarray, big_rows: np.ndarray, small: np.ndarray) -> np.ndarray:
+    """Whether tile row i (in group order: each group's big rows, then its small one) is a small one
+    (gemmc_grp_row)."""
+    ends = np.cumsum(big_rows + small)
+    g = np.searchsorted(ends, i, side="right")
+    before = np.where(g > 0, ends[np.maximum(g - 1, 0)], 0)
+    return i - before >= big_rows[g]
+
+
 def misfit(plan: HopperGroupedPlan, m: int, n: int, k: int) -> str:
     """grouped list: why a call runs this problem on CUDA cores instead (its dense A's or B's lines are not 16-byte
     multiples, so TMA cannot read them in place), "" where it runs here."""
@@ -46,11 +63,14 @@ def misfit(plan: HopperGroupedPlan, m: int, n: int, k: int) -> str:
 def schedule_for(kernel: Kernel, plan: HopperGroupedPlan, sizes: CallSizes, hw: Hardware) -> SchedulePreview:
     dyn = kernel.dynamic
     assert dyn is not None
+    if plan.grouped_list:  # the list's calls check the bound the dynamic family's do (grouped M's: only `rows`)
+        tile_numbering(sizes, dyn.grouping, min(plan.bm, plan.bn))
     m, n, k = sizes.arrays()
     grid = plan.grid(hw.sm_count)
     bm, small, bn = plan.bm, plan.small_bm, plan.bn
     tiles_n = -(-n // bn)
     big_rows, small_rows = tile_rows(m, bm, small)
+    split = 0  # the last round's units in column halves
     classes = f"a {'problem' if plan.grouped_list else 'group'}'s rows in {bm}-row tiles, its last {small} rows or " \
               f"fewer in a {small}-row tile; tile N {bn} is the plan's"
     if plan.grouped_k:
@@ -84,16 +104,23 @@ def schedule_for(kernel: Kernel, plan: HopperGroupedPlan, sizes: CallSizes, hw: 
         rows = int(big_rows.sum() + small_rows.sum())
         units = -(-rows // plan.cluster) * int(tiles_n[0]) if len(m) else 0
         whole = whole_units(units, grid) if plan.tail_split else units
+        if whole < units:  # a 64-row unit of the last round runs whole, its second half's step empty
+            tail = unit_rows(np.arange(whole, units), rows, int(tiles_n[0]), plan.band)
+            split = int((~is_small_row(tail, big_rows, small_rows)).sum())
         why = classes
         pairs = f", paired on a cluster's {plan.cluster} blocks," if plan.cluster > 1 else ""
         taker = "cluster" if plan.cluster > 1 else "block"
-        walk = (f"units: the tile rows in group order (each group's {bm}-row rows, then its {small}-row one){pairs} by "
-                f"n-tiles, n fastest; {taker} c takes units c, c + {grid // plan.cluster}, ... (a static stride)")
+        raster = (f"in bands of {plan.band} unit rows walked rows-fastest before the next n-tile" if plan.band > 1
+                  else "by n-tiles, n fastest")
+        walk = (f"units: the tile rows in group order (each group's {bm}-row rows, then its {small}-row one){pairs} "
+                f"{raster}; {taker} c takes units c, c + {grid // plan.cluster}, ... (a static stride)")
     notes: tuple[str, ...] = (walk, f"grid: one block per SM ({hw.sm_count} SMs)"
              + (f", in whole clusters of {plan.cluster}" if plan.cluster > 1 else ""), ARITHMETIC)
     if any(g.elsewhere for g in groups):
         notes += ("problems whose dense lines TMA cannot read run first in a launch of the dynamic family; the "
                   "preview assumes 16-byte aligned arrays (a fresh allocation's)",)
     return SchedulePreview(kernel.name, "hopper_grouped", dyn.grouping, groups, grid, units, why,
-                           cluster=plan.cluster, split=units - whole, notes=notes)
+                           cluster=plan.cluster, tail=units - whole, split=split,
+                           tail_why=f"{small}-row units: their two warpgroups take half the columns each",
+                           notes=notes)
 

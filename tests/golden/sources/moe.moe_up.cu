@@ -623,7 +623,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemmc_moe_up_dynamic_f32_rc
   if (tid == 0) s_first[0] = 0;
   __syncthreads();
 
-  // The TLP of the launch under each cap on the level, summed over the groups.
+  // The TLP of the launch under each cap on the level, summed over the groups (a ladder of one level has no cap to
+  // choose, and gemmc_dyn_cap reads no sum).
   {
     long long tlp[GEMMC_DYN_LEVELS];
 #pragma unroll
@@ -637,9 +638,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemmc_moe_up_dynamic_f32_rc
 #pragma unroll
       for (int c = 0; c < GEMMC_DYN_LEVELS; ++c) tlp[c] += add[c];
     }
-    // Summed over each 32 lanes first, then one shared atomic per warp: a 64-bit shared atomicAdd from every thread
-    // serialises the lanes, and for 64 groups took 10 us of the schedule's 14
+    // Summed over each 32 lanes first, then one shared atomic per 32 lanes (on a 64-lane HIP wavefront lanes 0 and 32
+    // each add their half: the shuffles' sources stay within it): a 64-bit shared atomicAdd from every thread
+    // serialises the lanes, and for 64 groups took 10 us of the schedule's 16
     // (bench/results/dynamic/2026-11-28_h100_list-gap.json, bench/experiments/dynamic_list_gap.py).
+    static_assert(NT % 32 == 0, "every lane a shuffle reads exists: the block is whole groups of 32 lanes");
 #pragma unroll
     for (int c = 0; c < GEMMC_DYN_LEVELS; ++c) {
       long long sum = tlp[c];
