@@ -276,6 +276,20 @@ def test_errors_of_every_kernel_are_reported_kernel_by_kernel():
     assert shown == []  # no pass got every kernel through
 
 
+@pytest.mark.parametrize("text", ["kernel k { tile 48x48x8  gemm 100 x 100 x 100 }",
+                                  "kernel k { tile 48x48x8  layout B col  grouped M n 97 k 41 groups 8 }"])
+def test_a_tile_whose_threads_are_not_whole_warps_is_refused_at_the_tile(text):
+    """An explicit tile without `threads` takes one thread per 16 outputs; where that is not whole warps (48 x 48:
+    144) the tile's named barriers would be an illegal instruction on the GPU: refused at the tile, with a count
+    that is."""
+    with pytest.raises(gemmc.GemmcError) as err:
+        gemmc.compile_string(text)
+    d = err.value.diagnostics[0]
+    assert d.code == "E301" and "gives 144 threads" in d.message and "threads 128" in (d.hint or "")
+    assert text[d.span.column - 1:].startswith("tile 48x48x8")
+    assert gemmc.compile_string(text.replace("tile 48x48x8", "tile 48x48x8 threads 128"))["k"].ir.plan.threads == 128
+
+
 def test_a_family_refuses_another_familys_plan_as_a_gemmc_bug():
     import dataclasses
 

@@ -143,12 +143,11 @@ def check_f32_grouped_m(kern: gemmc.CompiledKernel, sizes: list[int], n: int, k:
     assert rel(C, ref) < TOL["f32"]
 
 
-def test_an_explicit_tile_in_a_block_of_a_partial_warp():
-    """An explicit 48 x 48 tile runs on 144 threads, four warps and a half: one size class, no cap to choose and no
-    warp shuffle of the TLP sums (which would read lanes past the block)."""
+def test_an_explicit_tile_runs_one_size_class():
+    """An explicit 32 x 64 tile: one size class on 128 threads, no cap to choose and no TLP sums."""
     n, k = 97, 41
-    kern = kernel("kernel odd {{ tile 48x48x8  layout B col  grouped M n {n} k {k} groups 8 }}", n=n, k=k)
-    assert kern.ir.plan.threads == 144
+    kern = kernel("kernel one {{ tile 32x64x8  layout B col  grouped M n {n} k {k} groups 8 }}", n=n, k=k)
+    assert kern.ir.plan.threads == 128 and len(kern.ir.plan.levels) == 1
     check_f32_grouped_m(kern, ROUTINGS["big"], n, k)
 
 

@@ -48,9 +48,18 @@ def uniform_variant(kernel: Kernel, hw: Hardware, sizes: Sizes | None = None) ->
 
 
 def explicit_variant(kernel: Kernel, hw: Hardware) -> SimtVariant:
+    """The variant of an explicit `tile`: its threads the schedule's, else one per 16 outputs (within [a warp, 256])
+    times the k slices, which must be whole warps: the tile's named barriers (`bar.sync id, threads`) take a count
+    of whole warps, and any other count is an illegal instruction on the GPU (a 48 x 48 tile's 144 threads)."""
     assert kernel.tile is not None
     t = kernel.tile
     threads = kernel.threads or max(hw.warp_size, min(256, t.m * t.n // 16)) * t.slices
+    if not kernel.threads and threads % hw.warp_size:
+        whole = threads - threads % hw.warp_size
+        raise GemmcError(Diagnostic("E301", f"tile {t} gives {threads} threads (one per 16 outputs), not whole warps "
+                                    f"of {hw.warp_size}", kernel.where("tile"),
+                                    f"give `threads {whole}` (or another multiple of {hw.warp_size} that splits the "
+                                    "tile evenly), or a tile whose bm x bn / 16 is a multiple of the warp size"))
     micro = micro_tile(t.m, t.n, threads // t.slices) if threads % t.slices == 0 else None
     if micro is None:
         per = f" ({threads // t.slices} per k slice)" if t.slices > 1 and threads % t.slices == 0 else ""
