@@ -229,6 +229,7 @@ def test_a_list_preview_sends_what_tma_cannot_read_to_cuda_cores_as_a_call_does(
     (lambda k: k.schedule_for([1.5]), "sizes: expected whole numbers, got float64 values"),
     (lambda k: k.schedule_for([1], sm_count=0), "sm_count: expected a whole number of SMs of at least 1, got 0"),
     (lambda k: k.schedule_for([2**62, 2**62]), "sizes[0] = 4611686018427387904: sizes are at most 2147483647"),
+    (lambda k: k.schedule_for([3, 2**64]), "sizes: 18446744073709551616 is past 64 bits: sizes are at most 2147483647"),
     (lambda k: k.schedule_for(offsets=[1, 2**31]), "offsets[1] = 2147483648: a call's group ends are int32"),
 ])
 def test_what_a_call_refuses_the_preview_refuses(call, words):
