@@ -188,14 +188,20 @@ def test_inspect_counts_the_tiles_each_size_class_takes_at_the_declared_rows():
 
 # ---- the scheduler: NumPy model, float64 reference, coverage ----------------------------------------------------
 
-def routings(seed: int, groups: int, rows: int) -> list[np.ndarray]:
-    """Cumulative ends of random routings: uniform, empty groups, one group with everything, sizes 1 and primes."""
-    rng = np.random.default_rng(seed)
+def skewed(rng: np.random.Generator, groups: int, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each group's rows, `rows` in all: uniform, half the groups emptied, one group with everything."""
     uniform = rng.multinomial(rows, np.full(groups, 1.0 / groups))
     empty = uniform.copy()
     empty[rng.choice(groups, groups // 2, replace=False)] = 0
     one = np.zeros(groups, dtype=np.int64)
     one[rng.integers(groups)] = rows
+    return uniform, empty, one
+
+
+def routings(seed: int, groups: int, rows: int) -> list[np.ndarray]:
+    """Cumulative ends of random routings: uniform, empty groups, one group with everything, sizes 1 and primes."""
+    rng = np.random.default_rng(seed)
+    uniform, empty, one = skewed(rng, groups, rows)
     small = rng.choice([0, 1, 2, 3, 5, 7, 13, 17, 31, 61, 127], size=groups)
     zipf = np.minimum(rng.zipf(1.5, size=groups), rows)
     return [np.cumsum(s).astype(np.int64) for s in (uniform, empty, one, small, zipf)]

@@ -17,6 +17,7 @@ from gemmc.families.dynamic.plan import DynamicPlan
 from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
 from gemmc.runtime.grouped_list import tma_misfits
 from tests.conftest import ROOT
+from tests.test_dynamic import skewed
 
 MOE = ROOT / "examples" / "moe.gs"
 PRIMES = [2, 3, 5, 7, 11, 13, 17, 31, 61, 127, 257, 509, 1021]
@@ -29,11 +30,7 @@ def kernel(text: str, target: str = "cuda sm_90") -> gemmc.CompiledKernel:
 def routings(seed: int, groups: int, rows: int) -> list[list[int]]:
     """Each group's rows: uniform, half the groups empty, one group with everything, sizes 1, primes, no group."""
     rng = np.random.default_rng(seed)
-    uniform = rng.multinomial(rows, np.full(groups, 1.0 / groups))
-    empty = uniform.copy()
-    empty[rng.choice(groups, groups // 2, replace=False)] = 0
-    one = np.zeros(groups, dtype=np.int64)
-    one[rng.integers(groups)] = rows
+    uniform, empty, one = skewed(rng, groups, rows)
     return [s.tolist() for s in (uniform, empty, one, np.ones(groups, dtype=np.int64),
                                  rng.choice(PRIMES, size=groups), np.zeros(0, dtype=np.int64))]
 

@@ -39,7 +39,7 @@ def _ints(values: Any, name: str) -> np.ndarray:
         raise GemmcError(f"{name}: expected numbers on the host (a list, a NumPy array; a device array's .cpu() or "
                          f".get()), got {type(values).__name__}: {err}") from None
     if array.dtype == object and all(type(v) is int for v in array.ravel()):  # past int64: NumPy keeps Python ints
-        raise GemmcError(f"{name}: {max(array.ravel(), key=abs)} is past 64 bits: sizes are at most {2**31 - 1}")
+        raise GemmcError(f"{name}: {max(array.ravel(), key=abs)} is past 64 bits: sizes are at most {INT32_MAX}")
     if array.dtype == object or not (array.size == 0 or np.issubdtype(array.dtype, np.integer)):
         raise GemmcError(f"{name}: expected whole numbers, got {array.dtype} values")
     return array.astype(np.int64)
