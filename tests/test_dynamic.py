@@ -17,6 +17,7 @@ from gemmc.families.dynamic import codegen, scheduler
 from gemmc.families.dynamic.plan import DynamicPlan
 from gemmc.ir.dynamic import INT32_MAX, DynamicBatch, Grouping
 from tests.conftest import ROOT
+from tests.gpu.helpers import TLP_ANCHOR, TLP_LIST, TLP_MOE, tlp_probe
 
 GXX = shutil.which("g++")
 
@@ -131,6 +132,26 @@ def test_the_tlp_sums_shuffle_only_in_blocks_of_whole_32_lane_groups(target):
         plan = ladder.ir.plan
         assert isinstance(plan, DynamicPlan) and len(plan.levels) > 1 and plan.threads % 32 == 0
         assert "GEMMC_SHFL_DOWN(sum, off)" in ladder.source and "static_assert(NT % 32 == 0" in ladder.source
+
+
+@pytest.mark.parametrize("text", [TLP_MOE, TLP_LIST], ids=["M", "list"])
+def test_the_tlp_probe_of_the_gpu_tests_applies_once_and_compiles(text, tmp_path):
+    """tests/gpu/test_dynamic_tlp_gpu.py reads the device's TLP sums and cap through a store patched into the kernel's
+    source after the barrier that completes the sums (tests.gpu.helpers.tlp_probe): that anchor is there exactly once,
+    a source without it is refused, and the probed source compiles (nvcc here; the GPU machine compiles it with
+    NVRTC, as the runtime does)."""
+    k = kernel_of(text)
+    levels = len(k.ir.plan.levels)
+    assert levels > 1 and k.source.count(TLP_ANCHOR) == 1
+    with pytest.raises(AssertionError, match="anchor occurs 0 times"):
+        tlp_probe(k.source.replace(TLP_ANCHOR, ""), levels)
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc")
+    src = tmp_path / "k.cu"
+    src.write_text(tlp_probe(k.source, levels))
+    proc = subprocess.run(["nvcc", *k.rendered.build_flags, "-std=c++17", "-c", str(src), "-o", str(src) + ".o"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
 
 
 APART = [("kernel k { layout B col  grouped M n 2048 k 1024 groups 64 }", "sm_90"),

@@ -295,3 +295,28 @@ def capture_and_destroy(captured: Callable[[], tuple], replayed_right: Callable[
             assert replayed_right(*one), f"graph {i}"
         del one
         gc.collect()
+
+
+# The dynamic kernel's per-level TLP sums are complete in shared memory (s_tlp) at this barrier, and the cap is read
+# from them right after it (dynamic.cu.j2).
+TLP_ANCHOR = "  __syncthreads();\n  const int cap = gemmc_dyn_cap(s_tlp, tlp_threshold);\n"
+TLP_SEEN = "gemmc_test_tlp"  # the probe's device global: every level's sum, then the cap
+# The schedules the probe runs on (tests/gpu/test_dynamic_tlp_gpu.py; tests/test_dynamic.py compiles them probed):
+# grouped M up to 4096 groups, the most a schedule takes, and the list form
+TLP_MOE = "kernel tlp_moe { grouped M n 97 k 8 groups 4096 }"
+TLP_LIST = "kernel tlp_list { grouped list problems 512 }"
+
+
+def tlp_probe(source: str, levels: int) -> str:
+    """A dynamic kernel's `source` whose block 0, thread 0 stores every level's TLP sum and the cap it picked into the
+    device global TLP_SEEN (levels + 1 values) once the block's sums are complete: a wrong sum changes only which tile
+    variants run, never C, so only such a probe shows it. Fails where the anchor is not there exactly once (a template
+    change must fail the tests that use the probe, not leave them reading nothing)."""
+    assert source.count(TLP_ANCHOR) == 1, f"the TLP probe's anchor occurs {source.count(TLP_ANCHOR)} times"
+    store = (f'  static_assert(GEMMC_DYN_LEVELS == {levels}, "the probe holds every level and the cap");\n'
+             "  if (blockIdx.x == 0 && tid == 0) {\n"
+             f"    for (int c = 0; c < GEMMC_DYN_LEVELS; ++c) {TLP_SEEN}[c] = s_tlp[c];\n"
+             f"    {TLP_SEEN}[GEMMC_DYN_LEVELS] = (unsigned long long)cap;\n"
+             "  }\n")
+    return f"__device__ unsigned long long {TLP_SEEN}[{levels + 1}];\n" + source.replace(TLP_ANCHOR,
+                                                                                          TLP_ANCHOR + store)
