@@ -1,6 +1,7 @@
 """Where the f32 dynamic kernel's time goes on the MoE step E8 T65536 N512 K512 (uniform routing), the one step of
 `python -m gemmc.bench dynamic` below torch._grouped_mm: the same step at K 512 to 4096, gemmc's dynamic kernel beside
-torch._grouped_mm and a torch.mm loop over the experts (device times, graphs of CALLS calls, median of ROUNDS rounds).
+torch._grouped_mm (plain calls: its f32 path reads the ends on the host) and a torch.mm loop over the experts (device
+times, graphs of CALLS calls), the median of ROUNDS rounds.
 GPU machine only, from the tree's root:
 
     OUT=... python3 bench/experiments/dynamic_k_sweep.py        # $OUT/k-sweep.json
@@ -31,6 +32,7 @@ def case(k: int, sizes: np.ndarray) -> dict:
 
     import gemmc
     from gemmc.bench import dynamic as d
+    from gemmc.bench import timing
 
     A, W, C, ends, bounds, ref = d.moe_step(EXPERTS, TOKENS, N, k, sizes)
     kern = next(iter(gemmc.compile_string(d.MOE.format(n=N, k=k))))
@@ -39,16 +41,17 @@ def case(k: int, sizes: np.ndarray) -> dict:
     Wt = W.transpose(1, 2)
     runs = {
         "gemmc": lambda i: kern(A, W, C, offsets=ends),
-        "grouped_mm": lambda i: torch._grouped_mm(A, Wt, offs=ends),
         "torch_loop": lambda i: [torch.mm(A[s:e], W[g].t(), out=C[s:e]) for g, (s, e) in enumerate(bounds)],
     }
-    times: dict[str, list[float]] = {name: [] for name in runs}
+    times: dict[str, list[float]] = {name: [] for name in (*runs, "grouped_mm")}
     for _ in range(ROUNDS):
         for name, fn in runs.items():
             times[name].append(d.graph_seconds(fn, calls=CALLS) * 1e6)
+        # f32 torch._grouped_mm reads the ends on the host (no graph capture): plain calls, synchronised
+        times["grouped_mm"].append(timing.host_seconds(lambda i: torch._grouped_mm(A, Wt, offs=ends)) * 1e6)
     row = {"k": k, "error": error, **{f"{name}_us": statistics.median(t) for name, t in times.items()}}
     flops = 2.0 * TOKENS * N * k
-    row.update({f"{name}_tflops": flops / row[f"{name}_us"] / 1e6 for name in runs})
+    row.update({f"{name}_tflops": flops / row[f"{name}_us"] / 1e6 for name in times})
     row["gemmc_us_per_round"] = row["gemmc_us"] / 16
     return row
 
