@@ -10,7 +10,8 @@ Every case runs 16 rounds of 128 x 128 tiles (2048 tiles on 132 blocks, 15.52 ro
 per round against K is a line: its slope is the main loop's time per k-step, its intercept what a tile costs besides
 (first load, epilogue, claim). Prediction: the main loop alone runs at the 4096^3 rate (44.6 TFLOP/s, 48.1 us a round
 at K 512), so an intercept near 4.5 us a round would be what puts K 512 at 40.8 TFLOP/s. Measured
-(bench/results/dynamic/2026-11-28_h100_k-sweep.json, its output in ..._k-sweep.log): 2.7 us a round and a main loop
+(bench/results/dynamic/2026-11-28_h100_k-sweep.json, its output in
+dynamic/2026-11-28_h100_k-sweep.log): 2.7 us a round and a main loop
 of 45.1 TFLOP/s; the torch loop of cuBLAS SGEMMs runs 46.1 TFLOP/s at K 512 and 48.5 at K 4096, so its main loop, not
 the tiles' other costs, is most of the gap.
 """
