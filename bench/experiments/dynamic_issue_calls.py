@@ -1,0 +1,80 @@
+"""Why a grouped call's host time reads 13-47 us in `python -m gemmc.bench dynamic`'s windows ("host issue": 20 calls
+issued without a synchronisation, then one) and 12.8 us in bench/experiments/dynamic_host.py (200 calls of a small
+kernel). GPU machine only, from the tree's root:
+
+    OUT=... python3 bench/experiments/dynamic_issue_calls.py        # $OUT/issue-calls.json
+
+For two MoE steps of the benchmark (E8 T65536 N512 K512 with half the tokens on one expert, its slowest "host issue"
+row, 46.8 us; E32 T8192 N1024 K512 uniform, 28.7 us), the benchmark's measure (timing.host_seconds, windows of 20
+calls, sync=False) beside each call's own time in such windows: the median over WINDOWS windows of call i's time, for
+i = 0..19, with the cyclic garbage collector on and off. Prediction: if the calls themselves cost ~13 us, the per-call
+medians sit near 13 us and the window's mean is lifted by a few calls (the first, or ones the collector or the driver
+holds); if every call costs more, something in the call waits on the GPU's queue.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import statistics
+import time
+
+import numpy as np
+
+WINDOWS = 9
+CALLS = 20
+CASES = [(8, 65536, 512, 512, "half"), (32, 8192, 1024, 512, "uniform")]
+
+
+def per_call(step) -> list[float]:
+    """Median over WINDOWS windows of each call's microseconds (windows as the benchmark's: the queue drained first)."""
+    import torch
+
+    samples: list[list[float]] = [[] for _ in range(CALLS)]
+    for _ in range(WINDOWS):
+        torch.cuda.synchronize()
+        for i in range(CALLS):
+            t0 = time.perf_counter()
+            step(i)
+            samples[i].append((time.perf_counter() - t0) * 1e6)
+    torch.cuda.synchronize()
+    return [statistics.median(s) for s in samples]
+
+
+def main() -> None:
+    import torch
+
+    import gemmc
+    from gemmc.bench import dynamic as d
+    from gemmc.bench import timing
+
+    rows = []
+    for experts, tokens, n, k, kind in CASES:
+        kern = next(iter(gemmc.compile_string(d.MOE.format(n=n, k=k))))
+        A = torch.randn(tokens, k, device="cuda")
+        W = torch.randn(experts, n, k, device="cuda")
+        C = torch.empty(tokens, n, device="cuda")
+        ends = [torch.tensor(np.cumsum(c), dtype=torch.int32, device="cuda") for c in d.draws(experts, tokens, kind)]
+
+        def step(i: int, kern=kern, A=A, W=W, C=C, ends=ends) -> None:
+            kern(A, W, C, offsets=ends[i % len(ends)])
+
+        step(0)
+        row = {"case": f"moe E{experts} T{tokens} N{n} K{k} {kind}",
+               "bench_issue_us": timing.host_seconds(step, calls=CALLS, sync=False) * 1e6,
+               "per_call_us": per_call(step)}
+        gc.disable()
+        try:
+            row["bench_issue_no_gc_us"] = timing.host_seconds(step, calls=CALLS, sync=False) * 1e6
+            row["per_call_no_gc_us"] = per_call(step)
+        finally:
+            gc.enable()
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    with open(os.path.join(os.environ.get("OUT", "."), "issue-calls.json"), "w") as f:
+        json.dump({"gpu": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
