@@ -42,6 +42,47 @@ def per_call(step) -> list[float]:
     return [statistics.median(s) for s in samples]
 
 
+def first_call_parts(kern, A, W, C, ends) -> dict:
+    """The first call after a synchronisation, in its pieces (median over WINDOWS windows, each piece after its own
+    synchronisation of a queue of CALLS calls): the metadata key, the stream, the capture query with the counters'
+    slot, the launch; and a torch elementwise op on C, which is no gemmc code at all."""
+    import torch
+
+    from gemmc.runtime import dynamic as dyn
+
+    st = kern.executable.dynamic
+    pieces: dict[str, list[float]] = {name: [] for name in ("key", "stream", "counters", "launch", "whole", "torch_op")}
+
+    def after_queue(i: int) -> None:
+        for j in range(CALLS):
+            kern(A, W, C, offsets=ends[j % len(ends)])
+        torch.cuda.synchronize()
+
+    for w in range(WINDOWS):
+        after_queue(w)
+        t0 = time.perf_counter()
+        key = dyn.call_key(A, W, C, ends[0])
+        t1 = time.perf_counter()
+        handle = dyn.current_stream(key)
+        t2 = time.perf_counter()
+        counter = st.launch_counter(handle)
+        t3 = time.perf_counter()
+        st.fast(st.grid, st.block, st.smem, handle, st.seen[key], counter)
+        t4 = time.perf_counter()
+        for name, a, b in (("key", t0, t1), ("stream", t1, t2), ("counters", t2, t3), ("launch", t3, t4)):
+            pieces[name].append((b - a) * 1e6)
+        after_queue(w)
+        t0 = time.perf_counter()
+        kern(A, W, C, offsets=ends[0])
+        pieces["whole"].append((time.perf_counter() - t0) * 1e6)
+        after_queue(w)
+        t0 = time.perf_counter()
+        C.mul_(1.0)
+        pieces["torch_op"].append((time.perf_counter() - t0) * 1e6)
+    torch.cuda.synchronize()
+    return {f"first_{name}_us": statistics.median(v) for name, v in pieces.items()}
+
+
 def main() -> None:
     import torch
 
@@ -70,6 +111,7 @@ def main() -> None:
             row["per_call_no_gc_us"] = per_call(step)
         finally:
             gc.enable()
+        row.update(first_call_parts(kern, A, W, C, ends))
         print(json.dumps(row), flush=True)
         rows.append(row)
     with open(os.path.join(os.environ.get("OUT", "."), "issue-calls.json"), "w") as f:
