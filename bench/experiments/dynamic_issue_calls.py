@@ -9,7 +9,11 @@ row, 46.8 us; E32 T8192 N1024 K512 uniform, 28.7 us), the benchmark's measure (t
 calls, sync=False) beside each call's own time in such windows: the median over WINDOWS windows of call i's time, for
 i = 0..19, with the cyclic garbage collector on and off. Prediction: if the calls themselves cost ~13 us, the per-call
 medians sit near 13 us and the window's mean is lifted by a few calls (the first, or ones the collector or the driver
-holds); if every call costs more, something in the call waits on the GPU's queue.
+holds); if every call costs more, something in the call waits on the GPU's queue. Measured
+(bench/results/dynamic/2026-11-28_h100_issue-calls.json, its output in dynamic/2026-11-28_h100_issue-calls.log): the
+first call of a window 151 and 73 us, calls 3-20 17-22 us, the collector changing nothing; every piece of the first
+call is slow, and a torch op at the same point takes as long (161 and 123 us): the host's slowness after a wait on the
+GPU, not gemmc's.
 """
 
 from __future__ import annotations
