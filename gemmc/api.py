@@ -146,6 +146,12 @@ def read_schedule(path: str | Path) -> str:
         data = path.read_bytes()
     except OSError as err:
         raise GemmcError(Diagnostic("E103", f"cannot read {printable(str(path))}: {err.strerror or err}")) from None
+    return decode_schedule(data, str(path))
+
+
+def decode_schedule(data: bytes, filename: str) -> str:
+    """A schedule's bytes as text: UTF-8 (a leading byte-order mark is dropped); bytes that are not UTF-8 raise
+    GemmcError E103 at the line and column of the first bad one, `filename` naming where they came from."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -155,7 +161,7 @@ def read_schedule(path: str | Path) -> str:
         text = data.decode("utf-8-sig", errors="replace")
         raise GemmcError(Diagnostic("E103", f"the schedule is not UTF-8 text (byte 0x{data[start]:02x})",
                                     Span(line, column), "save the file as UTF-8"),
-                         filename=str(path), source=text) from None
+                         filename=filename, source=text) from None
 
 
 def compile_file(path: str | Path, *, target: str | None = None, verify: bool = False) -> CompiledProgram:

@@ -17,6 +17,7 @@ from gemmc.api import (
     CompiledProgram,
     compile_file,
     compile_string,
+    decode_schedule,
     front_end,
     read_schedule,
     slower_path,
@@ -85,14 +86,22 @@ def output_folder(name: str) -> Path:
     return out
 
 
+STDIN_NAME = "<stdin>"  # the file name errors cite for a schedule read from standard input
+
+
+def stdin_text() -> str:
+    """Standard input's schedule, held to the same UTF-8 rule as a file's (E103 at the first bad byte)."""
+    return decode_schedule(sys.stdin.buffer.read(), STDIN_NAME)
+
+
 def schedule_text(name: str) -> tuple[str, str]:
     """The schedule's text and the file name its errors cite; `-` is standard input."""
-    return (sys.stdin.read(), "<stdin>") if name == STDIN else (read_schedule(name), name)
+    return (stdin_text(), STDIN_NAME) if name == STDIN else (read_schedule(name), name)
 
 
 def load(name: str, target: str | None, verify: bool = False) -> CompiledProgram:
     if name == STDIN:
-        return compile_string(sys.stdin.read(), filename="<stdin>", target=target, verify=verify)
+        return compile_string(stdin_text(), filename=STDIN_NAME, target=target, verify=verify)
     return compile_file(name, target=target, verify=verify)
 
 

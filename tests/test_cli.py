@@ -265,6 +265,19 @@ def test_a_schedule_that_is_not_utf8(tmp_path):
     assert proc.stderr.startswith(f"{bad}:2:24: error[E103]: the schedule is not UTF-8 text (byte 0xe9)\n")
 
 
+@pytest.mark.parametrize("where", ["comment", "code"])
+def test_a_schedule_on_standard_input_that_is_not_utf8(tmp_path, where):
+    """Standard input is held to a file's rule: E103 at the first bad byte, in a comment or not."""
+    text = b"kernel k {\n  gemm 4 x 4 x 4  # caf\xe9\n}\n" if where == "comment" else b"kernel k {\n\xff}\n"
+    proc = subprocess.run([sys.executable, "-m", "gemmc", "compile", "-", "-o", str(tmp_path)], input=text,
+                          capture_output=True, cwd=ROOT)
+    at = "2:24" if where == "comment" else "2:1"
+    byte = "e9" if where == "comment" else "ff"
+    assert proc.returncode == 1 and not list(tmp_path.iterdir())
+    want = f"<stdin>:{at}: error[E103]: the schedule is not UTF-8 text (byte 0x{byte})\n"
+    assert proc.stderr.decode().startswith(want)
+
+
 def test_a_utf8_byte_order_mark_is_fine(tmp_path):
     path = tmp_path / "bom.gs"
     path.write_bytes(b"\xef\xbb\xbfkernel k { gemm 4 x 4 x 4 }\n")

@@ -260,17 +260,17 @@ HINTS = {
         '                 ^^^^^^\n'
         "hint: did you mean 'layout'?"),
     "tile_of_two_sizes": ('kernel k {\n  gemm 64 x 64 x 64\n  tile 128x128\n}\n',
-        "p.gs:3:11: error[E100]: expected 'x', found a factor such as x3 'x128'\n"
+        "p.gs:3:11: error[E100]: a tile has three sizes; found 2\n"
         '      tile 128x128\n'
         '              ^^^^\n'
         'hint: a tile is BM x BN x BK, e.g. `tile 128x128x64`'),
     "gemm_of_two_sizes": ('kernel k {\n  gemm 4 x 4\n}\n',
-        "p.gs:3:1: error[E100]: expected 'x', found '}'\n"
+        "p.gs:3:1: error[E100]: a GEMM's size has three numbers; found 2\n"
         '    }\n'
         '    ^\n'
         "hint: a GEMM's size is M x N x K, three numbers: `gemm 4096 x 1024 x 512`"),
     "member_of_two_sizes": ('group g {\n  gemm q 4 x 4 }\n',
-        "p.gs:2:16: error[E100]: expected 'x', found '}'\n"
+        "p.gs:2:16: error[E100]: a GEMM's size has three numbers; found 2\n"
         '      gemm q 4 x 4 }\n'
         '                   ^\n'
         "hint: a GEMM's size is M x N x K, three numbers: `gemm 4096 x 1024 x 512`"),
@@ -384,7 +384,7 @@ def test_a_tile_of_spaced_sizes_gets_the_tile_hint():
     with pytest.raises(gemmc.GemmcError) as info:
         gemmc.compile_string("kernel k { gemm 64 x 64 x 64 tile 128 x 128 }")
     (d,) = info.value.diagnostics
-    assert (d.message, d.span.column, d.hint) == ("expected 'x', found '}'", 45, "a tile is BM x BN x BK, e.g. "
+    assert (d.message, d.span.column, d.hint) == ("a tile has three sizes; found 2", 45, "a tile is BM x BN x BK, e.g. "
                                                   "`tile 128x128x64`")
 
 

@@ -225,12 +225,28 @@ def _syntax_error(err: lark.exceptions.UnexpectedInput, source: str) -> Diagnost
             return Diagnostic("E101", f"unknown keyword '{text}'", span,
                               _suggest(text, TOP_KEYWORDS) or "a file holds 'target', 'kernel' and 'group' "
                               "declarations")
+        short = _short_size(stmt, tok, expected, span)
+        if short is not None:
+            return short
         names = " or ".join(sorted(_token_name(e) for e in expected))
         found = _token_name(tok.type)
         found = found if found.startswith("'") else f"{found} '{text}'"
         hint = _token_hint(tok, expected, stack, stmt, source)
         return Diagnostic("E100", f"expected {names}, found {found}", span, hint)
     return Diagnostic("E100", str(err).splitlines()[0], Span(line, col))
+
+
+def _short_size(stmt: tuple[Token, ...], tok: Token, expected: set[str], span: Span) -> Diagnostic | None:
+    """A tile's or a GEMM's size of fewer than three numbers (`tile 128x128`, `gemm 4 x 4`), where the parser wants
+    the 'x' before the third: said so, at the token after the last number (`x128` in `128x128` is one more size)."""
+    if not stmt or stmt[0].type not in ("TILE", "GEMM") or "X" not in expected:
+        return None
+    sizes = sum(t.type == "NUMBER" for t in stmt[1:]) + (tok.type == "FACTOR")
+    if sizes >= 3:
+        return None
+    if stmt[0].type == "TILE":
+        return Diagnostic("E100", f"a tile has three sizes; found {sizes}", span, TILE_HINT)
+    return Diagnostic("E100", f"a GEMM's size has three numbers; found {sizes}", span, GEMM_SIZE_HINT)
 
 
 def _token_hint(tok: Token, expected: set[str], stack: list, stmt: tuple[Token, ...], source: str) -> str | None:
