@@ -259,6 +259,26 @@ HINTS = {
         '      dtype bf16 layuot B col\n'
         '                 ^^^^^^\n'
         "hint: did you mean 'layout'?"),
+    "split_written_as_one_word": ('kernel k {\n  gemm 64 x 64 x 64\n  precision tf32x3\n}\n',
+        "p.gs:3:13: error[E204]: unknown precision 'tf32x3'\n"
+        '      precision tf32x3\n'
+        '                ^^^^^^\n'
+        'hint: did you mean `split tf32 x3`?'),
+    "split_type_and_factor_glued": ('kernel k {\n  gemm 64 x 64 x 64\n  precision split f16x3\n}\n',
+        "p.gs:4:1: error[E100]: expected a factor such as x3, found '}'\n"
+        '    }\n'
+        '    ^\n'
+        'hint: a split is `split TYPE xN`, the type and the factor apart: `precision split tf32 x3`'),
+    "dtype_of_b_alone": ('kernel k {\n  gemm 64 x 64 x 64\n  dtype B bf16\n}\n',
+        "p.gs:3:9: error[E202]: A is f32 but B is bf16: A and B share one storage type\n"
+        '      dtype B bf16\n'
+        '            ^\n'
+        'hint: write `dtype A bf16, B bf16` or `dtype bf16` (C too)'),
+    "dtype_of_a_and_c": ('kernel k {\n  gemm 64 x 64 x 64\n  dtype C f32, A f16\n}\n',
+        "p.gs:3:16: error[E202]: A is f16 but B is f32: A and B share one storage type\n"
+        '      dtype C f32, A f16\n'
+        '                   ^\n'
+        'hint: write `dtype A f16, B f16, C f32`'),
     "tile_of_two_sizes": ('kernel k {\n  gemm 64 x 64 x 64\n  tile 128x128\n}\n',
         "p.gs:3:11: error[E100]: a tile has three sizes; found 2\n"
         '      tile 128x128\n'

@@ -18,6 +18,7 @@ from gemmc.ir.types import AUTO, STORAGE_DTYPES, Batching, DType, Layout, Precis
 
 SPLIT_TYPES = ("f16", "bf16", "tf32")
 SPLIT_METHODS = ("le", "ootomo", "markidis")
+SPLIT_GLUED = re.compile(r"(" + "|".join(SPLIT_TYPES) + r")x(\d+)")
 PROBLEM_STATEMENTS = ("batch", "gemm", "grouped")  # each says what the kernel computes: one per kernel
 
 E = TypeVar("E")
@@ -104,12 +105,14 @@ class Lowering:
                                f"a kernel of {dtype.value} data computes alpha and beta in "
                                f"{limits.scalar_ctype(dtype)}")
 
-    def choice(self, word: Word, what: str, options: dict[str, E], written: str | None = None) -> E | None:
-        """The option `word` names; else an E204 quoting `written` (the text as the schedule has it), or the word."""
+    def choice(self, word: Word, what: str, options: dict[str, E], written: str | None = None,
+               hint: str | None = None) -> E | None:
+        """The option `word` names; else an E204 quoting `written` (the text as the schedule has it), or the word,
+        with `hint` or the options."""
         if word.text in options:
             return options[word.text]
         self.error("E204", f"unknown {what} '{written if written is not None else word.text}'", word.span,
-                   "expected one of " + ", ".join(options))
+                   hint or "expected one of " + ", ".join(options))
         return None
 
     def kernel(self, decl: KernelDecl) -> Kernel:
@@ -182,8 +185,10 @@ class Lowering:
         a, b = given.get("A", DType.F32), given.get("B", DType.F32)
         if a is not b and len(self.diags) == errors:  # (a bad operand word says so already)
             where = seen.get("B") or seen.get("A") or stmt.span
+            wanted = (a if "A" in given else b).value  # the type written for A (or for B alone)
+            items = f"A {wanted}, B {wanted}" + (f", C {given['C'].value}" if "C" in given else "")
             self.error("E202", f"A is {a.value} but B is {b.value}: A and B share one storage type", where,
-                       f"write `dtype A {a.value}, B {a.value}`" + (", C ..." if "C" in given else ""))
+                       f"write `dtype {items}`" + ("" if "C" in given else f" or `dtype {wanted}` (C too)"))
         out["dtype"] = a
         if "C" in given and given["C"] is not a:
             out["dtype_c"] = given["C"]
@@ -269,7 +274,11 @@ class Lowering:
         words = stmt.values
         if words[0].text != "split":
             options = {d.value: d for d in (DType.F32, DType.F64, DType.TF32, DType.F16, DType.BF16)}
-            compute = self.choice(words[0], "precision", options)
+            glued = SPLIT_GLUED.fullmatch(words[0].text)  # `tf32x3`: a split written without its spaces
+            hint = (f"did you mean `split {glued[1]} x{glued[2]}`?" if glued else
+                    "expected one of " + ", ".join(options) + f", or a split of f32 data, `split TYPE xN` (TYPE "
+                    f"{', '.join(SPLIT_TYPES)}; e.g. `split tf32 x3`)")
+            compute = self.choice(words[0], "precision", options, hint=hint)
             if compute:
                 out["precision"] = Precision(compute)
             return

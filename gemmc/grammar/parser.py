@@ -154,6 +154,7 @@ GROUP_MEMBER_HINT = ("a group's members are `gemm NAME M x N x K` lines; a batch
 ITEMS_HINT = ("per-operand items are separated by commas: `dtype A bf16, B bf16, C f32`, `layout A row, B col`; a "
               "dtype may also be one type for all three (`dtype bf16`)")
 TOP_STATEMENT_HINT = "statements go inside `kernel NAME { ... }` or `group NAME { ... }`"
+SPLIT_HINT = "a split is `split TYPE xN`, the type and the factor apart: `precision split tf32 x3`"
 
 
 def _stack(err: lark.exceptions.UnexpectedInput) -> list:
@@ -273,6 +274,8 @@ def _token_hint(tok: Token, expected: set[str], stack: list, stmt: tuple[Token, 
         return GEMM_SIZE_HINT
     if keyword in ("ALPHA", "BETA") and not words:
         return SCALAR_HINT
+    if keyword == "PRECISION" and "FACTOR" in expected:
+        return SPLIT_HINT
     if keyword == "GEMM" and not words and "NAME" in expected:
         return MEMBER_HINT
     if keyword == "GEMM" and not words and tok.type == "NAME":
