@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from gemmc.api_kernel import CompiledKernel
+from gemmc.errors import GemmcError
 from gemmc.ir.group import Group, GroupPlan, Mode, group_lines
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.types import counted
@@ -106,9 +107,13 @@ class CompiledGroup:
         """The same group run another way: mode "sequential", "streams" (with `degree`, and `kernels` "go" for the
         members' GO-kernels or "isolated" for their own kernels) or "fused" (benchmarks and tests time every mode on
         the same inputs). The tuning already measured is shared."""
+        modes = [m.value for m in (Mode.SEQUENTIAL, Mode.STREAMS, Mode.FUSED)]
+        if mode not in modes:
+            raise GemmcError(f"group {self.name}: unknown mode {mode!r}; expected one of {', '.join(modes)}")
         m = Mode(mode)
         if m is Mode.FUSED and self.group_plan.fused is None:
-            raise ValueError(f"group {self.name} cannot run fused: " + "; ".join(self.group_plan.notes))
+            why = [n.removeprefix("not fused: ") for n in self.group_plan.notes if n.startswith("not fused: ")]
+            raise GemmcError(f"group {self.name} cannot run fused: " + "; ".join(why or self.group_plan.notes))
         plan = dataclasses.replace(self.group_plan, mode=m, degree=degree if m is Mode.STREAMS else 1)
         other = CompiledGroup(dataclasses.replace(self.ir, plan=plan), self.members, self.target, self.filename,
                               kernels, confirms=False)

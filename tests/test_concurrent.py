@@ -156,6 +156,16 @@ def test_fused_needs_one_dtype_and_layout():
     assert forced.mode is Mode.STREAMS and "falls back to streams" in forced.plan
 
 
+def test_with_mode_refuses_what_the_group_cannot_run_with_the_reason_first():
+    mixed = gemmc.compile_string("group g { gemm a 64 x 64 x 64 gemm b 64 x 64 x 64 { layout B col } }").groups[0]
+    with pytest.raises(gemmc.GemmcError, match=r"group g cannot run fused: fused needs one layout B for every "
+                                               r"member; a has row, b col"):
+        mixed.with_mode("fused")
+    with pytest.raises(gemmc.GemmcError, match="unknown mode 'parallel'; expected one of sequential, streams, fused$"):
+        mixed.with_mode("parallel")
+    assert mixed.with_mode("sequential").mode is Mode.SEQUENTIAL
+
+
 def test_tuned_degree_rounds_down():
     assert [tuned_degree(n) for n in (1, 2, 3, 5, 8, 15, 16, 40)] == [1, 2, 2, 4, 8, 8, 16, 16]
 
