@@ -9,6 +9,7 @@ from gemmc.api import front_end
 from gemmc.grammar.parser import ITEMS_HINT
 from gemmc.ir.nodes import Problem, TileShape
 from gemmc.ir.types import Batching, DType, Layout, Precision, TileMode
+from tests.conftest import ROOT
 
 FULL = """
 # comments start with '#'
@@ -443,3 +444,11 @@ def test_a_misspelt_statement_after_items_still_gets_its_keyword():
         gemmc.compile_string("kernel k { layout B col aplha 2 gemm 64 x 64 x 64 }")
     (d,) = info.value.diagnostics
     assert (d.message, d.hint) == ("unknown statement 'aplha'", "did you mean 'alpha'?")
+
+
+def test_an_unknown_target_argument_cites_no_line_of_the_schedule():
+    """compile_file's `target=` (gemmc compile --target) is the caller's argument: its error has no file position."""
+    with pytest.raises(gemmc.GemmcError) as info:
+        gemmc.compile_file(ROOT / "examples" / "inception3.gs", target="sm_100")
+    assert info.value.render() == ("error[E203]: unknown target 'sm_100'\nhint: expected cuda, hip, or one of sm_80, "
+                                   "sm_86, sm_89, sm_90, gfx908, gfx90a, gfx942")

@@ -64,8 +64,9 @@ def lower(module: Module, *, algorithms: tuple[str, ...], filename: str = "<stri
     if target is not None:
         found = resolve_target(target)
         if found is None:
+            # the caller's argument, not a line of the schedule: no file position to cite
             raise GemmcError(Diagnostic("E203", f"unknown target '{target}'", hint="expected cuda, hip, or one of "
-                                        + ", ".join(TARGETS)), filename=filename, source=source)
+                                        + ", ".join(TARGETS)))
         hw = found
     kernels = [low.kernel(kdecl) for kdecl in module.kernels]
     low.distinct(module.kernels, kernels)
