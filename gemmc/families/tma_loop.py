@@ -52,7 +52,8 @@ def grouped_m_misfit(kernel: Kernel) -> Misfit:
     dyn = kernel.dynamic
     assert dyn is not None
     if kernel.layout_a is not Layout.ROW or kernel.layout_c is not Layout.ROW:
-        return Misfit("it reads A and writes C row-major (rows stacked by group, as torch._grouped_mm)", "layout")
+        return Misfit("it reads A and writes C row-major (rows stacked by group, as torch._grouped_mm): write "
+                      "`layout A row, C row`", "layout")
     nbytes = kernel.dtype.nbytes
     if (dyn.k * nbytes) % TMA_ALIGN:
         return Misfit(f"TMA reads A's rows of k {dyn.k} ({dyn.k * nbytes} bytes) at {TMA_ALIGN}-byte multiples only",
@@ -72,10 +73,10 @@ def grouped_k_misfit(kernel: Kernel) -> Misfit:
     dyn = kernel.dynamic
     assert dyn is not None
     if kernel.layout_a is not Layout.COL or kernel.layout_b is not Layout.ROW:
-        return Misfit("it reads A as X^T (`layout A col`) and B row-major, whose lines are m and n; the other layouts' "
-                      "lines are the reduction's rows, a count known only at the call", "layout")
+        return Misfit("it reads A as X^T and B row-major, whose lines are m and n (the other layouts' lines are the "
+                      "reduction's rows, a count known only at the call): write `layout A col, B row`", "layout")
     if kernel.layout_c is not Layout.ROW:
-        return Misfit("it writes each group's C row-major", "layout")
+        return Misfit("it writes each group's C row-major: write `layout C row`", "layout")
     nbytes = kernel.dtype.nbytes
     for name, size in (("m", dyn.m), ("n", dyn.n)):
         if (size * nbytes) % TMA_ALIGN:
@@ -91,7 +92,8 @@ def grouped_list_misfit(kernel: Kernel) -> Misfit:
     or a leading dimension not a 16-byte multiple) runs on CUDA cores, in the dynamic family
     (runtime/grouped_list.py)."""
     if kernel.layout_a is not Layout.ROW or kernel.layout_c is not Layout.ROW:
-        return Misfit("it reads A and writes C row-major (A's rows K-major, as grouped M reads them)", "layout")
+        return Misfit("it reads A and writes C row-major (A's rows K-major, as grouped M reads them): write "
+                      "`layout A row, C row`", "layout")
     return FITS
 
 
