@@ -116,8 +116,7 @@ def test_the_last_round_in_column_halves():
     # the last 16 tiles are group 3's 32 x 128 ones, whose variant has no half-width one: each runs whole in its
     # first claim (gemmc_dyn_half), the second claim empty
     assert (s.tail, s.split) == (16, 0)
-    assert "the last round's 16 tiles in two claims each: 0 in column halves, 16 whole in the first (no half-width " \
-           "variant, or the right half past n)" in str(s)
+    assert "the last round's 16 tiles run whole (no half-width variant, or the right half past n)" in str(s)
     rows = k.schedule_for([128 * 67])  # 1072 tiles of 128 x 128: 8 rounds, then the last row's 16 in halves
     assert (rows.tail, rows.split) == (16, 16)
     assert "the last round's 16 tiles in column halves (32 claims)" in str(rows)

@@ -203,10 +203,13 @@ class SchedulePreview:
                  + (f"{self.grid // self.cluster} clusters" if self.cluster > 1 else f"{self.grid} blocks"))
         if self.tail:
             what = "tiles" if self.cluster == 1 else "units"
-            line += (f"; the last round's {self.tail} {what} in column halves ({2 * self.tail} claims)"
-                     if self.split == self.tail else
-                     f"; the last round's {self.tail} {what} in two claims each: {self.split} in column halves, "
-                     f"{self.tail - self.split} whole in the first ({self.tail_why})")
+            if self.split == self.tail:
+                line += f"; the last round's {self.tail} {what} in column halves ({2 * self.tail} claims)"
+            elif self.split == 0:
+                line += f"; the last round's {self.tail} {what} run whole ({self.tail_why})"
+            else:
+                line += (f"; of the last round's {self.tail} {what}, {self.split} run in column halves and "
+                         f"{self.tail - self.split} whole ({self.tail_why})")
         out.append(line)
         out += [f"  {n}" for n in self.notes]
         return out
