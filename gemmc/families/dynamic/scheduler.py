@@ -48,7 +48,6 @@ class Schedule:
     tiles: np.ndarray  # per group
     order: np.ndarray  # per position of the tile numbering: its part j (p x G + g)
     ends: np.ndarray  # per position: inclusive prefix sum of tiles (int32-clamped, as the device keeps it)
-    part_tiles: np.ndarray  # per part j: its tiles
     part_first: np.ndarray  # per part j: the group-local index of its first tile
 
     @property
@@ -166,11 +165,6 @@ def tile_variant(plan: DynamicPlan, variant: np.ndarray, m: np.ndarray, n: np.nd
     return edge_table(plan)[variant, kind]
 
 
-def first_variant(plan: DynamicPlan, variant: np.ndarray, m: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """The variant of each group's first tile, its largest (an edge variant where the group needs at most half)."""
-    return tile_variant(plan, variant, m, n, np.zeros(len(variant), dtype=np.int64))
-
-
 def keys(plan: DynamicPlan, variant: np.ndarray, k: np.ndarray) -> np.ndarray:
     """Each group's sort key: the weight of `variant` (its first tile's) x the group's depth, saturated to 32 bits
     (gemmc_dyn_key)."""
@@ -205,9 +199,8 @@ def schedule(plan: DynamicPlan, m: np.ndarray, n: np.ndarray, threshold: int, k:
         depth = np.where(counts[p] > 0, np.zeros(groups, dtype=np.int64) if k is None else k, 0)
         seq.append(p * groups + order(plan, tile_variant(plan, variant, m, n, firsts[p]), depth))
     positions = np.concatenate(seq)
-    flat = counts.reshape(-1)
-    return Schedule(cap, totals, variant, tiles, positions, np.minimum(np.cumsum(flat[positions]), INT32_MAX), flat,
-                    firsts.reshape(-1))
+    ends = np.minimum(np.cumsum(counts.reshape(-1)[positions]), INT32_MAX)
+    return Schedule(cap, totals, variant, tiles, positions, ends, firsts.reshape(-1))
 
 
 def tile_table(plan: DynamicPlan, sched: Schedule, m: np.ndarray, n: np.ndarray, tiles: np.ndarray | None = None
