@@ -18,5 +18,5 @@ class Span:
 NO_SPAN = Span(0, 0)
 
 
-def span_field(default: Span = NO_SPAN) -> Span:
-    return field(default=default, compare=False, repr=False)
+def span_field() -> Span:
+    return field(default=NO_SPAN, compare=False, repr=False)

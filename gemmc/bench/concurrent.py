@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from functools import partial
+from statistics import geometric_mean
 from typing import Any
 
 from gemmc.bench import harness, timing
@@ -275,30 +276,24 @@ def run_case(suite: str, name: str, gemms: list[Gemm]) -> dict:
 
 
 def summarise(rows: list[dict], seconds: float) -> dict:
-    import math
-
     ok = [r for r in rows if "us" in r]
     if not ok:
         return {"cases": 0, "seconds": seconds}
-
-    def geo(xs: list[float]) -> float:
-        return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
     low = [r for r in ok if r["cublas_seq_share_of_peak"] < 0.4]
     out: dict = {}
     for dtype in sorted({r.get("dtype", "f32") for r in ok}):
         mine = [r for r in ok if r.get("dtype", "f32") == dtype]
-        out[f"{dtype}_geomean_auto_vs_cublas_seq"] = geo([r["speedup_auto_vs_cublas_seq"] for r in mine])
-        out[f"{dtype}_geomean_oracle_vs_cublas_seq"] = geo([r["speedup_oracle_vs_cublas_seq"] for r in mine])
-        out[f"{dtype}_geomean_auto_vs_cublas_streams"] = geo([r["speedup_auto_vs_cublas_streams"] for r in mine])
+        for ratio in ("auto_vs_cublas_seq", "oracle_vs_cublas_seq", "auto_vs_cublas_streams"):
+            out[f"{dtype}_geomean_{ratio}"] = geometric_mean([r[f"speedup_{ratio}"] for r in mine])
         out[f"{dtype}_worst_auto_vs_cublas_seq"] = min(r["speedup_auto_vs_cublas_seq"] for r in mine)
     return {
         **out,
         "cases": len(ok),
-        "geomean_auto_vs_cublas_seq": geo([r["speedup_auto_vs_cublas_seq"] for r in ok]),
-        "geomean_auto_vs_cublas_streams": geo([r["speedup_auto_vs_cublas_streams"] for r in ok]),
-        "geomean_oracle_vs_cublas_seq": geo([r["speedup_oracle_vs_cublas_seq"] for r in ok]),
-        "geomean_auto_vs_cublas_seq_below_40pct_of_peak": geo([r["speedup_auto_vs_cublas_seq"] for r in low])
+        "geomean_auto_vs_cublas_seq": geometric_mean([r["speedup_auto_vs_cublas_seq"] for r in ok]),
+        "geomean_auto_vs_cublas_streams": geometric_mean([r["speedup_auto_vs_cublas_streams"] for r in ok]),
+        "geomean_oracle_vs_cublas_seq": geometric_mean([r["speedup_oracle_vs_cublas_seq"] for r in ok]),
+        "geomean_auto_vs_cublas_seq_below_40pct_of_peak": geometric_mean([r["speedup_auto_vs_cublas_seq"] for r in low])
         if low else None,
         "worst_auto_vs_cublas_seq": min(r["speedup_auto_vs_cublas_seq"] for r in ok),
         "auto_within_5pct_of_oracle": sum(r["auto_vs_oracle"] <= 1.05 for r in ok) / len(ok),

@@ -70,12 +70,12 @@ def write_results(out_dir: str | Path, suite: str, rows: list[dict], extra: dict
     return path
 
 
-def progress(items: Iterable[T], description: str, total: int | None = None) -> Iterator[T]:
+def progress(items: Iterable[T], description: str) -> Iterator[T]:
     """Iterate over `items` with a progress bar on standard error."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    items = list(items) if total is None and not isinstance(items, Sequence) else items
-    count = total if total is not None else len(items)  # type: ignore[arg-type]
+    items = items if isinstance(items, Sequence) else list(items)
+    count = len(items)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=_console(stderr=True), transient=False) as bar:
         task = bar.add_task(description, total=count)

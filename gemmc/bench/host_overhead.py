@@ -173,7 +173,7 @@ def install_fake_cupy() -> None:
     setattr(cp, "ndarray", FakeCupyArray)  # noqa: B010
     os.environ.setdefault("GEMMC_TUNE", "0")  # the stand-in cannot time `tile auto`'s alternatives
     launch.cupy = executable.cupy = lambda: cp
-    setattr(executable, "hardware", lambda device_id=None: TARGETS["sm_90"])  # noqa: B010
+    setattr(executable, "hardware", lambda: TARGETS["sm_90"])  # noqa: B010
     executable.device_function = lambda rendered, entry: _FakeFunction()
 
 

@@ -12,9 +12,9 @@ coordinated (paper 003); `tile auto` is what gemmc picks by itself.
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from functools import partial
+from statistics import geometric_mean
 
 import gemmc
 from gemmc.api import CompiledKernel
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
         harness.log(f"{name:32s} auto {row['auto_us']:9.1f} us ({row['auto_choice']}), best baseline "
                     f"{row['best_baseline']} {min(row['loop_us'], row['bmm_us'], row['grouped_us']):9.1f} us: "
                     f"x{row['speedup']:.2f}, {row['tflops']:.1f} TFLOP/s")
-    geo = math.exp(sum(math.log(r["speedup"]) for r in rows) / len(rows))
+    geo = geometric_mean([r["speedup"] for r in rows])
     summary = {"geomean_speedup_vs_best": geo, "min_speedup_vs_best": min(r["speedup"] for r in rows)}
     path = harness.write_results(args.out, "irregular", rows, {"summary": summary}, tag=args.tag)
     harness.table(rows, COLUMNS, "irregular")

@@ -54,13 +54,14 @@ def normalise(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return (X - lo) / np.where(hi > lo, hi - lo, 1.0), lo, hi
 
 
-def fit(X: np.ndarray, y: np.ndarray, *, classes: int = len(DEGREES), l2: float = 1e-3, steps: int = 4000,
-        rate: float = 0.5) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def fit(X: np.ndarray, y: np.ndarray, *, l2: float = 1e-3, steps: int = 4000, rate: float = 0.5
+        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Softmax regression on rows X (n x f): (W f x c, b c, x_min, x_max). y: a class index per row, or a target
     distribution over the classes per row (n x c; e.g. equal weights on every class that is a right answer)."""
     Z, lo, hi = normalise(np.asarray(X, dtype=np.float64))
     n, f = Z.shape
     y = np.asarray(y)
+    classes = len(DEGREES)
     onehot = np.eye(classes)[y.astype(np.int64)] if y.ndim == 1 else y / y.sum(axis=1, keepdims=True)
     W, b = np.zeros((f, classes)), np.zeros(classes)
     for _ in range(steps):

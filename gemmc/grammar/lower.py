@@ -7,16 +7,12 @@ module only knows what each statement may say on its own.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
-
 from gemmc.errors import Diagnostic, GemmcError
 from gemmc.grammar.ast import Module
 from gemmc.grammar.lower_group import lower_group
 from gemmc.grammar.lower_kernel import Lowering, first_at
 from gemmc.ir.group import Group
 from gemmc.ir.hardware import TARGETS, Hardware
-from gemmc.ir.nodes import Kernel
 from gemmc.ir.program import Program
 from gemmc.ir.types import Span
 
@@ -85,7 +81,3 @@ def lower(module: Module, *, algorithms: tuple[str, ...], filename: str = "<stri
         raise GemmcError(sorted(low.diags, key=lambda d: (d.span.line, d.span.column)), filename=filename,
                          source=source)
     return Program(target=hw, kernels=tuple(kernels), filename=filename, groups=tuple(groups))
-
-
-def map_kernels(program: Program, fn: Callable[[Kernel], Kernel]) -> Program:
-    return dataclasses.replace(program, kernels=tuple(fn(k) for k in program.kernels))

@@ -119,4 +119,3 @@ TARGETS: dict[str, Hardware] = {
 }
 
 CUDA_ARCHS = tuple(a for a, hw in TARGETS.items() if hw.vendor == "cuda")
-HIP_ARCHS = tuple(a for a, hw in TARGETS.items() if hw.vendor == "hip")

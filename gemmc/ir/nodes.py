@@ -144,6 +144,7 @@ class WorkTile:
 
 Row = TypeVar("Row", ProblemRow, WorkTile)
 P = TypeVar("P", bound=FamilyPlan)
+D = TypeVar("D", bound=PlanDraft)
 Table = TypeVar("Table", bound="PackedTable[Any]")
 
 
@@ -336,6 +337,14 @@ class Kernel:
                                        f"{type(self.plan).__name__}")
         return self.plan
 
+    def draft_as(self, draft_type: type[D], where: str) -> D:
+        """The draft as its family's draft type; InternalError naming `where` (a planning step) when another
+        family's steps drafted the kernel or none did: a bug in gemmc, not in the schedule."""
+        if not isinstance(self.draft, draft_type):
+            raise InternalError(where, f"kernel '{self.name}': expected a {draft_type.__name__}, got "
+                                       f"{type(self.draft).__name__}")
+        return self.draft
+
     def where(self, stmt: str) -> Span:
         """The span of statement `stmt` (e.g. "tile"), else the kernel's own span."""
         found = self.written(stmt)
@@ -396,6 +405,12 @@ class Kernel:
 
 
 KNOBS = ("tile", "threads", "pipeline", "batching", "algorithm")  # the statements that choose for one family
+
+
+def with_plan(kernel: Kernel, plan: FamilyPlan, notes: Iterable[str]) -> Kernel:
+    """`kernel` with its family's `plan`, its draft cleared and `notes` (why the steps decided as they did) after its
+    own: what each family's `finish_plan` step returns."""
+    return dataclasses.replace(kernel, plan=plan, draft=None, notes=(*kernel.notes, *notes))
 
 
 def unplanned(kernel: Kernel, **changes: Any) -> Kernel:

@@ -47,7 +47,6 @@ class DType(Enum):
 
 
 STORAGE_DTYPES = (DType.F32, DType.F64, DType.F16, DType.BF16)
-HALF_DTYPES = (DType.F16, DType.BF16)
 
 
 class Layout(Enum):

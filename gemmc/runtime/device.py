@@ -82,12 +82,12 @@ def require_gpu() -> None:
 
 
 @cache
-def hardware(device_id: int | None = None) -> Hardware:
+def hardware() -> Hardware:
     """The current device as a `Hardware` record: SMs, registers, shared memory and limits from its properties;
     bandwidth, FP32 rate and the cluster fill from the target table of its architecture (they are not device
     properties; the cluster fill only where the SM count matches the part it was measured on)."""
     cp = cupy()
-    dev = cp.cuda.Device(device_id) if device_id is not None else cp.cuda.Device()
+    dev = cp.cuda.Device()
     props = cp.cuda.runtime.getDeviceProperties(dev.id)
     if cp.cuda.runtime.is_hip:
         arch = props["gcnArchName"].decode().split(":")[0] if isinstance(props["gcnArchName"], bytes) \

@@ -222,7 +222,7 @@ def min_tile(kernel: Executable) -> int:
     return dynamic_plan(kernel).min_tile
 
 
-def check_ends(kernel: Executable, st: DynamicState, ptr: int, groups: int, rows: int, stream: Any) -> None:
+def check_ends(st: DynamicState, ptr: int, groups: int, rows: int, stream: Any) -> None:
     """validate=True: the ends checked on the device, read back (a synchronisation), a GemmcError naming the first
     bad group."""
     cp = cupy()
@@ -336,7 +336,7 @@ def _launch_checked(kernel: Executable, st: DynamicState, As: Any, Bs: Any, Cs: 
     pa, pb, pc, po, groups, rows = grouped_operands(kernel, As, Bs, Cs, offsets, device)
     on = launch_stream(stream, torch_args)
     if validate:
-        check_ends(kernel, st, po, groups, rows, on)
+        check_ends(st, po, groups, rows, on)
     if groups == 0:
         return
     values = (pa, pb, pc, po, 0, groups, rows)

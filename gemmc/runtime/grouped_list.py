@@ -126,9 +126,8 @@ CORES_FIRST_CALL = ("the first call whose A or B TMA cannot read in place (it pl
                     "such problems on CUDA cores)")
 
 
-def _checked(kernel: Executable, st: GroupedListState, plan: HopperGroupedPlan, As: Any, Bs: Any, Cs: Any,
-             device: int, call: Staging, on: Any, alpha_: Any, beta_: Any, exact: bool, infos: Any
-             ) -> tuple[int, int, int] | None:
+def _checked(kernel: Executable, st: GroupedListState, As: Any, Bs: Any, Cs: Any, device: int, call: Staging, on: Any,
+             alpha_: Any, beta_: Any, exact: bool, infos: Any) -> tuple[int, int, int] | None:
     """A call's checks and table (written into the staging buffer `call.out`), its problems TMA cannot read launched
     on CUDA cores once every check has passed; then the tensor cores' problem count, maps and tile counters (a
     captured call's own), or None where no problem is left for them."""
@@ -167,11 +166,10 @@ def launch_grouped_list(kernel: Executable, As: Any, Bs: Any, Cs: Any, *, offset
     alpha_, beta_ = scalars(kernel, alpha, beta)
     device = cupy().cuda.runtime.getDevice()
     on = launch_stream(stream, is_torch(As))
-    plan = list_plan(kernel)
     # A call inside a CUDA-graph capture takes a table, maps and tile counters of its own (Staging) and fills them
     # when it is captured: its graph holds the main kernel alone.
     with Staging(st, on) as call:
-        launch = _checked(kernel, st, plan, As, Bs, Cs, device, call, on, alpha_, beta_, validate, infos)
+        launch = _checked(kernel, st, As, Bs, Cs, device, call, on, alpha_, beta_, validate, infos)
         if launch is None:  # nothing for the tensor cores
             return
         count, maps, counter = launch

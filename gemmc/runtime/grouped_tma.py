@@ -130,7 +130,7 @@ def _launch_checked(kernel: Executable, st: GroupedTmaState, A: Any, B: Any, C: 
     _check_rows_and_alignment(rows, dyn.max_rows, a, b)
     on = launch_stream(stream, is_torch(A))
     if validate:
-        grouped.check_ends(kernel, st, o.ptr, groups, rows, on)
+        grouped.check_ends(st, o.ptr, groups, rows, on)
     if groups == 0 or rows == 0:
         return  # no row belongs to a group (and a tensor map of no rows does not exist)
     elem, c_bytes = ir.dtype.nbytes, plan.c_bytes
@@ -187,7 +187,7 @@ def _launch_k(kernel: Executable, st: GroupedTmaState, plan: HopperGroupedPlan, 
     _check_rows_and_alignment(rows, dyn.max_rows, a, b)
     on = launch_stream(stream, is_torch(A))
     if validate:
-        grouped.check_ends(kernel, st, o.ptr, groups, rows, on)
+        grouped.check_ends(st, o.ptr, groups, rows, on)
     if groups == 0:
         return  # no C
     elem, c_bytes = ir.dtype.nbytes, plan.c_bytes

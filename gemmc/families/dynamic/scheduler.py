@@ -48,7 +48,6 @@ class Schedule:
     tiles: np.ndarray  # per group
     order: np.ndarray  # per position of the tile numbering: its part j (p x G + g)
     ends: np.ndarray  # per position: inclusive prefix sum of tiles (int32-clamped, as the device keeps it)
-    part_tiles: np.ndarray  # per part j: its tiles
     part_first: np.ndarray  # per part j: the group-local index of its first tile
 
     @property
@@ -154,21 +153,16 @@ def parts(plan: DynamicPlan, variant: np.ndarray, m: np.ndarray, n: np.ndarray) 
     return np.stack([body, row * tn]), np.stack([np.zeros_like(body), body])
 
 
-def tile_variant(plan: DynamicPlan, variant: np.ndarray, m: np.ndarray, n: np.ndarray, local: np.ndarray
-                 ) -> np.ndarray:
-    """The variant that tile `local` (n fastest) of a group's `variant` tiles over m x n runs: an edge variant in a
-    last row (column) that needs at most half the height (width)."""
+def tile_origin(plan: DynamicPlan, variant: np.ndarray, m: np.ndarray, n: np.ndarray, local: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(m0, n0, the variant it runs) of tile `local` (n fastest) of a group's `variant` tiles over m x n: an edge
+    variant in a last row (column) that needs at most half the height (width)."""
     bm, bn = column(plan, "bm")[variant], column(plan, "bn")[variant]
     m, n = np.asarray(m, dtype=np.int64), np.asarray(n, dtype=np.int64)
     tiles_n = np.maximum(-(-n // bn), 1)
     m0, n0 = (local // tiles_n) * bm, (local % tiles_n) * bn
     kind = (m - m0 <= bm // 2).astype(np.int64) + 2 * (n - n0 <= bn // 2)
-    return edge_table(plan)[variant, kind]
-
-
-def first_variant(plan: DynamicPlan, variant: np.ndarray, m: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """The variant of each group's first tile, its largest (an edge variant where the group needs at most half)."""
-    return tile_variant(plan, variant, m, n, np.zeros(len(variant), dtype=np.int64))
+    return m0, n0, edge_table(plan)[variant, kind]
 
 
 def keys(plan: DynamicPlan, variant: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -203,11 +197,10 @@ def schedule(plan: DynamicPlan, m: np.ndarray, n: np.ndarray, threshold: int, k:
     seq = []
     for p in range(plan.parts):  # a part's key: its first tile's cost (0: a part of no tile)
         depth = np.where(counts[p] > 0, np.zeros(groups, dtype=np.int64) if k is None else k, 0)
-        seq.append(p * groups + order(plan, tile_variant(plan, variant, m, n, firsts[p]), depth))
+        seq.append(p * groups + order(plan, tile_origin(plan, variant, m, n, firsts[p])[2], depth))
     positions = np.concatenate(seq)
-    flat = counts.reshape(-1)
-    return Schedule(cap, totals, variant, tiles, positions, np.minimum(np.cumsum(flat[positions]), INT32_MAX), flat,
-                    firsts.reshape(-1))
+    ends = np.minimum(np.cumsum(counts.reshape(-1)[positions]), INT32_MAX)
+    return Schedule(cap, totals, variant, tiles, positions, ends, firsts.reshape(-1))
 
 
 def tile_table(plan: DynamicPlan, sched: Schedule, m: np.ndarray, n: np.ndarray, tiles: np.ndarray | None = None
@@ -220,13 +213,8 @@ def tile_table(plan: DynamicPlan, sched: Schedule, m: np.ndarray, n: np.ndarray,
     group = sched.groups[position]
     first = np.concatenate([[0], sched.ends[:-1]])
     local = t - first[position] + sched.part_first[part]
-    v = sched.variant[group]
-    bm, bn = column(plan, "bm")[v], column(plan, "bn")[v]
-    tiles_n = -(-np.asarray(n, dtype=np.int64)[group] // bn)
-    m0, n0 = (local // tiles_n) * bm, (local % tiles_n) * bn
-    kind = ((np.asarray(m, dtype=np.int64)[group] - m0 <= bm // 2).astype(np.int64)
-            + 2 * (np.asarray(n, dtype=np.int64)[group] - n0 <= bn // 2))
-    return np.stack([group, m0, n0, edge_table(plan)[v, kind]], axis=1)
+    m0, n0, v = tile_origin(plan, sched.variant[group], np.asarray(m)[group], np.asarray(n)[group], local)
+    return np.stack([group, m0, n0, v], axis=1)
 
 
 def whole_claims(total: int, blocks: int) -> int:

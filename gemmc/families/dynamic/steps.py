@@ -5,12 +5,10 @@ is what it guarantees of the plan, for the IR verifier."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from gemmc.families.dynamic import planner
 from gemmc.families.dynamic.plan import DynamicPlan
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel
+from gemmc.ir.nodes import Kernel, with_plan
 
 
 def finish_plan(kernel: Kernel, hw: Hardware) -> Kernel:
@@ -18,7 +16,7 @@ def finish_plan(kernel: Kernel, hw: Hardware) -> Kernel:
     is the DynamicPlan (the ladder, one size class per variant, the scheduler's bounds, blocks per SM) and the notes
     show the size classes at the declared sizes."""
     plan = planner.plan(kernel, hw)
-    return dataclasses.replace(kernel, plan=plan, notes=(*kernel.notes, *planner.notes(kernel, plan, hw)))
+    return with_plan(kernel, plan, planner.notes(kernel, plan, hw))
 
 
 STEPS = (("finish_plan", finish_plan),)

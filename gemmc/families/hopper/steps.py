@@ -5,12 +5,10 @@ the plan, for the IR verifier."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from gemmc.families.hopper import planner
 from gemmc.families.hopper.plan import BK, BK_F32, BM, HopperPlan
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel
+from gemmc.ir.nodes import Kernel, with_plan
 from gemmc.ir.types import Layout
 
 
@@ -18,7 +16,7 @@ def finish_plan(kernel: Kernel, hw: Hardware) -> Kernel:
     """Requires: a checked kernel of half storage that selected the hopper family. Guarantees: `plan` is the
     HopperPlan (tile N by the waves model, the cluster, the deepest ring that fits) and the notes say why."""
     plan = planner.plan(kernel, hw)
-    return dataclasses.replace(kernel, plan=plan, notes=(*kernel.notes, *planner.notes(kernel, plan, hw)))
+    return with_plan(kernel, plan, planner.notes(kernel, plan, hw))
 
 
 STEPS = (("finish_plan", finish_plan),)

@@ -384,7 +384,7 @@ def alternatives(kernel: Kernel, hw: Hardware) -> tuple[tuple[str, Kernel], ...]
     return tuple(out)
 
 
-def with_edges(plan: SimtPlan, *, sliced: bool = False) -> SimtPlan:
+def with_edges(plan: SimtPlan) -> SimtPlan:
     """The plan with edge tiles: where a problem's last row (column) of tiles needs at most half the tile's rows
     (columns), those tiles take the variant of half the height (width), same threads and k step, and so issue
     half the FMAs. The tiles still cover [m0, M) x [n0, N); only the padding they compute shrinks. Over random
@@ -394,15 +394,11 @@ def with_edges(plan: SimtPlan, *, sliced: bool = False) -> SimtPlan:
     128x128x16 10% / 10% / 9% faster, MN <= 128 K <= 128 x1024 with 64x64x16 18%, coordinated tiling 0-3%, the
     Inception modules 0-5%. Sliced tiles keep their padding: their halves (1x4 micro-tiles of 16x32) ran 7-9%
     slower on the two batches where slicing is kept, and the halves of the 4x8 slices (4x4 each) 1-38%
-    slower (bench/results/irregular/2026-11-23_h100_simt-edges-sliced*.log, two runs). `sliced=True` gives sliced
-    tiles edge tiles
-    too, where a half keeps MIN_SLICE_OUTPUTS per thread (that experiment)."""
+    slower (bench/results/irregular/2026-11-23_h100_simt-edges-sliced*.log, two runs)."""
     variants = list(plan.variants)
 
     def index(bm: int, bn: int, v: SimtVariant) -> int:
-        per_slice = v.threads // v.slices
-        allowed = v.slices == 1 or (sliced and bm * bn // per_slice >= MIN_SLICE_OUTPUTS)
-        micro = micro_tile(bm, bn, per_slice) if bm and bn and allowed else None
+        micro = micro_tile(bm, bn, v.threads) if bm and bn and v.slices == 1 else None
         if micro is None:
             return -1
         half = SimtVariant(bm, bn, v.bk, micro[0], micro[1], v.threads, v.slices)

@@ -9,19 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from gemmc.errors import Diagnostic, GemmcError, InternalError
+from gemmc.errors import Diagnostic, GemmcError
 from gemmc.families.simt import planner
 from gemmc.families.simt.plan import SimtDraft, SimtPlan
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel
+from gemmc.ir.nodes import Kernel, with_plan
 from gemmc.ir.types import TileMode
 from gemmc.model.worklist import Sizes
-
-
-def draft_of(kernel: Kernel, step: str) -> SimtDraft:
-    if not isinstance(kernel.draft, SimtDraft):
-        raise InternalError(step, f"kernel '{kernel.name}' has no SIMT draft")
-    return kernel.draft
 
 
 def check_family(kernel: Kernel, hw: Hardware) -> Kernel:
@@ -54,7 +48,7 @@ def split_k(kernel: Kernel, hw: Hardware) -> Kernel:
     schedule's `ksplit`, or for a plain `tile auto` the cheapest of the costed tilings and the split forms (clusters
     of 2 to MAX_KSPLIT blocks) of the cheapest SPLIT_CANDIDATES that fill less than a wave, costed alike (planner.py:
     split_forms, which cites the measurements); the costed tilings leave the draft."""
-    draft = draft_of(kernel, "split_k")
+    draft = kernel.draft_as(SimtDraft, "split_k")
     if kernel.tile is not None:
         if kernel.tile.split == 1:
             return kernel
@@ -70,7 +64,7 @@ def check_tiles(kernel: Kernel, hw: Hardware) -> Kernel:
     """Requires: the draft's final tiling. Guarantees: the target runs it: one thread count per launch on HIP (no
     named barriers), every variant within a block's shared memory, threads and registers (E300-E302, at the line
     that chose the tile), a k split within the target's clusters; GemmcError otherwise (planner.py: checked)."""
-    planner.checked(kernel, draft_of(kernel, "check_tiles").tiling, hw)
+    planner.checked(kernel, kernel.draft_as(SimtDraft, "check_tiles").tiling, hw)
     return kernel
 
 
@@ -78,7 +72,7 @@ def choose_batching(kernel: Kernel, hw: Hardware) -> Kernel:
     """Requires: a checked tiling. Guarantees: its batching, the schedule's or `batching auto`'s (threshold batching
     for launches of many waves of small-K tiles: planner.py, choose_batching), with paper 003 §4's theta and the
     TLP threshold the batching works to."""
-    tiling = draft_of(kernel, "choose_batching").tiling
+    tiling = kernel.draft_as(SimtDraft, "choose_batching").tiling
     batched = planner.batched(kernel, tiling, hw, Sizes.of(kernel.problems))
     return dataclasses.replace(kernel, draft=SimtDraft(batched, batched=True))
 
@@ -86,9 +80,8 @@ def choose_batching(kernel: Kernel, hw: Hardware) -> Kernel:
 def finish_plan(kernel: Kernel, hw: Hardware) -> Kernel:
     """Requires: a batched draft. Guarantees: `plan` is its SimtPlan, the draft is gone, and the notes say how the
     tiles and the batching were chosen."""
-    plan = draft_of(kernel, "finish_plan").tiling
-    return dataclasses.replace(kernel, plan=plan, draft=None,
-                               notes=(*kernel.notes, *notes(kernel, plan, hw)))
+    plan = kernel.draft_as(SimtDraft, "finish_plan").tiling
+    return with_plan(kernel, plan, notes(kernel, plan, hw))
 
 
 def notes(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> tuple[str, ...]:

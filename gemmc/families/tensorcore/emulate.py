@@ -13,8 +13,6 @@ import numpy as np
 
 from gemmc.families.tensorcore.plan import F16_TOP, SplitPlan
 
-F16_MAX = 65504.0
-
 
 def round_f16(x: np.ndarray, mode: str) -> np.ndarray:
     """f32 -> f16 -> float64. "rn": nearest even (numpy's cast); "rz": toward zero (cvt.rz: overflow gives

@@ -14,16 +14,10 @@ from gemmc.families.tensorcore import planner
 from gemmc.families.tensorcore.plan import TensorCoreDraft, TensorCorePlan
 from gemmc.families.tensorcore.split import split_plan
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel
+from gemmc.ir.nodes import Kernel, with_plan
 
 BLOCK_SIDES = (64, 128, 256)  # the block tile's rows and columns the template builds (planner.explicit_variant)
 MAX_BLOCK_AREA = 128 * 256
-
-
-def draft_of(kernel: Kernel, step: str) -> TensorCoreDraft:
-    if not isinstance(kernel.draft, TensorCoreDraft):
-        raise InternalError(step, f"kernel '{kernel.name}' has no tensor-core draft")
-    return kernel.draft
 
 
 def check_family(kernel: Kernel, hw: Hardware) -> Kernel:
@@ -50,7 +44,7 @@ def choose_tiles(kernel: Kernel, hw: Hardware) -> Kernel:
     E301 otherwise) or the model's: among the catalogue tiles whose registers and shared memory fit, the highest
     compute-to-memory ratio (Eq. 15) with at least a block per SM, else the most TLP (Eq. 12) (paper 001 §4.2;
     planner.py: weigh, choose); every tile weighed stays in the draft for inspect. GemmcError where no tile fits."""
-    draft = draft_of(kernel, "choose_tiles")
+    draft = kernel.draft_as(TensorCoreDraft, "choose_tiles")
     cands = planner.weigh(kernel, hw, draft.split)
     if kernel.tile is not None:
         variant = planner.explicit_variant(kernel, hw, draft.split)
@@ -70,7 +64,7 @@ def choose_staging(kernel: Kernel, hw: Hardware) -> Kernel:
     """Requires: the draft's tile. Guarantees: its cp.async pipeline depth (paper 001 §4.3's multi-stage pipeline):
     the schedule's, or the deepest of STAGES whose stages fit a block's shared memory and let MIN_WARPS_PER_SM warps
     share an SM (planner.py: deepest), else 2."""
-    draft = draft_of(kernel, "choose_staging")
+    draft = kernel.draft_as(TensorCoreDraft, "choose_staging")
     if draft.variant is None:
         raise InternalError("choose_staging", f"kernel '{kernel.name}' has no tile")
     probe = planner.make_plan(kernel, hw, draft.variant, draft.split, 2)
@@ -81,13 +75,12 @@ def choose_staging(kernel: Kernel, hw: Hardware) -> Kernel:
 def finish_plan(kernel: Kernel, hw: Hardware) -> Kernel:
     """Requires: a draft with its split, tile and stages. Guarantees: `plan` is the TensorCorePlan with the pre-pass's
     scratch and grid and the model's verdict on whether emulation pays, the draft is gone, and the notes say why."""
-    draft = draft_of(kernel, "finish_plan")
+    draft = kernel.draft_as(TensorCoreDraft, "finish_plan")
     if draft.variant is None or not draft.stages:
         raise InternalError("finish_plan", f"kernel '{kernel.name}' has no tile or no stages")
     plan = planner.make_plan(kernel, hw, draft.variant, draft.split, draft.stages, draft.candidates,
                              planner.emulation_pays(kernel, hw, draft.split))
-    return dataclasses.replace(kernel, plan=plan, draft=None,
-                               notes=(*kernel.notes, *planner.notes(kernel, plan, hw)))
+    return with_plan(kernel, plan, planner.notes(kernel, plan, hw))
 
 
 STEPS = (

@@ -8,18 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from gemmc.errors import Diagnostic, GemmcError, InternalError
+from gemmc.errors import Diagnostic, GemmcError
 from gemmc.families.streaming import T2_MAX, one_gemm_diagnostics, own_parameters_diagnostic
 from gemmc.families.tsm2l import planner
 from gemmc.families.tsm2l.plan import Tsm2lDraft, Tsm2lPlan
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel
-
-
-def draft_of(kernel: Kernel, step: str) -> Tsm2lDraft:
-    if not isinstance(kernel.draft, Tsm2lDraft):
-        raise InternalError(step, f"kernel '{kernel.name}' has no TSM2L draft")
-    return kernel.draft
+from gemmc.ir.nodes import Kernel, with_plan
 
 
 def check_family(kernel: Kernel, hw: Hardware) -> Kernel:
@@ -49,7 +43,7 @@ def choose_tiles(kernel: Kernel, hw: Hardware) -> Kernel:
 def choose_staging(kernel: Kernel, hw: Hardware) -> Kernel:
     """Requires: the draft's tcf. Guarantees: the block and its shared memory: B, and the rows through which
     row-major A and C pass, in blocks of T1 threads halved until they fit (planner.py: tsm2l_staging)."""
-    draft = draft_of(kernel, "choose_staging")
+    draft = kernel.draft_as(Tsm2lDraft, "choose_staging")
     staged = planner.tsm2l_staging(draft, kernel.problems[0], kernel.dtype, hw, kernel.layout_a, kernel.layout_c,
                                    c_dtype=kernel.c_dtype)
     return dataclasses.replace(kernel, draft=staged)
@@ -58,9 +52,8 @@ def choose_staging(kernel: Kernel, hw: Hardware) -> Kernel:
 def finish_plan(kernel: Kernel, hw: Hardware) -> Kernel:
     """Requires: a staged draft. Guarantees: `plan` is the Tsm2lPlan with the bandwidth Little's law predicts, the
     draft is gone, and the notes say how n stands against the t2 threshold."""
-    plan = planner.tsm2l_plan(draft_of(kernel, "finish_plan"), kernel.problems[0], kernel.dtype, hw)
-    return dataclasses.replace(kernel, plan=plan, draft=None,
-                               notes=(*kernel.notes, *planner.notes(kernel, plan, hw)))
+    plan = planner.tsm2l_plan(kernel.draft_as(Tsm2lDraft, "finish_plan"), kernel.problems[0], kernel.dtype, hw)
+    return with_plan(kernel, plan, planner.notes(kernel, plan, hw))
 
 
 STEPS = (

@@ -9,18 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from gemmc.errors import GemmcError, InternalError
+from gemmc.errors import GemmcError
 from gemmc.families.streaming import T2_MAX, one_gemm_diagnostics, own_parameters_diagnostic
 from gemmc.families.tsm2r import planner, tuning
 from gemmc.families.tsm2r.plan import Tsm2rDraft, Tsm2rPlan
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel
-
-
-def draft_of(kernel: Kernel, step: str) -> Tsm2rDraft:
-    if not isinstance(kernel.draft, Tsm2rDraft):
-        raise InternalError(step, f"kernel '{kernel.name}' has no TSM2R draft")
-    return kernel.draft
+from gemmc.ir.nodes import Kernel, with_plan
 
 
 def check_family(kernel: Kernel, hw: Hardware) -> Kernel:
@@ -44,7 +38,7 @@ def choose_staging(kernel: Kernel, hw: Hardware) -> Kernel:
     """Requires: the draft's shape. Guarantees: its shared memory: the column kernel's ring of batches per warp, as
     deep as Little's law over the resident warps asks (paper 002 §3.1.9; planner.py: ring_stages) where that costs
     no resident block, and the blocks per SM that leaves; the row kernel's partial sums."""
-    draft = draft_of(kernel, "choose_staging")
+    draft = kernel.draft_as(Tsm2rDraft, "choose_staging")
     return dataclasses.replace(kernel, draft=planner.tsm2r_staging(draft, kernel.dtype, kernel.layout_a, hw))
 
 
@@ -53,7 +47,7 @@ def split_k(kernel: Kernel, hw: Hardware) -> Kernel:
     split each row tile's k (1 where the target has no clusters) and the bandwidth the model predicts with them
     (planner.py: choose_cluster: the smallest within 1% of the best prediction, one wave where that comes within
     10%). The row kernel does not split k over blocks."""
-    draft = draft_of(kernel, "split_k")
+    draft = kernel.draft_as(Tsm2rDraft, "split_k")
     if not draft.column:
         return kernel
     return dataclasses.replace(kernel, draft=planner.tsm2r_cluster(draft, kernel.problems[0], hw))
@@ -63,9 +57,8 @@ def finish_plan(kernel: Kernel, hw: Hardware) -> Kernel:
     """Requires: a staged draft (the column kernel's with its cluster). Guarantees: `plan` is the Tsm2rPlan (the row
     kernel's with the bandwidth Little's law predicts), the draft is gone, and the notes say how it stands against
     the t2 threshold and what the first call will time."""
-    plan = planner.tsm2r_plan(draft_of(kernel, "finish_plan"), kernel.problems[0], hw)
-    return dataclasses.replace(kernel, plan=plan, draft=None,
-                               notes=(*kernel.notes, *tuning.notes(kernel, plan, hw)))
+    plan = planner.tsm2r_plan(kernel.draft_as(Tsm2rDraft, "finish_plan"), kernel.problems[0], hw)
+    return with_plan(kernel, plan, tuning.notes(kernel, plan, hw))
 
 
 STEPS = (
