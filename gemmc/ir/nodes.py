@@ -407,7 +407,7 @@ class Kernel:
 KNOBS = ("tile", "threads", "pipeline", "batching", "algorithm")  # the statements that choose for one family
 
 
-def with_plan(kernel: Kernel, plan: FamilyPlan, notes: Iterable[str]) -> Kernel:
+def planned(kernel: Kernel, plan: FamilyPlan, notes: Iterable[str]) -> Kernel:
     """`kernel` with its family's `plan`, its draft cleared and `notes` (why the steps decided as they did) after its
     own: what each family's `finish_plan` step returns."""
     return dataclasses.replace(kernel, plan=plan, draft=None, notes=(*kernel.notes, *notes))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from gemmc.families.dynamic import planner
 from gemmc.families.dynamic.plan import DynamicPlan
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel, with_plan
+from gemmc.ir.nodes import Kernel, planned
 
 
 def finish_plan(kernel: Kernel, hw: Hardware) -> Kernel:
@@ -16,7 +16,7 @@ def finish_plan(kernel: Kernel, hw: Hardware) -> Kernel:
     is the DynamicPlan (the ladder, one size class per variant, the scheduler's bounds, blocks per SM) and the notes
     show the size classes at the declared sizes."""
     plan = planner.plan(kernel, hw)
-    return with_plan(kernel, plan, planner.notes(kernel, plan, hw))
+    return planned(kernel, plan, planner.notes(kernel, plan, hw))
 
 
 STEPS = (("finish_plan", finish_plan),)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from gemmc.families.hopper import planner
 from gemmc.families.hopper.plan import BK, BK_F32, BM, HopperPlan
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel, with_plan
+from gemmc.ir.nodes import Kernel, planned
 from gemmc.ir.types import Layout
 
 
@@ -16,7 +16,7 @@ def finish_plan(kernel: Kernel, hw: Hardware) -> Kernel:
     """Requires: a checked kernel of half storage that selected the hopper family. Guarantees: `plan` is the
     HopperPlan (tile N by the waves model, the cluster, the deepest ring that fits) and the notes say why."""
     plan = planner.plan(kernel, hw)
-    return with_plan(kernel, plan, planner.notes(kernel, plan, hw))
+    return planned(kernel, plan, planner.notes(kernel, plan, hw))
 
 
 STEPS = (("finish_plan", finish_plan),)

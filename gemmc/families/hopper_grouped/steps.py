@@ -7,7 +7,7 @@ from gemmc.families.hopper_grouped import planner
 from gemmc.families.hopper_grouped.plan import HopperGroupedPlan
 from gemmc.ir.dynamic import Grouping
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel, with_plan
+from gemmc.ir.nodes import Kernel, planned
 
 
 def finish_plan(kernel: Kernel, hw: Hardware) -> Kernel:
@@ -15,7 +15,7 @@ def finish_plan(kernel: Kernel, hw: Hardware) -> Kernel:
     Guarantees: `plan` is the HopperGroupedPlan (tile N by the waves model, the deepest ring that fits) and the notes
     say why."""
     plan = planner.plan(kernel, hw)
-    return with_plan(kernel, plan, planner.notes(kernel, plan, hw))
+    return planned(kernel, plan, planner.notes(kernel, plan, hw))
 
 
 STEPS = (("finish_plan", finish_plan),)

@@ -13,7 +13,7 @@ from gemmc.errors import Diagnostic, GemmcError
 from gemmc.families.simt import planner
 from gemmc.families.simt.plan import SimtDraft, SimtPlan
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel, with_plan
+from gemmc.ir.nodes import Kernel, planned
 from gemmc.ir.types import TileMode
 from gemmc.model.worklist import Sizes
 
@@ -81,7 +81,7 @@ def finish_plan(kernel: Kernel, hw: Hardware) -> Kernel:
     """Requires: a batched draft. Guarantees: `plan` is its SimtPlan, the draft is gone, and the notes say how the
     tiles and the batching were chosen."""
     plan = kernel.draft_as(SimtDraft, "finish_plan").tiling
-    return with_plan(kernel, plan, notes(kernel, plan, hw))
+    return planned(kernel, plan, notes(kernel, plan, hw))
 
 
 def notes(kernel: Kernel, plan: SimtPlan, hw: Hardware) -> tuple[str, ...]:

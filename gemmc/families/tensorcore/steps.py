@@ -14,7 +14,7 @@ from gemmc.families.tensorcore import planner
 from gemmc.families.tensorcore.plan import TensorCoreDraft, TensorCorePlan
 from gemmc.families.tensorcore.split import split_plan
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel, with_plan
+from gemmc.ir.nodes import Kernel, planned
 
 BLOCK_SIDES = (64, 128, 256)  # the block tile's rows and columns the template builds (planner.explicit_variant)
 MAX_BLOCK_AREA = 128 * 256
@@ -80,7 +80,7 @@ def finish_plan(kernel: Kernel, hw: Hardware) -> Kernel:
         raise InternalError("finish_plan", f"kernel '{kernel.name}' has no tile or no stages")
     plan = planner.make_plan(kernel, hw, draft.variant, draft.split, draft.stages, draft.candidates,
                              planner.emulation_pays(kernel, hw, draft.split))
-    return with_plan(kernel, plan, planner.notes(kernel, plan, hw))
+    return planned(kernel, plan, planner.notes(kernel, plan, hw))
 
 
 STEPS = (

@@ -13,7 +13,7 @@ from gemmc.families.streaming import T2_MAX, one_gemm_diagnostics, own_parameter
 from gemmc.families.tsm2l import planner
 from gemmc.families.tsm2l.plan import Tsm2lDraft, Tsm2lPlan
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel, with_plan
+from gemmc.ir.nodes import Kernel, planned
 
 
 def check_family(kernel: Kernel, hw: Hardware) -> Kernel:
@@ -53,7 +53,7 @@ def finish_plan(kernel: Kernel, hw: Hardware) -> Kernel:
     """Requires: a staged draft. Guarantees: `plan` is the Tsm2lPlan with the bandwidth Little's law predicts, the
     draft is gone, and the notes say how n stands against the t2 threshold."""
     plan = planner.tsm2l_plan(kernel.draft_as(Tsm2lDraft, "finish_plan"), kernel.problems[0], kernel.dtype, hw)
-    return with_plan(kernel, plan, planner.notes(kernel, plan, hw))
+    return planned(kernel, plan, planner.notes(kernel, plan, hw))
 
 
 STEPS = (

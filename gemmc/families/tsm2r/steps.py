@@ -14,7 +14,7 @@ from gemmc.families.streaming import T2_MAX, one_gemm_diagnostics, own_parameter
 from gemmc.families.tsm2r import planner, tuning
 from gemmc.families.tsm2r.plan import Tsm2rDraft, Tsm2rPlan
 from gemmc.ir.hardware import Hardware
-from gemmc.ir.nodes import Kernel, with_plan
+from gemmc.ir.nodes import Kernel, planned
 
 
 def check_family(kernel: Kernel, hw: Hardware) -> Kernel:
@@ -58,7 +58,7 @@ def finish_plan(kernel: Kernel, hw: Hardware) -> Kernel:
     kernel's with the bandwidth Little's law predicts), the draft is gone, and the notes say how it stands against
     the t2 threshold and what the first call will time."""
     plan = planner.tsm2r_plan(kernel.draft_as(Tsm2rDraft, "finish_plan"), kernel.problems[0], hw)
-    return with_plan(kernel, plan, tuning.notes(kernel, plan, hw))
+    return planned(kernel, plan, tuning.notes(kernel, plan, hw))
 
 
 STEPS = (
