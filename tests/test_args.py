@@ -171,6 +171,21 @@ def test_int64_group_ends_say_how_to_convert(kind):
     assert "torch" not in str(info.value)
 
 
+def test_a_dynamic_kernels_operand_is_named_with_what_it_holds():
+    from gemmc.runtime.dynamic import operand
+
+    holds = "rows x 8: the groups' rows stacked"
+    assert operand(FakeArray((5, 8)), "A", "float32", 0, 2, holds).shape == (5, 8)
+    for array, device, message in [
+        (FakeArray((5, 8, 1)), 0, "A: expected a 2-D array (rows x 8: the groups' rows stacked), got shape (5, 8, 1)"),
+        (FakeArray((5, 8), typestr="<f8"), 0, "A: expected dtype float32 (the schedule's dtype), got float64"),
+        (FakeTensor((5, 8)), 1, "A: lives on GPU 0, but the current device is GPU 1"),
+    ]:
+        with pytest.raises(gemmc.GemmcError) as info:
+            operand(array, "A", "float32", device, 2, holds)
+        assert str(info.value) == f"error[E400]: {message}"
+
+
 def test_an_array_on_another_gpu_or_the_cpu_is_named():
     a, b, c = args("cupy")
     with pytest.raises(gemmc.GemmcError, match=r"As\[0\]: lives on GPU 0, but the current device is GPU 1"):

@@ -147,6 +147,19 @@ def describe(obj: Any, group: str, index: int | None = None) -> ArrayInfo:
                      f"got {kind.__name__}")
 
 
+def check_array(info: ArrayInfo, label: str, ndim: int, dtype: str, device: int, holds: str = "") -> None:
+    """Raise GemmcError naming the argument `label` unless the array is `ndim`-D, of the schedule's `dtype` and on
+    GPU `device` (one of unknown device passes), in that order: the checks every argument of a dynamic kernel
+    passes. `holds`, where given, says in the message about the dimensions what the array holds."""
+    if info.ndim != ndim:
+        said = f" ({holds})" if holds else ""
+        raise GemmcError(f"{label}: expected a {ndim}-D array{said}, got shape {tuple(info.shape)}")
+    if info.dtype != dtype:
+        raise GemmcError(f"{label}: expected dtype {dtype} (the schedule's dtype), got {info.dtype}")
+    if info.device is not None and info.device != device:
+        raise GemmcError(f"{label}: lives on GPU {info.device}, but the current device is GPU {device}")
+
+
 def _dense(arr: ArrayInfo, layout: Layout) -> bool:
     """True when a 2-D array is densely packed in `layout` (row: C order, col: Fortran order)."""
     rows, cols = arr.shape

@@ -22,7 +22,7 @@ from gemmc.families.dynamic.plan import DynamicPlan
 from gemmc.ir.dynamic import INT32_MAX, Grouping
 from gemmc.ir.types import Layout
 from gemmc.model.tlp import occupancy
-from gemmc.runtime.args import NUMPY_DTYPES, ArrayInfo, describe
+from gemmc.runtime.args import NUMPY_DTYPES, ArrayInfo, check_array, describe
 from gemmc.runtime.compile import device_function
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.dynamic_state import DynamicState, zeroed_counters
@@ -126,12 +126,7 @@ def _layout_hint(name: str, layout: Layout) -> str:
 def operand(obj: Any, name: str, dtype: str, device: int, ndim: int, what: str) -> ArrayInfo:
     """The checked description of one argument: a GPU array of the schedule's dtype, on the current device."""
     info = describe(obj, name)
-    if info.ndim != ndim:
-        raise GemmcError(f"{name}: expected a {ndim}-D array ({what}), got shape {tuple(info.shape)}")
-    if info.dtype != dtype:
-        raise GemmcError(f"{name}: expected dtype {dtype} (the schedule's dtype), got {info.dtype}")
-    if info.device is not None and info.device != device:
-        raise GemmcError(f"{name}: lives on GPU {info.device}, but the current device is GPU {device}")
+    check_array(info, name, ndim, dtype, device, what)
     return info
 
 

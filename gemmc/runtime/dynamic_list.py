@@ -24,7 +24,7 @@ from gemmc.errors import GemmcError
 from gemmc.families.dynamic.plan import DynamicPlan
 from gemmc.ir.dynamic import INT32_MAX
 from gemmc.ir.types import Layout
-from gemmc.runtime.args import NUMPY_DTYPES, ArrayInfo, _torch_name, describe
+from gemmc.runtime.args import NUMPY_DTYPES, ArrayInfo, _torch_name, check_array, describe
 from gemmc.runtime.device import cupy
 from gemmc.runtime.dynamic_state import CAPTURES, COUNTER_INTS, Captured
 from gemmc.runtime.memory import check_views, view_fields
@@ -320,12 +320,7 @@ def _described(name: str, group: Any, dtype: str, device: int, layout: Layout, v
     read and checked one by one (any kind of array): the error names the first bad one."""
     infos = [describe(x, name, i) for i, x in enumerate(group)]
     for i, info in enumerate(infos):
-        if info.ndim != 2:
-            raise GemmcError(f"{name}[{i}]: expected a 2-D array, got shape {tuple(info.shape)}")
-        if info.dtype != dtype:
-            raise GemmcError(f"{name}[{i}]: expected dtype {dtype} (the schedule's dtype), got {info.dtype}")
-        if info.device is not None and info.device != device:
-            raise GemmcError(f"{name}[{i}]: lives on GPU {info.device}, but the current device is GPU {device}")
+        check_array(info, f"{name}[{i}]", 2, dtype, device)
         if name == "Cs" and info.readonly:
             raise GemmcError(f"{name}[{i}]: {info.readonly}")
     n = len(infos)
