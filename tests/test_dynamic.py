@@ -107,6 +107,23 @@ def test_errors_point_at_the_statement(stmt, expected):
         assert line in lines, "\n".join(lines)
 
 
+def test_a_compiled_kernel_whose_registers_leave_too_few_threads_a_block_is_refused(monkeypatch):
+    import types
+
+    from gemmc.ir.hardware import TARGETS
+    from gemmc.runtime import dynamic
+
+    kern = kernel_of(MOE)
+    assert kern.executable.ir.plan.threads == 256
+    monkeypatch.setattr(dynamic, "hardware", lambda device_id=None: TARGETS["sm_90"])
+    monkeypatch.setattr(dynamic, "device_function",
+                        lambda rendered, entry: types.SimpleNamespace(num_regs=255, max_threads_per_block=128))
+    with pytest.raises(gemmc.GemmcError) as info:
+        dynamic.state(kern.executable)
+    assert str(info.value) == ("error[E302]: kernel 'moe': the compiled kernel uses 255 registers per thread, so at "
+                               "most 128 threads fit in a block; the plan needs 256")
+
+
 def test_an_explicit_tile_is_the_only_size_class():
     k = kernel_of("kernel t { tile 64x64x16 grouped M n 100 k 50 groups 4 }")
     plan = k.ir.plan

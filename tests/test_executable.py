@@ -201,6 +201,21 @@ def test_a_kernel_is_loaded_once_from_the_source_it_rendered(device, monkeypatch
     assert kern.occupancy() == occupancy(TARGETS["sm_90"], work.block, Function.num_regs, work.smem_bytes)
 
 
+def test_a_compiled_kernel_whose_registers_leave_too_few_threads_a_block_is_refused(monkeypatch):
+    from gemmc.ir.hardware import TARGETS
+    from gemmc.runtime import executable
+
+    kern = gemmc.compile_string("kernel k { gemm 8 x 4 x 6 }")["k"]
+    assert kern.ir.work.block == 256
+    monkeypatch.setattr(executable, "hardware", lambda device_id=None: TARGETS["sm_90"])
+    monkeypatch.setattr(executable, "device_function",
+                        lambda rendered, entry: types.SimpleNamespace(num_regs=255, max_threads_per_block=128))
+    with pytest.raises(gemmc.GemmcError) as info:
+        kern.executable.function  # noqa: B018 - loading is what raises
+    assert str(info.value) == ("error[E302]: kernel 'k': the compiled kernel uses 255 registers per thread, so at most "
+                               "128 threads fit in a block; the plan needs 256. Use fewer threads or a smaller tile.")
+
+
 # --- a concurrent group's run -----------------------------------------------------------------------------------
 
 GROUP = "group t { concurrency streams 4 gemm a 2048 x 512 x 512 copies 4 gemm b 8 x 8 x 8 }"

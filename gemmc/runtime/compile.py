@@ -172,3 +172,13 @@ def device_function(rendered: Rendered, entry: str) -> Any:
         raise GemmcError(f"kernel '{rendered.name}' was planned for {rendered.device_arch} and does not compile for "
                          f"this GPU ({arch}): {str(err).strip().splitlines()[0]}; compile the schedule for this GPU "
                          f"(`target cuda {arch}`)", code="E303") from None
+
+
+def check_threads(fn: Any, kernel: str, threads: int, advice: str = "") -> None:
+    """E302 unless a block of `threads` threads fits the loaded function `fn` of kernel `kernel`: the registers per
+    thread ptxas gave it may exceed what the planner allowed for, and the launch would then fail. `advice`, where
+    given, ends the message."""
+    if fn.max_threads_per_block < threads:
+        raise GemmcError(f"kernel '{kernel}': the compiled kernel uses {fn.num_regs} registers per thread, so at most "
+                         f"{fn.max_threads_per_block} threads fit in a block; the plan needs {threads}"
+                         + (f". {advice}" if advice else ""), code="E302")

@@ -23,7 +23,7 @@ from gemmc.ir.dynamic import INT32_MAX, Grouping
 from gemmc.ir.types import Layout
 from gemmc.model.tlp import occupancy
 from gemmc.runtime.args import NUMPY_DTYPES, ArrayInfo, check_array, describe
-from gemmc.runtime.compile import device_function
+from gemmc.runtime.compile import check_threads, device_function
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.dynamic_state import DynamicState, zeroed_counters
 from gemmc.runtime.launcher import Launcher
@@ -79,10 +79,7 @@ def state(kernel: Executable) -> DynamicState:
         static = getattr(fn, "shared_size_bytes", plan.sched_smem)
         if smem + static > hw.smem_per_block_default:  # the scheduler's static arrays count against the default too
             fn.max_dynamic_shared_size_bytes = smem
-        if fn.max_threads_per_block < plan.threads:
-            raise GemmcError(f"kernel '{kernel.name}': the compiled kernel uses {fn.num_regs} registers per thread, "
-                             f"so at most {fn.max_threads_per_block} threads fit in a block; the plan needs "
-                             f"{plan.threads}", code="E302")
+        check_threads(fn, kernel.name, plan.threads)
         validate = (compiled(kernel, rendered.entry + "_validate")
                     if plan.grouping is not Grouping.LIST else None)
         grid = hw.sm_count * max(1, blocks_per_sm(fn, plan.threads, smem, static))

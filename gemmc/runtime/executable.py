@@ -23,13 +23,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from gemmc.codegen import Rendered, render_kernel
-from gemmc.errors import GemmcError
 from gemmc.ir.hardware import Hardware
 from gemmc.ir.nodes import Kernel, TileTable
 from gemmc.model import tlp
 from gemmc.passes.replan import replan
 from gemmc.runtime.args import Expected, expected_operands
-from gemmc.runtime.compile import device_function
+from gemmc.runtime.compile import check_threads, device_function
 from gemmc.runtime.device import cupy, hardware
 from gemmc.runtime.streams import relaxed_capture
 
@@ -127,10 +126,7 @@ class Executable:
         fn = device_function(self.rendered, self.rendered.entry)
         if work.smem_bytes > hardware().smem_per_block_default:
             fn.max_dynamic_shared_size_bytes = work.smem_bytes
-        if fn.max_threads_per_block < work.block:
-            raise GemmcError(f"kernel '{self.name}': the compiled kernel uses {fn.num_regs} registers per thread, "
-                             f"so at most {fn.max_threads_per_block} threads fit in a block; the plan needs "
-                             f"{work.block}. Use fewer threads or a smaller tile.", code="E302")
+        check_threads(fn, self.name, work.block, "Use fewer threads or a smaller tile.")
         return fn
 
     @cached_property
