@@ -216,6 +216,26 @@ def test_a_compiled_kernel_whose_registers_leave_too_few_threads_a_block_is_refu
                                "128 threads fit in a block; the plan needs 256. Use fewer threads or a smaller tile.")
 
 
+def test_a_graphs_time_is_the_median_replay_per_launch_it_holds(monkeypatch):
+    from gemmc.runtime import tune
+
+    elapsed = iter([9.0, 3.0, 5.0, 1.0, 7.0])  # ms, one per replay
+    launches = []
+
+    class Event:
+        def record(self, stream):
+            pass
+
+        def synchronize(self):
+            pass
+
+    cuda = types.SimpleNamespace(Event=Event, get_elapsed_time=lambda start, end: next(elapsed))
+    monkeypatch.setattr(tune, "cupy", lambda: types.SimpleNamespace(cuda=cuda))
+    graph = types.SimpleNamespace(launch=lambda stream: launches.append(stream))
+    assert tune.graph_seconds(graph, "caller", 4, 5) == 5.0 * 1e-3 / 4
+    assert launches == ["caller"] * 5
+
+
 # --- a concurrent group's run -----------------------------------------------------------------------------------
 
 GROUP = "group t { concurrency streams 4 gemm a 2048 x 512 x 512 copies 4 gemm b 8 x 8 x 8 }"

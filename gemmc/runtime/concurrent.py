@@ -53,7 +53,7 @@ from gemmc.runtime.grouped_list import launch_grouped_list
 from gemmc.runtime.launch import enqueue, launch, pointer_tables, prepare, scalars
 from gemmc.runtime.streams import is_torch, launch_stream
 from gemmc.runtime.tma import enqueue_tma
-from gemmc.runtime.tune import enabled, median_seconds
+from gemmc.runtime.tune import enabled, graph_seconds, median_seconds
 from gemmc.version import __version__
 
 OPERAND_SHARE = 8  # the tuning's extra operand copies take at most 1/8 of the free GPU memory
@@ -181,16 +181,8 @@ def makespan_seconds(runs: list[Callable[[Any], None]], reps: int, stream: Any) 
             join.record(side)
             capture.wait_event(join)
         graph = capture.end_capture()
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    graph.launch(stream=stream)
-    times = []
-    for _ in range(WINDOWS):
-        start.record(stream)
-        graph.launch(stream=stream)
-        end.record(stream)
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end) * 1e-3 / reps)
-    return sorted(times)[len(times) // 2]
+    graph.launch(stream=stream)  # warm-up: the graph's first launch uploads it
+    return graph_seconds(graph, stream, reps, WINDOWS)
 
 
 _SIDE: dict[int, list[Any]] = {}

@@ -128,24 +128,29 @@ def captured(run: Callable[[Any], None], calls: int) -> Any:
         return capture.end_capture()
 
 
-def median_seconds(run: Callable[[Any], None], stream: Any) -> float:
+def graph_seconds(graph: Any, stream: Any, per: int, windows: int) -> float:
+    """Device time of one of the `per` launches (or rounds) a CUDA graph holds: the median of `windows` replays of
+    `graph` on `stream`, each timed by a pair of events, divided by `per`."""
     cp = cupy()
     start, end = cp.cuda.Event(), cp.cuda.Event()
-    run(stream)  # warm-up: the first launch of a freshly loaded module, and the uploads a capture cannot hold
-    stream.synchronize()
-
-    def replay(graph: Any) -> float:
+    times = []
+    for _ in range(windows):
         start.record(stream)
         graph.launch(stream=stream)
         end.record(stream)
         end.synchronize()
-        return cp.cuda.get_elapsed_time(start, end) * 1e-3
-
-    once = max(replay(captured(run, 1)), 1e-6)
-    calls = max(1, min(100, round(WINDOW_SECONDS / once)))
-    graph = captured(run, calls)
-    times = [replay(graph) / calls for _ in range(WINDOWS)]
+        times.append(cp.cuda.get_elapsed_time(start, end) * 1e-3 / per)
     return sorted(times)[len(times) // 2]
+
+
+def median_seconds(run: Callable[[Any], None], stream: Any) -> float:
+    """Device time of one `run(stream)`: the median of WINDOWS replays of a graph of as many back-to-back calls as
+    WINDOW_SECONDS holds (at most 100), per call."""
+    run(stream)  # warm-up: the first launch of a freshly loaded module, and the uploads a capture cannot hold
+    stream.synchronize()
+    once = max(graph_seconds(captured(run, 1), stream, 1, 1), 1e-6)
+    calls = max(1, min(100, round(WINDOW_SECONDS / once)))
+    return graph_seconds(captured(run, calls), stream, calls, WINDOWS)
 
 
 def notice(name: str, count: int, gpu: str) -> str:
