@@ -149,7 +149,7 @@ def describe(obj: Any, group: str, index: int | None = None) -> ArrayInfo:
 
 def check_array(info: ArrayInfo, label: str, ndim: int, dtype: str, device: int, holds: str = "") -> None:
     """Raise GemmcError naming the argument `label` unless the array is `ndim`-D, of the schedule's `dtype` and on
-    GPU `device` (one of unknown device passes), in that order: the checks every argument of a dynamic kernel
+    GPU `device` (an array whose device is unknown passes), in that order: the checks every argument of a dynamic kernel
     passes. `holds`, where given, says in the message about the dimensions what the array holds."""
     if info.ndim != ndim:
         said = f" ({holds})" if holds else ""
