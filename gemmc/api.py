@@ -149,9 +149,10 @@ def read_schedule(path: str | Path) -> str:
     return decode_schedule(data, str(path))
 
 
-def decode_schedule(data: bytes, filename: str) -> str:
+def decode_schedule(data: bytes, filename: str, fix: str = "save the file as UTF-8") -> str:
     """A schedule's bytes as text: UTF-8 (a leading byte-order mark is dropped); bytes that are not UTF-8 raise
-    GemmcError E103 at the line and column of the first bad one, `filename` naming where they came from."""
+    GemmcError E103 at the line and column of the first bad one, `filename` naming where they came from and `fix`
+    the hint."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -160,7 +161,7 @@ def decode_schedule(data: bytes, filename: str) -> str:
         line, column = len(lines), len(lines[-1]) + 1
         text = data.decode("utf-8-sig", errors="replace")
         raise GemmcError(Diagnostic("E103", f"the schedule is not UTF-8 text (byte 0x{data[start]:02x})",
-                                    Span(line, column), "save the file as UTF-8"),
+                                    Span(line, column), fix),
                          filename=filename, source=text) from None
 
 

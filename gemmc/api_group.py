@@ -107,10 +107,14 @@ class CompiledGroup:
         """The same group run another way: mode "sequential", "streams" (with `degree`, and `kernels` "go" for the
         members' GO-kernels or "isolated" for their own kernels) or "fused" (benchmarks and tests time every mode on
         the same inputs). The tuning already measured is shared."""
-        modes = [m.value for m in (Mode.SEQUENTIAL, Mode.STREAMS, Mode.FUSED)]
-        if mode not in modes:
-            raise GemmcError(f"group {self.name}: unknown mode {mode!r}; expected one of {', '.join(modes)}")
-        m = Mode(mode)
+        ways = (Mode.SEQUENTIAL, Mode.STREAMS, Mode.FUSED)
+        try:
+            m = Mode(mode)
+        except ValueError:
+            m = Mode.AUTO  # refused below with the others' names
+        if m not in ways:
+            raise GemmcError(f"group {self.name}: unknown mode {mode!r}; expected one of "
+                             + ", ".join(w.value for w in ways))
         if m is Mode.FUSED and self.group_plan.fused is None:
             why = [n.removeprefix("not fused: ") for n in self.group_plan.notes if n.startswith("not fused: ")]
             raise GemmcError(f"group {self.name} cannot run fused: " + "; ".join(why or self.group_plan.notes))

@@ -91,7 +91,7 @@ STDIN_NAME = "<stdin>"  # the file name errors cite for a schedule read from sta
 
 def stdin_text() -> str:
     """Standard input's schedule, held to the same UTF-8 rule as a file's (E103 at the first bad byte)."""
-    return decode_schedule(sys.stdin.buffer.read(), STDIN_NAME)
+    return decode_schedule(sys.stdin.buffer.read(), STDIN_NAME, "send UTF-8 text on standard input")
 
 
 def schedule_text(name: str) -> tuple[str, str]:

@@ -113,7 +113,7 @@ def launches(monkeypatch):
     monkeypatch.setattr(streams, "external_stream", lambda handle: None)  # torch\'s stream, stood in
     monkeypatch.setattr(streams, "torch_stream", lambda: 0)
     monkeypatch.setattr(executable, "cupy", lambda: cp)
-    monkeypatch.setattr(executable, "hardware", lambda device_id=None: TARGETS["sm_90"])
+    monkeypatch.setattr(executable, "hardware", lambda: TARGETS["sm_90"])
     monkeypatch.setattr(executable, "device_function", lambda rendered, entry: Function())
     monkeypatch.setenv("GEMMC_TUNE", "0")  # the stand-in cannot time `tile auto`'s alternatives
     return calls

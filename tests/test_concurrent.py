@@ -163,7 +163,7 @@ def test_with_mode_refuses_what_the_group_cannot_run_with_the_reason_first():
         mixed.with_mode("fused")
     with pytest.raises(gemmc.GemmcError, match="unknown mode 'parallel'; expected one of sequential, streams, fused$"):
         mixed.with_mode("parallel")
-    assert mixed.with_mode("sequential").mode is Mode.SEQUENTIAL
+    assert mixed.with_mode("sequential").mode is Mode.SEQUENTIAL and mixed.with_mode(Mode.STREAMS, 2).degree == 2
 
 
 def test_tuned_degree_rounds_down():

@@ -115,7 +115,7 @@ def test_a_compiled_kernel_whose_registers_leave_too_few_threads_a_block_is_refu
 
     kern = kernel_of(MOE)
     assert kern.executable.ir.plan.threads == 256
-    monkeypatch.setattr(dynamic, "hardware", lambda device_id=None: TARGETS["sm_90"])
+    monkeypatch.setattr(dynamic, "hardware", lambda: TARGETS["sm_90"])
     monkeypatch.setattr(dynamic, "device_function",
                         lambda rendered, entry: types.SimpleNamespace(num_regs=255, max_threads_per_block=128))
     with pytest.raises(gemmc.GemmcError) as info:

@@ -102,7 +102,7 @@ def device(monkeypatch, tmp_path):
 
     for module in (launch, executable, tune, concurrent, streams, group_floor):
         monkeypatch.setattr(module, "cupy", lambda: cp)
-    monkeypatch.setattr(executable, "hardware", lambda device_id=None: TARGETS["sm_90"])
+    monkeypatch.setattr(executable, "hardware", lambda: TARGETS["sm_90"])
     def load(rendered, entry):
         state.loaded.append(entry)
         return Function(entry, state.launches, state.streams)
@@ -207,7 +207,7 @@ def test_a_compiled_kernel_whose_registers_leave_too_few_threads_a_block_is_refu
 
     kern = gemmc.compile_string("kernel k { gemm 8 x 4 x 6 }")["k"]
     assert kern.ir.work.block == 256
-    monkeypatch.setattr(executable, "hardware", lambda device_id=None: TARGETS["sm_90"])
+    monkeypatch.setattr(executable, "hardware", lambda: TARGETS["sm_90"])
     monkeypatch.setattr(executable, "device_function",
                         lambda rendered, entry: types.SimpleNamespace(num_regs=255, max_threads_per_block=128))
     with pytest.raises(gemmc.GemmcError) as info:

@@ -269,7 +269,7 @@ HINTS = {
         "p.gs:4:1: error[E100]: expected a factor such as x3, found '}'\n"
         '    }\n'
         '    ^\n'
-        'hint: a split is `split TYPE xN`, the type and the factor apart: `precision split tf32 x3`'),
+        'hint: a split names its type and its factor apart: `precision split tf32 x3`'),
     "dtype_of_b_alone": ('kernel k {\n  gemm 64 x 64 x 64\n  dtype B bf16\n}\n',
         "p.gs:3:9: error[E202]: A is f32 but B is bf16: A and B share one storage type\n"
         '      dtype B bf16\n'
@@ -452,3 +452,34 @@ def test_an_unknown_target_argument_cites_no_line_of_the_schedule():
         gemmc.compile_file(ROOT / "examples" / "inception3.gs", target="sm_100")
     assert info.value.render() == ("error[E203]: unknown target 'sm_100'\nhint: expected cuda, hip, or one of sm_80, "
                                    "sm_86, sm_89, sm_90, gfx908, gfx90a, gfx942")
+
+
+@pytest.mark.parametrize("size, message", [
+    ("tile 128 128 64", "expected 'x', found a number '128'"),
+    ("tile 128x128 x 64", "expected 'x', found a factor such as x3 'x128'"),
+    ("tile 128, 128, 64", "expected 'x', found ','"),
+])
+def test_a_size_of_three_numbers_without_its_x_is_not_called_short(size, message):
+    """`a tile has three sizes; found N` only where fewer than three were written; a missing 'x' is named as such."""
+    with pytest.raises(gemmc.GemmcError) as info:
+        gemmc.compile_string(f"kernel k {{ gemm 64 x 64 x 64 {size} }}")
+    assert info.value.diagnostics[0].message == message
+
+
+@pytest.mark.parametrize("dtype, hint", [
+    ("dtype A f64, C f32", "write `dtype A f64, B f64` and a C that goes with f64"),
+    ("dtype A f32, B f16, C f16", "write `dtype A f16, B f16, C f16`"),
+    ("dtype A bf16, B f32, C f16", "write `dtype A bf16, B bf16` and a C that goes with bf16"),
+])
+def test_a_dtype_hint_never_suggests_a_c_its_types_refuse(dtype, hint):
+    with pytest.raises(gemmc.GemmcError) as info:
+        gemmc.compile_string(f"kernel k {{ gemm 64 x 64 x 64 {dtype} }}")
+    assert info.value.diagnostics[0].hint == hint
+
+
+@pytest.mark.parametrize("word", ["f16x2", "tf32x1", "bf16x9"])
+def test_a_glued_split_that_does_not_exist_lists_the_splits(word):
+    with pytest.raises(gemmc.GemmcError) as info:
+        gemmc.compile_string(f"kernel k {{ gemm 64 x 64 x 64 precision {word} }}")
+    hint = info.value.diagnostics[0].hint
+    assert "did you mean" not in hint and "`split tf32 x3`" in hint and "`split f16 x3`" in hint

@@ -150,7 +150,7 @@ def test_occupancy_uses_the_compiled_registers_and_the_device(monkeypatch):
     from gemmc.runtime import executable
 
     k = gemmc.compile_file("examples/inception3.gs")["inception3"]
-    monkeypatch.setattr(executable, "hardware", lambda device_id=None: H100)
+    monkeypatch.setattr(executable, "hardware", lambda: H100)
     monkeypatch.setattr(executable, "device_function",
                         lambda rendered, entry: types.SimpleNamespace(num_regs=200, max_threads_per_block=1024))
     occ = k.occupancy()

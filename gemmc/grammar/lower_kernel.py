@@ -14,7 +14,7 @@ from gemmc.grammar.ast import KernelDecl, Stmt, Word
 from gemmc.grammar.parser import OPERANDS, swallowed_statement, unknown_statement
 from gemmc.ir.dynamic import INT32_MAX, DynamicBatch, Grouping
 from gemmc.ir.nodes import Kernel, Problem, TileShape
-from gemmc.ir.types import AUTO, STORAGE_DTYPES, Batching, DType, Layout, Precision, Span, TileMode
+from gemmc.ir.types import AUTO, SPLITS, STORAGE_DTYPES, Batching, DType, Layout, Precision, Span, TileMode
 
 SPLIT_TYPES = ("f16", "bf16", "tf32")
 SPLIT_METHODS = ("le", "ootomo", "markidis")
@@ -185,10 +185,17 @@ class Lowering:
         a, b = given.get("A", DType.F32), given.get("B", DType.F32)
         if a is not b and len(self.diags) == errors:  # (a bad operand word says so already)
             where = seen.get("B") or seen.get("A") or stmt.span
-            wanted = (a if "A" in given else b).value  # the type written for A (or for B alone)
-            items = f"A {wanted}, B {wanted}" + (f", C {given['C'].value}" if "C" in given else "")
-            self.error("E202", f"A is {a.value} but B is {b.value}: A and B share one storage type", where,
-                       f"write `dtype {items}`" + ("" if "C" in given else f" or `dtype {wanted}` (C too)"))
+            written = [given[op] for op in ("A", "B") if op in given]  # the types the schedule wrote, A's first
+            c = given.get("C")
+            fits = [t for t in written if c is None or c in ((t, DType.F32) if t.half else (t,))]
+            wanted = (fits or written)[0].value
+            if c is None:
+                hint = f"write `dtype A {wanted}, B {wanted}` or `dtype {wanted}` (C too)"
+            elif fits:
+                hint = f"write `dtype A {wanted}, B {wanted}, C {c.value}`"
+            else:  # no type written for A or B takes this C (passes/check.py: which C each type takes)
+                hint = f"write `dtype A {wanted}, B {wanted}` and a C that goes with {wanted}"
+            self.error("E202", f"A is {a.value} but B is {b.value}: A and B share one storage type", where, hint)
         out["dtype"] = a
         if "C" in given and given["C"] is not a:
             out["dtype_c"] = given["C"]
@@ -275,9 +282,10 @@ class Lowering:
         if words[0].text != "split":
             options = {d.value: d for d in (DType.F32, DType.F64, DType.TF32, DType.F16, DType.BF16)}
             glued = SPLIT_GLUED.fullmatch(words[0].text)  # `tf32x3`: a split written without its spaces
-            hint = (f"did you mean `split {glued[1]} x{glued[2]}`?" if glued else
-                    "expected one of " + ", ".join(options) + f", or a split of f32 data, `split TYPE xN` (TYPE "
-                    f"{', '.join(SPLIT_TYPES)}; e.g. `split tf32 x3`)")
+            splits = ", ".join(f"`split {t.value} x{n}`" for t, n in SPLITS)
+            hint = (f"did you mean `split {glued[1]} x{int(glued[2])}`?"
+                    if glued and (DType(glued[1]), int(glued[2])) in SPLITS else
+                    "expected one of " + ", ".join(options) + f", or a split of f32 data: {splits}")
             compute = self.choice(words[0], "precision", options, hint=hint)
             if compute:
                 out["precision"] = Precision(compute)

@@ -154,7 +154,7 @@ GROUP_MEMBER_HINT = ("a group's members are `gemm NAME M x N x K` lines; a batch
 ITEMS_HINT = ("per-operand items are separated by commas: `dtype A bf16, B bf16, C f32`, `layout A row, B col`; a "
               "dtype may also be one type for all three (`dtype bf16`)")
 TOP_STATEMENT_HINT = "statements go inside `kernel NAME { ... }` or `group NAME { ... }`"
-SPLIT_HINT = "a split is `split TYPE xN`, the type and the factor apart: `precision split tf32 x3`"
+SPLIT_HINT = "a split names its type and its factor apart: `precision split tf32 x3`"
 
 
 def _stack(err: lark.exceptions.UnexpectedInput) -> list:
@@ -226,7 +226,7 @@ def _syntax_error(err: lark.exceptions.UnexpectedInput, source: str) -> Diagnost
             return Diagnostic("E101", f"unknown keyword '{text}'", span,
                               _suggest(text, TOP_KEYWORDS) or "a file holds 'target', 'kernel' and 'group' "
                               "declarations")
-        short = _short_size(stmt, tok, expected, span)
+        short = _short_size(stmt, tok, expected, span, source)
         if short is not None:
             return short
         names = " or ".join(sorted(_token_name(e) for e in expected))
@@ -237,10 +237,16 @@ def _syntax_error(err: lark.exceptions.UnexpectedInput, source: str) -> Diagnost
     return Diagnostic("E100", str(err).splitlines()[0], Span(line, col))
 
 
-def _short_size(stmt: tuple[Token, ...], tok: Token, expected: set[str], span: Span) -> Diagnostic | None:
+def _short_size(stmt: tuple[Token, ...], tok: Token, expected: set[str], span: Span, source: str
+                ) -> Diagnostic | None:
     """A tile's or a GEMM's size of fewer than three numbers (`tile 128x128`, `gemm 4 x 4`), where the parser wants
-    the 'x' before the third: said so, at the token after the last number (`x128` in `128x128` is one more size)."""
+    the 'x' before the third: said so, at the token after the last number (`x128` in `128x128` is one more size).
+    Not where more of the size follows (`gemm 64 64 64`, `tile 128x128 x 64`): the parser's own message names the
+    missing 'x' there."""
     if not stmt or stmt[0].type not in ("TILE", "GEMM") or "X" not in expected:
+        return None
+    after = source[tok.end_pos or 0:].lstrip(" \t")[:1] if tok.type == "FACTOR" else ""
+    if tok.type not in ("FACTOR", "RBRACE", *_STATEMENT_TOKENS) or after[:1].lower() == "x" or after.isdigit():
         return None
     sizes = sum(t.type == "NUMBER" for t in stmt[1:]) + (tok.type == "FACTOR")
     if sizes >= 3:
