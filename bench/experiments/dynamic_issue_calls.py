@@ -12,8 +12,8 @@ medians sit near 13 us and the window's mean is lifted by a few calls (the first
 holds); if every call costs more, something in the call waits on the GPU's queue. Measured
 (bench/results/dynamic/2026-11-28_h100_issue-calls.json, its output in dynamic/2026-11-28_h100_issue-calls.log): the
 first call of a window 151 and 73 us, calls 3-20 17-22 us, the collector changing nothing; every piece of the first
-call is slow, and a torch op at the same point takes as long (161 and 123 us): the host's slowness after a wait on the
-GPU, not gemmc's.
+call is slow, and a torch op at the same point takes no less (161 and 123 us): the host's slowness after a wait on
+the GPU, not gemmc's.
 """
 
 from __future__ import annotations
@@ -47,9 +47,10 @@ def per_call(step) -> list[float]:
 
 
 def first_call_parts(kern, A, W, C, ends) -> dict:
-    """The first call after a synchronisation, in its pieces (median over WINDOWS windows, each piece after its own
-    synchronisation of a queue of CALLS calls): the metadata key, the stream, the capture query with the counters'
-    slot, the launch; and a torch elementwise op on C, which is no gemmc code at all."""
+    """The first call after a synchronisation, in its pieces (median over WINDOWS windows; each window drains a queue of
+    CALLS calls, then times the pieces back to back: the metadata key, the stream, the capture query with the
+    counters' slot, the launch), the whole call after another such queue, and a torch elementwise op on C after a
+    third, which is no gemmc code at all."""
     import torch
 
     from gemmc.runtime import dynamic as dyn

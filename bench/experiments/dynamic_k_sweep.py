@@ -6,13 +6,14 @@ GPU machine only, from the tree's root:
 
     OUT=... python3 bench/experiments/dynamic_k_sweep.py        # $OUT/k-sweep.json
 
-Every case runs 16 rounds of 128 x 128 tiles (2048 tiles on 132 blocks, 15.52 rounds) of K / 16 k-steps each. Time
-per round against K is a line: its slope is the main loop's time per k-step, its intercept what a tile costs besides
-(first load, epilogue, claim). Prediction: the main loop alone runs at the 4096^3 rate (44.6 TFLOP/s, 48.1 us a round
-at K 512), so an intercept near 4.5 us a round would be what puts K 512 at 40.8 TFLOP/s. Measured
+Every case runs 16 rounds of 128 x 128 tiles (2064 tiles, some of them half-height, on 132 blocks: 15.64 rounds) of
+K / 16 k-steps each. Time per round against K is a line: its slope is the main loop's time per unit of K, its
+intercept what a tile costs besides (first load, epilogue, claim). Prediction: the main loop alone runs at the 4096^3
+rate (44.6 TFLOP/s), so an intercept near 4.5 us a round would be what puts K 512 at 40.8 TFLOP/s. Measured
 (bench/results/dynamic/2026-11-28_h100_k-sweep.json, its output in
 dynamic/2026-11-28_h100_k-sweep.log): 2.7 us a round and a main loop
-of 45.1 TFLOP/s; the torch loop of cuBLAS SGEMMs runs 46.1 TFLOP/s at K 512 and 48.5 at K 4096, so its main loop, not
+of 43.7 TFLOP/s of the step's work (the file's main_loop_tflops, 45.1, is the rate of 132 whole 128 x 128 tiles a
+round); the torch loop of cuBLAS SGEMMs runs 46.1 TFLOP/s at K 512 and 48.5 at K 4096, so its main loop, not
 the tiles' other costs, is most of the gap.
 """
 
@@ -74,7 +75,7 @@ def main() -> None:
     y = np.array([r["gemmc_us_per_round"] for r in rows])
     slope, intercept = np.polyfit(x, y, 1)
     fit = {"us_per_round_per_k": slope, "intercept_us_per_round": intercept,
-           "main_loop_tflops": 2.0 * 128 * 128 * 132 / slope / 1e6}
+           "main_loop_tflops": 2.0 * TOKENS * N / 16 / slope / 1e6}  # the step's work per unit of K, a round
     print(json.dumps(fit), flush=True)
     out = os.environ.get("OUT", ".")
     with open(os.path.join(out, "k-sweep.json"), "w") as f:
