@@ -6,6 +6,7 @@ import pytest
 
 import gemmc
 from gemmc.api import front_end
+from gemmc.errors import Diagnostic
 from gemmc.grammar.parser import ITEMS_HINT
 from gemmc.ir.nodes import Problem, TileShape
 from gemmc.ir.types import Batching, DType, Layout, Precision, TileMode
@@ -454,32 +455,28 @@ def test_an_unknown_target_argument_cites_no_line_of_the_schedule():
                                    "sm_86, sm_89, sm_90, gfx908, gfx90a, gfx942")
 
 
-@pytest.mark.parametrize("size, message", [
-    ("tile 128 128 64", "expected 'x', found a number '128'"),
-    ("tile 128x128 x 64", "expected 'x', found a factor such as x3 'x128'"),
-    ("tile 128, 128, 64", "expected 'x', found ','"),
-])
-def test_a_size_of_three_numbers_without_its_x_is_not_called_short(size, message):
-    """`a tile has three sizes; found N` only where fewer than three were written; a missing 'x' is named as such."""
+def first_error(statement: str) -> Diagnostic:
+    """The first diagnostic of a kernel of one 64^3 GEMM and `statement`."""
     with pytest.raises(gemmc.GemmcError) as info:
-        gemmc.compile_string(f"kernel k {{ gemm 64 x 64 x 64 {size} }}")
-    assert info.value.diagnostics[0].message == message
+        gemmc.compile_string(f"kernel k {{ gemm 64 x 64 x 64 {statement} }}")
+    return info.value.diagnostics[0]
 
 
-@pytest.mark.parametrize("dtype, hint", [
-    ("dtype A f64, C f32", "write `dtype A f64, B f64` and a C that goes with f64"),
-    ("dtype A f32, B f16, C f16", "write `dtype A f16, B f16, C f16`"),
-    ("dtype A bf16, B f32, C f16", "write `dtype A bf16, B bf16` and a C that goes with bf16"),
+# `a tile has three sizes; found N` only where fewer than three were written (a missing 'x' is named as such); a dtype
+# hint never suggests a C that its types refuse
+@pytest.mark.parametrize("statement, field, expected", [
+    ("tile 128 128 64", "message", "expected 'x', found a number '128'"),
+    ("tile 128x128 x 64", "message", "expected 'x', found a factor such as x3 'x128'"),
+    ("tile 128, 128, 64", "message", "expected 'x', found ','"),
+    ("dtype A f64, C f32", "hint", "write `dtype A f64, B f64` and a C that goes with f64"),
+    ("dtype A f32, B f16, C f16", "hint", "write `dtype A f16, B f16, C f16`"),
+    ("dtype A bf16, B f32, C f16", "hint", "write `dtype A bf16, B bf16` and a C that goes with bf16"),
 ])
-def test_a_dtype_hint_never_suggests_a_c_its_types_refuse(dtype, hint):
-    with pytest.raises(gemmc.GemmcError) as info:
-        gemmc.compile_string(f"kernel k {{ gemm 64 x 64 x 64 {dtype} }}")
-    assert info.value.diagnostics[0].hint == hint
+def test_sizes_without_their_x_and_dtypes_whose_c_must_change(statement, field, expected):
+    assert getattr(first_error(statement), field) == expected
 
 
 @pytest.mark.parametrize("word", ["f16x2", "tf32x1", "bf16x9"])
 def test_a_glued_split_that_does_not_exist_lists_the_splits(word):
-    with pytest.raises(gemmc.GemmcError) as info:
-        gemmc.compile_string(f"kernel k {{ gemm 64 x 64 x 64 precision {word} }}")
-    hint = info.value.diagnostics[0].hint
+    hint = first_error(f"precision {word}").hint
     assert "did you mean" not in hint and "`split tf32 x3`" in hint and "`split f16 x3`" in hint
