@@ -1,9 +1,11 @@
 """Hardware facts the passes plan against.
 
 Offline compiles read the target table below (values from the vendors' tuning guides and, for sm_90, from
-our H100: 132 SMs, 50 MB L2, 2.95 TB/s measured device-to-device copy). At run time
-`gemmc.runtime.device.hardware()` builds the same record from the device's properties, so a plan made on
-the GPU uses the real SM count, register file and shared memory. No paper constant lives here: the papers'
+our H100: 132 SMs, 50 MB L2, 2.95 TB/s measured device-to-device copy). Plans are made for the
+schedule's target from this table, the same on every machine, GPU or not. At run time
+`gemmc.runtime.device.hardware()` builds the same record from the device's properties, and launches size their
+persistent grids, occupancy and shared-memory opt-in from the real SM count, register file and shared memory
+(an H200 is planned as the H100: the same 132 SMs). No paper constant lives here: the papers'
 thresholds are derived from these numbers in the passes that use them.
 """
 
