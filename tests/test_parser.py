@@ -7,7 +7,7 @@ import pytest
 import gemmc
 from gemmc.api import front_end
 from gemmc.errors import Diagnostic
-from gemmc.grammar.parser import ITEMS_HINT
+from gemmc.grammar.parser import ITEMS_HINT, SPLIT_HINT
 from gemmc.ir.nodes import Problem, TileShape
 from gemmc.ir.types import Batching, DType, Layout, Precision, TileMode
 from tests.conftest import ROOT
@@ -267,10 +267,10 @@ HINTS = {
         '                ^^^^^^\n'
         'hint: did you mean `split tf32 x3`?'),
     "split_type_and_factor_glued": ('kernel k {\n  gemm 64 x 64 x 64\n  precision split f16x3\n}\n',
-        "p.gs:4:1: error[E100]: expected a factor such as x3, found '}'\n"
-        '    }\n'
-        '    ^\n'
-        'hint: a split names its type and its factor apart: `precision split tf32 x3`'),
+        "p.gs:3:19: error[E100]: a split's type and factor are written as one word 'f16x3'\n"
+        '      precision split f16x3\n'
+        '                      ^^^^^\n'
+        'hint: did you mean `split f16 x3`?'),
     "dtype_of_b_alone": ('kernel k {\n  gemm 64 x 64 x 64\n  dtype B bf16\n}\n',
         "p.gs:3:9: error[E202]: A is f32 but B is bf16: A and B share one storage type\n"
         '      dtype B bf16\n'
@@ -480,3 +480,18 @@ def test_sizes_without_their_x_and_dtypes_whose_c_must_change(statement, field, 
 def test_a_glued_split_that_does_not_exist_lists_the_splits(word):
     hint = first_error(f"precision {word}").hint
     assert "did you mean" not in hint and "`split tf32 x3`" in hint and "`split f16 x3`" in hint
+
+
+# The parser stops after the glued word, where it wants the factor: the caret is still on the glued word (it was on the
+# token after it: the '}', the next statement's keyword, `method`), as it is on `tf32x3` written without `split`
+@pytest.mark.parametrize("statement, word, hint", [
+    ("precision split f16x3", "f16x3", "did you mean `split f16 x3`?"),
+    ("precision split tf32x3 tile 64x64x16", "tf32x3", "did you mean `split tf32 x3`?"),
+    ("precision split f16x3 method le", "f16x3", "did you mean `split f16 x3`?"),
+    ("precision split f16x2", "f16x2", SPLIT_HINT),
+    ("precision tf32x3", "tf32x3", "did you mean `split tf32 x3`?"),
+])
+def test_a_glued_split_is_reported_at_the_glued_word(statement, word, hint):
+    d = first_error(statement)
+    column = len("kernel k { gemm 64 x 64 x 64 ") + statement.index(word) + 1
+    assert (d.span.line, d.span.column, d.span.end_column, d.hint) == (1, column, column + len(word), hint)

@@ -11,14 +11,12 @@ from typing import TypeVar
 from gemmc.errors import Diagnostic
 from gemmc.grammar import limits, names
 from gemmc.grammar.ast import KernelDecl, Stmt, Word
-from gemmc.grammar.parser import OPERANDS, swallowed_statement, unknown_statement
+from gemmc.grammar.parser import OPERANDS, SPLIT_TYPES, glued_split, swallowed_statement, unknown_statement
 from gemmc.ir.dynamic import INT32_MAX, DynamicBatch, Grouping
 from gemmc.ir.nodes import Kernel, Problem, TileShape
 from gemmc.ir.types import AUTO, SPLITS, STORAGE_DTYPES, Batching, DType, Layout, Precision, Span, TileMode
 
-SPLIT_TYPES = ("f16", "bf16", "tf32")
 SPLIT_METHODS = ("le", "ootomo", "markidis")
-SPLIT_GLUED = re.compile(r"(" + "|".join(SPLIT_TYPES) + r")x(\d+)")
 PROBLEM_STATEMENTS = ("batch", "gemm", "grouped")  # each says what the kernel computes: one per kernel
 
 E = TypeVar("E")
@@ -281,10 +279,9 @@ class Lowering:
         words = stmt.values
         if words[0].text != "split":
             options = {d.value: d for d in (DType.F32, DType.F64, DType.TF32, DType.F16, DType.BF16)}
-            glued = SPLIT_GLUED.fullmatch(words[0].text)  # `tf32x3`: a split written without its spaces
+            meant = glued_split(words[0].text)  # `tf32x3`: a split written without its spaces
             splits = ", ".join(f"`split {t.value} x{n}`" for t, n in SPLITS)
-            hint = (f"did you mean `split {glued[1]} x{int(glued[2])}`?"
-                    if glued and (DType(glued[1]), int(glued[2])) in SPLITS else
+            hint = (f"did you mean `{meant}`?" if meant else
                     "expected one of " + ", ".join(options) + f", or a split of f32 data: {splits}")
             compute = self.choice(words[0], "precision", options, hint=hint)
             if compute:

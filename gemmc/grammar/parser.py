@@ -12,13 +12,15 @@ from lark import Lark, Token, Transformer, v_args
 
 from gemmc.errors import LINE_BREAK, Diagnostic, GemmcError
 from gemmc.grammar.ast import GroupDecl, KernelDecl, MemberDecl, Module, Stmt, TargetDecl, Word
-from gemmc.ir.types import STORAGE_DTYPES
+from gemmc.ir.types import SPLITS, STORAGE_DTYPES, DType
 from gemmc.span import Span
 
 STATEMENT_KEYWORDS = ("dtype", "layout", "alpha", "beta", "batch", "gemm", "tile", "threads", "batching",
                       "precision", "pipeline", "algorithm", "tlp", "grouped")
 TOP_KEYWORDS = ("target", "kernel", "group")
 OPERANDS = ("A", "B", "C")
+SPLIT_TYPES = ("f16", "bf16", "tf32")
+_SPLIT_GLUED = re.compile(r"(" + "|".join(SPLIT_TYPES) + r")x(\d+)")
 
 _TOKEN_NAMES = {
     "NAME": "a name", "NUMBER": "a number", "DIMS3": "a size such as 64x64x16", "FACTOR": "a factor such as x3",
@@ -117,6 +119,15 @@ class _ToAst(Transformer):
 def _suggest(word: str, choices: tuple[str, ...]) -> str | None:
     close = difflib.get_close_matches(word, choices, n=1)
     return f"did you mean '{close[0]}'?" if close else None
+
+
+def glued_split(word: str) -> str | None:
+    """`split T xN` for a word that glues a split's type and factor together (`tf32x3`), where that split exists;
+    None for any other word. The parser's and the lowering's hints for a glued split both come from it."""
+    glued = _SPLIT_GLUED.fullmatch(word)
+    if glued is None or (DType(glued[1]), int(glued[2])) not in SPLITS:
+        return None
+    return f"split {glued[1]} x{int(glued[2])}"
 
 
 def unknown_statement(word: Word, hint: str | None = None) -> Diagnostic:
@@ -226,6 +237,9 @@ def _syntax_error(err: lark.exceptions.UnexpectedInput, source: str) -> Diagnost
             return Diagnostic("E101", f"unknown keyword '{text}'", span,
                               _suggest(text, TOP_KEYWORDS) or "a file holds 'target', 'kernel' and 'group' "
                               "declarations")
+        glued = _glued_split_type(stmt, expected)
+        if glued is not None:
+            return glued
         short = _short_size(stmt, tok, expected, span, source)
         if short is not None:
             return short
@@ -235,6 +249,19 @@ def _syntax_error(err: lark.exceptions.UnexpectedInput, source: str) -> Diagnost
         hint = _token_hint(tok, expected, stack, stmt, source)
         return Diagnostic("E100", f"expected {names}, found {found}", span, hint)
     return Diagnostic("E100", str(err).splitlines()[0], Span(line, col))
+
+
+def _glued_split_type(stmt: tuple[Token, ...], expected: set[str]) -> Diagnostic | None:
+    """`precision split f16x3`: the lexer reads `f16x3` as the split's type, and the parser stops at the token after
+    it, where it wants the factor. Reported at the glued word, the one to change, not at the token after it."""
+    if len(stmt) != 3 or stmt[0].type != "PRECISION" or stmt[2].type != "NAME" or "FACTOR" not in expected:
+        return None
+    word = str(stmt[2])
+    if _SPLIT_GLUED.fullmatch(word) is None:
+        return None  # `split f16 }`, `split half x3`: the factor is missing where the parser stopped
+    meant = glued_split(word)
+    return Diagnostic("E100", f"a split's type and factor are written as one word '{word}'", _word(stmt[2]).span,
+                      f"did you mean `{meant}`?" if meant else SPLIT_HINT)
 
 
 def _short_size(stmt: tuple[Token, ...], tok: Token, expected: set[str], span: Span, source: str
