@@ -116,11 +116,30 @@ def test_the_last_round_in_column_halves():
     # the last 16 tiles are group 3's 32 x 128 ones, whose variant has no half-width one: each runs whole in its
     # first claim (gemmc_dyn_half), the second claim empty
     assert (s.tail, s.split) == (16, 0)
-    assert "the last round's 16 tiles run whole (no half-width variant, or the right half past n)" in str(s)
+    assert "the last round's 16 tiles run whole (no half-width variant)" in str(s)
     rows = k.schedule_for([128 * 67])  # 1072 tiles of 128 x 128: 8 rounds, then the last row's 16 in halves
     assert (rows.tail, rows.split) == (16, 16)
     assert "the last round's 16 tiles in column halves (32 claims)" in str(rows)
     assert k.schedule_for([128 * 66], sm_count=132).tail == 0  # 1056 tiles: 8 whole rounds
+
+
+# A last round of split and whole tiles, and why those run whole: only the reasons that hold. Numbered last (tiles by
+# decreasing cost): the 128-row group's last row of tiles, then the 12-row group's row of 32 x 128 tiles, which have no
+# half-width variant. At n 2068 each row ends in a 128 x 64 tile over 20 columns, whose 128 x 32 right half starts at
+# 2080, past n.
+@pytest.mark.parametrize("n, sizes, tail, split, words", [
+    (2048, [128 * 67, 12], 32, 16, "1088 tiles on a grid of 132 blocks: 8.24 rounds of 132 blocks; of the last round's "
+     "32 tiles, 16 run in column halves and 16 whole (no half-width variant)"),  # 67 x 16 + 16 = 8 x 132 + 32
+    (2068, [128 * 133], 17, 16, "2261 tiles on a grid of 132 blocks: 17.13 rounds of 132 blocks; of the last round's "
+     "17 tiles, 16 run in column halves and 1 whole (the right half past n)"),  # 133 x 17 = 17 x 132 + 17
+    (2068, [128 * 133, 12], 34, 16, "2278 tiles on a grid of 132 blocks: 17.26 rounds of 132 blocks; of the last "
+     "round's 34 tiles, 16 run in column halves and 18 whole (no half-width variant, or the right half past n)"),
+])
+def test_a_last_round_of_split_and_whole_tiles_says_how_many_of_each(n, sizes, tail, split, words):
+    k = kernel(f"layout B col grouped M n {n} k 1024 groups 64 rows 32768")  # examples/moe.gs's moe_up at n 2048
+    s = k.schedule_for(sizes, sm_count=132)
+    assert (s.tail, s.split) == (tail, split)
+    assert f"  {words}" in s.lines()
 
 
 # ---- the hopper_grouped family: the templates' arithmetic ----------------------------------------------------------

@@ -46,9 +46,15 @@ def schedule_for(kernel: Kernel, plan: DynamicPlan, sizes: CallSizes, hw: Hardwa
                    for g in range(len(m)))
     total = sched.total
     whole = scheduler.whole_claims(total, grid) if plan.tail_split else total
-    # the last round's tiles as their claims' halves run them (gemmc_dyn_half): a right half that runs is a split tile
-    halves = scheduler.half_claims(plan, scheduler.tile_table(plan, sched, m, n, np.arange(whole, total)), n)
-    split = int((halves[1::2, 3] >= 0).sum())
+    # the last round's tiles as their claims' halves run them (gemmc_dyn_half): a right half that runs is a split tile;
+    # of the others, a tile whose left half runs its own variant has no half-width one, and the rest have their right
+    # half past n. `tail_why` names only the reasons that hold.
+    last = scheduler.tile_table(plan, sched, m, n, np.arange(whole, total))
+    halves = scheduler.half_claims(plan, last, n)
+    runs_right, own = halves[1::2, 3] >= 0, halves[0::2, 3] == last[:, 3]
+    split = int(runs_right.sum())
+    tail_why = ", or ".join(why for why, tiles in (("no half-width variant", own),
+                                                   ("the right half past n", ~runs_right & ~own)) if tiles.any())
     tlp = [int(t) for t in sched.tlp]
     order = ("every group's whole-height rows of tiles, then every half-height last row, each kind by "
              "decreasing cost of a tile (weight x k)" if plan.parts > 1 else
@@ -62,6 +68,6 @@ def schedule_for(kernel: Kernel, plan: DynamicPlan, sizes: CallSizes, hw: Hardwa
     return SchedulePreview(kernel.name, "dynamic", plan.grouping, groups, grid, total,
                            cap_reason(plan, sched.cap, tlp, threshold, grid), cap=sched.cap, threshold=threshold,
                            tlp=tuple(tlp), tail=total - whole, split=split,
-                           tail_why="no half-width variant, or the right half past n",
+                           tail_why=tail_why,
                            notes=notes)
 
